@@ -1,0 +1,366 @@
+"""The API's verbs on objects, independent of HTTP: what kube-apiserver's generic registry does.
+
+Used by the HTTP layer (http.py) and in-process by the garbage collector and pod runners.
+Every method is synchronous and raises `ApiError` on failure.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import uuid
+from datetime import UTC, datetime, timedelta
+
+from . import builtins, errors
+from .errors import ApiError
+from .resources import Registry, ResourceType, types_from_crd
+from .store import ObjKey, Store
+
+NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+FOREGROUND, ORPHAN = "foregroundDeletion", "orphan"
+CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
+NAMESPACES = ("", "namespaces")
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+def now_rfc3339(delta: float = 0.0) -> str:
+    return (datetime.now(UTC) + timedelta(seconds=delta)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _without(obj: dict, *keys: str) -> dict:
+    return {k: v for k, v in obj.items() if k not in keys}
+
+
+class Api:
+    def __init__(self, store: Store, registry: Registry) -> None:
+        self.store = store
+        self.registry = registry
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    def present(self, rt: ResourceType, obj: dict) -> dict:
+        """The stored object as seen through `rt`'s version."""
+        if obj.get("apiVersion") == rt.group_version:
+            return obj
+        return {**obj, "apiVersion": rt.group_version}
+
+    def _key(self, rt: ResourceType, namespace: str | None, name: str) -> ObjKey:
+        return (namespace or "" if rt.namespaced else "", name)
+
+    def _not_found(self, rt: ResourceType, name: str) -> ApiError:
+        return errors.not_found(rt.qualified_resource, name, rt.group, rt.plural)
+
+    def _conflict(self, rt: ResourceType, name: str, why: str = errors.STALE) -> ApiError:
+        return errors.conflict(rt.qualified_resource, name, why, rt.group, rt.plural)
+
+    def ensure_namespace(self, name: str) -> None:
+        if self.store.get(NAMESPACES, ("", name)) is None:
+            self.create(self.registry.get("", "v1", "namespaces"), None,
+                        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+    def _check_namespace(self, rt: ResourceType, namespace: str | None) -> None:
+        if not rt.namespaced:
+            return
+        ns = self.store.get(NAMESPACES, ("", namespace or ""))
+        if ns is None:
+            raise errors.not_found("namespaces", namespace or "", "", "namespaces")
+        if ns["metadata"].get("deletionTimestamp"):
+            raise errors.forbidden(f'{rt.plural} "" is forbidden: unable to create new content in namespace '
+                                   f"{namespace} because it is being terminated")
+
+    def _commit(self, rt: ResourceType, obj: dict, dry_run: bool) -> dict:
+        if dry_run:
+            return obj
+        rv = self.store.next_rv()
+        obj["metadata"]["resourceVersion"] = str(rv)
+        self.store.put(rt.storage_key, obj, rv)
+        if rt.storage_key == CRD_KEY:
+            self._serve_crd(obj)
+        return obj
+
+    # --- admission: defaults and validation per kind ---------------------------------------
+
+    def _admit(self, rt: ResourceType, obj: dict, old: dict | None) -> None:
+        key = rt.storage_key
+        causes: list = []
+        if key == ("", "pods"):
+            builtins.default_pod(obj)
+            causes += builtins.validate_pod(obj)
+            if old is not None:
+                causes += builtins.validate_pod_update(obj, old)
+        elif key == ("", "services"):
+            if old is not None and not (obj.get("spec") or {}).get("clusterIP"):
+                obj.setdefault("spec", {})["clusterIP"] = (old.get("spec") or {}).get("clusterIP")
+            builtins.default_service(obj)
+            causes += builtins.validate_service(obj)
+            if old is not None:
+                causes += builtins.validate_service_update(obj, old)
+        elif key == NAMESPACES:
+            builtins.default_namespace(obj)
+        elif key == CRD_KEY:
+            causes += builtins.validate_crd(obj)
+        if rt.schema is not None:
+            from .schema import admit
+
+            causes += [(e.reason, e.field, e.error_string()) for e in admit(obj, rt.schema, old=old)]
+        else:
+            causes = builtins.metadata_errors(obj, builtins.NAME_STYLE.get(key, "subdomain")) + causes
+        if causes:
+            name = (obj.get("metadata") or {}).get("name") or ""
+            raise errors.invalid(rt.qualified_kind, name, rt.group, rt.kind, causes)
+
+    def _initial_status(self, rt: ResourceType, obj: dict) -> None:
+        key = rt.storage_key
+        if key == ("", "pods"):
+            obj["status"] = builtins.initial_pod_status(obj)
+        elif key == ("", "services"):
+            obj["status"] = {"loadBalancer": {}}
+        elif key == NAMESPACES:
+            obj["status"] = {"phase": "Active"}
+        elif key == CRD_KEY:
+            obj["status"] = builtins.crd_status(obj, now_rfc3339())
+        elif rt.status_subresource:
+            obj.pop("status", None)
+
+    # --- reads ----------------------------------------------------------------------------
+
+    def get(self, rt: ResourceType, namespace: str | None, name: str) -> dict:
+        obj = self.store.get(rt.storage_key, self._key(rt, namespace, name))
+        if obj is None:
+            raise self._not_found(rt, name)
+        return self.present(rt, obj)
+
+    # --- create ---------------------------------------------------------------------------
+
+    def create(self, rt: ResourceType, namespace: str | None, body: dict, dry_run: bool = False) -> dict:
+        obj = self._check_body(rt, body)
+        meta = obj["metadata"] = dict(obj.get("metadata") or {})
+        if rt.namespaced:
+            if meta.get("namespace") and namespace and meta["namespace"] != namespace:
+                raise errors.bad_request("the namespace of the provided object does not match the namespace "
+                                         "sent on the request")
+            meta["namespace"] = namespace or meta.get("namespace") or "default"
+        else:
+            meta.pop("namespace", None)
+        if meta.get("resourceVersion"):
+            raise errors.bad_request("resourceVersion should not be set on objects to be created")
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + "".join(random.choices(NAME_CHARS, k=5))
+        for transient in ("deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
+            meta.pop(transient, None)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = now_rfc3339()
+        meta["generation"] = 1
+        self._initial_status(rt, obj)
+        self._admit(rt, obj, None)
+        self._check_namespace(rt, meta.get("namespace"))
+        if self.store.get(rt.storage_key, self._key(rt, meta.get("namespace"), meta["name"])) is not None:
+            raise errors.already_exists(rt.qualified_resource, meta["name"], rt.group, rt.plural)
+        return self.present(rt, self._commit(rt, obj, dry_run))
+
+    def _check_body(self, rt: ResourceType, body) -> dict:
+        if not isinstance(body, dict):
+            raise errors.bad_request("the body of the request was not a JSON object")
+        kind, api_version = body.get("kind"), body.get("apiVersion")
+        if kind and kind != rt.kind:
+            raise errors.bad_request(f"the API version in the data ({api_version}) does not match the "
+                                     f"expected API version ({rt.group_version})" if api_version else
+                                     f"kind {kind} does not match {rt.kind}")
+        obj = dict(body)
+        obj["apiVersion"] = rt.group_version
+        obj["kind"] = rt.kind
+        return obj
+
+    # --- update and patch -----------------------------------------------------------------
+
+    def update(self, rt: ResourceType, namespace: str | None, name: str, body: dict,
+               subresource: str | None = None, dry_run: bool = False) -> dict:
+        okey = self._key(rt, namespace, name)
+        old = self.store.get(rt.storage_key, okey)
+        if old is None:
+            if rt.create_on_update and subresource is None:
+                return self.create(rt, namespace, body, dry_run)
+            raise self._not_found(rt, name)
+        obj = self._check_body(rt, body)
+        meta = dict(obj.get("metadata") or {})
+        old_meta = old["metadata"]
+        if meta.get("name", name) != name:
+            raise errors.bad_request(f"the name of the object ({meta.get('name')}) does not match the name on "
+                                     f"the URL ({name})")
+        if meta.get("resourceVersion") and meta["resourceVersion"] != old_meta["resourceVersion"]:
+            raise self._conflict(rt, name)
+        if meta.get("uid") and meta["uid"] != old_meta["uid"]:
+            raise self._conflict(rt, name, f"Precondition failed: UID in precondition: {meta['uid']}, UID in "
+                                           f"object meta: {old_meta['uid']}")
+        return self._replace(rt, old, obj, meta, subresource, dry_run)
+
+    def _replace(self, rt: ResourceType, old: dict, obj: dict, meta: dict, subresource: str | None,
+                 dry_run: bool) -> dict:
+        old_meta = old["metadata"]
+        if subresource == "status":
+            obj = {**old, "status": obj.get("status")} if "status" in obj else dict(old)
+            meta = dict(old_meta)
+        elif rt.status_subresource:
+            obj = _without(obj, "status")
+            if "status" in old:
+                obj["status"] = old["status"]
+        for fixed in ("name", "namespace", "uid", "creationTimestamp", "generation", "deletionTimestamp",
+                      "deletionGracePeriodSeconds"):
+            if fixed in old_meta:
+                meta[fixed] = old_meta[fixed]
+            else:
+                meta.pop(fixed, None)
+        meta.pop("managedFields", None)
+        meta["resourceVersion"] = old_meta["resourceVersion"]
+        obj["metadata"] = meta
+        if subresource is None:
+            self._admit(rt, obj, old)
+        elif rt.schema is not None:
+            self._admit(rt, obj, old)
+        if _without(obj, "metadata", "status") != _without(old, "metadata", "status"):
+            meta["generation"] = old_meta.get("generation", 1) + 1
+        if obj == old:
+            return self.present(rt, old)  # a no-op update writes nothing, as etcd3's GuaranteedUpdate
+        if meta.get("deletionTimestamp") and not meta.get("finalizers") and not self._waits_for_kubelet(rt, obj):
+            return self.present(rt, self._remove(rt, old, dry_run))
+        return self.present(rt, self._commit(rt, obj, dry_run))
+
+    def patch(self, rt: ResourceType, namespace: str | None, name: str, content_type: str, patch,
+              subresource: str | None = None, dry_run: bool = False) -> dict:
+        from . import patch as patches
+
+        old = self.store.get(rt.storage_key, self._key(rt, namespace, name))
+        if old is None:
+            raise self._not_found(rt, name)
+        base = copy.deepcopy(old)
+        try:
+            if content_type == "application/json-patch+json":
+                result = patches.json_patch(base, patch)
+            elif content_type == "application/merge-patch+json":
+                result = patches.json_merge_patch(base, patch)
+            elif content_type == "application/strategic-merge-patch+json":
+                if not rt.strategic:
+                    raise errors.unsupported_media_type(content_type)
+                result = patches.strategic_merge_patch(base, patch, rt.kind)
+            else:
+                raise errors.unsupported_media_type(content_type)
+        except patches.PatchError as exc:
+            raise ApiError(422 if content_type == "application/json-patch+json" else 400,
+                           "Invalid" if content_type == "application/json-patch+json" else "BadRequest",
+                           str(exc)) from exc
+        if not isinstance(result, dict):
+            raise errors.bad_request("the patch did not produce an object")
+        meta = dict(result.get("metadata") or {})
+        if meta.get("resourceVersion") != old["metadata"]["resourceVersion"]:
+            raise self._conflict(rt, name)
+        if meta.get("uid") != old["metadata"]["uid"]:
+            raise self._conflict(rt, name, f"Precondition failed: UID in precondition: {meta.get('uid')}, "
+                                           f"UID in object meta: {old['metadata']['uid']}")
+        if meta.get("name", name) != name:
+            raise errors.bad_request("the name of the object does not match the name on the URL")
+        return self._replace(rt, old, self._check_body(rt, result), meta, subresource, dry_run)
+
+    # --- delete ---------------------------------------------------------------------------
+
+    def delete(self, rt: ResourceType, namespace: str | None, name: str, options: dict | None = None,
+               dry_run: bool = False) -> tuple[dict, bool]:
+        """Delete or start deleting; returns (object, gone_now)."""
+        options = options or {}
+        old = self.store.get(rt.storage_key, self._key(rt, namespace, name))
+        if old is None:
+            raise self._not_found(rt, name)
+        meta = old["metadata"]
+        pre = options.get("preconditions") or {}
+        if pre.get("uid") and pre["uid"] != meta["uid"]:
+            raise self._conflict(rt, name, f"Precondition failed: UID in precondition: {pre['uid']}, UID in "
+                                           f"object meta: {meta['uid']}")
+        if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
+            raise self._conflict(rt, name, f"Precondition failed: ResourceVersion in precondition: "
+                                           f"{pre['resourceVersion']}, ResourceVersion in object meta: "
+                                           f"{meta['resourceVersion']}")
+        policy = options.get("propagationPolicy")
+        if policy is None and options.get("orphanDependents") is not None:
+            policy = "Orphan" if options["orphanDependents"] else "Background"
+        finalizers = list(meta.get("finalizers") or [])
+        if policy == "Foreground" and FOREGROUND not in finalizers:
+            finalizers.append(FOREGROUND)
+        elif policy == "Orphan" and ORPHAN not in finalizers:
+            finalizers.append(ORPHAN)
+        grace = self._grace_period(rt, old, options)
+        if rt.storage_key == NAMESPACES:
+            return self._start_deleting(rt, old, finalizers, 0, dry_run, {"phase": "Terminating"}), False
+        if finalizers or grace > 0:
+            return self._start_deleting(rt, old, finalizers, grace, dry_run), False
+        return self.present(rt, self._remove(rt, old, dry_run)), True
+
+    def _grace_period(self, rt: ResourceType, obj: dict, options: dict) -> int:
+        """Only pods bound to a node and not yet finished wait for their kubelet (the pod runner)."""
+        if rt.storage_key != ("", "pods"):
+            return 0
+        if not (obj.get("spec") or {}).get("nodeName"):
+            return 0
+        if (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return 0
+        grace = options.get("gracePeriodSeconds")
+        if grace is None:
+            grace = (obj.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
+        current = obj["metadata"].get("deletionGracePeriodSeconds")
+        if current is not None:
+            grace = min(grace, current)
+        return max(int(grace), 0)
+
+    def _waits_for_kubelet(self, rt: ResourceType, obj: dict) -> bool:
+        return rt.storage_key == ("", "pods") and (obj["metadata"].get("deletionGracePeriodSeconds") or 0) > 0
+
+    def _start_deleting(self, rt: ResourceType, old: dict, finalizers: list[str], grace: int,
+                        dry_run: bool, status: dict | None = None) -> dict:
+        meta = dict(old["metadata"])
+        if finalizers:
+            meta["finalizers"] = finalizers
+        if not meta.get("deletionTimestamp") or meta.get("deletionGracePeriodSeconds", 0) > grace:
+            meta["deletionTimestamp"] = now_rfc3339(grace)
+            meta["deletionGracePeriodSeconds"] = grace
+        obj = {**old, "metadata": meta}
+        if status is not None:
+            obj["status"] = {**(old.get("status") or {}), **status}
+        if obj == old:
+            return self.present(rt, old)
+        return self.present(rt, self._commit(rt, obj, dry_run))
+
+    def _remove(self, rt: ResourceType, old: dict, dry_run: bool) -> dict:
+        if dry_run:
+            return old
+        rv = self.store.next_rv()
+        final = {**old, "metadata": {**old["metadata"], "resourceVersion": str(rv)}}
+        okey = (old["metadata"].get("namespace") or "", old["metadata"]["name"])
+        self.store.remove(rt.storage_key, okey, final, rv)
+        if rt.storage_key == CRD_KEY:
+            self._unserve_crd(old)
+        return final
+
+    def system_write(self, rt: ResourceType, obj: dict) -> dict:
+        """Store a new state without admission: what the scheduler, kubelet and GC may do."""
+        return self._commit(rt, obj, False)
+
+    def remove_now(self, rt: ResourceType, obj: dict) -> None:
+        """Delete immediately whatever its state: for the kubelet, GC and namespace clean-up."""
+        current = self.store.get(rt.storage_key, self._key(rt, obj["metadata"].get("namespace"),
+                                                          obj["metadata"]["name"]))
+        if current is not None:
+            self._remove(rt, current, False)
+
+    # --- CRDs -----------------------------------------------------------------------------
+
+    def _serve_crd(self, crd: dict) -> None:
+        self.registry.remove_crd(crd["metadata"]["name"])
+        for rt in types_from_crd(crd):
+            self.registry.add(rt)
+
+    def _unserve_crd(self, crd: dict) -> None:
+        gone = self.registry.remove_crd(crd["metadata"]["name"])
+        if not gone:
+            return
+        rt = gone[0]
+        for obj in self.store.objects(rt.storage_key):
+            self._remove(rt, obj, False)
+        self.store.drop_bucket(rt.storage_key)

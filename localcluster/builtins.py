@@ -1,0 +1,290 @@
+"""Defaulting and validation of built-in kinds, as the apiserver's REST strategies do.
+
+Only what a controller could notice is modelled: name formats, label values, the pod fields
+a kubelet needs, immutable pod specs, Service cluster IPs and port defaults, CRD names.
+Errors are (reason, field, text) triples, turned into a 422 by the caller.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+import re
+
+Cause = tuple[str, str, str]
+
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+
+SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+                 "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
+                 "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+LABEL1123_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+                 "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
+                 "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+DNS1035_MSG = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+               "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+               "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')")
+LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+                   "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+                   "'my_value',  or '12345', regex used for validation is "
+                   "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+
+
+def _q(value) -> str:
+    return '"' + str(value).replace('"', '\\"') + '"'
+
+
+def required(field: str, detail: str = "") -> Cause:
+    return ("FieldValueRequired", field, f"{field}: Required value" + (f": {detail}" if detail else ""))
+
+
+def invalid_value(field: str, value, detail: str) -> Cause:
+    shown = _q(value) if isinstance(value, str) else value
+    return ("FieldValueInvalid", field, f"{field}: Invalid value: {shown}: {detail}")
+
+
+def not_supported(field: str, value, supported: list[str]) -> Cause:
+    options = ", ".join(_q(s) for s in supported)
+    return ("FieldValueNotSupported", field, f"{field}: Unsupported value: {_q(value)}: supported values: {options}")
+
+
+def forbidden(field: str, detail: str) -> Cause:
+    return ("FieldValueForbidden", field, f"{field}: Forbidden: {detail}")
+
+
+# --- names and metadata, for every kind ---------------------------------------------------------
+
+def name_errors(name: str, field: str, style: str) -> list[Cause]:
+    """Validate a name as a subdomain (most kinds), an RFC 1123 label or a DNS-1035 label (services)."""
+    limit, pattern, msg = {
+        "subdomain": (253, DNS1123_SUBDOMAIN, SUBDOMAIN_MSG),
+        "label": (63, DNS1123_LABEL, LABEL1123_MSG),
+        "dns1035": (63, DNS1035_LABEL, DNS1035_MSG),
+    }[style]
+    out = []
+    if len(name) > limit:
+        out.append(invalid_value(field, name, f"must be no more than {limit} characters"))
+    if not pattern.match(name):
+        out.append(invalid_value(field, name, msg))
+    return out
+
+
+NAME_STYLE = {("", "services"): "dns1035", ("", "namespaces"): "label"}
+
+
+def metadata_errors(obj: dict, style: str) -> list[Cause]:
+    meta = obj.get("metadata") or {}
+    out = []
+    name = meta.get("name")
+    if not name:
+        out.append(required("metadata.name", "name or generateName is required"))
+    else:
+        out.extend(name_errors(name, "metadata.name", style))
+    for key, value in (meta.get("labels") or {}).items():
+        if not isinstance(value, str) or len(value) > 63:
+            out.append(invalid_value("metadata.labels", value, "must be no more than 63 characters"))
+        elif not LABEL_VALUE.match(value):
+            out.append(invalid_value("metadata.labels", value, LABEL_VALUE_MSG))
+        if not _valid_label_key(key):
+            out.append(invalid_value("metadata.labels", key, "name part must consist of alphanumeric "
+                                     "characters, '-', '_' or '.', and must start and end with an "
+                                     "alphanumeric character"))
+    for i, ref in enumerate(meta.get("ownerReferences") or ()):
+        for part in ("apiVersion", "kind", "name", "uid"):
+            if not ref.get(part):
+                out.append(required(f"metadata.ownerReferences[{i}].{part}"))
+    if sum(1 for ref in meta.get("ownerReferences") or () if ref.get("controller")) > 1:
+        out.append(invalid_value("metadata.ownerReferences", "", "Only one reference can have Controller set "
+                                 "to true"))
+    return out
+
+
+def _valid_label_key(key: str) -> bool:
+    prefix, _, name = key.rpartition("/")
+    if prefix and (len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
+        return False
+    return 0 < len(name) <= 63 and bool(QUALIFIED_NAME.match(name))
+
+
+# --- pods ---------------------------------------------------------------------------------------
+
+RESTART_POLICIES = ["Always", "OnFailure", "Never"]
+
+
+def default_pod(pod: dict) -> None:
+    spec = pod.setdefault("spec", {})
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("enableServiceLinks", True)
+    for group in ("initContainers", "containers"):
+        for container in spec.get(group) or ():
+            container.setdefault("terminationMessagePath", "/dev/termination-log")
+            container.setdefault("terminationMessagePolicy", "File")
+            image = container.get("image") or ""
+            tagged = ":" in image.rsplit("/", 1)[-1] and not image.endswith(":latest")
+            container.setdefault("imagePullPolicy", "IfNotPresent" if tagged else "Always")
+            for port in container.get("ports") or ():
+                port.setdefault("protocol", "TCP")
+
+
+def validate_pod(pod: dict) -> list[Cause]:
+    spec = pod.get("spec") or {}
+    out = []
+    if not spec.get("containers"):
+        out.append(required("spec.containers"))
+    seen: set[str] = set()
+    for group in ("initContainers", "containers"):
+        for i, container in enumerate(spec.get(group) or ()):
+            path = f"spec.{group}[{i}]"
+            name = container.get("name")
+            if not name:
+                out.append(required(f"{path}.name"))
+            else:
+                out.extend(name_errors(name, f"{path}.name", "label"))
+                if name in seen:
+                    out.append(("FieldValueDuplicate", f"{path}.name", f"{path}.name: Duplicate value: {_q(name)}"))
+                seen.add(name)
+            if not container.get("image"):
+                out.append(required(f"{path}.image"))
+    if spec.get("restartPolicy") not in RESTART_POLICIES:
+        out.append(not_supported("spec.restartPolicy", spec.get("restartPolicy"), RESTART_POLICIES))
+    return out
+
+
+def _mutable_pod_spec_view(spec: dict) -> dict:
+    """The pod spec minus the fields an update may change (images, deadlines, tolerations)."""
+    view = dict(spec)
+    for key in ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds", "schedulingGates"):
+        view.pop(key, None)
+    for group in ("initContainers", "containers"):
+        if group in view:
+            view[group] = [{k: v for k, v in c.items() if k != "image"} for c in view[group]]
+    return view
+
+
+def validate_pod_update(new: dict, old: dict) -> list[Cause]:
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    # Binding sets nodeName once; after that it is as immutable as the rest.
+    if not old_spec.get("nodeName"):
+        old_spec = {**old_spec, "nodeName": new_spec.get("nodeName")}
+        new_spec = {**new_spec, "nodeName": new_spec.get("nodeName")}
+    if _mutable_pod_spec_view(new_spec) != _mutable_pod_spec_view(old_spec):
+        return [forbidden("spec", "pod updates may not change fields other than `spec.containers[*].image`,"
+                          "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` "
+                          "(only additions to existing tolerations),`spec.terminationGracePeriodSeconds` "
+                          "(allow it to be set to 1 if it was previously negative)")]
+    return []
+
+
+def initial_pod_status(pod: dict) -> dict:
+    return {"phase": "Pending", "qosClass": _qos_class(pod)}
+
+
+def _qos_class(pod: dict) -> str:
+    containers = (pod.get("spec") or {}).get("containers") or []
+    resources = [c.get("resources") or {} for c in containers]
+    if not any(r.get("requests") or r.get("limits") for r in resources):
+        return "BestEffort"
+    guaranteed = all(
+        (r.get("limits") or {}).get("cpu") and (r.get("limits") or {}).get("memory")
+        and (r.get("requests") or r.get("limits")) == r.get("limits")
+        for r in resources
+    )
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+# --- services -----------------------------------------------------------------------------------
+
+_service_ips = (str(ip) for ip in itertools.islice(ipaddress.ip_network("10.96.0.0/12").hosts(), 1, None))
+
+
+def default_service(svc: dict) -> None:
+    spec = svc.setdefault("spec", {})
+    spec.setdefault("type", "ClusterIP")
+    spec.setdefault("sessionAffinity", "None")
+    if not spec.get("clusterIP"):
+        spec["clusterIP"] = next(_service_ips)
+    spec["clusterIPs"] = [spec["clusterIP"]]
+    spec.setdefault("ipFamilies", ["IPv4"])
+    spec.setdefault("ipFamilyPolicy", "SingleStack")
+    spec.setdefault("internalTrafficPolicy", "Cluster")
+    for port in spec.get("ports") or ():
+        port.setdefault("protocol", "TCP")
+        port.setdefault("targetPort", port.get("port"))
+
+
+def validate_service(svc: dict) -> list[Cause]:
+    spec = svc.get("spec") or {}
+    out = []
+    ports = spec.get("ports") or []
+    if not ports and spec.get("clusterIP") != "None":
+        out.append(required("spec.ports"))
+    names = set()
+    for i, port in enumerate(ports):
+        number = port.get("port")
+        if not isinstance(number, int) or not 1 <= number <= 65535:
+            out.append(invalid_value(f"spec.ports[{i}].port", number, "must be between 1 and 65535, inclusive"))
+        if len(ports) > 1 and not port.get("name"):
+            out.append(required(f"spec.ports[{i}].name"))
+        if port.get("name") in names:
+            out.append(("FieldValueDuplicate", f"spec.ports[{i}].name",
+                        f"spec.ports[{i}].name: Duplicate value: {_q(port.get('name'))}"))
+        names.add(port.get("name"))
+    return out
+
+
+def validate_service_update(new: dict, old: dict) -> list[Cause]:
+    old_ip, new_ip = (old.get("spec") or {}).get("clusterIP"), (new.get("spec") or {}).get("clusterIP")
+    if new_ip and new_ip != old_ip:
+        return [invalid_value("spec.clusterIPs[0]", new_ip, "field is immutable")]
+    return []
+
+
+# --- namespaces and CRDs ------------------------------------------------------------------------
+
+def default_namespace(ns: dict) -> None:
+    ns.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+    ns["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = ns["metadata"]["name"]
+
+
+def validate_crd(crd: dict) -> list[Cause]:
+    spec = crd.get("spec") or {}
+    names = spec.get("names") or {}
+    out = []
+    for field in ("group", "names", "scope", "versions"):
+        if not spec.get(field):
+            out.append(required(f"spec.{field}"))
+    for field in ("plural", "kind"):
+        if not names.get(field):
+            out.append(required(f"spec.names.{field}"))
+    if spec.get("scope") not in ("Namespaced", "Cluster"):
+        out.append(not_supported("spec.scope", spec.get("scope"), ["Cluster", "Namespaced"]))
+    expected = f"{names.get('plural')}.{spec.get('group')}"
+    if crd.get("metadata", {}).get("name") != expected:
+        out.append(invalid_value("metadata.name", crd.get("metadata", {}).get("name"),
+                                 "must be spec.names.plural+\".\"+spec.group"))
+    versions = spec.get("versions") or []
+    if versions and sum(1 for v in versions if v.get("storage")) != 1:
+        out.append(invalid_value("spec.versions", "", "must have exactly one version marked as storage version"))
+    return out
+
+
+def crd_status(crd: dict, now: str) -> dict:
+    spec = crd["spec"]
+    cond = {"lastTransitionTime": now, "status": "True"}
+    return {
+        "acceptedNames": dict(spec["names"]),
+        "conditions": [
+            {**cond, "type": "NamesAccepted", "reason": "NoConflicts", "message": "no conflicts found"},
+            {**cond, "type": "Established", "reason": "InitialNamesAccepted",
+             "message": "the initial names have been accepted"},
+        ],
+        "storedVersions": [v["name"] for v in spec.get("versions") or [] if v.get("storage")],
+    }

@@ -1,0 +1,179 @@
+"""LocalCluster: the store, the API, GC, the pod runner and the HTTP server, started together."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import orjson
+import yaml
+from aiohttp import web
+
+from .api import CRD_KEY, SYSTEM_NAMESPACES, Api
+from .errors import ApiError
+from .faults import Faults
+from .gc import GarbageCollector
+from .http import HttpApi, json_response
+from .resources import Registry
+from .runner import ScriptedRunner, make_runner
+from .store import Store
+from .watch import WatchHub
+
+log = logging.getLogger("localcluster")
+
+
+class LocalCluster:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, runner: str = "none",
+                 history_size: int = 10_000, bookmark_interval: float = 60.0, watch_buffer: int = 100_000,
+                 default_script: dict | list | None = None) -> None:
+        self.host = host
+        self.port = port
+        self.bookmark_interval = bookmark_interval
+        self.watch_buffer = watch_buffer
+        self.store = Store(history_size)
+        self.registry = Registry()
+        self.api = Api(self.store, self.registry)
+        self.hub = WatchHub()
+        self.faults = Faults()
+        self.gc = GarbageCollector(self.api)
+        self.runner = make_runner(runner, self.api, default_script)
+        for listener in (self.hub.on_event, self.gc.on_event, self.runner.on_event):
+            self.store.subscribe(listener)
+        self.http = HttpApi(self)
+        self._site_runner: web.AppRunner | None = None
+        self._started = False
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def serving(self) -> bool:
+        return self._site_runner is not None
+
+    async def start(self) -> None:
+        if not self._started:
+            for name in SYSTEM_NAMESPACES:
+                self.api.ensure_namespace(name)
+            self.gc.start()
+            self.runner.start()
+            self._started = True
+        await self._listen()
+
+    async def _listen(self) -> None:
+        runner = web.AppRunner(self.http.app(), access_log=None, shutdown_timeout=0.5)
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port, reuse_address=True)
+        await site.start()
+        self.port = runner.addresses[0][1]
+        self._site_runner = runner
+
+    async def _unlisten(self) -> None:
+        if self._site_runner is not None:
+            self.hub.close_all()
+            runner, self._site_runner = self._site_runner, None
+            await runner.cleanup()
+
+    async def stop(self) -> None:
+        await self._unlisten()
+        await self.gc.stop()
+        await self.runner.stop()
+        self._started = False
+
+    async def restart(self, downtime: float = 0.0) -> None:
+        """Stop serving (every connection drops), wait, serve again on the same port, state kept."""
+        await self._unlisten()
+        if downtime:
+            await asyncio.sleep(downtime)
+        await self._listen()
+
+    def expire_history(self) -> int:
+        """Compact everything: watches from any earlier version and open continue tokens get 410."""
+        self.store.expire_history()
+        self.http.snapshots.clear()
+        return self.store.compacted_rv
+
+    def drop_watches(self) -> int:
+        return self.hub.close_all()
+
+    async def __aenter__(self) -> LocalCluster:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.stop()
+
+    # --- conveniences ----------------------------------------------------------------------
+
+    def kubeconfig(self, namespace: str = "default") -> dict:
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "localcluster", "cluster": {"server": self.url}}],
+            "users": [{"name": "localcluster", "user": {"token": "localcluster"}}],
+            "contexts": [{"name": "localcluster",
+                          "context": {"cluster": "localcluster", "user": "localcluster", "namespace": namespace}}],
+            "current-context": "localcluster",
+        }
+
+    def write_kubeconfig(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(self.kubeconfig()))
+        return path
+
+    def apply_crds(self, directory: str | Path) -> list[str]:
+        """Create (or replace) every CRD found in the YAML files of a directory."""
+        rt = self.registry.get(*CRD_KEY[:1], "v1", CRD_KEY[1])
+        names = []
+        for path in sorted(Path(directory).glob("*.y*ml")):
+            for doc in yaml.safe_load_all(path.read_text()):
+                if not doc or doc.get("kind") != "CustomResourceDefinition":
+                    continue
+                name = doc["metadata"]["name"]
+                try:
+                    self.api.create(rt, None, doc)
+                except ApiError as err:
+                    if err.code != 409:
+                        raise
+                    current = self.api.get(rt, None, name)
+                    doc["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+                    self.api.update(rt, None, name, doc)
+                names.append(name)
+        return names
+
+    # --- admin endpoints, for tests and benchmarks in other processes ----------------------
+
+    async def admin(self, request: web.Request, segs: list[str]) -> web.Response:
+        action = segs[0] if segs else ""
+        body = orjson.loads(await request.read() or b"{}") if request.method == "POST" else {}
+        if action == "faults" and request.method == "POST":
+            self.faults.configure(**body)
+            return json_response(self.faults.describe())
+        if action == "faults":
+            return json_response(self.faults.describe())
+        if action == "drop-watches" and request.method == "POST":
+            return json_response({"dropped": self.drop_watches()})
+        if action == "expire-history" and request.method == "POST":
+            return json_response({"compactedResourceVersion": self.expire_history()})
+        if action == "restart" and request.method == "POST":
+            downtime = float(body.get("downtime", 0.5))
+            asyncio.get_running_loop().create_task(self.restart(downtime))
+            return json_response({"restarting": True, "downtime": downtime})
+        if action == "scripts" and request.method == "POST":
+            if not isinstance(self.runner, ScriptedRunner):
+                raise ApiError(400, "BadRequest", "the pod runner is not scripted")
+            for pattern, script in body.items():
+                self.runner.set_script(pattern, script)
+            return json_response({"scripts": len(self.runner.scripts)})
+        if action == "requests":
+            rows = [{"verb": v, "resource": r, "code": c, "count": n}
+                    for (v, r, c), n in sorted(self.faults.requests.items())]
+            return json_response({"requests": rows})
+        if action == "stats":
+            return json_response({"resourceVersion": self.store.rv, "watchers": self.hub.count(),
+                                  "objects": {f"{g}/{p}": len(b) for (g, p), b in self.store.buckets.items()}})
+        raise ApiError(404, "NotFound", f"no admin endpoint {request.method} /_localcluster/{action}")

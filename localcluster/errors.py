@@ -1,0 +1,111 @@
+"""metav1.Status error bodies with the reasons, codes and messages of the real apiserver."""
+
+from __future__ import annotations
+
+
+class ApiError(Exception):
+    """Raised anywhere in a request; the server turns it into a Status response."""
+
+    def __init__(self, code: int, reason: str, message: str, details: dict | None = None,
+                 headers: dict | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.details = details
+        self.headers = headers or {}
+
+    def status(self) -> dict:
+        return status_body(self.code, self.reason, self.message, self.details)
+
+
+def status_body(code: int, reason: str, message: str, details: dict | None = None) -> dict:
+    body = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    if details is not None:
+        body["details"] = details
+    return body
+
+
+def _details(resource: str, name: str, group: str) -> dict:
+    details = {"name": name, "kind": resource}
+    if group:
+        details["group"] = group
+    return details
+
+
+def not_found(qualified_resource: str, name: str, group: str = "", resource: str = "") -> ApiError:
+    return ApiError(404, "NotFound", f'{qualified_resource} "{name}" not found',
+                    _details(resource or qualified_resource, name, group))
+
+
+def already_exists(qualified_resource: str, name: str, group: str = "", resource: str = "") -> ApiError:
+    return ApiError(409, "AlreadyExists", f'{qualified_resource} "{name}" already exists',
+                    _details(resource or qualified_resource, name, group))
+
+
+def conflict(qualified_resource: str, name: str, why: str, group: str = "", resource: str = "") -> ApiError:
+    return ApiError(409, "Conflict", f'Operation cannot be fulfilled on {qualified_resource} "{name}": {why}',
+                    _details(resource or qualified_resource, name, group))
+
+
+STALE = "the object has been modified; please apply your changes to the latest version and try again"
+
+
+def gone(message: str) -> ApiError:
+    return ApiError(410, "Expired", message)
+
+
+def bad_request(message: str) -> ApiError:
+    return ApiError(400, "BadRequest", message)
+
+
+def forbidden(message: str) -> ApiError:
+    return ApiError(403, "Forbidden", message)
+
+
+def method_not_allowed(message: str = "the server does not allow this method on the requested resource") -> ApiError:
+    return ApiError(405, "MethodNotAllowed", message)
+
+
+def unsupported_media_type(content_type: str) -> ApiError:
+    return ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - "
+                    f"accepted media types include: application/json-patch+json, "
+                    f"application/merge-patch+json; got {content_type}")
+
+
+def too_many_requests(retry_after: int) -> ApiError:
+    return ApiError(429, "TooManyRequests", "the server has received too many requests and has asked us "
+                    "to try again later", {"retryAfterSeconds": retry_after},
+                    headers={"Retry-After": str(retry_after)})
+
+
+def internal_error(message: str) -> ApiError:
+    return ApiError(500, "InternalError", f"Internal error occurred: {message}",
+                    {"causes": [{"message": message}]})
+
+
+def invalid(qualified_kind: str, name: str, group: str, kind: str, causes: list[tuple[str, str, str]]) -> ApiError:
+    """422 Invalid from (reason, field, error string) triples, formatted as apierrors.NewInvalid."""
+    strings = [text for _, _, text in causes]
+    summary = strings[0] if len(strings) == 1 else "[" + ", ".join(strings) + "]"
+    details = {
+        "name": name,
+        "kind": kind,
+        "causes": [{"reason": r, "message": _cause_message(f, t), "field": f} for r, f, t in causes],
+    }
+    if group:
+        details["group"] = group
+    return ApiError(422, "Invalid", f'{qualified_kind} "{name}" is invalid: {summary}', details)
+
+
+def _cause_message(field: str, text: str) -> str:
+    prefix = field + ": "
+    return text[len(prefix):] if text.startswith(prefix) else text

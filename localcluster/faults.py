@@ -1,0 +1,117 @@
+"""Fault injection and request accounting, as one aiohttp middleware.
+
+Faults apply only to resource requests (not discovery, OpenAPI or the admin endpoints), so a
+test can make the API flaky without making kubectl's discovery fail first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+from aiohttp import web
+
+from . import errors
+
+ADMIN_PREFIX = "/_localcluster"
+
+
+@dataclass
+class FaultConfig:
+    error_rate: float = 0.0  # share of matching requests that fail
+    error_code: int = 500  # 500 or 429
+    retry_after: int = 1  # seconds, sent with 429
+    latency: float = 0.0  # seconds added to every matching request
+    verbs: list[str] = field(default_factory=list)  # empty: all of get/list/watch/create/update/patch/delete
+    resources: list[str] = field(default_factory=list)  # plural names; empty: all
+    # New watches are accepted and then never send anything, not even bookmarks: a dead connection.
+    hang_watches: bool = False
+
+
+def request_verb(request: web.Request, segs: list[str]) -> str:
+    method = request.method
+    if method == "GET":
+        if request.query.get("watch") in ("true", "1"):
+            return "watch"
+        return "get" if _names_object(segs) else "list"
+    if method == "DELETE" and not _names_object(segs):
+        return "deletecollection"
+    return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method, method.lower())
+
+
+def _resource_segments(segs: list[str]) -> list[str] | None:
+    """The part after /api/v1 or /apis/group/version, or None for other paths."""
+    if segs[:1] == ["api"] and len(segs) > 2:
+        rest = segs[2:]
+    elif segs[:1] == ["apis"] and len(segs) > 3:
+        rest = segs[3:]
+    else:
+        return None
+    if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize"):
+        rest = rest[2:]
+    return rest
+
+
+def _names_object(segs: list[str]) -> bool:
+    rest = _resource_segments(segs)
+    return rest is not None and len(rest) >= 2
+
+
+def resource_of(segs: list[str]) -> str | None:
+    rest = _resource_segments(segs)
+    if rest is None:
+        return None
+    return rest[0] + ("/" + rest[2] if len(rest) > 2 else "")
+
+
+class Faults:
+    def __init__(self) -> None:
+        self.config = FaultConfig()
+        self.injected: Counter[str] = Counter()
+        # (verb, resource, code) -> count: what clients asked of the API, for benchmarks and RBAC checks.
+        self.requests: Counter[tuple[str, str, int]] = Counter()
+
+    def configure(self, **settings) -> FaultConfig:
+        self.config = FaultConfig(**settings)
+        return self.config
+
+    def clear(self) -> None:
+        self.config = FaultConfig()
+
+    def describe(self) -> dict:
+        return {"config": asdict(self.config), "injected": dict(self.injected)}
+
+    def _applies(self, verb: str, resource: str) -> bool:
+        cfg = self.config
+        if cfg.verbs and verb not in cfg.verbs:
+            return False
+        return not cfg.resources or resource.split("/")[0] in cfg.resources
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler):
+        if request.path.startswith(ADMIN_PREFIX):
+            return await handler(request)
+        segs = [s for s in request.path.split("/") if s]
+        resource = resource_of(segs)
+        if resource is None:
+            return await handler(request)
+        verb = request_verb(request, segs)
+        cfg = self.config
+        if self._applies(verb, resource):
+            if cfg.latency:
+                await asyncio.sleep(cfg.latency)
+            if cfg.error_rate and random.random() < cfg.error_rate:
+                self.injected[str(cfg.error_code)] += 1
+                err = (errors.too_many_requests(cfg.retry_after) if cfg.error_code == 429
+                       else errors.internal_error("injected fault"))
+                self.requests[(verb, resource, err.code)] += 1
+                raise err
+        try:
+            response = await handler(request)
+        except errors.ApiError as err:
+            self.requests[(verb, resource, err.code)] += 1
+            raise
+        self.requests[(verb, resource, response.status)] += 1
+        return response

@@ -1,0 +1,395 @@
+"""The REST surface: URL routing, lists with pagination, watch streams, discovery, admin endpoints."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import random
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import orjson
+from aiohttp import web
+
+from . import discovery, errors
+from .errors import ApiError
+from .resources import ResourceType
+from .selectors import SelectorError, parse_field_selector, parse_label_selector
+from .watch import Watcher
+
+if TYPE_CHECKING:
+    from .cluster import LocalCluster
+
+log = logging.getLogger("localcluster")
+
+JSON = "application/json"
+POD_FIELDS = {"status.phase", "spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
+              "spec.serviceAccountName", "status.podIP", "status.nominatedNodeName"}
+MAX_SNAPSHOTS = 256
+
+
+@dataclass(slots=True)
+class Target:
+    rt: ResourceType
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+
+
+def json_response(body, status: int = 200, headers: dict | None = None) -> web.Response:
+    return web.Response(body=orjson.dumps(body), status=status, content_type=JSON, headers=headers)
+
+
+def error_response(err: ApiError) -> web.Response:
+    return json_response(err.status(), err.code, err.headers)
+
+
+class HttpApi:
+    def __init__(self, cluster: LocalCluster) -> None:
+        self.cluster = cluster
+        self.api = cluster.api
+        self.store = cluster.store
+        self.registry = cluster.registry
+        self.hub = cluster.hub
+        # Continue tokens point at list snapshots, so pages are consistent as etcd's MVCC makes them.
+        self.snapshots: OrderedDict[int, tuple[int, list[dict]]] = OrderedDict()
+        self._next_snapshot = 0
+
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[self._errors, self.cluster.faults.middleware],
+                              client_max_size=32 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self.dispatch)
+        return app
+
+    @web.middleware
+    async def _errors(self, request: web.Request, handler):
+        try:
+            return await handler(request)
+        except ApiError as err:
+            return error_response(err)
+        except (web.HTTPException, asyncio.CancelledError, ConnectionResetError):
+            raise
+        except Exception as exc:  # a bug in localcluster must still answer like an apiserver
+            log.exception("internal error serving %s %s", request.method, request.path)
+            return error_response(errors.internal_error(repr(exc)))
+
+    # --- routing --------------------------------------------------------------------------
+
+    async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        segs = [s for s in request.path.split("/") if s]
+        if not segs:
+            return json_response({"paths": ["/api", "/api/v1", "/apis", "/version", "/healthz", "/openapi/v2"]})
+        head = segs[0]
+        if head == "version":
+            return json_response(discovery.version())
+        if head in ("healthz", "livez", "readyz"):
+            return web.Response(text="ok")
+        if head == "openapi":
+            return await discovery.openapi(self.registry, request, segs[1:])
+        if head == "_localcluster":
+            return await self.cluster.admin(request, segs[1:])
+        if head == "api":
+            if len(segs) == 1:
+                return json_response(discovery.api_versions(request.host))
+            return await self._resource_request(request, "", segs[1], segs[2:])
+        if head == "apis":
+            if len(segs) == 1:
+                return json_response(discovery.group_list(self.registry))
+            if len(segs) == 2:
+                return json_response(discovery.group(self.registry, segs[1]))
+            return await self._resource_request(request, segs[1], segs[2], segs[3:])
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+
+    async def _resource_request(self, request: web.Request, group: str, version: str,
+                                rest: list[str]) -> web.StreamResponse:
+        if not rest:
+            found = discovery.resource_list(self.registry, group, version)
+            if found is None:
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            return json_response(found)
+        target = self._target(group, version, rest)
+        method = request.method
+        if target.name is None:
+            if method == "GET":
+                if _truthy(request.query.get("watch")):
+                    return await self.watch(request, target)
+                return json_response(self.list(request, target))
+            if method == "POST":
+                body = await _read_json(request)
+                obj = self.api.create(target.rt, target.namespace, body, _dry_run(request))
+                return json_response(obj, 201)
+            if method == "DELETE":
+                return json_response(self.delete_collection(request, target, await _read_options(request)))
+            raise errors.method_not_allowed()
+        if method == "GET":
+            return json_response(self.api.get(target.rt, target.namespace, target.name))
+        if method == "PUT":
+            body = await _read_json(request)
+            return json_response(self.api.update(target.rt, target.namespace, target.name, body,
+                                                 target.subresource, _dry_run(request)))
+        if method == "PATCH":
+            body = await _read_json(request)
+            content_type = request.content_type
+            return json_response(self.api.patch(target.rt, target.namespace, target.name, content_type,
+                                                body, target.subresource, _dry_run(request)))
+        if method == "DELETE" and target.subresource is None:
+            options = await _read_options(request)
+            obj, gone_now = self.api.delete(target.rt, target.namespace, target.name, options,
+                                            _dry_run(request))
+            return json_response(obj, 200 if gone_now else 202)
+        raise errors.method_not_allowed()
+
+    def _target(self, group: str, version: str, rest: list[str]) -> Target:
+        namespace = None
+        if rest[0] == "namespaces" and len(rest) >= 3 and not (len(rest) == 3 and rest[2] in ("status", "finalize")):
+            namespace, rest = rest[1], rest[2:]
+        if len(rest) > 3:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        rt = self.registry.get(group, version, rest[0])
+        if rt is None or (namespace is not None and not rt.namespaced):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        name = rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else None
+        if name is not None and rt.namespaced and namespace is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if sub is not None and not (sub == "status" and rt.status_subresource) and sub != "finalize":
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return Target(rt, namespace, name, "status" if sub == "finalize" else sub)
+
+    # --- list -----------------------------------------------------------------------------
+
+    def _filter(self, request: web.Request, target: Target):
+        try:
+            labels = parse_label_selector(request.query.get("labelSelector", ""))
+            fields = parse_field_selector(request.query.get("fieldSelector", ""))
+        except SelectorError as exc:
+            raise errors.bad_request(str(exc)) from exc
+        allowed = {"metadata.name", "metadata.namespace"}
+        if target.rt.storage_key == ("", "pods"):
+            allowed |= POD_FIELDS
+        if target.rt.kind != "Event":
+            for field in fields.fields:
+                if field not in allowed:
+                    raise errors.bad_request(f'field label not supported: {field}')
+        return (labels if request.query.get("labelSelector") else None,
+                fields if request.query.get("fieldSelector") else None)
+
+    def list(self, request: web.Request, target: Target) -> dict:
+        rt = target.rt
+        limit = int(request.query.get("limit") or 0)
+        token = request.query.get("continue")
+        if token:
+            list_rv, items = self._resume(token)
+        else:
+            labels, fields = self._filter(request, target)
+            list_rv = self.store.rv
+            items = self.store.objects(rt.storage_key, target.namespace)
+            if labels is not None or fields is not None:
+                probe = Watcher(rt.storage_key, None, labels, fields, 0, 0)
+                items = [o for o in items if probe.matches(o)]
+            items.sort(key=_sort_key)
+        meta: dict = {"resourceVersion": str(list_rv)}
+        if limit and len(items) > limit:
+            page, rest = items[:limit], items[limit:]
+            meta["continue"] = self._snapshot(list_rv, rest)
+            meta["remainingItemCount"] = len(rest)
+        else:
+            page = items
+        if any(o.get("apiVersion") != rt.group_version for o in page[:1]):
+            page = [self.api.present(rt, o) for o in page]
+        return {"kind": rt.list_kind, "apiVersion": rt.group_version, "metadata": meta, "items": page}
+
+    def _snapshot(self, list_rv: int, rest: list[dict]) -> str:
+        self._next_snapshot += 1
+        self.snapshots[self._next_snapshot] = (list_rv, rest)
+        while len(self.snapshots) > MAX_SNAPSHOTS:
+            self.snapshots.popitem(last=False)
+        raw = orjson.dumps({"rv": list_rv, "id": self._next_snapshot})
+        return base64.urlsafe_b64encode(raw).decode()
+
+    def _resume(self, token: str) -> tuple[int, list[dict]]:
+        try:
+            decoded = orjson.loads(base64.urlsafe_b64decode(token.encode()))
+            list_rv, snap_id = int(decoded["rv"]), int(decoded["id"])
+        except Exception as exc:
+            raise errors.bad_request("continue key is not valid: incorrect encoded start resourceVersion "
+                                     "(version meta.k8s.io/v1)") from exc
+        snap = self.snapshots.get(snap_id)
+        if snap is None or list_rv < self.store.compacted_rv:
+            raise errors.gone("The provided continue parameter is too old to display a consistent list result. "
+                              "You can start a new list without the continue parameter.")
+        return snap
+
+    def delete_collection(self, request: web.Request, target: Target, options: dict) -> dict:
+        listed = self.list(request, Target(target.rt, target.namespace, None, None))
+        deleted = []
+        for obj in listed["items"]:
+            try:
+                gone, _ = self.api.delete(target.rt, target.namespace or obj["metadata"].get("namespace"),
+                                          obj["metadata"]["name"], options, _dry_run(request))
+                deleted.append(gone)
+            except ApiError as err:
+                if err.code != 404:
+                    raise
+        return {**listed, "items": deleted}
+
+    # --- watch ----------------------------------------------------------------------------
+
+    async def watch(self, request: web.Request, target: Target) -> web.StreamResponse:
+        rt = target.rt
+        labels, fields = self._filter(request, target)
+        query = request.query
+        bookmarks = _truthy(query.get("allowWatchBookmarks"))
+        rv_param = query.get("resourceVersion", "")
+        initial = rv_param in ("", "0") or _truthy(query.get("sendInitialEvents"))
+        timeout = float(query["timeoutSeconds"]) if query.get("timeoutSeconds") else 1800 * (1 + random.random())
+        deadline = time.monotonic() + timeout
+
+        response = web.StreamResponse(headers={"Content-Type": JSON, "Cache-Control": "no-cache, private"})
+        response.enable_chunked_encoding()
+        start_rv = self.store.rv if rv_param in ("", "0") else int(rv_param) if rv_param.isdigit() else -1
+        if start_rv < 0:
+            raise errors.bad_request(f"invalid resource version: {rv_param}")
+        watcher = Watcher(rt.storage_key, target.namespace, labels, fields, start_rv,
+                          self.cluster.watch_buffer)
+        # Replay and registration happen with no await between them: nothing can be missed.
+        if initial:
+            for obj in sorted(self.store.objects(rt.storage_key, target.namespace), key=_sort_key):
+                if watcher.matches(obj):
+                    watcher.buffer.append(("ADDED", obj))
+            watcher.start_rv = start_rv = self.store.rv
+        else:
+            past = self.store.events_since(start_rv, rt.storage_key)
+            if past is None:
+                await response.prepare(request)
+                gone = errors.gone(f"too old resource version: {start_rv} ({self.store.compacted_rv + 1})")
+                await response.write(orjson.dumps({"type": "ERROR", "object": gone.status()}) + b"\n")
+                return response
+            for ev in past:
+                item = watcher.translate(ev)
+                if item is not None:
+                    watcher.buffer.append(item)
+            watcher.start_rv = max(start_rv, self.store.rv)
+        self.hub.add(watcher)
+        try:
+            await response.prepare(request)
+            if self.cluster.faults.config.hang_watches:
+                await _hang(watcher, deadline)
+                return response
+            await self._stream(response, watcher, rt, deadline, bookmarks,
+                               initial_end=bookmarks and _truthy(query.get("sendInitialEvents")))
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            self.hub.discard(watcher)
+        return response
+
+    async def _stream(self, response: web.StreamResponse, watcher: Watcher, rt: ResourceType,
+                      deadline: float, bookmarks: bool, initial_end: bool) -> None:
+        interval = self.cluster.bookmark_interval
+        next_bookmark = time.monotonic() + interval
+        if initial_end:
+            await self._flush(response, watcher, rt)
+            await response.write(self._bookmark(rt, {"k8s.io/initial-events-end": "true"}))
+        while not watcher.closed:
+            await self._flush(response, watcher, rt)
+            now = time.monotonic()
+            if now >= deadline:
+                if bookmarks:
+                    await response.write(self._bookmark(rt))
+                return
+            if bookmarks and now >= next_bookmark:
+                await response.write(self._bookmark(rt))
+                next_bookmark = now + interval
+            wait = min(deadline, next_bookmark if bookmarks else deadline) - now
+            watcher.wake.clear()
+            if watcher.buffer:
+                continue
+            try:
+                await asyncio.wait_for(watcher.wake.wait(), timeout=max(wait, 0.001))
+            except TimeoutError:
+                pass
+
+    async def _flush(self, response: web.StreamResponse, watcher: Watcher, rt: ResourceType) -> None:
+        buffer = watcher.buffer
+        if not buffer:
+            return
+        chunks = []
+        while buffer:
+            kind, obj = buffer.popleft()
+            if obj.get("apiVersion") != rt.group_version:
+                obj = self.api.present(rt, obj)
+            chunks.append(orjson.dumps({"type": kind, "object": obj}))
+        chunks.append(b"")
+        await response.write(b"\n".join(chunks))
+
+    def _bookmark(self, rt: ResourceType, annotations: dict | None = None) -> bytes:
+        meta: dict = {"resourceVersion": str(self.store.rv)}
+        if annotations:
+            meta["annotations"] = annotations
+        obj = {"kind": rt.kind, "apiVersion": rt.group_version, "metadata": meta}
+        return orjson.dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
+
+
+async def _hang(watcher: Watcher, deadline: float) -> None:
+    """Hold the stream open and silent until it is dropped or times out."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(_until_closed(watcher), timeout=max(deadline - time.monotonic(), 0))
+
+
+async def _until_closed(watcher: Watcher) -> None:
+    while not watcher.closed:
+        watcher.wake.clear()
+        await watcher.wake.wait()
+
+
+def _sort_key(obj: dict) -> tuple[str, str]:
+    meta = obj["metadata"]
+    return (meta.get("namespace", ""), meta["name"])
+
+
+def _truthy(value: str | None) -> bool:
+    return value in ("true", "1", "True")
+
+
+def _dry_run(request: web.Request) -> bool:
+    return "dryRun" in request.query
+
+
+async def _read_json(request: web.Request):
+    raw = await request.read()
+    if not raw:
+        raise errors.bad_request("the request body is empty")
+    ctype = request.content_type
+    if "protobuf" in ctype:
+        raise errors.unsupported_media_type(ctype)
+    if "yaml" in ctype:
+        if ctype == "application/apply-patch+yaml":
+            raise errors.unsupported_media_type(ctype)  # server-side apply is not modelled
+        import yaml
+
+        return yaml.safe_load(raw)
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise errors.bad_request(f"the body of the request could not be decoded as JSON: {exc}") from exc
+
+
+async def _read_options(request: web.Request) -> dict:
+    options: dict = {}
+    if request.can_read_body:
+        raw = await request.read()
+        if raw:
+            options = orjson.loads(raw)
+    query = request.query
+    if "gracePeriodSeconds" in query:
+        options["gracePeriodSeconds"] = int(query["gracePeriodSeconds"])
+    if "propagationPolicy" in query:
+        options["propagationPolicy"] = query["propagationPolicy"]
+    if "orphanDependents" in query:
+        options["orphanDependents"] = _truthy(query["orphanDependents"])
+    return options

@@ -1,0 +1,124 @@
+"""The in-memory etcd: objects, one global resourceVersion counter, a bounded event history.
+
+Stored objects are immutable snapshots: every write stores a new dict and never touches the old
+one, so the history, watchers and continue-token snapshots can share them without copying.
+All methods are synchronous; the asyncio server calls them between awaits, so no locks.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+StorageKey = tuple[str, str]  # (group, plural)
+ObjKey = tuple[str, str]  # (namespace or "", name)
+
+ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+
+
+@dataclass(slots=True)
+class Event:
+    rv: int
+    key: StorageKey
+    type: str
+    obj: dict
+    old: dict | None  # the previous state, for MODIFIED and DELETED
+
+
+def obj_key(obj: dict) -> ObjKey:
+    meta = obj["metadata"]
+    return (meta.get("namespace") or "", meta["name"])
+
+
+def owner_uids(obj: dict) -> list[str]:
+    return [ref["uid"] for ref in obj["metadata"].get("ownerReferences") or () if "uid" in ref]
+
+
+class Store:
+    def __init__(self, history_size: int = 10_000) -> None:
+        self.rv = 0
+        self.buckets: dict[StorageKey, dict[ObjKey, dict]] = defaultdict(dict)
+        self.history: deque[Event] = deque()
+        self.history_size = history_size
+        # Every event with rv <= compacted_rv has left the history (like etcd compaction).
+        self.compacted_rv = 0
+        # owner uid -> dependents, for the garbage collector.
+        self.dependents: dict[str, set[tuple[StorageKey, ObjKey]]] = defaultdict(set)
+        self._listeners: list[Callable[[Event], None]] = []
+
+    def subscribe(self, listener: Callable[[Event], None]) -> None:
+        """Call `listener(event)` synchronously after every write (watch fan-out, GC, runner)."""
+        self._listeners.append(listener)
+
+    def next_rv(self) -> int:
+        self.rv += 1
+        return self.rv
+
+    def get(self, key: StorageKey, okey: ObjKey) -> dict | None:
+        return self.buckets[key].get(okey)
+
+    def objects(self, key: StorageKey, namespace: str | None = None) -> list[dict]:
+        bucket = self.buckets[key]
+        if namespace is None:
+            return list(bucket.values())
+        return [o for (ns, _), o in bucket.items() if ns == namespace]
+
+    def put(self, key: StorageKey, obj: dict, rv: int) -> Event:
+        """Store `obj` (whose metadata.resourceVersion is already str(rv)) and record the event."""
+        okey = obj_key(obj)
+        bucket = self.buckets[key]
+        old = bucket.get(okey)
+        bucket[okey] = obj
+        self._reindex(key, okey, old, obj)
+        return self._record(Event(rv, key, MODIFIED if old is not None else ADDED, obj, old))
+
+    def remove(self, key: StorageKey, okey: ObjKey, final: dict, rv: int) -> Event:
+        """Delete an object; `final` is its last state carrying the deletion's resourceVersion."""
+        old = self.buckets[key].pop(okey)
+        self._reindex(key, okey, old, None)
+        return self._record(Event(rv, key, DELETED, final, old))
+
+    def drop_bucket(self, key: StorageKey) -> None:
+        self.buckets.pop(key, None)
+
+    def expire_history(self) -> None:
+        """Forget every past event: a watch from any earlier version now gets 410 Gone."""
+        self.history.clear()
+        self.compacted_rv = self.rv
+
+    def events_since(self, rv: int, key: StorageKey) -> list[Event] | None:
+        """Events of `key` after `rv`, oldest first; None when `rv` is older than the history."""
+        if rv < self.compacted_rv:
+            return None
+        out = []
+        for ev in reversed(self.history):
+            if ev.rv <= rv:
+                break
+            if ev.key == key:
+                out.append(ev)
+        out.reverse()
+        return out
+
+    def _record(self, ev: Event) -> Event:
+        if len(self.history) >= self.history_size:
+            self.compacted_rv = self.history.popleft().rv
+        self.history.append(ev)
+        for listener in self._listeners:
+            listener(ev)
+        return ev
+
+    def _reindex(self, key: StorageKey, okey: ObjKey, old: dict | None, new: dict | None) -> None:
+        before = owner_uids(old) if old is not None else []
+        after = owner_uids(new) if new is not None else []
+        if before == after:
+            return
+        ref = (key, okey)
+        for uid in before:
+            deps = self.dependents.get(uid)
+            if deps is not None:
+                deps.discard(ref)
+                if not deps:
+                    del self.dependents[uid]
+        for uid in after:
+            self.dependents[uid].add(ref)

@@ -1,0 +1,39 @@
+"""Fixtures shared by every test: a localcluster over real HTTP and clients for it."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes_asyncio import client, config
+
+from localcluster import LocalCluster
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "runner(kind): the pod runner of the `cluster` fixture (default none)")
+
+
+@pytest.fixture
+async def cluster(request):
+    marker = request.node.get_closest_marker("runner")
+    runner = marker.args[0] if marker else "none"
+    async with LocalCluster(runner=runner, bookmark_interval=1.0) as running:
+        yield running
+
+
+@pytest.fixture
+async def api_client(cluster):
+    """A kubernetes_asyncio client built from the cluster's kubeconfig, as a user's would be."""
+    configuration = client.Configuration()
+    await config.load_kube_config_from_dict(cluster.kubeconfig(), client_configuration=configuration)
+    async with client.ApiClient(configuration) as api:
+        yield api
+
+
+@pytest.fixture
+def core(api_client):
+    return client.CoreV1Api(api_client)
+
+
+@pytest.fixture
+def custom(api_client):
+    return client.CustomObjectsApi(api_client)
