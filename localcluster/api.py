@@ -6,7 +6,6 @@ Every method is synchronous and raises `ApiError` on failure.
 
 from __future__ import annotations
 
-import copy
 import random
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -232,16 +231,15 @@ class Api:
         old = self.store.get(rt.storage_key, self._key(rt, namespace, name))
         if old is None:
             raise self._not_found(rt, name)
-        base = copy.deepcopy(old)
         try:
             if content_type == "application/json-patch+json":
-                result = patches.json_patch(base, patch)
+                result = patches.json_patch(old, patch)
             elif content_type == "application/merge-patch+json":
-                result = patches.json_merge_patch(base, patch)
+                result = patches.json_merge_patch(old, patch)
             elif content_type == "application/strategic-merge-patch+json":
                 if not rt.strategic:
                     raise errors.unsupported_media_type(content_type)
-                result = patches.strategic_merge_patch(base, patch, rt.kind)
+                result = patches.strategic_merge_patch(old, patch, rt.kind)
             else:
                 raise errors.unsupported_media_type(content_type)
         except patches.PatchError as exc:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import orjson
 from aiohttp import web
 
 from .errors import ApiError
@@ -51,7 +50,4 @@ def resource_list(registry: Registry, group_name: str, version_name: str) -> dic
 async def openapi(registry: Registry, request: web.Request, rest: list[str]) -> web.Response:
     from . import openapi as documents
 
-    body = documents.serve(registry, rest)
-    if body is None:
-        raise ApiError(404, "NotFound", "the server could not find the requested resource")
-    return web.Response(body=orjson.dumps(body), content_type="application/json")
+    return documents.handle(registry, request, rest)

@@ -148,8 +148,7 @@ _QUALIFIED_NAME_RE = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _DNS1123_SUBDOMAIN_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _LABEL_VALUE_RE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 _NAME_CHARS_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
 )
 
 
@@ -209,7 +208,7 @@ def _new_requirement(key: str, op: str, values: Iterable[str]) -> Requirement:
         if len(values) != 1:
             problems.append("values: Invalid value: for 'Gt', 'Lt' operators, exactly one value is required")
         problems += [
-            f'values[{i}]: Invalid value: "{v}": for \'Gt\', \'Lt\' operators, the value must be an integer'
+            f"values[{i}]: Invalid value: \"{v}\": for 'Gt', 'Lt' operators, the value must be an integer"
             for i, v in enumerate(values)
             if _parse_int64(v) is None
         ]
@@ -452,9 +451,7 @@ class FieldSelector:
     def __init__(self, requirements: Iterable[FieldRequirement]) -> None:
         self.requirements: tuple[FieldRequirement, ...] = tuple(requirements)
         self.fields: tuple[str, ...] = tuple(dict.fromkeys(r.field for r in self.requirements))
-        self._checks = tuple(
-            (tuple(r.field.split(".")), r.operator == NOT_EQUALS, r.value) for r in self.requirements
-        )
+        self._checks = tuple((tuple(r.field.split(".")), r.operator == NOT_EQUALS, r.value) for r in self.requirements)
 
     @property
     def empty(self) -> bool:

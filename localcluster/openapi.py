@@ -1,0 +1,315 @@
+"""OpenAPI documents: /openapi/v3 (root and one document per group-version) and /openapi/v2 as JSON.
+
+What kubectl reads from them:
+- `kubectl apply` (validation on by default) looks in the group-version's v3 document for the PATCH
+  operation of the kind (`x-kubernetes-group-version-kind`) and its `fieldValidation` query
+  parameter; finding it, it leaves validation to the server (`?fieldValidation=Strict`). Otherwise
+  it would fall back to /openapi/v2, which kubectl only reads as protobuf.
+- Client-side apply of a built-in kind computes a strategic merge patch from the v3 schema of a
+  component carrying `x-kubernetes-group-version-kind`, when the PATCH operation accepts
+  strategic-merge-patch+json. Built-in schemas here are permissive (no merge keys), so they carry
+  no kind extension: kubectl then uses its compiled-in Go types, which are exact.
+Custom resources get their CRD version's openAPIV3Schema, as `kubectl explain` expects.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from datetime import UTC, datetime, timedelta
+
+import orjson
+from aiohttp import web
+
+from .errors import ApiError
+from .resources import Registry, ResourceType
+
+META = "io.k8s.apimachinery.pkg.apis.meta.v1."
+PERMISSIVE = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+# Shared meta.k8s.io types the operations refer to; permissive, as nothing here validates with them.
+META_SCHEMAS = {
+    META + "ObjectMeta": {**PERMISSIVE, "description": "Standard object's metadata."},
+    META + "ListMeta": {**PERMISSIVE, "description": "Standard list metadata."},
+    META + "Status": {**PERMISSIVE, "description": "Status is a return value for calls that don't return "
+                                                   "other objects."},
+    META + "DeleteOptions": {**PERMISSIVE, "description": "DeleteOptions may be provided when deleting an "
+                                                          "API object."},
+    META + "Patch": {"type": "object", "description": "Patch is provided to give a concrete name and type to the "
+                                                      "Kubernetes PATCH request body."},
+}
+QUERY_PARAMS = {
+    "dryRun": "When present, indicates that modifications should not be persisted.",
+    "fieldManager": "fieldManager is a name associated with the actor or entity that is making these changes.",
+    "fieldValidation": "fieldValidation instructs the server on how to handle objects in the request "
+                       "containing unknown or duplicate fields. Valid values are: Ignore, Warn, Strict.",
+    "pretty": "If 'true', then the output is pretty printed.",
+}
+LIST_PARAMS = ("allowWatchBookmarks", "continue", "fieldSelector", "labelSelector", "limit", "resourceVersion",
+               "resourceVersionMatch", "sendInitialEvents", "timeoutSeconds", "watch")
+JSON_TYPES = ("application/json", "application/yaml")
+
+
+# --- names ----------------------------------------------------------------------------------
+
+
+def gv_path(group: str, version: str) -> str:
+    """The key of a group-version in the v3 root: `api/v1` or `apis/<group>/<version>`."""
+    return f"apis/{group}/{version}" if group else f"api/{version}"
+
+
+def schema_name(rt: ResourceType, kind: str | None = None) -> str:
+    """Component names as the apiserver's: Go package paths for built-ins, reversed group for CRDs."""
+    kind = kind or rt.kind
+    if rt.crd_name is None:
+        if rt.group == "apiextensions.k8s.io":
+            return f"io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.{rt.version}.{kind}"
+        return f"io.k8s.api.{rt.group.split('.')[0] or 'core'}.{rt.version}.{kind}"
+    return ".".join([*reversed(rt.group.split(".")), rt.version, kind])
+
+
+def _ref(name: str) -> dict:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+# --- v3 ---------------------------------------------------------------------------------------
+
+
+def _param(name: str, where: str = "query", description: str = "", kind: str = "string") -> dict:
+    param = {"name": name, "in": where, "description": description, "schema": {"type": kind, "uniqueItems": True}}
+    if where == "path":
+        param["required"] = True
+    return param
+
+
+def _operation(rt: ResourceType, action: str, verb_text: str, op_id: str, params: list[str],
+               body: tuple[str, ...] = (), returns: str | None = None) -> dict:
+    gvk = {"group": rt.group, "version": rt.version, "kind": rt.kind}
+    returns = returns or schema_name(rt)
+    op = {
+        "tags": [rt.group_version.replace("/", "_").replace(".", "")],
+        "description": f"{verb_text} {rt.kind}",
+        "operationId": op_id,
+        "parameters": [_param(p, description=QUERY_PARAMS.get(p, ""),
+                              kind="integer" if p in ("limit", "timeoutSeconds") else
+                              "boolean" if p in ("watch", "allowWatchBookmarks", "sendInitialEvents") else
+                              "string") for p in params],
+        "responses": {"200": {"description": "OK",
+                              "content": {t: {"schema": _ref(returns)} for t in JSON_TYPES}},
+                      "401": {"description": "Unauthorized"}},
+        "x-kubernetes-action": action,
+        "x-kubernetes-group-version-kind": gvk,
+    }
+    if body:
+        schema = _ref(META + "Patch") if action == "patch" else _ref(schema_name(rt))
+        op["requestBody"] = {"content": {t: {"schema": schema} for t in body}, "required": True}
+    return op
+
+
+def _patch_types(rt: ResourceType) -> tuple[str, ...]:
+    types = ("application/json-patch+json", "application/merge-patch+json")
+    # Server-side apply (apply-patch+yaml) is not modelled, so it is not advertised.
+    return (*types, "application/strategic-merge-patch+json") if rt.strategic else types
+
+
+def _paths(rt: ResourceType) -> dict:
+    prefix = f"/apis/{rt.group_version}" if rt.group else f"/api/{rt.version}"
+    scope = "Namespaced" if rt.namespaced else ""
+    base = f"{prefix}/namespaces/{{namespace}}/{rt.plural}" if rt.namespaced else f"{prefix}/{rt.plural}"
+    kind_id = "".join(p[:1].upper() + p[1:] for p in rt.group.replace("-", ".").split(".")) + rt.version.title()
+    write = ["dryRun", "fieldManager", "fieldValidation"]
+    item_params = [_param("name", "path", f"name of the {rt.kind}")]
+    coll_params = []
+    if rt.namespaced:
+        ns = _param("namespace", "path", "object name and auth scope, such as for teams and projects")
+        item_params.append(ns)
+        coll_params.append(ns)
+    pretty = _param("pretty", description=QUERY_PARAMS["pretty"])
+    collection = {
+        "get": _operation(rt, "list", "list or watch objects of kind", f"list{kind_id}{scope}{rt.kind}",
+                          list(LIST_PARAMS), returns=schema_name(rt, rt.list_kind)),
+        "post": _operation(rt, "post", "create a", f"create{kind_id}{scope}{rt.kind}", write,
+                           body=JSON_TYPES),
+        "delete": _operation(rt, "deletecollection", "delete collection of", f"deleteCollection{kind_id}{scope}"
+                             f"{rt.kind}", ["dryRun", *LIST_PARAMS], body=("application/json",),
+                             returns=META + "Status"),
+        "parameters": [*coll_params, pretty],
+    }
+    collection["delete"]["requestBody"]["content"] = {"application/json": {"schema": _ref(META + "DeleteOptions")}}
+    item = {
+        "get": _operation(rt, "get", "read the specified", f"read{kind_id}{scope}{rt.kind}", []),
+        "put": _operation(rt, "put", "replace the specified", f"replace{kind_id}{scope}{rt.kind}", write,
+                          body=JSON_TYPES),
+        "patch": _operation(rt, "patch", "partially update the specified", f"patch{kind_id}{scope}{rt.kind}",
+                            [*write, "force"], body=_patch_types(rt)),
+        "delete": _operation(rt, "delete", "delete a", f"delete{kind_id}{scope}{rt.kind}",
+                             ["dryRun", "gracePeriodSeconds", "propagationPolicy"], body=("application/json",),
+                             returns=META + "Status"),
+        "parameters": [*item_params, pretty],
+    }
+    item["delete"]["requestBody"]["content"] = {"application/json": {"schema": _ref(META + "DeleteOptions")}}
+    paths = {base: collection, f"{base}/{{name}}": item}
+    if rt.namespaced:
+        paths[f"{prefix}/{rt.plural}"] = {
+            "get": _operation(rt, "list", "list or watch objects of kind", f"list{kind_id}{rt.kind}ForAllNamespaces",
+                              list(LIST_PARAMS), returns=schema_name(rt, rt.list_kind)),
+            "parameters": [pretty],
+        }
+    if rt.status_subresource:
+        paths[f"{base}/{{name}}/status"] = {
+            "get": _operation(rt, "get", "read status of the specified", f"read{kind_id}{scope}{rt.kind}Status", []),
+            "put": _operation(rt, "put", "replace status of the specified",
+                              f"replace{kind_id}{scope}{rt.kind}Status", write, body=JSON_TYPES),
+            "patch": _operation(rt, "patch", "partially update status of the specified",
+                                f"patch{kind_id}{scope}{rt.kind}Status", [*write, "force"], body=_patch_types(rt)),
+            "parameters": [*item_params, pretty],
+        }
+    return paths
+
+
+def _kind_schema(rt: ResourceType) -> dict:
+    if rt.schema is None:
+        return {**PERMISSIVE, "description": f"{rt.kind} (schema not published by localcluster)."}
+    schema = copy.deepcopy(rt.schema)
+    props = schema.setdefault("properties", {})
+    props["apiVersion"] = {"type": "string", "description": "APIVersion defines the versioned schema of this "
+                                                            "representation of an object."}
+    props["kind"] = {"type": "string", "description": "Kind is a string value representing the REST resource "
+                                                      "this object represents."}
+    props["metadata"] = {"allOf": [_ref(META + "ObjectMeta")], "description": "Standard object's metadata."}
+    schema.setdefault("type", "object")
+    schema["x-kubernetes-group-version-kind"] = [{"group": rt.group, "version": rt.version, "kind": rt.kind}]
+    return schema
+
+
+def _list_schema(rt: ResourceType) -> dict:
+    schema = {
+        "type": "object",
+        "description": f"{rt.list_kind} is a list of {rt.kind}",
+        "required": ["items"],
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "items": {"type": "array", "items": _ref(schema_name(rt))},
+            "metadata": {"allOf": [_ref(META + "ListMeta")]},
+        },
+    }
+    if rt.crd_name is not None:
+        schema["x-kubernetes-group-version-kind"] = [{"group": rt.group, "version": rt.version,
+                                                      "kind": rt.list_kind}]
+    return schema
+
+
+def group_version_document(registry: Registry, group: str, version: str) -> dict | None:
+    types = sorted(registry.in_group_version(group, version), key=lambda rt: rt.plural)
+    if not types:
+        return None
+    paths: dict = {}
+    schemas = dict(META_SCHEMAS)
+    for rt in types:
+        paths.update(_paths(rt))
+        schemas[schema_name(rt)] = _kind_schema(rt)
+        schemas[schema_name(rt, rt.list_kind)] = _list_schema(rt)
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.35.0"}, "paths": paths,
+            "components": {"schemas": schemas}}
+
+
+def _group_versions(registry: Registry) -> list[tuple[str, str]]:
+    return sorted({(rt.group, rt.version) for rt in registry.all()})
+
+
+def _etag(body: bytes) -> str:
+    return hashlib.sha512(body).hexdigest()[:128].upper()
+
+
+def root_document(registry: Registry) -> dict:
+    paths = {}
+    for group, version in _group_versions(registry):
+        body = orjson.dumps(group_version_document(registry, group, version))
+        key = gv_path(group, version)
+        paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={_etag(body)}"}
+    return {"paths": paths}
+
+
+# --- v2 (JSON only) -----------------------------------------------------------------------------
+
+
+def swagger_document(registry: Registry) -> dict:
+    """Swagger 2.0 for JSON readers; kubectl asks for protobuf, gets 406 and relies on v3 instead."""
+    definitions: dict = {}
+    paths: dict = {}
+    for group, version in _group_versions(registry):
+        doc = group_version_document(registry, group, version) or {}
+        definitions.update(doc["components"]["schemas"])
+        for path, item in doc["paths"].items():
+            paths[path] = {verb: _v2_operation(op) if verb != "parameters" else [_v2_param(p) for p in op]
+                           for verb, op in item.items()}
+    raw = orjson.dumps(definitions).replace(b"#/components/schemas/", b"#/definitions/")
+    return {"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.35.0"}, "paths": paths,
+            "definitions": orjson.loads(raw)}
+
+
+def _v2_param(param: dict) -> dict:
+    out = {k: v for k, v in param.items() if k != "schema"}
+    out["type"] = param["schema"]["type"]
+    out["uniqueItems"] = True
+    return out
+
+
+def _v2_operation(op: dict) -> dict:
+    out = {k: v for k, v in op.items() if k not in ("requestBody", "responses", "parameters")}
+    out["parameters"] = [_v2_param(p) for p in op["parameters"]]
+    out["consumes"] = list((op.get("requestBody") or {}).get("content") or ["*/*"])
+    out["produces"] = list(JSON_TYPES)
+    schema = op["responses"]["200"]["content"]["application/json"]["schema"]
+    out["responses"] = {"200": {"description": "OK", "schema": {"$ref": schema["$ref"].replace(
+        "#/components/schemas/", "#/definitions/")}}}
+    return out
+
+
+# --- HTTP ---------------------------------------------------------------------------------------
+
+
+def _accepts_json(request: web.Request) -> bool:
+    accept = request.headers.get("Accept", "")
+    if not accept:
+        return True
+    types = {part.split(";")[0].strip() for part in accept.split(",")}
+    return bool(types & {"application/json", "*/*", "application/*"})
+
+
+def _not_found() -> ApiError:
+    return ApiError(404, "NotFound", "the server could not find the requested resource")
+
+
+def handle(registry: Registry, request: web.Request, rest: list[str]) -> web.Response:
+    """GET /openapi/v2, /openapi/v3 and /openapi/v3/{api/v1,apis/<group>/<version>}."""
+    if not _accepts_json(request):
+        raise ApiError(406, "NotAcceptable", "only application/json is served for OpenAPI documents")
+    if rest == ["v2"]:
+        return web.Response(body=orjson.dumps(swagger_document(registry)), content_type="application/json")
+    if rest == ["v3"]:
+        return web.Response(body=orjson.dumps(root_document(registry)), content_type="application/json")
+    if len(rest) == 3 and rest[:2] == ["v3", "api"]:
+        group, version = "", rest[2]
+    elif len(rest) == 4 and rest[:2] == ["v3", "apis"]:
+        group, version = rest[2], rest[3]
+    else:
+        raise _not_found()
+    doc = group_version_document(registry, group, version)
+    if doc is None:
+        raise _not_found()
+    body = orjson.dumps(doc)
+    etag = _etag(body)
+    url = f"/openapi/v3/{gv_path(group, version)}?hash={etag}"
+    headers = {"ETag": f'"{etag}"', "Vary": "Accept"}
+    wanted = request.query.get("hash")
+    if wanted is not None and wanted != etag:
+        # As kube-openapi's handler3: an outdated hash redirects to the current document.
+        raise web.HTTPMovedPermanently(url)
+    if wanted is not None:
+        # A hashed URL names one immutable document, so HTTP caches (kubectl's --cache-dir) may keep it.
+        expires = datetime.now(UTC) + timedelta(days=365)
+        headers |= {"Cache-Control": "public, immutable", "Expires": expires.strftime("%a, %d %b %Y %H:%M:%S GMT")}
+    if request.headers.get("If-None-Match") == headers["ETag"]:
+        return web.Response(status=304, headers=headers)
+    return web.Response(body=body, content_type="application/json", headers=headers)

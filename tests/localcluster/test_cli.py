@@ -1,0 +1,39 @@
+"""`python -m localcluster serve`: starts, writes a working kubeconfig, installs CRDs, stops on SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+
+import yaml
+from kubernetes_asyncio import client, config
+
+from .test_crd import CRD
+
+
+async def test_serve_writes_kubeconfig_and_installs_crds(tmp_path):
+    crds = tmp_path / "crds"
+    crds.mkdir()
+    (crds / "widget.yaml").write_text(yaml.safe_dump(CRD))
+    kubeconfig = tmp_path / "kubeconfig"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "localcluster", "serve", "--port", "0", "--kubeconfig-out", str(kubeconfig),
+        "--runner", "scripted", "--crds", str(crds), stdout=asyncio.subprocess.PIPE)
+    try:
+        lines = []
+        async with asyncio.timeout(20):
+            while not lines or "listening on" not in lines[-1]:
+                lines.append((await proc.stdout.readline()).decode())
+        assert "installed CRD widgets.example.dev" in "".join(lines)
+        configuration = client.Configuration()
+        await config.load_kube_config(str(kubeconfig), client_configuration=configuration)
+        async with client.ApiClient(configuration) as api:
+            namespaces = await client.CoreV1Api(api).list_namespace()
+            assert "default" in {n.metadata.name for n in namespaces.items}
+            widgets = await client.CustomObjectsApi(api).list_cluster_custom_object("example.dev", "v1", "widgets")
+            assert widgets["items"] == []
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(10):
+            assert await proc.wait() == 0

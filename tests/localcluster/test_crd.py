@@ -1,0 +1,165 @@
+"""CustomResourceDefinitions: serving, discovery, schema validation with defaults and pruning, status."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+GROUP, VERSION, PLURAL = "example.dev", "v1", "widgets"
+# kubernetes_asyncio picks JSON patch for custom objects unless told; a real apiserver would reject it too.
+MERGE = "application/merge-patch+json"
+
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": f"{PLURAL}.{GROUP}"},
+    "spec": {
+        "group": GROUP,
+        "scope": "Namespaced",
+        "names": {"plural": PLURAL, "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
+        "versions": [{
+            "name": VERSION, "served": True, "storage": True,
+            "subresources": {"status": {}},
+            "additionalPrinterColumns": [{"name": "Phase", "type": "string", "jsonPath": ".status.phase"}],
+            "schema": {"openAPIV3Schema": {
+                "type": "object",
+                "properties": {
+                    "spec": {
+                        "type": "object",
+                        "required": ["size"],
+                        "properties": {
+                            "size": {"type": "integer", "minimum": 0},
+                            "color": {"type": "string", "enum": ["red", "blue"], "default": "red"},
+                            "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                        },
+                    },
+                    "status": {"type": "object", "properties": {"phase": {"type": "string"}}},
+                },
+            }},
+        }],
+    },
+}
+
+
+def widget(name: str, **spec) -> dict:
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Widget", "metadata": {"name": name}, "spec": spec}
+
+
+@pytest.fixture
+async def crd(api_client):
+    ext = client.ApiextensionsV1Api(api_client)
+    created = await ext.create_custom_resource_definition(copy.deepcopy(CRD))
+    return created
+
+
+async def test_crd_is_established_and_discoverable(crd, api_client):
+    conditions = {c.type: c.status for c in crd.status.conditions}
+    assert conditions == {"NamesAccepted": "True", "Established": "True"}
+    resources = await client.CustomObjectsApi(api_client).get_api_resources(GROUP, VERSION)
+    main = next(r for r in resources.resources if r.name == PLURAL)
+    assert main.kind == "Widget" and main.short_names == ["wd"] and main.namespaced
+    assert any(r.name == f"{PLURAL}/status" for r in resources.resources)
+
+
+async def test_custom_object_crud_with_defaults_and_pruning(crd, custom):
+    body = widget("w", size=2, unknown="pruned", free={"anything": {"goes": 1}})
+    created = await custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, body)
+    assert created["spec"] == {"size": 2, "color": "red", "free": {"anything": {"goes": 1}}}
+    assert created["metadata"]["generation"] == 1
+    fetched = await custom.get_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "w")
+    assert fetched == created
+    listed = await custom.list_namespaced_custom_object(GROUP, VERSION, "default", PLURAL)
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["w"]
+
+
+async def test_schema_violation_is_422_naming_the_field(crd, custom):
+    with pytest.raises(ApiException) as exc:
+        await custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, widget("bad", size=-1))
+    assert exc.value.status == 422
+    body = json.loads(exc.value.body)
+    assert body["reason"] == "Invalid"
+    assert body["details"]["causes"][0]["field"] == "spec.size"
+    assert body["message"].startswith('Widget.example.dev "bad" is invalid: spec.size: Invalid value: -1')
+    with pytest.raises(ApiException) as exc:
+        await custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL,
+                                                     widget("bad", size=1, color="green"))
+    assert 'spec.color: Unsupported value: "green"' in json.loads(exc.value.body)["message"]
+    with pytest.raises(ApiException) as exc:
+        await custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, widget("bad"))
+    assert "spec.size: Required value" in json.loads(exc.value.body)["message"]
+
+
+async def test_strategic_merge_is_unsupported_for_custom_resources(crd, cluster):
+    import aiohttp
+
+    await _create(cluster, widget("w", size=1))
+    async with aiohttp.ClientSession() as s:
+        url = f"{cluster.url}/apis/{GROUP}/{VERSION}/namespaces/default/{PLURAL}/w"
+        async with s.patch(url, data=b'{"spec":{"size":2}}',
+                           headers={"Content-Type": "application/strategic-merge-patch+json"}) as r:
+            assert r.status == 415
+        async with s.patch(url, data=b'{"spec":{"size":2}}',
+                           headers={"Content-Type": "application/merge-patch+json"}) as r:
+            assert r.status == 200 and (await r.json())["metadata"]["generation"] == 2
+
+
+async def test_custom_status_subresource(crd, custom):
+    await custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, widget("w", size=1))
+    ignored = await custom.patch_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "w",
+                                                          {"status": {"phase": "Ready"}}, _content_type=MERGE)
+    assert "status" not in ignored
+    updated = await custom.patch_namespaced_custom_object_status(GROUP, VERSION, "default", PLURAL, "w",
+                                                                 {"status": {"phase": "Ready"}}, _content_type=MERGE)
+    assert updated["status"] == {"phase": "Ready"}
+    assert updated["metadata"]["generation"] == 1  # status writes never bump the generation
+    current = updated["metadata"]["resourceVersion"]
+    stale = {**updated, "metadata": {**updated["metadata"], "resourceVersion": str(int(current) - 1)}}
+    with pytest.raises(ApiException) as exc:
+        await custom.replace_namespaced_custom_object_status(GROUP, VERSION, "default", PLURAL, "w", stale)
+    assert exc.value.status == 409
+
+
+async def test_deleting_the_crd_removes_its_objects(crd, custom, api_client):
+    await custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, widget("w", size=1))
+    await client.ApiextensionsV1Api(api_client).delete_custom_resource_definition(f"{PLURAL}.{GROUP}")
+    with pytest.raises(ApiException) as exc:
+        await custom.list_namespaced_custom_object(GROUP, VERSION, "default", PLURAL)
+    assert exc.value.status == 404
+
+
+async def test_transition_rule_makes_a_field_immutable(api_client, custom):
+    crd = copy.deepcopy(CRD)
+    spec_schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec_schema["properties"]["color"]["x-kubernetes-validations"] = [
+        {"rule": "self == oldSelf", "message": "color is immutable"}]
+    await client.ApiextensionsV1Api(api_client).create_custom_resource_definition(crd)
+    await custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, widget("w", size=1))
+    with pytest.raises(ApiException) as exc:
+        await custom.patch_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "w", {"spec": {"color": "blue"}},
+                                                    _content_type=MERGE)
+    assert "color is immutable" in json.loads(exc.value.body)["message"]
+
+
+async def test_invalid_crd_is_rejected(api_client):
+    bad = copy.deepcopy(CRD)
+    bad["metadata"]["name"] = "wrong.name"
+    with pytest.raises(ApiException) as exc:
+        await client.ApiextensionsV1Api(api_client).create_custom_resource_definition(bad)
+    assert exc.value.status == 422
+
+
+async def test_cluster_scoped_custom_resource(api_client, custom):
+    crd = copy.deepcopy(CRD)
+    crd["spec"]["scope"] = "Cluster"
+    await client.ApiextensionsV1Api(api_client).create_custom_resource_definition(crd)
+    created = await custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, widget("global", size=1))
+    assert "namespace" not in created["metadata"]
+
+
+async def _create(cluster, body: dict) -> dict:
+    rt = cluster.registry.get(GROUP, VERSION, PLURAL)
+    return cluster.api.create(rt, "default", body)

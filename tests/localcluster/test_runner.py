@@ -1,0 +1,117 @@
+"""The pod runners: pods stay Pending with `none`; `scripted` pods run, exit and report like a kubelet."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from localcluster.runner import SCRIPT_ANNOTATION
+
+from .test_crud import pod
+from .test_delete import eventually
+
+
+async def phase(core, name: str) -> str:
+    return (await core.read_namespaced_pod(name, "default")).status.phase
+
+
+async def test_none_runner_leaves_pods_pending(cluster, core):
+    await core.create_namespaced_pod("default", pod("a"))
+    created = await core.read_namespaced_pod("a", "default")
+    assert created.status.phase == "Pending" and not created.spec.node_name
+
+
+@pytest.mark.runner("scripted")
+async def test_scripted_pod_runs_then_succeeds(cluster, core):
+    cluster.runner.set_script("default/ok", {"run_for": 0.05, "exit_code": 0})
+    await core.create_namespaced_pod("default", pod("ok"))
+    await eventually(lambda: _is(core, "ok", "Succeeded"))
+    done = await core.read_namespaced_pod("ok", "default")
+    assert done.spec.node_name == "localnode"
+    state = done.status.container_statuses[0].state
+    assert state.terminated.exit_code == 0 and state.terminated.reason == "Completed"
+    assert done.status.start_time is not None
+
+
+@pytest.mark.runner("scripted")
+async def test_scripted_pod_fails_with_exit_code(cluster, core):
+    body = pod("bad")
+    body["metadata"]["annotations"] = {SCRIPT_ANNOTATION: json.dumps({"run_for": 0.01, "exit_code": 3})}
+    await core.create_namespaced_pod("default", body)
+    await eventually(lambda: _is(core, "bad", "Failed"))
+    state = (await core.read_namespaced_pod("bad", "default")).status.container_statuses[0].state
+    assert state.terminated.exit_code == 3 and state.terminated.reason == "Error"
+
+
+@pytest.mark.runner("scripted")
+async def test_scripted_pod_runs_forever_by_default(cluster, core):
+    await core.create_namespaced_pod("default", pod("forever"))
+    await eventually(lambda: _is(core, "forever", "Running"))
+    running = await core.read_namespaced_pod("forever", "default")
+    assert running.status.container_statuses[0].state.running is not None
+    assert running.status.pod_ip
+
+
+@pytest.mark.runner("scripted")
+async def test_fail_to_start_stays_pending_with_reason(cluster, core):
+    cluster.runner.set_script("default/nope", {"fail_to_start": "ImagePullBackOff"})
+    await core.create_namespaced_pod("default", pod("nope"))
+
+    async def waiting():
+        p = await core.read_namespaced_pod("nope", "default")
+        statuses = p.status.container_statuses or []
+        return statuses and statuses[0].state.waiting and statuses[0].state.waiting.reason == "ImagePullBackOff"
+
+    await eventually(waiting)
+    assert await phase(core, "nope") == "Pending"
+
+
+@pytest.mark.runner("scripted")
+async def test_scripts_by_attempt(cluster, core):
+    cluster.runner.set_script("default/flaky", [{"run_for": 0.01, "exit_code": 1}, {"run_for": 0.01}])
+    await core.create_namespaced_pod("default", pod("flaky"))
+    await eventually(lambda: _is(core, "flaky", "Failed"))
+    await core.delete_namespaced_pod("flaky", "default")
+    await eventually(lambda: _absent(core, "flaky"))
+    await core.create_namespaced_pod("default", pod("flaky"))
+    await eventually(lambda: _is(core, "flaky", "Succeeded"))
+
+
+@pytest.mark.runner("scripted")
+async def test_deleting_a_running_pod_terminates_it(cluster, core):
+    await core.create_namespaced_pod("default", pod("victim"))
+    await eventually(lambda: _is(core, "victim", "Running"))
+    await core.delete_namespaced_pod("victim", "default")
+    await eventually(lambda: _absent(core, "victim"))
+
+
+async def test_init_containers_reported(core):
+    from localcluster import LocalCluster
+
+    async with LocalCluster(runner="scripted") as c:
+        body = pod("init")
+        body["spec"]["initContainers"] = [{"name": "setup", "image": "busybox"}]
+        rt = c.registry.get("", "v1", "pods")
+        c.api.create(rt, "default", body)
+
+        async def running():
+            return c.api.get(rt, "default", "init")["status"].get("phase") == "Running"
+
+        await eventually(running)
+        status = c.api.get(rt, "default", "init")["status"]
+        assert status["initContainerStatuses"][0]["state"]["terminated"]["exitCode"] == 0
+
+
+async def _is(core, name: str, wanted: str) -> bool:
+    return await phase(core, name) == wanted
+
+
+async def _absent(core, name: str) -> bool:
+    from kubernetes_asyncio.client.exceptions import ApiException
+
+    try:
+        await core.read_namespaced_pod(name, "default")
+    except ApiException as exc:
+        return exc.status == 404
+    return False
