@@ -51,7 +51,8 @@ TERMINAL_PHASES = frozenset({JobPhase.SUCCEEDED, JobPhase.FAILED})
 
 
 class RestartPolicy(Model):
-    policy: RestartPolicyType = Field(RestartPolicyType.ON_FAILURE, description="The policy to restart finished replica.")
+    policy: RestartPolicyType = Field(RestartPolicyType.ON_FAILURE,
+                                      description="The policy to restart finished replica.")
     limit: Annotated[int, Field(ge=0)] = Field(0, description="The maximum number of restarts per replica.")
 
 
@@ -119,7 +120,8 @@ class T9kScheduler(Model):
 
 
 class SchedulePolicy(Model):
-    t9k_scheduler: T9kScheduler | None = Field(None, description="T9k Scheduler.")
+    # to_camel would spell it t9KScheduler; the API (spec/001) says t9kScheduler.
+    t9k_scheduler: T9kScheduler | None = Field(None, alias="t9kScheduler", description="T9k Scheduler.")
 
 
 # A finish rule maps replica types to ranks; ranks are ints or strings holding an int (IntOrString).

@@ -1,0 +1,48 @@
+"""Shared informers over raw JSON: reflector (list + watch), indexed cache, handlers, listers.
+
+    factory = InformerFactory(api_client)
+    pods = factory.informer(PODS, namespace="default")
+    pods.add_handler(on_add=..., on_update=..., on_delete=...)
+    factory.start()
+    await factory.wait_for_sync(timeout=30)
+    pods.lister.controlled_by(job_uid)
+    ...
+    await factory.stop()
+
+See CONTROLLER.md ("Informer") for the guarantees kept, and each module for how.
+"""
+
+from informers.backoff import Backoff, BackoffPolicy
+from informers.factory import InformerFactory, SyncTimeoutError
+from informers.handlers import HandlerRegistration, Tombstone
+from informers.informer import Informer, InformerStatus
+from informers.lister import Lister
+from informers.options import InformerOptions
+from informers.resource import PODS, SERVICES, Resource
+from informers.stats import InformerStats
+from informers.store import CONTROLLER_INDEX, NAMESPACE_INDEX, Store, controller_index, namespace_index, object_key
+from informers.transport import ApiStatusError
+
+__all__ = [
+    "CONTROLLER_INDEX",
+    "NAMESPACE_INDEX",
+    "PODS",
+    "SERVICES",
+    "ApiStatusError",
+    "Backoff",
+    "BackoffPolicy",
+    "HandlerRegistration",
+    "Informer",
+    "InformerFactory",
+    "InformerOptions",
+    "InformerStats",
+    "InformerStatus",
+    "Lister",
+    "Resource",
+    "Store",
+    "SyncTimeoutError",
+    "Tombstone",
+    "controller_index",
+    "namespace_index",
+    "object_key",
+]

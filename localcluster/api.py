@@ -34,6 +34,10 @@ class Api:
     def __init__(self, store: Store, registry: Registry) -> None:
         self.store = store
         self.registry = registry
+        # fieldValidation of the request being served (Ignore, Warn or Strict) and the warnings it
+        # produced. Safe as plain attributes: every verb runs synchronously, with no await inside.
+        self.field_validation = "Ignore"
+        self.warnings: list[str] = []
 
     # --- helpers ---------------------------------------------------------------------------
 
@@ -101,12 +105,24 @@ class Api:
         if rt.schema is not None:
             from .schema import admit
 
-            causes += [(e.reason, e.field, e.error_string()) for e in admit(obj, rt.schema, old=old)]
+            unknown: list[str] = []
+            causes += [(e.reason, e.field, e.error_string()) for e in admit(obj, rt.schema, old=old, unknown=unknown)]
+            self._unknown_fields(rt, unknown)
         else:
             causes = builtins.metadata_errors(obj, builtins.NAME_STYLE.get(key, "subdomain")) + causes
         if causes:
             name = (obj.get("metadata") or {}).get("name") or ""
             raise errors.invalid(rt.qualified_kind, name, rt.group, rt.kind, causes)
+
+    def _unknown_fields(self, rt: ResourceType, unknown: list[str]) -> None:
+        """What the apiserver's decoder does with fields the schema prunes, per fieldValidation."""
+        if not unknown or self.field_validation == "Ignore":
+            return
+        listed = ", ".join(f'unknown field "{path}"' for path in unknown)
+        if self.field_validation == "Strict":
+            raise errors.bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                                     f"strict decoding error: {listed}")
+        self.warnings.extend(f'unknown field "{path}"' for path in unknown)
 
     def _initial_status(self, rt: ResourceType, obj: dict) -> None:
         key = rt.storage_key

@@ -94,7 +94,7 @@ def internal_error(message: str) -> ApiError:
 
 def invalid(qualified_kind: str, name: str, group: str, kind: str, causes: list[tuple[str, str, str]]) -> ApiError:
     """422 Invalid from (reason, field, error string) triples, formatted as apierrors.NewInvalid."""
-    strings = [text for _, _, text in causes]
+    strings = list(dict.fromkeys(text for _, _, text in causes))  # the apiserver drops repeated errors
     summary = strings[0] if len(strings) == 1 else "[" + ", ".join(strings) + "]"
     details = {
         "name": name,

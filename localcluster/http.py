@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import orjson
 from aiohttp import web
 
-from . import discovery, errors
+from . import discovery, errors, table
 from .errors import ApiError
 from .resources import ResourceType
 from .selectors import SelectorError, parse_field_selector, parse_label_selector
@@ -117,31 +117,45 @@ class HttpApi:
             if method == "GET":
                 if _truthy(request.query.get("watch")):
                     return await self.watch(request, target)
-                return json_response(self.list(request, target))
+                return _negotiated(request, target.rt, self.list(request, target), is_list=True)
             if method == "POST":
                 body = await _read_json(request)
-                obj = self.api.create(target.rt, target.namespace, body, _dry_run(request))
-                return json_response(obj, 201)
+                return self._write(request, 201, self.api.create, target.rt, target.namespace, body,
+                                   _dry_run(request))
             if method == "DELETE":
                 return json_response(self.delete_collection(request, target, await _read_options(request)))
             raise errors.method_not_allowed()
         if method == "GET":
-            return json_response(self.api.get(target.rt, target.namespace, target.name))
+            return _negotiated(request, target.rt, self.api.get(target.rt, target.namespace, target.name),
+                               is_list=False)
         if method == "PUT":
             body = await _read_json(request)
-            return json_response(self.api.update(target.rt, target.namespace, target.name, body,
-                                                 target.subresource, _dry_run(request)))
+            return self._write(request, 200, self.api.update, target.rt, target.namespace, target.name, body,
+                               target.subresource, _dry_run(request))
         if method == "PATCH":
             body = await _read_json(request)
-            content_type = request.content_type
-            return json_response(self.api.patch(target.rt, target.namespace, target.name, content_type,
-                                                body, target.subresource, _dry_run(request)))
+            return self._write(request, 200, self.api.patch, target.rt, target.namespace, target.name,
+                               request.content_type, body, target.subresource, _dry_run(request))
         if method == "DELETE" and target.subresource is None:
             options = await _read_options(request)
             obj, gone_now = self.api.delete(target.rt, target.namespace, target.name, options,
                                             _dry_run(request))
             return json_response(obj, 200 if gone_now else 202)
         raise errors.method_not_allowed()
+
+    def _write(self, request: web.Request, status: int, verb, *args) -> web.Response:
+        """Run a create/update/patch under the request's fieldValidation, passing warnings on as headers."""
+        self.api.field_validation = request.query.get("fieldValidation", "Ignore")
+        self.api.warnings = []
+        try:
+            obj = verb(*args)
+            warnings = self.api.warnings
+        finally:
+            self.api.field_validation, self.api.warnings = "Ignore", []
+        response = json_response(obj, status)
+        for text in warnings:
+            response.headers.add("Warning", '299 - "' + text.replace('"', '\\"') + '"')
+        return response
 
     def _target(self, group: str, version: str, rest: list[str]) -> Target:
         namespace = None
@@ -281,7 +295,9 @@ class HttpApi:
                 await _hang(watcher, deadline)
                 return response
             await self._stream(response, watcher, rt, deadline, bookmarks,
-                               initial_end=bookmarks and _truthy(query.get("sendInitialEvents")))
+                               initial_end=bookmarks and _truthy(query.get("sendInitialEvents")),
+                               view=table.EventRenderer(rt, request.headers.get("Accept", ""),
+                                                          request.query.get("includeObject", "Metadata")))
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         finally:
@@ -289,21 +305,21 @@ class HttpApi:
         return response
 
     async def _stream(self, response: web.StreamResponse, watcher: Watcher, rt: ResourceType,
-                      deadline: float, bookmarks: bool, initial_end: bool) -> None:
+                      deadline: float, bookmarks: bool, initial_end: bool, view: table.EventRenderer) -> None:
         interval = self.cluster.bookmark_interval
         next_bookmark = time.monotonic() + interval
         if initial_end:
-            await self._flush(response, watcher, rt)
-            await response.write(self._bookmark(rt, {"k8s.io/initial-events-end": "true"}))
+            await self._flush(response, watcher, rt, view)
+            await response.write(self._bookmark(rt, view, {"k8s.io/initial-events-end": "true"}))
         while not watcher.closed:
-            await self._flush(response, watcher, rt)
+            await self._flush(response, watcher, rt, view)
             now = time.monotonic()
             if now >= deadline:
                 if bookmarks:
-                    await response.write(self._bookmark(rt))
+                    await response.write(self._bookmark(rt, view))
                 return
             if bookmarks and now >= next_bookmark:
-                await response.write(self._bookmark(rt))
+                await response.write(self._bookmark(rt, view))
                 next_bookmark = now + interval
             wait = min(deadline, next_bookmark if bookmarks else deadline) - now
             watcher.wake.clear()
@@ -314,7 +330,8 @@ class HttpApi:
             except TimeoutError:
                 pass
 
-    async def _flush(self, response: web.StreamResponse, watcher: Watcher, rt: ResourceType) -> None:
+    async def _flush(self, response: web.StreamResponse, watcher: Watcher, rt: ResourceType,
+                     view: table.EventRenderer) -> None:
         buffer = watcher.buffer
         if not buffer:
             return
@@ -323,16 +340,24 @@ class HttpApi:
             kind, obj = buffer.popleft()
             if obj.get("apiVersion") != rt.group_version:
                 obj = self.api.present(rt, obj)
-            chunks.append(orjson.dumps({"type": kind, "object": obj}))
+            chunks.append(orjson.dumps({"type": kind, "object": view.render(obj)}))
         chunks.append(b"")
         await response.write(b"\n".join(chunks))
 
-    def _bookmark(self, rt: ResourceType, annotations: dict | None = None) -> bytes:
+    def _bookmark(self, rt: ResourceType, view: table.EventRenderer, annotations: dict | None = None) -> bytes:
         meta: dict = {"resourceVersion": str(self.store.rv)}
         if annotations:
             meta["annotations"] = annotations
         obj = {"kind": rt.kind, "apiVersion": rt.group_version, "metadata": meta}
-        return orjson.dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
+        return orjson.dumps({"type": "BOOKMARK", "object": view.bookmark(obj)}) + b"\n"
+
+
+def _negotiated(request: web.Request, rt: ResourceType, body: dict, is_list: bool) -> web.Response:
+    """The object or list as the Accept header asks: plain, a Table, or PartialObjectMetadata(List)."""
+    view = table.negotiate(request.headers.get("Accept", ""), is_list)
+    if view is not None:
+        body = table.render(rt, body, view, is_list, request.query.get("includeObject", "Metadata"))
+    return json_response(body)
 
 
 async def _hang(watcher: Watcher, deadline: float) -> None:

@@ -74,34 +74,35 @@ def _ref(name: str) -> dict:
 # --- v3 ---------------------------------------------------------------------------------------
 
 
-def _param(name: str, where: str = "query", description: str = "", kind: str = "string") -> dict:
-    param = {"name": name, "in": where, "description": description, "schema": {"type": kind, "uniqueItems": True}}
+def _param(name: str, where: str = "query", description: str = "") -> dict:
+    kind = {"limit": "integer", "timeoutSeconds": "integer", "gracePeriodSeconds": "integer", "watch": "boolean",
+            "allowWatchBookmarks": "boolean", "sendInitialEvents": "boolean", "force": "boolean"}.get(name, "string")
+    param = {"name": name, "in": where, "description": description or QUERY_PARAMS.get(name, ""),
+             "schema": {"type": kind, "uniqueItems": True}}
     if where == "path":
         param["required"] = True
     return param
 
 
-def _operation(rt: ResourceType, action: str, verb_text: str, op_id: str, params: list[str],
-               body: tuple[str, ...] = (), returns: str | None = None) -> dict:
-    gvk = {"group": rt.group, "version": rt.version, "kind": rt.kind}
-    returns = returns or schema_name(rt)
+def _content(types: tuple[str, ...], schema: str) -> dict:
+    return {t: {"schema": _ref(schema)} for t in types}
+
+
+def _operation(rt: ResourceType, action: str, text: str, op_id: str, params: list[str], body: dict | None = None,
+               returns: str | None = None) -> dict:
     op = {
         "tags": [rt.group_version.replace("/", "_").replace(".", "")],
-        "description": f"{verb_text} {rt.kind}",
+        "description": f"{text} {rt.kind}",
         "operationId": op_id,
-        "parameters": [_param(p, description=QUERY_PARAMS.get(p, ""),
-                              kind="integer" if p in ("limit", "timeoutSeconds") else
-                              "boolean" if p in ("watch", "allowWatchBookmarks", "sendInitialEvents") else
-                              "string") for p in params],
-        "responses": {"200": {"description": "OK",
-                              "content": {t: {"schema": _ref(returns)} for t in JSON_TYPES}},
+        "parameters": [_param(p) for p in params],
+        "responses": {"200": {"description": "OK", "content": _content(JSON_TYPES, returns or schema_name(rt))},
                       "401": {"description": "Unauthorized"}},
         "x-kubernetes-action": action,
-        "x-kubernetes-group-version-kind": gvk,
+        # What kubectl matches an operation to a kind by.
+        "x-kubernetes-group-version-kind": {"group": rt.group, "version": rt.version, "kind": rt.kind},
     }
     if body:
-        schema = _ref(META + "Patch") if action == "patch" else _ref(schema_name(rt))
-        op["requestBody"] = {"content": {t: {"schema": schema} for t in body}, "required": True}
+        op["requestBody"] = {"content": body, "required": action not in ("delete", "deletecollection")}
     return op
 
 
@@ -111,57 +112,61 @@ def _patch_types(rt: ResourceType) -> tuple[str, ...]:
     return (*types, "application/strategic-merge-patch+json") if rt.strategic else types
 
 
+def _operation_prefix(rt: ResourceType) -> str:
+    """`CoreV1`, `AppsV1`, `RbacAuthorizationV1`, `BatchTensorstackDevV1beta1`: as in operationIds."""
+    words = rt.group.removesuffix(".k8s.io").replace("-", ".").split(".") if rt.group else ["core"]
+    return "".join(w[:1].upper() + w[1:] for w in words) + rt.version[:1].upper() + rt.version[1:]
+
+
 def _paths(rt: ResourceType) -> dict:
+    """The REST paths of one resource with their operations, as the apiserver publishes them."""
     prefix = f"/apis/{rt.group_version}" if rt.group else f"/api/{rt.version}"
-    scope = "Namespaced" if rt.namespaced else ""
     base = f"{prefix}/namespaces/{{namespace}}/{rt.plural}" if rt.namespaced else f"{prefix}/{rt.plural}"
-    kind_id = "".join(p[:1].upper() + p[1:] for p in rt.group.replace("-", ".").split(".")) + rt.version.title()
+    name = _operation_prefix(rt) + ("Namespaced" if rt.namespaced else "") + rt.kind
     write = ["dryRun", "fieldManager", "fieldValidation"]
-    item_params = [_param("name", "path", f"name of the {rt.kind}")]
-    coll_params = []
-    if rt.namespaced:
-        ns = _param("namespace", "path", "object name and auth scope, such as for teams and projects")
-        item_params.append(ns)
-        coll_params.append(ns)
-    pretty = _param("pretty", description=QUERY_PARAMS["pretty"])
-    collection = {
-        "get": _operation(rt, "list", "list or watch objects of kind", f"list{kind_id}{scope}{rt.kind}",
-                          list(LIST_PARAMS), returns=schema_name(rt, rt.list_kind)),
-        "post": _operation(rt, "post", "create a", f"create{kind_id}{scope}{rt.kind}", write,
-                           body=JSON_TYPES),
-        "delete": _operation(rt, "deletecollection", "delete collection of", f"deleteCollection{kind_id}{scope}"
-                             f"{rt.kind}", ["dryRun", *LIST_PARAMS], body=("application/json",),
-                             returns=META + "Status"),
-        "parameters": [*coll_params, pretty],
+    full = _content(JSON_TYPES, schema_name(rt))
+    patch = _content(_patch_types(rt), META + "Patch")
+    options = _content(("application/json",), META + "DeleteOptions")
+    listed = schema_name(rt, rt.list_kind)
+    pretty = _param("pretty")
+    scope = [_param("namespace", "path", "object name and auth scope, such as for teams and projects")] \
+        if rt.namespaced else []
+    item_params = [_param("name", "path", f"name of the {rt.kind}"), *scope, pretty]
+    paths = {
+        base: {
+            "get": _operation(rt, "list", "list or watch objects of kind", f"list{name}", list(LIST_PARAMS),
+                              returns=listed),
+            "post": _operation(rt, "post", "create a", f"create{name}", write, full),
+            "delete": _operation(rt, "deletecollection", "delete collection of", f"deleteCollection{name}",
+                                 ["dryRun", "gracePeriodSeconds", "propagationPolicy", *LIST_PARAMS], options,
+                                 returns=META + "Status"),
+            "parameters": [*scope, pretty],
+        },
+        f"{base}/{{name}}": {
+            "get": _operation(rt, "get", "read the specified", f"read{name}", []),
+            "put": _operation(rt, "put", "replace the specified", f"replace{name}", write, full),
+            "patch": _operation(rt, "patch", "partially update the specified", f"patch{name}", [*write, "force"],
+                                patch),
+            "delete": _operation(rt, "delete", "delete a", f"delete{name}",
+                                 ["dryRun", "gracePeriodSeconds", "propagationPolicy"], options,
+                                 returns=META + "Status"),
+            "parameters": item_params,
+        },
     }
-    collection["delete"]["requestBody"]["content"] = {"application/json": {"schema": _ref(META + "DeleteOptions")}}
-    item = {
-        "get": _operation(rt, "get", "read the specified", f"read{kind_id}{scope}{rt.kind}", []),
-        "put": _operation(rt, "put", "replace the specified", f"replace{kind_id}{scope}{rt.kind}", write,
-                          body=JSON_TYPES),
-        "patch": _operation(rt, "patch", "partially update the specified", f"patch{kind_id}{scope}{rt.kind}",
-                            [*write, "force"], body=_patch_types(rt)),
-        "delete": _operation(rt, "delete", "delete a", f"delete{kind_id}{scope}{rt.kind}",
-                             ["dryRun", "gracePeriodSeconds", "propagationPolicy"], body=("application/json",),
-                             returns=META + "Status"),
-        "parameters": [*item_params, pretty],
-    }
-    item["delete"]["requestBody"]["content"] = {"application/json": {"schema": _ref(META + "DeleteOptions")}}
-    paths = {base: collection, f"{base}/{{name}}": item}
     if rt.namespaced:
         paths[f"{prefix}/{rt.plural}"] = {
-            "get": _operation(rt, "list", "list or watch objects of kind", f"list{kind_id}{rt.kind}ForAllNamespaces",
-                              list(LIST_PARAMS), returns=schema_name(rt, rt.list_kind)),
+            "get": _operation(rt, "list", "list or watch objects of kind",
+                              f"list{name.replace('Namespaced', '', 1)}ForAllNamespaces", list(LIST_PARAMS),
+                              returns=listed),
             "parameters": [pretty],
         }
     if rt.status_subresource:
         paths[f"{base}/{{name}}/status"] = {
-            "get": _operation(rt, "get", "read status of the specified", f"read{kind_id}{scope}{rt.kind}Status", []),
-            "put": _operation(rt, "put", "replace status of the specified",
-                              f"replace{kind_id}{scope}{rt.kind}Status", write, body=JSON_TYPES),
-            "patch": _operation(rt, "patch", "partially update status of the specified",
-                                f"patch{kind_id}{scope}{rt.kind}Status", [*write, "force"], body=_patch_types(rt)),
-            "parameters": [*item_params, pretty],
+            "get": _operation(rt, "get", "read status of the specified", f"read{name}Status", []),
+            "put": _operation(rt, "put", "replace status of the specified", f"replace{name}Status", write, full),
+            "patch": _operation(rt, "patch", "partially update status of the specified", f"patch{name}Status",
+                                [*write, "force"], patch),
+            "parameters": item_params,
         }
     return paths
 
@@ -218,7 +223,7 @@ def _group_versions(registry: Registry) -> list[tuple[str, str]]:
 
 
 def _etag(body: bytes) -> str:
-    return hashlib.sha512(body).hexdigest()[:128].upper()
+    return hashlib.sha512(body).hexdigest().upper()
 
 
 def root_document(registry: Registry) -> dict:

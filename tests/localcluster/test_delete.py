@@ -156,7 +156,7 @@ async def test_orphan_propagation_keeps_dependents(core):
 
 async def test_dependent_of_missing_owner_is_collected(core):
     class Ghost:
-        class metadata:  # noqa: N801 - mimics a model object
+        class metadata:
             name = "ghost"
             uid = "00000000-0000-0000-0000-000000000000"
 

@@ -451,6 +451,20 @@ def test_transition_rules_run_inside_unchanged_subtrees():
     ]
 
 
+def test_transition_rules_follow_list_map_items_by_key():
+    item = {"type": "object", "properties": {
+        "name": {"type": "string"},
+        "port": {"type": "integer", "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "is fixed"}]},
+    }}
+    schema = spec_of(ports={"type": "array", "items": item, "x-kubernetes-list-type": "map",
+                            "x-kubernetes-list-map-keys": ["name"]})
+    old = {"ports": [{"name": "a", "port": 1}, {"name": "b", "port": 2}]}
+    assert check(schema, {"ports": [{"name": "b", "port": 2}, {"name": "a", "port": 1}]}, old_spec=old) == []
+    assert check(schema, {"ports": [{"name": "b", "port": 2}, {"name": "a", "port": 3}]}, old_spec=old) == [
+        'spec.ports[1].port: Invalid value: "integer": is fixed'
+    ]
+
+
 def test_rule_runtime_error():
     schema = rule_schema({"rule": "self.missing == 1"}, present={"type": "integer"})
     assert check(schema, {"present": 1}) == [

@@ -1,0 +1,50 @@
+"""Clean-up once the job has finished: which pods to delete, and what the replica records say.
+
+`None` leaves every pod; `Unfinished` deletes the pods that have not finished (Pending, Running,
+Unknown); `All` deletes every pod. Replicas whose pod was deleted, or is gone for any other reason,
+show phase Deleted. A finished job never creates or replaces a pod, so nothing here counts restarts.
+Settling is idempotent: once the deletes are done (pods terminating or gone), it asks for nothing
+and changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .models import CleanUpPolicy
+from .status import DELETED, FINISHED, is_terminating, observed, pod_phase, pod_uid
+
+
+@dataclass(frozen=True)
+class Settled:
+    record: dict  # the record to store
+    delete: str | None  # uid of the pod to delete
+    cleaned: bool  # this plan deletes the replica's own pod: worth a SuccessfulDelete event
+
+
+def selects(policy: CleanUpPolicy, pod: dict) -> bool:
+    if policy == CleanUpPolicy.ALL:
+        return True
+    if policy == CleanUpPolicy.UNFINISHED:
+        return pod_phase(pod) not in FINISHED
+    return False
+
+
+def settle(policy: CleanUpPolicy, record: dict, pod: dict | None) -> Settled:
+    """The clean-up of one replica of a finished job, given its stored record and the pod seen."""
+    if pod is None:
+        return Settled({**record, "phase": DELETED}, None, False)
+    uid = pod_uid(pod)
+    delete = uid if selects(policy, pod) and not is_terminating(pod) else None
+    if uid == record["lastRestartUid"] and uid != record["uid"]:
+        # A pod retired before the job finished that is no longer the replica's own: the policy
+        # decides its fate, and the record keeps describing the replica (no pod of its own: Deleted).
+        return Settled(record if record["uid"] else {**record, "phase": DELETED}, delete, False)
+    if policy != CleanUpPolicy.NONE and record["phase"] == DELETED and record["uid"] == uid:
+        # Deleted by an earlier clean-up and still seen (terminating, or the cache lags): keep it
+        # Deleted, whatever phase the dying pod reports, and repeat the delete only if it did not start.
+        return Settled(record, delete, False)
+    current = observed(record, pod)
+    if not selects(policy, pod):
+        return Settled(current, None, False)
+    return Settled({**current, "phase": DELETED}, delete, delete is not None)

@@ -1,0 +1,143 @@
+"""The pod of one replica, as the controller wants it to be.
+
+The template passes through untouched (resources, env, volumes, hostname, subdomain, ...), deep-
+copied so the parsed job is never mutated, with only what the controller owns changed:
+
+- metadata: name `[job]-[type]-[rank]`, the job's namespace, the template's labels, annotations and
+  finalizers, plus the controller's labels (which win) and, with T9k Scheduler, the pod-group
+  label and annotation; a controller ownerReference to the job.
+- spec.restartPolicy is always Never: the controller replaces finished pods itself, so it counts
+  every restart (a kubelet restart in place would be invisible to the restart limit).
+- spec.schedulerName is t9k-scheduler with T9k Scheduler.
+- variables are expanded in command, args and env values (substitution.py).
+- run modes: debug replaces the command and drops the args; resume applies the resumeSpecs
+  command and/or args; both drop the init containers when skipInitContainer. An override applies
+  to EVERY container of the pod, not just the first: the spec's override has no container name,
+  and a debug pod whose sidecar still ran the real workload would not be a debug pod.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from .models import GenericJob, ReplicaSpec
+from .naming import owner_reference, replica_labels, replica_name
+from .podgroup import GROUP_NAME_KEY, SCHEDULER_NAME, podgroup_name, uses_t9k_scheduler
+from .substitution import Variables, expand_list, substitute_pod_spec
+
+DEFAULT_DEBUG_COMMAND = ("sleep", "inf")
+
+
+class PodMode(StrEnum):
+    IMMEDIATE = "immediate"
+    DEBUG = "debug"
+    RESUME = "resume"
+
+
+@dataclass(frozen=True, slots=True)
+class Override:
+    """What a run mode changes in every container of a replica's pod. `field` is the JSON path of
+    the spec entry it comes from, for errors in its command and args."""
+
+    field: str
+    command: list[str] | None = None
+    args: list[str] | None = None
+    drop_args: bool = False
+    skip_init_containers: bool = False
+
+
+def replica_spec(job: GenericJob, replica_type: str) -> tuple[int, ReplicaSpec]:
+    """(index in spec.replicaSpecs, spec) of a replica type; KeyError if the job has no such type."""
+    for index, spec in enumerate(job.spec.replica_specs):
+        if spec.type == replica_type:
+            return index, spec
+    raise KeyError(f'replica type "{replica_type}" is not in spec.replicaSpecs of {job.namespace}/{job.name}')
+
+
+def run_mode_override(job: GenericJob, replica_type: str, mode: PodMode | str) -> Override | None:
+    """The override of a mode for one replica type; None when the pod is the template's."""
+    if mode == PodMode.DEBUG:
+        debug = job.spec.run_mode.debug
+        for index, entry in enumerate(debug.replica_specs if debug else ()):
+            if entry.type == replica_type:
+                command = entry.command if entry.command is not None else list(DEFAULT_DEBUG_COMMAND)
+                return Override(f"spec.runMode.debug.replicaSpecs[{index}]", command=command, drop_args=True,
+                                skip_init_containers=entry.skip_init_container)
+        return Override("spec.runMode.debug", command=list(DEFAULT_DEBUG_COMMAND), drop_args=True)
+    if mode == PodMode.RESUME:
+        pause = job.spec.run_mode.pause
+        for index, entry in enumerate(pause.resume_specs if pause else ()):
+            if entry.type == replica_type:
+                return Override(f"spec.runMode.pause.resumeSpecs[{index}]", command=entry.command, args=entry.args,
+                                skip_init_containers=entry.skip_init_container)
+        return None
+    if mode != PodMode.IMMEDIATE:
+        raise ValueError(f"unknown pod mode {mode!r}")
+    return None
+
+
+def desired_pod(job: GenericJob, replica_type: str, rank: int, *, mode: PodMode | str = PodMode.IMMEDIATE) -> dict:
+    """The pod of replica (type, rank). Raises SubstitutionError for an unresolvable variable
+    (validation.validate reports those first) and KeyError for an unknown type."""
+    index, spec = replica_spec(job, replica_type)
+    template = spec.template
+    variables = Variables.of(job, replica_type, rank)
+    pod_spec = _copy_json(template.get("spec")) if isinstance(template.get("spec"), dict) else {}
+    substitute_pod_spec(pod_spec, variables, f"spec.replicaSpecs[{index}].template.spec")
+    override = run_mode_override(job, replica_type, mode)
+    if override is not None:
+        _apply(override, pod_spec, variables)
+    pod_spec["restartPolicy"] = "Never"
+    if uses_t9k_scheduler(job):
+        pod_spec["schedulerName"] = SCHEDULER_NAME
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": _metadata(job, template.get("metadata"), replica_type, rank),
+        "spec": pod_spec,
+    }
+
+
+def _copy_json(value: Any) -> Any:
+    """A deep copy of parsed JSON (dicts, lists, scalars): the template is one, and this is a few
+    times faster than copy.deepcopy, which matters when a job has many replicas."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _copy_json(item) for key, item in value.items()}
+    if kind is list:
+        return [_copy_json(item) for item in value]
+    return value
+
+
+def _apply(override: Override, pod_spec: dict, variables: Variables) -> None:
+    command = None if override.command is None else expand_list(override.command, variables,
+                                                                 f"{override.field}.command")
+    args = None if override.args is None else expand_list(override.args, variables, f"{override.field}.args")
+    for container in pod_spec.get("containers") or ():
+        if not isinstance(container, dict):
+            continue
+        if command is not None:
+            container["command"] = list(command)
+        if override.drop_args:
+            container.pop("args", None)
+        elif args is not None:
+            container["args"] = list(args)
+    if override.skip_init_containers:
+        pod_spec.pop("initContainers", None)
+
+
+def _metadata(job: GenericJob, template_meta: object, replica_type: str, rank: int) -> dict:
+    source = template_meta if isinstance(template_meta, dict) else {}
+    labels = {**(source.get("labels") or {}), **replica_labels(job.name, job.uid, replica_type, rank)}
+    annotations = dict(source.get("annotations") or {})
+    if uses_t9k_scheduler(job):
+        labels[GROUP_NAME_KEY] = annotations[GROUP_NAME_KEY] = podgroup_name(job.name)
+    meta: dict = {"name": replica_name(job.name, replica_type, rank), "namespace": job.namespace, "labels": labels}
+    if annotations:
+        meta["annotations"] = annotations
+    if source.get("finalizers"):
+        meta["finalizers"] = list(source["finalizers"])
+    meta["ownerReferences"] = [owner_reference(job.name, job.uid)]
+    return meta

@@ -1,0 +1,182 @@
+"""Per-replica decisions: which pod is the replica's, has it come to an outcome for good, is it
+replaced, and is the replacement counted as a restart.
+
+The controller creates pods with restartPolicy Never and replaces finished ones itself, under the
+same name, only after the old pod is gone. Two fields of the replica's record make this safe
+against crashes and stale caches:
+
+- `uid`: the replica's current pod ("" while a new pod is due and not seen yet);
+- `lastRestartUid`: the last pod the controller retired. A restart is counted in the same status
+  write that retires the pod, so a pod whose uid is `lastRestartUid` has been dealt with: a later
+  reconcile that still sees it (cache lag, or a crash before the delete) only deletes it again.
+  Pause retires pods the same way, without counting.
+
+A pod uid is retired at most once, so a restart is counted at most once per finished pod, and a
+restart is only granted while `restartCount < limit`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from .models import RestartPolicy, RestartPolicyType
+from .rules import Outcome
+from .status import CREATING, DELETED, FINISHED, is_terminating, observed, pod_uid
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One replica: its spec, its stored record (status.read_record) and the pod seen for it."""
+
+    type: str
+    rank: int
+    name: str
+    policy: RestartPolicy
+    record: dict
+    pod: dict | None
+
+
+class Seen(StrEnum):
+    CURRENT = "current"  # the replica's pod is visible: the recorded one, or a new one (adopted)
+    RETIRED = "retired"  # only a pod the controller already retired is visible: it must go first
+    MISSING = "missing"  # no pod and none recorded: the first pod or a replacement is due
+    GONE = "gone"  # the recorded pod vanished without the controller retiring it
+
+
+@dataclass(frozen=True)
+class Observation:
+    slot: Slot
+    seen: Seen
+    record: dict  # the stored record updated with what was seen; no decision applied yet
+    outcome: Outcome | None  # what the replica has come to for good, if anything
+
+
+@dataclass(frozen=True)
+class Step:
+    """What a replica needs in this reconcile."""
+
+    record: dict  # the record to store
+    create: bool = False  # create the replica's pod
+    delete: str | None = None  # uid of a pod to delete
+    restart_event: str | None = None  # message of the Restarting event, when a replacement was decided
+
+
+def can_restart(policy: RestartPolicy, restart_count: int) -> bool:
+    return restart_count < policy.limit
+
+
+def final_outcome(phase: str, policy: RestartPolicy, restart_count: int) -> Outcome | None:
+    """A finished pod that will not be replaced is the replica's outcome for good."""
+    if phase == "Succeeded":
+        replaced = policy.policy == RestartPolicyType.ALWAYS and can_restart(policy, restart_count)
+        return None if replaced else Outcome.SUCCEEDED
+    if phase == "Failed":
+        replaced = policy.policy != RestartPolicyType.NEVER and can_restart(policy, restart_count)
+        return None if replaced else Outcome.FAILED
+    return None
+
+
+def observe(slot: Slot) -> Observation:
+    record, pod = slot.record, slot.pod
+    retired = record["lastRestartUid"]
+    if pod is not None:
+        uid = pod_uid(pod)
+        if uid and uid == retired:
+            # Already retired (and counted, if it was a restart): never counted again, and what it
+            # does while it goes (a pod deleted for pause fails with SIGTERM) is not the replica's.
+            return Observation(slot, Seen.RETIRED, record, _recorded_outcome(record, slot.policy))
+        # The recorded pod, the new pod we asked for, or one that replaced ours behind our back:
+        # adopt it. Adopting never counts a restart, so caches that disagree cannot inflate counts.
+        seen_record = observed(record, pod)
+        return Observation(slot, Seen.CURRENT, seen_record,
+                           final_outcome(seen_record["phase"], slot.policy, seen_record["restartCount"]))
+    if record["uid"] in ("", retired):
+        return Observation(slot, Seen.MISSING, record, None)
+    return _gone(slot)
+
+
+def _recorded_outcome(record: dict, policy: RestartPolicy) -> Outcome | None:
+    # While a retired pod is still visible the replica awaits its replacement, unless the record
+    # already names a newer pod (the cache lags behind the status): then that pod's record counts.
+    if record["uid"] in ("", record["lastRestartUid"]):
+        return None
+    return final_outcome(record["phase"], policy, record["restartCount"])
+
+
+def _gone(slot: Slot) -> Observation:
+    """The recorded pod vanished and the controller did not retire it.
+
+    If it was last seen finished, its last phase stands in for it: a completed pod that disappears
+    is not run again. Otherwise it was lost while running (deleted by hand, evicted, lost node), and
+    a lost pod is a failure: under OnFailure and Always it is replaced and counted, and when the
+    replica's limit is used up the replica has failed for good instead. Under Never nothing is
+    counted and the pod is recreated, since the job cannot finish without the replica.
+    """
+    record, policy = slot.record, slot.policy
+    if record["phase"] in FINISHED:
+        return Observation(slot, Seen.GONE, record, final_outcome(record["phase"], policy, record["restartCount"]))
+    if policy.policy == RestartPolicyType.NEVER or can_restart(policy, record["restartCount"]):
+        return Observation(slot, Seen.GONE, record, None)
+    return Observation(slot, Seen.GONE, {**record, "phase": "Failed"}, Outcome.FAILED)
+
+
+def step(obs: Observation) -> Step:
+    """The decision for one replica of a job that runs (not paused, not finished)."""
+    record, pod, policy = obs.record, obs.slot.pod, obs.slot.policy
+    if obs.seen == Seen.RETIRED:
+        return Step(record, delete=None if is_terminating(pod) else pod_uid(pod))
+    if obs.seen == Seen.MISSING:
+        return Step(_awaiting(record), create=True)
+    if obs.outcome is not None:
+        return Step(record)  # decided for good: nothing is replaced any more
+    if obs.seen == Seen.CURRENT:
+        if record["phase"] not in FINISHED:
+            return Step(record)  # still going
+        # Finished and to be replaced: count it and retire the pod in the same status write; the
+        # replacement is created by a later reconcile, once the old pod is gone.
+        counted = _count(record)
+        return Step(counted, delete=None if is_terminating(pod) else pod_uid(pod),
+                    restart_event=_restart_message(counted, policy, _exit_cause(record, pod)))
+    # GONE, to be replaced: nothing left to delete, so the replacement is due at once.
+    if record["phase"] in FINISHED:
+        counted = _count(record)
+        return Step(_awaiting(counted), create=True,
+                    restart_event=_restart_message(counted, policy, _exit_cause(record, None)))
+    if policy.policy == RestartPolicyType.NEVER:
+        retired = {**record, "lastRestartUid": record["uid"]}
+        return Step(_awaiting(retired), create=True,
+                    restart_event=f"Recreating replica {record['name']} (not counted: restart policy Never): "
+                                  "pod was deleted")
+    counted = _count(record)
+    return Step(_awaiting(counted), create=True, restart_event=_restart_message(counted, policy, "pod was deleted"))
+
+
+def pause(obs: Observation) -> Step:
+    """Pause deletes every pod, retiring it without counting a restart: its replacement is created
+    on resume (in mode "resume"). Every replica runs again after a resume, finished ones included."""
+    record, pod = obs.record, obs.slot.pod
+    paused = {**record, "phase": DELETED, "lastRestartUid": record["uid"] or record["lastRestartUid"]}
+    return Step(paused, delete=None if pod is None or is_terminating(pod) else pod_uid(pod))
+
+
+def _count(record: dict) -> dict:
+    return {**record, "restartCount": record["restartCount"] + 1, "lastRestartUid": record["uid"]}
+
+
+def _awaiting(record: dict) -> dict:
+    """The record of a replica whose new pod is to be created."""
+    return {**record, "uid": "", "phase": CREATING, "containers": []}
+
+
+def _restart_message(record: dict, policy: RestartPolicy, cause: str) -> str:
+    return f"Restarting replica {record['name']} (restart {record['restartCount']} of {policy.limit}): {cause}"
+
+
+def _exit_cause(record: dict, pod: dict | None) -> str:
+    codes = [c.get("exitCode") for c in record["containers"] if c.get("state") == "terminated"]
+    codes = [code for code in codes if code is not None]
+    if codes:
+        return f"pod exited with code {next((code for code in codes if code != 0), 0)}"
+    reason = ((pod or {}).get("status") or {}).get("reason")
+    return f"pod {record['phase'].lower()}" + (f": {reason}" if reason else "")

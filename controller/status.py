@@ -1,0 +1,250 @@
+"""The GenericJob status: per-replica records, conditions, tasks, aggregate counts and phase.
+
+The status is the controller's durable memory: everything a later reconcile must know (restart
+counts, which pod uid was already retired) lives in the per-replica records of
+`status.tasks[].replicas[]`. Every function here is pure and deterministic: given the same inputs
+it returns an equal dict, so a reconcile that observes nothing new writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .models import JobPhase
+
+# Replica phases besides the pod phases (Pending, Running, Succeeded, Failed, Unknown).
+CREATING = "Creating"  # the pod is to be created, or was created but not seen yet
+DELETED = "Deleted"  # the controller deleted the pod (pause, clean-up), or it is gone after the job ended
+FINISHED = frozenset({"Succeeded", "Failed"})
+UP = frozenset({"Running", "Succeeded", "Failed"})  # what "every replica is running or finished" counts
+AGGREGATE_KEYS = ("creating", "pending", "running", "succeeded", "failed", "unknown", "deleted")
+
+# Condition types, in the order they are listed in the status.
+INITIALIZED = "Initialized"
+RUNNING = "Running"
+REPLICA_FAILURE = "ReplicaFailure"
+COMPLETED = "Completed"
+FAILED = "Failed"
+PAUSED = "Paused"
+
+NAMES_SHOWN = 5  # replicas named in a condition message, so the status stays small with many replicas
+
+
+# --- pods -------------------------------------------------------------------------------------
+
+
+def pod_uid(pod: dict) -> str:
+    return pod["metadata"].get("uid") or ""
+
+
+def pod_phase(pod: dict) -> str:
+    # A pod the kubelet has not reported on yet has no phase: it is pending.
+    return (pod.get("status") or {}).get("phase") or "Pending"
+
+
+def is_terminating(pod: dict) -> bool:
+    """A delete is already under way: asking again would only repeat it."""
+    return bool(pod["metadata"].get("deletionTimestamp"))
+
+
+def container_states(pod: dict) -> list[dict]:
+    """`{name, state, exitCode}` per container, from the pod's containerStatuses."""
+    states = []
+    for status in (pod.get("status") or {}).get("containerStatuses") or ():
+        state = status.get("state") or {}
+        entry = {"name": status.get("name") or ""}
+        if state.get("terminated") is not None:
+            entry["state"] = "terminated"
+            entry["exitCode"] = state["terminated"].get("exitCode")
+        elif state.get("running") is not None:
+            entry["state"] = "running"
+        else:
+            entry["state"] = "waiting"
+        states.append(entry)
+    return states
+
+
+# --- replica records --------------------------------------------------------------------------
+
+
+def blank_record(name: str) -> dict:
+    """A replica with no pod yet. `uid` is the replica's current pod ("" while none is known);
+    `lastRestartUid` the last pod the controller retired (restarted or deleted for pause)."""
+    return {"name": name, "uid": "", "phase": CREATING, "containers": [], "restartCount": 0, "lastRestartUid": ""}
+
+
+def read_record(raw: dict | None, name: str) -> dict:
+    """A record from a stored status, with every field present whatever wrote it."""
+    record = blank_record(name)
+    raw = raw or {}
+    record["uid"] = raw.get("uid") or ""
+    record["phase"] = raw.get("phase") or CREATING
+    record["containers"] = list(raw.get("containers") or [])
+    record["restartCount"] = int(raw.get("restartCount") or 0)
+    record["lastRestartUid"] = raw.get("lastRestartUid") or ""
+    return record
+
+
+def observed(record: dict, pod: dict) -> dict:
+    """The record describing `pod` as the replica's current pod."""
+    return {**record, "uid": pod_uid(pod), "phase": pod_phase(pod), "containers": container_states(pod)}
+
+
+def stored_records(status: dict) -> dict[str, dict]:
+    """The stored replica records by pod name (a name says type and rank, and survives scaling)."""
+    records = {}
+    for task in status.get("tasks") or ():
+        for raw in task.get("replicas") or ():
+            if raw and raw.get("name"):
+                records[raw["name"]] = raw
+    return records
+
+
+# --- tasks and aggregate ------------------------------------------------------------------------
+
+
+def tasks(records_by_type: Iterable[tuple[str, list[dict]]]) -> list[dict]:
+    return [{"type": replica_type, "restartCount": sum(r["restartCount"] for r in records), "replicas": records}
+            for replica_type, records in records_by_type]
+
+
+def aggregate(records: Iterable[dict]) -> dict:
+    counts = dict.fromkeys(AGGREGATE_KEYS, 0)
+    for record in records:
+        key = record["phase"].lower()
+        counts[key if key in counts else "unknown"] += 1
+    return counts
+
+
+# --- conditions -------------------------------------------------------------------------------
+
+
+def find_condition(conditions: Iterable[dict], condition_type: str) -> dict | None:
+    return next((c for c in conditions if c.get("type") == condition_type), None)
+
+
+def set_condition(conditions: list[dict], condition_type: str, status: bool, reason: str, message: str,
+                  now: str) -> list[dict]:
+    """A copy of `conditions` with one condition set. lastTransitionTime moves only when the status
+    flips, so `kubectl wait` and users see when things changed, not when they were last looked at."""
+    value = "True" if status else "False"
+    old = find_condition(conditions, condition_type)
+    since = old.get("lastTransitionTime") if old and old.get("status") == value else None
+    new = {"type": condition_type, "status": value, "reason": reason, "message": message,
+           "lastTransitionTime": since or now}
+    if old is None:
+        return [*conditions, new]
+    return [new if c is old else c for c in conditions]
+
+
+def is_true(conditions: Iterable[dict], condition_type: str) -> bool:
+    condition = find_condition(conditions, condition_type)
+    return bool(condition and condition.get("status") == "True")
+
+
+def _names(records: list[dict]) -> str:
+    names = ", ".join(r["name"] for r in records[:NAMES_SHOWN])
+    hidden = len(records) - NAMES_SHOWN
+    return f"{names} and {hidden} more" if hidden > 0 else names
+
+
+def progress_conditions(conditions: list[dict], *, phase: str, records: list[dict], now: str) -> list[dict]:
+    """Initialized, Running and ReplicaFailure, from the replica records and the new phase."""
+    if is_true(conditions, INITIALIZED) or all(r["uid"] for r in records):
+        # Sticky: once every replica has had a pod, restarts and pauses do not un-initialize the job.
+        conditions = set_condition(conditions, INITIALIZED, True, "PodsCreated",
+                                   "The job has been initialized successfully.", now)
+    else:
+        conditions = set_condition(conditions, INITIALIZED, False, "CreatingPods",
+                                   "The job's pods are being created.", now)
+    if phase == JobPhase.RUNNING:
+        conditions = set_condition(conditions, RUNNING, True, "Running", "The job is running.", now)
+    else:
+        conditions = set_condition(conditions, RUNNING, False, str(phase), _not_running[phase], now)
+    failed = [r for r in records if r["phase"] == "Failed"]
+    if failed:
+        conditions = set_condition(conditions, REPLICA_FAILURE, True, "ReplicaFailed",
+                                   f"Replicas with a failed pod: {_names(failed)}.", now)
+    else:
+        conditions = set_condition(conditions, REPLICA_FAILURE, False, "NoFailure", "No replica has failed.", now)
+    return conditions
+
+
+_not_running = {
+    JobPhase.PENDING: "The job's pods are not all running yet.",
+    JobPhase.PAUSED: "The job is paused.",
+    JobPhase.RESUMING: "The job is resuming: its pods are being recreated.",
+    JobPhase.SUCCEEDED: "The job has finished.",
+    JobPhase.FAILED: "The job has finished.",
+    JobPhase.UNKNOWN: "The job's state is unknown.",
+}
+
+
+def unfinished_conditions(conditions: list[dict], now: str) -> list[dict]:
+    """Completed and Failed while the job runs: present from the start, so users can wait on them."""
+    conditions = set_condition(conditions, COMPLETED, False, "NotCompleted", "The job has not completed.", now)
+    return set_condition(conditions, FAILED, False, "NotFailed", "The job has not failed.", now)
+
+
+def finished_conditions(conditions: list[dict], *, succeeded: bool, reason: str, message: str,
+                        now: str) -> list[dict]:
+    """A succeeded job: Completed=True, Failed=False. A failed one: Completed=False and Failed=True,
+    both with the reason and the message naming the rule."""
+    if succeeded:
+        conditions = set_condition(conditions, COMPLETED, True, reason, message, now)
+        return set_condition(conditions, FAILED, False, "NotFailed", "The job has not failed.", now)
+    conditions = set_condition(conditions, COMPLETED, False, reason, message, now)
+    return set_condition(conditions, FAILED, True, reason, message, now)
+
+
+def pause_conditions(conditions: list[dict], *, paused: bool, pods_left: bool, now: str) -> list[dict]:
+    """Paused appears the first time the job is paused and stays afterwards (False once resumed):
+    its presence is how a later reconcile knows the job was ever paused."""
+    if paused:
+        message = "The job is paused: its pods are being deleted." if pods_left else \
+            "The job is paused: all its pods are deleted."
+        return set_condition(conditions, PAUSED, True, "Paused", message, now)
+    if find_condition(conditions, PAUSED) is not None:
+        return set_condition(conditions, PAUSED, False, "Resumed", "The job was resumed.", now)
+    return conditions
+
+
+def ever_paused(conditions: Iterable[dict]) -> bool:
+    return find_condition(conditions, PAUSED) is not None
+
+
+# --- phase ------------------------------------------------------------------------------------
+
+
+def next_phase(old_phase: str, *, paused: bool, all_up: bool) -> JobPhase:
+    """The phase of a job that has not finished. Pending until every replica's pod is running or
+    finished; Running after that, even while replicas restart; Paused, then Resuming until every
+    replica is up again."""
+    if paused:
+        return JobPhase.PAUSED
+    if old_phase in (JobPhase.PAUSED, JobPhase.RESUMING):
+        return JobPhase.RUNNING if all_up else JobPhase.RESUMING
+    if old_phase == JobPhase.RUNNING or all_up:
+        return JobPhase.RUNNING
+    return JobPhase.PENDING
+
+
+def all_up(records: Iterable[dict]) -> bool:
+    return all(r["phase"] in UP for r in records)
+
+
+# --- the whole status ---------------------------------------------------------------------------
+
+
+def assemble(old: dict, *, phase: str, conditions: list[dict], records_by_type: list[tuple[str, list[dict]]],
+             start_time: str | None, completion_time: str | None) -> dict:
+    """The complete new status. Fields the controller's planning does not own (observedGeneration,
+    written by the reconciler) are carried over from `old`."""
+    task_list = tasks(records_by_type)
+    status = {**old, "phase": str(phase), "conditions": conditions, "tasks": task_list,
+              "aggregate": aggregate(r for _, records in records_by_type for r in records),
+              "backoffCount": sum(t["restartCount"] for t in task_list)}
+    for key, value in (("startTime", start_time), ("completionTime", completion_time)):
+        if value is not None:
+            status[key] = value
+    return status

@@ -1,0 +1,213 @@
+"""List, then watch from the list's resourceVersion, for as long as it runs.
+
+client-go's reflector, with its guarantees: a paginated LIST (falling back to one full list if
+a continue token expires), a WATCH with bookmarks and a randomised server timeout, a re-watch
+from the last version after a clean close, a relist only when the server answers 410 (first at
+the last version, then from scratch if that is gone too), backoff with jitter on failures, and
+an inactivity watchdog. Unlike client-go, other failures re-watch from the last version rather
+than relist: the server's history is the judge, and a 410 still forces the relist.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import logging
+import random
+import time
+from collections.abc import Callable, Iterator
+from typing import NoReturn
+
+import aiohttp
+import orjson
+
+from informers.backoff import Backoff
+from informers.options import InformerOptions
+from informers.stats import InformerStats
+from informers.transport import TRANSIENT_ERRORS, ApiStatusError, Transport
+
+log = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Hold off the cyclic garbage collector while decoding a batch, in code that never awaits.
+
+    Decoding a page of 500 pods makes some 20,000 dicts and lists at once, which would set off
+    dozens of collections, each also scanning the growing cache; JSON makes no reference cycles,
+    so nothing is lost by collecting once afterwards instead.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+class WatchStalled(Exception):
+    """Nothing arrived on the watch for longer than the watchdog allows: a silently dead connection."""
+
+
+class ShortWatch(Exception):
+    """The watch closed within a second without a single event: the server is refusing it somehow."""
+
+
+class Reflector:
+    def __init__(self, transport: Transport, path: str, label_selector: str | None, options: InformerOptions,
+                 stats: InformerStats, name: str, *, prepare: Callable[[dict], dict],
+                 replace: Callable[[list[dict], str], None], apply: Callable[[str, dict], None]) -> None:
+        self.transport = transport
+        self.path = path
+        self.label_selector = label_selector
+        self.options = options
+        self.stats = stats
+        self.name = name
+        self._prepare = prepare
+        self._replace = replace
+        self._apply = apply
+        self.resource_version = ""  # the last version seen: a list's, then each watch event's
+        self._relist_from: str | None = ""  # None while the cache is current; else list at this version
+
+    async def run(self) -> NoReturn:
+        backoff = Backoff(self.options.backoff)
+        while True:
+            try:
+                if self._relist_from is not None:
+                    await self._list(self._relist_from)
+                await self._watch()
+                continue
+            except ApiStatusError as err:
+                if err.gone:
+                    log.info("%s: %s; relisting", self.name, err)
+                    self._relist_from = self.resource_version
+                self.stats.record_error(err)
+                delay = backoff.next_delay(err.retry_after)
+            except (*TRANSIENT_ERRORS, WatchStalled, ShortWatch) as err:
+                if isinstance(err, WatchStalled):
+                    self.stats.watchdog_timeouts += 1
+                self.stats.record_error(err)
+                delay = backoff.next_delay()
+            log.warning("%s: %s; retrying in %.2f s", self.name, self.stats.last_error, delay)
+            await asyncio.sleep(delay)
+
+    # --- list -----------------------------------------------------------------------------
+
+    async def _list(self, version: str) -> None:
+        try:
+            objects, list_version = await self._list_pages(version)
+        except ApiStatusError as err:
+            if not (err.gone and version):
+                raise
+            log.info("%s: version %s is gone too; listing the latest state", self.name, version)
+            objects, list_version = await self._list_pages("")
+        self._replace(objects, list_version)
+        self.resource_version = list_version
+        self._relist_from = None
+        if self.stats.lists:
+            self.stats.relists += 1
+        self.stats.lists += 1
+
+    async def _list_pages(self, version: str) -> tuple[list[dict], str]:
+        first: dict[str, str] = {"limit": str(self.options.page_size)}
+        if self.label_selector:
+            first["labelSelector"] = self.label_selector
+        if version:
+            # A real apiserver serves this from its watch cache instead of a quorum read of etcd.
+            first.update(resourceVersion=version, resourceVersionMatch="NotOlderThan")
+        params = first
+        objects: list[dict] = []
+        prepare = self._prepare
+        while True:
+            try:
+                body = await self.transport.get(self.path, params)
+            except ApiStatusError as err:
+                if not (err.gone and "continue" in params):
+                    raise
+                log.info("%s: continue token expired; listing everything in one request", self.name)
+                params = {k: v for k, v in first.items() if k != "limit"}
+                objects = []
+                continue
+            with gc_paused():
+                page = orjson.loads(body)
+                objects.extend(map(prepare, page.get("items") or ()))
+            meta = page.get("metadata") or {}
+            token = meta.get("continue")
+            if not token:
+                return objects, meta.get("resourceVersion", "")
+            # Later pages come from the snapshot the token names: no resourceVersion with them.
+            params = {k: v for k, v in first.items() if k not in ("resourceVersion", "resourceVersionMatch")}
+            params["continue"] = token
+
+    # --- watch ----------------------------------------------------------------------------
+
+    async def _watch(self) -> None:
+        low, high = self.options.watch_timeout
+        params = {"watch": "true", "allowWatchBookmarks": "true", "resourceVersion": self.resource_version,
+                  "timeoutSeconds": str(max(1, int(random.uniform(low, high))))}
+        if self.label_selector:
+            params["labelSelector"] = self.label_selector
+        started = time.monotonic()
+        response = await self.transport.open_stream(self.path, params)
+        self.stats.watches += 1
+        try:
+            received = await self._consume(response)
+        finally:
+            response.close()
+        elapsed = time.monotonic() - started
+        if received == 0 and elapsed < self.options.min_watch_duration:
+            raise ShortWatch(f"watch closed after {elapsed:.3f} s without an event")
+
+    async def _consume(self, response: aiohttp.ClientResponse) -> int:
+        """Apply events until the server closes the stream; returns how many arrived."""
+        limit = self.options.watchdog_timeout
+        loop = asyncio.get_running_loop()
+        watchdog = asyncio.timeout(limit)
+        received = 0
+        tail = b""
+        try:
+            async with watchdog:
+                while chunk := await response.content.readany():
+                    watchdog.reschedule(loop.time() + limit)
+                    # Events are newline-delimited JSON; a chunk may end inside one.
+                    lines = (tail + chunk if tail else chunk).split(b"\n")
+                    tail = lines.pop()
+                    with gc_paused():
+                        for line in lines:
+                            if line:
+                                self._handle(orjson.loads(line))
+                                received += 1
+        except TimeoutError:
+            if watchdog.expired():
+                raise WatchStalled(f"no data on the watch for {limit:g} s") from None
+            raise
+        return received
+
+    def _handle(self, event: dict) -> None:
+        kind = event.get("type")
+        obj = event.get("object") or {}
+        stats = self.stats
+        stats.last_event_time = time.time()
+        if kind == "ERROR":
+            raise ApiStatusError.from_status(obj)
+        # Read before `prepare`, which may hand back a different object.
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        if kind == "BOOKMARK":
+            stats.bookmarks += 1
+        elif kind == "ADDED":
+            stats.added += 1
+            self._apply(kind, self._prepare(obj))
+        elif kind == "MODIFIED":
+            stats.modified += 1
+            self._apply(kind, self._prepare(obj))
+        elif kind == "DELETED":
+            stats.deleted += 1
+            self._apply(kind, self._prepare(obj))
+        else:
+            log.warning("%s: ignoring a watch event of unknown type %r", self.name, kind)
+            return
+        if version:
+            self.resource_version = version

@@ -1,0 +1,98 @@
+"""Raw JSON requests through kubernetes_asyncio's ApiClient.
+
+The ApiClient supplies the server URL, TLS and credentials (refreshing tokens as it does for
+its own calls); bodies are parsed with orjson into plain dicts. Deserialising into the
+generated model classes costs about fifteen times more and is never done here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+import orjson
+from kubernetes_asyncio.client import ApiClient
+
+_HEADERS = {"Accept": "application/json"}
+_AUTH = ["BearerToken"]
+
+# What a broken network or a restarting server looks like: retried with backoff.
+TRANSIENT_ERRORS = (aiohttp.ClientError, OSError, TimeoutError, orjson.JSONDecodeError)
+
+
+class ApiStatusError(Exception):
+    """A Status from the server: an HTTP error, or an ERROR event on a watch."""
+
+    def __init__(self, code: int, reason: str = "", message: str = "", retry_after: float = 0.0) -> None:
+        super().__init__(f"{code} {reason}: {message}".rstrip(": "))
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.retry_after = retry_after
+
+    @property
+    def gone(self) -> bool:
+        """410: the resourceVersion asked for (or a continue token) was compacted away."""
+        return self.code == 410
+
+    @classmethod
+    def from_status(cls, status: dict, code: int = 0, retry_after: float = 0.0) -> ApiStatusError:
+        return cls(int(code or status.get("code") or 0), status.get("reason", ""), status.get("message", ""),
+                   retry_after)
+
+
+class Transport:
+    def __init__(self, api_client: ApiClient, request_timeout: float) -> None:
+        self.api_client = api_client
+        self.request_timeout = request_timeout
+
+    async def get(self, path: str, params: dict[str, str]) -> bytes:
+        """The body of a successful GET, undecoded: the caller decodes it when it suits it."""
+        timeout = aiohttp.ClientTimeout(total=self.request_timeout)
+        response = await self._request(path, params, timeout)
+        try:
+            return await response.read()
+        finally:
+            response.release()
+
+    async def open_stream(self, path: str, params: dict[str, str]) -> aiohttp.ClientResponse:
+        """A streaming GET: headers within the request timeout, the body at the caller's pace.
+
+        The caller bounds the body with its own inactivity watchdog and must close the response.
+        """
+        timeout = aiohttp.ClientTimeout(total=None, connect=self.request_timeout,
+                                        sock_connect=self.request_timeout)
+        async with asyncio.timeout(self.request_timeout):
+            return await self._request(path, params, timeout)
+
+    async def _request(self, path: str, params: dict[str, str], timeout: aiohttp.ClientTimeout
+                       ) -> aiohttp.ClientResponse:
+        response = await self.api_client.call_api(
+            path, "GET", query_params=list(params.items()), header_params=dict(_HEADERS),
+            auth_settings=_AUTH, _preload_content=False, _request_timeout=timeout)
+        if response.status >= 400:
+            raise await _status_error(response)
+        return response
+
+
+async def _status_error(response: aiohttp.ClientResponse) -> ApiStatusError:
+    try:
+        body = await response.read()
+    finally:
+        response.release()
+    retry_after = _seconds(response.headers.get("Retry-After"))
+    try:
+        status = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        status = None
+    if not isinstance(status, dict):
+        return ApiStatusError(response.status, response.reason or "", body[:200].decode(errors="replace"),
+                              retry_after)
+    return ApiStatusError.from_status(status, response.status, retry_after)
+
+
+def _seconds(header: str | None) -> float:
+    try:
+        return max(float(header), 0.0) if header else 0.0
+    except ValueError:  # an HTTP date: rare from an apiserver, and the backoff still applies
+        return 0.0

@@ -1,0 +1,94 @@
+"""Clean-up of a finished job's pods: None, Unfinished, All."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.cleanup import selects, settle
+from controller.models import CleanUpPolicy
+from controller.status import CREATING, DELETED, blank_record
+
+from .plan_support import make_pod
+
+NONE, UNFINISHED, ALL = CleanUpPolicy.NONE, CleanUpPolicy.UNFINISHED, CleanUpPolicy.ALL
+
+
+def rec(uid: str = "u1", phase: str = "Running", last: str = "") -> dict:
+    return {**blank_record("job-worker-0"), "uid": uid, "phase": phase, "lastRestartUid": last}
+
+
+@pytest.mark.parametrize(("policy", "phase", "expected"), [
+    (NONE, "Running", False), (NONE, "Failed", False),
+    (UNFINISHED, "Pending", True), (UNFINISHED, "Running", True), (UNFINISHED, "Unknown", True),
+    (UNFINISHED, None, True), (UNFINISHED, "Succeeded", False), (UNFINISHED, "Failed", False),
+    (ALL, "Running", True), (ALL, "Succeeded", True), (ALL, "Failed", True),
+])
+def test_selects(policy, phase, expected):
+    assert selects(policy, make_pod("worker", 0, "u1", phase)) is expected
+
+
+def test_none_keeps_pods_and_follows_them():
+    result = settle(NONE, rec(), make_pod("worker", 0, "u1", "Succeeded"))
+    assert result.delete is None and not result.cleaned
+    assert result.record["phase"] == "Succeeded"
+
+
+@pytest.mark.parametrize("policy", [NONE, UNFINISHED, ALL])
+def test_a_replica_without_pod_is_deleted(policy):
+    result = settle(policy, rec(), None)
+    assert result.record["phase"] == DELETED and result.record["uid"] == "u1"
+    assert result.delete is None and not result.cleaned
+
+
+def test_a_replica_never_created_shows_deleted():
+    result = settle(ALL, {**blank_record("job-worker-0")}, None)
+    assert result.record["phase"] == DELETED and blank_record("x")["phase"] == CREATING
+
+
+def test_unfinished_deletes_running_and_keeps_finished():
+    running = settle(UNFINISHED, rec(), make_pod("worker", 0, "u1", "Running"))
+    assert running.delete == "u1" and running.cleaned and running.record["phase"] == DELETED
+    done = settle(UNFINISHED, rec(), make_pod("worker", 0, "u1", "Failed"))
+    assert done.delete is None and not done.cleaned and done.record["phase"] == "Failed"
+
+
+def test_all_deletes_finished_pods_too():
+    result = settle(ALL, rec(), make_pod("worker", 0, "u1", "Succeeded"))
+    assert result.delete == "u1" and result.cleaned and result.record["phase"] == DELETED
+
+
+def test_a_terminating_pod_is_deleted_without_asking_again():
+    result = settle(ALL, rec(), make_pod("worker", 0, "u1", "Running", terminating=True))
+    assert result.delete is None and not result.cleaned and result.record["phase"] == DELETED
+
+
+def test_a_deleted_pod_still_seen_stays_deleted_and_is_deleted_again_only_if_not_terminating():
+    deleted = rec(phase=DELETED)
+    # Cache lag or a crash before the delete: ask again, quietly.
+    again = settle(UNFINISHED, deleted, make_pod("worker", 0, "u1", "Running"))
+    assert again.delete == "u1" and not again.cleaned and again.record == deleted
+    # Terminating and failed by SIGTERM: still Deleted, nothing to do.
+    dying = settle(UNFINISHED, deleted, make_pod("worker", 0, "u1", "Failed", exit_code=143, terminating=True))
+    assert dying.delete is None and dying.record == deleted
+
+
+def test_a_retired_pod_that_is_not_the_replicas_own():
+    # The restart was decided (u1 retired) and the replacement not created when the job finished.
+    awaiting = rec(uid="", phase=CREATING, last="u1")
+    result = settle(ALL, awaiting, make_pod("worker", 0, "u1", "Failed"))
+    assert result.delete == "u1" and not result.cleaned
+    assert result.record["phase"] == DELETED and result.record["uid"] == ""
+    kept = settle(UNFINISHED, awaiting, make_pod("worker", 0, "u1", "Failed"))
+    assert kept.delete is None
+    # The status already names a newer pod u2: its record stays as it is.
+    newer = rec(uid="u2", phase="Succeeded", last="u1")
+    assert settle(NONE, newer, make_pod("worker", 0, "u1", "Failed")).record == newer
+
+
+@pytest.mark.parametrize("policy", [NONE, UNFINISHED, ALL])
+def test_settling_is_idempotent(policy):
+    for phase in ("Pending", "Running", "Succeeded", "Failed"):
+        pod = make_pod("worker", 0, "u1", phase)
+        first = settle(policy, rec(), pod)
+        again = settle(policy, first.record, pod)
+        assert again.record == first.record and again.delete == first.delete and not again.cleaned

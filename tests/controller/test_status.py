@@ -1,0 +1,154 @@
+"""Status pieces: replica records from pods, conditions and their transition times, tasks,
+aggregate, phase."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller import status as st
+from controller.models import JobPhase
+
+from .plan_support import at, make_pod
+
+
+def test_container_states():
+    pod = make_pod("worker", 0, "u1", "Failed", exit_code=2)
+    pod["status"]["containerStatuses"] += [
+        {"name": "side", "state": {"running": {"startedAt": "x"}}},
+        {"name": "init", "state": {"waiting": {"reason": "ContainerCreating"}}},
+        {"name": "odd"},
+    ]
+    assert st.container_states(pod) == [
+        {"name": "main", "state": "terminated", "exitCode": 2},
+        {"name": "side", "state": "running"},
+        {"name": "init", "state": "waiting"},
+        {"name": "odd", "state": "waiting"},
+    ]
+
+
+def test_pod_without_status_is_pending():
+    pod = make_pod("worker", 0, "u1", None)
+    assert st.pod_phase(pod) == "Pending"
+    assert st.container_states(pod) == []
+
+
+def test_read_record_fills_defaults():
+    assert st.read_record(None, "n") == st.blank_record("n")
+    assert st.read_record({"name": "n", "uid": "u", "phase": "Running"}, "n") == {
+        "name": "n", "uid": "u", "phase": "Running", "containers": [], "restartCount": 0, "lastRestartUid": ""}
+
+
+def test_observed_record():
+    record = st.observed(st.blank_record("n"), make_pod("worker", 0, "u1", "Running"))
+    assert record["uid"] == "u1" and record["phase"] == "Running"
+    assert record["containers"] == [{"name": "main", "state": "running"}]
+
+
+def test_set_condition_moves_the_time_only_on_a_flip():
+    conditions = st.set_condition([], "Running", False, "Pending", "waiting", at(1))
+    assert conditions == [{"type": "Running", "status": "False", "reason": "Pending", "message": "waiting",
+                           "lastTransitionTime": at(1)}]
+    same = st.set_condition(conditions, "Running", False, "Resuming", "other words", at(2))
+    assert same[0]["lastTransitionTime"] == at(1)
+    assert same[0]["reason"] == "Resuming" and same[0]["message"] == "other words"
+    flipped = st.set_condition(same, "Running", True, "Running", "running", at(3))
+    assert flipped[0]["lastTransitionTime"] == at(3) and flipped[0]["status"] == "True"
+    back = st.set_condition(flipped, "Running", False, "Paused", "paused", at(4))
+    assert back[0]["lastTransitionTime"] == at(4)
+
+
+def test_set_condition_keeps_the_others_in_place():
+    conditions = st.set_condition([], "A", True, "r", "m", at(1))
+    conditions = st.set_condition(conditions, "B", True, "r", "m", at(1))
+    conditions = st.set_condition(conditions, "A", False, "r", "m", at(2))
+    assert [c["type"] for c in conditions] == ["A", "B"]
+    assert conditions[1]["lastTransitionTime"] == at(1)
+
+
+def test_set_condition_does_not_mutate_its_input():
+    conditions = st.set_condition([], "A", True, "r", "m", at(1))
+    st.set_condition(conditions, "A", False, "r", "m", at(2))
+    assert conditions[0]["status"] == "True"
+
+
+def test_aggregate_counts_every_phase():
+    phases = ["Creating", "Pending", "Running", "Running", "Succeeded", "Failed", "Unknown", "Deleted", "Weird"]
+    records = [{**st.blank_record(str(i)), "phase": p} for i, p in enumerate(phases)]
+    assert st.aggregate(records) == {"creating": 1, "pending": 1, "running": 2, "succeeded": 1, "failed": 1,
+                                     "unknown": 2, "deleted": 1}
+
+
+def test_tasks_sum_restart_counts():
+    a = [{**st.blank_record("a0"), "restartCount": 2}, {**st.blank_record("a1"), "restartCount": 1}]
+    assert st.tasks([("a", a), ("b", [])]) == [{"type": "a", "restartCount": 3, "replicas": a},
+                                                {"type": "b", "restartCount": 0, "replicas": []}]
+
+
+@pytest.mark.parametrize(("old", "paused", "up", "expected"), [
+    ("", False, False, JobPhase.PENDING),
+    ("Pending", False, False, JobPhase.PENDING),
+    ("Pending", False, True, JobPhase.RUNNING),
+    ("Running", False, False, JobPhase.RUNNING),  # replicas restarting: still Running
+    ("Running", True, True, JobPhase.PAUSED),
+    ("", True, False, JobPhase.PAUSED),
+    ("Paused", False, False, JobPhase.RESUMING),
+    ("Resuming", False, False, JobPhase.RESUMING),
+    ("Resuming", False, True, JobPhase.RUNNING),
+])
+def test_next_phase(old, paused, up, expected):
+    assert st.next_phase(old, paused=paused, all_up=up) == expected
+
+
+def test_progress_conditions():
+    records = [{**st.blank_record(f"job-w-{i}"), "uid": f"u{i}", "phase": "Failed"} for i in range(7)]
+    conditions = st.progress_conditions([], phase=JobPhase.RUNNING, records=records, now=at(1))
+    assert st.is_true(conditions, st.INITIALIZED) and st.is_true(conditions, st.RUNNING)
+    failure = st.find_condition(conditions, st.REPLICA_FAILURE)
+    assert failure["status"] == "True"
+    assert failure["message"] == "Replicas with a failed pod: job-w-0, job-w-1, job-w-2, job-w-3, job-w-4 and 2 more."
+
+
+def test_initialized_waits_for_every_pod_and_then_sticks():
+    records = [{**st.blank_record("a"), "uid": "u"}, st.blank_record("b")]
+    conditions = st.progress_conditions([], phase=JobPhase.PENDING, records=records, now=at(1))
+    assert not st.is_true(conditions, st.INITIALIZED)
+    records[1] = {**records[1], "uid": "v"}
+    conditions = st.progress_conditions(conditions, phase=JobPhase.PENDING, records=records, now=at(2))
+    assert st.find_condition(conditions, st.INITIALIZED)["lastTransitionTime"] == at(2)
+    restarting = [records[0], st.blank_record("b")]
+    conditions = st.progress_conditions(conditions, phase=JobPhase.RUNNING, records=restarting, now=at(3))
+    assert st.find_condition(conditions, st.INITIALIZED) == {
+        "type": "Initialized", "status": "True", "reason": "PodsCreated",
+        "message": "The job has been initialized successfully.", "lastTransitionTime": at(2)}
+
+
+def test_finished_conditions():
+    running = st.unfinished_conditions([], at(1))
+    failed = st.finished_conditions(running, succeeded=False, reason="Failed", message="m", now=at(5))
+    completed, fail = st.find_condition(failed, st.COMPLETED), st.find_condition(failed, st.FAILED)
+    assert (completed["status"], completed["reason"], completed["message"]) == ("False", "Failed", "m")
+    assert completed["lastTransitionTime"] == at(1)  # False before, False now: no transition
+    assert (fail["status"], fail["lastTransitionTime"]) == ("True", at(5))
+    succeeded = st.finished_conditions(running, succeeded=True, reason="Succeeded", message="m", now=at(5))
+    assert st.is_true(succeeded, st.COMPLETED) and not st.is_true(succeeded, st.FAILED)
+
+
+def test_pause_conditions():
+    assert st.pause_conditions([], paused=False, pods_left=False, now=at(1)) == []
+    paused = st.pause_conditions([], paused=True, pods_left=True, now=at(1))
+    assert st.is_true(paused, st.PAUSED) and st.ever_paused(paused)
+    gone = st.pause_conditions(paused, paused=True, pods_left=False, now=at(2))
+    assert gone[0]["lastTransitionTime"] == at(1)
+    assert gone[0]["message"] == "The job is paused: all its pods are deleted."
+    resumed = st.pause_conditions(gone, paused=False, pods_left=False, now=at(3))
+    assert resumed[0]["status"] == "False" and resumed[0]["reason"] == "Resumed" and st.ever_paused(resumed)
+
+
+def test_assemble_keeps_what_it_does_not_own():
+    records = [{**st.blank_record("a"), "restartCount": 2, "phase": "Running"}]
+    status = st.assemble({"observedGeneration": 4, "startTime": at(0)}, phase=JobPhase.RUNNING, conditions=[],
+                         records_by_type=[("a", records)], start_time=at(0), completion_time=None)
+    assert status["observedGeneration"] == 4
+    assert status["phase"] == "Running" and type(status["phase"]) is str
+    assert status["backoffCount"] == 2 and status["aggregate"]["running"] == 1
+    assert status["startTime"] == at(0) and "completionTime" not in status

@@ -1,0 +1,60 @@
+"""Counters and health as the health endpoint and Prometheus see them."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry
+
+from informers import PODS, Informer, InformerFactory
+
+from .support import Pods, Recorder
+
+
+async def test_prometheus_metrics_read_the_counters(cluster, api_client, options):
+    registry = CollectorRegistry()
+    factory = InformerFactory(api_client, options=options, registry=registry)
+    pods = Pods(cluster)
+    pods.create("a")
+    informer = factory.informer(PODS, namespace="default")
+    rec = Recorder()
+    rec.register(informer)
+    factory.start()
+    try:
+        await factory.wait_for_sync(timeout=5)
+        pods.create("b")
+        pods.label("a", {"x": "y"})
+        await rec.wait_for_names("update", ["a"])
+    finally:
+        await factory.stop()
+    labels = {"resource": "pods", "namespace": "default", "label_selector": ""}
+
+    def sample(name, **extra):
+        return registry.get_sample_value(name, {**labels, **extra})
+
+    assert sample("informer_events_total", type="ADDED") == 1
+    assert sample("informer_events_total", type="MODIFIED") == 1
+    assert sample("informer_lists_total") == 1 and sample("informer_relists_total") == 0
+    assert sample("informer_watches_total") >= 1
+    assert sample("informer_synced") == 1 and sample("informer_objects") == 2
+    assert sample("informer_handler_backlog") == 0
+    assert sample("informer_last_event_timestamp_seconds") == informer.stats.last_event_time
+
+
+async def test_status_before_and_after_start(cluster, factory):
+    informer = factory.informer(PODS)
+    before = informer.status()
+    assert (before.running, before.synced, before.healthy, before.objects) == (False, False, False, 0)
+    factory.start()
+    await factory.wait_for_sync(timeout=5)
+    after = factory.status()[0]
+    assert (after.running, after.synced, after.healthy, after.restarts, after.last_error) == (
+        True, True, True, 0, None)
+    assert int(after.resource_version) > 0
+    await factory.stop()
+    assert not informer.healthy() and not factory.healthy()
+
+
+def test_managed_fields_are_stripped_before_caching(api_client):
+    # localcluster never sends managedFields, so this is checked where objects are prepared.
+    informer = Informer(api_client, PODS, transform=lambda obj: {**obj, "seen": sorted(obj["metadata"])})
+    prepared = informer._prepare({"metadata": {"name": "a", "managedFields": [{"manager": "kubectl"}]}})
+    assert prepared == {"metadata": {"name": "a"}, "seen": ["name"]}

@@ -1,0 +1,155 @@
+"""The reflector against a misbehaving server: drops, 410s, restarts, 500s, 429s, hung watches, crashes."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+
+import pytest
+
+from informers import PODS, InformerFactory
+
+from .support import Pods, Recorder, advance_version, requests, wait_until, watch_down
+
+
+async def start(factory, informer=None):
+    informer = informer or factory.informer(PODS)
+    rec = Recorder()
+    rec.register(informer)
+    factory.start()
+    await factory.wait_for_sync(timeout=5)
+    await wait_until(lambda: informer.stats.watches >= 1, what="the first watch")
+    return informer, rec
+
+
+async def test_dropped_watch_resumes_without_a_relist(cluster, factory):
+    informer, rec = await start(factory)
+    assert cluster.drop_watches() == 1
+    Pods(cluster).create("after-drop")
+    await rec.wait_for_names("add", ["after-drop"])
+    assert informer.stats.watches >= 2
+    assert requests(cluster, "list") == 1 and informer.stats.relists == 0
+
+
+async def test_watch_closed_by_server_timeout_is_reopened_without_a_relist(cluster, api_client, options):
+    factory = InformerFactory(api_client, options=dataclasses.replace(options, watch_timeout=(1.0, 1.5)))
+    try:
+        informer, rec = await start(factory)
+        await wait_until(lambda: informer.stats.watches >= 3, timeout=10, what="three watches")
+        Pods(cluster).create("a")
+        await rec.wait_for_names("add", ["a"])
+        assert requests(cluster, "list") == 1 and informer.stats.errors == 0
+    finally:
+        await factory.stop()
+
+
+async def test_expired_history_makes_the_watch_relist(cluster, factory):
+    informer, rec = await start(factory)
+    pods = Pods(cluster)
+    pods.create("a")
+    await rec.wait_for_names("add", ["a"])
+    async with watch_down(cluster):
+        pods.create("b")
+        advance_version(cluster)
+        cluster.expire_history()
+    await rec.wait_for_names("add", ["b"])
+    assert informer.stats.relists == 1 and requests(cluster, "list") == 2
+    # The 410 came as an ERROR event in a 200 response, as from the apiserver's watch cache.
+    assert "410" in informer.stats.last_error
+    pods.create("c")  # and the watch resumes from the relist's version
+    await rec.wait_for_names("add", ["c"])
+
+
+async def test_server_restart(cluster, factory):
+    informer, rec = await start(factory)
+    restart = asyncio.create_task(cluster.restart(downtime=1.0))
+    await wait_until(lambda: not cluster.serving, what="the server to stop")
+    Pods(cluster).create("while-down")
+    await restart
+    await rec.wait_for_names("add", ["while-down"], timeout=10)
+    assert informer.stats.errors >= 1  # refused connections while it was down
+    assert informer.stats.relists == 0  # the history still had everything
+    assert informer.healthy()
+
+
+async def test_500s_on_list_and_watch(cluster, factory):
+    pods = Pods(cluster)
+    for i in range(20):
+        pods.create(f"p{i}")
+    cluster.faults.configure(error_rate=1.0, verbs=["list"])
+    informer = factory.informer(PODS)
+    rec = Recorder()
+    rec.register(informer)
+    factory.start()
+    try:
+        await wait_until(lambda: cluster.faults.injected["500"] >= 3, what="failed lists")
+    finally:
+        cluster.faults.clear()
+    await factory.wait_for_sync(timeout=10)
+    assert len(informer.store) == 20 and informer.stats.errors >= 3 and informer.stats.lists == 1
+
+    async with watch_down(cluster):
+        await wait_until(lambda: cluster.faults.injected["500"] >= 4, what="failing watches")
+        pods.create("later")
+    await rec.wait_for_names("add", ["later"])
+    assert informer.stats.relists == 0
+    assert "500" in informer.stats.last_error
+
+
+async def test_429_waits_for_retry_after(cluster, factory):
+    informer, rec = await start(factory)
+    cluster.faults.configure(error_rate=1.0, error_code=429, retry_after=1, verbs=["watch"])
+    cluster.drop_watches()
+    try:
+        await wait_until(lambda: requests(cluster, "watch", code=429) == 1, what="a 429")
+        refused_at = time.monotonic()
+    finally:
+        cluster.faults.clear()
+    watches = informer.stats.watches
+    await wait_until(lambda: informer.stats.watches > watches, what="the next watch")
+    # The backoff alone would retry within 0.2 s; Retry-After asked for a second.
+    assert time.monotonic() - refused_at >= 0.8
+    assert requests(cluster, "watch", code=429) == 1
+    Pods(cluster).create("a")
+    await rec.wait_for_names("add", ["a"])
+
+
+@pytest.mark.parametrize("watchdog", [1.5])  # bookmarks come every second: the watchdog must allow that
+async def test_hung_watch_is_replaced_by_the_watchdog(cluster, api_client, options, watchdog):
+    factory = InformerFactory(api_client, options=dataclasses.replace(options, watchdog_timeout=watchdog))
+    try:
+        informer, rec = await start(factory)
+        cluster.faults.configure(hang_watches=True)
+        cluster.drop_watches()
+        Pods(cluster).create("a")  # the hung watch never sends this
+        await wait_until(lambda: informer.stats.watchdog_timeouts >= 1, timeout=5, what="the watchdog")
+        cluster.faults.clear()
+        await rec.wait_for_names("add", ["a"], timeout=5)
+        assert informer.stats.relists == 0
+        assert "no data on the watch" in informer.stats.last_error
+    finally:
+        await factory.stop()
+
+
+async def test_crashed_informer_is_restarted_and_reported(cluster, factory):
+    crashes = []
+
+    def transform(obj: dict) -> dict:
+        if obj["metadata"]["labels"].get("crash") == "yes" and not crashes:
+            crashes.append(obj["metadata"]["name"])
+            raise RuntimeError("transform bug")
+        return obj
+
+    pods = Pods(cluster)
+    pods.create("a")
+    informer, rec = await start(factory, factory.informer(PODS, transform=transform))
+    pods.create("b", labels={"crash": "yes"})  # the event that kills the reflector task
+    await rec.wait_for_names("add", ["b"], timeout=5)
+    assert crashes == ["b"]
+    status = informer.status()
+    assert status.restarts == 1 and status.running and status.synced and status.healthy
+    assert status.last_error == "RuntimeError: transform bug"
+    assert informer.stats.relists == 1  # the restart relisted: that is how "b" arrived
+    assert rec.names("add") == ["a", "b"]  # and nothing was delivered twice
+    assert factory.healthy()
