@@ -1,0 +1,199 @@
+"""The GenericJob controller: informers feed a rate-limited work queue; workers reconcile its keys.
+
+    controller = Controller(api_client, ControllerConfig(workers=4))
+    await controller.start_informers()      # may run while standing by for leadership
+    await controller.wait_for_sync(30)
+    await controller.run_workers()          # only while leading
+    await controller.stop()                 # stop taking work, finish in-flight reconciles
+
+Handlers only compute a key and enqueue it; all the work happens in `Reconciler.reconcile`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from dataclasses import dataclass
+
+import structlog
+from kubernetes_asyncio.client import ApiClient
+from prometheus_client import CollectorRegistry
+
+from informers import InformerFactory, InformerOptions, Resource
+from workqueue import RateLimitingQueue, ShutDown
+
+from . import podgroup
+from .events import EventRecorder
+from .kube import KubeClient
+from .metrics import ControllerMetrics
+from .models import GROUP, PLURAL, VERSION
+from .reconciler import Reconciler, owner_key
+
+log = structlog.get_logger("controller")
+
+JOBS = Resource(GROUP, VERSION, PLURAL)
+PODS = Resource("", "v1", "pods")
+SERVICES = Resource("", "v1", "services")
+PODGROUPS = Resource(podgroup.GROUP, podgroup.VERSION, podgroup.PLURAL)
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    namespace: str | None = None  # None: every namespace
+    workers: int = 4
+    qps: float = 20.0
+    burst: int = 30
+    request_timeout: float = 30.0
+    podgroups: bool = True  # watch PodGroups (needs their CRD installed)
+    informer_options: InformerOptions | None = None
+    shutdown_timeout: float = 10.0
+    identity: str = ""
+
+
+class Controller:
+    def __init__(self, api_client: ApiClient, config: ControllerConfig | None = None,
+                 registry: CollectorRegistry | None = None) -> None:
+        self.config = config = config or ControllerConfig()
+        self.metrics = ControllerMetrics(registry)
+        self.client = KubeClient(api_client, qps=config.qps, burst=config.burst, timeout=config.request_timeout)
+        self.factory = InformerFactory(api_client, options=config.informer_options, registry=registry)
+        self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="genericjob", registry=registry)
+        ns = config.namespace
+        self.jobs = self.factory.informer(JOBS, ns)
+        self.pods = self.factory.informer(PODS, ns)
+        self.services = self.factory.informer(SERVICES, ns)
+        self.podgroups = self.factory.informer(PODGROUPS, ns) if config.podgroups else None
+        self.recorder = EventRecorder(self.client, host=config.identity or socket.gethostname())
+        self.reconciler = Reconciler(self.client, self.jobs.lister, self.pods.lister, self.services.lister,
+                                     self.podgroups.lister if self.podgroups else None, self.recorder)
+        self._workers: list[asyncio.Task] = []
+        self._phases: dict[str, str] = {}
+        self._register_handlers()
+
+    # --- event handlers: compute a key, enqueue it ----------------------------------------
+
+    def _register_handlers(self) -> None:
+        self.jobs.add_handler(on_add=self._job_added, on_update=self._job_updated, on_delete=self._job_deleted)
+        for informer in filter(None, (self.pods, self.services, self.podgroups)):
+            informer.add_handler(on_add=self._child_changed, on_update=self._child_updated,
+                                 on_delete=self._child_changed)
+
+    def _job_added(self, obj: dict) -> None:
+        self.metrics.job_transition(obj["metadata"].get("namespace", ""), None, obj)
+        self._track_phase(obj)
+        self.queue.add(_key(obj))
+
+    def _job_updated(self, old: dict, new: dict) -> None:
+        self.metrics.job_transition(new["metadata"].get("namespace", ""), old, new)
+        self._track_phase(new)
+        # A status-only change is our own write echoing back: nothing new to act on.
+        if old["metadata"].get("generation") == new["metadata"].get("generation") and \
+                old["metadata"].get("deletionTimestamp") == new["metadata"].get("deletionTimestamp") and \
+                old["metadata"].get("labels") == new["metadata"].get("labels"):
+            return
+        self.queue.add(_key(new))
+
+    def _job_deleted(self, obj: dict) -> None:
+        self._phases.pop(obj["metadata"]["uid"], None)
+        self._publish_phases()
+        self.reconciler.forget(obj["metadata"]["uid"])
+
+    def _child_changed(self, obj: dict) -> None:
+        key = owner_key(obj)
+        if key is not None:
+            self.queue.add(key)
+
+    def _child_updated(self, old: dict, new: dict) -> None:
+        self._child_changed(new)
+
+    def _track_phase(self, obj: dict) -> None:
+        phase = (obj.get("status") or {}).get("phase") or "Pending"
+        if self._phases.get(obj["metadata"]["uid"]) != phase:
+            self._phases[obj["metadata"]["uid"]] = phase
+            self._publish_phases()
+
+    def _publish_phases(self) -> None:
+        counts: dict[str, int] = {}
+        for phase in self._phases.values():
+            counts[phase] = counts.get(phase, 0) + 1
+        self.metrics.phases(counts)
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def start_informers(self) -> None:
+        self.factory.start()
+
+    async def wait_for_sync(self, timeout: float) -> None:
+        await self.factory.wait_for_sync(timeout)
+
+    def run_workers(self) -> None:
+        self.recorder.start()
+        self.metrics.workers(maximum=self.config.workers)
+        self._workers = [asyncio.get_running_loop().create_task(self._worker(i)) for i in range(self.config.workers)]
+
+    async def start(self, sync_timeout: float = 60.0) -> None:
+        """Informers, sync, workers: the whole controller, for tests and single-replica runs."""
+        self.start_informers()
+        await self.wait_for_sync(sync_timeout)
+        self.run_workers()
+
+    async def stop(self) -> None:
+        """Stop taking work, let in-flight reconciles finish within a bound, then stop everything."""
+        drained = await self.queue.shutdown_with_drain(timeout=self.config.shutdown_timeout)
+        if not drained:
+            log.warning("reconciles still running at shutdown", timeout=self.config.shutdown_timeout)
+        for task in self._workers:
+            task.cancel()
+        await asyncio.gather(*self._workers, return_exceptions=True)
+        self._workers = []
+        await self.recorder.stop()
+        await self.factory.stop()
+
+    def healthy(self) -> bool:
+        return self.factory.healthy() and all(not t.done() for t in self._workers)
+
+    # --- workers --------------------------------------------------------------------------
+
+    async def _worker(self, index: int) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except ShutDown:
+                return
+            self.metrics.workers(active_delta=1)
+            started = time.perf_counter()
+            result = "error"
+            try:
+                outcome = await self.reconciler.reconcile(key)
+                if outcome.requeue_after is None:
+                    self.queue.forget(key)
+                    result = "success"
+                elif outcome.requeue_after > 0:
+                    self.queue.forget(key)
+                    self.queue.add_after(key, outcome.requeue_after)
+                    result = "requeue_after"
+                else:
+                    self.queue.add_rate_limited(key)
+                    result = "requeue"
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("reconcile failed", job=key, error=str(exc), exc_info=not _expected(exc))
+                self.queue.add_rate_limited(key)
+            finally:
+                self.metrics.observe_reconcile(time.perf_counter() - started, result)
+                self.metrics.workers(active_delta=-1)
+                self.queue.done(key)
+
+
+def _key(obj: dict) -> str:
+    return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"
+
+
+def _expected(exc: Exception) -> bool:
+    """API errors and timeouts are part of life; anything else deserves a traceback."""
+    from informers import ApiStatusError
+
+    return isinstance(exc, ApiStatusError | TimeoutError | OSError)
+

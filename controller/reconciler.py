@@ -1,0 +1,304 @@
+"""One reconcile of one GenericJob: read the caches, plan, write the status once, act, then record events.
+
+Level-triggered and idempotent. The plan (plan.py) is pure; this module does the I/O around it:
+- the status goes first, through the status subresource with the cached resourceVersion, so a
+  restart is counted before its pod is touched and a stale cache gets a quiet 409 and a requeue;
+- then pod deletes (with uid preconditions), Service and PodGroup upkeep, pod creates;
+- then Events, which only ever describe writes that succeeded.
+Expectations remember the creates and deletes in flight, so a cache that has not yet seen them does
+not make the same request twice.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import structlog
+
+from informers import ApiStatusError, Lister
+
+from . import podgroup, services
+from .events import EventRecorder
+from .kube import KubeClient
+from .models import TERMINAL_PHASES, CleanUpPolicy, GenericJob
+from .naming import replica_name, replica_of
+from .plan import NORMAL, WARNING, Plan, plan, plan_invalid
+from .pods import desired_pod
+from .validation import SpecError, invalid_spec_message, parse, validate
+
+log = structlog.get_logger("controller.reconciler")
+
+EXPECTATION_TTL = 60.0  # seconds before an unobserved create/delete is assumed lost and retried
+
+
+@dataclass(frozen=True)
+class Result:
+    requeue_after: float | None = None  # None: done until something changes
+
+    @property
+    def requeue(self) -> bool:
+        return self.requeue_after is not None
+
+
+DONE = Result()
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Expectations:
+    """Per job: pod names created and pod uids deleted that the cache has not reflected yet."""
+
+    def __init__(self) -> None:
+        self._creates: dict[str, dict[str, float]] = {}
+        self._deletes: dict[str, dict[str, float]] = {}
+
+    def observe(self, job_uid: str, pods: list[dict]) -> None:
+        names = {p["metadata"]["name"] for p in pods}
+        uids = {p["metadata"]["uid"] for p in pods}
+        now = time.monotonic()
+        creates = self._creates.get(job_uid)
+        if creates:
+            for name in [n for n, t in creates.items() if n in names or now - t > EXPECTATION_TTL]:
+                del creates[name]
+        deletes = self._deletes.get(job_uid)
+        if deletes:
+            for uid in [u for u, t in deletes.items() if u not in uids or now - t > EXPECTATION_TTL]:
+                del deletes[uid]
+
+    def creating(self, job_uid: str, name: str) -> bool:
+        return name in self._creates.get(job_uid, ())
+
+    def deleting(self, job_uid: str, uid: str) -> bool:
+        return uid in self._deletes.get(job_uid, ())
+
+    def expect_create(self, job_uid: str, name: str) -> None:
+        self._creates.setdefault(job_uid, {})[name] = time.monotonic()
+
+    def expect_delete(self, job_uid: str, uid: str) -> None:
+        self._deletes.setdefault(job_uid, {})[uid] = time.monotonic()
+
+    def forget(self, job_uid: str) -> None:
+        self._creates.pop(job_uid, None)
+        self._deletes.pop(job_uid, None)
+
+
+class Reconciler:
+    def __init__(self, client: KubeClient, jobs: Lister, pods: Lister, services_lister: Lister,
+                 podgroups: Lister | None, recorder: EventRecorder, *, now=utc_now) -> None:
+        self.client = client
+        self.jobs = jobs
+        self.pods = pods
+        self.services = services_lister
+        self.podgroups = podgroups
+        self.recorder = recorder
+        self.now = now
+        self.expectations = Expectations()
+        # uid -> (generation, parsed job or spec errors): a job is parsed once per generation.
+        self._parsed: dict[str, tuple[int, GenericJob | list[SpecError]]] = {}
+
+    def parsed(self, obj: dict) -> GenericJob | list[SpecError]:
+        meta = obj["metadata"]
+        cached = self._parsed.get(meta["uid"])
+        if cached is not None and cached[0] == meta.get("generation"):
+            return cached[1]
+        job = parse(obj)
+        if isinstance(job, GenericJob):
+            problems = validate(job)
+            job = problems or job
+        self._parsed[meta["uid"]] = (meta.get("generation"), job)
+        return job
+
+    async def reconcile(self, key: str) -> Result:
+        obj = self.jobs.get(key)
+        if obj is None or obj["metadata"].get("deletionTimestamp"):
+            # Deleted: the garbage collector removes what the job owned.
+            return DONE
+        uid = obj["metadata"]["uid"]
+        pods = self.pods.controlled_by(uid)
+        self.expectations.observe(uid, pods)
+        status = obj.get("status") or {}
+        job = self.parsed(obj)
+        if isinstance(job, list):
+            the_plan = plan_invalid(status, pods, invalid_spec_message(job), self.now())
+        else:
+            the_plan = plan(job, status, pods, self.now())
+            if await self._cache_lags(obj, status, pods):
+                return Result(requeue_after=0.2)
+        written = await self._write_status(obj, status, the_plan)
+        if written is None:
+            return Result(requeue_after=0.0)
+        await self._delete_pods(obj, the_plan)
+        if isinstance(job, GenericJob):
+            await self._sync_services(obj, job, the_plan)
+            await self._sync_podgroup(obj, job, the_plan)
+            if not the_plan.terminal:
+                await self._create_pods(obj, job, the_plan)
+        else:
+            await self._remove_services_and_podgroup(obj)
+        for event_type, reason, message in the_plan.events:
+            self.recorder.record(written, event_type, reason, message)
+        return DONE
+
+    def forget(self, uid: str) -> None:
+        self._parsed.pop(uid, None)
+        self.expectations.forget(uid)
+
+    # --- status ---------------------------------------------------------------------------
+
+    async def _write_status(self, obj: dict, status: dict, the_plan: Plan) -> dict | None:
+        """The one status write of this reconcile; None when it lost a race (requeue)."""
+        new = {**the_plan.status, "observedGeneration": obj["metadata"].get("generation")}
+        if new == status:
+            return obj
+        try:
+            return await self.client.replace_status(obj, new)
+        except ApiStatusError as err:
+            if err.code in (404, 409):  # stale cache or job gone: the next event brings it back
+                log.debug("status write lost a race", job=_key(obj), code=err.code)
+                return None
+            raise
+
+    async def _cache_lags(self, obj: dict, status: dict, pods: list[dict]) -> bool:
+        """A replica whose recorded pod is missing from the cache may only be missing from the cache.
+
+        Before the plan counts such a pod as lost (a restart), ask the server; if the pod is there,
+        the pod cache is behind the job cache (e.g. just after a leader change): wait for it.
+        """
+        present = {p["metadata"]["uid"] for p in pods}
+        for task in status.get("tasks") or ():
+            for replica in task.get("replicas") or ():
+                uid = replica.get("uid")
+                if not uid or uid in present or replica.get("phase") in ("Deleted", "Creating", "Succeeded",
+                                                                          "Failed"):
+                    continue
+                if uid == replica.get("lastRestartUid") or self.expectations.deleting(obj["metadata"]["uid"], uid):
+                    continue
+                try:
+                    live = await self.client.get("pods", obj["metadata"]["namespace"], replica["name"])
+                except ApiStatusError as err:
+                    if err.code == 404:
+                        continue
+                    raise
+                if live["metadata"]["uid"] == uid:
+                    return True
+        return False
+
+    # --- pods -----------------------------------------------------------------------------
+
+    async def _delete_pods(self, obj: dict, the_plan: Plan) -> None:
+        job_uid = obj["metadata"]["uid"]
+        for name, uid, _reason in the_plan.delete:
+            if self.expectations.deleting(job_uid, uid):
+                continue
+            try:
+                await self.client.delete("pods", obj["metadata"]["namespace"], name, uid)
+            except ApiStatusError as err:
+                if err.code not in (404, 409):  # gone already, or the name now holds a newer pod
+                    raise
+            self.expectations.expect_delete(job_uid, uid)
+
+    async def _create_pods(self, obj: dict, job: GenericJob, the_plan: Plan) -> None:
+        job_uid = obj["metadata"]["uid"]
+        for replica_type, rank, mode in the_plan.create:
+            name = replica_name(job.name, replica_type, rank)
+            if self.expectations.creating(job_uid, name):
+                continue
+            try:
+                await self.client.create("pods", desired_pod(job, replica_type, rank, mode=mode))
+            except ApiStatusError as err:
+                if err.code == 409:  # the old pod with this name is still going away, or the cache lags
+                    continue
+                if err.code == 422:
+                    self.recorder.record(obj, WARNING, "FailedCreate", f"Error creating pod {name}: {err.message}")
+                    continue
+                raise
+            self.expectations.expect_create(job_uid, name)
+            self.recorder.record(obj, NORMAL, "SuccessfulCreate", f"Created pod: {name}")
+
+    # --- services and the PodGroup --------------------------------------------------------
+
+    async def _sync_services(self, obj: dict, job: GenericJob, the_plan: Plan) -> None:
+        namespace = obj["metadata"]["namespace"]
+        existing = {s["metadata"]["name"]: s for s in self.services.controlled_by(job.uid)}
+        wanted = self._wanted_services(job, the_plan)
+        for name, svc in existing.items():
+            if name not in wanted:
+                await self._delete_quietly("services", namespace, name, svc["metadata"]["uid"])
+        for name, (replica_type, rank) in wanted.items():
+            if name in existing:
+                continue
+            body = services.desired_service(job, replica_type, rank)
+            try:
+                await self.client.create("services", body)
+            except ApiStatusError as err:
+                if err.code != 409:
+                    raise
+
+    def _wanted_services(self, job: GenericJob, the_plan: Plan) -> dict[str, tuple[str, int]]:
+        """One Service per replica while the job runs; after it ends, only for replicas not cleaned up."""
+        if job.spec.service is None:
+            return {}
+        wanted = {replica_name(job.name, spec.type, rank): (spec.type, rank)
+                  for spec in job.spec.replica_specs for rank in range(spec.replicas)}
+        if the_plan.terminal and job.spec.clean_up_policy != CleanUpPolicy.NONE:
+            deleted = {r["name"] for t in the_plan.status.get("tasks") or () for r in t.get("replicas") or ()
+                       if r.get("phase") == "Deleted"}
+            if job.spec.clean_up_policy == CleanUpPolicy.ALL:
+                return {}
+            wanted = {name: replica for name, replica in wanted.items() if name not in deleted}
+        return wanted
+
+    async def _sync_podgroup(self, obj: dict, job: GenericJob, the_plan: Plan) -> None:
+        if self.podgroups is None:
+            return
+        desired = podgroup.desired_podgroup(job)
+        current = self.podgroups.controlled_by(job.uid)
+        finished = the_plan.terminal and job.spec.clean_up_policy != CleanUpPolicy.NONE
+        if desired is None or finished:
+            for pg in current:
+                await self._delete_quietly("podgroups", job.namespace, pg["metadata"]["name"], pg["metadata"]["uid"])
+            return
+        if not current and not the_plan.terminal:
+            try:
+                await self.client.create("podgroups", desired)
+            except ApiStatusError as err:
+                if err.code != 409:
+                    raise
+
+    async def _remove_services_and_podgroup(self, obj: dict) -> None:
+        uid, namespace = obj["metadata"]["uid"], obj["metadata"]["namespace"]
+        for svc in self.services.controlled_by(uid):
+            await self._delete_quietly("services", namespace, svc["metadata"]["name"], svc["metadata"]["uid"])
+        for pg in self.podgroups.controlled_by(uid) if self.podgroups is not None else ():
+            await self._delete_quietly("podgroups", namespace, pg["metadata"]["name"], pg["metadata"]["uid"])
+
+    async def _delete_quietly(self, resource: str, namespace: str, name: str, uid: str) -> None:
+        try:
+            await self.client.delete(resource, namespace, name, uid)
+        except ApiStatusError as err:
+            if err.code not in (404, 409):
+                raise
+
+
+def _key(obj: dict) -> str:
+    return f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+
+
+def is_terminal(obj: dict) -> bool:
+    return (obj.get("status") or {}).get("phase") in TERMINAL_PHASES
+
+
+def owner_key(obj: dict) -> str | None:
+    """The `namespace/name` of the GenericJob controlling a pod, Service or PodGroup."""
+    for ref in obj["metadata"].get("ownerReferences") or ():
+        if ref.get("controller") and ref.get("kind") == "GenericJob" and ref.get("apiVersion", "").startswith(
+                "batch.tensorstack.dev/"):
+            return f"{obj['metadata'].get('namespace', '')}/{ref['name']}"
+    return None
+
+
+__all__ = ["DONE", "Reconciler", "Result", "is_terminal", "owner_key", "replica_of"]
