@@ -33,6 +33,8 @@ class EventRecorder:
         self._queue: deque[dict] = deque()
         self._recent: OrderedDict[tuple, float] = OrderedDict()
         self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
         self._task: asyncio.Task | None = None
         self.dropped = 0
         self.sent = 0
@@ -52,6 +54,7 @@ class EventRecorder:
             self.dropped += 1
             return
         self._queue.append(self._event(job, event_type, reason, message))
+        self._idle.clear()
         self._wake.set()
 
     def _event(self, job: dict, event_type: str, reason: str, message: str) -> dict:
@@ -77,9 +80,7 @@ class EventRecorder:
         if self._task is None:
             return
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(drain_timeout):
-                while self._queue:
-                    await asyncio.sleep(0.01)
+            await asyncio.wait_for(self._idle.wait(), drain_timeout)
         self._task.cancel()
         await asyncio.gather(self._task, return_exceptions=True)
         self._task = None
@@ -96,3 +97,4 @@ class EventRecorder:
                 except Exception as exc:  # best effort: an event is never worth a retry storm
                     self.dropped += 1
                     log.debug("event not sent", reason=event["reason"], error=str(exc))
+            self._idle.set()

@@ -2,8 +2,8 @@
 
 Reads come from the informers' caches; everything here is a write (plus the rare live GET that
 double-checks a stale cache). Bodies are plain dicts; responses are parsed with orjson and never
-deserialised into kubernetes_asyncio's model classes. Errors are `ApiStatusError`s carrying the HTTP code, so callers can treat 404 and 409 as the
-ordinary outcomes they are.
+deserialised into kubernetes_asyncio's model classes. Errors are `ApiStatusError`s carrying the
+HTTP code, so callers can treat 404 and 409 as the ordinary outcomes they are.
 """
 
 from __future__ import annotations
