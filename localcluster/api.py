@@ -100,6 +100,8 @@ class Api:
                 causes += builtins.validate_service_update(obj, old)
         elif key == NAMESPACES:
             builtins.default_namespace(obj)
+        elif key == ("", "secrets"):
+            builtins.default_secret(obj)
         elif key == CRD_KEY:
             causes += builtins.validate_crd(obj)
         if rt.schema is not None:

@@ -247,6 +247,21 @@ def validate_service_update(new: dict, old: dict) -> list[Cause]:
     return []
 
 
+# --- secrets ------------------------------------------------------------------------------------
+
+def default_secret(secret: dict) -> None:
+    """stringData is write-only: the apiserver folds it into base64 `data`."""
+    import base64
+
+    string_data = secret.pop("stringData", None) or {}
+    if string_data:
+        data = dict(secret.get("data") or {})
+        for key, value in string_data.items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
+        secret["data"] = data
+    secret.setdefault("type", "Opaque")
+
+
 # --- namespaces and CRDs ------------------------------------------------------------------------
 
 def default_namespace(ns: dict) -> None:
