@@ -20,8 +20,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=6443, help="0 picks a free port")
     serve.add_argument("--kubeconfig-out", help="write a kubeconfig for kubectl and clients here")
-    serve.add_argument("--runner", choices=["none", "scripted"], default="none",
-                       help="none: pods stay Pending; scripted: pods follow scripts (see localcluster/runner.py)")
+    serve.add_argument("--runner", choices=["none", "scripted", "process"], default="none",
+                       help="none: pods stay Pending; scripted: pods follow scripts (see localcluster/runner.py); "
+                            "process: containers run as local processes (see localcluster/process_runner.py)")
     serve.add_argument("--default-script", help="JSON script for pods without one (scripted runner)")
     serve.add_argument("--crds", help="directory of CustomResourceDefinition YAML files to install at start")
     serve.add_argument("--history-size", type=int, default=10_000, help="watch events kept for re-watching")

@@ -111,6 +111,9 @@ class HttpApi:
             if found is None:
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")
             return json_response(found)
+        if (group, version) == ("", "v1") and len(rest) == 5 and (rest[0], rest[2], rest[4]) == (
+                "namespaces", "pods", "log"):
+            return await self._pod_log(request, rest[1], rest[3])
         target = self._target(group, version, rest)
         method = request.method
         if target.name is None:
@@ -142,6 +145,17 @@ class HttpApi:
                                             _dry_run(request))
             return json_response(obj, 200 if gone_now else 202)
         raise errors.method_not_allowed()
+
+    async def _pod_log(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
+        """The pods/log subresource, served by a pod runner that keeps logs (the process runner)."""
+        if request.method != "GET":
+            raise errors.method_not_allowed()
+        pod_log = getattr(self.cluster.runner, "pod_log", None)
+        if pod_log is None:
+            self.api.get(self.registry.get("", "v1", "pods"), namespace, name)  # 404 for a missing pod
+            raise errors.bad_request(f"pod logs are kept only by the process pod runner (this cluster runs "
+                                     f"{self.cluster.runner.name!r})")
+        return await pod_log(request, namespace, name)
 
     def _write(self, request: web.Request, status: int, verb, *args) -> web.Response:
         """Run a create/update/patch under the request's fieldValidation, passing warnings on as headers."""

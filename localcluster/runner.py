@@ -216,4 +216,8 @@ def make_runner(kind: str, api: Api, default_script: dict | list | None = None) 
         return NoneRunner(api)
     if kind == "scripted":
         return ScriptedRunner(api, default_script)
-    raise ValueError(f"unknown pod runner {kind!r} (expected none or scripted)")
+    if kind == "process":
+        from .process_runner import ProcessRunner
+
+        return ProcessRunner(api)
+    raise ValueError(f"unknown pod runner {kind!r} (expected none, scripted or process)")
