@@ -1,75 +1,66 @@
 """Share equal strings and sub-objects between cached objects.
 
-Decoded JSON spends most of its memory on dict and list overhead, not on payload, and a cache
-of pods repeats the same pieces thousands of times: a template's containers, volumes,
-resources and env entries, owner references, label sets. The compactor interns string values
-and replaces each dict or list by an equal one it has already seen. Nested containers are made
-canonical first, so a container's key can name them by identity: a flat tuple, cheap to hash.
+Decoded JSON spends most of its memory on dict, list and str overhead rather than payload,
+and a cache repeats the same pieces thousands of times: a pod template's containers, volumes
+and resources, owner references, label sets, and, between two versions of one object, nearly
+everything. The compactor walks a new object and, for each dict or list in it, reuses an equal
+one that is already cached, found in two cheap places: the same place in the previous version of
+the object, and the same place (path) in the last object compacted, which is usually a sibling
+from the same template since lists come sorted by name. Strings are interned on the way down.
+
+Equality is JSON equality: Python's == says True == 1 and 1 == 1.0, so a candidate that passes
+== is confirmed by comparing its serialisation, which only runs for what is then shared.
 
 Cached objects are read-only by contract (as in client-go), so sharing is invisible to callers
-who honour it. The table of known containers is bounded and cleared when full: sharing already
-made stays, and a common template's pieces are back in the table after one object.
+who honour it.
 """
 
 from __future__ import annotations
 
 import sys
 
+import orjson
+
 
 class Compactor:
-    def __init__(self, max_entries: int = 4096) -> None:
-        self.max_entries = max_entries
-        self._table: dict[tuple, dict | list] = {}
+    def __init__(self, max_paths: int = 10_000) -> None:
+        # A bound on remembered paths: keys of user data (a map of dicts keyed by names) add paths.
+        self.max_paths = max_paths
+        # path -> [the last container seen there, its JSON once computed]
+        self._last: dict[tuple, list] = {}
 
-    def __call__(self, obj: dict) -> dict:
-        """Compact `obj` in place (and return it). Its top two levels are never shared."""
-        canon = self._canon
-        intern = sys.intern
-        # The object and its metadata hold a name and a uid: unique, so not worth a table entry.
-        for top in (obj, obj.get("metadata")):
-            if type(top) is not dict:
-                continue
-            for key, value in top.items():
-                kind = type(value)
-                if kind is str:
-                    top[key] = intern(value)
-                elif (kind is dict or kind is list) and key != "metadata":
-                    top[key] = canon(value)
+    def __call__(self, obj: dict, previous: dict | None = None) -> dict:
+        """Compact `obj` in place, sharing with `previous` (its cached version) where equal."""
+        if len(self._last) > self.max_paths:
+            self._last.clear()
+        self._share(obj, previous, None)
         return obj
 
-    def _canon(self, node: dict | list) -> dict | list:
-        # The key lists the node's values in order: a string stands for itself; anything else is
-        # preceded by its type, which no JSON value can be, so True and 1, or a nested container's
-        # id and an int, never collide. A dict's keys are strings and sit before their values.
+    def _share(self, node: dict | list, previous: dict | list | None, path: tuple | None) -> None:
+        last = self._last
         intern = sys.intern
-        canon = self._canon
-        parts: list = [type(node)]
-        append = parts.append
-        pairs = node.items() if type(node) is dict else enumerate(node)
-        named = type(node) is dict
-        for key, value in pairs:
-            if named:
-                append(key)
+        dumps = orjson.dumps
+        is_dict = type(node) is dict
+        for key, value in node.items() if is_dict else enumerate(node):
             kind = type(value)
             if kind is str:
-                value = node[key] = intern(value)
-                append(value)
-            elif kind is dict or kind is list:
-                value = node[key] = canon(value)
-                append(kind)
-                append(id(value))
-            elif kind is float:
-                append(kind)
-                append(value.hex())  # 0.0 == -0.0, but their hex differs
-            else:
-                append(kind)
-                append(value)
-        signature = tuple(parts)
-        table = self._table
-        found = table.get(signature)
-        if found is not None:
-            return found
-        if len(table) >= self.max_entries:
-            table.clear()
-        table[signature] = node
-        return node
+                node[key] = intern(value)
+                continue
+            if kind is not dict and kind is not list:
+                continue
+            before = None
+            if previous is not None:
+                before = previous.get(key) if is_dict else previous[key] if key < len(previous) else None
+                if before is not None and before == value and dumps(before) == dumps(value):
+                    node[key] = before
+                    continue
+            where = (path, key)
+            seen = last.get(where)
+            if seen is not None and seen[0] == value:
+                if seen[1] is None:
+                    seen[1] = dumps(seen[0])
+                if seen[1] == dumps(value):
+                    node[key] = seen[0]
+                    continue
+            self._share(value, before if type(before) is kind else None, where)
+            last[where] = [value, None]

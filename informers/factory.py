@@ -36,19 +36,23 @@ class InformerFactory:
             registry.register(InformerCollector(self._informers.values))
 
     def informer(self, resource: Resource, namespace: str | None = None, label_selector: str | None = None,
-                 transform: Transform | None = None) -> Informer:
+                 transform: Transform | None = None, options: InformerOptions | None = None) -> Informer:
         """The shared informer for this resource, namespace and selector, created on first request.
 
-        An informer asked for after `start()` is started by the next `start()` call, as in client-go.
+        `transform` and `options` (the factory's by default) are fixed by the call that creates it;
+        a later call asking for different ones is an error. An informer asked for after `start()`
+        is started by the next `start()` call, as in client-go.
         """
         key = (resource, namespace or None, label_selector or None)
         informer = self._informers.get(key)
         if informer is None:
             informer = Informer(self.api_client, resource, namespace=namespace, label_selector=label_selector,
-                                transform=transform, options=self.options)
+                                transform=transform, options=options or self.options)
             self._informers[key] = informer
         elif transform is not None and informer.transform is not transform:
             raise ValueError(f"the informer for {informer} already exists with another transform")
+        elif options is not None and informer.options != options:
+            raise ValueError(f"the informer for {informer} already exists with other options")
         return informer
 
     def lister(self, resource: Resource, namespace: str | None = None, label_selector: str | None = None) -> Lister:

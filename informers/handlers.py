@@ -101,7 +101,7 @@ class HandlerRegistration:
                 continue
             try:
                 result = call(old, new) if kind == UPDATE else call(new if kind == ADD else old)
-                if inspect.isawaitable(result):
+                if result is not None and inspect.isawaitable(result):
                     await result
                     since_yield = 0
             except Exception:

@@ -84,7 +84,7 @@ class Informer:
                                            self._check_synced, str(self))
         self._handlers.append(registration)
         if self._listed:
-            for key, obj in zip(self.store.keys(), self.store.objects(), strict=True):
+            for key, obj in self.store.items():
                 registration.push(ADD, key, None, obj)
             registration.push_synced_marker()
             self._synced.clear()
@@ -134,14 +134,18 @@ class Informer:
     def resource_version(self) -> str:
         return self._reflector.resource_version if self._reflector is not None else ""
 
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
     def healthy(self) -> bool:
-        """Running, and the cache has been filled at least once."""
-        return self._task is not None and not self._task.done() and self._listed
+        """Running, and listed since its last crash: an informer that keeps crashing is not healthy."""
+        return self.running and self._reflector is not None and self._reflector.listed
 
     def status(self) -> InformerStatus:
         stats = self.stats
         return InformerStatus(
-            resource=str(self), running=self._task is not None and not self._task.done(), synced=self.has_synced,
+            resource=str(self), running=self.running, synced=self.has_synced,
             healthy=self.healthy(), objects=len(self.store), resource_version=self.resource_version,
             restarts=stats.restarts, last_error=stats.last_error, last_error_time=stats.last_error_time,
             last_event_time=stats.last_event_time)
@@ -170,7 +174,7 @@ class Informer:
         if self.transform is not None:
             obj = self.transform(obj)
         if self._compact is not None:
-            obj = self._compact(obj)
+            obj = self._compact(obj, self.store.get(object_key(obj)))
         return obj
 
     def _apply(self, kind: str, obj: dict) -> None:

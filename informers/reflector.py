@@ -48,6 +48,14 @@ def gc_paused() -> Iterator[None]:
         gc.enable()
 
 
+def _discard(fetch: asyncio.Future) -> None:
+    """Drop a prefetch nobody will await: cancel it, or mark its failure as seen so asyncio keeps quiet."""
+    if not fetch.done():
+        fetch.cancel()
+    elif not fetch.cancelled():
+        fetch.exception()
+
+
 class WatchStalled(Exception):
     """Nothing arrived on the watch for longer than the watchdog allows: a silently dead connection."""
 
@@ -71,6 +79,7 @@ class Reflector:
         self._apply = apply
         self.resource_version = ""  # the last version seen: a list's, then each watch event's
         self._relist_from: str | None = ""  # None while the cache is current; else list at this version
+        self.listed = False  # a list has been applied since this reflector started
 
     async def run(self) -> NoReturn:
         backoff = Backoff(self.options.backoff)
@@ -82,7 +91,6 @@ class Reflector:
                 continue
             except ApiStatusError as err:
                 if err.gone:
-                    log.info("%s: %s; relisting", self.name, err)
                     self._relist_from = self.resource_version
                 self.stats.record_error(err)
                 delay = backoff.next_delay(err.retry_after)
@@ -91,7 +99,8 @@ class Reflector:
                     self.stats.watchdog_timeouts += 1
                 self.stats.record_error(err)
                 delay = backoff.next_delay()
-            log.warning("%s: %s; retrying in %.2f s", self.name, self.stats.last_error, delay)
+            action = "listing" if self._relist_from is not None else "watching"
+            log.warning("%s: %s; %s again in %.2f s", self.name, self.stats.last_error, action, delay)
             await asyncio.sleep(delay)
 
     # --- list -----------------------------------------------------------------------------
@@ -107,6 +116,7 @@ class Reflector:
         self._replace(objects, list_version)
         self.resource_version = list_version
         self._relist_from = None
+        self.listed = True
         if self.stats.lists:
             self.stats.relists += 1
         self.stats.lists += 1
@@ -116,31 +126,43 @@ class Reflector:
         if self.label_selector:
             first["labelSelector"] = self.label_selector
         if version:
-            # A real apiserver serves this from its watch cache instead of a quorum read of etcd.
-            first.update(resourceVersion=version, resourceVersionMatch="NotOlderThan")
-        params = first
+            # As client-go: a relist is at least as fresh as what was seen. Paginated, it is read at
+            # exactly that version, which answers 410 once compacted: then `_list` lists from "".
+            first["resourceVersion"] = version
+        # Later pages come from the snapshot their continue token names: no resourceVersion with them.
+        later = {k: v for k, v in first.items() if k != "resourceVersion"}
         objects: list[dict] = []
-        prepare = self._prepare
-        while True:
-            try:
-                body = await self.transport.get(self.path, params)
-            except ApiStatusError as err:
-                if not (err.gone and "continue" in params):
-                    raise
-                log.info("%s: continue token expired; listing everything in one request", self.name)
-                params = {k: v for k, v in first.items() if k != "limit"}
-                objects = []
-                continue
-            with gc_paused():
-                page = orjson.loads(body)
-                objects.extend(map(prepare, page.get("items") or ()))
-            meta = page.get("metadata") or {}
-            token = meta.get("continue")
-            if not token:
-                return objects, meta.get("resourceVersion", "")
-            # Later pages come from the snapshot the token names: no resourceVersion with them.
-            params = {k: v for k, v in first.items() if k not in ("resourceVersion", "resourceVersionMatch")}
-            params["continue"] = token
+        fetch = self._fetch(first)
+        continuing = False
+        try:
+            while True:
+                try:
+                    body = await fetch
+                except ApiStatusError as err:
+                    if not (err.gone and continuing):
+                        raise
+                    log.info("%s: continue token expired; listing everything in one request", self.name)
+                    objects, continuing = [], False
+                    fetch = self._fetch({k: v for k, v in first.items() if k != "limit"})
+                    continue
+                with gc_paused():
+                    page = orjson.loads(body)
+                meta = page.get("metadata") or {}
+                token = meta.get("continue")
+                if token:
+                    # Ask for the next page now, and let the request leave, so that the server
+                    # serves it while this one is being prepared.
+                    fetch, continuing = self._fetch({**later, "continue": token}), True
+                    await asyncio.sleep(0)
+                with gc_paused():
+                    objects.extend(map(self._prepare, page.get("items") or ()))
+                if not token:
+                    return objects, meta.get("resourceVersion", "")
+        finally:
+            _discard(fetch)
+
+    def _fetch(self, params: dict[str, str]) -> asyncio.Future[bytes]:
+        return asyncio.ensure_future(self.transport.get(self.path, params))
 
     # --- watch ----------------------------------------------------------------------------
 
@@ -172,7 +194,8 @@ class Reflector:
             async with watchdog:
                 while chunk := await response.content.readany():
                     watchdog.reschedule(loop.time() + limit)
-                    # Events are newline-delimited JSON; a chunk may end inside one.
+                    # Events are newline-delimited JSON; a chunk may end inside one (and a stream cut
+                    # inside one leaves a tail that is dropped: the re-watch sends that event again).
                     lines = (tail + chunk if tail else chunk).split(b"\n")
                     tail = lines.pop()
                     with gc_paused():

@@ -59,6 +59,9 @@ class Store:
     def objects(self) -> list[dict]:
         return list(self._items.values())
 
+    def items(self) -> list[tuple[str, dict]]:
+        return list(self._items.items())
+
     def by_index(self, name: str, value: str) -> list[dict]:
         items = self._items
         return [items[key] for key in self._index(name).get(value, ())]

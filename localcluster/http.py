@@ -213,6 +213,7 @@ class HttpApi:
         if token:
             list_rv, items = self._resume(token)
         else:
+            self._check_list_version(request)
             labels, fields = self._filter(request, target)
             list_rv = self.store.rv
             items = self.store.objects(rt.storage_key, target.namespace)
@@ -230,6 +231,13 @@ class HttpApi:
         if any(o.get("apiVersion") != rt.group_version for o in page[:1]):
             page = [self.api.present(rt, o) for o in page]
         return {"kind": rt.list_kind, "apiVersion": rt.group_version, "metadata": meta, "items": page}
+
+    def _check_list_version(self, request: web.Request) -> None:
+        """A paginated or Exact list at a given version is an etcd read at that revision: 410 once compacted."""
+        rv = request.query.get("resourceVersion", "")
+        exact = request.query.get("resourceVersionMatch") == "Exact" or bool(request.query.get("limit"))
+        if exact and rv.isdigit() and rv != "0" and int(rv) < self.store.compacted_rv:
+            raise errors.gone("The resourceVersion for the provided list is too old.")
 
     def _snapshot(self, list_rv: int, rest: list[dict]) -> str:
         self._next_snapshot += 1

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
 from informers import CONTROLLER_INDEX, NAMESPACE_INDEX, PODS, Store
-from informers.compact import Compactor
 from localcluster.selectors import parse_label_selector
 
 from .support import Pods, Recorder
@@ -93,29 +90,3 @@ def test_store_is_untouched_when_an_index_function_raises():
     with pytest.raises(KeyError):
         store.upsert("ns/a", meta("a", labels={}))
     assert len(store) == 0 and store.index_values(NAMESPACE_INDEX) == []
-
-
-def test_compactor_shares_equal_parts_and_changes_nothing():
-    compact = Compactor()
-    template = {"containers": [{"name": "main", "image": "img:1", "ports": [{"containerPort": 80}]}],
-                "flags": {"a": True, "b": 1, "c": 1.0, "d": -0.0, "e": None, "f": 0.0}}
-    first = {"metadata": {"name": "p1", "labels": {"app": "x"}}, "spec": copy.deepcopy(template)}
-    second = {"metadata": {"name": "p2", "labels": {"app": "x"}}, "spec": copy.deepcopy(template)}
-    originals = copy.deepcopy([first, second])
-    assert [compact(first), compact(second)] == originals
-    assert second["spec"] is first["spec"]
-    assert second["metadata"]["labels"] is first["metadata"]["labels"]
-    assert second["metadata"] is not first["metadata"]  # an object's own metadata is never shared
-    # Equal under == but not the same JSON: never merged.
-    other = {"metadata": {"name": "p3"}, "spec": {"flags": {"a": 1, "b": True, "c": 1, "d": 0.0, "e": None, "f": -0.0}}}
-    compact(other)
-    flags = other["spec"]["flags"]
-    assert [type(flags[k]) for k in "abc"] == [int, bool, int]
-    assert str(flags["d"]) == "0.0" and str(flags["f"]) == "-0.0"
-
-
-def test_compactor_table_is_bounded():
-    compact = Compactor(max_entries=8)
-    for i in range(100):
-        compact({"metadata": {"name": f"p{i}"}, "spec": {"n": i, "list": [i, {"x": i}]}})
-    assert len(compact._table) <= 8

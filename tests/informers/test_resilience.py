@@ -29,6 +29,8 @@ async def test_dropped_watch_resumes_without_a_relist(cluster, factory):
     Pods(cluster).create("after-drop")
     await rec.wait_for_names("add", ["after-drop"])
     assert informer.stats.watches >= 2
+    # Closed within a second of opening, before any event: counted as a failure, and backed off.
+    assert informer.stats.errors == 1 and informer.stats.last_error.startswith("ShortWatch")
     assert requests(cluster, "list") == 1 and informer.stats.relists == 0
 
 
@@ -153,3 +155,23 @@ async def test_crashed_informer_is_restarted_and_reported(cluster, factory):
     assert informer.stats.relists == 1  # the restart relisted: that is how "b" arrived
     assert rec.names("add") == ["a", "b"]  # and nothing was delivered twice
     assert factory.healthy()
+
+
+async def test_an_informer_that_keeps_crashing_is_not_healthy(cluster, factory):
+    def transform(obj: dict) -> dict:
+        if obj["metadata"]["name"] == "poison":
+            raise ValueError("cannot digest this one")
+        return obj
+
+    pods = Pods(cluster)
+    pods.create("a")
+    informer, rec = await start(factory, factory.informer(PODS, transform=transform))
+    pods.create("poison")  # every relist meets it again
+    await wait_until(lambda: informer.stats.restarts >= 3, what="repeated crashes")
+    assert not informer.healthy() and not factory.healthy()
+    assert informer.status().last_error == "ValueError: cannot digest this one"
+    pods.delete("poison")
+    pods.create("b")
+    await rec.wait_for_names("add", ["b"], timeout=5)
+    assert informer.healthy()
+    assert "poison" not in rec.names("add")

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from informers import PODS, InformerFactory, Resource, SyncTimeoutError
+from informers import PODS, SERVICES, InformerFactory, Resource, SyncTimeoutError
 
 from .support import Pods, Recorder, requests, wait_until
 
@@ -59,6 +59,11 @@ async def test_factory_shares_one_informer_per_resource_namespace_and_selector(c
     assert factory.lister(PODS) is first.lister
     with pytest.raises(ValueError, match="another transform"):
         factory.informer(PODS, transform=lambda obj: obj)
+    small = dataclasses.replace(factory.options, compact=False)
+    services = factory.informer(SERVICES, options=small)
+    assert services.options is small and factory.informer(SERVICES) is services
+    with pytest.raises(ValueError, match="other options"):
+        factory.informer(SERVICES, options=factory.options)
 
     one, two = Recorder(), Recorder()
     one.register(factory.informer(PODS))
@@ -68,9 +73,9 @@ async def test_factory_shares_one_informer_per_resource_namespace_and_selector(c
     Pods(cluster).create("a")
     await one.wait_for_names("add", ["a"])
     await two.wait_for_names("add", ["a"])
-    # Three informers in all (cluster-wide, one namespace, one selector): one list each.
+    # Three pod informers (cluster-wide, one namespace, one selector): one list each.
     assert requests(cluster, "list") == 3
-    assert len(factory.informers) == 3
+    assert len(factory.informers) == 4
 
 
 async def test_wait_for_sync_names_the_resource_that_did_not_sync(cluster, factory):

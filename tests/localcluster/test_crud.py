@@ -216,3 +216,15 @@ async def test_dry_run_stores_nothing(core):
     assert created.metadata.name == "a"
     with pytest.raises(ApiException):
         await core.read_namespaced_pod("a", "default")
+
+
+async def test_paginated_list_at_a_compacted_version_is_410(cluster, core):
+    first = await core.create_namespaced_pod("default", pod("a"))
+    await core.create_namespaced_pod("default", pod("b"))
+    cluster.expire_history()
+    with pytest.raises(ApiException) as exc:
+        await core.list_namespaced_pod("default", limit=1, resource_version=first.metadata.resource_version)
+    assert exc.value.status == 410
+    # Without a limit the watch cache serves it (NotOlderThan semantics), as the real server does.
+    everything = await core.list_namespaced_pod("default", resource_version=first.metadata.resource_version)
+    assert len(everything.items) == 2
