@@ -28,7 +28,7 @@ from .events import EventRecorder
 from .kube import KubeClient
 from .metrics import ControllerMetrics
 from .models import GROUP, PLURAL, VERSION
-from .reconciler import Reconciler, owner_key
+from .reconciler import STUCK_TERMINATING_AFTER, Reconciler, owner_key
 
 log = structlog.get_logger("controller")
 
@@ -48,6 +48,7 @@ class ControllerConfig:
     podgroups: bool = True  # watch PodGroups (needs their CRD installed)
     informer_options: InformerOptions | None = None
     shutdown_timeout: float = 10.0
+    stuck_terminating_after: float = STUCK_TERMINATING_AFTER  # then a terminating pod is force-deleted
     identity: str = ""
 
 
@@ -66,7 +67,8 @@ class Controller:
         self.podgroups = self.factory.informer(PODGROUPS, ns) if config.podgroups else None
         self.recorder = EventRecorder(self.client, host=config.identity or socket.gethostname())
         self.reconciler = Reconciler(self.client, self.jobs.lister, self.pods.lister, self.services.lister,
-                                     self.podgroups.lister if self.podgroups else None, self.recorder)
+                                     self.podgroups.lister if self.podgroups else None, self.recorder,
+                                     stuck_after=config.stuck_terminating_after)
         self._workers: list[asyncio.Task] = []
         self._phases: dict[str, str] = {}
         self._register_handlers()

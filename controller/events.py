@@ -1,9 +1,12 @@
-"""Kubernetes Events on GenericJobs: best effort, deduplicated, never blocking a reconcile.
+"""Kubernetes Events on GenericJobs: best effort, aggregated, never blocking a reconcile.
 
 A reconcile hands events over with `record()` (synchronous, after the status write they describe
-succeeded); one background task writes them. An identical event (same job, type, reason and
-message) within `dedupe_seconds` is dropped, and the queue is bounded, so a conflict storm or a
-flapping replica cannot flood the API server.
+succeeded); one background task writes them. An event identical to one sent for the same job
+within `dedupe_seconds` (same type, reason and message) is not a new Event object: the existing one
+gets its `count` and `lastTimestamp` bumped, as client-go's correlator does, so `kubectl describe`
+shows "x2" for a pod created twice instead of losing the second. Repeats that arrive before their
+PATCH is sent share it, and the queue is bounded, so a conflict storm or a flapping replica cannot
+flood the API server.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import contextlib
 import time
 import uuid
 from collections import OrderedDict, deque
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import structlog
@@ -23,6 +27,23 @@ log = structlog.get_logger("controller.events")
 COMPONENT = "genericjob-controller"
 
 
+@dataclass
+class _Sent:
+    """An Event object already asked for, and its repeats since."""
+
+    namespace: str
+    name: str
+    first_seen: float  # monotonic
+    count: int = 1
+    last_timestamp: str = ""
+    patch_queued: bool = False
+    created: bool = False  # False until the create succeeded: nothing to patch before
+
+
+def _stamp() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 class EventRecorder:
     def __init__(self, client: KubeClient, *, max_queue: int = 10_000, dedupe_seconds: float = 600.0,
                  host: str = "") -> None:
@@ -30,8 +51,9 @@ class EventRecorder:
         self.max_queue = max_queue
         self.dedupe_seconds = dedupe_seconds
         self.host = host
-        self._queue: deque[dict] = deque()
-        self._recent: OrderedDict[tuple, float] = OrderedDict()
+        # ("create", event, sent) or ("patch", None, sent), in the order recorded.
+        self._queue: deque[tuple[str, dict | None, _Sent]] = deque()
+        self._recent: OrderedDict[tuple, _Sent] = OrderedDict()
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -41,32 +63,44 @@ class EventRecorder:
 
     def record(self, job: dict, event_type: str, reason: str, message: str) -> None:
         meta = job["metadata"]
+        message = message[:1024]
         key = (meta["uid"], event_type, reason, message)
         now = time.monotonic()
-        seen = self._recent.get(key)
-        if seen is not None and now - seen < self.dedupe_seconds:
+        sent = self._recent.get(key)
+        if sent is not None and now - sent.first_seen < self.dedupe_seconds:
+            sent.count += 1
+            sent.last_timestamp = _stamp()
+            if not sent.patch_queued:
+                sent.patch_queued = self._enqueue(("patch", None, sent))
             return
-        self._recent[key] = now
+        event = self._event(job, event_type, reason, message)
+        sent = _Sent(meta["namespace"], event["metadata"]["name"], now, last_timestamp=event["lastTimestamp"])
+        if not self._enqueue(("create", event, sent)):
+            return
+        self._recent[key] = sent
         self._recent.move_to_end(key)
         while len(self._recent) > self.max_queue:
             self._recent.popitem(last=False)
+
+    def _enqueue(self, item: tuple[str, dict | None, _Sent]) -> bool:
         if len(self._queue) >= self.max_queue:
             self.dropped += 1
-            return
-        self._queue.append(self._event(job, event_type, reason, message))
+            return False
+        self._queue.append(item)
         self._idle.clear()
         self._wake.set()
+        return True
 
     def _event(self, job: dict, event_type: str, reason: str, message: str) -> dict:
         meta = job["metadata"]
-        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        stamp = _stamp()
         return {
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}", "namespace": meta["namespace"]},
             "involvedObject": {"apiVersion": job["apiVersion"], "kind": job["kind"], "name": meta["name"],
                                "namespace": meta["namespace"], "uid": meta["uid"],
                                "resourceVersion": meta.get("resourceVersion", "")},
-            "type": event_type, "reason": reason, "message": message[:1024],
+            "type": event_type, "reason": reason, "message": message,
             "source": {"component": COMPONENT, "host": self.host},
             "reportingComponent": COMPONENT, "reportingInstance": self.host,
             "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
@@ -90,11 +124,19 @@ class EventRecorder:
             await self._wake.wait()
             self._wake.clear()
             while self._queue:
-                event = self._queue.popleft()
+                action, event, sent = self._queue.popleft()
                 try:
-                    await self.client.create_event(event)
+                    if action == "create":
+                        await self.client.create_event(event)
+                        sent.created = True
+                    else:
+                        sent.patch_queued = False
+                        if not sent.created:
+                            continue  # its create failed: the repeat goes the same way
+                        await self.client.patch_event(sent.namespace, sent.name,
+                                                      {"count": sent.count, "lastTimestamp": sent.last_timestamp})
                     self.sent += 1
                 except Exception as exc:  # best effort: an event is never worth a retry storm
                     self.dropped += 1
-                    log.debug("event not sent", reason=event["reason"], error=str(exc))
+                    log.debug("event not sent", action=action, name=sent.name, error=str(exc))
             self._idle.set()

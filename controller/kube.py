@@ -17,7 +17,7 @@ import orjson
 from kubernetes_asyncio.client import ApiClient
 
 from informers import ApiStatusError
-from informers.transport import _status_error as status_error
+from informers.transport import status_error
 
 from . import podgroup
 from .models import GROUP, PLURAL, VERSION
@@ -105,6 +105,10 @@ class KubeClient:
     async def create_event(self, event: dict) -> None:
         await self._call("create", "events", "POST", f"/api/v1/namespaces/{event['metadata']['namespace']}/events",
                          event)
+
+    async def patch_event(self, namespace: str, name: str, changes: dict) -> None:
+        await self._call("patch", "events", "PATCH", f"/api/v1/namespaces/{namespace}/events/{name}", changes,
+                         content_type="application/merge-patch+json")
 
 
 def _collection(resource: str, namespace: str) -> str:

@@ -42,8 +42,7 @@ from kubernetes_asyncio.client import ApiClient
 from prometheus_client import CollectorRegistry, Gauge
 
 from informers import ApiStatusError
-from informers.transport import TRANSIENT_ERRORS
-from informers.transport import _status_error as status_error
+from informers.transport import TRANSIENT_ERRORS, status_error
 
 log = structlog.get_logger("leader")
 

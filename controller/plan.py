@@ -78,12 +78,36 @@ def plan_invalid(status: dict, pods: list[dict], message: str, now: str) -> Plan
         return Plan(old, terminal=True)
     delete = [(p["metadata"]["name"], st.pod_uid(p), CLEANUP) for p in pods
               if st.pod_phase(p) not in st.FINISHED and not st.is_terminating(p)]
+    records = _invalid_records(old, pods, {uid for _, uid, _ in delete})
     if already_finished:
-        return Plan(old, delete=delete, terminal=True)
+        return Plan({**old, **records}, delete=delete, terminal=True)
     conditions = st.set_condition(conditions, st.RUNNING, False, "Failed", "The job has finished.", now)
     conditions = st.finished_conditions(conditions, succeeded=False, reason="InvalidSpec", message=message, now=now)
-    new = {**old, "phase": str(JobPhase.FAILED), "conditions": conditions, "completionTime": now}
+    new = {**old, **records, "phase": str(JobPhase.FAILED), "conditions": conditions, "completionTime": now}
     return Plan(new, delete=delete, events=[(WARNING, "InvalidSpec", message)], terminal=True)
+
+
+def _invalid_records(old: dict, pods: list[dict], deleting: set[str]) -> dict:
+    """The replica records of a job whose spec is invalid, kept in step with its pods: there is no
+    spec to say which replicas exist, so the stored ones are described; those whose pod is being
+    deleted, or is gone, are Deleted. Empty when the job never had a status of its replicas."""
+    if not old.get("tasks"):
+        return {}
+    by_name = {p["metadata"]["name"]: p for p in pods}
+    by_type = []
+    for task in old["tasks"]:
+        records = []
+        for raw in task.get("replicas") or ():
+            record = st.read_record(raw, raw.get("name") or "")
+            pod = by_name.get(record["name"])
+            if pod is None or st.pod_uid(pod) in deleting or st.is_terminating(pod):
+                records.append({**record, "phase": st.DELETED})
+            else:
+                records.append(st.observed(record, pod))
+        by_type.append((task.get("type") or "", records))
+    tasks = st.tasks(by_type)
+    return {"tasks": tasks, "aggregate": st.aggregate(r for _, records in by_type for r in records),
+            "backoffCount": sum(t["restartCount"] for t in tasks)}
 
 
 # --- the replicas -------------------------------------------------------------------------------

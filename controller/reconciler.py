@@ -4,7 +4,11 @@ Level-triggered and idempotent. The plan (plan.py) is pure; this module does the
 - the status goes first, through the status subresource with the cached resourceVersion, so a
   restart is counted before its pod is touched and a stale cache gets a quiet 409 and a requeue;
 - then pod deletes (with uid preconditions), Service and PodGroup upkeep, pod creates;
-- then Events, which only ever describe writes that succeeded.
+- then Events, which only ever describe writes that succeeded;
+- last, pods stuck terminating past their grace period (a lost node) are force-deleted, since the
+  replacement of a replica has the same name and cannot exist before the old pod is gone.
+A reconcile asks for a timed wake-up only for what no watch event would announce: a stuck pod's
+deadline, or a pod name held by another owner.
 Expectations remember the creates and deletes in flight, so a cache that has not yet seen them does
 not make the same request twice.
 """
@@ -23,7 +27,7 @@ from . import podgroup, services
 from .events import EventRecorder
 from .kube import KubeClient
 from .models import TERMINAL_PHASES, CleanUpPolicy, GenericJob
-from .naming import replica_name, replica_of
+from .naming import controller_uid, replica_name, replica_of
 from .plan import NORMAL, WARNING, Plan, plan, plan_invalid
 from .pods import desired_pod
 from .validation import SpecError, invalid_spec_message, parse, validate
@@ -31,6 +35,10 @@ from .validation import SpecError, invalid_spec_message, parse, validate
 log = structlog.get_logger("controller.reconciler")
 
 EXPECTATION_TTL = 60.0  # seconds before an unobserved create/delete is assumed lost and retried
+# A pod name held by a pod that is not the job's: no event of ours announces when it goes, so look again.
+NAME_TAKEN_RETRY = 1.0
+# Seconds a pod may stay terminating after its grace period ended before it is force-deleted.
+STUCK_TERMINATING_AFTER = 60.0
 
 
 @dataclass(frozen=True)
@@ -88,14 +96,17 @@ class Expectations:
 
 class Reconciler:
     def __init__(self, client: KubeClient, jobs: Lister, pods: Lister, services_lister: Lister,
-                 podgroups: Lister | None, recorder: EventRecorder, *, now=utc_now) -> None:
+                 podgroups: Lister | None, recorder: EventRecorder, *, now=utc_now, clock=time.time,
+                 stuck_after: float = STUCK_TERMINATING_AFTER) -> None:
         self.client = client
         self.jobs = jobs
         self.pods = pods
         self.services = services_lister
         self.podgroups = podgroups
         self.recorder = recorder
-        self.now = now
+        self.now = now  # the timestamps written in the status
+        self.clock = clock  # wall-clock seconds, to compare with deletionTimestamps
+        self.stuck_after = stuck_after
         self.expectations = Expectations()
         # uid -> (generation, parsed job or spec errors): a job is parsed once per generation.
         self._parsed: dict[str, tuple[int, GenericJob | list[SpecError]]] = {}
@@ -132,16 +143,23 @@ class Reconciler:
         if written is None:
             return Result(requeue_after=0.0)
         await self._delete_pods(obj, the_plan)
+        wake_ups: list[float] = []  # seconds until something not announced by any event needs a look
         if isinstance(job, GenericJob):
-            await self._sync_services(obj, job, the_plan)
-            await self._sync_podgroup(obj, job, the_plan)
-            if not the_plan.terminal:
-                await self._create_pods(obj, job, the_plan)
+            # A paused job makes nothing new (a job created paused has no Services or PodGroup until
+            # resumed); what it already has is kept for the resume.
+            making = not the_plan.terminal and not job.spec.run_mode.paused
+            await self._sync_services(obj, job, the_plan, making)
+            await self._sync_podgroup(obj, job, the_plan, making)
+            if not the_plan.terminal and not await self._create_pods(obj, job, the_plan):
+                wake_ups.append(NAME_TAKEN_RETRY)
         else:
             await self._remove_services_and_podgroup(obj)
         for event_type, reason, message in the_plan.events:
             self.recorder.record(written, event_type, reason, message)
-        return DONE
+        stuck_check = await self._force_delete_stuck(obj, pods)
+        if stuck_check is not None:
+            wake_ups.append(stuck_check)
+        return Result(requeue_after=min(wake_ups)) if wake_ups else DONE
 
     def forget(self, uid: str) -> None:
         self._parsed.pop(uid, None)
@@ -201,8 +219,11 @@ class Reconciler:
                     raise
             self.expectations.expect_delete(job_uid, uid)
 
-    async def _create_pods(self, obj: dict, job: GenericJob, the_plan: Plan) -> None:
+    async def _create_pods(self, obj: dict, job: GenericJob, the_plan: Plan) -> bool:
+        """Creates the planned pods; False when a name is taken by a pod that is not (or not yet
+        known to be) the job's, so the reconcile must look again later."""
         job_uid = obj["metadata"]["uid"]
+        all_made = True
         for replica_type, rank, mode in the_plan.create:
             name = replica_name(job.name, replica_type, rank)
             if self.expectations.creating(job_uid, name):
@@ -210,7 +231,15 @@ class Reconciler:
             try:
                 await self.client.create("pods", desired_pod(job, replica_type, rank, mode=mode))
             except ApiStatusError as err:
-                if err.code == 409:  # the old pod with this name is still going away, or the cache lags
+                if err.code == 409:
+                    # The cache lags (our pod's event is on its way), or another owner holds the name:
+                    # that pod is never touched, and only a retry notices when it has gone.
+                    holder = self.pods.get(f"{job.namespace}/{name}")
+                    if holder is None or controller_uid(holder) != job_uid:
+                        all_made = False
+                        if holder is not None:
+                            self.recorder.record(obj, WARNING, "FailedCreate", f"Error creating pod {name}: a pod "
+                                                 "of that name exists and is not controlled by this job")
                     continue
                 if err.code == 422:
                     self.recorder.record(obj, WARNING, "FailedCreate", f"Error creating pod {name}: {err.message}")
@@ -218,10 +247,41 @@ class Reconciler:
                 raise
             self.expectations.expect_create(job_uid, name)
             self.recorder.record(obj, NORMAL, "SuccessfulCreate", f"Created pod: {name}")
+        return all_made
+
+    async def _force_delete_stuck(self, obj: dict, pods: list[dict]) -> float | None:
+        """Force-deletes pods still terminating `stuck_after` seconds past the end of their grace period.
+
+        Such a pod is on a node that is gone or not answering, and it blocks its replica: the
+        replacement has the same name, so it cannot be made while the old pod exists. Returns the
+        seconds until the next terminating pod would be overdue (a wake-up, since its kubelet may
+        never send another event), or None when no pod is terminating.
+        """
+        next_check = None
+        now = self.clock()
+        for pod in pods:
+            meta = pod["metadata"]
+            deadline = meta.get("deletionTimestamp")
+            if not deadline:
+                continue
+            overdue = now - (_epoch(deadline) + self.stuck_after)
+            if overdue < 0:
+                next_check = -overdue if next_check is None else min(next_check, -overdue)
+                continue
+            try:
+                await self.client.force_delete("pods", meta["namespace"], meta["name"], meta["uid"])
+            except ApiStatusError as err:
+                if err.code not in (404, 409):  # gone at last, or the name holds a newer pod
+                    raise
+                continue
+            self.recorder.record(obj, WARNING, "ForceDeleted", f"Force-deleted pod {meta['name']}: still "
+                                 f"terminating {overdue + self.stuck_after:.0f}s after its grace period ended "
+                                 "(its node may be lost)")
+        return next_check
 
     # --- services and the PodGroup --------------------------------------------------------
 
-    async def _sync_services(self, obj: dict, job: GenericJob, the_plan: Plan) -> None:
+    async def _sync_services(self, obj: dict, job: GenericJob, the_plan: Plan, making: bool) -> None:
         namespace = obj["metadata"]["namespace"]
         existing = {s["metadata"]["name"]: s for s in self.services.controlled_by(job.uid)}
         wanted = self._wanted_services(job, the_plan)
@@ -229,7 +289,7 @@ class Reconciler:
             if name not in wanted:
                 await self._delete_quietly("services", namespace, name, svc["metadata"]["uid"])
         for name, (replica_type, rank) in wanted.items():
-            if name in existing:
+            if name in existing or not making:
                 continue
             body = services.desired_service(job, replica_type, rank)
             try:
@@ -252,7 +312,7 @@ class Reconciler:
             wanted = {name: replica for name, replica in wanted.items() if name not in deleted}
         return wanted
 
-    async def _sync_podgroup(self, obj: dict, job: GenericJob, the_plan: Plan) -> None:
+    async def _sync_podgroup(self, obj: dict, job: GenericJob, the_plan: Plan, making: bool) -> None:
         if self.podgroups is None:
             return
         desired = podgroup.desired_podgroup(job)
@@ -262,7 +322,7 @@ class Reconciler:
             for pg in current:
                 await self._delete_quietly("podgroups", job.namespace, pg["metadata"]["name"], pg["metadata"]["uid"])
             return
-        if not current and not the_plan.terminal:
+        if not current and making:
             try:
                 await self.client.create("podgroups", desired)
             except ApiStatusError as err:
@@ -282,6 +342,10 @@ class Reconciler:
         except ApiStatusError as err:
             if err.code not in (404, 409):
                 raise
+
+
+def _epoch(timestamp: str) -> float:
+    return datetime.fromisoformat(timestamp).timestamp()
 
 
 def _key(obj: dict) -> str:

@@ -71,11 +71,11 @@ class Transport:
             path, "GET", query_params=list(params.items()), header_params=dict(_HEADERS),
             auth_settings=_AUTH, _preload_content=False, _request_timeout=timeout)
         if response.status >= 400:
-            raise await _status_error(response)
+            raise await status_error(response)
         return response
 
 
-async def _status_error(response: aiohttp.ClientResponse) -> ApiStatusError:
+async def status_error(response: aiohttp.ClientResponse) -> ApiStatusError:
     try:
         body = await response.read()
     finally:

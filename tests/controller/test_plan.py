@@ -595,3 +595,19 @@ def test_plan_invalid_leaves_a_job_that_finished_before_alone():
     status = step(job, status, pods, at(6)).status
     result = plan_invalid(status, pods.list(), "bad", at(7))
     assert result.status == status and result.delete == [] and result.events == []
+
+
+def test_plan_invalid_keeps_the_replica_records_in_step_with_the_pods():
+    """A running job whose spec is edited into an invalid one: its replica records follow its pods."""
+    job = make_job(("worker", 3))
+    pods = Pods()
+    status = start(job, pods)
+    pods.set("worker", 2, "Succeeded")
+    live = pods.list()
+    result = plan_invalid(status, live, "bad", at(10))
+    phases = {r["name"]: r["phase"] for t in result.status["tasks"] for r in t["replicas"]}
+    assert phases == {f"{JOB}-worker-0": "Deleted", f"{JOB}-worker-1": "Deleted", f"{JOB}-worker-2": "Succeeded"}
+    assert result.status["aggregate"]["deleted"] == 2 and result.status["aggregate"]["succeeded"] == 1
+    # The deleted pods terminating, then gone: nothing changes any more.
+    again = plan_invalid(result.status, [p for p in live if p["status"]["phase"] == "Succeeded"], "bad", at(11))
+    assert again.status == result.status and again.delete == [] and again.events == []

@@ -1,9 +1,13 @@
-"""End-to-end fixtures: localcluster with the project's CRDs and the scripted pod runner, the controller in-process."""
+"""End-to-end fixtures: localcluster with the project's CRDs and the scripted pod runner, the controller in-process.
+
+Tests synchronise by polling the API (`jobs.wait*`, `until`) with timeouts, never by sleeping.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -11,6 +15,9 @@ from kubernetes_asyncio import client
 
 from controller.controller import Controller, ControllerConfig
 from controller.models import GROUP, PLURAL, VERSION
+from controller.podgroup import GROUP as PG_GROUP
+from controller.podgroup import PLURAL as PG_PLURAL
+from controller.podgroup import VERSION as PG_VERSION
 from informers import BackoffPolicy, InformerOptions
 from localcluster import LocalCluster
 from localcluster.runner import SCRIPT_ANNOTATION
@@ -19,6 +26,10 @@ CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"
 FAST = InformerOptions(watch_timeout=(30.0, 60.0), watchdog_timeout=5.0, request_timeout=5.0,
                        backoff=BackoffPolicy(initial=0.02, cap=0.2, reset_after=5.0))
 MERGE = "application/merge-patch+json"
+LABEL_JOB_NAME = "genericjob.batch.tensorstack.dev/name"
+QUICK = {"run_for": 0.05, "exit_code": 0}  # a pod that succeeds at once
+FAIL = {"run_for": 0.05, "exit_code": 1}  # a pod that fails at once
+FOREVER: dict = {}  # a pod that runs until deleted
 
 
 @pytest.fixture
@@ -33,27 +44,136 @@ def config() -> ControllerConfig:
     return ControllerConfig(workers=4, qps=0, informer_options=FAST, shutdown_timeout=5.0)
 
 
+class Controllers:
+    """Controllers run in-process against one cluster; a test may stop one and start another, as
+    a crash and a restart (or a leader change) would."""
+
+    def __init__(self, api_client, config: ControllerConfig) -> None:
+        self.api_client = api_client
+        self.config = config
+        self.running: list[Controller] = []
+        self.reconciles: Counter[str] = Counter()  # by job key, over every controller started here
+
+    async def start(self) -> Controller:
+        made = Controller(self.api_client, self.config)
+        self._count_reconciles(made)
+        await made.start(sync_timeout=10)
+        self.running.append(made)
+        return made
+
+    async def stop(self, which: Controller | None = None) -> None:
+        which = which or self.running[-1]
+        self.running.remove(which)
+        await which.stop()
+
+    async def restart(self) -> Controller:
+        await self.stop()
+        return await self.start()
+
+    async def close(self) -> None:
+        while self.running:
+            await self.stop()
+
+    def _count_reconciles(self, made: Controller) -> None:
+        reconcile = made.reconciler.reconcile
+
+        async def counted(key: str):
+            self.reconciles[key] += 1
+            return await reconcile(key)
+
+        made.reconciler.reconcile = counted
+
+    def idle(self) -> bool:
+        """Nothing queued or being worked on by any running controller (delayed adds aside), and
+        every Event recorded has been sent."""
+        return all(len(c.queue) == 0 and not c.queue._processing and c.recorder._idle.is_set()
+                   for c in self.running)
+
+
 @pytest.fixture
-async def controller(api_client, config):
-    made = Controller(api_client, config)
-    await made.start(sync_timeout=10)
+async def controllers(api_client, config):
+    made = Controllers(api_client, config)
     yield made
-    await made.stop()
+    await made.close()
 
 
-def genericjob(name: str, replicas: dict[str, int] | None = None, script=None, **spec) -> dict:
-    """A GenericJob whose pods follow `script` (localcluster's scripted runner), `{type: count}` replicas."""
+@pytest.fixture
+async def controller(controllers):
+    return await controllers.start()
+
+
+def template(script=None, command=None, **pod_spec) -> dict:
     annotations = {SCRIPT_ANNOTATION: json.dumps(script)} if script is not None else {}
+    container = {"name": "main", "image": "busybox:1.36",
+                 "command": command or ["sh", "-c", "echo $(type) $(rank)"]}
+    return {"metadata": {"annotations": annotations}, "spec": {"containers": [container], **pod_spec}}
+
+
+def genericjob(name: str, replicas: dict[str, int] | None = None, script=None, restart=None, **spec) -> dict:
+    """A GenericJob whose pods follow `script` (localcluster's scripted runner), `{type: count}` replicas.
+
+    `script` may be one script for every pod, or `{type: script}`; without one, pods follow the
+    scripts set with `cluster.runner.set_script` (see `scripts`), else run until deleted.
+    `restart` is a `restartPolicy` for every type, or `{type: restartPolicy}`."""
     replica_specs = []
     for replica_type, count in (replicas or {"worker": 1}).items():
-        replica_specs.append({
-            "type": replica_type, "replicas": count,
-            "template": {"metadata": {"annotations": annotations},
-                         "spec": {"containers": [{"name": "main", "image": "busybox:1.36",
-                                                  "command": ["sh", "-c", "echo $(type) $(rank)"]}]}},
-        })
+        own = script.get(replica_type) if _by_type(script, replicas) else script
+        entry = {"type": replica_type, "replicas": count, "template": template(own)}
+        policy = restart.get(replica_type) if _by_type(restart, replicas) else restart
+        if policy is not None:
+            entry["restartPolicy"] = policy
+        replica_specs.append(entry)
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "GenericJob", "metadata": {"name": name},
             "spec": {"replicaSpecs": replica_specs, **spec}}
+
+
+def _by_type(value, replicas) -> bool:
+    return isinstance(value, dict) and bool(value) and set(value) <= set(replicas or {"worker": 1})
+
+
+def scripts(cluster, job: str, per_pod: dict[str, dict | list], namespace: str = "default") -> None:
+    """Scripts by pod-name suffix (fnmatch), e.g. `{"worker-0": QUICK, "worker-*": FOREVER}`: the first
+    pattern that matches a pod wins, and these win over scripts set before."""
+    for suffix, script in reversed(per_pod.items()):
+        cluster.runner.set_script(f"{namespace}/{job}-{suffix}", script)
+
+
+def status(job: dict) -> dict:
+    return job.get("status") or {}
+
+
+def phase(job: dict) -> str | None:
+    return status(job).get("phase")
+
+
+def condition(job: dict, kind: str) -> dict | None:
+    return next((c for c in status(job).get("conditions") or () if c["type"] == kind), None)
+
+
+def replicas(job: dict) -> dict[str, dict]:
+    """The replica records of the status, by pod name."""
+    return {r["name"]: r for t in status(job).get("tasks") or () for r in t.get("replicas") or ()}
+
+
+def task(job: dict, replica_type: str) -> dict:
+    """The status task of a type; {} before the controller has written one."""
+    return next((t for t in status(job).get("tasks") or () if t["type"] == replica_type), {})
+
+
+async def until(check, timeout: float = 10.0, what: str = "condition"):
+    """Poll `check()` (sync or async) until it returns something truthy; return that."""
+    last = None
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                last = check()
+                if asyncio.iscoroutine(last):
+                    last = await last
+                if last:
+                    return last
+                await asyncio.sleep(0.02)
+    except TimeoutError:
+        pytest.fail(f"{what} not reached in {timeout}s (last: {last!r})")
 
 
 class Jobs:
@@ -90,24 +210,97 @@ class Jobs:
             pytest.fail(f"job {name} did not reach the expected state in {timeout}s; status: "
                         f"{json.dumps(job.get('status'), indent=1)}")
 
-    async def wait_phase(self, name: str, phase: str, timeout: float = 10.0, namespace: str = "default") -> dict:
-        return await self.wait(name, lambda j: (j.get("status") or {}).get("phase") == phase, timeout, namespace)
+    async def wait_phase(self, name: str, wanted: str, timeout: float = 10.0, namespace: str = "default") -> dict:
+        return await self.wait(name, lambda j: phase(j) == wanted, timeout, namespace)
+
+    async def wait_replica(self, name: str, pod: str, predicate, timeout: float = 10.0,
+                           namespace: str = "default") -> dict:
+        """Poll the job until the record of replica `pod` (a pod name) satisfies `predicate`."""
+        return await self.wait(name, lambda j: pod in replicas(j) and predicate(replicas(j)[pod]), timeout,
+                               namespace)
 
     async def pods(self, name: str, namespace: str = "default") -> list:
-        listed = await self.core.list_namespaced_pod(
-            namespace, label_selector=f"genericjob.batch.tensorstack.dev/name={name}")
+        listed = await self.core.list_namespaced_pod(namespace, label_selector=f"{LABEL_JOB_NAME}={name}")
         return sorted(listed.items, key=lambda p: p.metadata.name)
 
+    async def pod(self, name: str, namespace: str = "default"):
+        return await self.core.read_namespaced_pod(name, namespace)
+
+    async def wait_pods(self, name: str, predicate, timeout: float = 10.0, namespace: str = "default") -> list:
+        """Poll the job's pods until `predicate(pods)` holds; return them."""
+        found: list = []
+
+        async def check():
+            nonlocal found
+            found = await self.pods(name, namespace)
+            return predicate(found)
+
+        await until(check, timeout, f"pods of {name}")
+        return found
+
     async def services(self, name: str, namespace: str = "default") -> list:
-        listed = await self.core.list_namespaced_service(
-            namespace, label_selector=f"genericjob.batch.tensorstack.dev/name={name}")
+        listed = await self.core.list_namespaced_service(namespace, label_selector=f"{LABEL_JOB_NAME}={name}")
         return sorted(listed.items, key=lambda s: s.metadata.name)
+
+    async def podgroups(self, namespace: str = "default") -> list[dict]:
+        listed = await self.custom.list_namespaced_custom_object(PG_GROUP, PG_VERSION, namespace, PG_PLURAL)
+        return listed["items"]
 
     async def events(self, name: str, namespace: str = "default") -> list:
         listed = await self.core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}")
         return listed.items
 
+    async def wait_event(self, name: str, reason: str, timeout: float = 10.0, namespace: str = "default",
+                         count: int = 1) -> list:
+        """Poll until the job has at least `count` Events with `reason`; return those Events. (Events are
+        sent in the background after the status write they describe, so they may trail it.)"""
+        async def check():
+            found = [e for e in await self.events(name, namespace) if e.reason == reason]
+            return found if len(found) >= count else None
+
+        return await until(check, timeout, f"{count} event(s) {reason} on {name}")
+
 
 @pytest.fixture
 def jobs(api_client) -> Jobs:
     return Jobs(api_client)
+
+
+class PodHistory:
+    """Every pod the cluster ever stored, seen from inside localcluster's store (not through the
+    controller's eyes): the uids created under each name, in order, and the uids deleted."""
+
+    def __init__(self) -> None:
+        self.created: dict[str, list[str]] = {}
+        self.deleted: set[str] = set()
+
+    def on_event(self, ev) -> None:
+        if ev.key != ("", "pods"):
+            return
+        meta = ev.obj["metadata"]
+        if ev.type == "ADDED":
+            self.created.setdefault(meta["name"], []).append(meta["uid"])
+        elif ev.type == "DELETED":
+            self.deleted.add(meta["uid"])
+
+    def uids(self, name: str) -> list[str]:
+        return self.created.get(name, [])
+
+    def total(self) -> int:
+        return sum(len(uids) for uids in self.created.values())
+
+
+@pytest.fixture
+def history(cluster) -> PodHistory:
+    made = PodHistory()
+    cluster.store.subscribe(made.on_event)
+    return made
+
+
+async def finish_pod(jobs: Jobs, name: str, exit_code: int, namespace: str = "default") -> None:
+    """Play the kubelet: end a running pod with `exit_code` (for pods whose script runs forever)."""
+    terminated = {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error"}
+    body = {"status": {"phase": "Succeeded" if exit_code == 0 else "Failed",
+                       "containerStatuses": [{"name": "main", "image": "busybox:1.36", "imageID": "", "ready": False,
+                                              "restartCount": 0, "state": {"terminated": terminated}}]}}
+    await jobs.core.patch_namespaced_pod_status(name, namespace, body, _content_type=MERGE)

@@ -1,10 +1,11 @@
-"""The user guide's first example, end to end."""
+"""The smallest job, end to end."""
 
 from __future__ import annotations
 
+from .conftest import QUICK, genericjob
+
 
 async def test_job_succeeds_when_its_pods_do(controller, jobs):
-    await jobs.submit(__import__("tests.e2e.conftest", fromlist=["genericjob"]).genericjob(
-        "hello", {"worker": 2}, script={"run_for": 0.05, "exit_code": 0}))
+    await jobs.submit(genericjob("hello", {"worker": 2}, script=QUICK))
     done = await jobs.wait_phase("hello", "Succeeded")
     assert done["status"]["aggregate"]["succeeded"] == 2

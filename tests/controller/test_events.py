@@ -1,0 +1,81 @@
+"""The event recorder: aggregation of repeats into one Event's count, bounds, and best effort."""
+
+from __future__ import annotations
+
+import asyncio
+
+from controller.events import EventRecorder
+
+JOB = {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "GenericJob",
+       "metadata": {"name": "job", "namespace": "ns", "uid": "u1", "resourceVersion": "7"}}
+
+
+class FakeClient:
+    def __init__(self, fail_creates: bool = False) -> None:
+        self.calls: list[tuple] = []
+        self.fail_creates = fail_creates
+
+    async def create_event(self, event: dict) -> None:
+        await asyncio.sleep(0)
+        if self.fail_creates:
+            raise OSError("down")
+        self.calls.append(("create", event["metadata"]["name"], event["reason"], event["message"], event["count"]))
+
+    async def patch_event(self, namespace: str, name: str, changes: dict) -> None:
+        await asyncio.sleep(0)
+        self.calls.append(("patch", name, changes["count"]))
+
+
+async def drained(recorder: EventRecorder) -> None:
+    await asyncio.wait_for(recorder._idle.wait(), 1)
+
+
+async def test_an_event_is_created_once_and_repeats_bump_its_count():
+    client = FakeClient()
+    recorder = EventRecorder(client)
+    recorder.start()
+    recorder.record(JOB, "Normal", "SuccessfulCreate", "Created pod: job-worker-0")
+    await drained(recorder)
+    recorder.record(JOB, "Normal", "SuccessfulCreate", "Created pod: job-worker-0")
+    recorder.record(JOB, "Normal", "SuccessfulCreate", "Created pod: job-worker-0")  # shares the queued patch
+    recorder.record(JOB, "Normal", "SuccessfulCreate", "Created pod: job-worker-1")
+    await drained(recorder)
+    await recorder.stop()
+    [(_, name, *_), patch, other] = client.calls
+    assert client.calls[0][2:] == ("SuccessfulCreate", "Created pod: job-worker-0", 1)
+    assert patch == ("patch", name, 3)
+    assert other[0] == "create" and other[3] == "Created pod: job-worker-1"
+
+
+async def test_repeats_after_the_window_make_a_new_event():
+    client = FakeClient()
+    recorder = EventRecorder(client, dedupe_seconds=0.0)
+    recorder.start()
+    recorder.record(JOB, "Normal", "Paused", "The job is paused.")
+    recorder.record(JOB, "Normal", "Paused", "The job is paused.")
+    await drained(recorder)
+    await recorder.stop()
+    assert [call[0] for call in client.calls] == ["create", "create"]
+
+
+async def test_a_failed_create_is_not_patched_and_never_raises():
+    client = FakeClient(fail_creates=True)
+    recorder = EventRecorder(client)
+    recorder.start()
+    recorder.record(JOB, "Warning", "InvalidSpec", "spec.successRules[0]: bad")
+    recorder.record(JOB, "Warning", "InvalidSpec", "spec.successRules[0]: bad")
+    await drained(recorder)
+    await recorder.stop()
+    assert client.calls == [] and recorder.dropped == 1
+
+
+async def test_the_queue_is_bounded():
+    client = FakeClient()
+    recorder = EventRecorder(client, max_queue=2)
+    for index in range(5):
+        recorder.record(JOB, "Normal", "SuccessfulCreate", f"Created pod: job-worker-{index}")
+    assert recorder.dropped == 3
+    recorder.start()
+    await drained(recorder)
+    await recorder.stop()
+    assert len(client.calls) == 2
