@@ -1,0 +1,48 @@
+# syntax=docker/dockerfile:1
+# The GenericJob controller image: `docker build -t ghcr.io/t9k/genericjob-controller:0.1.0 .`
+# Entry point: `genericjob-controller run` (see manifests/deployment.yaml for the flags used in-cluster).
+
+# --- builder: a wheel of the project, installed with its runtime dependencies into /opt/venv ---------
+FROM python:3.11-slim AS builder
+
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONDONTWRITEBYTECODE=1
+
+WORKDIR /src
+# Only what the wheel is built from: no tests, benchmarks or manifests.
+COPY pyproject.toml README.md ./
+COPY controller/ controller/
+COPY informers/ informers/
+COPY workqueue/ workqueue/
+COPY localcluster/ localcluster/
+
+# The project's [project.dependencies] only: the `test` extra (pytest, ruff, ...) is never installed.
+RUN python -m venv /opt/venv \
+    && /opt/venv/bin/pip wheel --no-deps --wheel-dir /wheels . \
+    && /opt/venv/bin/pip install /wheels/*.whl \
+    && /opt/venv/bin/pip uninstall --yes pip setuptools wheel
+
+# --- final: the interpreter and the installed venv, nothing else -----------------------------------
+FROM python:3.11-slim
+
+ENV PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PATH=/opt/venv/bin:$PATH
+
+# A fixed numeric UID/GID (the Deployment's runAsUser/runAsGroup), so runAsNonRoot can be verified.
+RUN groupadd --system --gid 65532 genericjob \
+    && useradd --system --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \
+       --shell /usr/sbin/nologin genericjob
+
+# Same base image, same interpreter path: the venv's python symlink stays valid.
+COPY --from=builder /opt/venv /opt/venv
+
+USER 65532:65532
+WORKDIR /
+
+# 8080: /metrics; 8081: /healthz and /readyz.
+EXPOSE 8080 8081
+
+ENTRYPOINT ["genericjob-controller"]
+CMD ["run"]

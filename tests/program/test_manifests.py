@@ -1,0 +1,545 @@
+"""The deployment manifests and the Dockerfile.
+
+- `kubectl kustomize manifests/` (the real kubectl) renders the expected objects, in the controller's
+  namespace, with the Deployment's security settings and probes;
+- the rendered output applies to localcluster with `kubectl apply` (and `apply -k` again is a no-op);
+- RBAC: the controller runs in-process under leader election through every path that calls the API;
+  the (verb, resource) pairs localcluster saw must be exactly what the ClusterRole and the Role allow;
+- the Dockerfile's structure (it is not built here: there is no Docker engine in the test environment).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import re
+import shlex
+import subprocess
+import tomllib
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from controller.controller import Controller, ControllerConfig
+from controller.leader import LeaderElectionConfig, LeaderElector
+from controller.models import GROUP, PLURAL, VERSION
+from controller.podgroup import GROUP as PG_GROUP
+from controller.podgroup import PLURAL as PG_PLURAL
+from localcluster.errors import ApiError
+from tests.e2e.conftest import (
+    CRDS,
+    FAIL,
+    FAST,
+    FOREVER,
+    LABEL_JOB_NAME,
+    MERGE,
+    QUICK,
+    condition,
+    genericjob,
+    phase,
+    replicas,
+)
+from tests.localcluster.kubectl import ENV, TIMEOUT, Kubectl, kubectl_binary
+
+ROOT = Path(__file__).resolve().parents[2]
+MANIFESTS = ROOT / "manifests"
+NAMESPACE = "genericjob-system"
+IMAGE = "ghcr.io/t9k/genericjob-controller:0.1.0"
+NAME = "genericjob-controller"
+
+# What `kubectl kustomize manifests/` must produce: (kind, name) -> namespaced?
+EXPECTED = {
+    ("Namespace", NAMESPACE): False,
+    ("CustomResourceDefinition", f"{PLURAL}.{GROUP}"): False,
+    ("CustomResourceDefinition", f"{PG_PLURAL}.{PG_GROUP}"): False,
+    ("ServiceAccount", NAME): True,
+    ("ClusterRole", NAME): False,
+    ("ClusterRoleBinding", NAME): False,
+    ("Role", f"{NAME}-leader-election"): True,
+    ("RoleBinding", f"{NAME}-leader-election"): True,
+    ("Deployment", NAME): True,
+    ("Service", f"{NAME}-metrics"): True,
+    ("ServiceMonitor", NAME): True,
+}
+
+# localcluster does not ship Prometheus Operator's CRDs: a stub that serves the kind is enough for apply.
+SERVICEMONITOR_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "servicemonitors.monitoring.coreos.com"},
+    "spec": {
+        "group": "monitoring.coreos.com",
+        "scope": "Namespaced",
+        "names": {"plural": "servicemonitors", "singular": "servicemonitor", "kind": "ServiceMonitor",
+                  "listKind": "ServiceMonitorList"},
+        "versions": [{"name": "v1", "served": True, "storage": True,
+                      "schema": {"openAPIV3Schema": {"type": "object",
+                                                     "x-kubernetes-preserve-unknown-fields": True}}}],
+    },
+}
+
+
+def kustomize() -> list[dict]:
+    out = subprocess.run([str(kubectl_binary()), "kustomize", str(MANIFESTS)], capture_output=True, text=True,
+                         env=ENV, timeout=TIMEOUT)
+    assert out.returncode == 0, f"kubectl kustomize manifests/ failed:\n{out.stderr}"
+    return [doc for doc in yaml.safe_load_all(out.stdout) if doc is not None]
+
+
+@pytest.fixture(scope="module")
+def rendered() -> list[dict]:
+    return kustomize()
+
+
+def find(objects: list[dict], kind: str, name: str | None = None) -> dict:
+    [found] = [o for o in objects if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)]
+    return found
+
+
+# --- rendering ----------------------------------------------------------------------------------
+
+
+def test_kustomize_renders_every_object_into_the_namespace(rendered):
+    assert Counter((o["kind"], o["metadata"]["name"]) for o in rendered) == Counter(list(EXPECTED))
+    for obj in rendered:
+        namespaced = EXPECTED[(obj["kind"], obj["metadata"]["name"])]
+        assert obj["metadata"].get("namespace") == (NAMESPACE if namespaced else None), obj["metadata"]
+    # The CRDs go through untouched: they are exactly what `python -m controller.crd` generated.
+    for path in sorted((MANIFESTS / "crds").glob("*.yaml")):
+        generated = yaml.safe_load(path.read_text())
+        assert find(rendered, "CustomResourceDefinition", generated["metadata"]["name"]) == generated
+
+
+def test_bindings_grant_the_roles_to_the_deployment_service_account(rendered):
+    account = find(rendered, "ServiceAccount")["metadata"]["name"]
+    pod = find(rendered, "Deployment")["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == account
+    for binding_kind, role_kind in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
+        binding = find(rendered, binding_kind)
+        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind,
+                                      "name": find(rendered, role_kind)["metadata"]["name"]}
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}]
+    # The lease Role lives where the Deployment runs (the Lease's namespace comes from the downward API).
+    assert find(rendered, "Role")["metadata"]["namespace"] == find(rendered, "Deployment")["metadata"]["namespace"]
+
+
+def test_deployment_runs_two_hardened_replicas_under_leader_election(rendered):
+    deployment = find(rendered, "Deployment")
+    spec = deployment["spec"]
+    pod = spec["template"]["spec"]
+    [container] = pod["containers"]
+    labels = spec["template"]["metadata"]["labels"]
+    assert spec["replicas"] == 2
+    assert spec["selector"]["matchLabels"].items() <= labels.items()
+    assert container["image"] == IMAGE
+    assert container["args"] == ["run", "--leader-elect", "--log-format", "json"]
+    assert "command" not in container  # the image's ENTRYPOINT runs
+    assert container["env"] == [{"name": "GENERICJOB_LEASE_NAMESPACE",
+                                 "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}]
+    assert pod.get("automountServiceAccountToken", True) is True  # it needs the API
+
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"metrics": 8080, "health": 8081}
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        get = container[probe]["httpGet"]
+        assert get["path"] == path
+        assert ports.get(get["port"], get["port"]) == 8081, f"{probe} is not on the health port"
+
+    resources = container["resources"]
+    assert set(resources["requests"]) == {"cpu", "memory"}
+    assert set(resources["limits"]) == {"cpu", "memory"}
+
+    uid = pod["securityContext"]["runAsUser"]
+    assert isinstance(uid, int) and uid > 0
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    security = container["securityContext"]
+    assert security["runAsNonRoot"] is True
+    assert security["runAsUser"] == uid
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert "add" not in security["capabilities"]
+    assert security["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert not security.get("privileged")
+    # A read-only root needs any writable path to be a volume; only an emptyDir /tmp is mounted.
+    assert [(m["name"], m["mountPath"]) for m in container["volumeMounts"]] == [("tmp", "/tmp")]
+    assert [v["name"] for v in pod["volumes"] if "emptyDir" in v] == ["tmp"]
+    assert not any(key in pod for key in ("hostNetwork", "hostPID", "hostIPC"))
+
+    [term] = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    assert term["podAffinityTerm"]["labelSelector"]["matchLabels"].items() <= labels.items()
+    assert "requiredDuringSchedulingIgnoredDuringExecution" not in pod["affinity"]["podAntiAffinity"]
+
+
+def test_metrics_service_and_servicemonitor_reach_the_metrics_port(rendered):
+    deployment = find(rendered, "Deployment")
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    service = find(rendered, "Service")
+    assert service["spec"]["selector"].items() <= labels.items()
+    [port] = service["spec"]["ports"]
+    assert (port["name"], port["port"]) == ("metrics", 8080)
+    assert port["targetPort"] in {p["name"] for p in container["ports"] if p["containerPort"] == 8080}
+    monitor = find(rendered, "ServiceMonitor")
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert [(e["port"], e.get("path", "/metrics")) for e in monitor["spec"]["endpoints"]] == [("metrics", "/metrics")]
+
+
+# --- applying to localcluster -------------------------------------------------------------------
+
+
+async def test_rendered_manifests_apply_to_localcluster(cluster, tmp_path, rendered):
+    kubectl = Kubectl(cluster, tmp_path)
+    await kubectl.ok("apply", "-f", "-", stdin=json.dumps(SERVICEMONITOR_CRD))
+    applied = await kubectl.ok("apply", "-f", "-", stdin=yaml.safe_dump_all(rendered))
+    assert len(applied.out.splitlines()) == len(EXPECTED), applied.out
+    assert all(line.endswith(" created") for line in applied.out.splitlines()), applied.out
+
+    namespaced = await kubectl.ok("get", "-n", NAMESPACE, "-o", "json",
+                                  "serviceaccount,role,rolebinding,deployment,service,servicemonitor")
+    found = {(o["kind"], o["metadata"]["name"]) for o in json.loads(namespaced.out)["items"]}
+    assert found == {key for key, ns in EXPECTED.items() if ns}
+    cluster_wide = await kubectl.ok("get", "-o", "json", f"namespace/{NAMESPACE}", f"clusterrole/{NAME}",
+                                    f"clusterrolebinding/{NAME}", f"crd/{PLURAL}.{GROUP}",
+                                    f"crd/{PG_PLURAL}.{PG_GROUP}")
+    found = {(o["kind"], o["metadata"]["name"]) for o in json.loads(cluster_wide.out)["items"]}
+    assert found == {key for key, ns in EXPECTED.items() if not ns}
+
+    # The stored objects are the manifests (no field pruned or rewritten on the way).
+    stored = json.loads((await kubectl.ok("get", "-n", NAMESPACE, "deployment", NAME, "-o", "json")).out)
+    assert stored["spec"]["template"]["spec"]["containers"] == find(rendered, "Deployment")[
+        "spec"]["template"]["spec"]["containers"]
+    stored = json.loads((await kubectl.ok("get", "clusterrole", NAME, "-o", "json")).out)
+    assert stored["rules"] == find(rendered, "ClusterRole")["rules"]
+
+    # The README's install command, on top: nothing to change.
+    again = await kubectl.ok("apply", "-k", str(MANIFESTS))
+    assert all(line.endswith(" unchanged") for line in again.out.splitlines()), again.out
+
+
+# --- RBAC: the rules against the requests the controller really makes ---------------------------
+
+# The API group of each resource the controller may request (localcluster counts requests by resource
+# name only). Events are core/v1: controller/kube.py posts them to /api/v1, never to events.k8s.io.
+GROUPS = {
+    "genericjobs": GROUP,
+    "genericjobs/status": GROUP,
+    "podgroups": PG_GROUP,
+    "pods": "",
+    "services": "",
+    "events": "",
+    "leases": "coordination.k8s.io",
+}
+NAMESPACED_ROLE = {"leases"}  # granted by the Role in the controller's namespace, not the ClusterRole
+
+Rule = tuple[str, str, str]  # (apiGroup, resource, verb)
+
+# Permissions the controller needs but that the scenario below cannot make it use: (group, resource,
+# verb) -> why it is needed. Empty today, since every rule is exercised: even the live `get pods` of
+# reconciler.py's `_cache_lags` (by force-deleting a running pod, which the cache then misses while the
+# job's status still records it running), and the force-delete of a pod stuck terminating needs no more
+# than `delete pods`, which clean-up and restarts use.
+NOT_EXERCISED: dict[Rule, str] = {}
+
+
+def rules_of(role: dict) -> set[Rule]:
+    allowed = set()
+    for rule in role["rules"]:
+        assert set(rule) == {"apiGroups", "resources", "verbs"}, f"unexpected rule fields (resourceNames?): {rule}"
+        for field in ("apiGroups", "resources", "verbs"):
+            assert "*" not in rule[field], f"wildcard in {role['kind']} {field}: {rule}"
+        allowed |= {(g, r, v) for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+    return allowed
+
+
+def describe(rule: Rule) -> str:
+    group, resource, verb = rule
+    return f"{verb} {resource}.{group}" if group else f"{verb} {resource}"
+
+
+class InProcess:
+    """The test's own reads and writes, made inside localcluster instead of over HTTP: every request
+    the server counts is then the controller's (or its leader elector's)."""
+
+    def __init__(self, cluster) -> None:
+        self.api = cluster.api
+        self.store = cluster.store
+        self.jobs = cluster.registry.get(GROUP, VERSION, PLURAL)
+        self.pod_type = cluster.registry.get("", "v1", "pods")
+
+    def submit(self, job: dict) -> dict:
+        return self.api.create(self.jobs, "default", copy.deepcopy(job))
+
+    def job(self, name: str) -> dict | None:
+        try:
+            return self.api.get(self.jobs, "default", name)
+        except ApiError as err:
+            if err.code == 404:
+                return None
+            raise
+
+    def patch(self, name: str, body: dict) -> None:
+        self.api.patch(self.jobs, "default", name, MERGE, body)
+
+    def delete(self, name: str) -> None:
+        self.api.delete(self.jobs, "default", name, {"propagationPolicy": "Background"})
+
+    def force_delete_pod(self, name: str) -> None:
+        """`kubectl delete pod --force --grace-period=0`: gone at once, whatever its kubelet says."""
+        _, gone = self.api.delete(self.pod_type, "default", name, {"gracePeriodSeconds": 0})
+        assert gone
+
+    def children(self, group: str, plural: str, job: str) -> list[dict]:
+        return [o for o in self.store.objects((group, plural), "default")
+                if (o["metadata"].get("labels") or {}).get(LABEL_JOB_NAME) == job
+                or any(r.get("name") == job and r.get("kind") == "GenericJob"
+                       for r in o["metadata"].get("ownerReferences") or ())]
+
+    def pods(self, job: str) -> list[dict]:
+        return self.children("", "pods", job)
+
+    def services(self, job: str) -> list[dict]:
+        return self.children("", "services", job)
+
+    def podgroups(self, job: str) -> list[dict]:
+        return self.children(PG_GROUP, PG_PLURAL, job)
+
+    def events(self, job: str) -> list[dict]:
+        return [e for e in self.store.objects(("", "events"), "default") if e["involvedObject"]["name"] == job]
+
+    async def wait(self, what: str, check, timeout: float = 15.0):
+        last = None
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    last = check()
+                    if last:
+                        return last
+                    await asyncio.sleep(0.02)
+        except TimeoutError:
+            pytest.fail(f"{what}: not reached in {timeout}s (last: {last!r})")
+
+    async def wait_phase(self, name: str, wanted: str) -> dict:
+        return await self.wait(f"job {name} {wanted}", lambda: (j := self.job(name)) and phase(j) == wanted and j)
+
+
+def controller_idle(controller: Controller) -> bool:
+    """Nothing queued or being reconciled, and every Event recorded has been sent."""
+    return len(controller.queue) == 0 and not controller.queue._processing and controller.recorder._idle.is_set()
+
+
+async def run_every_api_path(cluster, controller: Controller) -> None:
+    """Jobs that between them make the controller call every API it has."""
+    local = InProcess(cluster)
+
+    # Succeeds: pods created, status written, Events created.
+    local.submit(genericjob("succeeds", {"worker": 2}, script=QUICK))
+    # A restart (OnFailure, limit 1): the failed pod is deleted and made again under the same name, so
+    # the second "Created pod" Event within the dedupe window is a PATCH of the first.
+    local.submit(genericjob("restarts", {"worker": 1}, script=[FAIL, QUICK], restart={"policy": "OnFailure",
+                                                                                      "limit": 1}))
+    # cleanUpPolicy All, with Services and a PodGroup: on success, pods, Services and the PodGroup are deleted.
+    service = {"ports": [{"name": "http", "port": 2222}]}
+    scheduler = {"t9kScheduler": {"queue": "default", "priority": 5}}
+    local.submit(genericjob("cleanup", {"master": 1, "worker": 1}, script=QUICK, cleanUpPolicy="All",
+                            service=service, scheduler=scheduler))
+    # spec.service and t9kScheduler on a running job: Services and the PodGroup are created.
+    local.submit(genericjob("served", {"master": 1, "worker": 2}, script=FOREVER, service=service,
+                            scheduler=scheduler))
+    # Paused while running (its pods are deleted), then the job is deleted.
+    local.submit(genericjob("paused", {"worker": 2}, script=FOREVER))
+    # InvalidSpec: a success rule naming a type the job does not have.
+    local.submit(genericjob("invalid", {"worker": 1}, script=QUICK, successRules=[{"chief": [0]}]))
+    # A running pod force-deleted: the cache loses it while the job's status still records it running,
+    # so the reconciler asks the server (a live GET, 404) before counting the replica as lost.
+    local.submit(genericjob("lost", {"worker": 1}, script=FOREVER))
+
+    assert replicas(await local.wait_phase("succeeds", "Succeeded"))
+    restarted = await local.wait_phase("restarts", "Succeeded")
+    assert restarted["status"]["tasks"][0]["restartCount"] == 1
+    await local.wait("restart's repeated Event patched",
+                     lambda: any(e.get("count", 1) >= 2 for e in local.events("restarts")))
+
+    await local.wait_phase("cleanup", "Succeeded")
+    await local.wait("cleanup's pods, Services and PodGroup deleted",
+                     lambda: not (local.pods("cleanup") or local.services("cleanup") or local.podgroups("cleanup")))
+
+    await local.wait_phase("served", "Running")
+    await local.wait("served's Services and PodGroup",
+                     lambda: len(local.services("served")) == 3 and len(local.podgroups("served")) == 1)
+
+    await local.wait_phase("paused", "Running")
+    local.patch("paused", {"spec": {"runMode": {"pause": {"enabled": True}}}})
+    await local.wait_phase("paused", "Paused")
+    await local.wait("paused's pods deleted", lambda: not local.pods("paused"))
+    local.delete("paused")
+    await local.wait("paused deleted", lambda: local.job("paused") is None)
+
+    invalid = await local.wait_phase("invalid", "Failed")
+    assert condition(invalid, "Failed")["reason"] == "InvalidSpec"
+
+    # Only once the controller's own cache shows the replica running is the force-deletion a lost pod.
+    def cached_running() -> bool:
+        cached = controller.jobs.lister.get("default/lost")
+        return bool(cached) and (replicas(cached).get("lost-worker-0") or {}).get("phase") == "Running"
+
+    await local.wait("lost's replica running in the controller's cache", cached_running)
+    local.force_delete_pod("lost-worker-0")
+    await local.wait_phase("lost", "Failed")  # restartPolicy Never: a lost pod has failed for good
+
+    await local.wait("controller idle", lambda: controller_idle(controller))
+
+    # localcluster counts a request when its response ends, and the informers' watches are still open:
+    # end them (the informers re-watch) so that they are counted too.
+    watches = sum(n for (verb, _, _), n in cluster.faults.requests.items() if verb == "watch")
+    dropped = cluster.drop_watches()
+    await local.wait("the dropped watches counted", lambda: sum(
+        n for (verb, _, _), n in cluster.faults.requests.items() if verb == "watch") >= watches + dropped)
+
+
+@pytest.mark.runner("scripted")
+async def test_rbac_rules_are_exactly_what_the_controller_uses(cluster, api_client, rendered):
+    cluster.apply_crds(CRDS)
+    cluster.api.ensure_namespace(NAMESPACE)
+    controller = Controller(api_client, ControllerConfig(workers=4, qps=0, informer_options=FAST,
+                                                         shutdown_timeout=5.0))
+    # As `genericjob-controller run --leader-elect` does: informers warm up, workers run only while leading.
+    controller.start_informers()
+    await controller.wait_for_sync(10)
+    leading, lost = asyncio.Event(), asyncio.Event()
+
+    async def lead() -> None:
+        controller.run_workers()
+        leading.set()
+        await asyncio.Event().wait()
+
+    elector = LeaderElector(api_client, LeaderElectionConfig(NAME, NAMESPACE), lead, lost.set)
+    election = asyncio.create_task(elector.run())
+    try:
+        await asyncio.wait_for(leading.wait(), 10)
+        await run_every_api_path(cluster, controller)
+        assert not lost.is_set(), "leadership lost during the scenario"
+    finally:
+        election.cancel()  # a clean shutdown: the lease is released (GET, then PUT)
+        await asyncio.gather(election, return_exceptions=True)
+        await controller.stop()
+    lease = cluster.api.get(cluster.registry.get("coordination.k8s.io", "v1", "leases"), NAMESPACE, NAME)
+    assert lease["spec"]["holderIdentity"] == "", "the lease was not released"
+
+    seen = cluster.faults.requests
+    unknown = sorted({resource for _, resource, _ in seen if resource not in GROUPS})
+    assert not unknown, f"requests for resources the test cannot map to an API group: {unknown}"
+    used = {(GROUPS[resource], resource, verb) for verb, resource, _ in seen}
+    cluster_rules = rules_of(find(rendered, "ClusterRole"))
+    role_rules = rules_of(find(rendered, "Role"))
+
+    def granted(rule: Rule) -> bool:
+        return rule in (role_rules if rule[1] in NAMESPACED_ROLE else cluster_rules)
+
+    missing = sorted(describe(r) for r in used if not granted(r))
+    assert not missing, f"the controller used permissions the manifests do not grant: {missing}"
+    assert not {r for r in role_rules if r[1] not in NAMESPACED_ROLE}, "the Role grants more than leases"
+    assert not {r for r in cluster_rules if r[1] in NAMESPACED_ROLE}, "leases belong in the namespaced Role"
+    unused = sorted(describe(r) for r in (cluster_rules | role_rules) - used - set(NOT_EXERCISED))
+    assert not unused, f"permissions granted but never used (over-broad; remove them or explain in " \
+                       f"NOT_EXERCISED): {unused}"
+
+
+# --- the Dockerfile (structure only: no Docker engine to build it here) -------------------------
+
+
+def dockerfile_stages() -> list[list[tuple[str, str]]]:
+    """The Dockerfile as stages of (INSTRUCTION, arguments), continuation lines joined, comments dropped."""
+    lines, current = [], ""
+    for raw in (ROOT / "Dockerfile").read_text().splitlines():
+        stripped = raw.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        current += " " + stripped.removesuffix("\\").strip()
+        if not stripped.endswith("\\"):
+            lines.append(current.strip())
+            current = ""
+    assert not current, "the Dockerfile ends inside a continued line"
+    stages: list[list[tuple[str, str]]] = []
+    for line in lines:
+        instruction, _, args = line.partition(" ")
+        if instruction.upper() == "FROM":
+            stages.append([])
+        assert stages, f"instruction before the first FROM: {line}"
+        stages[-1].append((instruction.upper(), args.strip()))
+    return stages
+
+
+def args_of(stage: list[tuple[str, str]], instruction: str) -> list[str]:
+    return [args for name, args in stage if name == instruction]
+
+
+def test_dockerfile_is_multi_stage_with_only_the_runtime_in_the_final_image(rendered):
+    stages = dockerfile_stages()
+    assert len(stages) >= 2, "not a multi-stage build"
+    [builder_from] = args_of(stages[0], "FROM")
+    assert re.fullmatch(r"python:3\.11-slim\s+AS\s+builder", builder_from, re.IGNORECASE), builder_from
+    final = stages[-1]
+    [final_from] = args_of(final, "FROM")
+    assert final_from.split()[0] == "python:3.11-slim"
+    # The final stage takes the installed runtime from the builder, and builds and installs nothing itself.
+    assert any(a.startswith("--from=builder ") for a in args_of(final, "COPY")), "runtime not copied from builder"
+    final_runs = " ".join(args_of(final, "RUN"))
+    assert not re.search(r"\bpip\b|apt-get install|\bgcc\b|build-essential", final_runs), final_runs
+    assert not [a for a in args_of(final, "COPY") if not a.startswith("--from=")], "sources copied into the image"
+
+    # Runtime dependencies only: no `[test]` extra, no test tools (comments aside).
+    instructions = " ".join(args for stage in stages for _, args in stage)
+    assert not re.search(r"\.\[|\[test\]|pytest|ruff", instructions), "test dependencies installed"
+    builder_runs = " ".join(args_of(stages[0], "RUN"))
+    assert "pip wheel" in builder_runs and "pip install" in builder_runs
+
+    env = " ".join(args_of(final, "ENV"))
+    assert re.search(r"\bPYTHONUNBUFFERED=1\b", env) and re.search(r"\bPYTHONDONTWRITEBYTECODE=1\b", env), env
+
+
+def test_dockerfile_runs_the_cli_as_the_deployments_non_root_user(rendered):
+    final = dockerfile_stages()[-1]
+    users = args_of(final, "USER")
+    assert users, "the final image runs as root"
+    uid, _, gid = users[-1].partition(":")
+    assert uid.isdigit() and int(uid) != 0, f"USER must be a numeric non-root UID, got {users[-1]!r}"
+    pod_security = find(rendered, "Deployment")["spec"]["template"]["spec"]["securityContext"]
+    assert int(uid) == pod_security["runAsUser"]
+    if gid:
+        assert int(gid) == pod_security["runAsGroup"]
+    # The user is created with the same UID (so tools that look it up find a name).
+    assert re.search(rf"useradd\b.*--uid {uid}\b", " ".join(args_of(final, "RUN")))
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert NAME in scripts
+    assert [json.loads(a) for a in args_of(final, "ENTRYPOINT")] == [[NAME]]
+    assert [json.loads(a) for a in args_of(final, "CMD")] == [["run"]]
+    exposed = sorted(int(p) for a in args_of(final, "EXPOSE") for p in a.split())
+    [container] = find(rendered, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert exposed == sorted(p["containerPort"] for p in container["ports"]) == [8080, 8081]
+
+
+def test_dockerfile_copies_every_package_and_dockerignore_keeps_the_context_small():
+    ignored = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
+               if line.strip() and not line.startswith("#")]
+    for pattern in (".git", ".venv", "tests", "bench", "__pycache__", ".pytest_cache", ".ruff_cache"):
+        assert pattern in ignored, f".dockerignore does not exclude {pattern}"
+    builder = dockerfile_stages()[0]
+    sources = set()
+    for args in args_of(builder, "COPY"):
+        parts = shlex.split(args)
+        sources |= {p.rstrip("/") for p in parts[:-1] if not p.startswith("--")}
+    # Everything the wheel is built from is sent in the context, and every package of the project is in it.
+    for source in sources:
+        assert (ROOT / source).exists(), f"COPY {source}: no such file"
+        assert source not in ignored, f"COPY {source}, but .dockerignore excludes it"
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    assert {p.rstrip("*") for p in packages["include"]} <= sources
+    assert {"pyproject.toml", "README.md"} <= sources  # pyproject's readme is read at build time
