@@ -108,10 +108,17 @@ class Faults:
                        else errors.internal_error("injected fault"))
                 self.requests[(verb, resource, err.code)] += 1
                 raise err
+        # A watch is counted when it starts, not when its stream ends (which may be never).
+        streaming = verb == "watch"
+        if streaming:
+            self.requests[(verb, resource, 200)] += 1
         try:
             response = await handler(request)
         except errors.ApiError as err:
+            if streaming:
+                self.requests[(verb, resource, 200)] -= 1
             self.requests[(verb, resource, err.code)] += 1
             raise
-        self.requests[(verb, resource, response.status)] += 1
+        if not streaming:
+            self.requests[(verb, resource, response.status)] += 1
         return response

@@ -136,3 +136,10 @@ async def test_request_accounting(cluster, core):
     assert seen[("get", "pods", 200)] == 1
     assert seen[("patch", "pods/status", 200)] == 1
     assert seen[("get", "pods", 404)] == 1
+
+
+async def test_open_watches_are_counted_when_they_start(cluster, core):
+    async with RawWatch(cluster, PODS, resourceVersion=str(cluster.store.rv)) as w:
+        await core.create_namespaced_pod("default", pod("a"))
+        await w.next()
+        assert cluster.faults.requests[("watch", "pods", 200)] == 1
