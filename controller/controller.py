@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+import uuid
 from dataclasses import dataclass
 
 import structlog
@@ -26,8 +27,9 @@ from workqueue import RateLimitingQueue, ShutDown
 from . import podgroup
 from .events import EventRecorder
 from .kube import KubeClient
-from .metrics import ControllerMetrics
+from .metrics import ControllerMetrics, StatusLatency
 from .models import GROUP, PLURAL, VERSION
+from .naming import controller_uid
 from .reconciler import STUCK_TERMINATING_AFTER, Reconciler, owner_key
 
 log = structlog.get_logger("controller")
@@ -57,7 +59,10 @@ class Controller:
                  registry: CollectorRegistry | None = None) -> None:
         self.config = config = config or ControllerConfig()
         self.metrics = ControllerMetrics(registry)
+        self.status_latency = StatusLatency(registry)
         self.client = KubeClient(api_client, qps=config.qps, burst=config.burst, timeout=config.request_timeout)
+        if self.status_latency.enabled:
+            self.client.status_written = self._status_written
         self.factory = InformerFactory(api_client, options=config.informer_options, registry=registry)
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="genericjob", registry=registry)
         ns = config.namespace
@@ -77,7 +82,8 @@ class Controller:
 
     def _register_handlers(self) -> None:
         self.jobs.add_handler(on_add=self._job_added, on_update=self._job_updated, on_delete=self._job_deleted)
-        for informer in filter(None, (self.pods, self.services, self.podgroups)):
+        self.pods.add_handler(on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted)
+        for informer in filter(None, (self.services, self.podgroups)):
             informer.add_handler(on_add=self._child_changed, on_update=self._child_updated,
                                  on_delete=self._child_changed)
 
@@ -100,6 +106,7 @@ class Controller:
         self._phases.pop(obj["metadata"]["uid"], None)
         self._publish_phases()
         self.reconciler.forget(obj["metadata"]["uid"])
+        self.status_latency.job_gone(obj["metadata"]["uid"])
 
     def _child_changed(self, obj: dict) -> None:
         key = owner_key(obj)
@@ -108,6 +115,32 @@ class Controller:
 
     def _child_updated(self, old: dict, new: dict) -> None:
         self._child_changed(new)
+
+    # Pods also start the status latency clock (see StatusLatency); only a leader writes, so only it times.
+
+    def _pod_added(self, obj: dict) -> None:
+        self._time_pod_phase(obj)
+        self._child_changed(obj)
+
+    def _pod_updated(self, old: dict, new: dict) -> None:
+        if _pod_phase(old) != _pod_phase(new):
+            self._time_pod_phase(new)
+        self._child_changed(new)
+
+    def _pod_deleted(self, obj: dict) -> None:
+        job_uid = controller_uid(obj)
+        if job_uid:
+            self.status_latency.pod_gone(job_uid, obj["metadata"].get("uid", ""))
+        self._child_changed(obj)
+
+    def _time_pod_phase(self, pod: dict) -> None:
+        if self._workers and self.status_latency.enabled and owner_key(pod) is not None:
+            job_uid = controller_uid(pod)
+            if job_uid:
+                self.status_latency.pod_phase(job_uid, pod["metadata"]["uid"], _pod_phase(pod), time.monotonic())
+
+    def _status_written(self, job: dict) -> None:
+        self.status_latency.status_written(job, time.monotonic())
 
     def _track_phase(self, obj: dict) -> None:
         phase = (obj.get("status") or {}).get("phase") or "Pending"
@@ -142,18 +175,44 @@ class Controller:
 
     async def stop(self) -> None:
         """Stop taking work, let in-flight reconciles finish within a bound, then stop everything."""
-        drained = await self.queue.shutdown_with_drain(timeout=self.config.shutdown_timeout)
-        if not drained:
-            log.warning("reconciles still running at shutdown", timeout=self.config.shutdown_timeout)
+        await self.stop_workers()
+        await self.factory.stop()
+
+    async def stop_workers(self, drain: bool = True) -> None:
+        """Stop taking work; with `drain`, let in-flight reconciles finish within the shutdown timeout and
+        send the queued Events. Without it (leadership lost) everything in flight is cancelled at once."""
+        if drain:
+            drained = await self.queue.shutdown_with_drain(timeout=self.config.shutdown_timeout)
+            if not drained:
+                log.warning("reconciles still running at shutdown", timeout=self.config.shutdown_timeout)
+        else:
+            self.queue.shutdown()
         for task in self._workers:
             task.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)
         self._workers = []
-        await self.recorder.stop()
-        await self.factory.stop()
+        await self.recorder.stop(drain_timeout=2.0 if drain else 0.0)
 
     def healthy(self) -> bool:
         return self.factory.healthy() and all(not t.done() for t in self._workers)
+
+    def problems(self) -> list[str]:
+        """What keeps this process from working, for a liveness check: [] when all is well.
+
+        An informer whose task died, or that crashed and has not listed since, and a worker that
+        exited. An informer still waiting for its first list is not a problem here (that is readiness).
+        """
+        found = []
+        for status in self.factory.status():
+            if not status.running:
+                found.append(f"informer {status.resource}: task not running")
+            elif status.restarts and not status.healthy:
+                found.append(f"informer {status.resource}: crashed {status.restarts} time(s), not listed since; "
+                             f"last error: {status.last_error}")
+        dead = [i for i, task in enumerate(self._workers) if task.done()]
+        if dead:
+            found.append(f"workers {dead} exited")
+        return found
 
     # --- workers --------------------------------------------------------------------------
 
@@ -166,6 +225,8 @@ class Controller:
             self.metrics.workers(active_delta=1)
             started = time.perf_counter()
             result = "error"
+            # Every log line of this reconcile, wherever it is written, carries the job and this id.
+            bound = structlog.contextvars.bind_contextvars(job=key, reconcile_id=uuid.uuid4().hex[:12])
             try:
                 outcome = await self.reconciler.reconcile(key)
                 if outcome.requeue_after is None:
@@ -184,9 +245,16 @@ class Controller:
                 log.warning("reconcile failed", job=key, error=str(exc), exc_info=not _expected(exc))
                 self.queue.add_rate_limited(key)
             finally:
-                self.metrics.observe_reconcile(time.perf_counter() - started, result)
+                elapsed = time.perf_counter() - started
+                log.debug("reconciled", result=result, seconds=round(elapsed, 6))
+                structlog.contextvars.reset_contextvars(**bound)
+                self.metrics.observe_reconcile(elapsed, result)
                 self.metrics.workers(active_delta=-1)
                 self.queue.done(key)
+
+
+def _pod_phase(pod: dict) -> str:
+    return (pod.get("status") or {}).get("phase") or "Pending"
 
 
 def _key(obj: dict) -> str:

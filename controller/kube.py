@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from collections.abc import Callable
+from urllib.parse import urlsplit
 
 import aiohttp
 import orjson
@@ -20,6 +22,7 @@ from informers import ApiStatusError
 from informers.transport import status_error
 
 from . import podgroup
+from .metrics import RequestMetrics
 from .models import GROUP, PLURAL, VERSION
 
 JOBS_PATH = f"/apis/{GROUP}/{VERSION}/namespaces/{{namespace}}/{PLURAL}"
@@ -53,6 +56,8 @@ class KubeClient:
         self.timeout = aiohttp.ClientTimeout(total=timeout)
         # (verb, resource, code) -> count, exported as metrics and read by tests.
         self.requests: Counter[tuple[str, str, int]] = Counter()
+        # Called with the job as the server returned it after each successful status write.
+        self.status_written: Callable[[dict], None] | None = None
 
     async def _call(self, verb: str, resource: str, method: str, path: str, body=None,
                     content_type: str = "application/json") -> dict | None:
@@ -100,7 +105,10 @@ class KubeClient:
                              "resourceVersion": meta["resourceVersion"], "uid": meta["uid"]},
                 "spec": job.get("spec"), "status": status}
         path = f"{JOBS_PATH.format(namespace=meta['namespace'])}/{meta['name']}/status"
-        return await self._call("update", "genericjobs/status", "PUT", path, body)
+        written = await self._call("update", "genericjobs/status", "PUT", path, body)
+        if self.status_written is not None and written is not None:
+            self.status_written(written)
+        return written
 
     async def create_event(self, event: dict) -> None:
         await self._call("create", "events", "POST", f"/api/v1/namespaces/{event['metadata']['namespace']}/events",
@@ -111,10 +119,71 @@ class KubeClient:
                          content_type="application/merge-patch+json")
 
 
+class InstrumentedApiClient(ApiClient):
+    """An ApiClient that counts every request it sends (rest_client_requests_total).
+
+    Every API call of the program goes through `ApiClient.request`, whoever makes it (the writes
+    here, the informers' lists and watches, leader election), so one hook counts them all.
+    """
+
+    def __init__(self, configuration=None, *, metrics: RequestMetrics, **kwargs) -> None:
+        super().__init__(configuration, **kwargs)
+        self.request_metrics = metrics
+
+    async def request(self, method, url, query_params=None, *args, **kwargs):
+        verb, resource = request_verb(method, url, query_params)
+        started = time.perf_counter()
+        code = "<error>"
+        try:
+            response = await super().request(method, url, query_params, *args, **kwargs)
+            code = str(response.status)
+            return response
+        except Exception as exc:
+            status = getattr(exc, "status", None)  # kubernetes_asyncio's ApiException, when content is preloaded
+            if status:
+                code = str(status)
+            raise
+        finally:
+            self.request_metrics.observe(verb, resource, code, time.perf_counter() - started)
+
+
+def request_verb(method: str, url: str, query_params=None) -> tuple[str, str]:
+    """The Kubernetes verb and resource ("pods", "genericjobs/status") of a request, as RBAC names them."""
+    segments = [s for s in urlsplit(url).path.split("/") if s]
+    rest: list[str] | None = None
+    for i, segment in enumerate(segments):
+        if segment == "api":
+            rest = segments[i + 2:]  # api, version
+            break
+        if segment == "apis":
+            rest = segments[i + 3:]  # apis, group, version
+            break
+    if not rest:
+        return method.lower(), ""
+    if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize"):
+        rest = rest[2:]  # a namespaced resource (not a namespace's own subresource)
+    resource, named = rest[0], len(rest) > 1
+    if len(rest) > 2:
+        resource = f"{resource}/{rest[2]}"
+    if method == "GET":
+        watching = any(k == "watch" and str(v).lower() in ("true", "1") for k, v in _pairs(query_params))
+        verb = "get" if named else "watch" if watching else "list"
+    else:
+        verb = {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method) or (
+            ("delete" if named else "deletecollection") if method == "DELETE" else method.lower())
+    return verb, resource
+
+
+def _pairs(params) -> list[tuple]:
+    if not params:
+        return []
+    return list(params.items()) if isinstance(params, dict) else list(params)
+
+
 def _collection(resource: str, namespace: str) -> str:
     if resource == "podgroups":
         return PODGROUPS_PATH.format(namespace=namespace)
     return f"/api/v1/namespaces/{namespace}/{resource}"
 
 
-__all__ = ["ApiStatusError", "KubeClient", "TokenBucket"]
+__all__ = ["ApiStatusError", "InstrumentedApiClient", "KubeClient", "TokenBucket", "request_verb"]

@@ -77,3 +77,77 @@ class ControllerMetrics:
             return
         for phase in ("Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed", "Unknown"):
             self.jobs_by_phase.labels(phase).set(counts.get(phase, 0))
+
+
+# From a few milliseconds (a watch event and one PUT) up to the two minutes a congested queue may take.
+STATUS_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+
+
+class StatusLatency:
+    """genericjob_status_latency_seconds: how long a job's status lags behind its pods.
+
+    The clock starts when the pod informer hands the controller a pod whose phase changed (or a new
+    pod), and stops when a status write succeeds whose replica record for that pod (same uid) shows
+    that phase. Both ends are local monotonic times in this process, so clock skew between nodes
+    and the API server cannot distort it; what it leaves out is the time the change took to reach
+    the watch. Only phases seen while this replica leads are timed (a standby writes nothing); a
+    phase replaced by a newer one before any write showed it is not timed, and a pod's or job's
+    deletion forgets what was pending for it.
+    """
+
+    def __init__(self, registry: CollectorRegistry | None) -> None:
+        self.enabled = registry is not None
+        # job uid -> pod uid -> (phase, monotonic time the informer delivered it)
+        self._pending: dict[str, dict[str, tuple[str, float]]] = {}
+        if registry is not None:
+            self.histogram = Histogram("genericjob_status_latency_seconds", "Seconds from the controller seeing a "
+                                       "pod's new phase to a successful status write showing it",
+                                       buckets=STATUS_LATENCY_BUCKETS, registry=registry)
+
+    def __len__(self) -> int:
+        return sum(len(pods) for pods in self._pending.values())
+
+    def pod_phase(self, job_uid: str, pod_uid: str, phase: str, now: float) -> None:
+        if self.enabled:
+            self._pending.setdefault(job_uid, {})[pod_uid] = (phase, now)
+
+    def pod_gone(self, job_uid: str, pod_uid: str) -> None:
+        pods = self._pending.get(job_uid)
+        if pods is not None:
+            pods.pop(pod_uid, None)
+            if not pods:
+                del self._pending[job_uid]
+
+    def job_gone(self, job_uid: str) -> None:
+        self._pending.pop(job_uid, None)
+
+    def status_written(self, job: dict, now: float) -> None:
+        """Observe every pending phase that this successfully written job status shows."""
+        pods = self._pending.get(job["metadata"]["uid"])
+        if not pods:
+            return
+        for task in (job.get("status") or {}).get("tasks") or ():
+            for replica in task.get("replicas") or ():
+                seen = pods.get(replica.get("uid") or "")
+                if seen is not None and seen[0] == replica.get("phase"):
+                    self.histogram.observe(max(now - seen[1], 0.0))
+                    del pods[replica["uid"]]
+        if not pods:
+            del self._pending[job["metadata"]["uid"]]
+
+
+class RequestMetrics:
+    """client-go's rest_client metrics, labelled by verb and resource instead of host and method."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.requests = Counter("rest_client_requests_total", "API server requests, by verb, resource and HTTP "
+                                "status code (<error> when no response came)", ["verb", "resource", "code"],
+                                registry=registry)
+        self.latency = Histogram("rest_client_request_duration_seconds", "Seconds until the API server's response "
+                                 "headers arrived (a watch: until it opened)", ["verb", "resource"],
+                                 buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
+                                 registry=registry)
+
+    def observe(self, verb: str, resource: str, code: str, seconds: float) -> None:
+        self.requests.labels(verb, resource, code).inc()
+        self.latency.labels(verb, resource).observe(seconds)

@@ -1,0 +1,25 @@
+"""`genericjob-controller run|local` and `python -m controller run|local`."""
+
+from __future__ import annotations
+
+import sys
+
+from . import cli, logs, manager
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = cli.parse_args(argv)
+    if args.command == "local":
+        if getattr(args, "local_unavailable", None):
+            print("genericjob-controller: the `local` command is not available: controller.local could not be "
+                  f"imported ({args.local_unavailable})", file=sys.stderr)
+            return 2
+        from . import local
+
+        return local.main(args)
+    logs.configure(args.log_level, cli.log_format(args))
+    return manager.main(cli.manager_config(args), args.kubeconfig)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,182 @@
+"""Command line: `genericjob-controller run|local [flags]`.
+
+Every flag of `run` can also be set by an environment variable, GENERICJOB_ plus the flag's name
+in capitals with dashes as underscores (`--lease-duration` is GENERICJOB_LEASE_DURATION); a flag
+on the command line wins over its variable. Booleans take true/false, 1/0, yes/no or on/off.
+`local` is defined by `controller.local` (its own flags, its own main); if that module cannot be
+imported, `run` still works and `local` says why it is unavailable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping
+from types import ModuleType
+
+from .controller import ControllerConfig
+from .leader import LeaderElectionConfig
+from .logs import FORMATS, LEVELS
+from .manager import ManagerConfig, pod_namespace
+from .reconciler import STUCK_TERMINATING_AFTER
+from .server import parse_address
+
+ENV_PREFIX = "GENERICJOB_"
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+def _non_negative(text: str) -> float:
+    value = float(text)
+    if not value >= 0:  # also rejects nan
+        raise ValueError(text)
+    return value
+
+
+def _address(text: str) -> str:
+    parse_address(text)
+    return text
+
+
+# argparse names a failed conversion after the type function.
+_positive_int.__name__ = "positive integer"
+_non_negative.__name__ = "non-negative number"
+_address.__name__ = "address (host:port, :port, or 0 for off)"
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then in-cluster config, then ~/.kube/config)")
+    add("--namespace", default=None, help="namespace to watch (default: all namespaces)")
+    add("--workers", type=_positive_int, default=4, help="concurrent reconciles")
+    add("--qps", type=_non_negative, default=20.0, help="API writes per second, client side (0: no limit)")
+    add("--burst", type=_positive_int, default=30, help="API writes allowed in a burst above --qps")
+    add("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
+        help="take a Lease before reconciling, so that only one replica works at a time")
+    add("--lease-name", default="genericjob-controller", help="name of the leader election Lease")
+    add("--lease-namespace", default=None,
+        help="namespace of the Lease (default: the pod's namespace, else 'default')")
+    add("--lease-duration", type=_non_negative, default=15.0,
+        help="seconds (whole) a standby waits after the lease last changed before taking it over")
+    add("--renew-deadline", type=_non_negative, default=10.0,
+        help="seconds the leader keeps retrying a renewal before it gives up and exits")
+    add("--retry-period", type=_non_negative, default=2.0, help="seconds between leader election attempts")
+    add("--metrics-address", type=_address, default=":8080", help="where /metrics listens (0: off)")
+    add("--health-address", type=_address, default=":8081",
+        help="where /healthz and /readyz listen (0: off; the metrics address: one listener for all)")
+    add("--log-level", choices=LEVELS, default="info", help="lowest level logged")
+    add("--log-format", choices=FORMATS, default=None,
+        help="json or console (default: json in a cluster, console elsewhere)")
+    add("--sync-timeout", type=_non_negative, default=120.0,
+        help="seconds to wait for the caches to fill at start; exit 1 after that")
+    add("--shutdown-timeout", type=_non_negative, default=10.0,
+        help="seconds in-flight reconciles get to finish on SIGTERM (keep it below lease duration - retry period)")
+    add("--stuck-terminating-after", type=_non_negative, default=STUCK_TERMINATING_AFTER,
+        help="seconds past its grace period after which a terminating pod (on a lost node) is force-deleted")
+
+
+def env_name(action: argparse.Action) -> str:
+    return ENV_PREFIX + action.option_strings[0].lstrip("-").replace("-", "_").upper()
+
+
+def apply_environment(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -> None:
+    """Make each flag's variable, if set, its default (so the flag still wins); name it in --help."""
+    for action in parser._actions:
+        if not action.option_strings or action.dest == "help":
+            continue
+        name = env_name(action)
+        action.help = f"{action.help} [env {name}]" if action.help else f"[env {name}]"
+        raw = environ.get(name)
+        if raw is None:
+            continue
+        try:
+            value = _from_text(action, raw)
+        except (TypeError, ValueError):
+            parser.error(f"environment variable {name}: invalid value {raw!r}")
+        if action.choices is not None and value not in action.choices:
+            parser.error(f"environment variable {name}: {raw!r} is not one of {', '.join(map(str, action.choices))}")
+        parser.set_defaults(**{action.dest: value})
+
+
+def _from_text(action: argparse.Action, raw: str):
+    if isinstance(action, argparse.BooleanOptionalAction):
+        text = raw.strip().lower()
+        if text not in _TRUE | _FALSE:
+            raise ValueError(raw)
+        return text in _TRUE
+    return action.type(raw) if callable(action.type) else raw
+
+
+def load_local() -> tuple[ModuleType | None, str]:
+    """`controller.local`, or None and why not: `run` must not depend on it."""
+    try:
+        from . import local
+    except Exception as exc:  # missing, or broken: either way only `local` is affected
+        return None, f"{type(exc).__name__}: {exc}"
+    return local, ""
+
+
+def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="genericjob-controller",
+                                     description="Kubernetes controller for GenericJob (batch.tensorstack.dev).")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{run,local}")
+    run = commands.add_parser("run", help="run the controller against a cluster",
+                              formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                              description="Run the controller against a cluster (in-cluster config or a kubeconfig).")
+    add_run_arguments(run)
+    apply_environment(run, os.environ if environ is None else environ)
+    local = commands.add_parser("local", help="run a local cluster and the controller in this process",
+                                description="Start localcluster with the process pod runner and the controller, "
+                                            "optionally submit jobs and follow them.")
+    module, why = load_local()
+    if module is not None:
+        module.add_arguments(local)
+    else:
+        local.set_defaults(local_unavailable=why)  # its flags are unknown: parse_args lets them through
+    return parser
+
+
+def validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Checks across flags, reported as usage errors."""
+    if args.command != "run":
+        return
+    try:
+        manager_config(args)
+    except ValueError as err:
+        parser.error(str(err))
+
+
+def parse_args(argv: list[str] | None = None, environ: Mapping[str, str] | None = None) -> argparse.Namespace:
+    parser = build_parser(environ)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and not getattr(args, "local_unavailable", None):
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    validate(parser, args)
+    return args
+
+
+def log_format(args: argparse.Namespace) -> str:
+    return args.log_format or ("json" if os.environ.get("KUBERNETES_SERVICE_HOST") else "console")
+
+
+def manager_config(args: argparse.Namespace) -> ManagerConfig:
+    """The program's configuration from parsed `run` flags; ValueError for inconsistent timings."""
+    controller = ControllerConfig(namespace=args.namespace or None, workers=args.workers, qps=args.qps,
+                                  burst=args.burst, shutdown_timeout=args.shutdown_timeout,
+                                  stuck_terminating_after=args.stuck_terminating_after)
+    election = None
+    if args.leader_elect:
+        election = LeaderElectionConfig(args.lease_name, args.lease_namespace or pod_namespace(),
+                                        lease_duration=args.lease_duration, renew_deadline=args.renew_deadline,
+                                        retry_period=args.retry_period)
+    return ManagerConfig(controller=controller, leader_election=election, metrics_address=args.metrics_address,
+                         health_address=args.health_address, sync_timeout=args.sync_timeout)
+
+
+__all__ = ["ENV_PREFIX", "apply_environment", "build_parser", "log_format", "manager_config", "parse_args"]

@@ -1,0 +1,89 @@
+"""Logging: structlog for our lines and the standard library's (informers, aiohttp), one format for both.
+
+JSON lines in a cluster, where a log pipeline parses them; a readable console format on a laptop.
+Context bound with `structlog.contextvars` (a worker binds the job key and a reconcile id) is
+added to every line, stdlib ones included. A redacting processor runs last before rendering, so
+no path can log a token: values under keys that look like credentials are replaced, and bearer
+tokens are cut out of any string.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+from typing import Any, TextIO
+
+import structlog
+
+LEVELS = ("debug", "info", "warning", "error")
+FORMATS = ("json", "console")
+REDACTED = "[REDACTED]"
+
+_SENSITIVE_KEY = re.compile(r"token|password|passwd|secret|authorization|api[-_]?key|credential|cookie", re.I)
+# Credentials are long: "a bearer of news" stays as it is.
+_CREDENTIAL_IN_TEXT = re.compile(r"\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}", re.I)
+# Libraries that would log request or response details (bodies, headers) at debug level.
+_QUIET = {"kubernetes_asyncio": logging.WARNING, "aiohttp.access": logging.WARNING, "asyncio": logging.WARNING}
+
+
+def redact(value: Any) -> Any:
+    """A copy of `value` with credential-like keys' values and bearer/basic credentials replaced."""
+    if isinstance(value, dict):
+        return {k: REDACTED if isinstance(k, str) and _SENSITIVE_KEY.search(k) else redact(v)
+                for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(redact(v) for v in value)
+    if isinstance(value, str) and _CREDENTIAL_IN_TEXT.search(value):
+        return _CREDENTIAL_IN_TEXT.sub(lambda m: f"{m.group(1)} {REDACTED}", value)
+    return value
+
+
+def redact_secrets(_logger: Any, _method: str, event_dict: dict) -> dict:
+    return redact(event_dict)
+
+
+def _render_json(event_dict: dict, **_kwargs: Any) -> str:
+    return json.dumps(event_dict, default=str, separators=(",", ":"))
+
+
+def configure(level: str = "info", fmt: str = "console", stream: TextIO | None = None) -> None:
+    """Route structlog and stdlib logging to `stream` (stderr by default) in `fmt`, from `level` up."""
+    stream = stream or sys.stderr
+    shared: list = [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    structlog.configure(
+        processors=[structlog.stdlib.filter_by_level, *shared, structlog.stdlib.PositionalArgumentsFormatter(),
+                    structlog.processors.StackInfoRenderer(), structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        # Not cached: tests and `local` may configure more than once in one process.
+        cache_logger_on_first_use=False,
+    )
+    if fmt == "json":
+        # Plain tracebacks, never with frame locals: a local may hold a request's headers.
+        renderer: list = [structlog.processors.format_exc_info, redact_secrets,
+                          structlog.processors.JSONRenderer(serializer=_render_json)]
+    else:
+        renderer = [structlog.processors.format_exc_info, redact_secrets,
+                    structlog.dev.ConsoleRenderer(colors=stream.isatty())]
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[*shared, structlog.stdlib.ExtraAdder()],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *renderer])
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(formatter)
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+    for name, quiet in _QUIET.items():
+        logging.getLogger(name).setLevel(max(quiet, root.level))
+
+
+__all__ = ["FORMATS", "LEVELS", "REDACTED", "configure", "redact", "redact_secrets"]

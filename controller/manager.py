@@ -1,0 +1,265 @@
+"""The whole `run` program: API client, controller, leader election, HTTP endpoints, signals.
+
+    manager = Manager(api_client, ManagerConfig(...))      # api_client: an InstrumentedApiClient
+    exit_code = await manager.run()                         # until manager.stop() (a signal)
+
+The order follows the design notes (CONTROLLER.md, "Leader election"):
+1. the HTTP endpoints come up first, so probes and scrapes answer during start-up;
+2. the informers start and sync whether or not we lead: a standby replica keeps warm caches and
+   is ready (/readyz 200), so a handover only waits for the lease, not for a relist;
+3. workers run only while we hold the lease: they start in `on_started_leading`, which then
+   waits until the elector cancels it;
+4. losing the lease cancels the workers at once and `run()` returns 1: the process exits rather
+   than ever reconciling without the lease (a fresh process stands by again);
+5. `stop()` (SIGTERM) stops taking work, lets in-flight reconciles finish within the shutdown
+   timeout, releases the lease (the elector does so when cancelled), and `run()` returns 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+
+import structlog
+from kubernetes_asyncio import config as kube_config
+from kubernetes_asyncio.client import ApiClient, Configuration
+from prometheus_client import (
+    CollectorRegistry,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    disable_created_metrics,
+)
+
+from informers import SyncTimeoutError
+
+from .controller import Controller, ControllerConfig
+from .kube import InstrumentedApiClient
+from .leader import LeaderElectionConfig, LeaderElector
+from .metrics import RequestMetrics
+from .server import Server
+
+log = structlog.get_logger("controller.manager")
+
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+USER_AGENT = "genericjob-controller/0.1.0"
+EXIT_OK, EXIT_FAILED = 0, 1
+EVENT_FLUSH_SECONDS = 2.0  # what stopping the event recorder may add to the drain
+
+
+@dataclass(frozen=True)
+class ManagerConfig:
+    controller: ControllerConfig = field(default_factory=ControllerConfig)
+    leader_election: LeaderElectionConfig | None = None  # None: lead unconditionally (a single replica)
+    metrics_address: str = ":8080"
+    health_address: str = ":8081"
+    sync_timeout: float = 120.0
+
+
+def new_registry() -> CollectorRegistry:
+    """The program's own registry (not prometheus_client's global one), with process and GC metrics."""
+    registry = CollectorRegistry()
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    GCCollector(registry=registry)
+    return registry
+
+
+class Manager:
+    def __init__(self, api_client: ApiClient, config: ManagerConfig, registry: CollectorRegistry | None = None
+                 ) -> None:
+        self.config = config
+        self.registry = registry if registry is not None else new_registry()
+        self.controller = Controller(api_client, config.controller, self.registry)
+        self.server = Server(self.registry, self.controller.problems, self._unready)
+        self.elector: LeaderElector | None = None
+        if config.leader_election is not None:
+            self.elector = LeaderElector(api_client, config.leader_election, self._lead, self._stopped_leading,
+                                         on_new_leader=self._new_leader, registry=self.registry)
+        self._stop = asyncio.Event()
+        self._synced = False
+        self.exit_reason = ""
+
+    def stop(self) -> None:
+        """Shut down cleanly: finish in-flight reconciles, release the lease, return 0. Safe from a signal."""
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    async def run(self) -> int:
+        self._warn_about_timings()
+        try:
+            await self.server.start(self.config.metrics_address, self.config.health_address)
+        except OSError as err:  # the port is taken, or the address is not ours
+            log.error("cannot listen", error=str(err))
+            await self.server.stop()
+            return self._exit(EXIT_FAILED, "cannot listen")
+        try:
+            return await self._run()
+        finally:
+            self._synced = False
+            await self.controller.stop()  # workers are stopped by now: this stops the informers
+            await self.server.stop()
+            log.info("stopped", reason=self.exit_reason)
+
+    async def _run(self) -> int:
+        self.controller.start_informers()
+        try:
+            if not await self._unless_stopped(self.controller.wait_for_sync(self.config.sync_timeout)):
+                return self._exit(EXIT_OK, "stopped before the caches synced")
+        except SyncTimeoutError as err:
+            log.error("caches did not sync", error=str(err))
+            return self._exit(EXIT_FAILED, "caches did not sync")
+        self._synced = True
+        log.info("caches synced")
+        if self.elector is None:
+            self.controller.run_workers()
+            log.info("running workers without leader election", workers=self.config.controller.workers)
+            await self._stop.wait()
+            await self.controller.stop_workers(drain=True)
+            return self._exit(EXIT_OK, "stop requested")
+        try:
+            if not await self._unless_stopped(self.elector.run()):
+                return self._exit(EXIT_OK, "stop requested")  # the cancelled elector drained and released
+        except Exception:
+            log.exception("leading failed")
+            return self._exit(EXIT_FAILED, "leading failed")
+        # run() returned by itself: a renewal failed or another holder took the lease.
+        return self._exit(EXIT_FAILED, "leadership lost")
+
+    async def _unless_stopped(self, work: Awaitable) -> bool:
+        """Await `work` unless stop() comes first, in which case cancel it (and wait for it). True if it ended."""
+        task = asyncio.ensure_future(work)
+        stopped = asyncio.ensure_future(self._stop.wait())
+        try:
+            await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            return False
+        task.result()  # its exception, if any
+        return True
+
+    def _exit(self, code: int, reason: str) -> int:
+        self.exit_reason = reason
+        return code
+
+    # --- leader election callbacks ---------------------------------------------------------
+
+    async def _lead(self) -> None:
+        """Run the workers until the elector cancels this; then drain them (shutdown) or drop them (lease lost)."""
+        log.info("started leading", identity=self.elector.identity if self.elector else "")
+        self.controller.run_workers()
+        try:
+            await asyncio.Future()  # until cancelled
+        finally:
+            await self.controller.stop_workers(drain=self.stopping)
+
+    def _stopped_leading(self) -> None:
+        if self.stopping:
+            log.info("stopped leading for shutdown")
+        else:
+            log.error("leader election lost: exiting")
+
+    def _new_leader(self, identity: str) -> None:
+        if self.elector is not None and identity != self.elector.identity:
+            log.info("new leader elected", leader=identity)
+
+    # --- readiness ------------------------------------------------------------------------
+
+    def _unready(self) -> str | None:
+        if self.stopping:
+            return "shutting down"
+        if not self._synced:
+            return "caches not synced"
+        return None
+
+    def _warn_about_timings(self) -> None:
+        """The drain happens while nobody renews the lease: it must end before the lease could expire."""
+        election = self.config.leader_election
+        if election is None:
+            return
+        budget = election.lease_duration - election.retry_period
+        if self.config.controller.shutdown_timeout + EVENT_FLUSH_SECONDS > budget:
+            log.warning("the shutdown timeout may outlast the lease: in-flight reconciles are cut off when it "
+                        "could expire, and the lease is then left to expire instead of being released",
+                        shutdown_timeout=self.config.controller.shutdown_timeout,
+                        lease_duration=election.lease_duration, retry_period=election.retry_period)
+
+
+# --- the program ----------------------------------------------------------------------------
+
+
+def in_cluster() -> bool:
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and os.path.exists(f"{SERVICE_ACCOUNT_DIR}/token")
+
+
+def pod_namespace(default: str = "default") -> str:
+    """The namespace this pod runs in (its service account's), else `default`."""
+    try:
+        with open(f"{SERVICE_ACCOUNT_DIR}/namespace") as f:
+            return f.read().strip() or default
+    except OSError:
+        return default
+
+
+async def client_configuration(kubeconfig: str | None) -> Configuration:
+    """controller-runtime's order: --kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config."""
+    configuration = Configuration()
+    path = kubeconfig or os.environ.get("KUBECONFIG")
+    if not path and in_cluster():
+        kube_config.load_incluster_config(client_configuration=configuration)
+        log.info("using in-cluster configuration")
+        return configuration
+    path = path or os.path.join(os.environ.get("HOME", ""), ".kube", "config")
+    await kube_config.load_kube_config(config_file=path, client_configuration=configuration, persist_config=False)
+    log.info("using kubeconfig", path=path)
+    return configuration
+
+
+def _on_signals(loop: asyncio.AbstractEventLoop, manager: Manager) -> None:
+    """The first SIGTERM/SIGINT shuts down cleanly; a second one exits at once."""
+    def handle(signum: int) -> None:
+        if manager.stopping:
+            log.warning("second signal: exiting at once", signal=signal.Signals(signum).name)
+            os._exit(EXIT_FAILED)
+        log.info("shutting down", signal=signal.Signals(signum).name)
+        manager.stop()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, handle, signum)
+
+
+async def run_program(config: ManagerConfig, kubeconfig: str | None) -> int:
+    disable_created_metrics()  # no *_created series: controller-runtime has none, and they double the page
+    try:
+        configuration = await client_configuration(kubeconfig)
+    except (kube_config.ConfigException, OSError) as err:
+        log.error("no usable cluster configuration", error=str(err))
+        return EXIT_FAILED
+    registry = new_registry()
+    async with InstrumentedApiClient(configuration, metrics=RequestMetrics(registry)) as api_client:
+        api_client.user_agent = USER_AGENT
+        manager = Manager(api_client, config, registry)
+        _on_signals(asyncio.get_running_loop(), manager)
+        election = config.leader_election
+        log.info("starting", namespace=config.controller.namespace or "(all)", workers=config.controller.workers,
+                 leader_election=election is not None,
+                 lease=f"{election.namespace}/{election.lease_name}" if election else None,
+                 identity=election.identity if election else None)
+        return await manager.run()
+
+
+def main(config: ManagerConfig, kubeconfig: str | None) -> int:
+    return asyncio.run(run_program(config, kubeconfig))
+
+
+__all__ = ["Manager", "ManagerConfig", "client_configuration", "in_cluster", "main", "new_registry",
+           "pod_namespace", "run_program"]

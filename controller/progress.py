@@ -1,0 +1,228 @@
+"""Follow submitted GenericJobs through the status the controller writes, one printed line per change.
+
+    14:02:11  generic-example  Running    worker-0 Running, worker-1 Running, worker-2 Pending, worker-3 Creating
+
+Only what the API shows is used (an informer on GenericJobs, like `kubectl get -w`), so what is
+printed is what a user of the cluster would see. A line is printed when the job's phase or a
+replica's phase or restart count changes. Jobs with many replicas are shown as counts per type.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TextIO
+
+from kubernetes_asyncio.client import ApiClient
+
+from informers import InformerFactory, Resource
+
+from .models import GROUP, KIND, PLURAL, VERSION
+from .pod_logs import LogFollower
+
+JOBS = Resource(GROUP, VERSION, PLURAL)
+FINISHED = frozenset({"Succeeded", "Failed"})
+STARTED = frozenset({"Running", "Succeeded", "Failed"})  # a replica phase whose pod may have output
+DELETED = "Deleted"  # a submitted job deleted before it finished (by kubectl, say)
+LISTED_REPLICAS = 8  # more than this and replicas are counted by phase instead of listed
+# Phases in the order counts are shown, so a line reads the same way as a job progresses.
+PHASE_ORDER = ("Creating", "Pending", "Running", "Succeeded", "Failed", "Unknown", "Paused", "Resuming", DELETED)
+
+
+def is_genericjob(obj: dict) -> bool:
+    return obj.get("apiVersion") == f"{GROUP}/{VERSION}" and obj.get("kind") == KIND
+
+
+def job_key(obj: dict) -> str:
+    return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"
+
+
+def display_name(key: str) -> str:
+    namespace, _, name = key.partition("/")
+    return name if namespace == "default" else key
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def replica_records(job: dict) -> list[tuple[str, dict]]:
+    """(type, record) for every replica in the status, in the controller's order."""
+    tasks = (job.get("status") or {}).get("tasks") or ()
+    return [(t.get("type", ""), r) for t in tasks for r in t.get("replicas") or ()]
+
+
+def replica_states(job: dict) -> str:
+    """`worker-0 Running, worker-1 Succeeded (1 restart)`, or `worker: 60 Running, 40 Pending` when many."""
+    records = replica_records(job)
+    prefix = f"{job['metadata']['name']}-"
+    if len(records) <= LISTED_REPLICAS:
+        return ", ".join(f"{r['name'].removeprefix(prefix)} {r.get('phase', '?')}{_restarts(r.get('restartCount'))}"
+                         for _, r in records)
+    by_type: dict[str, Counter[str]] = {}
+    restarts: Counter[str] = Counter()
+    for replica_type, record in records:
+        by_type.setdefault(replica_type, Counter())[record.get("phase", "?")] += 1
+        restarts[replica_type] += int(record.get("restartCount") or 0)
+    return "; ".join(f"{replica_type}: {_counts(counts)}{_restarts(restarts[replica_type])}"
+                     for replica_type, counts in by_type.items())
+
+
+def _counts(counts: Counter[str]) -> str:
+    """`6 Running, 4 Pending` in PHASE_ORDER (phases it does not know last)."""
+    ordered = sorted(counts, key=lambda p: PHASE_ORDER.index(p) if p in PHASE_ORDER else len(PHASE_ORDER))
+    return ", ".join(f"{counts[phase]} {phase}" for phase in ordered)
+
+
+def _restarts(count) -> str:
+    return f" ({plural(int(count), 'restart')})" if count else ""
+
+
+def phase_of(job: dict | None) -> str:
+    return ((job or {}).get("status") or {}).get("phase") or "Pending"
+
+
+def outcome_message(job: dict) -> str:
+    """Why the job finished, from its Completed or Failed condition (`The job is succeeded with rule: ...`)."""
+    wanted = "Failed" if phase_of(job) == "Failed" else "Completed"
+    for condition in (job.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == wanted and condition.get("status") == "True":
+            return condition.get("message") or ""
+    return ""
+
+
+@dataclass
+class Tracked:
+    key: str
+    uid: str
+    submitted: float
+    job: dict | None = None
+    shown: str | None = None  # the state last printed
+    finished: float | None = None
+    deleted: bool = False
+
+    @property
+    def phase(self) -> str:
+        return DELETED if self.deleted else phase_of(self.job)
+
+    @property
+    def done(self) -> bool:
+        return self.deleted or self.phase in FINISHED
+
+
+class JobProgress:
+    """Prints the progress of the jobs it is told to `track`; `wait()` returns once every one has finished."""
+
+    def __init__(self, api_client: ApiClient, out: TextIO | None = None, follow_logs: bool = False) -> None:
+        self.out = out or sys.stdout
+        self.factory = InformerFactory(api_client)
+        self.factory.informer(JOBS).add_handler(on_add=self._seen, on_update=lambda _old, new: self._seen(new),
+                                                on_delete=self._gone)
+        self.logs = LogFollower(api_client, self.emit) if follow_logs else None
+        self.tracked: dict[str, Tracked] = {}  # by job key, in the order submitted
+        self._latest: dict[str, dict] = {}  # every job seen, by key: events may arrive before `track` is called
+        self._expecting_more = True
+        self._all_done = asyncio.Event()
+
+    async def start(self, timeout: float = 30.0) -> None:
+        self.factory.start()
+        await self.factory.wait_for_sync(timeout)
+
+    async def stop(self) -> None:
+        if self.logs is not None:
+            await self.logs.stop()
+        await self.factory.stop()
+
+    def emit(self, text: str) -> None:
+        print(f"{datetime.now():%H:%M:%S}  {text}", file=self.out, flush=True)
+
+    # --- tracking -------------------------------------------------------------------------
+
+    def track(self, created: dict) -> None:
+        """Follow a job just created (the object the API returned)."""
+        key = job_key(created)
+        self.tracked[key] = Tracked(key, created["metadata"]["uid"], time.monotonic())
+        latest = self._latest.get(key)
+        if latest is not None:
+            self._seen(latest)
+
+    def submitted_all(self) -> None:
+        """No more jobs will be tracked: `wait` may return once those tracked have finished."""
+        self._expecting_more = False
+        self._check_all_done()
+
+    async def wait(self) -> None:
+        await self._all_done.wait()
+
+    def _seen(self, job: dict) -> None:
+        key = job_key(job)
+        self._latest[key] = job
+        tracked = self.tracked.get(key)
+        if tracked is None or tracked.uid != job["metadata"].get("uid") or tracked.done:
+            return
+        tracked.job = job
+        if job.get("status"):  # nothing to say until the controller has written a status
+            state = f"{phase_of(job):<9}  {replica_states(job)}"
+            if state != tracked.shown:
+                tracked.shown = state
+                self.emit(f"{self._name(key)}  {state}")
+        if self.logs is not None:
+            self._follow_logs(key, job)
+        if tracked.done:
+            tracked.finished = time.monotonic()
+            self._check_all_done()
+
+    def _follow_logs(self, key: str, job: dict) -> None:
+        """Stream the output of every replica's pod that has started (a restarted replica's new pod too)."""
+        assert self.logs is not None
+        prefix = f"{job['metadata']['name']}-"
+        for _, record in replica_records(job):
+            if record.get("uid") and record.get("phase") in STARTED:
+                containers = [c.get("name") for c in record.get("containers") or ()]
+                self.logs.follow(job["metadata"]["namespace"], record["name"], record["uid"], containers,
+                                 f"{self._name(key)}  {record['name'].removeprefix(prefix)}")
+
+    def _gone(self, job: dict) -> None:
+        key = job_key(job)
+        self._latest.pop(key, None)
+        tracked = self.tracked.get(key)
+        if tracked is not None and tracked.uid == job["metadata"].get("uid") and not tracked.done:
+            tracked.deleted = True
+            tracked.finished = time.monotonic()
+            self.emit(f"{self._name(key)}  {DELETED} before it finished")
+            self._check_all_done()
+
+    def _check_all_done(self) -> None:
+        if not self._expecting_more and all(t.done for t in self.tracked.values()):
+            self._all_done.set()
+
+    def _name(self, key: str) -> str:
+        width = max(len(display_name(k)) for k in self.tracked)
+        return f"{display_name(key):<{width}}"
+
+    # --- the end --------------------------------------------------------------------------
+
+    def succeeded(self) -> bool:
+        return all(t.phase == "Succeeded" for t in self.tracked.values())
+
+    def summary(self) -> list[str]:
+        """One line per job (phase, time taken, restarts, why it ended), then the totals."""
+        lines = []
+        for key, tracked in self.tracked.items():
+            took = (tracked.finished or time.monotonic()) - tracked.submitted
+            restarts = sum(int(r.get("restartCount") or 0) for _, r in replica_records(tracked.job or {}))
+            extra = [f"{took:.1f}s"] + ([plural(restarts, "restart")] if restarts else [])
+            message = outcome_message(tracked.job) if tracked.job and tracked.done else ""
+            lines.append(f"  {self._name(key)}  {tracked.phase:<9}  {', '.join(extra)}"
+                         + (f"  {message}" if message else ""))
+        counts = Counter(t.phase for t in self.tracked.values())
+        total = len(self.tracked)
+        if counts["Succeeded"] == total:
+            lines.append(f"{'all ' if total > 1 else ''}{plural(total, 'job')} succeeded")
+        else:
+            lines.append(f"{_counts(counts)} of {plural(total, 'job')}")
+        return lines

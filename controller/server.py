@@ -1,0 +1,95 @@
+"""The HTTP endpoints a cluster scrapes and probes: /metrics, /healthz, /readyz.
+
+    server = Server(registry, problems=controller.problems, unready=lambda: None if synced else "not synced")
+    await server.start(metrics=":8080", health=":8081")   # the same address twice: one listener
+    ...
+    await server.stop()
+
+/healthz is a liveness check: it is answered on the event loop, so a blocked loop fails it by
+timing out, and it fails with 500 naming the problem when `problems()` reports one (an informer
+whose task died). /readyz answers 200 unless `unready()` gives a reason (500 with that reason).
+An address of "0" (or empty) turns that listener off; port 0 lets the OS pick one, and `start()`
+returns what was bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import structlog
+from aiohttp import web
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
+
+log = structlog.get_logger("controller.server")
+
+
+def parse_address(address: str) -> tuple[str, int] | None:
+    """"host:port", ":port" (every interface) or "[::1]:port"; None for "0" or "" (off)."""
+    if address in ("", "0"):
+        return None
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"invalid address {address!r}: expected host:port or :port")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+class Server:
+    def __init__(self, registry: CollectorRegistry, problems: Callable[[], list[str]],
+                 unready: Callable[[], str | None]) -> None:
+        self.registry = registry
+        self.problems = problems
+        self.unready = unready
+        self._runners: list[web.AppRunner] = []
+        self.addresses: dict[str, str] = {}  # "metrics" / "health" -> the "host:port" bound
+
+    async def start(self, metrics: str, health: str) -> dict[str, str]:
+        metrics_at, health_at = parse_address(metrics), parse_address(health)
+        routes = {"metrics": [web.get("/metrics", self.metrics)],
+                  "health": [web.get("/healthz", self.healthz), web.get("/readyz", self.readyz)]}
+        if metrics_at is not None and metrics_at == health_at:
+            bound = await self._listen(metrics_at, routes["metrics"] + routes["health"])
+            self.addresses = {"metrics": bound, "health": bound}
+        else:
+            for name, where in (("metrics", metrics_at), ("health", health_at)):
+                if where is not None:
+                    self.addresses[name] = await self._listen(where, routes[name])
+        for name, bound in self.addresses.items():
+            log.info(f"serving {name}", address=bound)
+        return self.addresses
+
+    async def _listen(self, where: tuple[str, int], routes: list) -> str:
+        app = web.Application()
+        app.add_routes(routes)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)  # probes every few seconds: no log
+        await runner.setup()
+        self._runners.append(runner)
+        await web.TCPSite(runner, where[0], where[1]).start()
+        host, port = runner.addresses[0][:2]
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+    async def stop(self) -> None:
+        for runner in self._runners:
+            await runner.cleanup()
+        self._runners = []
+
+    # --- handlers -------------------------------------------------------------------------
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
+        return web.Response(body=encoder(self.registry), headers={"Content-Type": content_type})
+
+    async def healthz(self, request: web.Request) -> web.Response:
+        problems = self.problems()
+        if problems:
+            return web.Response(status=500, text="\n".join(problems) + "\n")
+        return web.Response(text="ok\n")
+
+    async def readyz(self, request: web.Request) -> web.Response:
+        reason = self.unready()
+        if reason:
+            return web.Response(status=500, text=f"{reason}\n")
+        return web.Response(text="ok\n")
+
+
+__all__ = ["Server", "parse_address"]

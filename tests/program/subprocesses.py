@@ -1,0 +1,242 @@
+"""The program as its users run it: `localcluster serve` and `genericjob-controller run` as subprocesses.
+
+    async with LocalClusterProcess(tmp_path) as cluster, ControllerProcess(cluster) as controller:
+        await cluster.jobs.submit(genericjob("job", script=QUICK))
+        samples = await controller.metrics()
+
+Everything is synchronised on observable conditions (log lines, HTTP answers, API state) with
+timeouts; nothing sleeps for a fixed time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import aiohttp
+import pytest
+from kubernetes_asyncio import client, config
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.e2e.conftest import Jobs
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+CLI = BIN / "genericjob-controller"
+# Short leader election timings: lease 2 s, renew deadline 1.5 s, retry 0.25 s.
+LEASE = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.25}
+
+
+def timing_flags(lease_duration: float, renew_deadline: float, retry_period: float) -> list[str]:
+    return ["--lease-duration", str(int(lease_duration)), "--renew-deadline", str(renew_deadline),
+            "--retry-period", str(retry_period)]
+
+
+async def until(check, timeout: float = 10.0, what: str = "condition", interval: float = 0.02):
+    """Poll `check()` (sync or async) until it returns something truthy; return that."""
+    last = None
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                last = check()
+                if asyncio.iscoroutine(last):
+                    last = await last
+                if last:
+                    return last
+                await asyncio.sleep(interval)
+    except TimeoutError:
+        pytest.fail(f"{what} not reached in {timeout}s (last: {last!r})")
+
+
+class LocalClusterProcess:
+    """`python -m localcluster serve --runner scripted` on a free port, with the project's CRDs."""
+
+    def __init__(self, directory: Path) -> None:
+        self.kubeconfig = directory / "kubeconfig"
+        self.process: asyncio.subprocess.Process | None = None
+        self.url = ""
+        self._stack = contextlib.AsyncExitStack()
+        self.api: client.ApiClient
+        self.jobs: Jobs
+
+    async def __aenter__(self) -> LocalClusterProcess:
+        self.process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "localcluster", "serve", "--port", "0", "--kubeconfig-out", str(self.kubeconfig),
+            "--crds", str(ROOT / "manifests" / "crds"), "--runner", "scripted", "--bookmark-interval", "1",
+            stdout=asyncio.subprocess.PIPE, cwd=ROOT)
+        async with asyncio.timeout(20):
+            while True:
+                line = (await self.process.stdout.readline()).decode()
+                if not line:
+                    raise RuntimeError("localcluster exited before listening")
+                if line.startswith("localcluster listening on "):
+                    self.url = line.split()[3]
+                    break
+        configuration = client.Configuration()
+        await config.load_kube_config(str(self.kubeconfig), client_configuration=configuration)
+        self.api = await self._stack.enter_async_context(client.ApiClient(configuration))
+        self.jobs = Jobs(self.api)
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self._stack.aclose()
+        await terminate(self.process)
+
+    async def requests(self) -> dict[tuple[str, str], int]:
+        """What every client asked of the API server so far: (verb, resource) -> count."""
+        async with aiohttp.ClientSession() as session, session.get(f"{self.url}/_localcluster/requests") as answer:
+            rows = (await answer.json())["requests"]
+        counts: dict[tuple[str, str], int] = {}
+        for row in rows:
+            counts[(row["verb"], row["resource"])] = counts.get((row["verb"], row["resource"]), 0) + row["count"]
+        return counts
+
+    async def lease(self, name: str = "genericjob-controller", namespace: str = "default") -> dict | None:
+        """The Lease as the API server stores it (camelCase, MicroTimes as written); None before it exists."""
+        return await self._lease_request("GET", name, namespace)
+
+    async def replace_lease(self, lease: dict) -> dict:
+        return await self._lease_request("PUT", lease["metadata"]["name"], lease["metadata"]["namespace"], lease)
+
+    async def _lease_request(self, method: str, name: str, namespace: str, body: dict | None = None
+                             ) -> dict | None:
+        response = await self.api.call_api(
+            f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}", method, body=body,
+            header_params={"Accept": "application/json", "Content-Type": "application/json"},
+            auth_settings=["BearerToken"], _preload_content=False)
+        try:
+            if response.status == 404 and method == "GET":
+                return None
+            assert response.status == 200, await response.text()
+            return await response.json()
+        finally:
+            response.release()
+
+
+class ControllerProcess:
+    """`genericjob-controller run` against a LocalClusterProcess, JSON logs on stderr collected as dicts."""
+
+    def __init__(self, cluster: LocalClusterProcess, *flags: str, env: dict[str, str] | None = None,
+                 lease: dict | None = None) -> None:
+        self.cluster = cluster
+        timings = timing_flags(**(lease or LEASE))
+        self.argv = [str(CLI), "run", "--kubeconfig", str(cluster.kubeconfig), "--metrics-address", "127.0.0.1:0",
+                     "--health-address", "127.0.0.1:0", "--log-format", "json", "--shutdown-timeout", "1",
+                     *timings, *flags]
+        self.env = {**os.environ, **(env or {})}
+        self.process: asyncio.subprocess.Process | None = None
+        self.logs: list[dict] = []
+        self.raw: list[str] = []
+        self.url = ""
+        self.identity = ""
+        self._reader: asyncio.Task | None = None
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> ControllerProcess:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    async def start(self, ready: bool = True) -> None:
+        self.process = await asyncio.create_subprocess_exec(*self.argv, stderr=asyncio.subprocess.PIPE,
+                                                            env=self.env, cwd=ROOT)
+        self._reader = asyncio.get_running_loop().create_task(self._read_logs())
+        self._session = aiohttp.ClientSession()
+        serving = await self.wait_log(lambda r: r.get("event") == "serving metrics", what="metrics address")
+        self.url = f"http://{serving['address']}"
+        started = await self.wait_log(lambda r: r.get("event") == "starting")
+        self.identity = started.get("identity") or ""
+        if ready:
+            await until(lambda: self.get_status("/readyz", 200), what="/readyz 200")
+
+    async def close(self) -> None:
+        await terminate(self.process)
+        if self._reader is not None:
+            await asyncio.gather(self._reader, return_exceptions=True)
+        if self._session is not None:
+            await self._session.close()
+
+    async def _read_logs(self) -> None:
+        assert self.process is not None and self.process.stderr is not None
+        async for line in self.process.stderr:
+            text = line.decode(errors="replace").rstrip("\n")
+            self.raw.append(text)
+            with contextlib.suppress(ValueError):
+                record = json.loads(text)
+                if isinstance(record, dict):
+                    self.logs.append(record)
+
+    async def wait_log(self, predicate, timeout: float = 15.0, what: str = "log line") -> dict:
+        def found():
+            if self.process is not None and self.process.returncode is not None and self._reader.done():
+                pytest.fail(f"controller exited ({self.process.returncode}) before {what}; logs:\n"
+                            + "\n".join(self.raw[-30:]))
+            return next((r for r in self.logs if predicate(r)), None)
+
+        return await until(found, timeout, what)
+
+    async def get(self, path: str) -> tuple[int, str]:
+        assert self._session is not None
+        async with self._session.get(self.url + path) as answer:
+            return answer.status, await answer.text()
+
+    async def get_status(self, path: str, wanted: int) -> bool:
+        with contextlib.suppress(aiohttp.ClientError):
+            return (await self.get(path))[0] == wanted
+        return False
+
+    async def metrics(self) -> Samples:
+        status, text = await self.get("/metrics")
+        assert status == 200
+        return Samples(text)
+
+    async def leading(self) -> bool:
+        with contextlib.suppress(aiohttp.ClientError):
+            return (await self.metrics()).value("leader_election_master_status") == 1
+        return False
+
+    def send(self, signum: int) -> None:
+        assert self.process is not None
+        self.process.send_signal(signum)
+
+    async def exit_code(self, timeout: float = 15.0) -> int:
+        assert self.process is not None
+        async with asyncio.timeout(timeout):
+            return await self.process.wait()
+
+
+class Samples:
+    """A /metrics page: sample values by name and labels."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.samples = [s for family in text_string_to_metric_families(text) for s in family.samples]
+        self.names = {s.name for s in self.samples}
+
+    def all(self, metric: str, /, **labels: str) -> list:
+        return [s for s in self.samples if s.name == metric and all(s.labels.get(k) == v for k, v in labels.items())]
+
+    def value(self, metric: str, /, **labels: str) -> float:
+        """The sum of the matching samples (0 if none)."""
+        return sum(s.value for s in self.all(metric, **labels))
+
+
+async def terminate(process: asyncio.subprocess.Process | None, timeout: float = 10.0) -> None:
+    if process is None or process.returncode is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        process.send_signal(signal.SIGTERM)
+    try:
+        async with asyncio.timeout(timeout):
+            await process.wait()
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()

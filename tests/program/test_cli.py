@@ -1,0 +1,140 @@
+"""`genericjob-controller` flags and GENERICJOB_* environment variables."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from controller import __main__ as entry
+from controller import cli, manager
+from controller.reconciler import STUCK_TERMINATING_AFTER
+
+from .subprocesses import CLI
+
+
+def parse(*argv: str, **environ: str):
+    return cli.parse_args(["run", *argv], environ)
+
+
+def test_defaults(monkeypatch, tmp_path):
+    monkeypatch.setattr(manager, "SERVICE_ACCOUNT_DIR", str(tmp_path / "nowhere"))
+    args = parse()
+    config = cli.manager_config(args)
+    assert (args.kubeconfig, args.log_level, args.log_format) == (None, "info", None)
+    assert config.controller.namespace is None and config.controller.workers == 4
+    assert (config.controller.qps, config.controller.burst) == (20.0, 30)
+    assert config.controller.shutdown_timeout == 10.0
+    assert config.controller.stuck_terminating_after == STUCK_TERMINATING_AFTER
+    election = config.leader_election
+    assert (election.lease_name, election.namespace) == ("genericjob-controller", "default")
+    assert (election.lease_duration, election.renew_deadline, election.retry_period) == (15.0, 10.0, 2.0)
+    assert (config.metrics_address, config.health_address, config.sync_timeout) == (":8080", ":8081", 120.0)
+
+
+def test_every_flag():
+    args = parse("--kubeconfig", "/k", "--namespace", "team", "--workers", "8", "--qps", "50", "--burst", "60",
+                 "--lease-name", "l", "--lease-namespace", "ops", "--lease-duration", "30", "--renew-deadline", "20",
+                 "--retry-period", "4", "--metrics-address", "127.0.0.1:9000", "--health-address", ":9001",
+                 "--log-level", "debug", "--log-format", "console", "--sync-timeout", "5", "--shutdown-timeout", "7",
+                 "--stuck-terminating-after", "90")
+    config = cli.manager_config(args)
+    assert args.kubeconfig == "/k" and args.log_level == "debug" and cli.log_format(args) == "console"
+    assert config.controller.namespace == "team" and config.controller.workers == 8
+    assert (config.controller.qps, config.controller.burst) == (50.0, 60)
+    assert (config.controller.shutdown_timeout, config.controller.stuck_terminating_after) == (7.0, 90.0)
+    election = config.leader_election
+    assert (election.lease_name, election.namespace) == ("l", "ops")
+    assert (election.lease_duration, election.renew_deadline, election.retry_period) == (30.0, 20.0, 4.0)
+    assert (config.metrics_address, config.health_address, config.sync_timeout) == ("127.0.0.1:9000", ":9001", 5.0)
+
+
+def test_environment_variables_set_flags_and_flags_win():
+    env = {"GENERICJOB_WORKERS": "7", "GENERICJOB_NAMESPACE": "team", "GENERICJOB_LEADER_ELECT": "false",
+           "GENERICJOB_LOG_FORMAT": "json", "GENERICJOB_QPS": "2.5", "GENERICJOB_METRICS_ADDRESS": ":9100"}
+    config = cli.manager_config(parse(**env))
+    assert config.controller.workers == 7 and config.controller.namespace == "team"
+    assert config.leader_election is None and config.controller.qps == 2.5 and config.metrics_address == ":9100"
+    assert cli.log_format(parse(**env)) == "json"
+    flagged = parse("--workers", "2", "--leader-elect", "--log-format", "console", **env)
+    assert flagged.workers == 2 and flagged.leader_elect is True and flagged.log_format == "console"
+
+
+@pytest.mark.parametrize(("text", "value"), [("1", True), ("TRUE", True), ("yes", True), ("on", True),
+                                             ("0", False), ("False", False), ("no", False), ("off", False)])
+def test_boolean_variables(text, value):
+    assert parse(GENERICJOB_LEADER_ELECT=text).leader_elect is value
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"GENERICJOB_WORKERS": "many"}, "GENERICJOB_WORKERS: invalid value 'many'"),
+    ({"GENERICJOB_WORKERS": "0"}, "GENERICJOB_WORKERS: invalid value '0'"),
+    ({"GENERICJOB_LEADER_ELECT": "maybe"}, "GENERICJOB_LEADER_ELECT: invalid value"),
+    ({"GENERICJOB_LOG_LEVEL": "loud"}, "GENERICJOB_LOG_LEVEL: 'loud' is not one of debug, info, warning, error"),
+])
+def test_invalid_variables_are_usage_errors(capsys, env, message):
+    with pytest.raises(SystemExit) as exit_info:
+        parse(**env)
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--renew-deadline", "20"], "lease_duration must be greater than renew_deadline"),
+    (["--retry-period", "9"], "renew_deadline must be greater than retry_period"),
+    (["--lease-duration", "15.5"], "whole number of seconds"),
+    (["--metrics-address", "localhost"], "invalid address"),
+    (["--workers", "-1"], "invalid positive integer value"),
+    (["--log-format", "xml"], "invalid choice"),
+])
+def test_invalid_flags_are_usage_errors(capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_info:
+        parse(*argv)
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_timings_are_not_checked_without_leader_election():
+    assert cli.manager_config(parse("--no-leader-elect", "--renew-deadline", "99")).leader_election is None
+
+
+def test_lease_namespace_defaults_to_the_pods_namespace(monkeypatch, tmp_path):
+    (tmp_path / "namespace").write_text("genericjob-system\n")
+    monkeypatch.setattr(manager, "SERVICE_ACCOUNT_DIR", str(tmp_path))
+    assert cli.manager_config(parse()).leader_election.namespace == "genericjob-system"
+    assert cli.manager_config(parse("--lease-namespace", "x")).leader_election.namespace == "x"
+
+
+def test_log_format_defaults_to_json_in_a_cluster(monkeypatch):
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    assert cli.log_format(parse()) == "console"
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    assert cli.log_format(parse()) == "json"
+    assert cli.log_format(parse("--log-format", "console")) == "console"
+
+
+def test_help_names_each_variable(capsys):
+    with pytest.raises(SystemExit):
+        parse("--help")
+    out = capsys.readouterr().out
+    for name in ("GENERICJOB_WORKERS", "GENERICJOB_LEADER_ELECT", "GENERICJOB_LEASE_NAMESPACE",
+                 "GENERICJOB_STUCK_TERMINATING_AFTER"):
+        assert name in out
+
+
+def test_local_says_why_when_it_is_unavailable(monkeypatch, capsys):
+    monkeypatch.setattr(cli, "load_local", lambda: (None, "ModuleNotFoundError: No module named 'controller.local'"))
+    assert entry.main(["local", "--apply", "job.yaml"]) == 2
+    assert "the `local` command is not available" in capsys.readouterr().err
+    assert parse().command == "run"  # run is unaffected
+
+
+def test_console_script():
+    done = subprocess.run([str(CLI), "run", "--help"], capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0 and "--leader-elect" in done.stdout
+    done = subprocess.run([str(CLI)], capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 2 and "{run,local}" in done.stderr
+
+
+def test_without_a_cluster_configuration_run_exits_1(tmp_path):
+    done = subprocess.run([str(CLI), "run", "--kubeconfig", str(tmp_path / "missing"), "--log-format", "json"],
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 1 and "no usable cluster configuration" in done.stderr

@@ -1,0 +1,238 @@
+"""`genericjob-controller local`: run as a user runs it, in a subprocess, on the examples and on jobs made here.
+
+Each test is bounded by timeouts on the process, never by sleeping; `--port 0` lets them run side
+by side with anything else on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kubernetes_asyncio import client, config
+
+from controller import local
+from controller.progress import replica_states
+from controller.submit import ManifestError, load_manifests
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+LOCAL = [sys.executable, "-m", "controller", "local"]  # as `genericjob-controller local`
+
+LINE = re.compile(r"^\d\d:\d\d:\d\d  (?P<job>\S+)\s+(?P<phase>Pending|Running|Succeeded|Failed)\s+(?P<replicas>.+)$")
+
+
+def run_local(tmp_path: Path, *flags: str, timeout: float = 20.0) -> subprocess.CompletedProcess:
+    """`local --port 0 FLAGS...` to the end; pod processes get tmp_path as TMPDIR (the restart example's marker)."""
+    return subprocess.run([*LOCAL, "--port", "0", "--kubeconfig-out", str(tmp_path / "kubeconfig"), *flags],
+                          cwd=tmp_path, env={**os.environ, "TMPDIR": str(tmp_path)}, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@contextlib.asynccontextmanager
+async def started(tmp_path: Path, *flags: str, until: str):
+    """`local --port 0 FLAGS...` in the background, yielded once a line of its output matches `until`."""
+    proc = await asyncio.create_subprocess_exec(
+        *LOCAL, "--port", "0", "--kubeconfig-out", str(tmp_path / "kubeconfig"), *flags, cwd=tmp_path,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        seen: list[str] = []
+        async with asyncio.timeout(10):
+            while not (seen and re.search(until, seen[-1])):
+                line = await proc.stdout.readline()
+                assert line, f"exited before printing {until!r}: {seen}"
+                seen.append(line.decode())
+        yield proc
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+def progress(stdout: str, job: str) -> list[tuple[str, str]]:
+    """(phase, replica states) of every progress line printed for `job`, in order."""
+    found = [LINE.match(line) for line in stdout.splitlines()]
+    return [(m["phase"], m["replicas"]) for m in found if m and m["job"] == job]
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def job_yaml(name: str, command: str, replicas: int = 1, **extra: str) -> str:
+    lines = [f"  {key}: {value}" for key, value in extra.items()]
+    return "\n".join([
+        "apiVersion: batch.tensorstack.dev/v1beta1", "kind: GenericJob", f"metadata: {{name: {name}}}", "spec:",
+        *lines,
+        "  replicaSpecs:",
+        f"  - type: worker\n    replicas: {replicas}",
+        f"    template: {{spec: {{containers: [{{name: main, image: ignored, command: [sh, -c, '{command}']}}]}}}}",
+    ]) + "\n"
+
+
+# --- --apply, to the end ---------------------------------------------------------------------------
+
+
+def test_generic_example_succeeds_and_prints_its_phases(tmp_path):
+    done = run_local(tmp_path, "--apply", str(EXAMPLES / "generic-example.yaml"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert f"export KUBECONFIG={tmp_path / 'kubeconfig'}" in out
+    assert "created genericjob.batch.tensorstack.dev/generic-example" in out
+    lines = progress(out, "generic-example")
+    phases = [phase for phase, _ in lines]
+    assert phases[-1] == "Succeeded"
+    assert "Running" in phases
+    assert phases.index("Running") < phases.index("Succeeded")
+    # Every line names the four workers; the last has worker 0 (the success rule) Succeeded.
+    for _, replicas in lines:
+        assert [r.split()[0] for r in replicas.split(", ")] == [f"worker-{rank}" for rank in range(4)]
+    assert lines[-1][1].startswith("worker-0 Succeeded")
+    assert len(lines) == len(set(lines)), "a line is printed only when something changed"
+    summary = out[out.index("finished in"):]
+    assert "generic-example  Succeeded" in summary
+    assert 'The job is succeeded with rule: {"worker": [0]}' in summary
+    assert summary.rstrip().endswith("1 job succeeded")
+
+
+def test_restart_example_succeeds_after_one_restart(tmp_path):
+    done = run_local(tmp_path, "--apply", str(EXAMPLES / "restart-on-failure.yaml"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = progress(done.stdout, "restart-on-failure")
+    assert lines[-1] == ("Succeeded", "worker-0 Succeeded (1 restart), worker-1 Succeeded")
+    worker0 = [replicas.split(", ")[0] for _, replicas in lines]
+    assert "worker-0 Failed (1 restart)" in worker0  # the restart is counted as the failed pod is retired
+    assert worker0.index("worker-0 Failed (1 restart)") < worker0.index("worker-0 Running (1 restart)")
+    assert (tmp_path / "restart-on-failure-worker-0.once").exists()
+    assert re.search(r"restart-on-failure  Succeeded  \S+s, 1 restart  The job is succeeded", done.stdout)
+
+
+def test_service_example_gives_each_replica_its_tf_config(tmp_path):
+    done = run_local(tmp_path, "--logs", "--apply", str(EXAMPLES / "service-tf-config.yaml"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    hosts = '"cluster":{"worker":["tf-config-example-worker-0:2222","tf-config-example-worker-1:2222"]}'
+    for rank in range(2):
+        assert (f'worker-{rank} | TF_CONFIG={{"task":{{"type":"worker","index":{rank}}},{hosts}}}'
+                in done.stdout), done.stdout
+
+
+def test_a_failed_job_exits_1_and_other_kinds_are_created_too(tmp_path):
+    manifest = write(tmp_path, "failing.yaml", "\n---\n".join([
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {lr: '0.1'}\n",
+        job_yaml("doomed", "echo failing; exit 3"),
+        job_yaml("fine", "exit 0"),
+    ]))
+    done = run_local(tmp_path, "--apply", str(manifest))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "created configmap/settings" in done.stdout
+    assert progress(done.stdout, "doomed")[-1] == ("Failed", "worker-0 Failed")
+    assert progress(done.stdout, "fine")[-1] == ("Succeeded", "worker-0 Succeeded")
+    summary = done.stdout[done.stdout.index("finished in"):]
+    assert re.search(r"doomed  Failed     \S+s  The job is failed", summary), summary
+    assert summary.rstrip().endswith("1 Succeeded, 1 Failed of 2 jobs")
+
+
+def test_timeout_exits_2_and_stops_the_pods(tmp_path):
+    pid_file = tmp_path / "pid"
+    # `$$$$`: the kubelet turns `$$` into `$`, so the shell sees `$$`, its pid (the container's process).
+    manifest = write(tmp_path, "slow.yaml", job_yaml("slow", f"echo $$$$ > {pid_file}; exec sleep 60"))
+    done = run_local(tmp_path, "--timeout", "1.5", "--apply", str(manifest))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "timed out after 1.5s:" in done.stdout
+    assert re.search(r"  slow  Running ", done.stdout)
+    assert progress(done.stdout, "slow")[-1] == ("Running", "worker-0 Running")
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):  # the cluster killed the pod's process on its way out
+        os.kill(pid, 0)
+
+
+def test_a_bad_manifest_exits_1_with_the_reason(tmp_path):
+    typo = write(tmp_path, "typo.yaml", job_yaml("typo", "exit 0", successRulez="[]"))
+    done = run_local(tmp_path, "--apply", str(typo))
+    assert done.returncode == 1
+    assert 'error: genericjob.batch.tensorstack.dev/typo: ' in done.stdout
+    assert "successRulez" in done.stdout
+    missing = run_local(tmp_path, "--apply", str(tmp_path / "nowhere.yaml"))
+    assert missing.returncode == 1
+    assert f"error: {tmp_path / 'nowhere.yaml'}: No such file or directory" in missing.stdout
+
+
+async def test_interrupting_an_apply_run_exits_130_and_stops_the_pods(tmp_path):
+    pid_file = tmp_path / "pid"
+    manifest = write(tmp_path, "slow.yaml", job_yaml("slow", f"echo $$$$ > {pid_file}; exec sleep 60"))
+    async with started(tmp_path, "--apply", str(manifest), until=r"slow\s+Running") as proc:
+        proc.send_signal(signal.SIGINT)
+        async with asyncio.timeout(10):
+            out, _ = await proc.communicate()
+    assert proc.returncode == 130
+    assert "interrupted after" in out.decode()
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)
+
+
+# --- serving until interrupted --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+async def test_serves_a_working_kubeconfig_until_interrupted(tmp_path, sig):
+    kubeconfig = tmp_path / "kubeconfig"
+    async with started(tmp_path, until=f"^{local.READY}") as proc:
+        configuration = client.Configuration()
+        await config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+        async with client.ApiClient(configuration) as api:
+            namespaces = await client.CoreV1Api(api).list_namespace()
+            assert "default" in {ns.metadata.name for ns in namespaces.items}
+            crds = await client.ApiextensionsV1Api(api).list_custom_resource_definition()
+            assert {c.metadata.name for c in crds.items} == {"genericjobs.batch.tensorstack.dev",
+                                                             "podgroups.scheduler.tensorstack.dev"}
+        proc.send_signal(sig)
+        async with asyncio.timeout(10):
+            out, err = await proc.communicate()
+        assert proc.returncode == 0, err.decode()
+        assert out.decode().strip().endswith("stopping")
+
+
+# --- pieces, in-process ----------------------------------------------------------------------------
+
+
+def test_flags_and_defaults():
+    parser = argparse.ArgumentParser()
+    local.add_arguments(parser)
+    args = parser.parse_args([])
+    assert (args.port, args.kubeconfig_out, args.apply, args.timeout, args.log_level) == (
+        6443, Path(".cache/kubeconfig"), None, None, "warning")
+    assert args.crds.parts[-2:] == ("manifests", "crds")
+    args = parser.parse_args(["--apply", "a.yaml", "b.yaml", "--timeout", "5", "--port", "0", "--log-level", "INFO"])
+    assert (args.apply, args.timeout, args.port, args.log_level) == (["a.yaml", "b.yaml"], 5.0, 0, "info")
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--timeout", "0"])
+
+
+def test_manifests_load_lists_and_directories_and_reject_non_objects(tmp_path):
+    write(tmp_path, "a.yaml", "apiVersion: v1\nkind: List\n"
+                              "items:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}\n")
+    write(tmp_path, "b.yml", "---\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n---\n")
+    write(tmp_path, "notes.txt", "not a manifest")
+    assert [o["metadata"]["name"] for o in load_manifests([str(tmp_path)])] == ["x", "team"]
+    write(tmp_path, "bad.yaml", "kind: ConfigMap\n")
+    with pytest.raises(ManifestError, match="apiVersion and kind are required"):
+        load_manifests([str(tmp_path / "bad.yaml")])
+
+
+def test_many_replicas_are_counted_by_phase():
+    records = [{"name": f"big-worker-{i}", "phase": "Running" if i < 6 else "Pending", "restartCount": int(i == 0)}
+               for i in range(10)]
+    job = {"metadata": {"name": "big"},
+           "status": {"tasks": [{"type": "worker", "replicas": records},
+                                {"type": "ps", "replicas": [{"name": "big-ps-0", "phase": "Succeeded"}]}]}}
+    assert replica_states(job) == "worker: 4 Pending, 6 Running (1 restart); ps: 1 Succeeded"
