@@ -12,9 +12,10 @@ $(BIN)/python:
 install: $(BIN)/python
 	$(BIN)/pip install -q -e '.[test]'
 
-# Install, then run localcluster (and, once it exists, the controller on it).
+# Install, then run the controller on its embedded local cluster with the user guide's example.
+# Leave out --apply (`.venv/bin/genericjob-controller local`) to keep it serving for kubectl.
 local: install
-	$(BIN)/python -m localcluster serve --port 6443 --kubeconfig-out .cache/kubeconfig --runner scripted
+	$(BIN)/genericjob-controller local --apply examples/generic-example.yaml
 
 # Install everything the tests need (kubectl included), lint, and run the tests.
 test: install
@@ -23,4 +24,7 @@ test: install
 	$(BIN)/python -m pytest
 
 bench: install
-	$(BIN)/python -m bench
+	$(BIN)/python bench/bench_localcluster.py
+	$(BIN)/python bench/bench_workqueue.py
+	$(BIN)/python bench/bench_informers.py
+	$(BIN)/python bench/bench_reconcile.py
