@@ -36,6 +36,11 @@ class DelayingQueue(WorkQueue[K]):
         self._timer: TimerHandle | None = None
         self._timer_at = 0.0
 
+    @property
+    def delayed(self) -> int:
+        """How many keys wait for their delay to pass (not yet in the queue)."""
+        return len(self._waiting)
+
     def add_after(self, key: K, delay: float) -> None:
         """Add `key` once `delay` seconds have passed (now if `delay <= 0`).
 

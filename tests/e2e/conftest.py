@@ -84,9 +84,10 @@ class Controllers:
         made.reconciler.reconcile = counted
 
     def idle(self) -> bool:
-        """Nothing queued or being worked on by any running controller (delayed adds aside), and
-        every Event recorded has been sent."""
-        return all(len(c.queue) == 0 and not c.queue._processing and c.recorder._idle.is_set()
+        """Nothing queued, waiting for a delay (a requeue after a conflict) or being worked on by any
+        running controller, and every Event recorded has been sent."""
+        return all(len(c.queue) == 0 and c.queue.delayed == 0 and not c.queue._processing
+                   and c.recorder._idle.is_set()
                    for c in self.running)
 
 

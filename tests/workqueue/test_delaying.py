@@ -119,3 +119,16 @@ async def test_add_after_works_on_the_real_clock():
 
     assert await within(q.get()) == "a"
     q.shutdown()
+
+
+async def test_delayed_counts_keys_waiting_for_their_delay():
+    from workqueue import DelayingQueue, FakeClock
+
+    clock = FakeClock()
+    queue = DelayingQueue(clock=clock)
+    queue.add_after("a", 1.0)
+    queue.add_after("a", 0.5)
+    queue.add_after("b", 2.0)
+    assert queue.delayed == 2 and len(queue) == 0
+    clock.step(0.6)
+    assert queue.delayed == 1 and len(queue) == 1
