@@ -1,0 +1,352 @@
+"""The scale benchmark suite: every scenario in one command, a table on stdout and a JSON file.
+
+    python -m bench.scale [--jobs 1000] [--replicas 4] [--qps 20] [--burst 30] [--workers 4]
+                          [--idle-jobs 1000] [--idle-seconds 60] [--latency-jobs 200] [--latency-replicas 10]
+                          [--latency-rate 100] [--only burst,floor,...] [--json bench-scale.json]
+
+Scenarios (each on a fresh localcluster in its own process, scripted pod runner):
+  burst     N jobs x R replicas (a Service each) at once, controller at --qps/--burst, then at --qps 0
+  floor     the same burst served by a bare client (bench/scale/floor.py), same limits; ratio = burst / floor
+  cold      a fresh controller on the cluster the --qps 0 burst left (N finished jobs): time to synced
+            and idle, writes made
+  idle      K jobs whose pods run forever, nothing changing, for --idle-seconds: requests and CPU
+  latency   J jobs whose pods change phase at --latency-rate per second: pod change -> job status
+  peer      the --qps 0 burst served by bench/kopf_peer.py (kopf): time to all pods, memory
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from . import procs
+from .procs import Cluster, Controller, Kopf, diff, writes
+from .workload import Tracker, genericjob, percentile, submit
+
+SCENARIOS = ("burst", "floor", "cold", "idle", "latency", "peer")
+BURST_SCRIPT = {"start_after": 0.5, "run_for": 2}
+
+
+def per_job(counts: dict[tuple[str, str], int], jobs: int) -> dict[str, float]:
+    return {f"{verb} {resource}": round(n / jobs, 2) for (verb, resource), n in sorted(counts.items())}
+
+
+async def wait_watching(cluster: Cluster, resource: str, timeout: float = 60.0) -> None:
+    """Until some client (the actor under test) watches `resource`."""
+    async with asyncio.timeout(timeout):
+        while (await cluster.requests()).get(("watch", resource), 0) < 1:  # noqa: ASYNC110 - another process
+            await asyncio.sleep(0.1)
+
+
+async def run_burst(args, actor: str, qps: float, burst: int, keep: bool = False) -> tuple[dict, object]:
+    """One burst handled by `actor` (controller, floor, kopf). With keep, returns the live cluster
+    and controller for the cold start. Rate-limited runs use --limited-jobs jobs."""
+    jobs_n = args.limited_jobs if qps > 0 and args.limited_jobs else args.jobs
+    directory = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    cluster = Cluster(directory)
+    await cluster.__aenter__()
+    runner = None
+    try:
+        if actor == "controller":
+            runner = Controller(cluster, "--qps", str(qps), "--burst", str(burst), "--workers", str(args.workers))
+            await runner.start()
+            await runner.wait_synced()
+        elif actor == "floor":
+            runner = procs.Measured()
+            runner.process = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "bench.scale.floor", "--url", cluster.url, "--qps", str(qps),
+                "--burst", str(burst), "--workers", str(args.workers), cwd=procs.ROOT)
+            await wait_watching(cluster, "pods")
+        else:
+            runner = Kopf(cluster)
+            await runner.start()
+            await wait_watching(cluster, "pods")
+            await wait_watching(cluster, "genericjobs")
+        jobs = [genericjob(f"job-{i}", args.replicas, BURST_SCRIPT) for i in range(jobs_n)]
+        pods = jobs_n * args.replicas
+        async with Tracker(cluster.session, cluster.url) as tracker:
+            await asyncio.sleep(0.5)
+            before = await cluster.requests()
+            cpu0, server0 = runner.cpu(), cluster.cpu()
+            started = time.perf_counter()
+            submitted = await submit(cluster.session, cluster.url, jobs)
+            timeout = args.timeout
+            t_pods = await tracker.until(lambda: len(tracker.pods_seen) >= pods, timeout, "all pods")
+            t_svc = await tracker.until(lambda: tracker.services >= pods, timeout, "all services")
+            t_done = await tracker.until(lambda: len(tracker.jobs_done) >= jobs_n, timeout, "all jobs done")
+            if actor == "controller":
+                async with asyncio.timeout(60):
+                    while not await runner.idle():  # noqa: ASYNC110 - another process
+                        await asyncio.sleep(0.1)
+            cpu = runner.cpu() - cpu0
+            server_cpu = cluster.cpu() - server0
+            counts = diff(await cluster.requests(), before)
+            counts[("create", "genericjobs")] -= jobs_n  # the submitter's, not the actor's
+            counts = {k: v for k, v in counts.items() if v}
+            failed = sum(1 for phase, _ in tracker.jobs_done.values() if phase != "Succeeded")
+        result = {"actor": actor, "qps": qps, "burst": burst, "jobs": jobs_n, "replicas": args.replicas,
+                  "submit_s": round(submitted, 2), "all_pods_s": round(t_pods - started, 2),
+                  "all_services_s": round(t_svc - started, 2), "all_done_s": round(t_done - started, 2),
+                  "failed_jobs": failed, "writes": writes(counts), "writes_per_job": round(writes(counts) / jobs_n, 2),
+                  "requests_per_job": per_job(counts, jobs_n), "cpu_s": round(cpu, 2),
+                  "server_cpu_s": round(server_cpu, 2), **runner.memory()}
+        if keep:
+            return result, (cluster, runner)
+        return result, None
+    finally:
+        if not keep:
+            if isinstance(runner, Controller | Kopf):
+                await runner.stop()
+            elif runner is not None:
+                await procs.terminate(runner.process)
+            await cluster.__aexit__(None, None, None)
+
+
+async def run_cold(args, cluster: Cluster, old: Controller) -> dict:
+    await old.stop()
+    stats = await cluster.stats()
+    before = await cluster.requests()
+    fresh = Controller(cluster, "--qps", "0", "--workers", str(args.workers))
+    try:
+        await fresh.start()
+        synced = await fresh.wait_synced()
+        async with asyncio.timeout(300):
+            while True:
+                m = await fresh.metrics()
+                if m.get("controller_runtime_reconcile_total{controller=genericjob,result=success}", 0) + \
+                        m.get("controller_runtime_reconcile_total{result=success}", 0) >= args.jobs \
+                        and await fresh.idle():
+                    break
+                await asyncio.sleep(0.05)
+        idle_at = time.perf_counter() - fresh.started
+        await asyncio.sleep(2.0)  # anything late (delayed requeues, events) still counts
+        counts = diff(await cluster.requests(), before)
+        m = await fresh.metrics()
+        return {"jobs": stats["objects"].get("batch.tensorstack.dev/genericjobs", 0),
+                "pods": stats["objects"].get("/pods", 0), "services": stats["objects"].get("/services", 0),
+                "synced_s": round(synced, 2), "idle_s": round(idle_at, 2), "writes": writes(counts),
+                "requests": {f"{v} {r}": n for (v, r), n in sorted(counts.items())},
+                "reconciles": sum(v for k, v in m.items() if k.startswith("controller_runtime_reconcile_total")),
+                "cpu_s": round(fresh.cpu(), 2), **fresh.memory()}
+    finally:
+        await fresh.stop()
+        await cluster.__aexit__(None, None, None)
+
+
+async def run_idle(args) -> dict:
+    directory = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    async with Cluster(directory) as cluster:
+        controller = Controller(cluster, "--qps", "0", "--workers", str(args.workers))
+        await controller.start()
+        try:
+            await controller.wait_synced()
+            jobs = [genericjob(f"idle-{i}", args.replicas, {"start_after": 0.2}) for i in range(args.idle_jobs)]
+            async with Tracker(cluster.session, cluster.url) as tracker:
+                await submit(cluster.session, cluster.url, jobs)
+                await tracker.until(lambda: sum(p == "Running" for p in tracker.job_phase.values()) >= args.idle_jobs,
+                                    args.timeout, "all jobs running")
+                async with asyncio.timeout(60):
+                    while not await controller.idle():  # noqa: ASYNC110 - another process
+                        await asyncio.sleep(0.1)
+                await asyncio.sleep(2.0)
+                before = await cluster.requests()
+                cpu0, started = controller.cpu(), time.perf_counter()
+                await asyncio.sleep(args.idle_seconds)
+                cpu, elapsed = controller.cpu() - cpu0, time.perf_counter() - started
+                counts = diff(await cluster.requests(), before)
+            return {"jobs": args.idle_jobs, "pods": args.idle_jobs * args.replicas, "seconds": round(elapsed, 1),
+                    "requests": {f"{v} {r}": n for (v, r), n in sorted(counts.items())}, "writes": writes(counts),
+                    "cpu_s": round(cpu, 3), "cpu_percent_of_core": round(100 * cpu / elapsed, 2),
+                    **controller.memory()}
+        finally:
+            await controller.stop()
+
+
+def histogram_quantile(metrics: dict[str, float], name: str, q: float) -> float:
+    buckets = sorted((float(k.split("le=")[1].rstrip("}").split(",")[0]), v) for k, v in metrics.items()
+                     if k.startswith(name + "_bucket"))
+    if not buckets or buckets[-1][1] == 0:
+        return float("nan")
+    total = buckets[-1][1]
+    previous_le, previous_count = 0.0, 0.0
+    for le, count in buckets:
+        if count >= q * total:
+            if math.isinf(le):
+                return previous_le
+            share = (q * total - previous_count) / max(count - previous_count, 1e-9)
+            return previous_le + (le - previous_le) * share
+        previous_le, previous_count = le, count
+    return float("nan")
+
+
+async def run_latency(args) -> dict:
+    directory = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    pods = args.latency_jobs * args.latency_replicas
+    window = 2 * pods / args.latency_rate  # two changes per pod (Running, then Succeeded)
+    lead = pods / 150 + 5  # time for the controller to create every pod first
+    rng = random.Random(1)
+    async with Cluster(directory) as cluster:
+        controller = Controller(cluster, "--qps", "0", "--workers", str(args.workers))
+        await controller.start()
+        try:
+            await controller.wait_synced()
+            jobs = []
+            for i in range(args.latency_jobs):
+                scripts = []
+                for _ in range(args.latency_replicas):
+                    a, b = sorted((rng.uniform(0, window), rng.uniform(0, window)))
+                    scripts.append({"start_after": round(lead + a, 3), "run_for": round(max(b - a, 0.01), 3)})
+                jobs.append(genericjob(f"lat-{i}", args.latency_replicas, scripts, services=False))
+            async with Tracker(cluster.session, cluster.url) as tracker:
+                tracker.record_latency = True
+                started = time.perf_counter()
+                await submit(cluster.session, cluster.url, jobs)
+                t_pods = await tracker.until(lambda: len(tracker.pods_seen) >= pods, args.timeout, "all pods")
+                before = await controller.metrics()
+                await tracker.until(lambda: len(tracker.jobs_done) >= args.latency_jobs, args.timeout + window,
+                                    "all jobs done")
+                await asyncio.sleep(0.5)
+                after = await controller.metrics()
+            steady = [lat for at, lat in tracker.latencies if at > t_pods]
+            changes = [t for t in tracker.changes if t > t_pods]
+            span = (max(changes) - min(changes)) if len(changes) > 1 else float("nan")
+            name = "genericjob_status_latency_seconds"
+            hist = {k: after.get(k, 0) - before.get(k, 0) for k in after if k.startswith(name + "_bucket")}
+            under = next((v for k, v in hist.items() if "le=0.1" in k and "le=0.1" + "}" in k + "}"), 0)
+            total = max(hist.values()) if hist else 0
+            return {"jobs": args.latency_jobs, "pods": pods, "all_pods_s": round(t_pods - started, 2),
+                    "changes": len(changes), "changes_per_s": round(len(changes) / span, 1) if span else None,
+                    "external_p50_ms": round(1000 * percentile(steady, 0.5), 1),
+                    "external_p99_ms": round(1000 * percentile(steady, 0.99), 1),
+                    "external_max_ms": round(1000 * max(steady, default=float("nan")), 1), "samples": len(steady),
+                    "metric_p50_ms": round(1000 * histogram_quantile(hist, name, 0.5), 1),
+                    "metric_p99_ms": round(1000 * histogram_quantile(hist, name, 0.99), 1),
+                    "metric_share_under_100ms": round(under / total, 4) if total else None,
+                    "cpu_s": round(controller.cpu(), 2)}
+        finally:
+            await controller.stop()
+
+
+def table(results: dict) -> str:
+    rows = []
+    for item in results.get("bursts", []):
+        name = f"burst {item['actor']} qps={item['qps']:g}"
+        rows.append((name, f"{item['jobs']}x{item['replicas']}: pods {item['all_pods_s']} s, services "
+                           f"{item['all_services_s']} s, all Succeeded {item['all_done_s']} s; "
+                           f"{item['writes_per_job']} writes/job; CPU {item['cpu_s']} s; peak RSS "
+                           f"{item['peak_rss_mib']:.0f} MiB; server CPU {item['server_cpu_s']} s"))
+    for key, value in results.get("ratios", {}).items():
+        rows.append((f"overhead ratio {key}", f"{value}"))
+    if "cold" in results:
+        c = results["cold"]
+        rows.append(("cold start", f"{c['jobs']} jobs/{c['pods']} pods/{c['services']} services: synced "
+                                   f"{c['synced_s']} s, idle {c['idle_s']} s, writes {c['writes']}, "
+                                   f"peak RSS {c['peak_rss_mib']:.0f} MiB"))
+    if "idle" in results:
+        i = results["idle"]
+        rows.append(("idle", f"{i['jobs']} jobs/{i['pods']} pods for {i['seconds']} s: requests {i['requests']}, "
+                             f"CPU {i['cpu_percent_of_core']}% of a core, RSS {i['rss_mib']:.0f} MiB"))
+    if "latency" in results:
+        lat = results["latency"]
+        rows.append(("latency", f"{lat['jobs']} jobs, {lat['changes_per_s']} changes/s: external p50 "
+                                f"{lat['external_p50_ms']} ms p99 {lat['external_p99_ms']} ms; metric p50 "
+                                f"{lat['metric_p50_ms']} ms p99 {lat['metric_p99_ms']} ms"))
+    width = max((len(r[0]) for r in rows), default=10)
+    return "\n".join(f"{name:<{width}}  {text}" for name, text in rows)
+
+
+async def main_async(args) -> dict:
+    only = set(args.only.split(",")) if args.only else set(SCENARIOS)
+    results: dict = {"machine": machine(), "args": vars(args), "bursts": [], "ratios": {}}
+
+    def show(item):
+        print(json.dumps(item), flush=True)
+
+    by = {}
+    if "burst" in only:
+        for qps, burst in ((args.qps, args.burst), (0.0, args.burst)):
+            if qps == 0 and args.qps == 0 and by:
+                continue
+            keep = qps == 0 and "cold" in only
+            item, live = await run_burst(args, "controller", qps, burst, keep=keep)
+            show(item)
+            results["bursts"].append(item)
+            by[("controller", qps)] = item
+            if live is not None:
+                results["cold"] = await run_cold(args, *live)
+                show(results["cold"])
+    if "floor" in only:
+        for qps in sorted({args.qps, 0.0}, reverse=True):
+            item, _ = await run_burst(args, "floor", qps, args.burst)
+            show(item)
+            results["bursts"].append(item)
+            by[("floor", qps)] = item
+            if ("controller", qps) in by:
+                results["ratios"][f"qps={qps:g} (all Succeeded)"] = round(
+                    by[("controller", qps)]["all_done_s"] / item["all_done_s"], 2)
+                results["ratios"][f"qps={qps:g} (all pods)"] = round(
+                    by[("controller", qps)]["all_pods_s"] / item["all_pods_s"], 2)
+    if "peer" in only:
+        item, _ = await run_burst(args, "kopf", 0.0, args.burst)
+        show(item)
+        results["bursts"].append(item)
+    if "idle" in only:
+        results["idle"] = await run_idle(args)
+        show(results["idle"])
+    if "latency" in only:
+        results["latency"] = await run_latency(args)
+        show(results["latency"])
+    return results
+
+
+def machine() -> dict:
+    import os
+    import platform
+    with open("/proc/meminfo") as f:
+        total = int(f.readline().split()[1]) // 1024
+    cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], capture_output=True,
+                         text=True).stdout.strip()
+    return {"nproc": os.cpu_count(), "memory_mib": total, "cpu": cpu, "python": platform.python_version()}
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add = parser.add_argument
+    add("--jobs", type=int, default=1000, help="burst: jobs")
+    add("--limited-jobs", type=int, default=0, help="jobs of the --qps-limited bursts (default: --jobs)")
+    add("--replicas", type=int, default=4, help="burst and idle: replicas per job (each with a Service)")
+    add("--qps", type=float, default=20.0, help="client-side write limit of the controller and the floor")
+    add("--burst", type=int, default=30, help="client-side burst")
+    add("--workers", type=int, default=4, help="controller workers; the floor's concurrency")
+    add("--idle-jobs", type=int, default=1000)
+    add("--idle-seconds", type=float, default=60.0)
+    add("--latency-jobs", type=int, default=200)
+    add("--latency-replicas", type=int, default=10)
+    add("--latency-rate", type=float, default=100.0, help="pod phase changes per second")
+    add("--timeout", type=float, default=1800.0, help="seconds any one wait may take")
+    add("--only", default="", help=f"comma-separated subset of {','.join(SCENARIOS)}")
+    add("--json", default="bench-scale.json", help="write the results here")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse(argv)
+    results = asyncio.run(main_async(args))
+    print()
+    print(table(results))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""The scale benchmark suite at tiny sizes, so that it cannot rot: every scenario runs, every figure is there."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench.scale.__main__ import main
+
+
+@pytest.mark.timeout(90)
+def test_every_scenario_runs_at_tiny_sizes(tmp_path, capsys):
+    only = "burst,floor,cold,idle,latency,peer"  # kopf comes with the `bench` extra that `make test` installs
+    out = tmp_path / "bench.json"
+    results = main(["--jobs", "6", "--replicas", "2", "--qps", "50", "--idle-jobs", "3", "--idle-seconds", "1",
+                    "--latency-jobs", "3", "--latency-replicas", "2", "--latency-rate", "20", "--timeout", "30",
+                    "--only", only, "--json", str(out)])
+    assert json.loads(out.read_text()) == json.loads(json.dumps(results))
+    bursts = {(b["actor"], b["qps"]): b for b in results["bursts"]}
+    for key in [("controller", 50.0), ("controller", 0.0), ("floor", 50.0), ("floor", 0.0)]:
+        assert bursts[key]["failed_jobs"] == 0
+        assert bursts[key]["requests_per_job"]["create pods"] >= 2
+        assert bursts[key]["peak_rss_mib"] > 0
+    assert 2 + 2 + 1 <= bursts[("floor", 0.0)]["writes_per_job"] <= 2 + 2 + 3  # pods, services, a write per phase
+    assert bursts[("kopf", 0.0)]["failed_jobs"] == 0
+    assert set(results["ratios"]) >= {"qps=50 (all Succeeded)", "qps=0 (all Succeeded)"}
+    assert results["cold"]["jobs"] == 6 and results["cold"]["writes"] == 0
+    assert results["idle"]["writes"] == 0
+    assert results["latency"]["samples"] > 0
+    assert "overhead ratio" in capsys.readouterr().out
