@@ -37,6 +37,11 @@ class CleanUpPolicy(StrEnum):
     ALL = "All"
 
 
+# Replicas of one type at most: every rank is a pod made and tracked one by one, so an unbounded
+# count (1e11 in the bad-input corpus) would stall the controller in a single reconcile.
+MAX_REPLICAS = 10_000
+
+
 class JobPhase(StrEnum):
     PENDING = "Pending"
     RUNNING = "Running"
@@ -59,7 +64,8 @@ class RestartPolicy(Model):
 class ReplicaSpec(Model):
     type: Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")] = Field(
         description="Replica type.")
-    replicas: Annotated[int, Field(ge=0)] = Field(1, description="The desired number of replicas of this type.")
+    replicas: Annotated[int, Field(ge=0, le=MAX_REPLICAS)] = Field(
+        1, description="The desired number of replicas of this type.")
     restart_policy: RestartPolicy = Field(default_factory=RestartPolicy,
                                           description="Restart policy for replicas of this replica type.")
     template: dict[str, Any] = Field(description="Defines the template used to create pods.")

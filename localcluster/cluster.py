@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from pathlib import Path
 
 import orjson
@@ -40,6 +41,11 @@ class LocalCluster:
         self.runner = make_runner(runner, self.api, default_script)
         for listener in (self.hub.on_event, self.gc.on_event, self.runner.on_event):
             self.store.subscribe(listener)
+        # Every write to pods and custom objects, in resourceVersion order, for checkers in other
+        # processes (GET /_localcluster/audit): unlike a watch, never dropped nor expired.
+        self.audit: list[dict] = []
+        self.audit_limit = 1_000_000
+        self.store.subscribe(self._audit)
         self.http = HttpApi(self)
         self._site_runner: web.AppRunner | None = None
         self._started = False
@@ -98,6 +104,20 @@ class LocalCluster:
 
     def drop_watches(self) -> int:
         return self.hub.close_all()
+
+    def _audit(self, ev) -> None:
+        group, plural = ev.key
+        custom = "." in group and not group.endswith("k8s.io")
+        if plural not in ("pods", "services") and not custom:
+            return
+        if len(self.audit) >= self.audit_limit:
+            return
+        meta = ev.obj["metadata"]
+        self.audit.append({
+            "rv": ev.rv, "type": ev.type, "resource": plural, "namespace": meta.get("namespace") or "",
+            "name": meta["name"], "uid": meta.get("uid", ""), "labels": meta.get("labels") or {},
+            "phase": (ev.obj.get("status") or {}).get("phase"), "deleting": bool(meta.get("deletionTimestamp")),
+            "time": time.time()})
 
     async def __aenter__(self) -> LocalCluster:
         await self.start()
@@ -173,6 +193,9 @@ class LocalCluster:
             rows = [{"verb": v, "resource": r, "code": c, "count": n}
                     for (v, r, c), n in sorted(self.faults.requests.items())]
             return json_response({"requests": rows})
+        if action == "audit":
+            since = int(request.query.get("since", "0"))
+            return json_response({"next": len(self.audit), "records": self.audit[since:]})
         if action == "stats":
             return json_response({"resourceVersion": self.store.rv, "watchers": self.hub.count(),
                                   "objects": {f"{g}/{p}": len(b) for (g, p), b in self.store.buckets.items()}})

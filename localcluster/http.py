@@ -48,6 +48,10 @@ def error_response(err: ApiError) -> web.Response:
     return json_response(err.status(), err.code, err.headers)
 
 
+# The apiserver's limit on a request body (apiserver's MaxRequestBodyBytes): larger ones get 413.
+MAX_REQUEST_BYTES = 3 * 1024 * 1024
+
+
 class HttpApi:
     def __init__(self, cluster: LocalCluster) -> None:
         self.cluster = cluster
@@ -61,7 +65,7 @@ class HttpApi:
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._errors, self.cluster.faults.middleware],
-                              client_max_size=32 * 1024 * 1024)
+                              client_max_size=MAX_REQUEST_BYTES)
         app.router.add_route("*", "/{tail:.*}", self.dispatch)
         return app
 
@@ -71,6 +75,10 @@ class HttpApi:
             return await handler(request)
         except ApiError as err:
             return error_response(err)
+        except web.HTTPRequestEntityTooLarge:
+            # As the apiserver's request body limit answers (3 MiB), a Status kubectl can print.
+            return error_response(ApiError(413, "RequestEntityTooLarge",
+                                           f"Request entity too large: limit is {MAX_REQUEST_BYTES}"))
         except (web.HTTPException, asyncio.CancelledError, ConnectionResetError):
             raise
         except Exception as exc:  # a bug in localcluster must still answer like an apiserver

@@ -96,7 +96,7 @@ def test_spec_schema_details():
                           "replicaSpecs"}
     replica = props["replicaSpecs"]["items"]
     assert replica["required"] == ["type", "template"]
-    assert replica["properties"]["replicas"] == {"type": "integer", "minimum": 0, "default": 1,
+    assert replica["properties"]["replicas"] == {"type": "integer", "minimum": 0, "maximum": 10000, "default": 1,
                                                  "description": "The desired number of replicas of this type."}
     assert replica["properties"]["restartPolicy"]["properties"]["policy"]["enum"] == ["Never", "OnFailure", "Always"]
     assert replica["properties"]["restartPolicy"]["properties"]["limit"]["minimum"] == 0
