@@ -163,3 +163,19 @@ async def test_cluster_scoped_custom_resource(api_client, custom):
 async def _create(cluster, body: dict) -> dict:
     rt = cluster.registry.get(GROUP, VERSION, PLURAL)
     return cluster.api.create(rt, "default", body)
+
+
+async def test_status_writes_validate_only_the_status(api_client, custom):
+    crd = copy.deepcopy(CRD)
+    spec_schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec_schema["x-kubernetes-validations"] = [{"rule": "self.size < 100", "message": "size too big"}]
+    await client.ApiextensionsV1Api(api_client).create_custom_resource_definition(crd)
+    await custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, widget("w", size=1))
+    updated = await custom.patch_namespaced_custom_object_status(GROUP, VERSION, "default", PLURAL, "w",
+                                                                 {"status": {"phase": "Ready"}}, _content_type=MERGE)
+    assert updated["status"] == {"phase": "Ready"} and updated["spec"]["size"] == 1
+    with pytest.raises(ApiException) as exc:
+        await custom.patch_namespaced_custom_object_status(GROUP, VERSION, "default", PLURAL, "w",
+                                                           {"status": {"phase": 3}}, _content_type=MERGE)
+    assert exc.value.status == 422
+    assert json.loads(exc.value.body)["details"]["causes"][0]["field"] == "status.phase"
