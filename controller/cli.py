@@ -55,7 +55,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then in-cluster config, then ~/.kube/config)")
     add("--namespace", default=None, help="namespace to watch (default: all namespaces)")
     add("--workers", type=_positive_int, default=4, help="concurrent reconciles")
-    add("--qps", type=_non_negative, default=20.0, help="API writes per second, client side (0: no limit)")
+    add("--qps", type=_non_negative, default=20.0,
+        help="API writes per second, client side (0: no limit); Events get a budget of their own of the same size")
     add("--burst", type=_positive_int, default=30, help="API writes allowed in a burst above --qps")
     add("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
         help="take a Lease before reconciling, so that only one replica works at a time")

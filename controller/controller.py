@@ -27,7 +27,7 @@ from workqueue import RateLimitingQueue, ShutDown
 from . import podgroup
 from .events import EventRecorder
 from .kube import KubeClient
-from .metrics import ControllerMetrics, StatusLatency
+from .metrics import ControllerMetrics, EventMetrics, StatusLatency
 from .models import GROUP, PLURAL, VERSION
 from .naming import controller_uid
 from .reconciler import STUCK_TERMINATING_AFTER, Reconciler, owner_key
@@ -70,7 +70,9 @@ class Controller:
         self.pods = self.factory.informer(PODS, ns)
         self.services = self.factory.informer(SERVICES, ns)
         self.podgroups = self.factory.informer(PODGROUPS, ns) if config.podgroups else None
-        self.recorder = EventRecorder(self.client, host=config.identity or socket.gethostname())
+        # Events get their own request budget, as controller-runtime's recorder has its own client.
+        self.recorder = EventRecorder(self.client.with_own_limit(), host=config.identity or socket.gethostname(),
+                                      metrics=EventMetrics(registry))
         self.reconciler = Reconciler(self.client, self.jobs.lister, self.pods.lister, self.services.lister,
                                      self.podgroups.lister if self.podgroups else None, self.recorder,
                                      stuck_after=config.stuck_terminating_after)

@@ -1,7 +1,9 @@
 """Kubernetes Events on GenericJobs: best effort, aggregated, never blocking a reconcile.
 
 A reconcile hands events over with `record()` (synchronous, after the status write they describe
-succeeded); one background task writes them. An event identical to one sent for the same job
+succeeded); a few background senders write them, through a client with its own rate limit (as
+controller-runtime's recorder builds its own client from the same config), so a backlog of Events
+never delays a pod create and a pod create never delays an Event. An event identical to one sent for the same job
 within `dedupe_seconds` (same type, reason and message) is not a new Event object: the existing one
 gets its `count` and `lastTimestamp` bumped, as client-go's correlator does, so `kubectl describe`
 shows "x2" for a pod created twice instead of losing the second. Repeats that arrive before their
@@ -16,12 +18,13 @@ import contextlib
 import time
 import uuid
 from collections import OrderedDict, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import structlog
 
 from .kube import KubeClient
+from .metrics import EventMetrics
 
 log = structlog.get_logger("controller.events")
 COMPONENT = "genericjob-controller"
@@ -38,6 +41,7 @@ class _Sent:
     last_timestamp: str = ""
     patch_queued: bool = False
     created: bool = False  # False until the create succeeded: nothing to patch before
+    settled: asyncio.Event = field(default_factory=asyncio.Event)  # set once the create was answered or failed
 
 
 def _stamp() -> str:
@@ -46,20 +50,28 @@ def _stamp() -> str:
 
 class EventRecorder:
     def __init__(self, client: KubeClient, *, max_queue: int = 10_000, dedupe_seconds: float = 600.0,
-                 host: str = "") -> None:
+                 host: str = "", senders: int = 4, metrics: EventMetrics | None = None) -> None:
         self.client = client
         self.max_queue = max_queue
         self.dedupe_seconds = dedupe_seconds
         self.host = host
+        self.senders = max(1, senders)
+        self.metrics = metrics or EventMetrics(None)
         # ("create", event, sent) or ("patch", None, sent), in the order recorded.
         self._queue: deque[tuple[str, dict | None, _Sent]] = deque()
         self._recent: OrderedDict[tuple, _Sent] = OrderedDict()
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
-        self._task: asyncio.Task | None = None
+        self._in_flight = 0
+        self._tasks: list[asyncio.Task] = []
         self.dropped = 0
         self.sent = 0
+
+    @property
+    def pending(self) -> int:
+        """Events queued or being sent."""
+        return len(self._queue) + self._in_flight
 
     def record(self, job: dict, event_type: str, reason: str, message: str) -> None:
         meta = job["metadata"]
@@ -84,12 +96,17 @@ class EventRecorder:
 
     def _enqueue(self, item: tuple[str, dict | None, _Sent]) -> bool:
         if len(self._queue) >= self.max_queue:
-            self.dropped += 1
+            self._drop()
             return False
         self._queue.append(item)
+        self.metrics.pending(self.pending)
         self._idle.clear()
         self._wake.set()
         return True
+
+    def _drop(self) -> None:
+        self.dropped += 1
+        self.metrics.dropped()
 
     def _event(self, job: dict, event_type: str, reason: str, message: str) -> dict:
         meta = job["metadata"]
@@ -107,36 +124,53 @@ class EventRecorder:
         }
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._run()) for _ in range(self.senders)]
 
     async def stop(self, drain_timeout: float = 2.0) -> None:
         """Send what is queued (within a bound), then stop."""
-        if self._task is None:
+        if not self._tasks:
             return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._idle.wait(), drain_timeout)
-        self._task.cancel()
-        await asyncio.gather(self._task, return_exceptions=True)
-        self._task = None
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
 
     async def _run(self) -> None:
         while True:
             await self._wake.wait()
-            self._wake.clear()
             while self._queue:
-                action, event, sent = self._queue.popleft()
+                item = self._queue.popleft()
+                self._in_flight += 1
                 try:
-                    if action == "create":
-                        await self.client.create_event(event)
-                        sent.created = True
-                    else:
-                        sent.patch_queued = False
-                        if not sent.created:
-                            continue  # its create failed: the repeat goes the same way
-                        await self.client.patch_event(sent.namespace, sent.name,
-                                                      {"count": sent.count, "lastTimestamp": sent.last_timestamp})
-                    self.sent += 1
-                except Exception as exc:  # best effort: an event is never worth a retry storm
-                    self.dropped += 1
-                    log.debug("event not sent", action=action, name=sent.name, error=str(exc))
-            self._idle.set()
+                    await self._send(*item)
+                finally:
+                    self._in_flight -= 1
+                    self.metrics.pending(self.pending)
+            self._wake.clear()
+            if self._in_flight == 0:
+                self._idle.set()
+
+    async def _send(self, action: str, event: dict | None, sent: _Sent) -> None:
+        try:
+            if action == "create":
+                try:
+                    await self.client.create_event(event)
+                    sent.created = True
+                finally:
+                    sent.settled.set()
+            else:
+                # Another sender may still be creating the Event this patch counts on.
+                await sent.settled.wait()
+                sent.patch_queued = False
+                if not sent.created:
+                    return  # its create failed: the repeat goes the same way
+                await self.client.patch_event(sent.namespace, sent.name,
+                                              {"count": sent.count, "lastTimestamp": sent.last_timestamp})
+            self.sent += 1
+            self.metrics.sent()
+        except Exception as exc:  # best effort: an event is never worth a retry storm
+            self._drop()
+            log.debug("event not sent", action=action, name=sent.name, error=str(exc))

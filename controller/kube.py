@@ -59,6 +59,13 @@ class KubeClient:
         # Called with the job as the server returned it after each successful status write.
         self.status_written: Callable[[dict], None] | None = None
 
+    def with_own_limit(self) -> KubeClient:
+        """The same connection and request counts, with a rate limit of its own (the same QPS and burst)."""
+        sibling = KubeClient(self.api_client, qps=self.limiter.qps, burst=self.limiter.burst)
+        sibling.timeout = self.timeout
+        sibling.requests = self.requests
+        return sibling
+
     async def _call(self, verb: str, resource: str, method: str, path: str, body=None,
                     content_type: str = "application/json") -> dict | None:
         await self.limiter.take()

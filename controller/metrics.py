@@ -136,6 +136,30 @@ class StatusLatency:
             del self._pending[job["metadata"]["uid"]]
 
 
+class EventMetrics:
+    """The event recorder's backlog and outcome (an Event is best effort: dropped ones are counted here)."""
+
+    def __init__(self, registry: CollectorRegistry | None) -> None:
+        self.enabled = registry is not None
+        if registry is None:
+            return
+        self.backlog = Gauge("genericjob_events_pending", "Events queued or being sent", registry=registry)
+        self.outcomes = Counter("genericjob_events_total", "Events (and repeat-count patches) sent or dropped",
+                                ["result"], registry=registry)
+
+    def pending(self, count: int) -> None:
+        if self.enabled:
+            self.backlog.set(count)
+
+    def sent(self) -> None:
+        if self.enabled:
+            self.outcomes.labels("sent").inc()
+
+    def dropped(self) -> None:
+        if self.enabled:
+            self.outcomes.labels("dropped").inc()
+
+
 class RequestMetrics:
     """client-go's rest_client metrics, labelled by verb and resource instead of host and method."""
 

@@ -190,7 +190,8 @@ class Controller(Measured):
     async def idle(self) -> bool:
         m = await self.metrics()
         return (sum(v for k, v in m.items() if k.startswith("workqueue_depth")) == 0
-                and m.get("controller_runtime_active_workers", 0) == 0)
+                and m.get("controller_runtime_active_workers", 0) == 0
+                and m.get("genericjob_events_pending", 0) == 0)
 
 
 class Kopf(Measured):

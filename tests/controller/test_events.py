@@ -79,3 +79,76 @@ async def test_the_queue_is_bounded():
     await drained(recorder)
     await recorder.stop()
     assert len(client.calls) == 2
+
+
+class GatedClient(FakeClient):
+    """Creates wait at a gate, so a test can see how many are in flight at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    async def create_event(self, event: dict) -> None:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await self.gate.wait()
+            await super().create_event(event)
+        finally:
+            self.in_flight -= 1
+
+
+async def until(predicate, timeout: float = 1.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not predicate():  # noqa: ASYNC110 - yields to the senders, no event to wait on
+            await asyncio.sleep(0)
+
+
+async def test_senders_work_concurrently_and_the_backlog_is_measured():
+    from prometheus_client import CollectorRegistry
+
+    from controller.metrics import EventMetrics
+
+    registry = CollectorRegistry()
+    client = GatedClient()
+    recorder = EventRecorder(client, senders=3, metrics=EventMetrics(registry))
+    recorder.start()
+    for index in range(5):
+        recorder.record(JOB, "Normal", "SuccessfulCreate", f"Created pod: job-worker-{index}")
+    await until(lambda: client.in_flight == 3)
+    assert recorder.pending == 5 and registry.get_sample_value("genericjob_events_pending") == 5
+    client.gate.set()
+    await drained(recorder)
+    await recorder.stop()
+    assert client.most_in_flight == 3 and len(client.calls) == 5
+    assert recorder.pending == 0 and registry.get_sample_value("genericjob_events_pending") == 0
+    assert registry.get_sample_value("genericjob_events_total", {"result": "sent"}) == 5
+
+
+async def test_a_repeat_is_patched_only_after_its_create_was_answered():
+    client = GatedClient()
+    recorder = EventRecorder(client, senders=2)
+    recorder.start()
+    recorder.record(JOB, "Normal", "SuccessfulCreate", "Created pod: job-worker-0")
+    await until(lambda: client.in_flight == 1)
+    recorder.record(JOB, "Normal", "SuccessfulCreate", "Created pod: job-worker-0")  # the second sender takes it
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert client.calls == []  # the patch waits for the create, which waits at the gate
+    client.gate.set()
+    await drained(recorder)
+    await recorder.stop()
+    assert [call[0] for call in client.calls] == ["create", "patch"] and client.calls[1][2] == 2
+
+
+async def test_stop_cancels_a_patch_waiting_for_its_create():
+    client = GatedClient()
+    recorder = EventRecorder(client, senders=2)
+    recorder.start()
+    recorder.record(JOB, "Normal", "SuccessfulCreate", "Created pod: job-worker-0")
+    recorder.record(JOB, "Normal", "SuccessfulCreate", "Created pod: job-worker-0")
+    await until(lambda: client.in_flight == 1)
+    await recorder.stop(drain_timeout=0.0)
+    assert client.calls == [] and recorder._tasks == []

@@ -7,6 +7,8 @@ import itertools
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
+from controller.controller import ControllerConfig
+
 from .conftest import FAIL, FOREVER, QUICK, condition, finish_pod, genericjob, phase, replicas, scripts, until
 
 
@@ -113,3 +115,25 @@ async def test_tasks_and_aggregate_agree_with_the_pods(cluster, controller, jobs
     assert replicas(seen)["job-ps-0"]["containers"] == [{"name": "main", "state": "waiting"}]
     assert phase(seen) == "Pending"  # not every replica is up: ps-0 never started
     assert condition(seen, "ReplicaFailure")["message"] == "Replicas with a failed pod: job-worker-1."
+
+
+async def test_events_have_a_request_budget_of_their_own(cluster, api_client, jobs):
+    """A burst of 12 writes a client: the job's 4 pods and its status writes (4-6, with a conflict or
+    two) fit it, and so do its 5 Events. Sharing one budget, the writes over 12 would wait 5 s each."""
+    from controller.controller import Controller
+
+    from .conftest import FAST
+
+    made = Controller(api_client, ControllerConfig(workers=4, qps=0.2, burst=12, informer_options=FAST,
+                                                   shutdown_timeout=5.0))
+    await made.start(sync_timeout=10)
+    try:
+        assert made.recorder.client.limiter is not made.client.limiter
+        assert made.recorder.client.requests is made.client.requests  # one set of request counts
+        await jobs.submit(genericjob("job", {"worker": 4}))
+        await jobs.wait_phase("job", "Running", timeout=4.0)
+        await until(lambda: made.recorder.sent == 5 and made.recorder.pending == 0, timeout=4.0, what="5 events sent")
+        events = await jobs.events("job")
+        assert sorted(e.reason for e in events) == ["Running"] + ["SuccessfulCreate"] * 4
+    finally:
+        await made.stop()
