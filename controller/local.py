@@ -35,6 +35,7 @@ from localcluster import LocalCluster
 
 from . import crd, logs
 from .controller import Controller, ControllerConfig
+from .kube import resolve_proxy_once
 from .progress import JobProgress, is_genericjob, plural
 from .submit import ManifestError, Submitter, describe, load_manifests
 
@@ -140,6 +141,7 @@ async def _with_cluster(cluster: LocalCluster, args: argparse.Namespace, objects
     # The client reads the file just written: if it works for us, it works for kubectl.
     await config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
     async with client.ApiClient(configuration) as api_client:
+        resolve_proxy_once(api_client)
         controller = Controller(api_client, ControllerConfig(workers=args.workers, shutdown_timeout=5.0))
         await controller.start(sync_timeout=SYNC_TIMEOUT)
         try:
