@@ -1,14 +1,15 @@
 """The scale benchmark suite: every scenario in one command, a table on stdout and a JSON file.
 
     python -m bench.scale [--jobs 1000] [--replicas 4] [--qps 20] [--burst 30] [--workers 4]
-                          [--idle-jobs 1000] [--idle-seconds 60] [--latency-jobs 200] [--latency-replicas 10]
+                          [--cold-jobs 2000] [--cold-replicas 5] [--idle-jobs 1000] [--idle-seconds 60]
+                          [--latency-jobs 200] [--latency-replicas 10]
                           [--latency-rate 100] [--only burst,floor,...] [--json bench-scale.json]
 
 Scenarios (each on a fresh localcluster in its own process, scripted pod runner):
   burst     N jobs x R replicas (a Service each) at once, controller at --qps/--burst, then at --qps 0
   floor     the same burst served by a bare client (bench/scale/floor.py), same limits; ratio = burst / floor
-  cold      a fresh controller on the cluster the --qps 0 burst left (N finished jobs): time to synced
-            and idle, writes made
+  cold      a fresh controller on a cluster holding --cold-jobs finished jobs of --cold-replicas pods
+            (and Services) each, made by a --qps 0 burst: time to synced and idle, writes made
   idle      K jobs whose pods run forever, nothing changing, for --idle-seconds: requests and CPU
   latency   J jobs whose pods change phase at --latency-rate per second: pod change -> job status
   peer      the --qps 0 burst served by bench/kopf_peer.py (kopf): time to all pods, memory
@@ -46,10 +47,12 @@ async def wait_watching(cluster: Cluster, resource: str, timeout: float = 60.0) 
             await asyncio.sleep(0.1)
 
 
-async def run_burst(args, actor: str, qps: float, burst: int, keep: bool = False) -> tuple[dict, object]:
+async def run_burst(args, actor: str, qps: float, burst: int, keep: bool = False, jobs_n: int = 0,
+                    replicas: int = 0) -> tuple[dict, object]:
     """One burst handled by `actor` (controller, floor, kopf). With keep, returns the live cluster
     and controller for the cold start. Rate-limited runs use --limited-jobs jobs."""
-    jobs_n = args.limited_jobs if qps > 0 and args.limited_jobs else args.jobs
+    jobs_n = jobs_n or (args.limited_jobs if qps > 0 and args.limited_jobs else args.jobs)
+    replicas = replicas or args.replicas
     directory = Path(tempfile.mkdtemp(prefix="bench-scale-"))
     cluster = Cluster(directory)
     await cluster.__aenter__()
@@ -70,8 +73,8 @@ async def run_burst(args, actor: str, qps: float, burst: int, keep: bool = False
             await runner.start()
             await wait_watching(cluster, "pods")
             await wait_watching(cluster, "genericjobs")
-        jobs = [genericjob(f"job-{i}", args.replicas, BURST_SCRIPT) for i in range(jobs_n)]
-        pods = jobs_n * args.replicas
+        jobs = [genericjob(f"job-{i}", replicas, BURST_SCRIPT) for i in range(jobs_n)]
+        pods = jobs_n * replicas
         async with Tracker(cluster.session, cluster.url) as tracker:
             await asyncio.sleep(0.5)
             before = await cluster.requests()
@@ -92,7 +95,7 @@ async def run_burst(args, actor: str, qps: float, burst: int, keep: bool = False
             counts[("create", "genericjobs")] -= jobs_n  # the submitter's, not the actor's
             counts = {k: v for k, v in counts.items() if v}
             failed = sum(1 for phase, _ in tracker.jobs_done.values() if phase != "Succeeded")
-        result = {"actor": actor, "qps": qps, "burst": burst, "jobs": jobs_n, "replicas": args.replicas,
+        result = {"actor": actor, "qps": qps, "burst": burst, "jobs": jobs_n, "replicas": replicas,
                   "submit_s": round(submitted, 2), "all_pods_s": round(t_pods - started, 2),
                   "all_services_s": round(t_svc - started, 2), "all_done_s": round(t_done - started, 2),
                   "failed_jobs": failed, "writes": writes(counts), "writes_per_job": round(writes(counts) / jobs_n, 2),
@@ -110,19 +113,22 @@ async def run_burst(args, actor: str, qps: float, burst: int, keep: bool = False
             await cluster.__aexit__(None, None, None)
 
 
-async def run_cold(args, cluster: Cluster, old: Controller) -> dict:
-    await old.stop()
-    stats = await cluster.stats()
-    before = await cluster.requests()
+async def run_cold(args) -> dict:
+    """A cluster made by a --qps 0 burst of the cold-start sizes; its controller stopped; a fresh one started."""
+    made, (cluster, old) = await run_burst(args, "controller", 0.0, args.burst, keep=True, jobs_n=args.cold_jobs,
+                                           replicas=args.cold_replicas)
     fresh = Controller(cluster, "--qps", "0", "--workers", str(args.workers))
     try:
+        await old.stop()
+        stats = await cluster.stats()
+        before = await cluster.requests()
         await fresh.start()
         synced = await fresh.wait_synced()
         async with asyncio.timeout(300):
             while True:
                 m = await fresh.metrics()
                 if m.get("controller_runtime_reconcile_total{controller=genericjob,result=success}", 0) + \
-                        m.get("controller_runtime_reconcile_total{result=success}", 0) >= args.jobs \
+                        m.get("controller_runtime_reconcile_total{result=success}", 0) >= made["jobs"] \
                         and await fresh.idle():
                     break
                 await asyncio.sleep(0.05)
@@ -275,14 +281,10 @@ async def main_async(args) -> dict:
         for qps, burst in ((args.qps, args.burst), (0.0, args.burst)):
             if qps == 0 and args.qps == 0 and by:
                 continue
-            keep = qps == 0 and "cold" in only
-            item, live = await run_burst(args, "controller", qps, burst, keep=keep)
+            item, _ = await run_burst(args, "controller", qps, burst)
             show(item)
             results["bursts"].append(item)
             by[("controller", qps)] = item
-            if live is not None:
-                results["cold"] = await run_cold(args, *live)
-                show(results["cold"])
     if "floor" in only:
         for qps in sorted({args.qps, 0.0}, reverse=True):
             item, _ = await run_burst(args, "floor", qps, args.burst)
@@ -294,6 +296,9 @@ async def main_async(args) -> dict:
                     by[("controller", qps)]["all_done_s"] / item["all_done_s"], 2)
                 results["ratios"][f"qps={qps:g} (all pods)"] = round(
                     by[("controller", qps)]["all_pods_s"] / item["all_pods_s"], 2)
+    if "cold" in only:
+        results["cold"] = await run_cold(args)
+        show(results["cold"])
     if "peer" in only:
         item, _ = await run_burst(args, "kopf", 0.0, args.burst)
         show(item)
@@ -327,6 +332,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     add("--qps", type=float, default=20.0, help="client-side write limit of the controller and the floor")
     add("--burst", type=int, default=30, help="client-side burst")
     add("--workers", type=int, default=4, help="controller workers; the floor's concurrency")
+    add("--cold-jobs", type=int, default=2000, help="cold start: finished jobs in the cluster")
+    add("--cold-replicas", type=int, default=5, help="cold start: replicas (pods and Services) per job")
     add("--idle-jobs", type=int, default=1000)
     add("--idle-seconds", type=float, default=60.0)
     add("--latency-jobs", type=int, default=200)

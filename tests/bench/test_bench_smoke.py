@@ -13,7 +13,8 @@ from bench.scale.__main__ import main
 def test_every_scenario_runs_at_tiny_sizes(tmp_path, capsys):
     only = "burst,floor,cold,idle,latency,peer"  # kopf comes with the `bench` extra that `make test` installs
     out = tmp_path / "bench.json"
-    results = main(["--jobs", "6", "--replicas", "2", "--qps", "50", "--idle-jobs", "3", "--idle-seconds", "1",
+    results = main(["--jobs", "6", "--replicas", "2", "--qps", "50", "--cold-jobs", "5", "--cold-replicas", "3",
+                    "--idle-jobs", "3", "--idle-seconds", "1",
                     "--latency-jobs", "3", "--latency-replicas", "2", "--latency-rate", "20", "--timeout", "30",
                     "--only", only, "--json", str(out)])
     assert json.loads(out.read_text()) == json.loads(json.dumps(results))
@@ -25,7 +26,8 @@ def test_every_scenario_runs_at_tiny_sizes(tmp_path, capsys):
     assert 2 + 2 + 1 <= bursts[("floor", 0.0)]["writes_per_job"] <= 2 + 2 + 3  # pods, services, a write per phase
     assert bursts[("kopf", 0.0)]["failed_jobs"] == 0
     assert set(results["ratios"]) >= {"qps=50 (all Succeeded)", "qps=0 (all Succeeded)"}
-    assert results["cold"]["jobs"] == 6 and results["cold"]["writes"] == 0
+    assert (results["cold"]["jobs"], results["cold"]["pods"], results["cold"]["services"]) == (5, 15, 15)
+    assert results["cold"]["writes"] == 0
     assert results["idle"]["writes"] == 0
     assert results["latency"]["samples"] > 0
     assert "overhead ratio" in capsys.readouterr().out
