@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import pytest
 from kubernetes_asyncio import client, config
 from prometheus_client.parser import text_string_to_metric_families
 
+from bench.scale.procs import terminate
 from tests.e2e.conftest import Jobs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -226,17 +226,3 @@ class Samples:
     def value(self, metric: str, /, **labels: str) -> float:
         """The sum of the matching samples (0 if none)."""
         return sum(s.value for s in self.all(metric, **labels))
-
-
-async def terminate(process: asyncio.subprocess.Process | None, timeout: float = 10.0) -> None:
-    if process is None or process.returncode is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        process.send_signal(signal.SIGTERM)
-    try:
-        async with asyncio.timeout(timeout):
-            await process.wait()
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
