@@ -216,13 +216,20 @@ async def run_latency(args) -> dict:
                 started = time.perf_counter()
                 await submit(cluster.session, cluster.url, jobs)
                 t_pods = await tracker.until(lambda: len(tracker.pods_seen) >= pods, args.timeout, "all pods")
+                # The window opens once the start-up burst is through (its status writes and Events),
+                # so both measures time the steady changes only.
+                async with asyncio.timeout(lead):
+                    while not await controller.idle():  # noqa: ASYNC110 - another process
+                        await asyncio.sleep(0.05)
+                t_steady = time.perf_counter()
                 before = await controller.metrics()
                 await tracker.until(lambda: len(tracker.jobs_done) >= args.latency_jobs, args.timeout + window,
                                     "all jobs done")
                 await asyncio.sleep(0.5)
                 after = await controller.metrics()
-            steady = [lat for at, lat in tracker.latencies if at > t_pods]
-            changes = [t for t in tracker.changes if t > t_pods]
+            steady_at = [(at, lat) for at, lat in tracker.latencies if at > t_steady]
+            steady = [lat for _, lat in steady_at]
+            changes = [t for t in tracker.changes if t > t_steady]
             span = (max(changes) - min(changes)) if len(changes) > 1 else float("nan")
             name = "genericjob_status_latency_seconds"
             hist = {k: after.get(k, 0) - before.get(k, 0) for k in after if k.startswith(name + "_bucket")}
@@ -236,6 +243,16 @@ async def run_latency(args) -> dict:
                     "metric_p50_ms": round(1000 * histogram_quantile(hist, name, 0.5), 1),
                     "metric_p99_ms": round(1000 * histogram_quantile(hist, name, 0.99), 1),
                     "metric_share_under_100ms": round(under / total, 4) if total else None,
+                    "metric_samples": total,
+                    "status_conflicts": sum(v - before.get(k, 0) for k, v in after.items()
+                                            if k.startswith("rest_client_requests_total") and "code=409" in k
+                                            and "resource=genericjobs/status" in k),
+                    "requeues": sum(v - before.get(k, 0) for k, v in after.items()
+                                    if k.startswith("workqueue_retries_total")),
+                    "external_slowest": [(round(at - started, 2), round(1000 * lat, 1))
+                                         for at, lat in sorted(steady_at, key=lambda x: -x[1])[:5]],
+                    "watcher_stalls": [(round(at - started, 2), round(1000 * late, 1))
+                                       for at, late in tracker.stalls if at > t_steady],
                     "cpu_s": round(controller.cpu(), 2)}
         finally:
             await controller.stop()
@@ -275,6 +292,8 @@ async def main_async(args) -> dict:
 
     def show(item):
         print(json.dumps(item), flush=True)
+        if args.json:  # after every scenario, so a late failure keeps what was measured
+            Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
 
     by = {}
     if "burst" in only:
@@ -282,13 +301,12 @@ async def main_async(args) -> dict:
             if qps == 0 and args.qps == 0 and by:
                 continue
             item, _ = await run_burst(args, "controller", qps, burst)
-            show(item)
             results["bursts"].append(item)
             by[("controller", qps)] = item
+            show(item)
     if "floor" in only:
         for qps in sorted({args.qps, 0.0}, reverse=True):
             item, _ = await run_burst(args, "floor", qps, args.burst)
-            show(item)
             results["bursts"].append(item)
             by[("floor", qps)] = item
             if ("controller", qps) in by:
@@ -296,13 +314,14 @@ async def main_async(args) -> dict:
                     by[("controller", qps)]["all_done_s"] / item["all_done_s"], 2)
                 results["ratios"][f"qps={qps:g} (all pods)"] = round(
                     by[("controller", qps)]["all_pods_s"] / item["all_pods_s"], 2)
+            show(item)
     if "cold" in only:
         results["cold"] = await run_cold(args)
         show(results["cold"])
     if "peer" in only:
         item, _ = await run_burst(args, "kopf", 0.0, args.burst)
-        show(item)
         results["bursts"].append(item)
+        show(item)
     if "idle" in only:
         results["idle"] = await run_idle(args)
         show(results["idle"])

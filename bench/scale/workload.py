@@ -77,6 +77,7 @@ class Tracker:
         self.job_phase: dict[str, str] = {}
         self.changes: list[float] = []  # when each pod phase change was seen
         self.record_latency = False
+        self.stalls: list[tuple[float, float]] = []  # (when, seconds) this process's loop was late by > 0.1 s
         self._tasks: list[asyncio.Task] = []
         self._ready = 0
 
@@ -84,6 +85,7 @@ class Tracker:
         for path, handle in (("/api/v1/namespaces/default/pods", self._pod),
                              (JOBS_PATH, self._job), ("/api/v1/namespaces/default/services", self._service)):
             self._tasks.append(asyncio.create_task(self._watch(path, handle)))
+        self._tasks.append(asyncio.create_task(self._watch_loop_lag()))
         while self._ready < 3:  # noqa: ASYNC110 - three watch streams to open
             await asyncio.sleep(0.01)
         return self
@@ -94,6 +96,15 @@ class Tracker:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+
+    async def _watch_loop_lag(self, tick: float = 0.02) -> None:
+        """A stall of this process's own loop delays its timestamps; recorded so a figure can be trusted."""
+        while True:
+            before = time.perf_counter()
+            await asyncio.sleep(tick)
+            late = time.perf_counter() - before - tick
+            if late > 0.1:
+                self.stalls.append((before, late))
 
     async def _watch(self, path: str, handle) -> None:
         async with self.session.get(self.url + path, params={"limit": "1"}) as r:
