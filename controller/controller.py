@@ -78,6 +78,8 @@ class Controller:
                                      stuck_after=config.stuck_terminating_after)
         self._workers: list[asyncio.Task] = []
         self._phases: dict[str, str] = {}
+        # Jobs whose status write lost to a newer version (409): key -> the version it lost with.
+        self._awaiting_newer: dict[str, str] = {}
         self._register_handlers()
 
     # --- event handlers: compute a key, enqueue it ----------------------------------------
@@ -97,14 +99,19 @@ class Controller:
     def _job_updated(self, old: dict, new: dict) -> None:
         self.metrics.job_transition(new["metadata"].get("namespace", ""), old, new)
         self._track_phase(new)
+        key = _key(new)
+        if self._awaiting_newer.pop(key, None) is not None:
+            self.queue.add(key)  # the version our write lost to: now the cache can be written from
+            return
         # A status-only change is our own write echoing back: nothing new to act on.
         if old["metadata"].get("generation") == new["metadata"].get("generation") and \
                 old["metadata"].get("deletionTimestamp") == new["metadata"].get("deletionTimestamp") and \
                 old["metadata"].get("labels") == new["metadata"].get("labels"):
             return
-        self.queue.add(_key(new))
+        self.queue.add(key)
 
     def _job_deleted(self, obj: dict) -> None:
+        self._awaiting_newer.pop(_key(obj), None)
         self._phases.pop(obj["metadata"]["uid"], None)
         self._publish_phases()
         self.reconciler.forget(obj["metadata"]["uid"])
@@ -218,6 +225,18 @@ class Controller:
 
     # --- workers --------------------------------------------------------------------------
 
+    def _await_newer(self, key: str, lost_at: str) -> None:
+        """Reconcile `key` as soon as the cache holds a newer version than the one a status write lost with.
+
+        The rate-limited requeue alone is not enough: its bucket is shared by every key (10/s), so
+        after a burst of conflicts a job would wait seconds for a version that arrives in milliseconds.
+        """
+        cached = self.jobs.lister.get(key)
+        if cached is not None and cached["metadata"].get("resourceVersion") != lost_at:
+            self.queue.add(key)  # it came while the write was in flight
+        else:
+            self._awaiting_newer[key] = lost_at
+
     async def _worker(self, index: int) -> None:
         while True:
             try:
@@ -239,7 +258,9 @@ class Controller:
                     self.queue.add_after(key, outcome.requeue_after)
                     result = "requeue_after"
                 else:
-                    self.queue.add_rate_limited(key)
+                    if outcome.lost_at is not None:
+                        self._await_newer(key, outcome.lost_at)
+                    self.queue.add_rate_limited(key)  # the fallback, should the newer version never come
                     result = "requeue"
             except asyncio.CancelledError:
                 raise

@@ -44,6 +44,9 @@ STUCK_TERMINATING_AFTER = 60.0
 @dataclass(frozen=True)
 class Result:
     requeue_after: float | None = None  # None: done until something changes
+    # The job's resourceVersion a status write lost with (409): the cache lagged, and the version
+    # that won is on its way; the controller reconciles again when it arrives.
+    lost_at: str | None = None
 
     @property
     def requeue(self) -> bool:
@@ -141,7 +144,7 @@ class Reconciler:
                 return Result(requeue_after=0.2)
         written = await self._write_status(obj, status, the_plan)
         if written is None:
-            return Result(requeue_after=0.0)
+            return Result(requeue_after=0.0, lost_at=obj["metadata"]["resourceVersion"])
         await self._delete_pods(obj, the_plan)
         wake_ups: list[float] = []  # seconds until something not announced by any event needs a look
         if isinstance(job, GenericJob):
