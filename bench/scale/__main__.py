@@ -251,6 +251,7 @@ async def run_latency(args) -> dict:
                                     if k.startswith("workqueue_retries_total")),
                     "external_slowest": [(round(at - started, 2), round(1000 * lat, 1))
                                          for at, lat in sorted(steady_at, key=lambda x: -x[1])[:5]],
+                    "reflected_first": sum(1 for at, lat in steady_at if lat == 0.0),
                     "watcher_stalls": [(round(at - started, 2), round(1000 * late, 1))
                                        for at, late in tracker.stalls if at > t_steady],
                     "cpu_s": round(controller.cpu(), 2)}

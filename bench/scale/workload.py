@@ -74,6 +74,9 @@ class Tracker:
         self.pod_phase: dict[str, str] = {}
         self.pending: dict[tuple[str, str], tuple[str, float]] = {}  # (job, pod uid) -> (phase, seen at)
         self.latencies: list[tuple[float, float]] = []  # (change seen at, seconds until the job showed it)
+        # What each job's status last showed per pod: the job's watch stream can deliver a status that
+        # reflects a pod change before the pod's own stream delivers the change.
+        self.shown: dict[tuple[str, str], str] = {}  # (job, pod uid) -> phase
         self.job_phase: dict[str, str] = {}
         self.changes: list[float] = []  # when each pod phase change was seen
         self.record_latency = False
@@ -133,7 +136,12 @@ class Tracker:
         self.changes.append(now)
         job = _owner(pod)
         if self.record_latency and job is not None:
-            self.pending[(job, meta["uid"])] = (phase, now)
+            if self.shown.get((job, meta["uid"])) == phase:
+                # Already reflected: the two streams are not ordered with each other. Waiting for the
+                # job's next status write would time that write, not this change.
+                self.latencies.append((now, 0.0))
+            else:
+                self.pending[(job, meta["uid"])] = (phase, now)
 
     def _service(self, kind: str, svc: dict, now: float) -> None:
         if kind == "ADDED":
@@ -145,14 +153,16 @@ class Tracker:
         self.job_phase[name] = status.get("phase") or ""
         if status.get("phase") in ("Succeeded", "Failed") and name not in self.jobs_done:
             self.jobs_done[name] = (status["phase"], now)
-        if not self.pending:
+        if not self.record_latency:
             return
         for task in status.get("tasks") or ():
             for replica in task.get("replicas") or ():
-                seen = self.pending.get((name, replica.get("uid") or ""))
+                key = (name, replica.get("uid") or "")
+                self.shown[key] = replica.get("phase") or ""
+                seen = self.pending.get(key)
                 if seen is not None and seen[0] == replica.get("phase"):
                     self.latencies.append((seen[1], now - seen[1]))
-                    del self.pending[(name, replica["uid"])]
+                    del self.pending[key]
 
     async def until(self, check, timeout: float, what: str) -> float:
         """Wait until check() holds; the time it first held."""

@@ -194,3 +194,25 @@ async def test_bad_resource_version_is_400(cluster, bad):
     async with aiohttp.ClientSession() as s, s.get(cluster.url + PODS,
                                                    params={"watch": "1", "resourceVersion": bad}) as r:
         assert r.status == 400
+
+
+def test_the_history_keeps_past_versions_serialised_not_alive():
+    """Superseded versions must not stay alive as dicts: the cyclic GC would walk every one of them."""
+    import weakref
+
+    from localcluster.store import Store
+
+    class Version(dict):  # a dict that can be weakly referenced
+        pass
+
+    store = Store(history_size=100)
+    key = ("", "pods")
+    first = Version(pod("p"), metadata={"name": "p", "namespace": "default", "resourceVersion": "1"})
+    alive = weakref.ref(first)
+    store.put(key, first, 1)
+    del first
+    store.put(key, {**pod("p"), "metadata": {"name": "p", "namespace": "default", "resourceVersion": "2"}}, 2)
+    assert alive() is None
+    replay = store.events_since(0, key)
+    assert [(e.type, e.obj["metadata"]["resourceVersion"]) for e in replay] == [("ADDED", "1"), ("MODIFIED", "2")]
+    assert replay[1].old["metadata"]["resourceVersion"] == "1"
