@@ -77,7 +77,8 @@ class Controller:
                                      self.podgroups.lister if self.podgroups else None, self.recorder,
                                      stuck_after=config.stuck_terminating_after)
         self._workers: list[asyncio.Task] = []
-        self._phases: dict[str, str] = {}
+        self._phases: dict[str, str] = {}  # job uid -> phase
+        self._phase_counts: dict[str, int] = {}  # phase -> jobs, kept as phases change (no recount per event)
         # Jobs whose status write lost to a newer version (409): key -> the version it lost with.
         self._awaiting_newer: dict[str, str] = {}
         self._register_handlers()
@@ -112,8 +113,7 @@ class Controller:
 
     def _job_deleted(self, obj: dict) -> None:
         self._awaiting_newer.pop(_key(obj), None)
-        self._phases.pop(obj["metadata"]["uid"], None)
-        self._publish_phases()
+        self._set_phase(obj["metadata"]["uid"], None)
         self.reconciler.forget(obj["metadata"]["uid"])
         self.status_latency.job_gone(obj["metadata"]["uid"])
 
@@ -152,16 +152,19 @@ class Controller:
         self.status_latency.status_written(job, time.monotonic())
 
     def _track_phase(self, obj: dict) -> None:
-        phase = (obj.get("status") or {}).get("phase") or "Pending"
-        if self._phases.get(obj["metadata"]["uid"]) != phase:
-            self._phases[obj["metadata"]["uid"]] = phase
-            self._publish_phases()
+        self._set_phase(obj["metadata"]["uid"], (obj.get("status") or {}).get("phase") or "Pending")
 
-    def _publish_phases(self) -> None:
-        counts: dict[str, int] = {}
-        for phase in self._phases.values():
-            counts[phase] = counts.get(phase, 0) + 1
-        self.metrics.phases(counts)
+    def _set_phase(self, uid: str, phase: str | None) -> None:
+        """Record a job's phase (None: the job is gone) and publish the counts when they changed."""
+        old = self._phases.pop(uid, None) if phase is None else self._phases.get(uid)
+        if old == phase:
+            return
+        if phase is not None:
+            self._phases[uid] = phase
+            self._phase_counts[phase] = self._phase_counts.get(phase, 0) + 1
+        if old is not None:
+            self._phase_counts[old] -= 1
+        self.metrics.phases(self._phase_counts)
 
     # --- lifecycle ------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 Level-triggered and idempotent. The plan (plan.py) is pure; this module does the I/O around it:
 - the status goes first, through the status subresource with the cached resourceVersion, so a
   restart is counted before its pod is touched and a stale cache gets a quiet 409 and a requeue;
-- then pod deletes (with uid preconditions), Service and PodGroup upkeep, pod creates;
+- then pod deletes (with uid preconditions), the PodGroup, pod creates, Service upkeep;
 - then Events, which only ever describe writes that succeeded;
 - last, pods stuck terminating past their grace period (a lost node) are force-deleted, since the
   replacement of a replica has the same name and cannot exist before the old pod is gone.
@@ -151,10 +151,12 @@ class Reconciler:
             # A paused job makes nothing new (a job created paused has no Services or PodGroup until
             # resumed); what it already has is kept for the resume.
             making = not the_plan.terminal and not job.spec.run_mode.paused
-            await self._sync_services(obj, job, the_plan, making)
+            # The PodGroup before the pods, so a gang scheduler never sees a pod of a group it does not
+            # know; the pods before their Services (as training-operator), since pods are what a job waits on.
             await self._sync_podgroup(obj, job, the_plan, making)
             if not the_plan.terminal and not await self._create_pods(obj, job, the_plan):
                 wake_ups.append(NAME_TAKEN_RETRY)
+            await self._sync_services(obj, job, the_plan, making)
         else:
             await self._remove_services_and_podgroup(obj)
         for event_type, reason, message in the_plan.events:

@@ -13,8 +13,8 @@ from bench.scale.__main__ import main
 def test_every_scenario_runs_at_tiny_sizes(tmp_path, capsys):
     only = "burst,floor,cold,idle,latency,peer"  # kopf comes with the `bench` extra that `make test` installs
     out = tmp_path / "bench.json"
-    results = main(["--jobs", "6", "--replicas", "2", "--qps", "50", "--repeat", "2", "--cold-jobs", "5", "--cold-replicas", "3",
-                    "--idle-jobs", "3", "--idle-seconds", "1",
+    results = main(["--jobs", "6", "--replicas", "2", "--qps", "50", "--repeat", "2",
+                    "--cold-jobs", "5", "--cold-replicas", "3", "--idle-jobs", "3", "--idle-seconds", "1",
                     "--latency-jobs", "3", "--latency-replicas", "2", "--latency-rate", "20", "--timeout", "30",
                     "--only", only, "--json", str(out)])
     assert json.loads(out.read_text()) == json.loads(json.dumps(results))

@@ -1,12 +1,15 @@
-"""The controller's API client: proxy settings read once, and the Event recorder's own rate limit."""
+"""The controller's API client: proxy settings read once, the Event recorder's own rate limit, and what a
+write sends over the wire (credentials, body, proxy, metrics)."""
 
 from __future__ import annotations
 
+import orjson
 import pytest
+from aiohttp import web
 from kubernetes_asyncio import client
 from prometheus_client import CollectorRegistry
 
-from controller.kube import InstrumentedApiClient, KubeClient, resolve_proxy_once
+from controller.kube import ApiStatusError, InstrumentedApiClient, KubeClient, resolve_proxy_once
 from controller.metrics import RequestMetrics
 
 HOST = "https://10.96.0.1:443"
@@ -53,3 +56,96 @@ async def test_a_sibling_client_has_its_own_limit_and_shares_the_counts(no_proxy
         assert sibling.limiter is not main.limiter
         assert (sibling.limiter.qps, sibling.limiter.burst) == (5, 7)
         assert sibling.timeout == main.timeout and sibling.requests is main.requests
+
+
+# --- the write path: kubernetes_asyncio's session and credentials, an orjson body -------------
+
+class Recorder:
+    """An HTTP server that answers every request with a canned status and remembers what came."""
+
+    def __init__(self, status: int = 201, answer: dict | None = None) -> None:
+        self.status = status
+        self.answer = answer if answer is not None else {"kind": "Pod", "metadata": {"name": "p"}}
+        self.seen: list[dict] = []
+
+    async def handle(self, request: web.Request) -> web.Response:
+        self.seen.append({"method": request.method, "url": str(request.url), "headers": dict(request.headers),
+                          "body": await request.read()})
+        return web.Response(status=self.status, body=orjson.dumps(self.answer), content_type="application/json")
+
+
+@pytest.fixture
+async def recorder(aiohttp_server_factory):
+    return await aiohttp_server_factory(Recorder())
+
+
+@pytest.fixture
+async def aiohttp_server_factory():
+    runners = []
+
+    async def start(recorder: Recorder) -> tuple[Recorder, str]:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", recorder.handle)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        runners.append(runner)
+        return recorder, f"http://127.0.0.1:{runner.addresses[0][1]}"
+
+    yield start
+    for runner in runners:
+        await runner.cleanup()
+
+
+async def test_a_write_carries_the_credentials_and_the_exact_body(recorder, no_proxy_env):
+    server, url = recorder
+    configuration = client.Configuration(host=url, api_key={"BearerToken": "Bearer old"})
+
+    def refresh(conf):  # a rotated service account token, as the in-cluster config refreshes it
+        conf.api_key["BearerToken"] = "Bearer fresh"
+    configuration.refresh_api_key_hook = refresh
+    registry = CollectorRegistry()
+    async with InstrumentedApiClient(configuration, metrics=RequestMetrics(registry)) as api:
+        body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
+                "spec": {"containers": [{"name": "c", "image": "i", "env": [{"name": "X", "value": "ünïcode"}]}]}}
+        created = await KubeClient(api, qps=0).create("pods", body)
+    assert created == server.answer
+    [request] = server.seen
+    assert request["method"] == "POST" and request["url"] == f"{url}/api/v1/namespaces/ns/pods"
+    assert request["headers"]["Authorization"] == "Bearer fresh"
+    assert request["headers"]["Content-Type"] == "application/json"
+    assert request["headers"]["User-Agent"] == api.user_agent
+    assert orjson.loads(request["body"]) == body
+    assert registry.get_sample_value("rest_client_requests_total",
+                                     {"verb": "create", "resource": "pods", "code": "201"}) == 1
+
+
+async def test_a_refused_write_raises_the_status_and_is_counted(aiohttp_server_factory, no_proxy_env):
+    server, url = await aiohttp_server_factory(Recorder(409, {"kind": "Status", "code": 409, "reason": "Conflict",
+                                                              "message": "the object has been modified"}))
+    registry = CollectorRegistry()
+    async with InstrumentedApiClient(client.Configuration(host=url), metrics=RequestMetrics(registry)) as api:
+        kube = KubeClient(api, qps=0)
+        job = {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "GenericJob", "spec": {},
+               "metadata": {"name": "j", "namespace": "ns", "resourceVersion": "7", "uid": "u"}}
+        with pytest.raises(ApiStatusError) as raised:
+            await kube.replace_status(job, {"phase": "Running"})
+    assert (raised.value.code, raised.value.reason) == (409, "Conflict")
+    assert server.seen[0]["method"] == "PUT" and server.seen[0]["url"].endswith("/genericjobs/j/status")
+    assert kube.requests[("update", "genericjobs/status", 409)] == 1
+    assert registry.get_sample_value("rest_client_requests_total",
+                                     {"verb": "update", "resource": "genericjobs/status", "code": "409"}) == 1
+
+
+async def test_a_write_goes_through_the_configured_proxy(aiohttp_server_factory, no_proxy_env):
+    proxy, proxy_url = await aiohttp_server_factory(Recorder(200, {}))
+    configuration = client.Configuration(host="http://apiserver.invalid:6443")
+    configuration.proxy = proxy_url
+    async with client.ApiClient(configuration) as api:
+        resolve_proxy_once(api)
+        await KubeClient(api, qps=0).delete("pods", "ns", "p", uid="u1")
+    [request] = proxy.seen  # a plain-HTTP proxy gets the absolute URL of the API server
+    assert request["method"] == "DELETE"
+    assert request["url"] == "http://apiserver.invalid:6443/api/v1/namespaces/ns/pods/p"
+    assert orjson.loads(request["body"]) == {"propagationPolicy": "Background", "preconditions": {"uid": "u1"}}

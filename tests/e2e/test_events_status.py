@@ -137,3 +137,29 @@ async def test_events_have_a_request_budget_of_their_own(cluster, api_client, jo
         assert sorted(e.reason for e in events) == ["Running"] + ["SuccessfulCreate"] * 4
     finally:
         await made.stop()
+
+
+async def test_jobs_by_phase_follow_every_change_and_deletion(cluster, api_client, config, jobs):
+    """genericjob_jobs{phase} is kept up to date as phases change, including for a deleted job."""
+    from prometheus_client import CollectorRegistry
+
+    from controller.controller import Controller
+
+    registry = CollectorRegistry()
+    made = Controller(api_client, config, registry)
+    await made.start(sync_timeout=10)
+
+    def by_phase() -> dict[str, float]:
+        return {p: registry.get_sample_value("genericjob_jobs", {"phase": p}) for p in ("Running", "Succeeded")}
+
+    try:
+        scripts(cluster, "runs", {"*": FOREVER})
+        await jobs.submit(genericjob("runs"))
+        await jobs.submit(genericjob("ends", script=QUICK))
+        await jobs.wait_phase("runs", "Running")
+        await jobs.wait_phase("ends", "Succeeded")
+        await until(lambda: by_phase() == {"Running": 1, "Succeeded": 1}, what="one running, one succeeded")
+        await jobs.delete("ends")
+        await until(lambda: by_phase() == {"Running": 1, "Succeeded": 0}, what="the deleted job uncounted")
+    finally:
+        await made.stop()
