@@ -11,7 +11,8 @@ Scenarios (each on a fresh localcluster in its own process, scripted pod runner)
   floor     the same burst served by a bare client (bench/scale/floor.py), same limits; ratio = burst / floor
   cold      a fresh controller on a cluster holding --cold-jobs finished jobs of --cold-replicas pods
             (and Services) each, made by a --qps 0 burst: time to synced and idle, writes made
-  idle      K jobs whose pods run forever, nothing changing, for --idle-seconds: requests and CPU
+  idle      K jobs whose pods run forever, nothing changing, for --idle-seconds: requests and CPU (the
+            controller elects itself leader, as deployed, so its Lease renewals are counted apart)
   latency   J jobs whose pods change phase at --latency-rate per second: pod change -> job status
   peer      the --qps 0 burst served by bench/kopf_peer.py (kopf): time to all pods, memory
 """
@@ -151,7 +152,8 @@ async def run_cold(args) -> dict:
 async def run_idle(args) -> dict:
     directory = Path(tempfile.mkdtemp(prefix="bench-scale-"))
     async with Cluster(directory) as cluster:
-        controller = Controller(cluster, "--qps", "0", "--workers", str(args.workers))
+        # As deployed: leader election renews its Lease every retry period (2 s), whatever the jobs.
+        controller = Controller(cluster, "--qps", "0", "--workers", str(args.workers), leader_elect=True)
         await controller.start()
         try:
             await controller.wait_synced()
@@ -169,8 +171,12 @@ async def run_idle(args) -> dict:
                 await asyncio.sleep(args.idle_seconds)
                 cpu, elapsed = controller.cpu() - cpu0, time.perf_counter() - started
                 counts = diff(await cluster.requests(), before)
+            lease = {k: v for k, v in counts.items() if k[1] == "leases"}
             return {"jobs": args.idle_jobs, "pods": args.idle_jobs * args.replicas, "seconds": round(elapsed, 1),
-                    "requests": {f"{v} {r}": n for (v, r), n in sorted(counts.items())}, "writes": writes(counts),
+                    "requests": {f"{v} {r}": n for (v, r), n in sorted(counts.items())},
+                    "writes": writes(counts) - writes(lease), "lease_requests": sum(lease.values()),
+                    "watch_renewals": counts.get(("watch", "genericjobs"), 0) + counts.get(("watch", "pods"), 0)
+                    + counts.get(("watch", "services"), 0) + counts.get(("watch", "podgroups"), 0),
                     "cpu_s": round(cpu, 3), "cpu_percent_of_core": round(100 * cpu / elapsed, 2),
                     **controller.memory()}
         finally:
@@ -307,8 +313,10 @@ def table(results: dict) -> str:
                                    f"peak RSS {c['peak_rss_mib']:.0f} MiB"))
     if "idle" in results:
         i = results["idle"]
-        rows.append(("idle", f"{i['jobs']} jobs/{i['pods']} pods for {i['seconds']} s: requests {i['requests']}, "
-                             f"CPU {i['cpu_percent_of_core']}% of a core, RSS {i['rss_mib']:.0f} MiB"))
+        rows.append(("idle", f"{i['jobs']} jobs/{i['pods']} pods for {i['seconds']} s: writes {i['writes']}, "
+                             f"watch renewals {i['watch_renewals']}, Lease requests {i['lease_requests']} "
+                             f"(all: {i['requests']}), CPU {i['cpu_percent_of_core']}% of a core, "
+                             f"RSS {i['rss_mib']:.0f} MiB"))
     if "latency" in results:
         lat = results["latency"]
         rows.append(("latency", f"{lat['jobs']} jobs, {lat['changes_per_s']} changes/s: external p50 "

@@ -123,13 +123,15 @@ def writes(counts: dict[tuple[str, str], int]) -> int:
 
 
 class Controller(Measured):
-    """`genericjob-controller run` (no leader election, JSON logs) against a Cluster."""
+    """`genericjob-controller run` (JSON logs) against a Cluster; with leader election as deployed
+    (a Lease in `default`) when `leader_elect`, else without."""
 
-    def __init__(self, cluster: Cluster, *flags: str) -> None:
+    def __init__(self, cluster: Cluster, *flags: str, leader_elect: bool = False) -> None:
         self.cluster = cluster
+        election = ["--leader-elect", "--lease-namespace", "default"] if leader_elect else ["--no-leader-elect"]
         self.argv = [str(BIN / "genericjob-controller"), "run", "--kubeconfig", str(cluster.kubeconfig),
                      "--metrics-address", "127.0.0.1:0", "--health-address", "0", "--log-format", "json",
-                     "--log-level", "info", "--no-leader-elect", "--shutdown-timeout", "2", *flags]
+                     "--log-level", "info", *election, "--shutdown-timeout", "2", *flags]
         self.url = ""
         self.started = 0.0
         self.synced_at = 0.0

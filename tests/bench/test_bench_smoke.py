@@ -31,6 +31,7 @@ def test_every_scenario_runs_at_tiny_sizes(tmp_path, capsys):
     assert set(results["ratios"]) >= {"qps=50 (all Succeeded)", "qps=0 (all Succeeded)"}
     assert (results["cold"]["jobs"], results["cold"]["pods"], results["cold"]["services"]) == (5, 15, 15)
     assert results["cold"]["writes"] == 0
-    assert results["idle"]["writes"] == 0
+    assert results["idle"]["writes"] == 0 and results["idle"]["watch_renewals"] == 0
+    assert set(results["idle"]["requests"]) <= {"update leases", "get leases"}  # leader election, as deployed
     assert results["latency"]["samples"] > 0
     assert "overhead ratio" in capsys.readouterr().out
