@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Mapping
 from types import ModuleType
 
@@ -123,7 +124,9 @@ def load_local() -> tuple[ModuleType | None, str]:
     return local, ""
 
 
-def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentParser:
+def build_parser(environ: Mapping[str, str] | None = None, with_local: bool = True) -> argparse.ArgumentParser:
+    """The whole command line; without `with_local`, `local` is listed but its module (and with it
+    localcluster, an API server) is not imported, as `run` needs none of it."""
     parser = argparse.ArgumentParser(prog="genericjob-controller",
                                      description="Kubernetes controller for GenericJob (batch.tensorstack.dev).")
     commands = parser.add_subparsers(dest="command", required=True, metavar="{run,local}")
@@ -135,6 +138,8 @@ def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentP
     local = commands.add_parser("local", help="run a local cluster and the controller in this process",
                                 description="Start localcluster with the process pod runner and the controller, "
                                             "optionally submit jobs and follow them.")
+    if not with_local:
+        return parser
     module, why = load_local()
     if module is not None:
         module.add_arguments(local)
@@ -154,7 +159,9 @@ def validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
 
 
 def parse_args(argv: list[str] | None = None, environ: Mapping[str, str] | None = None) -> argparse.Namespace:
-    parser = build_parser(environ)
+    words = sys.argv[1:] if argv is None else argv
+    command = next((word for word in words if not word.startswith("-")), None)
+    parser = build_parser(environ, with_local=command == "local")
     args, unknown = parser.parse_known_args(argv)
     if unknown and not getattr(args, "local_unavailable", None):
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")

@@ -3,8 +3,25 @@
 `LocalCluster` serves the Kubernetes REST API over real HTTP with the semantics a controller can
 notice: resourceVersions, watches with history and 410 Gone, conflicts, the status subresource,
 CRD validation, graceful deletion and garbage collection, plus fault injection and pod runners.
+
+`LocalCluster` is imported when first asked for: the informers' listers use `localcluster.selectors`
+(the apiserver's label-selector grammar, a module of its own), and importing it must not load a
+whole API server into the controller.
 """
 
-from .cluster import LocalCluster
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .cluster import LocalCluster
 
 __all__ = ["LocalCluster"]
+
+
+def __getattr__(name: str):
+    if name == "LocalCluster":
+        from .cluster import LocalCluster
+
+        return LocalCluster
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 
 import pytest
 
@@ -138,3 +139,20 @@ def test_without_a_cluster_configuration_run_exits_1(tmp_path):
     done = subprocess.run([str(CLI), "run", "--kubeconfig", str(tmp_path / "missing"), "--log-format", "json"],
                           capture_output=True, text=True, timeout=30, check=False)
     assert done.returncode == 1 and "no usable cluster configuration" in done.stderr
+
+
+def test_run_loads_neither_localcluster_nor_the_local_command():
+    """`run` parses its flags and builds its program without importing an API server (localcluster) or
+    `controller.local`; the informers' listers use only `localcluster.selectors`. `local` still gets
+    its own flags."""
+    code = ("import sys\n"
+            "from controller import cli, manager\n"
+            "args = cli.parse_args(['run', '--no-leader-elect', '--workers', '2'])\n"
+            "assert args.workers == 2, args\n"
+            "heavy = sorted(m for m in ('localcluster.cluster', 'localcluster.http', 'controller.local', 'celpy')\n"
+            "               if m in sys.modules)\n"
+            "assert not heavy, heavy\n"
+            "assert cli.parse_args(['local', '--apply', 'job.yaml']).apply\n"
+            "assert 'controller.local' in sys.modules\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
