@@ -175,8 +175,7 @@ async def run_idle(args) -> dict:
             return {"jobs": args.idle_jobs, "pods": args.idle_jobs * args.replicas, "seconds": round(elapsed, 1),
                     "requests": {f"{v} {r}": n for (v, r), n in sorted(counts.items())},
                     "writes": writes(counts) - writes(lease), "lease_requests": sum(lease.values()),
-                    "watch_renewals": counts.get(("watch", "genericjobs"), 0) + counts.get(("watch", "pods"), 0)
-                    + counts.get(("watch", "services"), 0) + counts.get(("watch", "podgroups"), 0),
+                    "watch_renewals": sum(n for (verb, _), n in counts.items() if verb == "watch"),
                     "cpu_s": round(cpu, 3), "cpu_percent_of_core": round(100 * cpu / elapsed, 2),
                     **controller.memory()}
         finally:
