@@ -46,6 +46,9 @@ class LocalCluster:
         self.audit: list[dict] = []
         self.audit_limit = 1_000_000
         self.store.subscribe(self._audit)
+        # The oldest version a watch may start from: an apiserver's watch cache starts empty at the
+        # latest revision each time the server starts, whatever etcd's history still holds.
+        self.watch_cache_rv = 0
         self.http = HttpApi(self)
         self._site_runner: web.AppRunner | None = None
         self._started = False
@@ -70,6 +73,7 @@ class LocalCluster:
         await self._listen()
 
     async def _listen(self) -> None:
+        self.watch_cache_rv = self.store.rv
         runner = web.AppRunner(self.http.app(), access_log=None, shutdown_timeout=0.5)
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port, reuse_address=True)
@@ -90,7 +94,12 @@ class LocalCluster:
         self._started = False
 
     async def restart(self, downtime: float = 0.0) -> None:
-        """Stop serving (every connection drops), wait, serve again on the same port, state kept."""
+        """Stop serving (every connection drops), wait, serve again on the same port, as an apiserver restarts.
+
+        etcd keeps everything: objects, resourceVersions and the history, so a paginated list at an
+        old version is still served at that version until compaction (`expire_history`). The watch
+        cache starts afresh at the latest revision: a watch from any older version gets 410.
+        """
         await self._unlisten()
         if downtime:
             await asyncio.sleep(downtime)

@@ -63,6 +63,13 @@ def gone(message: str) -> ApiError:
     return ApiError(410, "Expired", message)
 
 
+def too_large_resource_version(asked: int, current: int) -> ApiError:
+    """A read at a revision the server has not reached (storage.NewTooLargeResourceVersionError)."""
+    return ApiError(504, "Timeout", f"Too large resource version: {asked}, current: {current}",
+                    {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                     "retryAfterSeconds": 1}, headers={"Retry-After": "1"})
+
+
 def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 

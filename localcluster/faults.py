@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import asdict, dataclass, field
 
 from aiohttp import web
@@ -66,12 +66,21 @@ def resource_of(segs: list[str]) -> str | None:
     return rest[0] + ("/" + rest[2] if len(rest) > 2 else "")
 
 
+@dataclass(frozen=True, slots=True)
+class ListRecord:
+    resource: str
+    query: dict[str, str]
+    code: int
+
+
 class Faults:
     def __init__(self) -> None:
         self.config = FaultConfig()
         self.injected: Counter[str] = Counter()
         # (verb, resource, code) -> count: what clients asked of the API, for benchmarks and RBAC checks.
         self.requests: Counter[tuple[str, str, int]] = Counter()
+        # The latest LIST requests with their query, for tests of what a client asked for.
+        self.lists: deque[ListRecord] = deque(maxlen=1000)
 
     def configure(self, **settings) -> FaultConfig:
         self.config = FaultConfig(**settings)
@@ -98,6 +107,23 @@ class Faults:
         if resource is None:
             return await handler(request)
         verb = request_verb(request, segs)
+        if verb == "list":
+            return await self._recorded(request, handler, verb, resource)
+        return await self._handle(request, handler, verb, resource)
+
+    async def _recorded(self, request: web.Request, handler, verb: str, resource: str):
+        code = 200
+        try:
+            response = await self._handle(request, handler, verb, resource)
+            code = response.status
+            return response
+        except errors.ApiError as err:
+            code = err.code
+            raise
+        finally:
+            self.lists.append(ListRecord(resource, dict(request.query), code))
+
+    async def _handle(self, request: web.Request, handler, verb: str, resource: str):
         cfg = self.config
         if self._applies(verb, resource):
             if cfg.latency:

@@ -216,15 +216,24 @@ class HttpApi:
 
     def list(self, request: web.Request, target: Target) -> dict:
         rt = target.rt
-        limit = int(request.query.get("limit") or 0)
-        token = request.query.get("continue")
+        query = request.query
+        limit = int(query.get("limit") or 0)
+        token = query.get("continue")
         if token:
+            if query.get("resourceVersion", "") not in ("", "0"):
+                raise errors.bad_request("specifying resource version is not allowed when using continue")
             list_rv, items = self._resume(token)
         else:
-            self._check_list_version(request)
+            revision, limit = self._list_read(query, limit)
             labels, fields = self._filter(request, target)
-            list_rv = self.store.rv
-            items = self.store.objects(rt.storage_key, target.namespace)
+            if revision is None:
+                list_rv = self.store.rv
+                items = self.store.objects(rt.storage_key, target.namespace)
+            else:
+                list_rv = revision
+                items = self.store.objects_at(rt.storage_key, revision, target.namespace)
+                if items is None:
+                    raise errors.gone("The resourceVersion for the provided list is too old.")
             if labels is not None or fields is not None:
                 probe = Watcher(rt.storage_key, None, labels, fields, 0, 0)
                 items = [o for o in items if probe.matches(o)]
@@ -240,12 +249,46 @@ class HttpApi:
             page = [self.api.present(rt, o) for o in page]
         return {"kind": rt.list_kind, "apiVersion": rt.group_version, "metadata": meta, "items": page}
 
-    def _check_list_version(self, request: web.Request) -> None:
-        """A paginated or Exact list at a given version is an etcd read at that revision: 410 once compacted."""
-        rv = request.query.get("resourceVersion", "")
-        exact = request.query.get("resourceVersionMatch") == "Exact" or bool(request.query.get("limit"))
-        if exact and rv.isdigit() and rv != "0" and int(rv) < self.store.compacted_rv:
-            raise errors.gone("The resourceVersion for the provided list is too old.")
+    def _list_read(self, query, limit: int) -> tuple[int | None, int]:
+        """Where the apiserver reads a LIST from: (the revision to read at, None for the latest; the limit kept).
+
+        As kube-apiserver decides it (the cacher's shouldDelegateList, etcd3's GetList):
+        - resourceVersion "": etcd, a consistent read of the latest state, paginated.
+        - "0": the watch cache, the latest state, whole: the cache ignores `limit`.
+        - N with resourceVersionMatch=Exact, or with a `limit` and no match (the legacy meaning): etcd at
+          exactly revision N, paginated; 410 Expired once N is compacted. A relist paged at the version
+          it last saw therefore gets that same old state back, not the current one.
+        - N with NotOlderThan and a `limit`: etcd's latest state, paginated.
+        - N without a limit (no match, or NotOlderThan): the watch cache, whose state is at least N: the
+          latest. The watch cache starts afresh at every server restart, but this read does not care.
+        N beyond the latest revision: 504 "Too large resource version" (the real server waits up to 3 s
+        for its watch cache first; here the store is always current, so there is nothing to wait for).
+        """
+        rv = query.get("resourceVersion", "")
+        match = query.get("resourceVersionMatch", "")
+        if match not in ("", "Exact", "NotOlderThan"):
+            raise _invalid_list_options(f'resourceVersionMatch: Unsupported value: "{match}": supported values: '
+                                        f'"Exact", "NotOlderThan", ""')
+        if match and not rv:
+            raise _invalid_list_options("resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless "
+                                        "resourceVersion is provided")
+        if rv == "":
+            return None, limit
+        if not rv.isdigit():
+            raise errors.bad_request(f"invalid resource version: {rv}")
+        asked = int(rv)
+        if asked == 0:
+            if match == "Exact":
+                raise _invalid_list_options('resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is '
+                                            'forbidden for resourceVersion "0"')
+            return None, 0
+        if asked > self.store.rv:
+            raise errors.too_large_resource_version(asked, self.store.rv)
+        if match == "Exact" or (limit and not match):
+            if asked < self.store.compacted_rv:
+                raise errors.gone("The resourceVersion for the provided list is too old.")
+            return asked, limit
+        return None, limit
 
     def _snapshot(self, list_rv: int, rest: list[dict]) -> str:
         self._next_snapshot += 1
@@ -307,11 +350,17 @@ class HttpApi:
                     watcher.buffer.append(("ADDED", obj))
             watcher.start_rv = start_rv = self.store.rv
         else:
-            past = self.store.events_since(start_rv, rt.storage_key)
+            # The watch cache holds the events since the server started, the store those since compaction.
+            oldest = max(self.cluster.watch_cache_rv, self.store.compacted_rv)
+            past = self.store.events_since(start_rv, rt.storage_key) if start_rv >= oldest else None
+            refused = None
             if past is None:
+                refused = errors.gone(f"too old resource version: {start_rv} ({oldest})")
+            elif start_rv > self.store.rv:  # the cacher waits 3 s for a version it has not reached, then gives up
+                refused = errors.too_large_resource_version(start_rv, self.store.rv)
+            if refused is not None:
                 await response.prepare(request)
-                gone = errors.gone(f"too old resource version: {start_rv} ({self.store.compacted_rv + 1})")
-                await response.write(orjson.dumps({"type": "ERROR", "object": gone.status()}) + b"\n")
+                await response.write(orjson.dumps({"type": "ERROR", "object": refused.status()}) + b"\n")
                 return response
             for ev in past:
                 item = watcher.translate(ev)
@@ -380,6 +429,11 @@ class HttpApi:
             meta["annotations"] = annotations
         obj = {"kind": rt.kind, "apiVersion": rt.group_version, "metadata": meta}
         return orjson.dumps({"type": "BOOKMARK", "object": view.bookmark(obj)}) + b"\n"
+
+
+def _invalid_list_options(text: str) -> ApiError:
+    return errors.invalid("ListOptions.meta.k8s.io", "", "meta.k8s.io", "ListOptions",
+                          [("FieldValueInvalid", text.split(":", 1)[0], text)])
 
 
 def _negotiated(request: web.Request, rt: ResourceType, body: dict, is_list: bool) -> web.Response:

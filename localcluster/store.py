@@ -111,6 +111,29 @@ class Store:
         self.history.clear()
         self.compacted_rv = self.rv
 
+    def objects_at(self, key: StorageKey, rv: int, namespace: str | None = None) -> list[dict] | None:
+        """The objects of `key` as they were at revision `rv` (etcd's read at a revision); None once compacted.
+
+        Rebuilt from the current state by undoing, newest first, every event after `rv`.
+        """
+        if rv < self.compacted_rv:
+            return None
+        state = dict(self.buckets[key])
+        for past in reversed(self.history):
+            if past.rv <= rv:
+                break
+            if past.key != key:
+                continue
+            ev = past.event()
+            okey = obj_key(ev.obj)
+            if ev.type == ADDED:
+                state.pop(okey, None)
+            else:
+                state[okey] = ev.old
+        if namespace is None:
+            return list(state.values())
+        return [o for (ns, _), o in state.items() if ns == namespace]
+
     def events_since(self, rv: int, key: StorageKey) -> list[Event] | None:
         """Events of `key` after `rv`, oldest first; None when `rv` is older than the history."""
         if rv < self.compacted_rv:
