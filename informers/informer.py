@@ -44,6 +44,7 @@ class InformerStatus:
     last_error: str | None
     last_error_time: float | None
     last_event_time: float | None
+    last_sync_age: float | None  # seconds since the last completed list, watch answered 200 or watch event
 
 
 class Informer:
@@ -148,7 +149,7 @@ class Informer:
             resource=str(self), running=self.running, synced=self.has_synced,
             healthy=self.healthy(), objects=len(self.store), resource_version=self.resource_version,
             restarts=stats.restarts, last_error=stats.last_error, last_error_time=stats.last_error_time,
-            last_event_time=stats.last_event_time)
+            last_event_time=stats.last_event_time, last_sync_age=stats.sync_age())
 
     async def _supervise(self) -> None:
         backoff = Backoff(self.options.backoff)

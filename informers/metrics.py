@@ -6,6 +6,7 @@ families when the registry is scraped, so an event costs no metric-object lockin
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,11 @@ class InformerCollector(Collector):
                                     labels=_LABELS)
         last_event = GaugeMetricFamily("informer_last_event_timestamp_seconds",
                                        "Wall-clock time of the last watch event, bookmarks included.", labels=_LABELS)
+        sync_age = GaugeMetricFamily(
+            "informer_last_sync_age_seconds",
+            "Seconds since the informer last had proof its cache is current: a completed list, a watch answered "
+            "200, or any watch event (bookmarks included). Absent until the first list.", labels=_LABELS)
+        now = time.monotonic()
         for informer in informers:
             labels = [str(informer.resource), informer.namespace or "", informer.label_selector or ""]
             stats = informer.stats
@@ -56,6 +62,9 @@ class InformerCollector(Collector):
             backlog.add_metric(labels, informer.handler_backlog)
             if stats.last_event_time is not None:
                 last_event.add_metric(labels, stats.last_event_time)
+            age = stats.sync_age(now)
+            if age is not None:
+                sync_age.add_metric(labels, age)
         yield events
         yield from counters
-        yield from (synced, objects, backlog, last_event)
+        yield from (synced, objects, backlog, last_event, sync_age)

@@ -1,11 +1,24 @@
 """List, then watch from the list's resourceVersion, for as long as it runs.
 
-client-go's reflector, with its guarantees: a paginated LIST (falling back to one full list if
-a continue token expires), a WATCH with bookmarks and a randomised server timeout, a re-watch
-from the last version after a clean close, a relist only when the server answers 410 (first at
-the last version, then from scratch if that is gone too), backoff with jitter on failures, and
-an inactivity watchdog. Unlike client-go, other failures re-watch from the last version rather
-than relist: the server's history is the judge, and a 410 still forces the relist.
+client-go's reflector (tools/cache/reflector.go), with its guarantees:
+- the first LIST is a consistent read of the latest state (resourceVersion ""), paginated (one full
+  list instead if a continue token expires). client-go's first list asks for "0", the watch cache;
+  "" costs the server an etcd read once per start and can never be older than what a previous
+  process of this controller saw.
+- a WATCH with bookmarks and a randomised server timeout; a re-watch from the last version after a
+  clean close. Unlike client-go, other watch failures also re-watch from the last version rather
+  than relist: the server's history is the judge, and a 410 still forces the relist.
+- a watch answered 410 (history compacted, or the apiserver restarted and its watch cache began
+  afresh) relists at the last version seen, NOT paginated: a LIST at an explicit resourceVersion
+  with a limit is read from etcd at exactly that revision - the same stale state, whose next watch
+  gets 410 again, until compaction - while without a limit the watch cache serves a state at
+  least that new, i.e. the current one. If that list is refused (410 Expired, or 504 "Too large
+  resource version") the version is unavailable (client-go's isLastSyncResourceVersionUnavailable)
+  and the reflector lists the latest state from etcd (resourceVersion "", paginated). A watch refused
+  with 504 "Too large resource version" (etcd restored from a backup) relists the same way.
+- backoff with jitter on failures, and an inactivity watchdog.
+Every proof that the cache is current (a completed list, a watch answered 200, any watch event)
+stamps `stats.last_sync_monotonic`, which health checks and `informer_last_sync_age_seconds` read.
 """
 
 from __future__ import annotations
@@ -78,20 +91,22 @@ class Reflector:
         self._replace = replace
         self._apply = apply
         self.resource_version = ""  # the last version seen: a list's, then each watch event's
-        self._relist_from: str | None = ""  # None while the cache is current; else list at this version
+        self._must_list = True  # no list yet, or the last watch or list answered 410
+        # The server refused to list at `resource_version` (410, or 504 too large): list the latest state.
+        self._version_unavailable = False
         self.listed = False  # a list has been applied since this reflector started
 
     async def run(self) -> NoReturn:
         backoff = Backoff(self.options.backoff)
         while True:
             try:
-                if self._relist_from is not None:
-                    await self._list(self._relist_from)
+                if self._must_list:
+                    await self._list()
                 await self._watch()
                 continue
             except ApiStatusError as err:
-                if err.gone:
-                    self._relist_from = self.resource_version
+                if err.gone or err.version_too_large:
+                    self._must_list = True
                 self.stats.record_error(err)
                 delay = backoff.next_delay(err.retry_after)
             except (*TRANSIENT_ERRORS, WatchStalled, ShortWatch) as err:
@@ -99,36 +114,47 @@ class Reflector:
                     self.stats.watchdog_timeouts += 1
                 self.stats.record_error(err)
                 delay = backoff.next_delay()
-            action = "listing" if self._relist_from is not None else "watching"
+            action = "listing" if self._must_list else "watching"
             log.warning("%s: %s; %s again in %.2f s", self.name, self.stats.last_error, action, delay)
             await asyncio.sleep(delay)
 
     # --- list -----------------------------------------------------------------------------
 
-    async def _list(self, version: str) -> None:
+    def _relist_version(self) -> str:
+        """client-go's relistResourceVersion: the last version seen, or "" (the latest) if it is unavailable."""
+        return "" if self._version_unavailable else self.resource_version
+
+    async def _list(self) -> None:
+        version = self._relist_version()
         try:
             objects, list_version = await self._list_pages(version)
         except ApiStatusError as err:
-            if not (err.gone and version):
+            if not (version and (err.gone or err.version_too_large)):
                 raise
-            log.info("%s: version %s is gone too; listing the latest state", self.name, version)
-            objects, list_version = await self._list_pages("")
+            self._version_unavailable = True
+            log.info("%s: cannot list at version %s (%s); listing the latest state", self.name, version, err)
+            objects, list_version = await self._list_pages(self._relist_version())
+        self._version_unavailable = False
         self._replace(objects, list_version)
         self.resource_version = list_version
-        self._relist_from = None
+        self._must_list = False
         self.listed = True
+        self.stats.synced_now()
         if self.stats.lists:
             self.stats.relists += 1
         self.stats.lists += 1
 
     async def _list_pages(self, version: str) -> tuple[list[dict], str]:
-        first: dict[str, str] = {"limit": str(self.options.page_size)}
+        first: dict[str, str] = {}
+        if version:
+            # As client-go: a relist is at least as fresh as what was seen, and asked for in ONE request.
+            # With a limit the server would read etcd at exactly this version (the stale state we
+            # had); without one its watch cache answers with the latest state.
+            first["resourceVersion"] = version
+        else:
+            first["limit"] = str(self.options.page_size)
         if self.label_selector:
             first["labelSelector"] = self.label_selector
-        if version:
-            # As client-go: a relist is at least as fresh as what was seen. Paginated, it is read at
-            # exactly that version, which answers 410 once compacted: then `_list` lists from "".
-            first["resourceVersion"] = version
         # Later pages come from the snapshot their continue token names: no resourceVersion with them.
         later = {k: v for k, v in first.items() if k != "resourceVersion"}
         objects: list[dict] = []
@@ -175,6 +201,7 @@ class Reflector:
         started = time.monotonic()
         response = await self.transport.open_stream(self.path, params)
         self.stats.watches += 1
+        self.stats.synced_now()  # answered 200: every change after our version is on its way
         try:
             received = await self._consume(response)
         finally:
@@ -216,6 +243,7 @@ class Reflector:
         stats.last_event_time = time.time()
         if kind == "ERROR":
             raise ApiStatusError.from_status(obj)
+        stats.synced_now()
         # Read before `prepare`, which may hand back a different object.
         version = (obj.get("metadata") or {}).get("resourceVersion")
         if kind == "BOOKMARK":

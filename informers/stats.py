@@ -21,6 +21,18 @@ class InformerStats:
     last_error: str | None = None
     last_error_time: float | None = None  # wall clock, seconds
     last_event_time: float | None = None  # any watch event, bookmarks included
+    # Monotonic time of the last proof that the cache is current: a completed list, a watch answered
+    # 200, a watch event (bookmarks included). None until the first list.
+    last_sync_monotonic: float | None = None
+
+    def synced_now(self) -> None:
+        self.last_sync_monotonic = time.monotonic()
+
+    def sync_age(self, now: float | None = None) -> float | None:
+        """Seconds since the last proof that the cache is current; None before the first list."""
+        if self.last_sync_monotonic is None:
+            return None
+        return (time.monotonic() if now is None else now) - self.last_sync_monotonic
 
     def record_error(self, error: BaseException) -> None:
         self.errors += 1

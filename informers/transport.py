@@ -35,6 +35,11 @@ class ApiStatusError(Exception):
         """410: the resourceVersion asked for (or a continue token) was compacted away."""
         return self.code == 410
 
+    @property
+    def version_too_large(self) -> bool:
+        """504: a read at a resourceVersion the server (its watch cache) has not reached."""
+        return self.code == 504 and "Too large resource version" in self.message
+
     @classmethod
     def from_status(cls, status: dict, code: int = 0, retry_after: float = 0.0) -> ApiStatusError:
         return cls(int(code or status.get("code") or 0), status.get("reason", ""), status.get("message", ""),

@@ -46,36 +46,80 @@ async def test_watch_closed_by_server_timeout_is_reopened_without_a_relist(clust
         await factory.stop()
 
 
+def relist_queries(cluster) -> list[dict]:
+    """The query of every pod LIST after the first (the informer's relists)."""
+    return [record.query for record in cluster.faults.lists if record.resource == "pods"][1:]
+
+
 async def test_expired_history_makes_the_watch_relist(cluster, factory):
     informer, rec = await start(factory)
     pods = Pods(cluster)
     pods.create("a")
     await rec.wait_for_names("add", ["a"])
+    last_seen = informer.resource_version
     async with watch_down(cluster):
         pods.create("b")
         advance_version(cluster)
         cluster.expire_history()
     await rec.wait_for_names("add", ["b"])
-    # The relist at the last version is a paginated read at a compacted revision: 410 again, so the
-    # reflector relists from "" (client-go's fallback) - three LISTs in all.
-    assert informer.stats.relists == 1 and requests(cluster, "list") == 3
-    assert requests(cluster, "list", code=410) == 1
+    # One relist, at the last version and without a limit: the watch cache serves the latest state
+    # (with a limit it would be an etcd read at that compacted revision, and a 410).
+    assert informer.stats.relists == 1 and requests(cluster, "list") == 2
+    assert relist_queries(cluster) == [{"resourceVersion": last_seen}]
+    assert requests(cluster, "list", code=410) == 0
     # The 410 came as an ERROR event in a 200 response, as from the apiserver's watch cache.
     assert "410" in informer.stats.last_error
     pods.create("c")  # and the watch resumes from the relist's version
     await rec.wait_for_names("add", ["c"])
 
 
-async def test_server_restart(cluster, factory):
+async def test_server_restart_relists_once_at_the_current_state(cluster, factory):
+    """Issue 12, fault 1: after an apiserver restart every watch from an older version gets 410 while etcd
+    still serves paginated lists at that version; the reflector must come back to the current state at once."""
+    pods = Pods(cluster)
+    pods.create("a")
+    pods.create("b")
     informer, rec = await start(factory)
+    last_seen = informer.resource_version
     restart = asyncio.create_task(cluster.restart(downtime=1.0))
     await wait_until(lambda: not cluster.serving, what="the server to stop")
-    Pods(cluster).create("while-down")
+    # Changed during the outage (through etcd, as another apiserver or the kubelet's would be).
+    pods.label("a", {"changed": "during-outage"})
+    pods.delete("b")
+    pods.create("while-down")
     await restart
-    await rec.wait_for_names("add", ["while-down"], timeout=10)
-    assert informer.stats.errors >= 1  # refused connections while it was down
-    assert informer.stats.relists == 0  # the history still had everything
+    # The server is back with its watch cache reset at the latest revision, etcd's history intact: a
+    # paginated list at the informer's version would still be answered with the state before the outage.
+    assert int(last_seen) < cluster.watch_cache_rv
+    back = time.monotonic()
+    await rec.wait_for(lambda r: "a" in r.names("update") and "b" in r.names("delete")
+                       and "while-down" in r.names("add"), timeout=5)
+    assert time.monotonic() - back < 5
+    assert informer.lister.get("default/a")["metadata"]["labels"] == {"changed": "during-outage"}
+    assert informer.lister.get("default/b") is None
+    assert informer.stats.relists == 1
+    assert relist_queries(cluster) == [{"resourceVersion": last_seen}]  # one request, served by the watch cache
+    # No loop: the watch opened after the relist works, and nothing relists again.
+    pods.create("after")
+    await rec.wait_for_names("add", ["after"])
+    assert informer.stats.relists == 1 and requests(cluster, "list") == 2
     assert informer.healthy()
+
+
+async def test_a_version_the_server_never_reached_relists_the_latest_state(cluster, factory):
+    """etcd restored from a backup: the server is behind the informer. client-go's relist at that version
+    is refused (504 too large), so the version is unavailable and it lists the latest state instead."""
+    informer, rec = await start(factory)
+    ahead = str(cluster.store.rv + 1000)
+    informer._reflector.resource_version = ahead
+    cluster.drop_watches()
+    await wait_until(lambda: informer.stats.relists == 1, what="the relist")
+    queries = relist_queries(cluster)
+    assert queries == [{"resourceVersion": ahead}, {"limit": str(factory.options.page_size)}]
+    assert requests(cluster, "list", code=504) == 1
+    Pods(cluster).create("a")
+    await rec.wait_for_names("add", ["a"])
+    assert informer.stats.relists == 1 and int(informer.resource_version) < int(ahead)
 
 
 async def test_500s_on_list_and_watch(cluster, factory):
