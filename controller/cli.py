@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping
 from types import ModuleType
 
-from .controller import ControllerConfig
+from .controller import INFORMER_STALE_AFTER, ControllerConfig
 from .leader import LeaderElectionConfig
 from .logs import FORMATS, LEVELS
 from .manager import ManagerConfig, pod_namespace
@@ -81,6 +81,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds in-flight reconciles get to finish on SIGTERM (keep it below lease duration - retry period)")
     add("--stuck-terminating-after", type=_non_negative, default=STUCK_TERMINATING_AFTER,
         help="seconds past its grace period after which a terminating pod (on a lost node) is force-deleted")
+    add("--informer-stale-after", type=_non_negative, default=INFORMER_STALE_AFTER,
+        help="seconds without a completed list, a watch opened or a watch event (bookmarks come every minute) "
+             "after which an informer that has synced fails /healthz, so the kubelet restarts a controller "
+             "that cannot see the cluster any more (0: off)")
 
 
 def env_name(action: argparse.Action) -> str:
@@ -177,7 +181,8 @@ def manager_config(args: argparse.Namespace) -> ManagerConfig:
     """The program's configuration from parsed `run` flags; ValueError for inconsistent timings."""
     controller = ControllerConfig(namespace=args.namespace or None, workers=args.workers, qps=args.qps,
                                   burst=args.burst, shutdown_timeout=args.shutdown_timeout,
-                                  stuck_terminating_after=args.stuck_terminating_after)
+                                  stuck_terminating_after=args.stuck_terminating_after,
+                                  informer_stale_after=args.informer_stale_after)
     election = None
     if args.leader_elect:
         election = LeaderElectionConfig(args.lease_name, args.lease_namespace or pod_namespace(),

@@ -38,6 +38,9 @@ JOBS = Resource(GROUP, VERSION, PLURAL)
 PODS = Resource("", "v1", "pods")
 SERVICES = Resource("", "v1", "services")
 PODGROUPS = Resource(podgroup.GROUP, podgroup.VERSION, podgroup.PLURAL)
+# Five minutes: a working informer hears from its watch at least every minute (bookmarks) and re-lists
+# within seconds of a 410, so this is minutes of blindness, not a slow moment.
+INFORMER_STALE_AFTER = 300.0
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,8 @@ class ControllerConfig:
     shutdown_timeout: float = 10.0
     stuck_terminating_after: float = STUCK_TERMINATING_AFTER  # then a terminating pod is force-deleted
     identity: str = ""
+    # Liveness: an informer with no proof of a current cache for this long fails /healthz (0: off).
+    informer_stale_after: float = INFORMER_STALE_AFTER
 
 
 class Controller:
@@ -211,16 +216,23 @@ class Controller:
     def problems(self) -> list[str]:
         """What keeps this process from working, for a liveness check: [] when all is well.
 
-        An informer whose task died, or that crashed and has not listed since, and a worker that
-        exited. An informer still waiting for its first list is not a problem here (that is readiness).
+        An informer whose task died, or that crashed and has not listed since; a synced informer with
+        no completed list, watch opened or watch event for longer than `informer_stale_after` (blind:
+        its watches keep failing, or its relists never catch up); and a worker that exited. An
+        informer still waiting for its first list is not a problem here (that is readiness).
         """
         found = []
+        stale_after = self.config.informer_stale_after
         for status in self.factory.status():
             if not status.running:
                 found.append(f"informer {status.resource}: task not running")
             elif status.restarts and not status.healthy:
                 found.append(f"informer {status.resource}: crashed {status.restarts} time(s), not listed since; "
                              f"last error: {status.last_error}")
+            elif stale_after and status.synced and (status.last_sync_age or 0.0) > stale_after:
+                why = f"; last error: {status.last_error}" if status.last_error else ""
+                found.append(f"informer {status.resource}: no list or watch event for {status.last_sync_age:.0f} s "
+                             f"(more than --informer-stale-after {stale_after:g} s){why}")
         dead = [i for i, task in enumerate(self._workers) if task.done()]
         if dead:
             found.append(f"workers {dead} exited")

@@ -6,7 +6,7 @@ from prometheus_client import CollectorRegistry
 
 from informers import PODS, Informer, InformerFactory
 
-from .support import Pods, Recorder
+from .support import Pods, Recorder, wait_until, watch_down
 
 
 async def test_prometheus_metrics_read_the_counters(cluster, api_client, options):
@@ -58,3 +58,29 @@ def test_managed_fields_are_stripped_before_caching(api_client):
     informer = Informer(api_client, PODS, transform=lambda obj: {**obj, "seen": sorted(obj["metadata"])})
     prepared = informer._prepare({"metadata": {"name": "a", "managedFields": [{"manager": "kubectl"}]}})
     assert prepared == {"metadata": {"name": "a"}, "seen": ["name"]}
+
+
+async def test_last_sync_age_is_absent_before_the_first_list_and_grows_while_watches_fail(cluster, api_client,
+                                                                                           options):
+    registry = CollectorRegistry()
+    factory = InformerFactory(api_client, options=options, registry=registry)
+    informer = factory.informer(PODS)
+    labels = {"resource": "pods", "namespace": "", "label_selector": ""}
+
+    def age():
+        return registry.get_sample_value("informer_last_sync_age_seconds", labels)
+
+    assert age() is None  # no proof yet: readiness covers an informer that never listed
+    factory.start()
+    try:
+        await factory.wait_for_sync(timeout=5)
+        assert 0 <= age() < 1
+        async with watch_down(cluster):
+            # No list, no watch answered 200, no event: the age only grows.
+            await wait_until(lambda: age() > 1.0, what="a growing age")
+            assert informer.stats.errors >= 1
+        watches = informer.stats.watches
+        await wait_until(lambda: informer.stats.watches > watches, what="a watch answered again")
+        assert age() < 1.0
+    finally:
+        await factory.stop()
