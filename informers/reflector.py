@@ -17,8 +17,11 @@ client-go's reflector (tools/cache/reflector.go), with its guarantees:
   and the reflector lists the latest state from etcd (resourceVersion "", paginated). A watch refused
   with 504 "Too large resource version" (etcd restored from a backup) relists the same way.
 - backoff with jitter on failures, and an inactivity watchdog.
-Every proof that the cache is current (a completed list, a watch answered 200, any watch event)
-stamps `stats.last_sync_monotonic`, which health checks and `informer_last_sync_age_seconds` read.
+Every proof that the cache is current stamps `stats.last_sync_monotonic`, which health checks and
+`informer_last_sync_age_seconds` read: any watch event (bookmarks included), a completed list, a
+watch answered 200. The last two hold only if the watch they lead to works (delivers an event or
+runs until the server closes it): a watch refused or failing before its first event withdraws them,
+so a list-then-410 loop - blind, though every list succeeds - ages as it should.
 """
 
 from __future__ import annotations
@@ -95,6 +98,10 @@ class Reflector:
         # The server refused to list at `resource_version` (410, or 504 too large): list the latest state.
         self._version_unavailable = False
         self.listed = False  # a list has been applied since this reflector started
+        # A list or a watch's 200 stamped freshness that no working watch has confirmed yet; the stamp
+        # to go back to if the watch fails first (see `_tentative_proof`).
+        self._tentative = False
+        self._before_tentative: float | None = None
 
     async def run(self) -> NoReturn:
         backoff = Backoff(self.options.backoff)
@@ -107,16 +114,38 @@ class Reflector:
             except ApiStatusError as err:
                 if err.gone or err.version_too_large:
                     self._must_list = True
+                self._withdraw_tentative_proof()
                 self.stats.record_error(err)
                 delay = backoff.next_delay(err.retry_after)
             except (*TRANSIENT_ERRORS, WatchStalled, ShortWatch) as err:
                 if isinstance(err, WatchStalled):
                     self.stats.watchdog_timeouts += 1
+                self._withdraw_tentative_proof()
                 self.stats.record_error(err)
                 delay = backoff.next_delay()
             action = "listing" if self._must_list else "watching"
             log.warning("%s: %s; %s again in %.2f s", self.name, self.stats.last_error, action, delay)
             await asyncio.sleep(delay)
+
+    # --- freshness ------------------------------------------------------------------------
+
+    def _tentative_proof(self) -> None:
+        """A list completed, or a watch was answered 200: fresh, if the watch that follows works."""
+        before = self.stats.last_sync_monotonic
+        self.stats.synced_now()
+        if not self._tentative:
+            # The very first list is kept whatever follows: the informer did sync then.
+            self._tentative, self._before_tentative = True, before if before is not None else \
+                self.stats.last_sync_monotonic
+
+    def _confirmed_proof(self) -> None:
+        self._tentative = False
+        self.stats.synced_now()
+
+    def _withdraw_tentative_proof(self) -> None:
+        """The watch failed before its first event: what the list and the 200 seemed to prove did not hold."""
+        if self._tentative:
+            self.stats.last_sync_monotonic = self._before_tentative
 
     # --- list -----------------------------------------------------------------------------
 
@@ -139,7 +168,7 @@ class Reflector:
         self.resource_version = list_version
         self._must_list = False
         self.listed = True
-        self.stats.synced_now()
+        self._tentative_proof()
         if self.stats.lists:
             self.stats.relists += 1
         self.stats.lists += 1
@@ -201,7 +230,7 @@ class Reflector:
         started = time.monotonic()
         response = await self.transport.open_stream(self.path, params)
         self.stats.watches += 1
-        self.stats.synced_now()  # answered 200: every change after our version is on its way
+        self._tentative_proof()  # answered 200: every change after our version is on its way
         try:
             received = await self._consume(response)
         finally:
@@ -209,6 +238,7 @@ class Reflector:
         elapsed = time.monotonic() - started
         if received == 0 and elapsed < self.options.min_watch_duration:
             raise ShortWatch(f"watch closed after {elapsed:.3f} s without an event")
+        self._tentative = False  # it ran its course: the server kept it open, and nothing was missed
 
     async def _consume(self, response: aiohttp.ClientResponse) -> int:
         """Apply events until the server closes the stream; returns how many arrived."""
@@ -243,7 +273,7 @@ class Reflector:
         stats.last_event_time = time.time()
         if kind == "ERROR":
             raise ApiStatusError.from_status(obj)
-        stats.synced_now()
+        self._confirmed_proof()
         # Read before `prepare`, which may hand back a different object.
         version = (obj.get("metadata") or {}).get("resourceVersion")
         if kind == "BOOKMARK":

@@ -21,7 +21,7 @@ ADMIN_PREFIX = "/_localcluster"
 @dataclass
 class FaultConfig:
     error_rate: float = 0.0  # share of matching requests that fail
-    error_code: int = 500  # 500 or 429
+    error_code: int = 500  # 500, 429, or 410 (Expired: "too old resource version", as after a restart)
     retry_after: int = 1  # seconds, sent with 429
     latency: float = 0.0  # seconds added to every matching request
     verbs: list[str] = field(default_factory=list)  # empty: all of get/list/watch/create/update/patch/delete
@@ -131,6 +131,7 @@ class Faults:
             if cfg.error_rate and random.random() < cfg.error_rate:
                 self.injected[str(cfg.error_code)] += 1
                 err = (errors.too_many_requests(cfg.retry_after) if cfg.error_code == 429
+                       else errors.gone("too old resource version: injected fault") if cfg.error_code == 410
                        else errors.internal_error("injected fault"))
                 self.requests[(verb, resource, err.code)] += 1
                 raise err

@@ -84,3 +84,24 @@ async def test_last_sync_age_is_absent_before_the_first_list_and_grows_while_wat
         assert age() < 1.0
     finally:
         await factory.stop()
+
+
+async def test_a_relist_loop_ages_though_every_list_succeeds(cluster, api_client, options):
+    """Lists that succeed, each followed by a watch refused with 410 (issue 12's blind loop): the lists
+    and the watches' 200s prove nothing, as the watch they lead to never works."""
+    registry = CollectorRegistry()
+    factory = InformerFactory(api_client, options=options, registry=registry)
+    informer = factory.informer(PODS)
+    factory.start()
+    try:
+        await factory.wait_for_sync(timeout=5)
+        await wait_until(lambda: informer.stats.bookmarks >= 1, what="a bookmark")  # a working watch
+        cluster.faults.configure(error_rate=1.0, error_code=410, verbs=["watch"])
+        cluster.drop_watches()
+        await wait_until(lambda: informer.stats.relists >= 3, what="a relist loop")
+        await wait_until(lambda: informer.stats.sync_age() > 1.0, what="a growing age")
+        assert informer.stats.relists >= 3
+        cluster.faults.clear()
+        await wait_until(lambda: informer.stats.sync_age() < 1.0, what="a working watch again")
+    finally:
+        await factory.stop()

@@ -33,6 +33,14 @@ async def test_429_carries_retry_after(cluster, core):
     assert json.loads(exc.value.body)["details"]["retryAfterSeconds"] == 3
 
 
+async def test_410_as_a_watch_from_before_a_restart_gets(cluster):
+    cluster.faults.configure(error_rate=1.0, error_code=410, verbs=["watch"])
+    async with aiohttp.ClientSession() as session, session.get(
+            cluster.url + PODS, params={"watch": "true", "resourceVersion": str(cluster.store.rv)}) as answer:
+        body = await answer.json()
+    assert answer.status == 410 and body["reason"] == "Expired" and "too old resource version" in body["message"]
+
+
 async def test_a_share_of_requests_fail(cluster, core):
     cluster.faults.configure(error_rate=0.5)
     outcomes = []

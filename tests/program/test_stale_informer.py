@@ -70,6 +70,19 @@ async def test_healthz_fails_while_an_informer_cannot_watch_and_recovers(cluster
     assert services.stats.sync_age() < STALE_AFTER
 
 
+async def test_healthz_fails_on_a_relist_loop(cluster, running):
+    """Issue 12's blind controller: each relist succeeds, each watch after it gets 410."""
+    await running.start()
+    await running.answers("/readyz", 200)
+    services = running.manager.controller.services
+    cluster.faults.configure(error_rate=1.0, error_code=410, verbs=["watch"], resources=["services"])
+    cluster.drop_watches()
+    _, text = await running.answers("/healthz", 500, "informer services: no list or watch event for")
+    assert "410" in text and services.stats.relists >= 2
+    cluster.faults.clear()
+    await running.answers("/healthz", 200, "ok")
+
+
 @pytest.mark.parametrize("running", [0.0], indirect=True)
 async def test_zero_turns_the_rule_off(cluster, running):
     await running.start()
