@@ -46,8 +46,9 @@ class InformerCollector(Collector):
                                        "Wall-clock time of the last watch event, bookmarks included.", labels=_LABELS)
         sync_age = GaugeMetricFamily(
             "informer_last_sync_age_seconds",
-            "Seconds since the informer last had proof its cache is current: a completed list, a watch answered "
-            "200, or any watch event (bookmarks included). Absent until the first list.", labels=_LABELS)
+            "Seconds since the informer last had proof its cache is current: any watch event (bookmarks included), "
+            "a completed list or a watch answered 200 (unless the watch they lead to fails before its first event). "
+            "Absent until the first list.", labels=_LABELS)
         now = time.monotonic()
         for informer in informers:
             labels = [str(informer.resource), informer.namespace or "", informer.label_selector or ""]

@@ -21,8 +21,9 @@ class InformerStats:
     last_error: str | None = None
     last_error_time: float | None = None  # wall clock, seconds
     last_event_time: float | None = None  # any watch event, bookmarks included
-    # Monotonic time of the last proof that the cache is current: a completed list, a watch answered
-    # 200, a watch event (bookmarks included). None until the first list.
+    # Monotonic time of the last proof that the cache is current: a watch event (bookmarks included),
+    # a completed list or a watch answered 200 (withdrawn by the reflector if the watch they lead to
+    # fails before its first event). None until the first list.
     last_sync_monotonic: float | None = None
 
     def synced_now(self) -> None:
