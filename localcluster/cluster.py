@@ -206,6 +206,7 @@ class LocalCluster:
             since = int(request.query.get("since", "0"))
             return json_response({"next": len(self.audit), "records": self.audit[since:]})
         if action == "stats":
-            return json_response({"resourceVersion": self.store.rv, "watchers": self.hub.count(),
+            return json_response({"resourceVersion": self.store.rv, "watchCacheResourceVersion": self.watch_cache_rv,
+                                  "compactedResourceVersion": self.store.compacted_rv, "watchers": self.hub.count(),
                                   "objects": {f"{g}/{p}": len(b) for (g, p), b in self.store.buckets.items()}})
         raise ApiError(404, "NotFound", f"no admin endpoint {request.method} /_localcluster/{action}")

@@ -172,6 +172,9 @@ async def test_restart_over_http_resets_the_watch_cache(cluster, pods):
         async with session.post(cluster.url + "/_localcluster/restart", json={"downtime": 0.1}) as answer:
             assert answer.status == 200
     await wait_until(lambda: cluster.serving and cluster.watch_cache_rv == cluster.store.rv, what="the restart")
+    async with aiohttp.ClientSession() as session, session.get(cluster.url + "/_localcluster/stats") as answer:
+        stats = await answer.json()
+    assert stats["watchCacheResourceVersion"] == stats["resourceVersion"] > int(then)
     async with RawWatch(cluster, PODS, resourceVersion=then) as w:
         event = await w.next()
         assert event["type"] == "ERROR" and event["object"]["code"] == 410
