@@ -41,8 +41,8 @@ COPY --from=builder /opt/venv /opt/venv
 USER 65532:65532
 WORKDIR /
 
-# 8080: /metrics; 8081: /healthz and /readyz.
-EXPOSE 8080 8081
+# 8443: /metrics (HTTPS); 8081: /healthz and /readyz (plain HTTP, for the kubelet).
+EXPOSE 8443 8081
 
 ENTRYPOINT ["genericjob-controller"]
 CMD ["run"]

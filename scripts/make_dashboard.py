@@ -2,7 +2,8 @@
 
     python scripts/make_dashboard.py
 
-writes manifests/components/monitoring/dashboard.json and its copy in the Helm chart. The JSON is
+writes manifests/components/monitoring/dashboard.json (then run scripts/sync_chart.py to copy it into
+the Helm chart). The JSON is
 what is shipped and tested (tests/program/test_monitoring.py parses every query); this script is
 only the readable source of it: edit the panels here, then run it.
 """
@@ -13,10 +14,7 @@ import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGETS = (
-    ROOT / "manifests" / "components" / "monitoring" / "dashboard.json",
-    ROOT / "charts" / "genericjob-controller" / "files" / "dashboard.json",
-)
+TARGET = ROOT / "manifests" / "components" / "monitoring" / "dashboard.json"
 
 # Every query is scoped to the controller's namespace (the scrape target's `namespace` label).
 NS = 'namespace="$namespace"'
@@ -174,11 +172,8 @@ def dashboard() -> dict:
 
 
 def main() -> None:
-    text = json.dumps(dashboard(), indent=2) + "\n"
-    for target in TARGETS:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-        print(f"wrote {target.relative_to(ROOT)}")
+    TARGET.write_text(json.dumps(dashboard(), indent=2) + "\n")
+    print(f"wrote {TARGET.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 - `kubectl kustomize manifests/` (the real kubectl) renders the expected objects, in the controller's
   namespace, with the Deployment's security settings and probes;
-- the rendered output applies to localcluster with `kubectl apply` (and `apply -k` again is a no-op);
+- the rendered output applies to localcluster with `kubectl apply` (and `apply -k` again is a no-op), with no
+  Prometheus Operator CRDs in the cluster: monitoring is an opt-in component (test_packaging.py covers it);
 - RBAC: the controller runs in-process under leader election through every path that calls the API;
   the (verb, resource) pairs localcluster saw must be exactly what the ClusterRole and the Role allow;
 - the Dockerfile's structure (it is not built here: there is no Docker engine in the test environment).
@@ -60,26 +61,24 @@ EXPECTED = {
     ("ClusterRoleBinding", NAME): False,
     ("Role", f"{NAME}-leader-election"): True,
     ("RoleBinding", f"{NAME}-leader-election"): True,
+    ("ClusterRole", "genericjob-metrics-reader"): False,
+    ("ClusterRole", "genericjob-edit"): False,
+    ("ClusterRole", "genericjob-view"): False,
     ("Deployment", NAME): True,
+    ("PodDisruptionBudget", NAME): True,
     ("Service", f"{NAME}-metrics"): True,
-    ("ServiceMonitor", NAME): True,
 }
+METRICS_PORT = 8443
 
-# localcluster does not ship Prometheus Operator's CRDs: a stub that serves the kind is enough for apply.
-SERVICEMONITOR_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "servicemonitors.monitoring.coreos.com"},
-    "spec": {
-        "group": "monitoring.coreos.com",
-        "scope": "Namespaced",
-        "names": {"plural": "servicemonitors", "singular": "servicemonitor", "kind": "ServiceMonitor",
-                  "listKind": "ServiceMonitorList"},
-        "versions": [{"name": "v1", "served": True, "storage": True,
-                      "schema": {"openAPIV3Schema": {"type": "object",
-                                                     "x-kubernetes-preserve-unknown-fields": True}}}],
-    },
-}
+
+def serve_pod_disruption_budgets(cluster) -> None:
+    """localcluster does not serve policy/v1 yet: add PodDisruptionBudget as the built-in kind it is on a
+    real server (no schema, strategic merge patch, a status subresource), for `kubectl apply` to reach."""
+    from localcluster.resources import ResourceType
+
+    if cluster.registry.get("policy", "v1", "poddisruptionbudgets") is None:
+        cluster.registry.add(ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True,
+                                          strategic=True, short_names=("pdb",), status_subresource=True))
 
 
 def kustomize() -> list[dict]:
@@ -119,8 +118,8 @@ def test_bindings_grant_the_roles_to_the_deployment_service_account(rendered):
     assert pod["serviceAccountName"] == account
     for binding_kind, role_kind in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
         binding = find(rendered, binding_kind)
-        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind,
-                                      "name": find(rendered, role_kind)["metadata"]["name"]}
+        role = NAME if role_kind == "ClusterRole" else find(rendered, role_kind)["metadata"]["name"]
+        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role}
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}]
     # The lease Role lives where the Deployment runs (the Lease's namespace comes from the downward API).
     assert find(rendered, "Role")["metadata"]["namespace"] == find(rendered, "Deployment")["metadata"]["namespace"]
@@ -135,14 +134,14 @@ def test_deployment_runs_two_hardened_replicas_under_leader_election(rendered):
     assert spec["replicas"] == 2
     assert spec["selector"]["matchLabels"].items() <= labels.items()
     assert container["image"] == IMAGE
-    assert container["args"] == ["run", "--leader-elect", "--log-format", "json"]
+    assert container["args"] == ["run", "--leader-elect", "--log-format", "json", f"--metrics-address=:{METRICS_PORT}"]
     assert "command" not in container  # the image's ENTRYPOINT runs
     assert container["env"] == [{"name": "GENERICJOB_LEASE_NAMESPACE",
                                  "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}]
     assert pod.get("automountServiceAccountToken", True) is True  # it needs the API
 
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert ports == {"metrics": 8080, "health": 8081}
+    assert ports == {"https": METRICS_PORT, "health": 8081}
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         get = container[probe]["httpGet"]
         assert get["path"] == path
@@ -176,38 +175,46 @@ def test_deployment_runs_two_hardened_replicas_under_leader_election(rendered):
     assert "requiredDuringSchedulingIgnoredDuringExecution" not in pod["affinity"]["podAntiAffinity"]
 
 
-def test_metrics_service_and_servicemonitor_reach_the_metrics_port(rendered):
+def test_metrics_service_reaches_the_https_metrics_port(rendered):
     deployment = find(rendered, "Deployment")
     labels = deployment["spec"]["template"]["metadata"]["labels"]
     [container] = deployment["spec"]["template"]["spec"]["containers"]
     service = find(rendered, "Service")
     assert service["spec"]["selector"].items() <= labels.items()
     [port] = service["spec"]["ports"]
-    assert (port["name"], port["port"]) == ("metrics", 8080)
-    assert port["targetPort"] in {p["name"] for p in container["ports"] if p["containerPort"] == 8080}
-    monitor = find(rendered, "ServiceMonitor")
-    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
-    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
-    assert [(e["port"], e.get("path", "/metrics")) for e in monitor["spec"]["endpoints"]] == [("metrics", "/metrics")]
+    assert (port["name"], port["port"]) == ("https", METRICS_PORT)
+    assert port["targetPort"] in {p["name"] for p in container["ports"] if p["containerPort"] == METRICS_PORT}
+
+
+def test_disruption_budget_keeps_one_of_the_two_replicas(rendered):
+    deployment = find(rendered, "Deployment")
+    budget = find(rendered, "PodDisruptionBudget")
+    assert budget["apiVersion"] == "policy/v1"
+    assert budget["spec"] == {"minAvailable": 1, "selector": deployment["spec"]["selector"]}
+    assert deployment["spec"]["replicas"] > budget["spec"]["minAvailable"]  # a drain can still evict one
 
 
 # --- applying to localcluster -------------------------------------------------------------------
 
 
 async def test_rendered_manifests_apply_to_localcluster(cluster, tmp_path, rendered):
+    """Issue 12, fault 4: on a cluster without the Prometheus Operator (no ServiceMonitor kind) the install
+    applies whole; it used to fail on the ServiceMonitor after half the objects were created."""
+    serve_pod_disruption_budgets(cluster)
+    assert not [crd for crd in cluster.store.objects(("apiextensions.k8s.io", "customresourcedefinitions"), None)
+                if crd["spec"]["group"] == "monitoring.coreos.com"]
     kubectl = Kubectl(cluster, tmp_path)
-    await kubectl.ok("apply", "-f", "-", stdin=json.dumps(SERVICEMONITOR_CRD))
     applied = await kubectl.ok("apply", "-f", "-", stdin=yaml.safe_dump_all(rendered))
     assert len(applied.out.splitlines()) == len(EXPECTED), applied.out
     assert all(line.endswith(" created") for line in applied.out.splitlines()), applied.out
 
     namespaced = await kubectl.ok("get", "-n", NAMESPACE, "-o", "json",
-                                  "serviceaccount,role,rolebinding,deployment,service,servicemonitor")
+                                  "serviceaccount,role,rolebinding,deployment,service,poddisruptionbudget")
     found = {(o["kind"], o["metadata"]["name"]) for o in json.loads(namespaced.out)["items"]}
     assert found == {key for key, ns in EXPECTED.items() if ns}
-    cluster_wide = await kubectl.ok("get", "-o", "json", f"namespace/{NAMESPACE}", f"clusterrole/{NAME}",
-                                    f"clusterrolebinding/{NAME}", f"crd/{PLURAL}.{GROUP}",
-                                    f"crd/{PG_PLURAL}.{PG_GROUP}")
+    cluster_wide = await kubectl.ok("get", "-o", "json", f"namespace/{NAMESPACE}", f"clusterrolebinding/{NAME}",
+                                    *(f"clusterrole/{name}" for kind, name in EXPECTED if kind == "ClusterRole"),
+                                    f"crd/{PLURAL}.{GROUP}", f"crd/{PG_PLURAL}.{PG_GROUP}")
     found = {(o["kind"], o["metadata"]["name"]) for o in json.loads(cluster_wide.out)["items"]}
     assert found == {key for key, ns in EXPECTED.items() if not ns}
 
@@ -216,11 +223,15 @@ async def test_rendered_manifests_apply_to_localcluster(cluster, tmp_path, rende
     assert stored["spec"]["template"]["spec"]["containers"] == find(rendered, "Deployment")[
         "spec"]["template"]["spec"]["containers"]
     stored = json.loads((await kubectl.ok("get", "clusterrole", NAME, "-o", "json")).out)
-    assert stored["rules"] == find(rendered, "ClusterRole")["rules"]
+    assert stored["rules"] == find(rendered, "ClusterRole", NAME)["rules"]
 
-    # The README's install command, on top: nothing to change.
+    # The README's install command, on top: nothing to change. A PodDisruptionBudget is always
+    # "configured": policy/v1's selector has patchStrategy replace, so kubectl's patch is never empty
+    # (a real server answers the same way; the patch changes nothing).
     again = await kubectl.ok("apply", "-k", str(MANIFESTS))
-    assert all(line.endswith(" unchanged") for line in again.out.splitlines()), again.out
+    assert len(again.out.splitlines()) == len(EXPECTED), again.out
+    assert all(line.endswith(" unchanged") or line == f"poddisruptionbudget.policy/{NAME} configured"
+               for line in again.out.splitlines()), again.out
 
 
 # --- RBAC: the rules against the requests the controller really makes ---------------------------
@@ -436,7 +447,7 @@ async def test_rbac_rules_are_exactly_what_the_controller_uses(cluster, api_clie
     unknown = sorted({resource for _, resource, _ in seen if resource not in GROUPS})
     assert not unknown, f"requests for resources the test cannot map to an API group: {unknown}"
     used = {(GROUPS[resource], resource, verb) for verb, resource, _ in seen}
-    cluster_rules = rules_of(find(rendered, "ClusterRole"))
+    cluster_rules = rules_of(find(rendered, "ClusterRole", NAME))
     role_rules = rules_of(find(rendered, "Role"))
 
     def granted(rule: Rule) -> bool:
@@ -523,7 +534,7 @@ def test_dockerfile_runs_the_cli_as_the_deployments_non_root_user(rendered):
     assert [json.loads(a) for a in args_of(final, "CMD")] == [["run"]]
     exposed = sorted(int(p) for a in args_of(final, "EXPOSE") for p in a.split())
     [container] = find(rendered, "Deployment")["spec"]["template"]["spec"]["containers"]
-    assert exposed == sorted(p["containerPort"] for p in container["ports"]) == [8080, 8081]
+    assert exposed == sorted(p["containerPort"] for p in container["ports"]) == [8081, METRICS_PORT]
 
 
 def test_dockerfile_copies_every_package_and_dockerignore_keeps_the_context_small():
