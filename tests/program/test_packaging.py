@@ -85,8 +85,29 @@ def monitoring() -> list[dict]:
     return render(OVERLAYS / "monitoring")
 
 
-def test_default_install_has_no_prometheus_operator_objects(base):
-    assert not [o for o in base if o["apiVersion"].startswith("monitoring.coreos.com/")]
+# API groups every Kubernetes 1.28+ server serves.
+BUILT_IN_GROUPS = {"", "apps", "policy", "rbac.authorization.k8s.io", "apiextensions.k8s.io", "coordination.k8s.io"}
+
+
+def test_default_install_needs_no_other_projects_api(base):
+    """Every kind is built in or defined by the install's own CRDs: nothing can fail for a missing CRD."""
+    own = {crd["spec"]["group"] for crd in base if crd["kind"] == "CustomResourceDefinition"}
+    foreign = sorted({o["apiVersion"] for o in base if o["apiVersion"].rpartition("/")[0] not in BUILT_IN_GROUPS})
+    assert not foreign, f"the default install uses APIs of other projects: {foreign}"
+    assert not [o for o in base if o["apiVersion"].rpartition("/")[0] in own], "custom resources in the install"
+
+
+def test_install_script_installs_helm_next_to_an_older_kubectl(tmp_path):
+    """`make test` on a machine set up before helm was added: a kubectl alone is not 'installed'."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("install_kubectl", ROOT / "scripts" / "install_kubectl.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    (tmp_path / "kubectl").symlink_to(kubectl_binary())
+    assert not script._installed(tmp_path)
+    (tmp_path / "helm").symlink_to(BIN / "helm")
+    assert script._installed(tmp_path)
 
 
 def test_monitoring_overlay_adds_servicemonitor_rule_and_dashboard(base, monitoring):
@@ -285,10 +306,17 @@ def test_helm_values_change_what_they_say():
     [endpoint] = find(objects, "ServiceMonitor")["spec"]["endpoints"]
     assert endpoint == {"port": "http", "scheme": "http", "path": "/metrics", "interval": "30s"}
 
-    # Two replicas without leader election would both reconcile: refused.
-    refused = subprocess.run([str(BIN / "helm"), "template", NAME, str(CHART), "--set", "leaderElection.enabled=false"],
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("leaderElection.enabled=false", "leaderElection.enabled"),  # two replicas would both reconcile
+    ("namespaces=team-a", "namespaces"),  # a string, not a list (values.schema.json)
+    ("namespaces={Team_A}", "namespaces"),  # not a namespace name
+    ("metrics.serviceMonitr.enabled=true", "serviceMonitr"),  # a typo is not silently ignored
+])
+def test_helm_refuses_values_that_cannot_work(value, message):
+    refused = subprocess.run([str(BIN / "helm"), "template", NAME, str(CHART), "--set", value],
                              capture_output=True, text=True, timeout=60)
-    assert refused.returncode != 0 and "leaderElection.enabled" in refused.stderr
+    assert refused.returncode != 0 and message in refused.stderr, refused.stderr
 
 
 # --- the minimum Kubernetes version --------------------------------------------------------------
