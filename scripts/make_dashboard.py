@@ -2,8 +2,7 @@
 
     python scripts/make_dashboard.py
 
-writes manifests/components/monitoring/dashboard.json (then run scripts/sync_chart.py to copy it into
-the Helm chart). The JSON is
+writes manifests/components/monitoring/dashboard.json (the Helm chart links to it). The JSON is
 what is shipped and tested (tests/program/test_monitoring.py parses every query); this script is
 only the readable source of it: edit the panels here, then run it.
 """
