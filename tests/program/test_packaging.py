@@ -260,13 +260,15 @@ def assert_same_objects(helm_objects: list[dict], kustomize_objects: list[dict])
         assert rendered[k] == obj, f"{k} differs:\nhelm:      {rendered[k]}\nkustomize: {obj}"
 
 
-def test_chart_shares_the_crds_dashboard_and_alerts_with_manifests():
+def test_chart_shares_crds_rbac_dashboard_and_alerts_with_manifests():
     """Links, not copies: they cannot drift (and `helm package` stores the linked contents)."""
     monitoring = MANIFESTS / "components" / "monitoring"
     for link, target in ((CHART / "crds" / "genericjob.yaml", MANIFESTS / "crds" / "genericjob.yaml"),
                          (CHART / "crds" / "podgroup.yaml", MANIFESTS / "crds" / "podgroup.yaml"),
                          (CHART / "files" / "dashboard.json", monitoring / "dashboard.json"),
-                         (CHART / "files" / "prometheusrule.yaml", monitoring / "prometheusrule.yaml")):
+                         (CHART / "files" / "prometheusrule.yaml", monitoring / "prometheusrule.yaml"),
+                         (CHART / "files" / "rbac.yaml", MANIFESTS / "rbac.yaml"),
+                         (CHART / "files" / "user-rbac.yaml", MANIFESTS / "user-rbac.yaml")):
         assert link.is_symlink() and link.resolve() == target.resolve(), link
     assert sorted(p.name for p in (CHART / "crds").iterdir()) == sorted(p.name for p in (MANIFESTS / "crds").iterdir())
 

@@ -36,29 +36,36 @@ app.kubernetes.io/component: controller
 {{- end }}
 
 {{/*
-What the controller does in the namespaces it watches: manifests/rbac.yaml's ClusterRole rules (the
-reasons are there), granted cluster-wide by a ClusterRole or per namespace by Roles. A test checks
-that this list and manifests/rbac.yaml agree.
+The objects of a file of manifests/ (files/ links to them), as a list of dicts.
+*/}}
+{{- define "genericjob-controller.manifests" -}}
+{{- $objects := list }}
+{{- range $doc := splitList "\n---" (.root.Files.Get .file) }}
+{{- $obj := fromYaml $doc }}
+{{- if $obj.kind }}
+{{- $objects = append $objects $obj }}
+{{- end }}
+{{- end }}
+{{- toYaml (dict "objects" $objects) }}
+{{- end }}
+
+{{/*
+The controller's rules: the ClusterRole of manifests/rbac.yaml, read from it (files/rbac.yaml links to
+it), so the chart grants exactly what the kustomize install grants. "namespaced": only the rules a Role
+can grant, without the cluster-scoped TokenReview and SubjectAccessReview.
 */}}
 {{- define "genericjob-controller.rules" -}}
-- apiGroups: ["batch.tensorstack.dev"]
-  resources: ["genericjobs"]
-  verbs: ["list", "watch"]
-- apiGroups: ["batch.tensorstack.dev"]
-  resources: ["genericjobs/status"]
-  verbs: ["update"]
-- apiGroups: [""]
-  resources: ["pods"]
-  verbs: ["get", "list", "watch", "create", "delete"]
-- apiGroups: [""]
-  resources: ["services"]
-  verbs: ["list", "watch", "create", "delete"]
-- apiGroups: ["scheduler.tensorstack.dev"]
-  resources: ["podgroups"]
-  verbs: ["list", "watch", "create", "delete"]
-- apiGroups: [""]
-  resources: ["events"]
-  verbs: ["create", "patch"]
+{{- $rules := list }}
+{{- range (include "genericjob-controller.manifests" (dict "root" .root "file" "files/rbac.yaml") | fromYaml).objects }}
+{{- if eq .kind "ClusterRole" }}
+{{- range .rules }}
+{{- if not (and $.namespaced (or (has "authentication.k8s.io" .apiGroups) (has "authorization.k8s.io" .apiGroups))) }}
+{{- $rules = append $rules . }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- toYaml $rules }}
 {{- end }}
 
 {{/* Secure metrics' TokenReview and SubjectAccessReview: cluster-scoped whatever is watched. */}}
