@@ -343,6 +343,8 @@ def required_kubernetes(objects: list[dict]) -> tuple[int, int]:
     """The oldest minor release that accepts every object: a feature -> the release that serves it by default."""
     needs = [(1, 21)]  # policy/v1 PodDisruptionBudget
     for obj in objects:
+        if obj["kind"] == "PodDisruptionBudget" and "unhealthyPodEvictionPolicy" in obj["spec"]:
+            needs.append((1, 27))  # beta, on by default
         for node in walk(obj):
             for rule in node.get("x-kubernetes-validations") or ():
                 needs.append((1, 25))  # CEL validation rules (beta, on by default)
