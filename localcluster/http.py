@@ -90,6 +90,13 @@ class HttpApi:
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         segs = [s for s in request.path.split("/") if s]
+        if segs[:1] != ["_localcluster"]:
+            attrs = self.cluster.access.check(request)  # 401/403 before anything else is looked at
+            request[USER] = attrs.user
+            if attrs.resource_request and (attrs.api_group, attrs.resource) in reviews.KINDS:
+                if attrs.verb != "create" or attrs.name:
+                    raise errors.method_not_allowed()
+                return json_response(await reviews.serve(self.cluster.access, attrs, request), 201)
         if not segs:
             return json_response({"paths": ["/api", "/api/v1", "/apis", "/version", "/healthz", "/openapi/v2"]})
         head = segs[0]
@@ -101,12 +108,6 @@ class HttpApi:
             return await discovery.openapi(self.registry, request, segs[1:])
         if head == "_localcluster":
             return await self.cluster.admin(request, segs[1:])
-        attrs = self.cluster.access.check(request)  # 401/403 before anything else is looked at
-        request[USER] = attrs.user
-        if attrs.resource_request and (attrs.api_group, attrs.resource) in reviews.KINDS:
-            if attrs.verb != "create" or attrs.name:
-                raise errors.method_not_allowed()
-            return json_response(await reviews.serve(self.cluster.access, attrs, request), 201)
         if head == "api":
             if len(segs) == 1:
                 return json_response(discovery.api_versions(request.host))
