@@ -56,10 +56,11 @@ class Access:
     def check(self, request: web.Request) -> Attributes:
         header = request.headers.get("Authorization")
         if header is None and not self.require_token and not request.secure:
-            return request_attributes(INSECURE, request.method, request.path, request.query)
-        user = self.authenticator.authenticate(header)
-        if user is None:
-            raise unauthorized()
+            user = INSECURE
+        else:
+            user = self.authenticator.authenticate(header)
+            if user is None:
+                raise unauthorized()
         if "Impersonate-User" in request.headers:
             user = self._impersonate(user, request)
         attrs = request_attributes(user, request.method, request.path, request.query)

@@ -10,6 +10,7 @@ import json
 
 import aiohttp
 import pytest
+import yaml
 
 from localcluster import LocalCluster
 
@@ -343,3 +344,38 @@ async def test_kubectl_auth_can_i_and_whoami(tmp_path):
         assert refused.code != 0 and ('configmaps is forbidden: User "vi" cannot create resource "configmaps" '
                                       'in API group "" in the namespace "team"') in refused.err
         assert (await vi.run("auth", "can-i", "create", "pods", "-n", "team")).out == "no\n"
+
+
+async def test_serve_with_tls_prints_service_account_tokens(tmp_path):
+    import asyncio
+    import signal
+    import sys
+
+    from kubernetes_asyncio import client, config
+
+    kubeconfig = tmp_path / "kubeconfig"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "localcluster", "serve", "--port", "0", "--kubeconfig-out", str(kubeconfig), "--tls",
+        "--service-account-token", "team/robot", stdout=asyncio.subprocess.PIPE)
+    try:
+        lines: list[str] = []
+        async with asyncio.timeout(20):
+            while not lines or "listening on" not in lines[-1]:
+                lines.append((await proc.stdout.readline()).decode())
+        [token] = [line.split(": ")[1].strip() for line in lines if line.startswith("token for serviceaccount team/")]
+        assert "listening on https://" in lines[-1]
+        as_robot = yaml.safe_load(kubeconfig.read_text())
+        as_robot["users"][0]["user"]["token"] = token
+        for settings, allowed in ((yaml.safe_load(kubeconfig.read_text()), True), (as_robot, False)):
+            configuration = client.Configuration()
+            await config.load_kube_config_from_dict(settings, client_configuration=configuration)
+            async with client.ApiClient(configuration) as api:
+                try:
+                    await client.CoreV1Api(api).list_namespaced_pod("team")
+                    assert allowed
+                except client.ApiException as err:
+                    assert not allowed and err.status == 403
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(10):
+            assert await proc.wait() == 0
