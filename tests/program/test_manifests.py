@@ -4,14 +4,19 @@
   namespace, with the Deployment's security settings and probes;
 - the rendered output applies to localcluster with `kubectl apply` (and `apply -k` again is a no-op), with no
   Prometheus Operator CRDs in the cluster (issue 12, fault 4): monitoring is an opt-in component (test_packaging.py);
-- RBAC: the controller runs in-process under leader election through every path that calls the API;
-  the (verb, resource) pairs localcluster saw must be exactly what the ClusterRole and the Role allow;
+- RBAC: the controller runs in-process under leader election through every path that calls the API,
+  authenticating as the manifests' ServiceAccount against localcluster with the manifests' RBAC applied,
+  RBAC and the OwnerReferencesPermissionEnforcement admission plugin enforced; the (verb, resource) pairs
+  localcluster saw must be exactly what the ClusterRole and the Role allow, and none was refused.
+  Without the `genericjobs/finalizers` rule every pod create is refused (403) by that plugin;
+- user-rbac.yaml: users bound to the built-in `edit` / `view` roles can create / read jobs;
 - the Dockerfile's structure (it is not built here: there is no Docker engine in the test environment).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import json
 import re
@@ -23,6 +28,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from kubernetes_asyncio import client, config
 
 from controller.controller import Controller, ControllerConfig
 from controller.leader import LeaderElectionConfig, LeaderElector
@@ -247,17 +253,52 @@ GROUPS = {
     "services": "",
     "events": "",
     "leases": "coordination.k8s.io",
+    "genericjobs/finalizers": GROUP,
+    "tokenreviews": "authentication.k8s.io",
+    "subjectaccessreviews": "authorization.k8s.io",
 }
 NAMESPACED_ROLE = {"leases"}  # granted by the Role in the controller's namespace, not the ClusterRole
 
 Rule = tuple[str, str, str]  # (apiGroup, resource, verb)
 
-# Permissions the controller needs but that the scenario below cannot make it use: (group, resource,
-# verb) -> why it is needed. Empty today, since every rule is exercised: even the live `get pods` of
-# reconciler.py's `_cache_lags` (by force-deleting a running pod, which the cache then misses while the
-# job's status still records it running), and the force-delete of a pod stuck terminating needs no more
-# than `delete pods`, which clean-up and restarts use.
-NOT_EXERCISED: dict[Rule, str] = {}
+# Permissions the controller needs but that the scenario below cannot make it request: (group, resource,
+# verb) -> why it is needed. Every other rule is exercised: even the live `get pods` of reconciler.py's
+# `_cache_lags` (by force-deleting a running pod, which the cache then misses while the job's status still
+# records it running), and the force-delete of a pod stuck terminating needs no more than `delete pods`,
+# which clean-up and restarts use.
+NOT_EXERCISED: dict[Rule, str] = {
+    (GROUP, "genericjobs/finalizers", "update"):
+        "checked by OwnerReferencesPermissionEnforcement on every child's create, never requested: "
+        "test_without_the_finalizers_rule_every_pod_create_is_refused shows the need",
+    ("authentication.k8s.io", "tokenreviews", "create"): "the secure metrics endpoint, not served in-process here",
+    ("authorization.k8s.io", "subjectaccessreviews", "create"):
+        "the secure metrics endpoint, not served in-process here",
+}
+
+
+def apply_rbac(cluster, objects: list[dict]) -> None:
+    """Create the manifests' RBAC objects inside localcluster (not over HTTP: the requests counted are
+    then the controller's alone)."""
+    cluster.api.ensure_namespace(NAMESPACE)
+    for obj in objects:
+        if obj["kind"] in ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"):
+            rt = cluster.registry.by_kind(obj["apiVersion"], obj["kind"])
+            cluster.api.create(rt, obj["metadata"].get("namespace"), copy.deepcopy(obj))
+
+
+@contextlib.asynccontextmanager
+async def service_account_client(cluster):
+    """A kubernetes_asyncio client authenticating with a token of the manifests' ServiceAccount."""
+    cluster.api.ensure_namespace(NAMESPACE)
+    token = cluster.service_account_token(NAMESPACE, NAME)
+    configuration = client.Configuration()
+    await config.load_kube_config_from_dict(cluster.kubeconfig(token=token), client_configuration=configuration)
+    async with client.ApiClient(configuration) as api:
+        yield api
+
+
+def refused(cluster) -> dict:
+    return {key: n for key, n in cluster.faults.requests.items() if key[2] in (401, 403) and n}
 
 
 def rules_of(role: dict) -> set[Rule]:
@@ -415,10 +456,8 @@ async def run_every_api_path(cluster, controller: Controller) -> None:
         n for (verb, _, _), n in cluster.faults.requests.items() if verb == "watch") >= watches + dropped)
 
 
-@pytest.mark.runner("scripted")
-async def test_rbac_rules_are_exactly_what_the_controller_uses(cluster, api_client, rendered):
-    cluster.apply_crds(CRDS)
-    cluster.api.ensure_namespace(NAMESPACE)
+async def run_under_leader_election(cluster, api_client) -> None:
+    """Run every API path as `genericjob-controller run --leader-elect` would, with `api_client`'s identity."""
     controller = Controller(api_client, ControllerConfig(workers=4, qps=0, informer_options=FAST,
                                                          shutdown_timeout=5.0))
     # As `genericjob-controller run --leader-elect` does: informers warm up, workers run only while leading.
@@ -444,6 +483,16 @@ async def test_rbac_rules_are_exactly_what_the_controller_uses(cluster, api_clie
     lease = cluster.api.get(cluster.registry.get("coordination.k8s.io", "v1", "leases"), NAMESPACE, NAME)
     assert lease["spec"]["holderIdentity"] == "", "the lease was not released"
 
+
+@pytest.mark.runner("scripted")
+async def test_rbac_rules_are_exactly_what_the_controller_uses(cluster, rendered):
+    cluster.apply_crds(CRDS)
+    apply_rbac(cluster, rendered)
+    async with service_account_client(cluster) as api_client:
+        await run_under_leader_election(cluster, api_client)
+    assert not refused(cluster), f"requests refused under the manifests' RBAC: {refused(cluster)}"
+    assert cluster.access.admission.owner_references  # the plugin was on: the finalizers rule was needed
+
     seen = cluster.faults.requests
     unknown = sorted({resource for _, resource, _ in seen if resource not in GROUPS})
     assert not unknown, f"requests for resources the test cannot map to an API group: {unknown}"
@@ -462,6 +511,118 @@ async def test_rbac_rules_are_exactly_what_the_controller_uses(cluster, api_clie
     assert not unused, f"permissions granted but never used (over-broad; remove them or explain in " \
                        f"NOT_EXERCISED): {unused}"
 
+
+
+def without_finalizers_rule(rendered: list[dict]) -> list[dict]:
+    objects = copy.deepcopy(rendered)
+    role = find(objects, "ClusterRole", NAME)
+    role["rules"] = [r for r in role["rules"] if "genericjobs/finalizers" not in r["resources"]]
+    assert len(role["rules"]) == len(find(rendered, "ClusterRole", NAME)["rules"]) - 1
+    return objects
+
+
+@pytest.mark.runner("scripted")
+async def test_without_the_finalizers_rule_every_pod_create_is_refused(cluster, rendered):
+    """What the issue saw on OpenShift: children carry blockOwnerDeletion, so the admission plugin asks
+    for `update genericjobs/finalizers`; without it every pod create is 403 and no pod exists."""
+    cluster.apply_crds(CRDS)
+    apply_rbac(cluster, without_finalizers_rule(rendered))
+    local = InProcess(cluster)
+    async with service_account_client(cluster) as api_client:
+        controller = Controller(api_client, ControllerConfig(workers=2, qps=0, informer_options=FAST,
+                                                             shutdown_timeout=5.0))
+        controller.start_informers()
+        await controller.wait_for_sync(10)
+        controller.run_workers()
+        try:
+            job = local.submit(genericjob("refused", {"worker": 2}, script=QUICK))
+            await local.wait("a pod create refused with 403",
+                             lambda: cluster.faults.requests.get(("create", "pods", 403), 0) >= 1)
+            assert not local.pods("refused")
+            assert cluster.faults.requests.get(("create", "pods", 201), 0) == 0
+        finally:
+            await controller.stop()
+        # The server's answer, as the controller got it: the plugin's message.
+        core = client.CoreV1Api(api_client)
+        pod = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "refused-worker-0", "ownerReferences": [
+                   {"apiVersion": f"{GROUP}/{VERSION}", "kind": "GenericJob", "name": "refused",
+                    "uid": job["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]},
+               "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+        with pytest.raises(client.ApiException) as refusal:
+            await core.create_namespaced_pod("default", pod)
+        assert refusal.value.status == 403
+        assert json.loads(refusal.value.body)["message"] == (
+            'pods "refused-worker-0" is forbidden: cannot set blockOwnerDeletion if an ownerReference refers to '
+            "a resource you can't set finalizers on: , <nil>")
+
+
+async def test_namespace_users_get_genericjobs_through_edit_and_view(tmp_path, rendered):
+    """user-rbac.yaml's ClusterRoles are aggregated into the built-in roles users are bound to."""
+    from localcluster import LocalCluster
+
+    async with LocalCluster(tls=True) as cluster:  # kubectl sends credentials (and --as) only over TLS
+        cluster.apply_crds(CRDS)
+        cluster.api.ensure_namespace("team")
+        admin = Kubectl(cluster, tmp_path / "admin")
+        bindings = [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                     "metadata": {"name": user, "namespace": "team"},
+                     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                     "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}
+                    for user, role in (("ed", "edit"), ("vi", "view"))]
+        await admin.ok("apply", "-f", "-", stdin="\n---\n".join(map(json.dumps, bindings)))
+
+        async def can(user: str, *what: str, namespace: str = "team") -> str:
+            return (await admin.run("auth", "can-i", *what, "-n", namespace, "--as", user)).out.strip()
+
+        assert await can("ed", "create", "genericjobs") == "no"  # the issue's complaint, before user-rbac.yaml
+        await admin.ok("apply", "-f", str(MANIFESTS / "user-rbac.yaml"))
+        assert await can("ed", "create", "genericjobs") == "yes"
+        assert await can("ed", "delete", "genericjobs") == "yes"
+        assert await can("ed", "update", "genericjobs", "--subresource=status") == "no"  # the controller's to write
+        assert await can("ed", "list", "podgroups.scheduler.tensorstack.dev") == "yes"  # view's, via edit
+        assert await can("vi", "get", "genericjobs") == "yes"
+        assert await can("vi", "get", "genericjobs", "--subresource=status") == "yes"
+        assert await can("vi", "create", "genericjobs") == "no"
+        assert await can("vi", "get", "genericjobs", namespace="default") == "no"
+        assert await can("admin-less", "get", "genericjobs") == "no"
+        # admin aggregates edit's rules too.
+        admins = json.loads((await admin.ok("get", "clusterrole", "admin", "-o", "json")).out)["rules"]
+        assert find(load_user_rbac(), "ClusterRole", "genericjob-edit")["rules"][0] in admins
+
+        # ed creates a job with its own token; vi may read it and not delete it.
+        ed = Kubectl(cluster, tmp_path / "ed")
+        ed.kubeconfig = cluster.write_kubeconfig(tmp_path / "ed" / "kubeconfig", token=cluster.add_token("e", "ed"),
+                                                 namespace="team")
+        await ed.ok("apply", "-f", "-", stdin=json.dumps(genericjob("mine", {"worker": 1}, script=QUICK)))
+        vi = Kubectl(cluster, tmp_path / "vi")
+        vi.kubeconfig = cluster.write_kubeconfig(tmp_path / "vi" / "kubeconfig", token=cluster.add_token("v", "vi"),
+                                                 namespace="team")
+        assert "mine" in (await vi.ok("get", "genericjobs")).out
+        denied = await vi.run("delete", "genericjob", "mine")
+        assert denied.code != 0 and ('genericjobs.batch.tensorstack.dev "mine" is forbidden: User "vi" cannot delete '
+                                     'resource "genericjobs" in API group "batch.tensorstack.dev" in the namespace '
+                                     '"team"') in denied.err
+
+
+def load_user_rbac() -> list[dict]:
+    return [d for d in yaml.safe_load_all((MANIFESTS / "user-rbac.yaml").read_text()) if d]
+
+
+def test_user_cluster_roles_are_the_contracted_ones():
+    roles = {r["metadata"]["name"]: r for r in load_user_rbac()}
+    assert set(roles) == {"genericjob-edit", "genericjob-view", "genericjob-metrics-reader"}
+    aggregate = "rbac.authorization.k8s.io/aggregate-to-"
+    assert {k: v for k, v in roles["genericjob-edit"]["metadata"]["labels"].items() if k.startswith(aggregate)} == {
+        aggregate + "admin": "true", aggregate + "edit": "true"}
+    assert {k: v for k, v in roles["genericjob-view"]["metadata"]["labels"].items() if k.startswith(aggregate)} == {
+        aggregate + "view": "true"}
+    assert roles["genericjob-metrics-reader"]["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    # No user role lets anyone write a job's status or finalizers: that is the controller's.
+    for role in roles.values():
+        for rule in role["rules"]:
+            writes = set(rule["verbs"]) - {"get", "list", "watch"}
+            assert not (writes and {"genericjobs/status", "genericjobs/finalizers"} & set(rule.get("resources", [])))
 
 # --- the Dockerfile (structure only: no Docker engine to build it here) -------------------------
 
