@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shutil
@@ -23,12 +24,27 @@ from pathlib import Path
 
 import pytest
 import yaml
+from kubernetes_asyncio import client, config
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from controller.controller import Controller, ControllerConfig
+from controller.leader import LeaderElectionConfig, LeaderElector
+from tests.e2e.conftest import CRDS, FAST, QUICK, Jobs, genericjob
 from tests.localcluster.kubectl import ENV, TIMEOUT, Kubectl, kubectl_binary
 
-from .test_manifests import MANIFESTS, NAME, NAMESPACE, ROOT, find, kustomize, serve_pod_disruption_budgets
+from .test_manifests import (
+    MANIFESTS,
+    NAME,
+    NAMESPACE,
+    ROOT,
+    apply_rbac,
+    find,
+    kustomize,
+    refused,
+    serve_pod_disruption_budgets,
+    service_account_client,
+)
 
 OVERLAYS = ROOT / "overlays"
 CHART = ROOT / "charts" / "genericjob-controller"
@@ -219,6 +235,60 @@ async def test_namespaced_overlay_applies_to_localcluster(cluster, tmp_path, nam
         role = json.loads((await kubectl.ok("get", "role", NAME, "-n", namespace, "-o", "json")).out)
         assert role["rules"] == find([o for o in namespaced if o["metadata"].get("namespace") == namespace],
                                      "Role", NAME)["rules"]
+
+
+@pytest.mark.runner("scripted")
+async def test_namespaced_install_runs_a_job_with_only_its_roles(cluster, namespaced):
+    """The controller, as the manifests' ServiceAccount with only overlays/namespaced's RBAC (RBAC and the
+    owner-references admission plugin enforced), runs a job with Services and a PodGroup in a watched
+    namespace without one refused request; the account can read nothing cluster-wide."""
+    cluster.apply_crds(CRDS)
+    for namespace in WATCHED:
+        cluster.api.ensure_namespace(namespace)
+    apply_rbac(cluster, namespaced)
+    async with service_account_client(cluster) as api_client:
+        # One watched namespace: the controller on this branch takes one (a list is the program's --namespace).
+        controller = Controller(api_client, ControllerConfig(namespace=WATCHED[0], workers=2, qps=0,
+                                                             informer_options=FAST, shutdown_timeout=5.0))
+        controller.start_informers()
+        await controller.wait_for_sync(10)
+        leading = asyncio.Event()
+
+        async def lead() -> None:
+            controller.run_workers()
+            leading.set()
+            await asyncio.Event().wait()
+
+        election = asyncio.create_task(LeaderElector(api_client, LeaderElectionConfig(NAME, NAMESPACE), lead,
+                                                     lambda: None).run())
+        try:
+            await asyncio.wait_for(leading.wait(), 10)
+            job = genericjob("team-job", {"master": 1, "worker": 1}, script=QUICK,
+                             service={"ports": [{"name": "http", "port": 2222}]},
+                             scheduler={"t9kScheduler": {"queue": "default"}})
+            async with client.ApiClient(await admin_configuration(cluster)) as admin:
+                jobs = Jobs(admin)
+                await jobs.submit(job, namespace=WATCHED[0])
+                await jobs.wait_phase("team-job", "Succeeded", namespace=WATCHED[0])
+        finally:
+            election.cancel()
+            await asyncio.gather(election, return_exceptions=True)
+            await controller.stop()
+
+        assert not refused(cluster), f"requests refused under the namespaced RBAC: {refused(cluster)}"
+        pods = client.CoreV1Api(api_client)
+        with pytest.raises(client.ApiException) as cluster_wide:
+            await pods.list_pod_for_all_namespaces()
+        assert cluster_wide.value.status == 403
+    assert {("", "services", "create"), ("", "pods", "create")} <= {
+        ("", resource, verb) for verb, resource, code in cluster.faults.requests if code < 300}
+
+
+async def admin_configuration(cluster) -> client.Configuration:
+    """The cluster's admin, for the test's own requests (a user submitting a job)."""
+    configuration = client.Configuration()
+    await config.load_kube_config_from_dict(cluster.kubeconfig(), client_configuration=configuration)
+    return configuration
 
 
 # --- the Helm chart ------------------------------------------------------------------------------
