@@ -10,6 +10,13 @@ ENV PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1
 
 WORKDIR /src
+# The runtime dependencies first, exactly as locked (versions and hashes; `make lock` regenerates it
+# from pyproject.toml), in a layer of their own that source changes do not invalidate. The lock also
+# pins the build backend (setuptools), so the wheel below is built without fetching anything unpinned.
+COPY requirements.lock ./
+RUN python -m venv /opt/venv \
+    && /opt/venv/bin/pip install --require-hashes --no-deps -r requirements.lock
+
 # Only what the wheel is built from: no tests, benchmarks or manifests.
 COPY pyproject.toml README.md ./
 COPY controller/ controller/
@@ -17,11 +24,12 @@ COPY informers/ informers/
 COPY workqueue/ workqueue/
 COPY localcluster/ localcluster/
 
-# The project's [project.dependencies] only: the `test` extra (pytest, ruff, ...) is never installed.
-RUN python -m venv /opt/venv \
-    && /opt/venv/bin/pip wheel --no-deps --wheel-dir /wheels . \
-    && /opt/venv/bin/pip install /wheels/*.whl \
-    && /opt/venv/bin/pip uninstall --yes pip setuptools wheel
+# The project itself, without resolving anything (`pip check` fails the build if the lock no longer
+# satisfies pyproject's dependencies); then the installers go: the image never installs again.
+RUN /opt/venv/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /wheels . \
+    && /opt/venv/bin/pip install --no-deps /wheels/*.whl \
+    && /opt/venv/bin/pip check \
+    && /opt/venv/bin/pip uninstall --yes pip setuptools
 
 # --- final: the interpreter and the installed venv, nothing else -----------------------------------
 FROM python:3.11-slim
@@ -41,8 +49,8 @@ COPY --from=builder /opt/venv /opt/venv
 USER 65532:65532
 WORKDIR /
 
-# 8080: /metrics; 8081: /healthz and /readyz.
-EXPOSE 8080 8081
+# 8443: /metrics (HTTPS); 8081: /healthz and /readyz (plain HTTP, for the kubelet).
+EXPOSE 8443 8081
 
 ENTRYPOINT ["genericjob-controller"]
 CMD ["run"]

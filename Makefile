@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: local test lint bench install
+.PHONY: local test lint bench install lock
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -28,3 +28,10 @@ bench: install
 	$(BIN)/python bench/bench_workqueue.py
 	$(BIN)/python bench/bench_informers.py
 	$(BIN)/python bench/bench_reconcile.py
+
+# Regenerate requirements.lock (the image's pinned, hashed dependencies) from pyproject.toml. Against
+# PyPI itself, so that the hashes are PyPI's; the build backend is pinned too (--all-build-deps).
+lock: $(BIN)/python
+	$(BIN)/pip install -q pip-tools
+	PIP_CONFIG_FILE=/dev/null $(BIN)/pip-compile --quiet --generate-hashes --strip-extras --all-build-deps \
+		--allow-unsafe --no-emit-index-url --no-emit-find-links --output-file=requirements.lock pyproject.toml

@@ -27,15 +27,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     serve.add_argument("--crds", help="directory of CustomResourceDefinition YAML files to install at start")
     serve.add_argument("--history-size", type=int, default=10_000, help="watch events kept for re-watching")
     serve.add_argument("--bookmark-interval", type=float, default=60.0, help="seconds between watch bookmarks")
+    serve.add_argument("--disable-admission-plugins", default="",
+                       help="comma-separated admission plugins to switch off (OwnerReferencesPermissionEnforcement)")
+    serve.add_argument("--tls", action="store_true",
+                       help="serve HTTPS with a self-signed certificate (in the kubeconfig): kubectl sends tokens "
+                            "only over TLS")
+    serve.add_argument("--require-token", action="store_true",
+                       help="answer 401 to plain-HTTP requests without a token too (by default they are served as "
+                            "the old insecure port served them, with no authorization)")
+    serve.add_argument("--service-account-token", action="append", default=[], metavar="NAMESPACE/NAME",
+                       help="issue a token for this ServiceAccount (created if missing) and print it; repeatable")
     serve.add_argument("--log-level", default="WARNING")
     return parser.parse_args(argv)
 
 
 async def serve(args: argparse.Namespace) -> None:
     default_script = orjson.loads(args.default_script) if args.default_script else None
+    disabled = tuple(p for p in args.disable_admission_plugins.split(",") if p)
     cluster = LocalCluster(args.host, args.port, args.runner, args.history_size, args.bookmark_interval,
-                           default_script=default_script)
+                           default_script=default_script, disable_admission_plugins=disabled, tls=args.tls,
+                           require_token=args.require_token)
     await cluster.start()
+    for account in args.service_account_token:
+        namespace, _, name = account.partition("/")
+        print(f"token for serviceaccount {namespace}/{name}: {cluster.service_account_token(namespace, name)}",
+              flush=True)
     if args.crds:
         for name in cluster.apply_crds(args.crds):
             print(f"installed CRD {name}", flush=True)

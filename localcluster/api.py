@@ -43,6 +43,10 @@ class Api:
         # produced. Safe as plain attributes: every verb runs synchronously, with no await inside.
         self.field_validation = "Ignore"
         self.warnings: list[str] = []
+        # The user of the HTTP request being served, for admission that depends on who writes
+        # (admission.Admission); None for the cluster's own writes (GC, pod runners), which skip it.
+        self.user = None
+        self.admission = None
 
     # --- helpers ---------------------------------------------------------------------------
 
@@ -198,6 +202,8 @@ class Api:
         self._initial_status(rt, obj)
         self._admit(rt, obj, None)
         self._check_namespace(rt, meta.get("namespace"))
+        if self.user is not None and self.admission is not None:
+            self.admission.validate(self.user, rt, None, obj, None)
         if self.store.get(rt.storage_key, self._key(rt, meta.get("namespace"), meta["name"])) is not None:
             raise errors.already_exists(rt.qualified_resource, meta["name"], rt.group, rt.plural)
         return self.present(rt, self._commit(rt, obj, dry_run))
@@ -261,6 +267,8 @@ class Api:
             self._admit(rt, obj, old)
         elif rt.schema is not None:
             self._admit_status(rt, obj, old)
+        if self.user is not None and self.admission is not None:
+            self.admission.validate(self.user, rt, subresource, obj, old)
         if _without(obj, "metadata", "status") != _without(old, "metadata", "status"):
             meta["generation"] = old_meta.get("generation", 1) + 1
         if obj == old:

@@ -59,7 +59,12 @@ def forbidden(field: str, detail: str) -> Cause:
 # --- names and metadata, for every kind ---------------------------------------------------------
 
 def name_errors(name: str, field: str, style: str) -> list[Cause]:
-    """Validate a name as a subdomain (most kinds), an RFC 1123 label or a DNS-1035 label (services)."""
+    """Validate a name as a subdomain (most kinds), an RFC 1123 label, a DNS-1035 label (services) or a
+    path segment (RBAC kinds: `system:aggregate-to-edit`)."""
+    if style == "path":
+        if name in (".", ".."):
+            return [invalid_value(field, name, f"may not be '{name}'")]
+        return [invalid_value(field, name, f"may not contain '{c}'") for c in ("/", "%") if c in name]
     limit, pattern, msg = {
         "subdomain": (253, DNS1123_SUBDOMAIN, SUBDOMAIN_MSG),
         "label": (63, DNS1123_LABEL, LABEL1123_MSG),
@@ -73,7 +78,9 @@ def name_errors(name: str, field: str, style: str) -> list[Cause]:
     return out
 
 
-NAME_STYLE = {("", "services"): "dns1035", ("", "namespaces"): "label"}
+NAME_STYLE = {("", "services"): "dns1035", ("", "namespaces"): "label",
+              **{("rbac.authorization.k8s.io", p): "path" for p in ("roles", "rolebindings", "clusterroles",
+                                                                     "clusterrolebindings")}}
 
 
 def metadata_errors(obj: dict, style: str) -> list[Cause]:

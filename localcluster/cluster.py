@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import time
 from pathlib import Path
@@ -11,7 +12,9 @@ import orjson
 import yaml
 from aiohttp import web
 
+from .access import Access
 from .api import CRD_KEY, SYSTEM_NAMESPACES, Api
+from .auth import DEFAULT_TOKEN
 from .errors import ApiError
 from .faults import Faults
 from .gc import GarbageCollector
@@ -27,8 +30,13 @@ log = logging.getLogger("localcluster")
 class LocalCluster:
     def __init__(self, host: str = "127.0.0.1", port: int = 0, runner: str = "none",
                  history_size: int = 10_000, bookmark_interval: float = 60.0, watch_buffer: int = 100_000,
-                 default_script: dict | list | None = None) -> None:
+                 default_script: dict | list | None = None, disable_admission_plugins: tuple[str, ...] = (),
+                 tls: bool = False, require_token: bool = False) -> None:
         self.host = host
+        # HTTPS with a self-signed certificate (kubeconfig() carries it): clients then must send a token.
+        self.tls = tls
+        self.certificate: bytes | None = None
+        self._ssl = None
         self.port = port
         self.bookmark_interval = bookmark_interval
         self.watch_buffer = watch_buffer
@@ -49,6 +57,8 @@ class LocalCluster:
         # The oldest version a watch may start from: an apiserver's watch cache starts empty at the
         # latest revision each time the server starts, whatever etcd's history still holds.
         self.watch_cache_rv = 0
+        # Subscribed last: the aggregation controller writes from its listener, after the others saw the event.
+        self.access = Access(self.api, tuple(disable_admission_plugins), require_token)
         self.http = HttpApi(self)
         self._site_runner: web.AppRunner | None = None
         self._started = False
@@ -57,7 +67,7 @@ class LocalCluster:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
 
     @property
     def serving(self) -> bool:
@@ -67,6 +77,7 @@ class LocalCluster:
         if not self._started:
             for name in SYSTEM_NAMESPACES:
                 self.api.ensure_namespace(name)
+            self.access.bootstrap()
             self.gc.start()
             self.runner.start()
             self._started = True
@@ -76,7 +87,11 @@ class LocalCluster:
         self.watch_cache_rv = self.store.rv
         runner = web.AppRunner(self.http.app(), access_log=None, shutdown_timeout=0.5)
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port, reuse_address=True)
+        if self.tls and self._ssl is None:
+            from .tls import self_signed
+
+            self._ssl, self.certificate = self_signed(self.host)
+        site = web.TCPSite(runner, self.host, self.port, reuse_address=True, ssl_context=self._ssl)
         await site.start()
         self.port = runner.addresses[0][1]
         self._site_runner = runner
@@ -137,21 +152,41 @@ class LocalCluster:
 
     # --- conveniences ----------------------------------------------------------------------
 
-    def kubeconfig(self, namespace: str = "default") -> dict:
+    def add_token(self, token: str, user: str, groups=()) -> str:
+        """Make `token` authenticate as `user` in `groups` (and system:authenticated)."""
+        return self.access.authenticator.add_token(token, user, groups)
+
+    def service_account_token(self, namespace: str, name: str) -> str:
+        """A token of ServiceAccount NAMESPACE/NAME (created if missing; the token stops working when it is
+        deleted): user system:serviceaccount:NS:NAME in system:serviceaccounts and system:serviceaccounts:NS."""
+        rt = self.registry.get("", "v1", "serviceaccounts")
+        if self.store.get(rt.storage_key, (namespace, name)) is None:
+            self.api.ensure_namespace(namespace)
+            self.api.create(rt, namespace, {"apiVersion": "v1", "kind": "ServiceAccount",
+                                            "metadata": {"name": name, "namespace": namespace}})
+        return self.access.authenticator.service_account_token(namespace, name)
+
+    def kubeconfig(self, namespace: str = "default", token: str | None = None) -> dict:
         return {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "localcluster", "cluster": {"server": self.url}}],
-            "users": [{"name": "localcluster", "user": {"token": "localcluster"}}],
+            "clusters": [{"name": "localcluster", "cluster": self._cluster_entry()}],
+            "users": [{"name": "localcluster", "user": {"token": token or DEFAULT_TOKEN}}],
             "contexts": [{"name": "localcluster",
                           "context": {"cluster": "localcluster", "user": "localcluster", "namespace": namespace}}],
             "current-context": "localcluster",
         }
 
-    def write_kubeconfig(self, path: str | Path) -> Path:
+    def _cluster_entry(self) -> dict:
+        entry = {"server": self.url}
+        if self.certificate is not None:
+            entry["certificate-authority-data"] = base64.b64encode(self.certificate).decode()
+        return entry
+
+    def write_kubeconfig(self, path: str | Path, token: str | None = None, namespace: str = "default") -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(self.kubeconfig()))
+        path.write_text(yaml.safe_dump(self.kubeconfig(namespace, token)))
         return path
 
     def apply_crds(self, directory: str | Path) -> list[str]:
@@ -176,6 +211,20 @@ class LocalCluster:
 
     # --- admin endpoints, for tests and benchmarks in other processes ----------------------
 
+    def _issue_token(self, body: dict) -> str:
+        """`{"serviceAccount": "NS/NAME"}` or `{"user": U, "groups": [...], "token": optional}`."""
+        if body.get("serviceAccount"):
+            namespace, _, name = str(body["serviceAccount"]).partition("/")
+            if not namespace or not name:
+                raise ApiError(400, "BadRequest", 'serviceAccount must be "NAMESPACE/NAME"')
+            return self.service_account_token(namespace, name)
+        if not body.get("user"):
+            raise ApiError(400, "BadRequest", 'give "serviceAccount": "NS/NAME" or "user" (and "groups")')
+        import secrets
+
+        return self.add_token(body.get("token") or "u." + secrets.token_urlsafe(24), str(body["user"]),
+                              tuple(body.get("groups") or ()))
+
     async def admin(self, request: web.Request, segs: list[str]) -> web.Response:
         action = segs[0] if segs else ""
         body = orjson.loads(await request.read() or b"{}") if request.method == "POST" else {}
@@ -198,6 +247,8 @@ class LocalCluster:
             for pattern, script in body.items():
                 self.runner.set_script(pattern, script)
             return json_response({"scripts": len(self.runner.scripts)})
+        if action == "tokens" and request.method == "POST":
+            return json_response({"token": self._issue_token(body)})
         if action == "requests":
             rows = [{"verb": v, "resource": r, "code": c, "count": n}
                     for (v, r, c), n in sorted(self.faults.requests.items())]

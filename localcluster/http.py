@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import orjson
 from aiohttp import web
 
-from . import discovery, errors, table
+from . import discovery, errors, reviews, table
 from .errors import ApiError
 from .resources import ResourceType
 from .selectors import SelectorError, parse_field_selector, parse_label_selector
@@ -30,6 +30,7 @@ JSON = "application/json"
 POD_FIELDS = {"status.phase", "spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
               "spec.serviceAccountName", "status.podIP", "status.nominatedNodeName"}
 MAX_SNAPSHOTS = 256
+USER = web.RequestKey("user", object)  # the authenticated auth.User of a request
 
 
 @dataclass(slots=True)
@@ -89,6 +90,13 @@ class HttpApi:
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         segs = [s for s in request.path.split("/") if s]
+        if segs[:1] != ["_localcluster"]:
+            attrs = self.cluster.access.check(request)  # 401/403 before anything else is looked at
+            request[USER] = attrs.user
+            if attrs.resource_request and (attrs.api_group, attrs.resource) in reviews.KINDS:
+                if attrs.verb != "create" or attrs.name:
+                    raise errors.method_not_allowed()
+                return json_response(await reviews.serve(self.cluster.access, attrs, request), 201)
         if not segs:
             return json_response({"paths": ["/api", "/api/v1", "/apis", "/version", "/healthz", "/openapi/v2"]})
         head = segs[0]
@@ -169,11 +177,12 @@ class HttpApi:
         """Run a create/update/patch under the request's fieldValidation, passing warnings on as headers."""
         self.api.field_validation = request.query.get("fieldValidation", "Ignore")
         self.api.warnings = []
+        self.api.user = request.get(USER)
         try:
             obj = verb(*args)
             warnings = self.api.warnings
         finally:
-            self.api.field_validation, self.api.warnings = "Ignore", []
+            self.api.field_validation, self.api.warnings, self.api.user = "Ignore", [], None
         response = json_response(obj, status)
         for text in warnings:
             response.headers.add("Warning", '299 - "' + text.replace('"', '\\"') + '"')

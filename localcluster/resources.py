@@ -28,6 +28,8 @@ class ResourceType:
     # Whether a PUT on a missing object creates it (AllowCreateOnUpdate in the apiserver).
     create_on_update: bool = False
     crd_name: str | None = None
+    # The verbs discovery lists; empty: every verb of a stored kind. Reviews are create-only and never stored.
+    verbs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.singular:
@@ -56,7 +58,8 @@ class ResourceType:
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
     def discovery_entry(self) -> list[dict]:
-        verbs = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+        verbs = list(self.verbs) or ["create", "delete", "deletecollection", "get", "list", "patch", "update",
+                                     "watch"]
         main = {
             "name": self.plural,
             "singularName": self.singular,
@@ -105,6 +108,13 @@ def builtin_types() -> list[ResourceType]:
         _builtin("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
         _builtin("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
                  False, short_names=("crd", "crds"), status_subresource=True),
+        _builtin("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False, verbs=("create",)),
+        _builtin("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", False,
+                 verbs=("create",)),
+        _builtin("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False,
+                 verbs=("create",)),
+        _builtin("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False,
+                 verbs=("create",)),
     ]
 
 

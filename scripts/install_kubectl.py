@@ -22,17 +22,20 @@ BINARIES = ("kubectl", "helm")
 
 
 def _installed(dest: Path) -> bool:
-    kubectl = dest / "kubectl"
-    if not kubectl.exists():
+    """Both binaries there and working (helm came later: a kubectl alone is not enough)."""
+    kubectl, helm = dest / "kubectl", dest / "helm"
+    if not (kubectl.exists() and helm.exists()):
         return False
     out = subprocess.run([str(kubectl), "version", "--client"], capture_output=True, text=True)
-    return out.returncode == 0 and "v1.35" in out.stdout
+    if out.returncode != 0 or "v1.35" not in out.stdout:
+        return False
+    return subprocess.run([str(helm), "version", "--short"], capture_output=True, text=True).returncode == 0
 
 
 def install(dest: Path) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     if _installed(dest):
-        print(f"kubectl already installed in {dest}")
+        print(f"kubectl and helm already installed in {dest}")
         return
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(

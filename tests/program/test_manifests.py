@@ -2,15 +2,21 @@
 
 - `kubectl kustomize manifests/` (the real kubectl) renders the expected objects, in the controller's
   namespace, with the Deployment's security settings and probes;
-- the rendered output applies to localcluster with `kubectl apply` (and `apply -k` again is a no-op);
-- RBAC: the controller runs in-process under leader election through every path that calls the API;
-  the (verb, resource) pairs localcluster saw must be exactly what the ClusterRole and the Role allow;
+- the rendered output applies to localcluster with `kubectl apply` (and `apply -k` again is a no-op), with no
+  Prometheus Operator CRDs in the cluster (issue 12, fault 4): monitoring is an opt-in component (test_packaging.py);
+- RBAC: the controller runs in-process under leader election through every path that calls the API,
+  authenticating as the manifests' ServiceAccount against localcluster with the manifests' RBAC applied,
+  RBAC and the OwnerReferencesPermissionEnforcement admission plugin enforced; the (verb, resource) pairs
+  localcluster saw must be exactly what the ClusterRole and the Role allow, and none was refused.
+  Without the `genericjobs/finalizers` rule every pod create is refused (403) by that plugin;
+- user-rbac.yaml: users bound to the built-in `edit` / `view` roles can create / read jobs;
 - the Dockerfile's structure (it is not built here: there is no Docker engine in the test environment).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import json
 import re
@@ -22,6 +28,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from kubernetes_asyncio import client, config
 
 from controller.controller import Controller, ControllerConfig
 from controller.leader import LeaderElectionConfig, LeaderElector
@@ -60,26 +67,24 @@ EXPECTED = {
     ("ClusterRoleBinding", NAME): False,
     ("Role", f"{NAME}-leader-election"): True,
     ("RoleBinding", f"{NAME}-leader-election"): True,
+    ("ClusterRole", "genericjob-metrics-reader"): False,
+    ("ClusterRole", "genericjob-edit"): False,
+    ("ClusterRole", "genericjob-view"): False,
     ("Deployment", NAME): True,
+    ("PodDisruptionBudget", NAME): True,
     ("Service", f"{NAME}-metrics"): True,
-    ("ServiceMonitor", NAME): True,
 }
+METRICS_PORT = 8443
 
-# localcluster does not ship Prometheus Operator's CRDs: a stub that serves the kind is enough for apply.
-SERVICEMONITOR_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "servicemonitors.monitoring.coreos.com"},
-    "spec": {
-        "group": "monitoring.coreos.com",
-        "scope": "Namespaced",
-        "names": {"plural": "servicemonitors", "singular": "servicemonitor", "kind": "ServiceMonitor",
-                  "listKind": "ServiceMonitorList"},
-        "versions": [{"name": "v1", "served": True, "storage": True,
-                      "schema": {"openAPIV3Schema": {"type": "object",
-                                                     "x-kubernetes-preserve-unknown-fields": True}}}],
-    },
-}
+
+def serve_pod_disruption_budgets(cluster) -> None:
+    """localcluster does not serve policy/v1 yet: add PodDisruptionBudget as the built-in kind it is on a
+    real server (no schema, strategic merge patch, a status subresource), for `kubectl apply` to reach."""
+    from localcluster.resources import ResourceType
+
+    if cluster.registry.get("policy", "v1", "poddisruptionbudgets") is None:
+        cluster.registry.add(ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True,
+                                          strategic=True, short_names=("pdb",), status_subresource=True))
 
 
 def kustomize() -> list[dict]:
@@ -119,8 +124,8 @@ def test_bindings_grant_the_roles_to_the_deployment_service_account(rendered):
     assert pod["serviceAccountName"] == account
     for binding_kind, role_kind in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
         binding = find(rendered, binding_kind)
-        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind,
-                                      "name": find(rendered, role_kind)["metadata"]["name"]}
+        role = NAME if role_kind == "ClusterRole" else find(rendered, role_kind)["metadata"]["name"]
+        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role}
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}]
     # The lease Role lives where the Deployment runs (the Lease's namespace comes from the downward API).
     assert find(rendered, "Role")["metadata"]["namespace"] == find(rendered, "Deployment")["metadata"]["namespace"]
@@ -135,14 +140,14 @@ def test_deployment_runs_two_hardened_replicas_under_leader_election(rendered):
     assert spec["replicas"] == 2
     assert spec["selector"]["matchLabels"].items() <= labels.items()
     assert container["image"] == IMAGE
-    assert container["args"] == ["run", "--leader-elect", "--log-format", "json"]
+    assert container["args"] == ["run", "--leader-elect", "--log-format", "json", f"--metrics-address=:{METRICS_PORT}"]
     assert "command" not in container  # the image's ENTRYPOINT runs
     assert container["env"] == [{"name": "GENERICJOB_LEASE_NAMESPACE",
                                  "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}]
     assert pod.get("automountServiceAccountToken", True) is True  # it needs the API
 
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert ports == {"metrics": 8080, "health": 8081}
+    assert ports == {"https": METRICS_PORT, "health": 8081}
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         get = container[probe]["httpGet"]
         assert get["path"] == path
@@ -176,38 +181,47 @@ def test_deployment_runs_two_hardened_replicas_under_leader_election(rendered):
     assert "requiredDuringSchedulingIgnoredDuringExecution" not in pod["affinity"]["podAntiAffinity"]
 
 
-def test_metrics_service_and_servicemonitor_reach_the_metrics_port(rendered):
+def test_metrics_service_reaches_the_https_metrics_port(rendered):
     deployment = find(rendered, "Deployment")
     labels = deployment["spec"]["template"]["metadata"]["labels"]
     [container] = deployment["spec"]["template"]["spec"]["containers"]
     service = find(rendered, "Service")
     assert service["spec"]["selector"].items() <= labels.items()
     [port] = service["spec"]["ports"]
-    assert (port["name"], port["port"]) == ("metrics", 8080)
-    assert port["targetPort"] in {p["name"] for p in container["ports"] if p["containerPort"] == 8080}
-    monitor = find(rendered, "ServiceMonitor")
-    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
-    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
-    assert [(e["port"], e.get("path", "/metrics")) for e in monitor["spec"]["endpoints"]] == [("metrics", "/metrics")]
+    assert (port["name"], port["port"]) == ("https", METRICS_PORT)
+    assert port["targetPort"] in {p["name"] for p in container["ports"] if p["containerPort"] == METRICS_PORT}
+
+
+def test_disruption_budget_keeps_one_of_the_two_replicas(rendered):
+    deployment = find(rendered, "Deployment")
+    budget = find(rendered, "PodDisruptionBudget")
+    assert budget["apiVersion"] == "policy/v1"
+    assert budget["spec"] == {"minAvailable": 1, "selector": deployment["spec"]["selector"],
+                              "unhealthyPodEvictionPolicy": "AlwaysAllow"}  # a crash-looping pod never blocks a drain
+    assert deployment["spec"]["replicas"] > budget["spec"]["minAvailable"]  # a drain can still evict one
 
 
 # --- applying to localcluster -------------------------------------------------------------------
 
 
-async def test_rendered_manifests_apply_to_localcluster(cluster, tmp_path, rendered):
+async def test_apply_k_manifests_succeeds_without_prometheus_operator(cluster, tmp_path, rendered):
+    """Issue 12, fault 4: on a cluster without the Prometheus Operator (no ServiceMonitor kind) the install
+    applies whole; it used to fail on the ServiceMonitor after half the objects were created."""
+    serve_pod_disruption_budgets(cluster)
+    assert not [crd for crd in cluster.store.objects(("apiextensions.k8s.io", "customresourcedefinitions"), None)
+                if crd["spec"]["group"] == "monitoring.coreos.com"]
     kubectl = Kubectl(cluster, tmp_path)
-    await kubectl.ok("apply", "-f", "-", stdin=json.dumps(SERVICEMONITOR_CRD))
-    applied = await kubectl.ok("apply", "-f", "-", stdin=yaml.safe_dump_all(rendered))
+    applied = await kubectl.ok("apply", "-k", str(MANIFESTS))  # the README's install command
     assert len(applied.out.splitlines()) == len(EXPECTED), applied.out
     assert all(line.endswith(" created") for line in applied.out.splitlines()), applied.out
 
     namespaced = await kubectl.ok("get", "-n", NAMESPACE, "-o", "json",
-                                  "serviceaccount,role,rolebinding,deployment,service,servicemonitor")
+                                  "serviceaccount,role,rolebinding,deployment,service,poddisruptionbudget")
     found = {(o["kind"], o["metadata"]["name"]) for o in json.loads(namespaced.out)["items"]}
     assert found == {key for key, ns in EXPECTED.items() if ns}
-    cluster_wide = await kubectl.ok("get", "-o", "json", f"namespace/{NAMESPACE}", f"clusterrole/{NAME}",
-                                    f"clusterrolebinding/{NAME}", f"crd/{PLURAL}.{GROUP}",
-                                    f"crd/{PG_PLURAL}.{PG_GROUP}")
+    cluster_wide = await kubectl.ok("get", "-o", "json", f"namespace/{NAMESPACE}", f"clusterrolebinding/{NAME}",
+                                    *(f"clusterrole/{name}" for kind, name in EXPECTED if kind == "ClusterRole"),
+                                    f"crd/{PLURAL}.{GROUP}", f"crd/{PG_PLURAL}.{PG_GROUP}")
     found = {(o["kind"], o["metadata"]["name"]) for o in json.loads(cluster_wide.out)["items"]}
     assert found == {key for key, ns in EXPECTED.items() if not ns}
 
@@ -216,11 +230,15 @@ async def test_rendered_manifests_apply_to_localcluster(cluster, tmp_path, rende
     assert stored["spec"]["template"]["spec"]["containers"] == find(rendered, "Deployment")[
         "spec"]["template"]["spec"]["containers"]
     stored = json.loads((await kubectl.ok("get", "clusterrole", NAME, "-o", "json")).out)
-    assert stored["rules"] == find(rendered, "ClusterRole")["rules"]
+    assert stored["rules"] == find(rendered, "ClusterRole", NAME)["rules"]
 
-    # The README's install command, on top: nothing to change.
+    # The README's install command, on top: nothing to change. A PodDisruptionBudget is always
+    # "configured": policy/v1's selector has patchStrategy replace, so kubectl's patch is never empty
+    # (a real server answers the same way; the patch changes nothing).
     again = await kubectl.ok("apply", "-k", str(MANIFESTS))
-    assert all(line.endswith(" unchanged") for line in again.out.splitlines()), again.out
+    assert len(again.out.splitlines()) == len(EXPECTED), again.out
+    assert all(line.endswith(" unchanged") or line == f"poddisruptionbudget.policy/{NAME} configured"
+               for line in again.out.splitlines()), again.out
 
 
 # --- RBAC: the rules against the requests the controller really makes ---------------------------
@@ -235,17 +253,52 @@ GROUPS = {
     "services": "",
     "events": "",
     "leases": "coordination.k8s.io",
+    "genericjobs/finalizers": GROUP,
+    "tokenreviews": "authentication.k8s.io",
+    "subjectaccessreviews": "authorization.k8s.io",
 }
 NAMESPACED_ROLE = {"leases"}  # granted by the Role in the controller's namespace, not the ClusterRole
 
 Rule = tuple[str, str, str]  # (apiGroup, resource, verb)
 
-# Permissions the controller needs but that the scenario below cannot make it use: (group, resource,
-# verb) -> why it is needed. Empty today, since every rule is exercised: even the live `get pods` of
-# reconciler.py's `_cache_lags` (by force-deleting a running pod, which the cache then misses while the
-# job's status still records it running), and the force-delete of a pod stuck terminating needs no more
-# than `delete pods`, which clean-up and restarts use.
-NOT_EXERCISED: dict[Rule, str] = {}
+# Permissions the controller needs but that the scenario below cannot make it request: (group, resource,
+# verb) -> why it is needed. Every other rule is exercised: even the live `get pods` of reconciler.py's
+# `_cache_lags` (by force-deleting a running pod, which the cache then misses while the job's status still
+# records it running), and the force-delete of a pod stuck terminating needs no more than `delete pods`,
+# which clean-up and restarts use.
+NOT_EXERCISED: dict[Rule, str] = {
+    (GROUP, "genericjobs/finalizers", "update"):
+        "checked by OwnerReferencesPermissionEnforcement on every child's create, never requested: "
+        "test_without_the_finalizers_rule_every_pod_create_is_refused shows the need",
+    ("authentication.k8s.io", "tokenreviews", "create"): "the secure metrics endpoint, not served in-process here",
+    ("authorization.k8s.io", "subjectaccessreviews", "create"):
+        "the secure metrics endpoint, not served in-process here",
+}
+
+
+def apply_rbac(cluster, objects: list[dict]) -> None:
+    """Create the manifests' RBAC objects inside localcluster (not over HTTP: the requests counted are
+    then the controller's alone)."""
+    cluster.api.ensure_namespace(NAMESPACE)
+    for obj in objects:
+        if obj["kind"] in ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"):
+            rt = cluster.registry.by_kind(obj["apiVersion"], obj["kind"])
+            cluster.api.create(rt, obj["metadata"].get("namespace"), copy.deepcopy(obj))
+
+
+@contextlib.asynccontextmanager
+async def service_account_client(cluster):
+    """A kubernetes_asyncio client authenticating with a token of the manifests' ServiceAccount."""
+    cluster.api.ensure_namespace(NAMESPACE)
+    token = cluster.service_account_token(NAMESPACE, NAME)
+    configuration = client.Configuration()
+    await config.load_kube_config_from_dict(cluster.kubeconfig(token=token), client_configuration=configuration)
+    async with client.ApiClient(configuration) as api:
+        yield api
+
+
+def refused(cluster) -> dict:
+    return {key: n for key, n in cluster.faults.requests.items() if key[2] in (401, 403) and n}
 
 
 def rules_of(role: dict) -> set[Rule]:
@@ -403,10 +456,8 @@ async def run_every_api_path(cluster, controller: Controller) -> None:
         n for (verb, _, _), n in cluster.faults.requests.items() if verb == "watch") >= watches + dropped)
 
 
-@pytest.mark.runner("scripted")
-async def test_rbac_rules_are_exactly_what_the_controller_uses(cluster, api_client, rendered):
-    cluster.apply_crds(CRDS)
-    cluster.api.ensure_namespace(NAMESPACE)
+async def run_under_leader_election(cluster, api_client) -> None:
+    """Run every API path as `genericjob-controller run --leader-elect` would, with `api_client`'s identity."""
     controller = Controller(api_client, ControllerConfig(workers=4, qps=0, informer_options=FAST,
                                                          shutdown_timeout=5.0))
     # As `genericjob-controller run --leader-elect` does: informers warm up, workers run only while leading.
@@ -432,11 +483,21 @@ async def test_rbac_rules_are_exactly_what_the_controller_uses(cluster, api_clie
     lease = cluster.api.get(cluster.registry.get("coordination.k8s.io", "v1", "leases"), NAMESPACE, NAME)
     assert lease["spec"]["holderIdentity"] == "", "the lease was not released"
 
+
+@pytest.mark.runner("scripted")
+async def test_rbac_rules_are_exactly_what_the_controller_uses(cluster, rendered):
+    cluster.apply_crds(CRDS)
+    apply_rbac(cluster, rendered)
+    async with service_account_client(cluster) as api_client:
+        await run_under_leader_election(cluster, api_client)
+    assert not refused(cluster), f"requests refused under the manifests' RBAC: {refused(cluster)}"
+    assert cluster.access.admission.owner_references  # the plugin was on: the finalizers rule was needed
+
     seen = cluster.faults.requests
     unknown = sorted({resource for _, resource, _ in seen if resource not in GROUPS})
     assert not unknown, f"requests for resources the test cannot map to an API group: {unknown}"
     used = {(GROUPS[resource], resource, verb) for verb, resource, _ in seen}
-    cluster_rules = rules_of(find(rendered, "ClusterRole"))
+    cluster_rules = rules_of(find(rendered, "ClusterRole", NAME))
     role_rules = rules_of(find(rendered, "Role"))
 
     def granted(rule: Rule) -> bool:
@@ -450,6 +511,118 @@ async def test_rbac_rules_are_exactly_what_the_controller_uses(cluster, api_clie
     assert not unused, f"permissions granted but never used (over-broad; remove them or explain in " \
                        f"NOT_EXERCISED): {unused}"
 
+
+
+def without_finalizers_rule(rendered: list[dict]) -> list[dict]:
+    objects = copy.deepcopy(rendered)
+    role = find(objects, "ClusterRole", NAME)
+    role["rules"] = [r for r in role["rules"] if "genericjobs/finalizers" not in r["resources"]]
+    assert len(role["rules"]) == len(find(rendered, "ClusterRole", NAME)["rules"]) - 1
+    return objects
+
+
+@pytest.mark.runner("scripted")
+async def test_without_the_finalizers_rule_every_pod_create_is_refused(cluster, rendered):
+    """What the issue saw on OpenShift: children carry blockOwnerDeletion, so the admission plugin asks
+    for `update genericjobs/finalizers`; without it every pod create is 403 and no pod exists."""
+    cluster.apply_crds(CRDS)
+    apply_rbac(cluster, without_finalizers_rule(rendered))
+    local = InProcess(cluster)
+    async with service_account_client(cluster) as api_client:
+        controller = Controller(api_client, ControllerConfig(workers=2, qps=0, informer_options=FAST,
+                                                             shutdown_timeout=5.0))
+        controller.start_informers()
+        await controller.wait_for_sync(10)
+        controller.run_workers()
+        try:
+            job = local.submit(genericjob("refused", {"worker": 2}, script=QUICK))
+            await local.wait("a pod create refused with 403",
+                             lambda: cluster.faults.requests.get(("create", "pods", 403), 0) >= 1)
+            assert not local.pods("refused")
+            assert cluster.faults.requests.get(("create", "pods", 201), 0) == 0
+        finally:
+            await controller.stop()
+        # The server's answer, as the controller got it: the plugin's message.
+        core = client.CoreV1Api(api_client)
+        pod = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "refused-worker-0", "ownerReferences": [
+                   {"apiVersion": f"{GROUP}/{VERSION}", "kind": "GenericJob", "name": "refused",
+                    "uid": job["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]},
+               "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+        with pytest.raises(client.ApiException) as refusal:
+            await core.create_namespaced_pod("default", pod)
+        assert refusal.value.status == 403
+        assert json.loads(refusal.value.body)["message"] == (
+            'pods "refused-worker-0" is forbidden: cannot set blockOwnerDeletion if an ownerReference refers to '
+            "a resource you can't set finalizers on: , <nil>")
+
+
+async def test_namespace_users_get_genericjobs_through_edit_and_view(tmp_path, rendered):
+    """user-rbac.yaml's ClusterRoles are aggregated into the built-in roles users are bound to."""
+    from localcluster import LocalCluster
+
+    async with LocalCluster(tls=True) as cluster:  # kubectl sends credentials (and --as) only over TLS
+        cluster.apply_crds(CRDS)
+        cluster.api.ensure_namespace("team")
+        admin = Kubectl(cluster, tmp_path / "admin")
+        bindings = [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                     "metadata": {"name": user, "namespace": "team"},
+                     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                     "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}
+                    for user, role in (("ed", "edit"), ("vi", "view"))]
+        await admin.ok("apply", "-f", "-", stdin="\n---\n".join(map(json.dumps, bindings)))
+
+        async def can(user: str, *what: str, namespace: str = "team") -> str:
+            return (await admin.run("auth", "can-i", *what, "-n", namespace, "--as", user)).out.strip()
+
+        assert await can("ed", "create", "genericjobs") == "no"  # the issue's complaint, before user-rbac.yaml
+        await admin.ok("apply", "-f", str(MANIFESTS / "user-rbac.yaml"))
+        assert await can("ed", "create", "genericjobs") == "yes"
+        assert await can("ed", "delete", "genericjobs") == "yes"
+        assert await can("ed", "update", "genericjobs", "--subresource=status") == "no"  # the controller's to write
+        assert await can("ed", "list", "podgroups.scheduler.tensorstack.dev") == "yes"  # view's, via edit
+        assert await can("vi", "get", "genericjobs") == "yes"
+        assert await can("vi", "get", "genericjobs", "--subresource=status") == "yes"
+        assert await can("vi", "create", "genericjobs") == "no"
+        assert await can("vi", "get", "genericjobs", namespace="default") == "no"
+        assert await can("admin-less", "get", "genericjobs") == "no"
+        # admin aggregates edit's rules too.
+        admins = json.loads((await admin.ok("get", "clusterrole", "admin", "-o", "json")).out)["rules"]
+        assert find(load_user_rbac(), "ClusterRole", "genericjob-edit")["rules"][0] in admins
+
+        # ed creates a job with its own token; vi may read it and not delete it.
+        ed = Kubectl(cluster, tmp_path / "ed")
+        ed.kubeconfig = cluster.write_kubeconfig(tmp_path / "ed" / "kubeconfig", token=cluster.add_token("e", "ed"),
+                                                 namespace="team")
+        await ed.ok("apply", "-f", "-", stdin=json.dumps(genericjob("mine", {"worker": 1}, script=QUICK)))
+        vi = Kubectl(cluster, tmp_path / "vi")
+        vi.kubeconfig = cluster.write_kubeconfig(tmp_path / "vi" / "kubeconfig", token=cluster.add_token("v", "vi"),
+                                                 namespace="team")
+        assert "mine" in (await vi.ok("get", "genericjobs")).out
+        denied = await vi.run("delete", "genericjob", "mine")
+        assert denied.code != 0 and ('genericjobs.batch.tensorstack.dev "mine" is forbidden: User "vi" cannot delete '
+                                     'resource "genericjobs" in API group "batch.tensorstack.dev" in the namespace '
+                                     '"team"') in denied.err
+
+
+def load_user_rbac() -> list[dict]:
+    return [d for d in yaml.safe_load_all((MANIFESTS / "user-rbac.yaml").read_text()) if d]
+
+
+def test_user_cluster_roles_are_the_contracted_ones():
+    roles = {r["metadata"]["name"]: r for r in load_user_rbac()}
+    assert set(roles) == {"genericjob-edit", "genericjob-view", "genericjob-metrics-reader"}
+    aggregate = "rbac.authorization.k8s.io/aggregate-to-"
+    assert {k: v for k, v in roles["genericjob-edit"]["metadata"]["labels"].items() if k.startswith(aggregate)} == {
+        aggregate + "admin": "true", aggregate + "edit": "true"}
+    assert {k: v for k, v in roles["genericjob-view"]["metadata"]["labels"].items() if k.startswith(aggregate)} == {
+        aggregate + "view": "true"}
+    assert roles["genericjob-metrics-reader"]["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    # No user role lets anyone write a job's status or finalizers: that is the controller's.
+    for role in roles.values():
+        for rule in role["rules"]:
+            writes = set(rule["verbs"]) - {"get", "list", "watch"}
+            assert not (writes and {"genericjobs/status", "genericjobs/finalizers"} & set(rule.get("resources", [])))
 
 # --- the Dockerfile (structure only: no Docker engine to build it here) -------------------------
 
@@ -523,7 +696,7 @@ def test_dockerfile_runs_the_cli_as_the_deployments_non_root_user(rendered):
     assert [json.loads(a) for a in args_of(final, "CMD")] == [["run"]]
     exposed = sorted(int(p) for a in args_of(final, "EXPOSE") for p in a.split())
     [container] = find(rendered, "Deployment")["spec"]["template"]["spec"]["containers"]
-    assert exposed == sorted(p["containerPort"] for p in container["ports"]) == [8080, 8081]
+    assert exposed == sorted(p["containerPort"] for p in container["ports"]) == [8081, METRICS_PORT]
 
 
 def test_dockerfile_copies_every_package_and_dockerignore_keeps_the_context_small():
