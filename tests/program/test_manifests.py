@@ -55,6 +55,8 @@ MANIFESTS = ROOT / "manifests"
 NAMESPACE = "genericjob-system"
 IMAGE = "ghcr.io/t9k/genericjob-controller:0.1.0"
 NAME = "genericjob-controller"
+# The controller's own roles (user-rbac.yaml adds user-facing ClusterRoles next to them).
+ROLES = {"ClusterRole": NAME, "Role": f"{NAME}-leader-election"}
 
 # What `kubectl kustomize manifests/` must produce: (kind, name) -> namespaced?
 EXPECTED = {
@@ -126,7 +128,7 @@ def test_bindings_grant_the_roles_to_the_deployment_service_account(rendered):
     for binding_kind, role_kind in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
         binding = find(rendered, binding_kind)
         assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind,
-                                      "name": find(rendered, role_kind)["metadata"]["name"]}
+                                      "name": find(rendered, role_kind, ROLES[role_kind])["metadata"]["name"]}
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}]
     # The lease Role lives where the Deployment runs (the Lease's namespace comes from the downward API).
     assert find(rendered, "Role")["metadata"]["namespace"] == find(rendered, "Deployment")["metadata"]["namespace"]
@@ -222,7 +224,7 @@ async def test_rendered_manifests_apply_to_localcluster(cluster, tmp_path, rende
     assert stored["spec"]["template"]["spec"]["containers"] == find(rendered, "Deployment")[
         "spec"]["template"]["spec"]["containers"]
     stored = json.loads((await kubectl.ok("get", "clusterrole", NAME, "-o", "json")).out)
-    assert stored["rules"] == find(rendered, "ClusterRole")["rules"]
+    assert stored["rules"] == find(rendered, "ClusterRole", NAME)["rules"]
 
     # The README's install command, on top: nothing to change.
     again = await kubectl.ok("apply", "-k", str(MANIFESTS))
@@ -485,7 +487,7 @@ async def test_rbac_rules_are_exactly_what_the_controller_uses(cluster, rendered
     unknown = sorted({resource for _, resource, _ in seen if resource not in GROUPS})
     assert not unknown, f"requests for resources the test cannot map to an API group: {unknown}"
     used = {(GROUPS[resource], resource, verb) for verb, resource, _ in seen}
-    cluster_rules = rules_of(find(rendered, "ClusterRole"))
+    cluster_rules = rules_of(find(rendered, "ClusterRole", NAME))
     role_rules = rules_of(find(rendered, "Role"))
 
     def granted(rule: Rule) -> bool:
