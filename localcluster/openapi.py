@@ -132,6 +132,9 @@ def _paths(rt: ResourceType) -> dict:
     scope = [_param("namespace", "path", "object name and auth scope, such as for teams and projects")] \
         if rt.namespaced else []
     item_params = [_param("name", "path", f"name of the {rt.kind}"), *scope, pretty]
+    if rt.verbs == ("create",):  # the review kinds: answered, never stored
+        return {base: {"post": _operation(rt, "post", "create a", f"create{name}", write, full),
+                       "parameters": [*scope, pretty]}}
     paths = {
         base: {
             "get": _operation(rt, "list", "list or watch objects of kind", f"list{name}", list(LIST_PARAMS),

@@ -379,3 +379,12 @@ async def test_serve_with_tls_prints_service_account_tokens(tmp_path):
         proc.send_signal(signal.SIGTERM)
         async with asyncio.timeout(10):
             assert await proc.wait() == 0
+
+
+async def test_reviews_in_openapi_are_create_only(admin):
+    _, root = await admin.call("GET", "/openapi/v3")
+    _, doc = await admin.call("GET", "/" + root["paths"]["apis/authorization.k8s.io/v1"]["serverRelativeURL"]
+                              .lstrip("/"))
+    paths = {p: sorted(k for k in ops if k != "parameters") for p, ops in doc["paths"].items()}
+    assert paths == {"/apis/authorization.k8s.io/v1/selfsubjectaccessreviews": ["post"],
+                     "/apis/authorization.k8s.io/v1/subjectaccessreviews": ["post"]}

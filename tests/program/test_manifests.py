@@ -56,6 +56,8 @@ MANIFESTS = ROOT / "manifests"
 NAMESPACE = "genericjob-system"
 IMAGE = "ghcr.io/t9k/genericjob-controller:0.1.0"
 NAME = "genericjob-controller"
+# The controller's own roles (user-rbac.yaml adds user-facing ClusterRoles next to them).
+ROLES = {"ClusterRole": NAME, "Role": f"{NAME}-leader-election"}
 
 # What `kubectl kustomize manifests/` must produce: (kind, name) -> namespaced?
 EXPECTED = {
@@ -124,8 +126,8 @@ def test_bindings_grant_the_roles_to_the_deployment_service_account(rendered):
     assert pod["serviceAccountName"] == account
     for binding_kind, role_kind in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
         binding = find(rendered, binding_kind)
-        role = NAME if role_kind == "ClusterRole" else find(rendered, role_kind)["metadata"]["name"]
-        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role}
+        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind,
+                                      "name": find(rendered, role_kind, ROLES[role_kind])["metadata"]["name"]}
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}]
     # The lease Role lives where the Deployment runs (the Lease's namespace comes from the downward API).
     assert find(rendered, "Role")["metadata"]["namespace"] == find(rendered, "Deployment")["metadata"]["namespace"]
