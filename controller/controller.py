@@ -127,7 +127,14 @@ class Controller:
 
     # Pods also start the status latency clock (see StatusLatency); only a leader writes, so only it times.
 
+    # Pod events also lower the reconciler's expectations at once (client-go's CreationObserved and
+    # DeletionObserved): a pod deleted just after its creation must not leave its replica waiting for
+    # a create expectation that the next reconcile, no longer seeing the pod, could not clear.
+
     def _pod_added(self, obj: dict) -> None:
+        job_uid = controller_uid(obj)
+        if job_uid:
+            self.reconciler.expectations.creation_observed(job_uid, obj["metadata"]["name"])
         self._time_pod_phase(obj)
         self._child_changed(obj)
 
@@ -137,8 +144,10 @@ class Controller:
         self._child_changed(new)
 
     def _pod_deleted(self, obj: dict) -> None:
-        job_uid = controller_uid(obj)
+        job_uid = controller_uid(obj)  # obj may be a Tombstone: the last state the cache saw
         if job_uid:
+            self.reconciler.expectations.deletion_observed(job_uid, obj["metadata"].get("uid", ""))
+            self.reconciler.expectations.creation_observed(job_uid, obj["metadata"]["name"])
             self.status_latency.pod_gone(job_uid, obj["metadata"].get("uid", ""))
         self._child_changed(obj)
 
@@ -291,5 +300,7 @@ def _expected(exc: Exception) -> bool:
     """API errors and timeouts are part of life; anything else deserves a traceback."""
     from informers import ApiStatusError
 
-    return isinstance(exc, ApiStatusError | TimeoutError | OSError)
+    from .reconciler import WritesFailed
+
+    return isinstance(exc, ApiStatusError | TimeoutError | OSError | WritesFailed)
 
