@@ -131,7 +131,9 @@ class ServicePort(Model):
     name: Annotated[str, Field(max_length=63, pattern=DNS1123_LABEL)] | None = Field(
         None, description="The name of this port within the service: a DNS-1123 label, required with several ports.")
     port: PortNumber = Field(description="The port that will be exposed by this service.")
-    target_port: PortNumber | Annotated[str, Field(max_length=15, pattern=IANA_SVC_NAME)] | None = Field(
+    # Strict: "8080" is a (bad) port name, as in an IntOrString, not a number.
+    target_port: Annotated[int, Field(strict=True, ge=1, le=65535)] | Annotated[
+        str, Field(max_length=15, pattern=IANA_SVC_NAME)] | None = Field(
         None, description="Number (1-65535) or name (an IANA_SVC_NAME) of the port to access on the pods.")
     protocol: PortProtocol | None = Field(None, description="The IP protocol for this port: TCP, UDP or SCTP.")
 

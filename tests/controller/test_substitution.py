@@ -48,7 +48,8 @@ def two_types(service: bool = True) -> GenericJob:
         {"type": "worker", "replicas": 3, "template": {"spec": {"containers": [container()]}}},
     ]}
     if service:
-        spec["service"] = {"ports": [{"name": "http", "port": 2222}, {"name": "grpc", "port": 9000}, {"name": "one", "port": 1}]}
+        spec["service"] = {"ports": [{"name": "http", "port": 2222}, {"name": "grpc", "port": 9000},
+                                     {"name": "one", "port": 1}]}
     return make_job(spec)
 
 
