@@ -279,6 +279,9 @@ class Controller:
             except Exception as exc:
                 log.warning("reconcile failed", job=key, error=str(exc), exc_info=not _expected(exc))
                 self.queue.add_rate_limited(key)
+                wake_up = getattr(exc, "wake_up", None)  # WritesFailed: a deadline the backoff must not delay
+                if wake_up is not None:
+                    self.queue.add_after(key, wake_up)
             finally:
                 elapsed = time.perf_counter() - started
                 log.debug("reconciled", result=result, seconds=round(elapsed, 6))

@@ -70,9 +70,12 @@ class WritesFailed(Exception):
     """Writes of a reconcile the server refused: each was recorded as a Warning Event on the job,
     and the reconcile went on; raising this at its end retries the key with backoff."""
 
-    def __init__(self, failures: list[tuple[str, str]]) -> None:
+    def __init__(self, failures: list[tuple[str, str]], wake_up: float | None = None) -> None:
         super().__init__("; ".join(message for _, message in failures))
         self.failures = failures
+        # A timed look the reconcile asked for besides (a stuck pod's deadline): the backoff must not
+        # push it back.
+        self.wake_up = wake_up
 
 
 @dataclass(frozen=True)
@@ -210,7 +213,7 @@ class Reconciler:
             wake_ups.append(stuck_check)
         if failed:
             self._failures[uid] = WriteFailure(*failed[0])
-            raise WritesFailed(failed)
+            raise WritesFailed(failed, min(wake_ups) if wake_ups else None)
         if self._failures.pop(uid, None) is not None:
             # The status just written still shows the last attempt's failure: look again to clear it.
             wake_ups.append(FAILURE_CLEARED_RECHECK)

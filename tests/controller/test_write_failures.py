@@ -92,3 +92,26 @@ def test_stored_ports_compare_equal_to_the_desired_ones_after_defaulting():
     assert stored_ports(stored) == service_ports(job)
     edited = job_with_ports([{"name": "http", "port": 8080}])
     assert stored_ports(stored) != service_ports(edited)
+
+
+async def test_pod_handlers_lower_expectations_tombstones_included():
+    from kubernetes_asyncio.client import ApiClient, Configuration
+    from prometheus_client import CollectorRegistry
+
+    from controller.controller import Controller
+    from informers import Tombstone
+
+    async with ApiClient(Configuration(host="http://127.0.0.1:9")) as api:  # never contacted
+        made = Controller(api, registry=CollectorRegistry())
+        expectations = made.reconciler.expectations
+        pod = {"metadata": {"name": "j-w-0", "namespace": "ns", "uid": "pod-1", "ownerReferences": [
+            {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "GenericJob", "name": "j", "uid": "job",
+             "controller": True}]}}
+        expectations.expect_create("job", "j-w-0")
+        made._pod_added(pod)
+        assert not expectations.creating("job", "j-w-0")
+        expectations.expect_create("job", "j-w-0")
+        expectations.expect_delete("job", "pod-1")
+        made._pod_deleted(Tombstone("ns/j-w-0", pod))  # found gone by a relist: no final state
+        assert not expectations.deleting("job", "pod-1") and not expectations.creating("job", "j-w-0")
+        assert len(made.queue) == 1  # and the job is looked at
