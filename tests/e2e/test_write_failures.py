@@ -122,6 +122,23 @@ async def test_a_refused_service_costs_no_other_write_nor_event(cluster, control
     await jobs.wait("job", lambda j: failure(j)[0] == "False", timeout=15)
 
 
+async def test_a_refused_delete_is_visible_then_done(cluster, controller, jobs):
+    await jobs.submit(genericjob("job", {"worker": 1}, script=FOREVER))
+    await jobs.wait_phase("job", "Running")
+    cluster.faults.configure(error_rate=1.0, error_code=403, verbs=["delete"], resources=["pods"])
+    await jobs.patch("job", {"spec": {"runMode": {"pause": {"enabled": True}}}})  # pausing deletes the pods
+    [refused] = await jobs.wait_event("job", "FailedDelete")
+    assert refused.type == "Warning"
+    assert refused.message.startswith('Error deleting pod job-worker-0: pods "job-worker-0" is forbidden')
+    await jobs.wait_event("job", "Paused")  # the phase Event of the reconcile that was refused
+    shown = await jobs.wait("job", lambda j: (failure(j) or ("",))[0] == "True")
+    assert failure(shown)[1] == "FailedDelete" and phase(shown) == "Paused"
+    assert len(await jobs.pods("job")) == 1
+    cluster.faults.clear()
+    await jobs.wait_pods("job", lambda found: not found, timeout=15)
+    await jobs.wait("job", lambda j: failure(j)[0] == "False", timeout=15)
+
+
 async def test_service_ports_the_service_api_refuses_are_refused_at_apply(cluster, jobs):
     for ports, field in (([{"name": "HTTP", "port": 80}], "spec.service.ports[0].name"),
                          ([{"port": 80, "protocol": "tcp"}], "spec.service.ports[0].protocol"),
