@@ -146,8 +146,9 @@ class Controller:
     def _pod_deleted(self, obj: dict) -> None:
         job_uid = controller_uid(obj)  # obj may be a Tombstone: the last state the cache saw
         if job_uid:
+            # Only the uid's delete: the name may already be expected again (the replacement of a
+            # restarted replica), and this event says nothing of that new pod.
             self.reconciler.expectations.deletion_observed(job_uid, obj["metadata"].get("uid", ""))
-            self.reconciler.expectations.creation_observed(job_uid, obj["metadata"]["name"])
             self.status_latency.pod_gone(job_uid, obj["metadata"].get("uid", ""))
         self._child_changed(obj)
 

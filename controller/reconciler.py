@@ -113,6 +113,11 @@ class Expectations:
     def creating(self, job_uid: str, name: str) -> bool:
         return name in self._creates.get(job_uid, ())
 
+    def creating_now(self, job_uid: str) -> frozenset[str]:
+        """The names expected at this moment: a reconcile takes this with its read of the cache, and
+        decides from the two together (a pod observed later was not in the pods it planned from)."""
+        return frozenset(self._creates.get(job_uid, ()))
+
     def deleting(self, job_uid: str, uid: str) -> bool:
         return uid in self._deletes.get(job_uid, ())
 
@@ -178,6 +183,7 @@ class Reconciler:
         uid = obj["metadata"]["uid"]
         pods = self.pods.controlled_by(uid)
         self.expectations.observe(uid, pods)
+        expected = self.expectations.creating_now(uid)
         status = obj.get("status") or {}
         job = self.parsed(obj)
         now = self.now()
@@ -201,7 +207,7 @@ class Reconciler:
             # The PodGroup before the pods, so a gang scheduler never sees a pod of a group it does not
             # know; the pods before their Services (as training-operator), since pods are what a job waits on.
             await self._sync_podgroup(obj, job, the_plan, making, failed)
-            if not the_plan.terminal and not await self._create_pods(obj, job, the_plan, failed):
+            if not the_plan.terminal and not await self._create_pods(obj, job, the_plan, expected, failed):
                 wake_ups.append(NAME_TAKEN_RETRY)
             await self._sync_services(obj, job, the_plan, making, failed)
         else:
@@ -296,9 +302,14 @@ class Reconciler:
                 self.expectations.deletion_observed(job_uid, uid)
                 self._refused(obj, failed, "FailedDelete", f"Error deleting pod {name}: {err.message}")
 
-    async def _create_pods(self, obj: dict, job: GenericJob, the_plan: Plan, failed: list[tuple[str, str]]) -> bool:
+    async def _create_pods(self, obj: dict, job: GenericJob, the_plan: Plan, expected: frozenset[str],
+                           failed: list[tuple[str, str]]) -> bool:
         """Creates the planned pods; False when a name is taken by a pod that is not (or not yet
         known to be) the job's, so the reconcile must look again later.
+
+        `expected` are the creates in flight when the plan's pods were read: a pod whose add event
+        lowers its expectation during this reconcile is still missing from those pods, and must not be
+        asked for again (client-go checks expectations before it lists, for the same reason).
 
         After a refused create, the other pods of that replica type wait for the retry: they come
         from the same template (a 400 or 422 would repeat) and ask for the same quota."""
@@ -307,7 +318,7 @@ class Reconciler:
         refused_types: set[str] = set()
         for replica_type, rank, mode in the_plan.create:
             name = replica_name(job.name, replica_type, rank)
-            if self.expectations.creating(job_uid, name) or replica_type in refused_types:
+            if name in expected or replica_type in refused_types:
                 continue
             self.expectations.expect_create(job_uid, name)  # before the request: its watch event may come first
             try:
