@@ -198,7 +198,7 @@ class Reconciler:
         if written is None:
             return Result(requeue_after=0.0, lost_at=obj["metadata"]["resourceVersion"])
         failed: list[tuple[str, str]] = []  # (reason, message) of every write the server refused
-        await self._delete_pods(obj, the_plan, failed)
+        refused_deletes = await self._delete_pods(obj, the_plan, failed)
         wake_ups: list[float] = []  # seconds until something not announced by any event needs a look
         if isinstance(job, GenericJob):
             # A paused job makes nothing new (a job created paused has no Services or PodGroup until
@@ -213,6 +213,8 @@ class Reconciler:
         else:
             await self._remove_services_and_podgroup(obj, failed)
         for event_type, reason, message in the_plan.events:
+            if reason == "SuccessfulDelete" and message in refused_deletes:
+                continue  # the server refused it: FailedDelete says so instead
             self.recorder.record(written, event_type, reason, message)
         stuck_check = await self._force_delete_stuck(obj, pods, failed)
         if stuck_check is not None:
@@ -288,8 +290,10 @@ class Reconciler:
 
     # --- pods -----------------------------------------------------------------------------
 
-    async def _delete_pods(self, obj: dict, the_plan: Plan, failed: list[tuple[str, str]]) -> None:
+    async def _delete_pods(self, obj: dict, the_plan: Plan, failed: list[tuple[str, str]]) -> set[str]:
+        """Deletes the planned pods; returns the plan's Event messages of those the server refused."""
         job_uid = obj["metadata"]["uid"]
+        refused = set()
         for name, uid, _reason in the_plan.delete:
             if self.expectations.deleting(job_uid, uid):
                 continue
@@ -301,6 +305,8 @@ class Reconciler:
                     continue  # observe() drops the expectation once the uid has left the cache
                 self.expectations.deletion_observed(job_uid, uid)
                 self._refused(obj, failed, "FailedDelete", f"Error deleting pod {name}: {err.message}")
+                refused.add(f"Deleted pod: {name}")
+        return refused
 
     async def _create_pods(self, obj: dict, job: GenericJob, the_plan: Plan, expected: frozenset[str],
                            failed: list[tuple[str, str]]) -> bool:

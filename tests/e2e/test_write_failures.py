@@ -137,6 +137,7 @@ async def test_a_refused_delete_is_visible_then_done(cluster, controller, jobs):
     shown = await jobs.wait("job", lambda j: (failure(j) or ("",))[0] == "True")
     assert failure(shown)[1] == "FailedDelete" and phase(shown) == "Paused"
     assert len(await jobs.pods("job")) == 1
+    assert not [e for e in await jobs.events("job") if e.reason == "SuccessfulDelete"]  # nothing was deleted
     cluster.faults.clear()
     await jobs.wait_pods("job", lambda found: not found, timeout=15)
     await jobs.wait("job", lambda j: failure(j)[0] == "False", timeout=15)
