@@ -132,7 +132,14 @@ class Controller:
 
     # Pods also start the status latency clock (see StatusLatency); only a leader writes, so only it times.
 
+    # Pod events also lower the reconciler's expectations at once (client-go's CreationObserved and
+    # DeletionObserved): a pod deleted just after its creation must not leave its replica waiting for
+    # a create expectation that the next reconcile, no longer seeing the pod, could not clear.
+
     def _pod_added(self, obj: dict) -> None:
+        job_uid = controller_uid(obj)
+        if job_uid:
+            self.reconciler.expectations.creation_observed(job_uid, obj["metadata"]["name"])
         self._time_pod_phase(obj)
         self._child_changed(obj)
 
@@ -142,8 +149,11 @@ class Controller:
         self._child_changed(new)
 
     def _pod_deleted(self, obj: dict) -> None:
-        job_uid = controller_uid(obj)
+        job_uid = controller_uid(obj)  # obj may be a Tombstone: the last state the cache saw
         if job_uid:
+            # Only the uid's delete: the name may already be expected again (the replacement of a
+            # restarted replica), and this event says nothing of that new pod.
+            self.reconciler.expectations.deletion_observed(job_uid, obj["metadata"].get("uid", ""))
             self.status_latency.pod_gone(job_uid, obj["metadata"].get("uid", ""))
         self._child_changed(obj)
 
@@ -282,6 +292,9 @@ class Controller:
             except Exception as exc:
                 log.warning("reconcile failed", job=key, error=str(exc), exc_info=not _expected(exc))
                 self.queue.add_rate_limited(key)
+                wake_up = getattr(exc, "wake_up", None)  # WritesFailed: a deadline the backoff must not delay
+                if wake_up is not None:
+                    self.queue.add_after(key, wake_up)
             finally:
                 elapsed = time.perf_counter() - started
                 log.debug("reconciled", result=result, seconds=round(elapsed, 6))
@@ -303,5 +316,7 @@ def _expected(exc: Exception) -> bool:
     """API errors and timeouts are part of life; anything else deserves a traceback."""
     from informers import ApiStatusError
 
-    return isinstance(exc, ApiStatusError | TimeoutError | OSError)
+    from .reconciler import WritesFailed
+
+    return isinstance(exc, ApiStatusError | TimeoutError | OSError | WritesFailed)
 

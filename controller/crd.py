@@ -78,6 +78,9 @@ def _structural(node: dict, defs: dict) -> dict:
     return out
 
 
+_TYPED_LIMITS = ("minimum", "maximum", "pattern", "maxLength", "minLength")
+
+
 def _union(node: dict, defs: dict) -> dict:
     options = node.pop("anyOf")
     nullable = any(option.get("type") == "null" for option in options)
@@ -85,7 +88,10 @@ def _union(node: dict, defs: dict) -> dict:
     if len(others) == 1:
         out = _structural({**others[0], **node}, defs)
     elif sorted(option.get("type") for option in others) == ["integer", "string"]:
-        out = _structural({**node, "x-kubernetes-int-or-string": True}, defs)
+        # Each branch's own limits (minimum for the number, pattern for the string) apply only to
+        # values of their type, as in the API server's int-or-string validation.
+        limits = {k: v for option in others for k, v in option.items() if k in _TYPED_LIMITS}
+        out = _structural({**node, **limits, "x-kubernetes-int-or-string": True}, defs)
     else:
         raise ValueError(f"no structural form for anyOf {options}")
     if nullable:
@@ -163,6 +169,18 @@ _NAME_RULES = [
 ]
 
 
+# What ValidateService checks across a Service's ports (each port's own limits come from the model).
+_SERVICE_PORT_RULES = [
+    {"rule": "size(self) <= 1 || self.all(p, has(p.name))",
+     "message": "with more than one port, every port needs a name"},
+    {"rule": "self.all(p, !has(p.name) || self.exists_one(q, has(q.name) && q.name == p.name))",
+     "message": "port names must be unique"},
+    {"rule": ("self.all(p, self.exists_one(q, q.port == p.port"
+              " && (has(q.protocol) ? q.protocol : 'TCP') == (has(p.protocol) ? p.protocol : 'TCP')))"),
+     "message": "a port number may appear once per protocol"},
+]
+
+
 def spec_schema() -> dict:
     schema = structural(GenericJobSpec.model_json_schema(by_alias=True))
     schema["description"] = "The desired state of a GenericJob."
@@ -177,6 +195,7 @@ def spec_schema() -> dict:
     run_mode = props["runMode"]["properties"]
     run_mode["debug"]["properties"]["replicaSpecs"]["maxItems"] = MAX_REPLICA_TYPES
     run_mode["pause"]["properties"]["resumeSpecs"]["maxItems"] = MAX_REPLICA_TYPES
+    props["service"]["properties"]["ports"]["x-kubernetes-validations"] = copy.deepcopy(_SERVICE_PORT_RULES)
     schema["x-kubernetes-validations"] = [_RESUME_SPECS_IMMUTABLE]
     return schema
 

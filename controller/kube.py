@@ -122,6 +122,11 @@ class KubeClient:
         options = {"gracePeriodSeconds": 0, "preconditions": {"uid": uid}}
         await self._call("delete", resource, "DELETE", f"{_collection(resource, namespace)}/{name}", options)
 
+    async def patch(self, resource: str, namespace: str, name: str, changes: dict) -> dict:
+        """A JSON merge patch: lists in `changes` replace the stored ones whole."""
+        return await self._call("patch", resource, "PATCH", f"{_collection(resource, namespace)}/{name}", changes,
+                                content_type="application/merge-patch+json")
+
     async def get(self, resource: str, namespace: str, name: str) -> dict:
         return await self._call("get", resource, "GET", f"{_collection(resource, namespace)}/{name}")
 

@@ -109,15 +109,51 @@ class RunMode(Model):
         return bool(self.pause and self.pause.enabled)
 
 
+# What the Service API accepts in a port (ValidateService), so the CRD refuses at apply time what
+# every Service create would refuse later: a port name is a DNS-1123 label; a targetPort by name
+# an IANA_SVC_NAME (<= 15 characters, lower case letters, digits and single inner hyphens, at
+# least one letter); numbers 1-65535; protocols TCP, UDP, SCTP. nodePort has no place on the
+# headless Services the controller makes.
+DNS1123_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+IANA_SVC_NAME = r"^([a-z0-9]+-)*[a-z0-9]*[a-z][a-z0-9]*(-[a-z0-9]+)*$"
+MAX_SERVICE_PORTS = 64  # bounds the cost of the CEL rules over spec.service.ports
+
+PortNumber = Annotated[int, Field(ge=1, le=65535)]
+
+
+class PortProtocol(StrEnum):
+    TCP = "TCP"
+    UDP = "UDP"
+    SCTP = "SCTP"
+
+
 class ServicePort(Model):
-    name: str | None = Field(None, description="The name of this port within the service.")
-    port: Annotated[int, Field(ge=1, le=65535)] = Field(description="The port that will be exposed by this service.")
-    target_port: int | str | None = Field(None, description="Number or name of the port to access on the pods.")
-    protocol: str | None = Field(None, description="The IP protocol for this port: TCP, UDP or SCTP.")
+    name: Annotated[str, Field(max_length=63, pattern=DNS1123_LABEL)] | None = Field(
+        None, description="The name of this port within the service: a DNS-1123 label, required with several ports.")
+    port: PortNumber = Field(description="The port that will be exposed by this service.")
+    # Strict: "8080" is a (bad) port name, as in an IntOrString, not a number.
+    target_port: Annotated[int, Field(strict=True, ge=1, le=65535)] | Annotated[
+        str, Field(max_length=15, pattern=IANA_SVC_NAME)] | None = Field(
+        None, description="Number (1-65535) or name (an IANA_SVC_NAME) of the port to access on the pods.")
+    protocol: PortProtocol | None = Field(None, description="The IP protocol for this port: TCP, UDP or SCTP.")
 
 
 class ServiceOption(Model):
-    ports: list[ServicePort] = Field(default_factory=list, description="The ports exposed by each replica's Service.")
+    ports: Annotated[list[ServicePort], Field(max_length=MAX_SERVICE_PORTS)] = Field(
+        default_factory=list, description="The ports exposed by each replica's Service.")
+
+    @field_validator("ports")
+    @classmethod
+    def _ports_as_a_service_takes_them(cls, ports: list[ServicePort]) -> list[ServicePort]:
+        names = [p.name for p in ports if p.name]
+        if len(ports) > 1 and len(names) < len(ports):
+            raise ValueError("with more than one port, every port needs a name")
+        if len(set(names)) < len(names):
+            raise ValueError("port names must be unique")
+        pairs = [(p.port, p.protocol or PortProtocol.TCP) for p in ports]
+        if len(set(pairs)) < len(pairs):
+            raise ValueError("a port number may appear once per protocol")
+        return ports
 
 
 class T9kScheduler(Model):

@@ -10,13 +10,22 @@ Level-triggered and idempotent. The plan (plan.py) is pure; this module does the
 A reconcile asks for a timed wake-up only for what no watch event would announce: a stuck pod's
 deadline, or a pod name held by another owner.
 Expectations remember the creates and deletes in flight, so a cache that has not yet seen them does
-not make the same request twice.
+not make the same request twice; they are raised before each request and lowered by the pod
+informer's handlers (as client-go's ControllerExpectations), so a pod deleted just after it was
+created is replaced at once.
+
+A write the server refuses (any code: 400, 403 quota or admission, 422, 500...) does not stop the
+reconcile: the other writes and the plan's Events still happen. Each refusal is a Warning Event
+(FailedCreate / FailedDelete) with the server's message, and the reconcile then ends with
+`WritesFailed`, so the key is retried with the rate limiter's backoff. While writes keep failing,
+the job's ReplicaFailure condition says so: the status is written once, at the start of a
+reconcile, so it shows the failure the previous attempt met (remembered here, not in the API).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import structlog
@@ -24,6 +33,7 @@ import structlog
 from informers import ApiStatusError, Lister
 
 from . import podgroup, services
+from . import status as st
 from .events import EventRecorder
 from .kube import KubeClient
 from .models import TERMINAL_PHASES, CleanUpPolicy, GenericJob
@@ -56,6 +66,26 @@ class Result:
 DONE = Result()
 
 
+class WritesFailed(Exception):
+    """Writes of a reconcile the server refused: each was recorded as a Warning Event on the job,
+    and the reconcile went on; raising this at its end retries the key with backoff."""
+
+    def __init__(self, failures: list[tuple[str, str]], wake_up: float | None = None) -> None:
+        super().__init__("; ".join(message for _, message in failures))
+        self.failures = failures
+        # A timed look the reconcile asked for besides (a stuck pod's deadline): the backoff must not
+        # push it back.
+        self.wake_up = wake_up
+
+
+@dataclass(frozen=True)
+class WriteFailure:
+    """The first refused write of a job's last reconcile, shown in its ReplicaFailure condition."""
+
+    reason: str  # FailedCreate or FailedDelete
+    message: str
+
+
 def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -83,6 +113,11 @@ class Expectations:
     def creating(self, job_uid: str, name: str) -> bool:
         return name in self._creates.get(job_uid, ())
 
+    def creating_now(self, job_uid: str) -> frozenset[str]:
+        """The names expected at this moment: a reconcile takes this with its read of the cache, and
+        decides from the two together (a pod observed later was not in the pods it planned from)."""
+        return frozenset(self._creates.get(job_uid, ()))
+
     def deleting(self, job_uid: str, uid: str) -> bool:
         return uid in self._deletes.get(job_uid, ())
 
@@ -91,6 +126,18 @@ class Expectations:
 
     def expect_delete(self, job_uid: str, uid: str) -> None:
         self._deletes.setdefault(job_uid, {})[uid] = time.monotonic()
+
+    def creation_observed(self, job_uid: str, name: str) -> None:
+        """A pod of that name was seen (pod informer add or delete), or its create failed."""
+        creates = self._creates.get(job_uid)
+        if creates:
+            creates.pop(name, None)
+
+    def deletion_observed(self, job_uid: str, uid: str) -> None:
+        """The pod is gone (pod informer delete, tombstones included), or its delete failed."""
+        deletes = self._deletes.get(job_uid)
+        if deletes:
+            deletes.pop(uid, None)
 
     def forget(self, job_uid: str) -> None:
         self._creates.pop(job_uid, None)
@@ -111,6 +158,8 @@ class Reconciler:
         self.clock = clock  # wall-clock seconds, to compare with deletionTimestamps
         self.stuck_after = stuck_after
         self.expectations = Expectations()
+        # job uid -> the first write refused in its last reconcile, shown by the next status write.
+        self._failures: dict[str, WriteFailure] = {}
         # uid -> (generation, parsed job or spec errors): a job is parsed once per generation.
         self._parsed: dict[str, tuple[int, GenericJob | list[SpecError]]] = {}
 
@@ -134,18 +183,22 @@ class Reconciler:
         uid = obj["metadata"]["uid"]
         pods = self.pods.controlled_by(uid)
         self.expectations.observe(uid, pods)
+        expected = self.expectations.creating_now(uid)
         status = obj.get("status") or {}
         job = self.parsed(obj)
+        now = self.now()
         if isinstance(job, list):
-            the_plan = plan_invalid(status, pods, invalid_spec_message(job), self.now())
+            the_plan = plan_invalid(status, pods, invalid_spec_message(job), now)
         else:
-            the_plan = plan(job, status, pods, self.now())
+            the_plan = plan(job, status, pods, now)
             if await self._cache_lags(obj, status, pods):
                 return Result(requeue_after=0.2)
+            the_plan = self._show_write_failure(uid, status, the_plan, now)
         written = await self._write_status(obj, status, the_plan)
         if written is None:
             return Result(requeue_after=0.0, lost_at=obj["metadata"]["resourceVersion"])
-        await self._delete_pods(obj, the_plan)
+        failed: list[tuple[str, str]] = []  # (reason, message) of every write the server refused
+        refused_deletes = await self._delete_pods(obj, the_plan, failed)
         wake_ups: list[float] = []  # seconds until something not announced by any event needs a look
         if isinstance(job, GenericJob):
             # A paused job makes nothing new (a job created paused has no Services or PodGroup until
@@ -153,22 +206,47 @@ class Reconciler:
             making = not the_plan.terminal and not job.spec.run_mode.paused
             # The PodGroup before the pods, so a gang scheduler never sees a pod of a group it does not
             # know; the pods before their Services (as training-operator), since pods are what a job waits on.
-            await self._sync_podgroup(obj, job, the_plan, making)
-            if not the_plan.terminal and not await self._create_pods(obj, job, the_plan):
+            await self._sync_podgroup(obj, job, the_plan, making, failed)
+            if not the_plan.terminal and not await self._create_pods(obj, job, the_plan, expected, failed):
                 wake_ups.append(NAME_TAKEN_RETRY)
-            await self._sync_services(obj, job, the_plan, making)
+            await self._sync_services(obj, job, the_plan, making, failed)
         else:
-            await self._remove_services_and_podgroup(obj)
+            await self._remove_services_and_podgroup(obj, failed)
         for event_type, reason, message in the_plan.events:
+            if reason == "SuccessfulDelete" and message in refused_deletes:
+                continue  # the server refused it: FailedDelete says so instead
             self.recorder.record(written, event_type, reason, message)
-        stuck_check = await self._force_delete_stuck(obj, pods)
+        stuck_check = await self._force_delete_stuck(obj, pods, failed)
         if stuck_check is not None:
             wake_ups.append(stuck_check)
+        if failed:
+            self._failures[uid] = WriteFailure(*failed[0])
+            raise WritesFailed(failed, min(wake_ups) if wake_ups else None)
+        if self._failures.pop(uid, None) is not None:
+            # The status just written still shows the last attempt's failure: look again to clear it.
+            wake_ups.append(FAILURE_CLEARED_RECHECK)
         return Result(requeue_after=min(wake_ups)) if wake_ups else DONE
 
     def forget(self, uid: str) -> None:
         self._parsed.pop(uid, None)
+        self._failures.pop(uid, None)
         self.expectations.forget(uid)
+
+    def _refused(self, obj: dict, failed: list[tuple[str, str]], reason: str, message: str) -> None:
+        """A write the server refused: a Warning Event now, a retry with backoff at the end of the reconcile."""
+        log.info("write refused", job=_key(obj), reason=reason, message=message)
+        self.recorder.record(obj, WARNING, reason, message)
+        failed.append((reason, message))
+
+    def _show_write_failure(self, uid: str, status: dict, the_plan: Plan, now: str) -> Plan:
+        """The plan with ReplicaFailure True for the write the previous reconcile saw refused (as a
+        ReplicaSet shows its FailedCreate). A finished job's conditions never change."""
+        failure = self._failures.get(uid)
+        if failure is None or the_plan.terminal:
+            return the_plan
+        conditions = st.write_failure_condition(the_plan.status.get("conditions") or [],
+                                                status.get("conditions") or [], failure.reason, failure.message, now)
+        return replace(the_plan, status={**the_plan.status, "conditions": conditions})
 
     # --- status ---------------------------------------------------------------------------
 
@@ -212,30 +290,47 @@ class Reconciler:
 
     # --- pods -----------------------------------------------------------------------------
 
-    async def _delete_pods(self, obj: dict, the_plan: Plan) -> None:
+    async def _delete_pods(self, obj: dict, the_plan: Plan, failed: list[tuple[str, str]]) -> set[str]:
+        """Deletes the planned pods; returns the plan's Event messages of those the server refused."""
         job_uid = obj["metadata"]["uid"]
+        refused = set()
         for name, uid, _reason in the_plan.delete:
             if self.expectations.deleting(job_uid, uid):
                 continue
+            self.expectations.expect_delete(job_uid, uid)  # before the request: its watch event may come first
             try:
                 await self.client.delete("pods", obj["metadata"]["namespace"], name, uid)
             except ApiStatusError as err:
-                if err.code not in (404, 409):  # gone already, or the name now holds a newer pod
-                    raise
-            self.expectations.expect_delete(job_uid, uid)
+                if err.code in (404, 409):  # gone already, or the name now holds a newer pod
+                    continue  # observe() drops the expectation once the uid has left the cache
+                self.expectations.deletion_observed(job_uid, uid)
+                self._refused(obj, failed, "FailedDelete", f"Error deleting pod {name}: {err.message}")
+                refused.add(f"Deleted pod: {name}")
+        return refused
 
-    async def _create_pods(self, obj: dict, job: GenericJob, the_plan: Plan) -> bool:
+    async def _create_pods(self, obj: dict, job: GenericJob, the_plan: Plan, expected: frozenset[str],
+                           failed: list[tuple[str, str]]) -> bool:
         """Creates the planned pods; False when a name is taken by a pod that is not (or not yet
-        known to be) the job's, so the reconcile must look again later."""
+        known to be) the job's, so the reconcile must look again later.
+
+        `expected` are the creates in flight when the plan's pods were read: a pod whose add event
+        lowers its expectation during this reconcile is still missing from those pods, and must not be
+        asked for again (client-go checks expectations before it lists, for the same reason).
+
+        After a refused create, the other pods of that replica type wait for the retry: they come
+        from the same template (a 400 or 422 would repeat) and ask for the same quota."""
         job_uid = obj["metadata"]["uid"]
         all_made = True
+        refused_types: set[str] = set()
         for replica_type, rank, mode in the_plan.create:
             name = replica_name(job.name, replica_type, rank)
-            if self.expectations.creating(job_uid, name):
+            if name in expected or replica_type in refused_types:
                 continue
+            self.expectations.expect_create(job_uid, name)  # before the request: its watch event may come first
             try:
                 await self.client.create("pods", desired_pod(job, replica_type, rank, mode=mode))
             except ApiStatusError as err:
+                self.expectations.creation_observed(job_uid, name)
                 if err.code == 409:
                     # The cache lags (our pod's event is on its way), or another owner holds the name:
                     # that pod is never touched, and only a retry notices when it has gone.
@@ -246,15 +341,13 @@ class Reconciler:
                             self.recorder.record(obj, WARNING, "FailedCreate", f"Error creating pod {name}: a pod "
                                                  "of that name exists and is not controlled by this job")
                     continue
-                if err.code == 422:
-                    self.recorder.record(obj, WARNING, "FailedCreate", f"Error creating pod {name}: {err.message}")
-                    continue
-                raise
-            self.expectations.expect_create(job_uid, name)
+                refused_types.add(replica_type)
+                self._refused(obj, failed, "FailedCreate", f"Error creating pod {name}: {err.message}")
+                continue
             self.recorder.record(obj, NORMAL, "SuccessfulCreate", f"Created pod: {name}")
         return all_made
 
-    async def _force_delete_stuck(self, obj: dict, pods: list[dict]) -> float | None:
+    async def _force_delete_stuck(self, obj: dict, pods: list[dict], failed: list[tuple[str, str]]) -> float | None:
         """Force-deletes pods still terminating `stuck_after` seconds past the end of their grace period.
 
         Such a pod is on a node that is gone or not answering, and it blocks its replica: the
@@ -276,8 +369,9 @@ class Reconciler:
             try:
                 await self.client.force_delete("pods", meta["namespace"], meta["name"], meta["uid"])
             except ApiStatusError as err:
-                if err.code not in (404, 409):  # gone at last, or the name holds a newer pod
-                    raise
+                if err.code not in (404, 409):  # 404/409: gone at last, or the name holds a newer pod
+                    self._refused(obj, failed, "FailedDelete", f"Error force-deleting pod {meta['name']}: "
+                                  f"{err.message}")
                 continue
             self.recorder.record(obj, WARNING, "ForceDeleted", f"Force-deleted pod {meta['name']}: still "
                                  f"terminating {overdue + self.stuck_after:.0f}s after its grace period ended "
@@ -286,22 +380,31 @@ class Reconciler:
 
     # --- services and the PodGroup --------------------------------------------------------
 
-    async def _sync_services(self, obj: dict, job: GenericJob, the_plan: Plan, making: bool) -> None:
+    async def _sync_services(self, obj: dict, job: GenericJob, the_plan: Plan, making: bool,
+                             failed: list[tuple[str, str]]) -> None:
         namespace = obj["metadata"]["namespace"]
         existing = {s["metadata"]["name"]: s for s in self.services.controlled_by(job.uid)}
         wanted = self._wanted_services(job, the_plan)
         for name, svc in existing.items():
             if name not in wanted:
-                await self._delete_quietly("services", namespace, name, svc["metadata"]["uid"])
+                await self._delete_child(obj, failed, "services", name, svc["metadata"]["uid"])
+        ports = services.service_ports(job)
         for name, (replica_type, rank) in wanted.items():
-            if name in existing or not making:
+            svc = existing.get(name)
+            if svc is not None:
+                if not the_plan.terminal and services.stored_ports(svc) != ports:
+                    # spec.service.ports was edited: a merge patch replaces the port list whole.
+                    if not await self._write_child(obj, failed, "FailedUpdate", "updating", "services", name,
+                                                   self.client.patch("services", namespace, name,
+                                                                     {"spec": {"ports": ports}})):
+                        return  # every Service has the same ports: the others would be refused alike
+                continue
+            if not making:
                 continue
             body = services.desired_service(job, replica_type, rank)
-            try:
-                await self.client.create("services", body)
-            except ApiStatusError as err:
-                if err.code != 409:
-                    raise
+            if not await self._write_child(obj, failed, "FailedCreate", "creating", "services", name,
+                                           self.client.create("services", body)):
+                return  # every Service is made from the same spec.service: the others would be refused alike
 
     def _wanted_services(self, job: GenericJob, the_plan: Plan) -> dict[str, tuple[str, int]]:
         """One Service per replica while the job runs; after it ends, only for replicas not cleaned up."""
@@ -317,7 +420,8 @@ class Reconciler:
             wanted = {name: replica for name, replica in wanted.items() if name not in deleted}
         return wanted
 
-    async def _sync_podgroup(self, obj: dict, job: GenericJob, the_plan: Plan, making: bool) -> None:
+    async def _sync_podgroup(self, obj: dict, job: GenericJob, the_plan: Plan, making: bool,
+                             failed: list[tuple[str, str]]) -> None:
         if self.podgroups is None:
             return
         desired = podgroup.desired_podgroup(job)
@@ -325,28 +429,54 @@ class Reconciler:
         finished = the_plan.terminal and job.spec.clean_up_policy != CleanUpPolicy.NONE
         if desired is None or finished:
             for pg in current:
-                await self._delete_quietly("podgroups", job.namespace, pg["metadata"]["name"], pg["metadata"]["uid"])
+                await self._delete_child(obj, failed, "podgroups", pg["metadata"]["name"], pg["metadata"]["uid"])
             return
-        if not current and making:
-            try:
-                await self.client.create("podgroups", desired)
-            except ApiStatusError as err:
-                if err.code != 409:
-                    raise
+        name = desired["metadata"]["name"]
+        if not current:
+            if making:
+                await self._write_child(obj, failed, "FailedCreate", "creating", "podgroups", name,
+                                        self.client.create("podgroups", desired))
+            return
+        # Scale edits change the gang size; queue and priority follow the spec too.
+        for pg in current:
+            spec = pg.get("spec") or {}
+            changes = {k: v for k, v in desired["spec"].items() if spec.get(k) != v}
+            if changes and not the_plan.terminal:
+                await self._write_child(obj, failed, "FailedUpdate", "updating", "podgroups", pg["metadata"]["name"],
+                                        self.client.patch("podgroups", job.namespace, pg["metadata"]["name"],
+                                                          {"spec": changes}))
 
-    async def _remove_services_and_podgroup(self, obj: dict) -> None:
-        uid, namespace = obj["metadata"]["uid"], obj["metadata"]["namespace"]
+    async def _remove_services_and_podgroup(self, obj: dict, failed: list[tuple[str, str]]) -> None:
+        uid = obj["metadata"]["uid"]
         for svc in self.services.controlled_by(uid):
-            await self._delete_quietly("services", namespace, svc["metadata"]["name"], svc["metadata"]["uid"])
+            await self._delete_child(obj, failed, "services", svc["metadata"]["name"], svc["metadata"]["uid"])
         for pg in self.podgroups.controlled_by(uid) if self.podgroups is not None else ():
-            await self._delete_quietly("podgroups", namespace, pg["metadata"]["name"], pg["metadata"]["uid"])
+            await self._delete_child(obj, failed, "podgroups", pg["metadata"]["name"], pg["metadata"]["uid"])
 
-    async def _delete_quietly(self, resource: str, namespace: str, name: str, uid: str) -> None:
+    async def _write_child(self, obj: dict, failed: list[tuple[str, str]], reason: str, doing: str, resource: str,
+                           name: str, request) -> bool:
+        """Awaits a create or patch of a Service or PodGroup; False when the server refused it (recorded).
+        409 on a create is fine: the cache has not seen that child yet."""
         try:
-            await self.client.delete(resource, namespace, name, uid)
+            await request
         except ApiStatusError as err:
-            if err.code not in (404, 409):
-                raise
+            if err.code == 409 and doing == "creating":
+                return True
+            self._refused(obj, failed, reason, f"Error {doing} {_KINDS[resource]} {name}: {err.message}")
+            return False
+        return True
+
+    async def _delete_child(self, obj: dict, failed: list[tuple[str, str]], resource: str, name: str,
+                            uid: str) -> None:
+        try:
+            await self.client.delete(resource, obj["metadata"]["namespace"], name, uid)
+        except ApiStatusError as err:
+            if err.code not in (404, 409):  # gone already, or the name now holds another object
+                self._refused(obj, failed, "FailedDelete", f"Error deleting {_KINDS[resource]} {name}: {err.message}")
+
+
+_KINDS = {"services": "Service", "podgroups": "PodGroup"}
+FAILURE_CLEARED_RECHECK = 0.05  # seconds; see Reconciler.reconcile
 
 
 def _epoch(timestamp: str) -> float:
@@ -370,4 +500,4 @@ def owner_key(obj: dict) -> str | None:
     return None
 
 
-__all__ = ["DONE", "Reconciler", "Result", "is_terminal", "owner_key", "replica_of"]
+__all__ = ["DONE", "Reconciler", "Result", "WriteFailure", "WritesFailed", "is_terminal", "owner_key", "replica_of"]

@@ -25,9 +25,15 @@ def service_ports(job: GenericJob) -> list[dict]:
         entry: dict = {"name": port.name} if port.name else {}
         entry["port"] = port.port
         entry["targetPort"] = port.target_port if port.target_port is not None else port.port
-        entry["protocol"] = port.protocol or "TCP"
+        entry["protocol"] = str(port.protocol or "TCP")
         ports.append(entry)
     return ports
+
+
+def stored_ports(svc: dict) -> list[dict]:
+    """A stored Service's ports, reduced to the fields service_ports() sets, to compare the two."""
+    return [{k: port[k] for k in ("name", "port", "targetPort", "protocol") if k in port}
+            for port in (svc.get("spec") or {}).get("ports") or ()]
 
 
 def desired_service(job: GenericJob, replica_type: str, rank: int) -> dict | None:

@@ -170,6 +170,18 @@ def progress_conditions(conditions: list[dict], *, phase: str, records: list[dic
     return conditions
 
 
+def write_failure_condition(conditions: list[dict], old_conditions: list[dict], reason: str, message: str,
+                            now: str) -> list[dict]:
+    """`conditions` with ReplicaFailure True for a write the API server keeps refusing (FailedCreate,
+    FailedDelete, ...). Its lastTransitionTime is kept from `old_conditions` (the stored status)
+    while it stays True, whatever the plan computed from the replicas alone."""
+    wanted = find_condition(set_condition(old_conditions, REPLICA_FAILURE, True, reason, message, now),
+                            REPLICA_FAILURE)
+    if find_condition(conditions, REPLICA_FAILURE) is None:
+        return [*conditions, wanted]
+    return [wanted if c.get("type") == REPLICA_FAILURE else c for c in conditions]
+
+
 _not_running = {
     JobPhase.PENDING: "The job's pods are not all running yet.",
     JobPhase.PAUSED: "The job is paused.",

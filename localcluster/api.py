@@ -216,6 +216,13 @@ class Api:
             raise errors.bad_request(f"the API version in the data ({api_version}) does not match the "
                                      f"expected API version ({rt.group_version})" if api_version else
                                      f"kind {kind} does not match {rt.kind}")
+        if rt.storage_key == ("", "pods"):
+            # The decoder turns resource quantities into resource.Quantity: a value that does not
+            # parse is a 400 for the whole body, before defaulting and validation.
+            error = builtins.pod_quantity_error(body)
+            if error:
+                raise errors.bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                                         f"{error}")
         obj = dict(body)
         obj["apiVersion"] = rt.group_version
         obj["kind"] = rt.kind

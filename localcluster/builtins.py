@@ -117,6 +117,50 @@ def _valid_label_key(key: str) -> bool:
     return 0 < len(name) <= 63 and bool(QUALIFIED_NAME.match(name))
 
 
+# --- quantities (resource.Quantity), checked by the decoder before any validation -----------------
+
+QUANTITY_FORMAT_ERROR = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+QUANTITY_SUFFIX_ERROR = "unable to parse quantity's suffix"
+_QUANTITY = re.compile(r"^[+-]?[0-9]*(\.[0-9]*)?([eEinumkKMGTP]*)([-+]?[0-9]*)$")
+_SUFFIXES = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T", "P", "E"}
+
+
+def quantity_error(value) -> str | None:
+    """What resource.ParseQuantity says of a JSON value, or None when it parses (null is zero)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    else:
+        text = str(value).strip()
+    if text == "0":
+        return None
+    match = _QUANTITY.match(text)
+    if not text or match is None:
+        return QUANTITY_FORMAT_ERROR
+    suffix = match.group(2) + match.group(3)
+    if suffix in _SUFFIXES or (len(suffix) > 1 and suffix[0] in "eE" and re.fullmatch(r"[-+]?[0-9]+", suffix[1:])):
+        return None
+    return QUANTITY_SUFFIX_ERROR
+
+
+def pod_quantity_error(pod: dict) -> str | None:
+    """The first quantity of a pod that does not parse: resources, overhead, emptyDir size limits."""
+    spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
+    found = []
+    for group in ("initContainers", "containers", "ephemeralContainers"):
+        for container in spec.get(group) or ():
+            resources = container.get("resources") if isinstance(container, dict) else None
+            for part in ("limits", "requests"):
+                found.extend(((resources or {}).get(part) or {}).values() if isinstance(resources, dict) else ())
+    found.extend((spec.get("overhead") or {}).values() if isinstance(spec.get("overhead"), dict) else ())
+    for volume in spec.get("volumes") or ():
+        empty_dir = volume.get("emptyDir") if isinstance(volume, dict) else None
+        if isinstance(empty_dir, dict) and "sizeLimit" in empty_dir:
+            found.append(empty_dir["sizeLimit"])
+    return next((error for error in map(quantity_error, found) if error), None)
+
+
 # --- pods ---------------------------------------------------------------------------------------
 
 RESTART_POLICIES = ["Always", "OnFailure", "Never"]
@@ -223,27 +267,78 @@ def default_service(svc: dict) -> None:
     spec.setdefault("ipFamilyPolicy", "SingleStack")
     spec.setdefault("internalTrafficPolicy", "Cluster")
     for port in spec.get("ports") or ():
-        port.setdefault("protocol", "TCP")
-        port.setdefault("targetPort", port.get("port"))
+        if not port.get("protocol"):
+            port["protocol"] = "TCP"
+        if port.get("targetPort") in (None, 0, ""):
+            port["targetPort"] = port.get("port")
+
+
+PORT_PROTOCOLS = ["SCTP", "TCP", "UDP"]
+PORT_RANGE_MSG = "must be between 1 and 65535, inclusive"
+_PORT_NAME_CHARS = re.compile(r"^[-a-z0-9]+$")
+
+
+def port_name_problems(name: str) -> list[str]:
+    """validation.IsValidPortName: an IANA_SVC_NAME (a named container port, or a targetPort by name)."""
+    out = []
+    if len(name) > 15:
+        out.append("must be no more than 15 characters")
+    if not _PORT_NAME_CHARS.match(name):
+        out.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if not re.search("[a-z]", name):
+        out.append("must contain at least one letter (a-z)")
+    if "--" in name:
+        out.append("must not contain consecutive hyphens")
+    if name.startswith("-") or name.endswith("-"):
+        out.append("must not begin or end with a hyphen")
+    return out
+
+
+def _valid_port_number(number) -> bool:
+    return isinstance(number, int) and not isinstance(number, bool) and 1 <= number <= 65535
 
 
 def validate_service(svc: dict) -> list[Cause]:
+    """ValidateService's port checks (after defaulting): names DNS-1123 labels, unique, required when
+    there are several; port and targetPort numbers in range (targetPort may be an IANA_SVC_NAME);
+    protocol TCP, UDP or SCTP; no (port, protocol) twice; no nodePort on a ClusterIP Service."""
     spec = svc.get("spec") or {}
     out = []
     ports = spec.get("ports") or []
     if not ports and spec.get("clusterIP") != "None":
         out.append(required("spec.ports"))
     names = set()
+    pairs = set()
     for i, port in enumerate(ports):
+        path = f"spec.ports[{i}]"
+        name = port.get("name") or ""
+        if len(ports) > 1 and not name:
+            out.append(required(f"{path}.name"))
+        elif name:
+            out.extend(name_errors(name, f"{path}.name", "label"))
+            if name in names:
+                out.append(("FieldValueDuplicate", f"{path}.name", f"{path}.name: Duplicate value: {_q(name)}"))
+            names.add(name)
         number = port.get("port")
-        if not isinstance(number, int) or not 1 <= number <= 65535:
-            out.append(invalid_value(f"spec.ports[{i}].port", number, "must be between 1 and 65535, inclusive"))
-        if len(ports) > 1 and not port.get("name"):
-            out.append(required(f"spec.ports[{i}].name"))
-        if port.get("name") in names:
-            out.append(("FieldValueDuplicate", f"spec.ports[{i}].name",
-                        f"spec.ports[{i}].name: Duplicate value: {_q(port.get('name'))}"))
-        names.add(port.get("name"))
+        if not _valid_port_number(number):
+            out.append(invalid_value(f"{path}.port", number, PORT_RANGE_MSG))
+        protocol = port.get("protocol")
+        if not protocol:
+            out.append(required(f"{path}.protocol"))
+        elif protocol not in PORT_PROTOCOLS:
+            out.append(not_supported(f"{path}.protocol", protocol, PORT_PROTOCOLS))
+        target = port.get("targetPort")
+        if isinstance(target, str):
+            out.extend(invalid_value(f"{path}.targetPort", target, msg) for msg in port_name_problems(target))
+        elif not _valid_port_number(target):
+            out.append(invalid_value(f"{path}.targetPort", target, PORT_RANGE_MSG))
+        if port.get("nodePort") and spec.get("type", "ClusterIP") == "ClusterIP":
+            out.append(forbidden(f"{path}.nodePort", "may not be used when `type` is 'ClusterIP'"))
+        pair = (protocol, number)
+        if pair in pairs:
+            out.append(("FieldValueDuplicate", path, f"{path}: Duplicate value: core.ServicePort{{Protocol:"
+                        f"{_q(protocol)}, Port:{number}}}"))
+        pairs.add(pair)
     return out
 
 

@@ -21,7 +21,9 @@ ADMIN_PREFIX = "/_localcluster"
 @dataclass
 class FaultConfig:
     error_rate: float = 0.0  # share of matching requests that fail
-    error_code: int = 500  # 500, 429, or 410 (Expired: "too old resource version", as after a restart)
+    # 500, 429, 410 (Expired: "too old resource version", as after a restart), or 403: the answer of a
+    # full ResourceQuota ("exceeded quota"), as admission gives it
+    error_code: int = 500
     retry_after: int = 1  # seconds, sent with 429
     latency: float = 0.0  # seconds added to every matching request
     verbs: list[str] = field(default_factory=list)  # empty: all of get/list/watch/create/update/patch/delete
@@ -98,6 +100,25 @@ class Faults:
             return False
         return not cfg.resources or resource.split("/")[0] in cfg.resources
 
+    async def _injected_error(self, request: web.Request, segs: list[str], verb: str, resource: str) -> errors.ApiError:
+        code = self.config.error_code
+        if code == 429:
+            return errors.too_many_requests(self.config.retry_after)
+        if code == 403:
+            name = segs[-1] if _names_object(segs) else ""
+            if verb == "create":
+                try:  # aiohttp keeps the body read here for the handler
+                    name = ((await request.json()).get("metadata") or {}).get("name") or ""
+                except (ValueError, AttributeError):
+                    name = ""
+            plural = resource.split("/")[0]
+            # The message of the ResourceQuota admission plugin (quota "injected" allows no more pods).
+            return errors.forbidden(f'{plural} "{name}" is forbidden: exceeded quota: injected, requested: '
+                                    f"{plural}=1, used: {plural}=0, limited: {plural}=0")
+        if code == 410:
+            return errors.gone("too old resource version: injected fault")
+        return errors.internal_error("injected fault")
+
     @web.middleware
     async def middleware(self, request: web.Request, handler):
         if request.path.startswith(ADMIN_PREFIX):
@@ -108,13 +129,13 @@ class Faults:
             return await handler(request)
         verb = request_verb(request, segs)
         if verb == "list":
-            return await self._recorded(request, handler, verb, resource)
-        return await self._handle(request, handler, verb, resource)
+            return await self._recorded(request, handler, segs, verb, resource)
+        return await self._handle(request, handler, segs, verb, resource)
 
-    async def _recorded(self, request: web.Request, handler, verb: str, resource: str):
+    async def _recorded(self, request: web.Request, handler, segs: list[str], verb: str, resource: str):
         code = 200
         try:
-            response = await self._handle(request, handler, verb, resource)
+            response = await self._handle(request, handler, segs, verb, resource)
             code = response.status
             return response
         except errors.ApiError as err:
@@ -123,16 +144,14 @@ class Faults:
         finally:
             self.lists.append(ListRecord(resource, dict(request.query), code))
 
-    async def _handle(self, request: web.Request, handler, verb: str, resource: str):
+    async def _handle(self, request: web.Request, handler, segs: list[str], verb: str, resource: str):
         cfg = self.config
         if self._applies(verb, resource):
             if cfg.latency:
                 await asyncio.sleep(cfg.latency)
             if cfg.error_rate and random.random() < cfg.error_rate:
                 self.injected[str(cfg.error_code)] += 1
-                err = (errors.too_many_requests(cfg.retry_after) if cfg.error_code == 429
-                       else errors.gone("too old resource version: injected fault") if cfg.error_code == 410
-                       else errors.internal_error("injected fault"))
+                err = await self._injected_error(request, segs, verb, resource)
                 self.requests[(verb, resource, err.code)] += 1
                 raise err
         # A watch is counted when it starts, not when its stream ends (which may be never).

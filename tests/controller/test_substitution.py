@@ -48,7 +48,8 @@ def two_types(service: bool = True) -> GenericJob:
         {"type": "worker", "replicas": 3, "template": {"spec": {"containers": [container()]}}},
     ]}
     if service:
-        spec["service"] = {"ports": [{"name": "http", "port": 2222}, {"name": "grpc", "port": 9000}, {"port": 1}]}
+        spec["service"] = {"ports": [{"name": "http", "port": 2222}, {"name": "grpc", "port": 9000},
+                                     {"name": "one", "port": 1}]}
     return make_job(spec)
 
 
@@ -201,5 +202,9 @@ def test_problems_collects_every_error_without_changing_the_spec():
 def test_job_variables_are_shared_by_the_replicas_of_a_job():
     shared = JobVariables.of(two_types())
     assert shared.replicas == {"master": 1, "worker": 3}
-    assert shared.ports == {"http": 2222, "grpc": 9000}  # an unnamed port cannot be referenced
+    assert shared.ports == {"http": 2222, "grpc": 9000, "one": 1}
+    # An unnamed port (a Service's only port may have no name) cannot be referenced.
+    unnamed = make_job({"service": {"ports": [{"port": 1}]}, "replicaSpecs": [
+        {"type": "worker", "replicas": 1, "template": {"spec": {"containers": [container()]}}}]})
+    assert JobVariables.of(unnamed).ports == {}
     assert shared.for_replica("worker", 2) == Variables.of(two_types(), "worker", 2)

@@ -428,6 +428,13 @@ async def run_every_api_path(cluster, controller: Controller) -> None:
     await local.wait_phase("served", "Running")
     await local.wait("served's Services and PodGroup",
                      lambda: len(local.services("served")) == 3 and len(local.podgroups("served")) == 1)
+    # Edits of a running job: a scale edit patches the PodGroup's minMember, a ports edit every Service.
+    served = local.job("served")
+    specs = [{**s, "replicas": 3} if s["type"] == "worker" else s for s in served["spec"]["replicaSpecs"]]
+    local.patch("served", {"spec": {"replicaSpecs": specs, "service": {"ports": [{"name": "http", "port": 2223}]}}})
+    await local.wait("served's PodGroup and Services follow the edit", lambda: len(local.services("served")) == 4
+                     and local.podgroups("served")[0]["spec"]["minMember"] == 4
+                     and all(s["spec"]["ports"][0]["port"] == 2223 for s in local.services("served")))
 
     await local.wait_phase("paused", "Running")
     local.patch("paused", {"spec": {"runMode": {"pause": {"enabled": True}}}})
