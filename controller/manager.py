@@ -5,6 +5,9 @@
 
 The order follows the design notes (CONTROLLER.md, "Leader election"):
 1. the HTTP endpoints come up first, so probes and scrapes answer during start-up;
+1b. the start-up checks (preflight.py) make one small request per watched resource and the Lease,
+   so that bad credentials, missing RBAC, a missing CRD or a silent server end the process with a
+   message saying what to do, instead of informers retrying in silence until --sync-timeout;
 2. the informers start and sync whether or not we lead: a standby replica keeps warm caches and
    is ready (/readyz 200), so a handover only waits for the lease, not for a relist;
 3. workers run only while we hold the lease: they start in `on_started_leading`, which then

@@ -12,9 +12,11 @@ candidate creates it). Each failure becomes one message that says what to do:
 - 404 on a custom resource: its CRD is not installed (or not served yet). Retried for a short
   while, each wait logged: a CRD applied together with the Deployment is served a few seconds
   after it is created. Then exit.
-- no answer (a server that accepts connections and never responds), a refused connection, 5xx,
-  429: retried with backoff until the start-up deadline (--sync-timeout), each retry logged with
-  the server and the per-request timeout, then a final message saying what was tried.
+- no answer (a server that accepts connections and never responds), a refused connection:
+  retried with backoff until the start-up deadline (--sync-timeout), each retry logged with the
+  server and the per-request timeout, then a final message saying what was tried.
+- any other answer (429, 5xx): the server is there and let us in; logged, and left to the
+  informers, which retry with backoff (as they did before these checks existed).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ log = structlog.get_logger("controller.preflight")
 REQUEST_TIMEOUT = 10.0
 # How long a CRD may take to be served (it usually takes a second or two once created).
 CRD_WAIT = 30.0
+GRACE = 0.05  # less time than this left: no point in another attempt
 RETRIES = BackoffPolicy(initial=0.5, cap=5.0, jitter=0.2)
 INSTALL_CRDS = "kubectl apply -f manifests/crds/ (the Helm chart's crds/ directory holds the same files)"
 RBAC_HINT = ("grant the controller's RBAC: manifests/rbac.yaml (ClusterRole genericjob-controller and its binding) "
@@ -90,10 +93,10 @@ async def _run(api_client: ApiClient, server: str, check: _Check, deadline: floa
     missing_since: float | None = None
     attempts = 0
     while True:
-        remaining = deadline - time.monotonic()
+        allowed = round(min(per_request, max(deadline - time.monotonic(), 0.1)), 1)  # never past the deadline
         attempts += 1
         try:
-            await Transport(api_client, min(per_request, max(remaining, 0.1))).get(check.path, check.params)
+            await Transport(api_client, allowed).get(check.path, check.params)
             return
         except ApiStatusError as err:
             if err.code == 404 and check.missing_ok:
@@ -111,31 +114,33 @@ async def _run(api_client: ApiClient, server: str, check: _Check, deadline: floa
                 missing_since = now if missing_since is None else missing_since
                 waited, limit = now - missing_since, min(crd_wait, deadline - missing_since)
                 message = _missing(check.resource, server)
-                delay = backoff.next_delay()
-                if waited + delay > limit:
+                if waited >= limit - GRACE:
                     raise PreflightError(f"{message}; gave up after {waited:.0f} s") from err
+                delay = min(backoff.next_delay(), limit - waited)
                 log.warning(f"{message}; waiting for it to be served", retry_in=round(delay, 1),
                             gives_up_in=round(limit - waited, 1))
                 await asyncio.sleep(delay)
                 continue
-            if err.code not in (429, 500, 502, 503, 504):
-                raise PreflightError(f"the API server {server} answered {err} to {check.what}") from err
-            problem = str(err)
-            delay = backoff.next_delay(err.retry_after)
+            # Anything else (429, 5xx, ...) comes from a server that is there and let us in: whether the
+            # request would work is then the informers' business, which retry it with backoff and name
+            # the error if the caches do not sync in time.
+            log.warning("start-up check inconclusive; the informers will retry", server=server, request=check.what,
+                        error=str(err))
+            return
         except TRANSIENT_ERRORS as err:
             if isinstance(err, TimeoutError):
-                problem = f"no answer within {per_request:g} s"
+                problem = f"no answer within {allowed:g} s"
             else:
                 problem = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
-            delay = backoff.next_delay()
         left = deadline - time.monotonic()
-        if left <= delay:
+        if left <= GRACE:
             raise PreflightError(
                 f"the API server {server} did not answer a request to {check.what} within --sync-timeout "
                 f"({attempts} attempt(s), each allowed {per_request:g} s; last: {problem}): check that the "
                 f"kubeconfig's server address is right and that the API server is up and reachable from here")
+        delay = min(backoff.next_delay(), left)
         log.warning("API server not answering; retrying", server=server, request=check.what, error=problem,
-                    request_timeout=per_request, retry_in=round(delay, 1), gives_up_in=round(left, 1))
+                    request_timeout=allowed, retry_in=round(delay, 1), gives_up_in=round(left, 1))
         await asyncio.sleep(delay)
 
 

@@ -15,7 +15,12 @@ from pathlib import Path
 import aiohttp
 import pytest
 import yaml
+from kubernetes_asyncio import client, config
 
+from controller.controller import Controller, ControllerConfig
+from tests.e2e.conftest import FAST
+
+from .inprocess import cluster_with_crds
 from .subprocesses import BIN, CLI, ROOT, ControllerProcess, LocalClusterProcess, until
 
 FLAGS = ["--metrics-address", "127.0.0.1:0", "--health-address", "127.0.0.1:0", "--log-format", "json",
@@ -212,10 +217,38 @@ async def test_a_server_that_never_answers_is_retried_visibly_then_named(tmp_pat
     assert exited.code == 1
     retries = [r for r in exited.level("warning") if r["event"] == "API server not answering; retrying"]
     assert len(retries) >= 2, exited.lines
-    assert all(r["server"] == url and r["request_timeout"] == 1.7 and
-               r["error"] == "no answer within 1.7 s"
-               for r in retries)
+    assert (retries[0]["request_timeout"], retries[0]["error"]) == (1.7, "no answer within 1.7 s")
+    assert all(r["server"] == url and r["error"] == f"no answer within {r['request_timeout']:g} s" for r in retries)
     error = only_error(exited)["event"]
     assert f"the API server {url} did not answer a request to list genericjobs.batch.tensorstack.dev" in error
     assert "within --sync-timeout" in error and "each allowed 1.7 s" in error and "server address" in error
     assert 3 < exited.after_starting(only_error(exited)) < 8  # at most --sync-timeout, plus start-up
+
+
+async def test_credentials_revoked_while_running_show_in_the_informers_warnings(caplog):
+    """After start-up, a 401 (the ServiceAccount deleted, its token with it) is retried by the informers, as
+    client-go's are; each retry's warning carries the server's answer and what it means."""
+    async with cluster_with_crds() as cluster:
+        token = cluster.service_account_token("default", "ctl")
+        cluster.api.create(cluster.registry.get("rbac.authorization.k8s.io", "v1", "clusterrolebindings"), None, {
+            "metadata": {"name": "ctl"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"kind": "ServiceAccount", "name": "ctl", "namespace": "default"}]})
+        configuration = client.Configuration()
+        await config.load_kube_config_from_dict(cluster.kubeconfig(token=token), client_configuration=configuration)
+        async with client.ApiClient(configuration) as api:
+            controller = Controller(api, ControllerConfig(informer_options=FAST))
+            controller.start_informers()
+            try:
+                await controller.wait_for_sync(10)
+                cluster.api.delete(cluster.registry.get("", "v1", "serviceaccounts"), "default", "ctl")
+                cluster.drop_watches()  # the watches re-open, now without valid credentials
+
+                def refused() -> list[str]:
+                    return [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and
+                            "401 Unauthorized" in r.getMessage()]
+
+                messages = await until(refused, what="a warning naming the 401")
+            finally:
+                await controller.stop()
+    assert "the server rejects this client's credentials: an expired or revoked token?" in messages[0]
