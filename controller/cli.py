@@ -76,7 +76,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add("--log-format", choices=FORMATS, default=None,
         help="json or console (default: json in a cluster, console elsewhere)")
     add("--sync-timeout", type=_non_negative, default=120.0,
-        help="seconds to wait for the caches to fill at start; exit 1 after that")
+        help="seconds to wait at start for the API server (start-up checks) and the caches to fill; exit 1 after "
+             "that")
     add("--shutdown-timeout", type=_non_negative, default=10.0,
         help="seconds in-flight reconciles get to finish on SIGTERM (keep it below lease duration - retry period)")
     add("--stuck-terminating-after", type=_non_negative, default=STUCK_TERMINATING_AFTER,

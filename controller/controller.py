@@ -60,6 +60,8 @@ class ControllerConfig:
 
 
 class Controller:
+    _informers_started = False  # set by start_informers(); until then /healthz has nothing to judge
+
     def __init__(self, api_client: ApiClient, config: ControllerConfig | None = None,
                  registry: CollectorRegistry | None = None) -> None:
         self.config = config = config or ControllerConfig()
@@ -184,6 +186,7 @@ class Controller:
     # --- lifecycle ------------------------------------------------------------------------
 
     def start_informers(self) -> None:
+        self._informers_started = True
         self.factory.start()
 
     async def wait_for_sync(self, timeout: float) -> None:
@@ -231,7 +234,9 @@ class Controller:
         its watches keep failing, or its relists never catch up); and a worker that exited. An
         informer still waiting for its first list is not a problem here (that is readiness).
         """
-        found = []
+        found: list[str] = []
+        if not self._informers_started:
+            return found  # the start-up checks are still running: starting is not a liveness failure
         stale_after = self.config.informer_stale_after
         for status in self.factory.status():
             if not status.running:

@@ -5,6 +5,9 @@
 
 The order follows the design notes (CONTROLLER.md, "Leader election"):
 1. the HTTP endpoints come up first, so probes and scrapes answer during start-up;
+1b. the start-up checks (preflight.py) make one small request per watched resource and the Lease,
+   so that bad credentials, missing RBAC, a missing CRD or a silent server end the process with a
+   message saying what to do, instead of informers retrying in silence until --sync-timeout;
 2. the informers start and sync whether or not we lead: a standby replica keeps warm caches and
    is ready (/readyz 200), so a handover only waits for the lease, not for a relist;
 3. workers run only while we hold the lease: they start in `on_started_leading`, which then
@@ -24,6 +27,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 
 import structlog
+import yaml
 from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 from prometheus_client import (
@@ -40,6 +44,7 @@ from .controller import Controller, ControllerConfig
 from .kube import InstrumentedApiClient
 from .leader import LeaderElectionConfig, LeaderElector
 from .metrics import RequestMetrics
+from .preflight import PreflightError, preflight
 from .server import Server
 
 log = structlog.get_logger("controller.manager")
@@ -108,9 +113,17 @@ class Manager:
             log.info("stopped", reason=self.exit_reason)
 
     async def _run(self) -> int:
-        self.controller.start_informers()
+        started = asyncio.get_running_loop().time()
         try:
-            if not await self._unless_stopped(self.controller.wait_for_sync(self.config.sync_timeout)):
+            if not await self._unless_stopped(self._preflight()):
+                return self._exit(EXIT_OK, "stopped during the start-up checks")
+        except PreflightError as err:
+            log.error(str(err))
+            return self._exit(EXIT_FAILED, "start-up check failed")
+        self.controller.start_informers()
+        remaining = max(self.config.sync_timeout - (asyncio.get_running_loop().time() - started), 1.0)
+        try:
+            if not await self._unless_stopped(self.controller.wait_for_sync(remaining)):
                 return self._exit(EXIT_OK, "stopped before the caches synced")
         except SyncTimeoutError as err:
             log.error("caches did not sync", error=str(err))
@@ -131,6 +144,14 @@ class Manager:
             return self._exit(EXIT_FAILED, "leading failed")
         # run() returned by itself: a renewal failed or another holder took the lease.
         return self._exit(EXIT_FAILED, "leadership lost")
+
+    async def _preflight(self) -> None:
+        """Fail fast, saying what to do, on what would otherwise be retried in silence until --sync-timeout."""
+        election = self.config.leader_election
+        await preflight(self.controller.client.api_client,
+                        [(informer.resource, informer.namespace) for informer in self.controller.factory.informers],
+                        lease=(election.namespace, election.lease_name) if election else None,
+                        timeout=self.config.sync_timeout)
 
     async def _unless_stopped(self, work: Awaitable) -> bool:
         """Await `work` unless stop() comes first, in which case cancel it (and wait for it). True if it ended."""
@@ -218,10 +239,29 @@ async def client_configuration(kubeconfig: str | None) -> Configuration:
         kube_config.load_incluster_config(client_configuration=configuration)
         log.info("using in-cluster configuration")
         return configuration
+    source = "--kubeconfig" if kubeconfig else "$KUBECONFIG" if path else "the default location"
     path = path or os.path.join(os.environ.get("HOME", ""), ".kube", "config")
-    await kube_config.load_kube_config(config_file=path, client_configuration=configuration, persist_config=False)
+    _require_file(path, source)
+    try:
+        await kube_config.load_kube_config(config_file=path, client_configuration=configuration,
+                                           persist_config=False)
+    except kube_config.ConfigException as err:
+        raise kube_config.ConfigException(f"kubeconfig {path}: {err}") from err
+    except yaml.YAMLError as err:
+        raise kube_config.ConfigException(f"kubeconfig {path} is not valid YAML: {err}") from err
+    except (TypeError, ValueError, AttributeError) as err:  # kubernetes_asyncio's reading of an empty or odd file
+        raise kube_config.ConfigException(f"kubeconfig {path} is empty or not a kubeconfig ({err})") from err
     log.info("using kubeconfig", path=path)
     return configuration
+
+
+def _require_file(path: str, source: str) -> None:
+    """kubernetes_asyncio would log "Config not found" and then fail on the empty config it made instead,
+    a second and misleading error: say it once here."""
+    if any(os.path.isfile(p) for p in path.split(os.pathsep) if p):
+        return
+    hint = " (not in a cluster either: pass --kubeconfig or set KUBECONFIG)" if source == "the default location" else ""
+    raise kube_config.ConfigException(f"kubeconfig {path} (from {source}) does not exist{hint}")
 
 
 def _on_signals(loop: asyncio.AbstractEventLoop, manager: Manager) -> None:

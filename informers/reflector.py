@@ -72,6 +72,16 @@ def _discard(fetch: asyncio.Future) -> None:
         fetch.exception()
 
 
+def _hint(err: ApiStatusError) -> str:
+    """What a refusal that retrying will not fix by itself means (a token revoked, a binding removed)."""
+    code = err.code
+    if code == 401:
+        return " (the server rejects this client's credentials: an expired or revoked token?)"
+    if code == 403:
+        return " (this client is not allowed: check its RBAC)"
+    return ""
+
+
 class WatchStalled(Exception):
     """Nothing arrived on the watch for longer than the watchdog allows: a silently dead connection."""
 
@@ -106,6 +116,7 @@ class Reflector:
     async def run(self) -> NoReturn:
         backoff = Backoff(self.options.backoff)
         while True:
+            hint = ""
             try:
                 if self._must_list:
                     await self._list()
@@ -116,6 +127,7 @@ class Reflector:
                     self._must_list = True
                 self._withdraw_tentative_proof()
                 self.stats.record_error(err)
+                hint = _hint(err)
                 delay = backoff.next_delay(err.retry_after)
             except (*TRANSIENT_ERRORS, WatchStalled, ShortWatch) as err:
                 if isinstance(err, WatchStalled):
@@ -124,7 +136,7 @@ class Reflector:
                 self.stats.record_error(err)
                 delay = backoff.next_delay()
             action = "listing" if self._must_list else "watching"
-            log.warning("%s: %s; %s again in %.2f s", self.name, self.stats.last_error, action, delay)
+            log.warning("%s: %s%s; %s again in %.2f s", self.name, self.stats.last_error, hint, action, delay)
             await asyncio.sleep(delay)
 
     # --- freshness ------------------------------------------------------------------------

@@ -37,5 +37,5 @@ class InformerStats:
 
     def record_error(self, error: BaseException) -> None:
         self.errors += 1
-        self.last_error = f"{type(error).__name__}: {error}"
+        self.last_error = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
         self.last_error_time = time.time()

@@ -54,11 +54,14 @@ class Transport:
     async def get(self, path: str, params: dict[str, str]) -> bytes:
         """The body of a successful GET, undecoded: the caller decodes it when it suits it."""
         timeout = aiohttp.ClientTimeout(total=self.request_timeout)
-        response = await self._request(path, params, timeout)
         try:
-            return await response.read()
-        finally:
-            response.release()
+            response = await self._request(path, params, timeout)
+            try:
+                return await response.read()
+            finally:
+                response.release()
+        except TimeoutError as err:  # aiohttp's carries no message: say what timed out
+            raise TimeoutError(f"no response from {self._server} within {self.request_timeout:g} s") from err
 
     async def open_stream(self, path: str, params: dict[str, str]) -> aiohttp.ClientResponse:
         """A streaming GET: headers within the request timeout, the body at the caller's pace.
@@ -67,8 +70,15 @@ class Transport:
         """
         timeout = aiohttp.ClientTimeout(total=None, connect=self.request_timeout,
                                         sock_connect=self.request_timeout)
-        async with asyncio.timeout(self.request_timeout):
-            return await self._request(path, params, timeout)
+        try:
+            async with asyncio.timeout(self.request_timeout):
+                return await self._request(path, params, timeout)
+        except TimeoutError as err:
+            raise TimeoutError(f"no response from {self._server} within {self.request_timeout:g} s") from err
+
+    @property
+    def _server(self) -> str:
+        return getattr(self.api_client.configuration, "host", "") or "the API server"
 
     async def _request(self, path: str, params: dict[str, str], timeout: aiohttp.ClientTimeout
                        ) -> aiohttp.ClientResponse:

@@ -56,8 +56,9 @@ async def until(check, timeout: float = 10.0, what: str = "condition", interval:
 class LocalClusterProcess:
     """`python -m localcluster serve --runner scripted` on a free port, with the project's CRDs."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, crds: Path = ROOT / "manifests" / "crds") -> None:
         self.kubeconfig = directory / "kubeconfig"
+        self.crds = crds
         self.process: asyncio.subprocess.Process | None = None
         self.url = ""
         self._stack = contextlib.AsyncExitStack()
@@ -67,7 +68,7 @@ class LocalClusterProcess:
     async def __aenter__(self) -> LocalClusterProcess:
         self.process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "localcluster", "serve", "--port", "0", "--kubeconfig-out", str(self.kubeconfig),
-            "--crds", str(ROOT / "manifests" / "crds"), "--runner", "scripted", "--bookmark-interval", "1",
+            "--crds", str(self.crds), "--runner", "scripted", "--bookmark-interval", "1",
             stdout=asyncio.subprocess.PIPE, cwd=ROOT)
         async with asyncio.timeout(20):
             while True:

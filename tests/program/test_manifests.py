@@ -35,6 +35,7 @@ from controller.leader import LeaderElectionConfig, LeaderElector
 from controller.models import GROUP, PLURAL, VERSION
 from controller.podgroup import GROUP as PG_GROUP
 from controller.podgroup import PLURAL as PG_PLURAL
+from controller.preflight import preflight
 from localcluster.errors import ApiError
 from tests.e2e.conftest import (
     CRDS,
@@ -469,7 +470,10 @@ async def run_under_leader_election(cluster, api_client) -> None:
     """Run every API path as `genericjob-controller run --leader-elect` would, with `api_client`'s identity."""
     controller = Controller(api_client, ControllerConfig(workers=4, qps=0, informer_options=FAST,
                                                          shutdown_timeout=5.0))
-    # As `genericjob-controller run --leader-elect` does: informers warm up, workers run only while leading.
+    # As `genericjob-controller run --leader-elect` does: the start-up checks (their requests are counted
+    # too), informers warm up, workers run only while leading.
+    await preflight(api_client, [(i.resource, i.namespace) for i in controller.factory.informers],
+                    lease=(NAMESPACE, NAME), timeout=10)
     controller.start_informers()
     await controller.wait_for_sync(10)
     leading, lost = asyncio.Event(), asyncio.Event()
