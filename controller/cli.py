@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Mapping
 from types import ModuleType
@@ -23,6 +24,7 @@ from .reconciler import STUCK_TERMINATING_AFTER
 from .server import parse_address
 
 ENV_PREFIX = "GENERICJOB_"
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # a namespace's name
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 
@@ -45,16 +47,38 @@ def _address(text: str) -> str:
     return text
 
 
+def _namespaces(text: str) -> tuple[str, ...]:
+    """"a,b" -> ("a", "b"); "" -> () (every namespace)."""
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not all(DNS_LABEL.fullmatch(name) for name in names):
+        raise ValueError(text)
+    return names
+
+
+class _NamespacesAction(argparse.Action):
+    """--namespace a,b --namespace c: the lists add up; the first flag replaces the default (its variable)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        current = getattr(namespace, self.dest, None)
+        seen = f"_{self.dest}_given"
+        if not getattr(namespace, seen, False):
+            current = ()
+            setattr(namespace, seen, True)
+        setattr(namespace, self.dest, tuple(dict.fromkeys((*(current or ()), *values))))
+
+
 # argparse names a failed conversion after the type function.
 _positive_int.__name__ = "positive integer"
 _non_negative.__name__ = "non-negative number"
 _address.__name__ = "address (host:port, :port, or 0 for off)"
+_namespaces.__name__ = "namespace list (comma-separated namespace names)"
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then in-cluster config, then ~/.kube/config)")
-    add("--namespace", default=None, help="namespace to watch (default: all namespaces)")
+    add("--namespace", type=_namespaces, action=_NamespacesAction, default=(), metavar="NS[,NS...]",
+        help="namespaces to watch, comma-separated; the flag may be repeated (default: all namespaces)")
     add("--workers", type=_positive_int, default=4, help="concurrent reconciles")
     add("--qps", type=_non_negative, default=20.0,
         help="API writes per second, client side (0: no limit); Events get a budget of their own of the same size")
@@ -180,7 +204,7 @@ def log_format(args: argparse.Namespace) -> str:
 
 def manager_config(args: argparse.Namespace) -> ManagerConfig:
     """The program's configuration from parsed `run` flags; ValueError for inconsistent timings."""
-    controller = ControllerConfig(namespace=args.namespace or None, workers=args.workers, qps=args.qps,
+    controller = ControllerConfig(namespaces=tuple(args.namespace or ()), workers=args.workers, qps=args.qps,
                                   burst=args.burst, shutdown_timeout=args.shutdown_timeout,
                                   stuck_terminating_after=args.stuck_terminating_after,
                                   informer_stale_after=args.informer_stale_after)

@@ -21,7 +21,8 @@ import structlog
 from kubernetes_asyncio.client import ApiClient
 from prometheus_client import CollectorRegistry
 
-from informers import InformerFactory, InformerOptions, Resource
+from informers import Informer, InformerFactory, InformerOptions, Resource
+from informers.namespaces import InformerGroup
 from workqueue import RateLimitingQueue, ShutDown
 
 from . import podgroup
@@ -45,7 +46,8 @@ INFORMER_STALE_AFTER = 300.0
 
 @dataclass(frozen=True)
 class ControllerConfig:
-    namespace: str | None = None  # None: every namespace
+    namespace: str | None = None  # one namespace to watch; None: see `namespaces`
+    namespaces: tuple[str, ...] = ()  # namespaces to watch; with `namespace` unset and this empty: every one
     workers: int = 4
     qps: float = 20.0
     burst: int = 30
@@ -57,6 +59,11 @@ class ControllerConfig:
     identity: str = ""
     # Liveness: an informer with no proof of a current cache for this long fails /healthz (0: off).
     informer_stale_after: float = INFORMER_STALE_AFTER
+
+    def watched_namespaces(self) -> tuple[str, ...]:
+        """The namespaces watched; () for every namespace."""
+        names = (self.namespace,) if self.namespace else ()
+        return tuple(dict.fromkeys((*names, *self.namespaces)))
 
 
 class Controller:
@@ -72,11 +79,10 @@ class Controller:
             self.client.status_written = self._status_written
         self.factory = InformerFactory(api_client, options=config.informer_options, registry=registry)
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="genericjob", registry=registry)
-        ns = config.namespace
-        self.jobs = self.factory.informer(JOBS, ns)
-        self.pods = self.factory.informer(PODS, ns)
-        self.services = self.factory.informer(SERVICES, ns)
-        self.podgroups = self.factory.informer(PODGROUPS, ns) if config.podgroups else None
+        self.jobs = self._informer(JOBS)
+        self.pods = self._informer(PODS)
+        self.services = self._informer(SERVICES)
+        self.podgroups = self._informer(PODGROUPS) if config.podgroups else None
         # Events get their own request budget, as controller-runtime's recorder has its own client.
         self.recorder = EventRecorder(self.client.with_own_limit(), host=config.identity or socket.gethostname(),
                                       metrics=EventMetrics(registry))
@@ -89,6 +95,14 @@ class Controller:
         # Jobs whose status write lost to a newer version (409): key -> the version it lost with.
         self._awaiting_newer: dict[str, str] = {}
         self._register_handlers()
+
+    def _informer(self, resource: Resource) -> Informer | InformerGroup:
+        """The resource in every namespace, in the one watched, or in each of several (one informer
+        per namespace, as controller-runtime's multi-namespace cache: RBAC may allow no more)."""
+        namespaces = self.config.watched_namespaces()
+        if len(namespaces) < 2:
+            return self.factory.informer(resource, namespaces[0] if namespaces else None)
+        return InformerGroup({namespace: self.factory.informer(resource, namespace) for namespace in namespaces})
 
     # --- event handlers: compute a key, enqueue it ----------------------------------------
 

@@ -290,7 +290,8 @@ async def run_program(config: ManagerConfig, kubeconfig: str | None) -> int:
         manager = Manager(api_client, config, registry)
         _on_signals(asyncio.get_running_loop(), manager)
         election = config.leader_election
-        log.info("starting", namespace=config.controller.namespace or "(all)", workers=config.controller.workers,
+        log.info("starting", namespaces=",".join(config.controller.watched_namespaces()) or "(all)",
+                 workers=config.controller.workers,
                  leader_election=election is not None,
                  lease=f"{election.namespace}/{election.lease_name}" if election else None,
                  identity=election.identity if election else None)

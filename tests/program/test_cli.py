@@ -23,7 +23,7 @@ def test_defaults(monkeypatch, tmp_path):
     args = parse()
     config = cli.manager_config(args)
     assert (args.kubeconfig, args.log_level, args.log_format) == (None, "info", None)
-    assert config.controller.namespace is None and config.controller.workers == 4
+    assert config.controller.watched_namespaces() == () and config.controller.workers == 4
     assert (config.controller.qps, config.controller.burst) == (20.0, 30)
     assert config.controller.shutdown_timeout == 10.0
     assert config.controller.stuck_terminating_after == STUCK_TERMINATING_AFTER
@@ -41,7 +41,7 @@ def test_every_flag():
                  "--stuck-terminating-after", "90")
     config = cli.manager_config(args)
     assert args.kubeconfig == "/k" and args.log_level == "debug" and cli.log_format(args) == "console"
-    assert config.controller.namespace == "team" and config.controller.workers == 8
+    assert config.controller.watched_namespaces() == ("team",) and config.controller.workers == 8
     assert (config.controller.qps, config.controller.burst) == (50.0, 60)
     assert (config.controller.shutdown_timeout, config.controller.stuck_terminating_after) == (7.0, 90.0)
     election = config.leader_election
@@ -54,7 +54,7 @@ def test_environment_variables_set_flags_and_flags_win():
     env = {"GENERICJOB_WORKERS": "7", "GENERICJOB_NAMESPACE": "team", "GENERICJOB_LEADER_ELECT": "false",
            "GENERICJOB_LOG_FORMAT": "json", "GENERICJOB_QPS": "2.5", "GENERICJOB_METRICS_ADDRESS": ":9100"}
     config = cli.manager_config(parse(**env))
-    assert config.controller.workers == 7 and config.controller.namespace == "team"
+    assert config.controller.workers == 7 and config.controller.watched_namespaces() == ("team",)
     assert config.leader_election is None and config.controller.qps == 2.5 and config.metrics_address == ":9100"
     assert cli.log_format(parse(**env)) == "json"
     flagged = parse("--workers", "2", "--leader-elect", "--log-format", "console", **env)
@@ -156,3 +156,23 @@ def test_run_loads_neither_localcluster_nor_the_local_command():
             "assert 'controller.local' in sys.modules\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_namespace_takes_a_list_and_may_be_repeated():
+    config = cli.manager_config(parse("--namespace", "a,b", "--namespace", " c ,a"))
+    assert config.controller.watched_namespaces() == ("a", "b", "c")
+    assert cli.manager_config(parse("--namespace", "")).controller.watched_namespaces() == ()
+
+
+def test_namespace_list_from_the_environment_is_replaced_by_the_flag():
+    args = cli.parse_args(["run", "--namespace", "x"], environ={"GENERICJOB_NAMESPACE": "a,b"})
+    assert cli.manager_config(args).controller.watched_namespaces() == ("x",)
+    args = cli.parse_args(["run"], environ={"GENERICJOB_NAMESPACE": "a,b"})
+    assert cli.manager_config(args).controller.watched_namespaces() == ("a", "b")
+
+
+def test_a_namespace_that_is_no_dns_label_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.parse_args(["run", "--namespace", "team-a,Team_B"])
+    assert exit_info.value.code == 2
+    assert "namespace list" in capsys.readouterr().err

@@ -240,15 +240,15 @@ async def test_namespaced_overlay_applies_to_localcluster(cluster, tmp_path, nam
 @pytest.mark.runner("scripted")
 async def test_namespaced_install_runs_a_job_with_only_its_roles(cluster, namespaced):
     """The controller, as the manifests' ServiceAccount with only overlays/namespaced's RBAC (RBAC and the
-    owner-references admission plugin enforced), runs a job with Services and a PodGroup in a watched
+    owner-references admission plugin enforced), runs a job with Services and a PodGroup in each watched
     namespace without one refused request; the account can read nothing cluster-wide."""
     cluster.apply_crds(CRDS)
     for namespace in WATCHED:
         cluster.api.ensure_namespace(namespace)
     apply_rbac(cluster, namespaced)
     async with service_account_client(cluster) as api_client:
-        # One watched namespace: the controller on this branch takes one (a list is the program's --namespace).
-        controller = Controller(api_client, ControllerConfig(namespace=WATCHED[0], workers=2, qps=0,
+        # Every namespace of the overlay's --namespace list, as the Deployment runs it.
+        controller = Controller(api_client, ControllerConfig(namespaces=tuple(WATCHED), workers=2, qps=0,
                                                              informer_options=FAST, shutdown_timeout=5.0))
         controller.start_informers()
         await controller.wait_for_sync(10)
@@ -268,8 +268,10 @@ async def test_namespaced_install_runs_a_job_with_only_its_roles(cluster, namesp
                              scheduler={"t9kScheduler": {"queue": "default"}})
             async with client.ApiClient(await admin_configuration(cluster)) as admin:
                 jobs = Jobs(admin)
-                await jobs.submit(job, namespace=WATCHED[0])
-                await jobs.wait_phase("team-job", "Succeeded", namespace=WATCHED[0])
+                for namespace in WATCHED:
+                    await jobs.submit(job, namespace=namespace)
+                for namespace in WATCHED:
+                    await jobs.wait_phase("team-job", "Succeeded", namespace=namespace)
         finally:
             election.cancel()
             await asyncio.gather(election, return_exceptions=True)
