@@ -21,7 +21,7 @@ from .leader import LeaderElectionConfig
 from .logs import FORMATS, LEVELS
 from .manager import ManagerConfig, pod_namespace
 from .reconciler import STUCK_TERMINATING_AFTER
-from .server import parse_address
+from .server import parse_address, same_address_error, shares_listener
 
 ENV_PREFIX = "GENERICJOB_"
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # a namespace's name
@@ -93,9 +93,16 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add("--renew-deadline", type=_non_negative, default=10.0,
         help="seconds the leader keeps retrying a renewal before it gives up and exits")
     add("--retry-period", type=_non_negative, default=2.0, help="seconds between leader election attempts")
-    add("--metrics-address", type=_address, default=":8080", help="where /metrics listens (0: off)")
+    add("--metrics-address", type=_address, default=":8443", help="where /metrics listens (0: off)")
+    add("--metrics-secure", action=argparse.BooleanOptionalAction, default=True,
+        help="serve /metrics over HTTPS to callers the API server authenticates (TokenReview) and authorises "
+             "(SubjectAccessReview: get on /metrics, as the genericjob-metrics-reader ClusterRole grants); "
+             "--no-metrics-secure: plain HTTP for anyone")
+    add("--metrics-cert-dir", default=None,
+        help="directory with tls.crt and tls.key for secure metrics (default: a self-signed certificate made at start)")
     add("--health-address", type=_address, default=":8081",
-        help="where /healthz and /readyz listen (0: off; the metrics address: one listener for all)")
+        help="where /healthz and /readyz listen, plain HTTP (0: off; with --no-metrics-secure, the metrics address: "
+             "one listener for all)")
     add("--log-level", choices=LEVELS, default="info", help="lowest level logged")
     add("--log-format", choices=FORMATS, default=None,
         help="json or console (default: json in a cluster, console elsewhere)")
@@ -204,6 +211,8 @@ def log_format(args: argparse.Namespace) -> str:
 
 def manager_config(args: argparse.Namespace) -> ManagerConfig:
     """The program's configuration from parsed `run` flags; ValueError for inconsistent timings."""
+    if args.metrics_secure and shares_listener(args.metrics_address, args.health_address):
+        raise ValueError(same_address_error(args.metrics_address))
     controller = ControllerConfig(namespaces=tuple(args.namespace or ()), workers=args.workers, qps=args.qps,
                                   burst=args.burst, shutdown_timeout=args.shutdown_timeout,
                                   stuck_terminating_after=args.stuck_terminating_after,
@@ -214,7 +223,8 @@ def manager_config(args: argparse.Namespace) -> ManagerConfig:
                                         lease_duration=args.lease_duration, renew_deadline=args.renew_deadline,
                                         retry_period=args.retry_period)
     return ManagerConfig(controller=controller, leader_election=election, metrics_address=args.metrics_address,
-                         health_address=args.health_address, sync_timeout=args.sync_timeout)
+                         health_address=args.health_address, sync_timeout=args.sync_timeout,
+                         metrics_secure=args.metrics_secure, metrics_cert_dir=args.metrics_cert_dir or None)
 
 
 __all__ = ["ENV_PREFIX", "apply_environment", "build_parser", "log_format", "manager_config", "parse_args"]

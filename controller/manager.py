@@ -40,10 +40,12 @@ from prometheus_client import (
 
 from informers import SyncTimeoutError
 
+from .certs import CertificateError, server_context
 from .controller import Controller, ControllerConfig
 from .kube import InstrumentedApiClient
 from .leader import LeaderElectionConfig, LeaderElector
 from .metrics import RequestMetrics
+from .metrics_auth import DelegatingAuth
 from .preflight import PreflightError, preflight
 from .server import Server
 
@@ -59,8 +61,12 @@ EVENT_FLUSH_SECONDS = 2.0  # what stopping the event recorder may add to the dra
 class ManagerConfig:
     controller: ControllerConfig = field(default_factory=ControllerConfig)
     leader_election: LeaderElectionConfig | None = None  # None: lead unconditionally (a single replica)
-    metrics_address: str = ":8080"
+    metrics_address: str = ":8443"
     health_address: str = ":8081"
+    # HTTPS /metrics for callers the API server authenticates and authorises (see metrics_auth.py);
+    # False: plain HTTP for anyone, as `local` and the test harnesses use it.
+    metrics_secure: bool = True
+    metrics_cert_dir: str | None = None  # tls.crt and tls.key; None: a self-signed certificate made at start
     sync_timeout: float = 120.0
 
 
@@ -79,7 +85,8 @@ class Manager:
         self.config = config
         self.registry = registry if registry is not None else new_registry()
         self.controller = Controller(api_client, config.controller, self.registry)
-        self.server = Server(self.registry, self.controller.problems, self._unready)
+        self.server = Server(self.registry, self.controller.problems, self._unready,
+                             metrics_auth=DelegatingAuth(api_client) if config.metrics_secure else None)
         self.elector: LeaderElector | None = None
         if config.leader_election is not None:
             self.elector = LeaderElector(api_client, config.leader_election, self._lead, self._stopped_leading,
@@ -99,7 +106,12 @@ class Manager:
     async def run(self) -> int:
         self._warn_about_timings()
         try:
-            await self.server.start(self.config.metrics_address, self.config.health_address)
+            tls = server_context(self.config.metrics_cert_dir) if self.config.metrics_secure else None
+            await self.server.start(self.config.metrics_address, self.config.health_address, metrics_tls=tls)
+        except (CertificateError, ValueError) as err:
+            log.error("cannot serve metrics", error=str(err))
+            await self.server.stop()
+            return self._exit(EXIT_FAILED, "cannot serve metrics")
         except OSError as err:  # the port is taken, or the address is not ours
             log.error("cannot listen", error=str(err))
             await self.server.stop()

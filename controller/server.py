@@ -1,9 +1,16 @@
 """The HTTP endpoints a cluster scrapes and probes: /metrics, /healthz, /readyz.
 
-    server = Server(registry, problems=controller.problems, unready=lambda: None if synced else "not synced")
-    await server.start(metrics=":8080", health=":8081")   # the same address twice: one listener
+    server = Server(registry, problems=controller.problems, unready=lambda: None if synced else "not synced",
+                    metrics_auth=DelegatingAuth(api_client))      # None: plain HTTP, no authentication
+    await server.start(metrics=":8443", health=":8081", metrics_tls=server_context(None))
     ...
     await server.stop()
+
+Secure metrics (`metrics_tls` and `metrics_auth`, the default of `run`): /metrics over HTTPS, each
+request authenticated and authorised by the API server (metrics_auth.py). /healthz and /readyz stay
+plain HTTP on their own listener, for the kubelet's probes. Plain metrics on the health address are
+one listener for all three; secure metrics on the health address are refused (the probes would need
+HTTPS and a token), except that port 0 twice means two listeners, each on a port of its own.
 
 /healthz is a liveness check: it is answered on the event loop, so a blocked loop fails it by
 timing out, and it fails with 500 naming the problem when `problems()` reports one (an informer
@@ -14,6 +21,7 @@ returns what was bound.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable
 
 import structlog
@@ -36,35 +44,47 @@ def parse_address(address: str) -> tuple[str, int] | None:
 
 class Server:
     def __init__(self, registry: CollectorRegistry, problems: Callable[[], list[str]],
-                 unready: Callable[[], str | None]) -> None:
+                 unready: Callable[[], str | None], metrics_auth=None) -> None:
+        """`metrics_auth`: an aiohttp middleware's owner (`DelegatingAuth`) every /metrics request must pass."""
         self.registry = registry
+        self.metrics_auth = metrics_auth
         self.problems = problems
         self.unready = unready
         self._runners: list[web.AppRunner] = []
         self.addresses: dict[str, str] = {}  # "metrics" / "health" -> the "host:port" bound
 
-    async def start(self, metrics: str, health: str) -> dict[str, str]:
+    async def start(self, metrics: str, health: str, metrics_tls: ssl.SSLContext | None = None
+                    ) -> dict[str, str]:
+        """Listen; `metrics_tls` serves /metrics over HTTPS. ValueError for secure metrics on the health port."""
         metrics_at, health_at = parse_address(metrics), parse_address(health)
         routes = {"metrics": [web.get("/metrics", self.metrics)],
                   "health": [web.get("/healthz", self.healthz), web.get("/readyz", self.readyz)]}
-        if metrics_at is not None and metrics_at == health_at:
+        secure = metrics_tls is not None or self.metrics_auth is not None
+        if secure and shares_listener(metrics, health):
+            raise ValueError(same_address_error(metrics))
+        schemes = {"metrics": "https" if metrics_tls is not None else "http", "health": "http"}
+        if metrics_at is not None and metrics_at == health_at and not secure:
             bound = await self._listen(metrics_at, routes["metrics"] + routes["health"])
             self.addresses = {"metrics": bound, "health": bound}
         else:
             for name, where in (("metrics", metrics_at), ("health", health_at)):
                 if where is not None:
-                    self.addresses[name] = await self._listen(where, routes[name])
+                    middlewares = [self.metrics_auth.middleware] if name == "metrics" and self.metrics_auth else []
+                    self.addresses[name] = await self._listen(where, routes[name], middlewares,
+                                                              metrics_tls if name == "metrics" else None)
         for name, bound in self.addresses.items():
-            log.info(f"serving {name}", address=bound)
+            log.info(f"serving {name}", address=bound, scheme=schemes[name],
+                     **({"authentication": self.metrics_auth is not None} if name == "metrics" else {}))
         return self.addresses
 
-    async def _listen(self, where: tuple[str, int], routes: list) -> str:
-        app = web.Application()
+    async def _listen(self, where: tuple[str, int], routes: list, middlewares: list | None = None,
+                      tls: ssl.SSLContext | None = None) -> str:
+        app = web.Application(middlewares=middlewares or [])
         app.add_routes(routes)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)  # probes every few seconds: no log
         await runner.setup()
         self._runners.append(runner)
-        await web.TCPSite(runner, where[0], where[1]).start()
+        await web.TCPSite(runner, where[0], where[1], ssl_context=tls).start()
         host, port = runner.addresses[0][:2]
         return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
@@ -92,4 +112,16 @@ class Server:
         return web.Response(text="ok\n")
 
 
-__all__ = ["Server", "parse_address"]
+def same_address_error(address: str) -> str:
+    return (f"--metrics-address and --health-address are both {address}: secure metrics (HTTPS, a token) and the "
+            "kubelet's plain HTTP probes need two ports; give them different addresses, or pass "
+            "--no-metrics-secure to serve all three endpoints on one plain HTTP listener")
+
+
+def shares_listener(metrics: str, health: str) -> bool:
+    """The two addresses are one listener (the same host and a fixed port)."""
+    metrics_at = parse_address(metrics)
+    return metrics_at is not None and metrics_at == parse_address(health) and metrics_at[1] != 0
+
+
+__all__ = ["Server", "parse_address", "same_address_error", "shares_listener"]

@@ -130,7 +130,8 @@ class Controller(Measured):
         self.cluster = cluster
         election = ["--leader-elect", "--lease-namespace", "default"] if leader_elect else ["--no-leader-elect"]
         self.argv = [str(BIN / "genericjob-controller"), "run", "--kubeconfig", str(cluster.kubeconfig),
-                     "--metrics-address", "127.0.0.1:0", "--health-address", "0", "--log-format", "json",
+                     "--metrics-address", "127.0.0.1:0", "--no-metrics-secure", "--health-address", "0",
+                     "--log-format", "json",
                      "--log-level", "info", *election, "--shutdown-timeout", "2", *flags]
         self.url = ""
         self.started = 0.0

@@ -28,7 +28,7 @@ def manager_config(leader_election: LeaderElectionConfig | None = None, shutdown
                    ) -> ManagerConfig:
     controller = ControllerConfig(workers=2, qps=0, informer_options=FAST, shutdown_timeout=shutdown_timeout)
     return ManagerConfig(controller=controller, leader_election=leader_election, metrics_address="127.0.0.1:0",
-                         health_address="127.0.0.1:0", sync_timeout=10)
+                         health_address="127.0.0.1:0", sync_timeout=10, metrics_secure=False)
 
 
 class Running:

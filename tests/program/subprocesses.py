@@ -127,7 +127,8 @@ class ControllerProcess:
         self.cluster = cluster
         timings = timing_flags(**(lease or LEASE))
         self.argv = [str(CLI), "run", "--kubeconfig", str(cluster.kubeconfig), "--metrics-address", "127.0.0.1:0",
-                     "--health-address", "127.0.0.1:0", "--log-format", "json", "--shutdown-timeout", "1",
+                     "--no-metrics-secure", "--health-address", "127.0.0.1:0", "--log-format", "json",
+                     "--shutdown-timeout", "1",
                      *timings, *flags]
         self.env = {**os.environ, **(env or {})}
         self.process: asyncio.subprocess.Process | None = None

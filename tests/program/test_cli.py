@@ -30,7 +30,8 @@ def test_defaults(monkeypatch, tmp_path):
     election = config.leader_election
     assert (election.lease_name, election.namespace) == ("genericjob-controller", "default")
     assert (election.lease_duration, election.renew_deadline, election.retry_period) == (15.0, 10.0, 2.0)
-    assert (config.metrics_address, config.health_address, config.sync_timeout) == (":8080", ":8081", 120.0)
+    assert (config.metrics_address, config.health_address, config.sync_timeout) == (":8443", ":8081", 120.0)
+    assert config.metrics_secure and config.metrics_cert_dir is None
 
 
 def test_every_flag():
@@ -176,3 +177,12 @@ def test_a_namespace_that_is_no_dns_label_is_a_usage_error(capsys):
         cli.parse_args(["run", "--namespace", "team-a,Team_B"])
     assert exit_info.value.code == 2
     assert "namespace list" in capsys.readouterr().err
+
+
+def test_secure_metrics_on_the_health_address_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        parse("--metrics-address", ":9000", "--health-address", ":9000")
+    assert exit_info.value.code == 2
+    assert "--no-metrics-secure" in capsys.readouterr().err
+    plain = cli.manager_config(parse("--metrics-address", ":9000", "--health-address", ":9000", "--no-metrics-secure"))
+    assert not plain.metrics_secure and plain.metrics_address == plain.health_address == ":9000"

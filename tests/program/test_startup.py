@@ -23,7 +23,8 @@ from tests.e2e.conftest import FAST
 from .inprocess import cluster_with_crds
 from .subprocesses import BIN, CLI, ROOT, ControllerProcess, LocalClusterProcess, until
 
-FLAGS = ["--metrics-address", "127.0.0.1:0", "--health-address", "127.0.0.1:0", "--log-format", "json",
+FLAGS = ["--metrics-address", "127.0.0.1:0", "--no-metrics-secure", "--health-address", "127.0.0.1:0",
+         "--log-format", "json",
          "--lease-namespace", "default"]
 CRDS = ROOT / "manifests" / "crds"
 

@@ -1,0 +1,142 @@
+"""Secure metrics (the default of `run`): /metrics over HTTPS, each scrape's bearer token reviewed by the API
+server (TokenReview) and its user authorised for `get /metrics` (SubjectAccessReview).
+
+The controller authenticates as the manifests' ServiceAccount with the manifests' RBAC applied, so the
+test also shows that rbac.yaml grants what the reviews need; the scrapers are ServiceAccounts with and
+without a binding to the genericjob-metrics-reader ClusterRole of user-rbac.yaml.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+import ssl
+
+import aiohttp
+import pytest
+
+from controller.certs import CERT_FILE, KEY_FILE, self_signed
+from controller.manager import Manager
+
+from .inprocess import Running, cluster_with_crds, manager_config
+from .subprocesses import until
+from .test_manifests import NAMESPACE, apply_rbac, refused, rendered, service_account_client  # noqa: F401
+
+READER = "genericjob-metrics-reader"
+
+
+@pytest.fixture
+async def cluster():
+    async with cluster_with_crds() as running:
+        yield running
+
+
+def bind_reader(cluster, namespace: str, account: str) -> None:
+    """A ClusterRoleBinding of user-rbac.yaml's metrics reader to a ServiceAccount (as Prometheus's)."""
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": f"{account}-reads-metrics"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": READER},
+               "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}]}
+    cluster.api.create(cluster.registry.by_kind("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), None, binding)
+
+
+class Scraper:
+    def __init__(self, address: str) -> None:
+        self.url = f"https://{address}/metrics"
+        # The certificate is self-signed: as Prometheus's insecureSkipVerify, the token is what protects the page.
+        self.tls = ssl.create_default_context()
+        self.tls.check_hostname, self.tls.verify_mode = False, ssl.CERT_NONE
+
+    async def get(self, token: str | None) -> tuple[int, str]:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with aiohttp.ClientSession() as session, session.get(self.url, headers=headers, ssl=self.tls) as got:
+            return got.status, await got.text()
+
+
+@pytest.mark.runner("scripted")
+async def test_metrics_need_a_token_the_api_server_allows(cluster, rendered):  # noqa: F811
+    apply_rbac(cluster, rendered)  # user-rbac.yaml's reader role included
+    bind_reader(cluster, "monitoring", "prometheus")
+    allowed = cluster.service_account_token("monitoring", "prometheus")
+    denied = cluster.service_account_token("monitoring", "someone-else")
+    async with service_account_client(cluster) as api_client:
+        running = Running(Manager(api_client, dataclasses.replace(manager_config(), metrics_secure=True)))
+        try:
+            await running.start()
+            await running.answers("/readyz", 200)
+            scraper = Scraper(running.manager.server.addresses["metrics"])
+            status, page = await scraper.get(allowed)
+            assert status == 200 and "controller_runtime_reconcile_total" in page
+            assert await scraper.get(None) == (401, "Unauthorized\n")
+            assert (await scraper.get("not-a-token"))[0] == 401
+            status, text = await scraper.get(denied)
+            assert status == 403 and "system:serviceaccount:monitoring:someone-else" in text
+            # Answers are cached: a second scrape costs the API server no review.
+            reviews = sum(n for (verb, resource, _), n in cluster.faults.requests.items()
+                          if resource in ("tokenreviews", "subjectaccessreviews"))
+            assert (await scraper.get(allowed))[0] == 200
+            assert sum(n for (verb, resource, _), n in cluster.faults.requests.items()
+                       if resource in ("tokenreviews", "subjectaccessreviews")) == reviews
+            # Plain HTTP on the metrics port is not served.
+            async with aiohttp.ClientSession() as session:
+                with pytest.raises(aiohttp.ClientError):
+                    await session.get(scraper.url.replace("https://", "http://"))
+            # The health endpoints stay plain HTTP for the kubelet's probes.
+            assert (await running.get("/healthz"))[0] == 200
+        finally:
+            await running.close()
+    assert not refused(cluster), f"the controller's own requests were refused: {refused(cluster)}"
+
+
+@pytest.mark.runner("scripted")
+async def test_a_review_the_controller_may_not_make_is_a_500_not_a_pass(cluster, rendered):  # noqa: F811
+    # The controller's account without the tokenreviews rule: no scrape gets through, and none is let in.
+    objects = copy.deepcopy(rendered)
+    for obj in objects:
+        if obj["kind"] == "ClusterRole" and obj["metadata"]["name"] == "genericjob-controller":
+            obj["rules"] = [r for r in obj["rules"] if "tokenreviews" not in r["resources"]]
+    apply_rbac(cluster, objects)
+    bind_reader(cluster, "monitoring", "prometheus")
+    token = cluster.service_account_token("monitoring", "prometheus")
+    async with service_account_client(cluster) as api_client:
+        running = Running(Manager(api_client, dataclasses.replace(manager_config(), metrics_secure=True)))
+        try:
+            await running.start()
+            await running.answers("/readyz", 200)
+            scraper = Scraper(running.manager.server.addresses["metrics"])
+            status, _ = await until(lambda: scraper.get(token), what="a scrape answered")
+            assert status == 500
+        finally:
+            await running.close()
+
+
+async def test_a_certificate_directory_is_served(tmp_path, api_client):
+    cert, key = self_signed("metrics.example")
+    (tmp_path / CERT_FILE).write_bytes(cert)
+    (tmp_path / KEY_FILE).write_bytes(key)
+    config = dataclasses.replace(manager_config(), metrics_secure=True, metrics_cert_dir=str(tmp_path))
+    running = Running(Manager(api_client, config))
+    try:
+        await running.start()
+        await running.answers("/readyz", 200)
+        address = running.manager.server.addresses["metrics"]
+        host, port = address.rsplit(":", 1)
+        tls = ssl.create_default_context()
+        tls.check_hostname, tls.verify_mode = False, ssl.CERT_NONE
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port), ssl=tls), 10)
+        try:
+            served = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+        finally:
+            writer.close()
+        assert served == ssl.PEM_cert_to_DER_cert(cert.decode())
+    finally:
+        await running.close()
+
+
+async def test_a_certificate_directory_without_the_key_exits_1_saying_so(tmp_path, api_client):
+    (tmp_path / CERT_FILE).write_bytes(self_signed()[0])
+    config = dataclasses.replace(manager_config(), metrics_secure=True, metrics_cert_dir=str(tmp_path))
+    manager = Manager(api_client, config)
+    assert await manager.run() == 1
+    assert manager.exit_reason == "cannot serve metrics"
