@@ -36,13 +36,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-import orjson
 import structlog
 from kubernetes_asyncio.client import ApiClient
 from prometheus_client import CollectorRegistry, Gauge
 
 from informers import ApiStatusError
-from informers.transport import TRANSIENT_ERRORS, status_error
+from informers.transport import TRANSIENT_ERRORS, json_body
 
 log = structlog.get_logger("leader")
 
@@ -418,13 +417,7 @@ class LeaderElector:
             response = await self._api.call_api(
                 path, method, header_params=dict(_HEADERS), body=body, auth_settings=["BearerToken"],
                 _preload_content=False)
-            if response.status >= 400:
-                raise await status_error(response)
-            try:
-                raw = await response.read()
-            finally:
-                response.release()
-        return orjson.loads(raw)
+            return await json_body(response)
 
 
 __all__ = ["JITTER_FACTOR", "LeaderElectionConfig", "LeaderElector", "default_identity", "micro_time"]

@@ -27,13 +27,12 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-import orjson
 import structlog
 from aiohttp import web
 from kubernetes_asyncio.client import ApiClient
 
 from informers import ApiStatusError
-from informers.transport import TRANSIENT_ERRORS, status_error
+from informers.transport import TRANSIENT_ERRORS, json_body
 
 log = structlog.get_logger("controller.metrics_auth")
 
@@ -201,13 +200,7 @@ class DelegatingAuth:
         response = await self.api_client.call_api(
             path, "POST", header_params={"Accept": "application/json", "Content-Type": "application/json"},
             body=body, auth_settings=["BearerToken"], _preload_content=False)
-        if response.status >= 400:
-            raise await status_error(response)
-        try:
-            raw = await response.read()
-        finally:
-            response.release()
-        return orjson.loads(raw)
+        return await json_body(response)
 
 
 __all__ = ["DelegatingAuth", "ReviewFailed", "TtlCache", "UserInfo", "bearer_token"]

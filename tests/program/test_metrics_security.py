@@ -9,9 +9,11 @@ without a binding to the genericjob-metrics-reader ClusterRole of user-rbac.yaml
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import dataclasses
 import ssl
+from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
@@ -54,38 +56,46 @@ class Scraper:
             return got.status, await got.text()
 
 
+@contextlib.asynccontextmanager
+async def serving(api_client, **config) -> AsyncIterator[tuple[Running, Scraper]]:
+    """A Manager serving secure metrics, ready; and a scraper of its /metrics."""
+    running = Running(Manager(api_client, dataclasses.replace(manager_config(), metrics_secure=True, **config)))
+    try:
+        await running.start()
+        await running.answers("/readyz", 200)
+        yield running, Scraper(running.manager.server.addresses["metrics"])
+    finally:
+        await running.close()
+
+
+def reviews(cluster) -> int:
+    return sum(n for (_, resource, _), n in cluster.faults.requests.items()
+               if resource in ("tokenreviews", "subjectaccessreviews"))
+
+
 @pytest.mark.runner("scripted")
 async def test_metrics_need_a_token_the_api_server_allows(cluster, rendered):  # noqa: F811
     apply_rbac(cluster, rendered)  # user-rbac.yaml's reader role included
     bind_reader(cluster, "monitoring", "prometheus")
     allowed = cluster.service_account_token("monitoring", "prometheus")
     denied = cluster.service_account_token("monitoring", "someone-else")
-    async with service_account_client(cluster) as api_client:
-        running = Running(Manager(api_client, dataclasses.replace(manager_config(), metrics_secure=True)))
-        try:
-            await running.start()
-            await running.answers("/readyz", 200)
-            scraper = Scraper(running.manager.server.addresses["metrics"])
-            status, page = await scraper.get(allowed)
-            assert status == 200 and "controller_runtime_reconcile_total" in page
-            assert await scraper.get(None) == (401, "Unauthorized\n")
-            assert (await scraper.get("not-a-token"))[0] == 401
-            status, text = await scraper.get(denied)
-            assert status == 403 and "system:serviceaccount:monitoring:someone-else" in text
-            # Answers are cached: a second scrape costs the API server no review.
-            reviews = sum(n for (verb, resource, _), n in cluster.faults.requests.items()
-                          if resource in ("tokenreviews", "subjectaccessreviews"))
-            assert (await scraper.get(allowed))[0] == 200
-            assert sum(n for (verb, resource, _), n in cluster.faults.requests.items()
-                       if resource in ("tokenreviews", "subjectaccessreviews")) == reviews
-            # Plain HTTP on the metrics port is not served.
-            async with aiohttp.ClientSession() as session:
-                with pytest.raises(aiohttp.ClientError):
-                    await session.get(scraper.url.replace("https://", "http://"))
-            # The health endpoints stay plain HTTP for the kubelet's probes.
-            assert (await running.get("/healthz"))[0] == 200
-        finally:
-            await running.close()
+    async with service_account_client(cluster) as api_client, serving(api_client) as (running, scraper):
+        status, page = await scraper.get(allowed)
+        assert status == 200 and "controller_runtime_reconcile_total" in page
+        assert await scraper.get(None) == (401, "Unauthorized\n")
+        assert (await scraper.get("not-a-token"))[0] == 401
+        status, text = await scraper.get(denied)
+        assert status == 403 and "system:serviceaccount:monitoring:someone-else" in text
+        # Answers are cached: a second scrape costs the API server no review.
+        before = reviews(cluster)
+        assert (await scraper.get(allowed))[0] == 200
+        assert reviews(cluster) == before
+        # Plain HTTP on the metrics port is not served.
+        async with aiohttp.ClientSession() as session:
+            with pytest.raises(aiohttp.ClientError):
+                await session.get(scraper.url.replace("https://", "http://"))
+        # The health endpoints stay plain HTTP for the kubelet's probes.
+        assert (await running.get("/healthz"))[0] == 200
     assert not refused(cluster), f"the controller's own requests were refused: {refused(cluster)}"
 
 
@@ -99,39 +109,23 @@ async def test_a_review_the_controller_may_not_make_is_a_500_not_a_pass(cluster,
     apply_rbac(cluster, objects)
     bind_reader(cluster, "monitoring", "prometheus")
     token = cluster.service_account_token("monitoring", "prometheus")
-    async with service_account_client(cluster) as api_client:
-        running = Running(Manager(api_client, dataclasses.replace(manager_config(), metrics_secure=True)))
-        try:
-            await running.start()
-            await running.answers("/readyz", 200)
-            scraper = Scraper(running.manager.server.addresses["metrics"])
-            status, _ = await until(lambda: scraper.get(token), what="a scrape answered")
-            assert status == 500
-        finally:
-            await running.close()
+    async with service_account_client(cluster) as api_client, serving(api_client) as (_, scraper):
+        status, _ = await until(lambda: scraper.get(token), what="a scrape answered")
+        assert status == 500
 
 
 async def test_a_certificate_directory_is_served(tmp_path, api_client):
     cert, key = self_signed("metrics.example")
     (tmp_path / CERT_FILE).write_bytes(cert)
     (tmp_path / KEY_FILE).write_bytes(key)
-    config = dataclasses.replace(manager_config(), metrics_secure=True, metrics_cert_dir=str(tmp_path))
-    running = Running(Manager(api_client, config))
-    try:
-        await running.start()
-        await running.answers("/readyz", 200)
-        address = running.manager.server.addresses["metrics"]
-        host, port = address.rsplit(":", 1)
-        tls = ssl.create_default_context()
-        tls.check_hostname, tls.verify_mode = False, ssl.CERT_NONE
-        _, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port), ssl=tls), 10)
+    async with serving(api_client, metrics_cert_dir=str(tmp_path)) as (_, scraper):
+        host, port = scraper.url.removeprefix("https://").removesuffix("/metrics").rsplit(":", 1)
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port), ssl=scraper.tls), 10)
         try:
             served = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
         finally:
             writer.close()
         assert served == ssl.PEM_cert_to_DER_cert(cert.decode())
-    finally:
-        await running.close()
 
 
 async def test_a_certificate_directory_without_the_key_exits_1_saying_so(tmp_path, api_client):
