@@ -22,7 +22,7 @@ from kubernetes_asyncio.client import ApiClient
 from yarl import URL
 
 from informers import ApiStatusError
-from informers.transport import status_error
+from informers.transport import json_body
 
 from . import podgroup
 from .metrics import RequestMetrics
@@ -83,13 +83,7 @@ class KubeClient:
             if observe is not None:
                 observe.observe(verb, resource, code, time.perf_counter() - started)
         self.requests[(verb, resource, response.status)] += 1
-        if response.status >= 400:
-            raise await status_error(response)
-        try:
-            raw = await response.read()
-        finally:
-            response.release()
-        return orjson.loads(raw) if raw else None
+        return await json_body(response)
 
     async def _send(self, method: str, path: str, body: bytes | None, content_type: str) -> aiohttp.ClientResponse:
         """One request through kubernetes_asyncio's session, with its server, TLS and credentials.

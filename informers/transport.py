@@ -90,15 +90,15 @@ class Transport:
         return response
 
 
-async def json_body(response: aiohttp.ClientResponse) -> dict:
-    """The decoded body of a `call_api(..., _preload_content=False)` answer; ApiStatusError for 4xx/5xx."""
+async def json_body(response: aiohttp.ClientResponse) -> dict | None:
+    """The decoded body of an undecoded answer (None if empty), released; ApiStatusError for 4xx/5xx."""
     if response.status >= 400:
         raise await status_error(response)
     try:
         raw = await response.read()
     finally:
         response.release()
-    return orjson.loads(raw)
+    return orjson.loads(raw) if raw else None
 
 
 async def status_error(response: aiohttp.ClientResponse) -> ApiStatusError:
