@@ -17,18 +17,21 @@ COPY requirements.lock ./
 RUN python -m venv /opt/venv \
     && /opt/venv/bin/pip install --require-hashes --no-deps -r requirements.lock
 
-# Only what the wheel is built from: no tests, benchmarks or manifests.
+# Only what `run` is built from: no tests, benchmarks or manifests, and neither localcluster (the
+# test and development API server) nor controller/devtools (`local`, submit, progress): .dockerignore
+# keeps both out of the context, so the wheel is built without them and the image cannot load them.
 COPY pyproject.toml README.md ./
-COPY controller/ controller/
+COPY apimachinery/ apimachinery/
 COPY informers/ informers/
 COPY workqueue/ workqueue/
-COPY localcluster/ localcluster/
+COPY controller/ controller/
 
 # The project itself, without resolving anything (`pip check` fails the build if the lock no longer
 # satisfies pyproject's dependencies); then the installers go: the image never installs again.
 RUN /opt/venv/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /wheels . \
     && /opt/venv/bin/pip install --no-deps /wheels/*.whl \
     && /opt/venv/bin/pip check \
+    && rm /opt/venv/bin/localcluster \
     && /opt/venv/bin/pip uninstall --yes pip setuptools
 
 # --- final: the interpreter and the installed venv, nothing else -----------------------------------

@@ -10,7 +10,7 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 install: $(BIN)/python
-	$(BIN)/pip install -q -e '.[test,bench]'
+	$(BIN)/pip install -q -e '.[local,test,bench]'
 
 # Install, then run the controller on its embedded local cluster with the user guide's example.
 # Leave out --apply (`.venv/bin/genericjob-controller local`) to keep it serving for kubectl.

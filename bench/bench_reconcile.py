@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 import structlog  # noqa: E402
 from kubernetes_asyncio import client, config  # noqa: E402
 
-from controller.controller import Controller, ControllerConfig  # noqa: E402
-from controller.models import GROUP, PLURAL, VERSION  # noqa: E402
+from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION  # noqa: E402
+from controller.runtime.controller import Controller, ControllerConfig  # noqa: E402
 from localcluster import LocalCluster  # noqa: E402
 
 TARGET = 2000.0

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from . import cli, logs, manager
+from controller.cmd import cli
+from controller.runtime import logs, manager
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -14,7 +15,7 @@ def main(argv: list[str] | None = None) -> int:
             print("genericjob-controller: the `local` command is not available: controller.local could not be "
                   f"imported ({args.local_unavailable})", file=sys.stderr)
             return 2
-        from . import local
+        from controller.devtools import local
 
         return local.main(args)
     logs.configure(args.log_level, cli.log_format(args))

@@ -12,13 +12,13 @@
 See CONTROLLER.md ("Informer") for the guarantees kept, and each module for how.
 """
 
+from apimachinery.resource import PODS, SERVICES, Resource
 from informers.backoff import Backoff, BackoffPolicy
 from informers.factory import InformerFactory, SyncTimeoutError
 from informers.handlers import HandlerRegistration, Tombstone
 from informers.informer import Informer, InformerStatus
 from informers.lister import Lister
 from informers.options import InformerOptions
-from informers.resource import PODS, SERVICES, Resource
 from informers.stats import InformerStats
 from informers.store import CONTROLLER_INDEX, NAMESPACE_INDEX, Store, controller_index, namespace_index, object_key
 from informers.transport import ApiStatusError

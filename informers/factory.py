@@ -7,11 +7,11 @@ import asyncio
 from kubernetes_asyncio.client import ApiClient
 from prometheus_client import CollectorRegistry
 
+from apimachinery.resource import Resource
 from informers.informer import Informer, InformerStatus, Transform
 from informers.lister import Lister
 from informers.metrics import InformerCollector
 from informers.options import InformerOptions
-from informers.resource import Resource
 
 
 class SyncTimeoutError(TimeoutError):

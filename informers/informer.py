@@ -14,13 +14,13 @@ from dataclasses import dataclass
 
 from kubernetes_asyncio.client import ApiClient
 
+from apimachinery.resource import Resource
 from informers.backoff import Backoff
 from informers.compact import Compactor
 from informers.handlers import ADD, DELETE, UPDATE, Handler, HandlerRegistration, Tombstone
 from informers.lister import Lister
 from informers.options import InformerOptions
 from informers.reflector import Reflector
-from informers.resource import Resource
 from informers.stats import InformerStats
 from informers.store import IndexFunc, Store, object_key
 from informers.transport import Transport

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from apimachinery.selectors import LabelSelector, parse_label_selector
 from informers.store import CONTROLLER_INDEX, NAMESPACE_INDEX, Store
-from localcluster.selectors import LabelSelector, parse_label_selector
 
 Selector = str | LabelSelector | None
 

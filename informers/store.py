@@ -9,17 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from apimachinery.meta import controller_uid, object_key
+
+__all__ = ["CONTROLLER_INDEX", "NAMESPACE_INDEX", "Store", "controller_index", "namespace_index", "object_key"]
+
 IndexFunc = Callable[[dict], Iterable[str]]
 
 NAMESPACE_INDEX = "namespace"
 CONTROLLER_INDEX = "controller"
-
-
-def object_key(obj: dict) -> str:
-    """client-go's MetaNamespaceKeyFunc: `namespace/name`, or `name` for cluster-scoped objects."""
-    meta = obj["metadata"]
-    namespace = meta.get("namespace")
-    return f"{namespace}/{meta['name']}" if namespace else meta["name"]
 
 
 def namespace_index(obj: dict) -> list[str]:
@@ -28,10 +25,8 @@ def namespace_index(obj: dict) -> list[str]:
 
 def controller_index(obj: dict) -> list[str]:
     """The uid of the controlling owner (the ownerReference with `controller: true`), if any."""
-    for ref in obj["metadata"].get("ownerReferences") or ():
-        if ref.get("controller"):
-            return [ref["uid"]]
-    return []
+    uid = controller_uid(obj)
+    return [uid] if uid else []
 
 
 class Store:

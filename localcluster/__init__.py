@@ -4,7 +4,7 @@
 notice: resourceVersions, watches with history and 410 Gone, conflicts, the status subresource,
 CRD validation, graceful deletion and garbage collection, plus fault injection and pod runners.
 
-`LocalCluster` is imported when first asked for: the informers' listers use `localcluster.selectors`
+`LocalCluster` is imported when first asked for: the informers' listers use `apimachinery.selectors`
 (the apiserver's label-selector grammar, a module of its own), and importing it must not load a
 whole API server into the controller.
 """

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING
 import orjson
 from aiohttp import web
 
+from apimachinery.selectors import SelectorError, parse_field_selector, parse_label_selector
+
 from . import discovery, errors, reviews, table
 from .errors import ApiError
 from .resources import ResourceType
-from .selectors import SelectorError, parse_field_selector, parse_label_selector
 from .watch import Watcher
 
 if TYPE_CHECKING:

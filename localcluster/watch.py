@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict, deque
 
-from .selectors import FieldSelector, LabelSelector
+from apimachinery.selectors import FieldSelector, LabelSelector
+
 from .store import ADDED, DELETED, MODIFIED, Event, StorageKey
 
 

@@ -18,7 +18,7 @@ import copy
 import aiohttp
 import orjson
 
-from controller.kube import TokenBucket
+from controller.runtime.client import TokenBucket
 
 from .workload import JOBS_PATH
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import aiohttp
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from controller.models import GROUP, PLURAL, VERSION
+from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
 from tests.program.subprocesses import ControllerProcess, LocalClusterProcess, terminate
 
 from .jobs import DEBUG, PAUSE, JobPlan, make_jobs

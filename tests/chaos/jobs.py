@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from controller.models import GROUP, VERSION
+from controller.kinds.genericjob.models import GROUP, VERSION
 
 SUCCEEDED, FAILED = "Succeeded", "Failed"
 NORMAL, PAUSE, DEBUG = "normal", "pause", "debug"

@@ -3,7 +3,7 @@ checked (see tests/chaos/harness.py and RELIABILITY.md). Longer runs: `python -m
 
 from __future__ import annotations
 
-from controller.models import PLURAL
+from controller.kinds.genericjob.models import PLURAL
 
 from .harness import LABEL_JOB, Audit, Settings, run_chaos
 from .jobs import make_jobs, simulate, verdicts

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import itertools
 
-from controller.models import GenericJob
-from controller.naming import replica_labels, replica_name
-from controller.plan import Plan, plan
+from controller.jobs.naming import replica_labels, replica_name
+from controller.jobs.plan import Plan, plan
+from controller.kinds.genericjob.models import GenericJob
 
 JOB = "job"
 JOB_UID = "job-uid"

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller import crd
-from controller.models import GenericJob
-from controller.podgroup import podgroup_crd
-from controller.validation import validate
+from controller.jobs.podgroup import podgroup_crd
+from controller.kinds.genericjob import crd
+from controller.kinds.genericjob.models import GenericJob
+from controller.kinds.genericjob.validation import validate
 from localcluster import LocalCluster
 from localcluster.errors import ApiError
 
@@ -40,8 +40,9 @@ def nodes(schema: dict, path: str = ""):
 def test_checked_in_crds_are_up_to_date():
     for name, text in crd.manifests().items():
         path = CRD_DIR / name
-        assert path.exists(), f"{path} is missing: run python -m controller.crd"
-        assert path.read_text() == text, f"{path} is out of date with the models: run python -m controller.crd"
+        assert path.exists(), f"{path} is missing: run python -m controller.kinds.genericjob.crd"
+        assert path.read_text() == text, \
+            f"{path} is out of date with the models: run python -m controller.kinds.genericjob.crd"
 
 
 def test_main_writes_both_files(tmp_path):

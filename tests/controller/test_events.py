@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from controller.events import EventRecorder
+from controller.runtime.events import EventRecorder
 
 JOB = {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "GenericJob",
        "metadata": {"name": "job", "namespace": "ns", "uid": "u1", "resourceVersion": "7"}}
@@ -109,7 +109,7 @@ async def until(predicate, timeout: float = 1.0) -> None:
 async def test_senders_work_concurrently_and_the_backlog_is_measured():
     from prometheus_client import CollectorRegistry
 
-    from controller.metrics import EventMetrics
+    from controller.runtime.metrics import EventMetrics
 
     registry = CollectorRegistry()
     client = GatedClient()

@@ -9,8 +9,8 @@ from aiohttp import web
 from kubernetes_asyncio import client
 from prometheus_client import CollectorRegistry
 
-from controller.kube import ApiStatusError, InstrumentedApiClient, KubeClient, resolve_proxy_once
-from controller.metrics import RequestMetrics
+from controller.runtime.client import ApiStatusError, InstrumentedApiClient, KubeClient, resolve_proxy_once
+from controller.runtime.metrics import RequestMetrics
 
 HOST = "https://10.96.0.1:443"
 

@@ -15,7 +15,7 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry
 
-from controller.leader import LeaderElectionConfig, LeaderElector, micro_time
+from controller.runtime.leader import LeaderElectionConfig, LeaderElector, micro_time
 
 LEASE = "genericjob-leader"
 NAMESPACE = "default"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.plan import plan, plan_invalid
+from controller.jobs.plan import plan, plan_invalid
 
 from .plan_support import JOB, Pods, at, condition, make_job, make_pod, record, step
 

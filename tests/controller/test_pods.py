@@ -6,19 +6,19 @@ import copy
 
 import pytest
 
-from controller.models import GenericJob, SchedulePolicy, T9kScheduler
-from controller.naming import LABEL_JOB_NAME, LABEL_JOB_UID, LABEL_RANK, LABEL_REPLICA_TYPE, owner_reference
-from controller.podgroup import (
+from controller.jobs.naming import LABEL_JOB_NAME, LABEL_JOB_UID, LABEL_RANK, LABEL_REPLICA_TYPE, owner_reference
+from controller.jobs.podgroup import (
     API_VERSION as PODGROUP_API_VERSION,
 )
-from controller.podgroup import (
+from controller.jobs.podgroup import (
     GROUP_NAME_KEY,
     SCHEDULER_NAME,
     desired_podgroup,
 )
-from controller.pods import PodMode, desired_pod, run_mode_override
-from controller.substitution import SubstitutionError
-from controller.validation import validate
+from controller.jobs.pods import PodMode, desired_pod, run_mode_override
+from controller.kinds.genericjob.models import GenericJob, SchedulePolicy, T9kScheduler
+from controller.kinds.genericjob.substitution import SubstitutionError
+from controller.kinds.genericjob.validation import validate
 from localcluster import LocalCluster
 
 GUIDE_CONTAINER = {"command": ["sleep", "365"], "image": "nginx:latest", "name": "sleep"}

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from controller.models import RestartPolicy
-from controller.restart import Seen, Slot, final_outcome, observe, pause, step
-from controller.rules import Outcome
-from controller.status import CREATING, DELETED, blank_record
+from controller.jobs.restart import Seen, Slot, final_outcome, observe, pause, step
+from controller.jobs.status import CREATING, DELETED, blank_record
+from controller.kinds.genericjob.models import RestartPolicy
+from controller.kinds.genericjob.rules import Outcome
 
 from .plan_support import make_pod
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from controller.models import JobPhase
-from controller.rules import Outcome, evaluate, failure_message, rule_met, rule_text, success_message
+from controller.kinds.genericjob.models import JobPhase
+from controller.kinds.genericjob.rules import Outcome, evaluate, failure_message, rule_met, rule_text, success_message
 
 from .plan_support import make_job
 

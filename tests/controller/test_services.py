@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import copy
 
-from controller.models import GenericJob
-from controller.naming import LABEL_JOB_NAME, LABEL_JOB_UID, LABEL_RANK, LABEL_REPLICA_TYPE, owner_reference
-from controller.pods import desired_pod
-from controller.services import desired_service
+from controller.jobs.naming import LABEL_JOB_NAME, LABEL_JOB_UID, LABEL_RANK, LABEL_REPLICA_TYPE, owner_reference
+from controller.jobs.pods import desired_pod
+from controller.jobs.services import desired_service
+from controller.kinds.genericjob.models import GenericJob
 from localcluster import LocalCluster
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller import status as st
-from controller.models import JobPhase
+from controller.jobs import status as st
+from controller.kinds.genericjob.models import JobPhase
 
 from .plan_support import at, make_pod
 

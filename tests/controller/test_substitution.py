@@ -6,9 +6,9 @@ import copy
 
 import pytest
 
-from controller.models import GenericJob
-from controller.pods import desired_pod
-from controller.substitution import (
+from controller.jobs.pods import desired_pod
+from controller.kinds.genericjob.models import GenericJob
+from controller.kinds.genericjob.substitution import (
     JobVariables,
     SubstitutionError,
     Variables,

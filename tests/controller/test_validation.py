@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from controller.models import GenericJob
-from controller.pods import PodMode, desired_pod
-from controller.validation import SpecError, invalid_spec_message, parse, validate
+from controller.jobs.pods import PodMode, desired_pod
+from controller.kinds.genericjob.models import GenericJob
+from controller.kinds.genericjob.validation import SpecError, invalid_spec_message, parse, validate
 
 CONTAINER = {"name": "main", "image": "trainer"}
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from controller import status as st
-from controller.models import GenericJob
-from controller.reconciler import EXPECTATION_TTL, Expectations
-from controller.services import desired_service, service_ports, stored_ports
+from controller.jobs import status as st
+from controller.jobs.reconciler import EXPECTATION_TTL, Expectations
+from controller.jobs.services import desired_service, service_ports, stored_ports
+from controller.kinds.genericjob.models import GenericJob
 from localcluster.builtins import default_service
 
 
@@ -51,7 +51,7 @@ def test_expectations_are_lowered_by_observations_not_only_by_the_cache():
 
 
 def test_expectations_still_expire(monkeypatch):
-    import controller.reconciler as reconciler
+    import controller.jobs.reconciler as reconciler
 
     now = [1000.0]
     monkeypatch.setattr(reconciler.time, "monotonic", lambda: now[0])
@@ -98,7 +98,7 @@ async def test_pod_handlers_lower_expectations_tombstones_included():
     from kubernetes_asyncio.client import ApiClient, Configuration
     from prometheus_client import CollectorRegistry
 
-    from controller.controller import Controller
+    from controller.runtime.controller import Controller
     from informers import Tombstone
 
     async with ApiClient(Configuration(host="http://127.0.0.1:9")) as api:  # never contacted

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client
 
-from controller.controller import Controller, ControllerConfig
-from controller.models import GROUP, PLURAL, VERSION
-from controller.podgroup import GROUP as PG_GROUP
-from controller.podgroup import PLURAL as PG_PLURAL
-from controller.podgroup import VERSION as PG_VERSION
+from controller.jobs.podgroup import GROUP as PG_GROUP
+from controller.jobs.podgroup import PLURAL as PG_PLURAL
+from controller.jobs.podgroup import VERSION as PG_VERSION
+from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
+from controller.runtime.controller import Controller, ControllerConfig
 from informers import BackoffPolicy, InformerOptions
 from localcluster import LocalCluster
 from localcluster.runner import SCRIPT_ANNOTATION

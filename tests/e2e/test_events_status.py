@@ -7,7 +7,7 @@ import itertools
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
-from controller.controller import ControllerConfig
+from controller.runtime.controller import ControllerConfig
 
 from .conftest import FAIL, FOREVER, QUICK, condition, finish_pod, genericjob, phase, replicas, scripts, until
 
@@ -118,13 +118,15 @@ async def test_tasks_and_aggregate_agree_with_the_pods(cluster, controller, jobs
 
 
 async def test_events_have_a_request_budget_of_their_own(cluster, api_client, jobs):
-    """A burst of 12 writes a client: the job's 4 pods and its status writes (4-6, with a conflict or
-    two) fit it, and so do its 5 Events. Sharing one budget, the writes over 12 would wait 5 s each."""
-    from controller.controller import Controller
+    """Events are sent through a client with a rate limit of its own: once the job is running, the
+    controller's own client is starved (a bucket that would make the next request wait 1,000 s), and
+    Events still go out at once. The job's writes (4 pods, its status writes) fit the burst of 30."""
+    from controller.runtime.client import TokenBucket
+    from controller.runtime.controller import Controller
 
     from .conftest import FAST
 
-    made = Controller(api_client, ControllerConfig(workers=4, qps=0.2, burst=12, informer_options=FAST,
+    made = Controller(api_client, ControllerConfig(workers=4, qps=0.2, burst=30, informer_options=FAST,
                                                    shutdown_timeout=5.0))
     await made.start(sync_timeout=10)
     try:
@@ -135,6 +137,12 @@ async def test_events_have_a_request_budget_of_their_own(cluster, api_client, jo
         await until(lambda: made.recorder.sent == 5 and made.recorder.pending == 0, timeout=4.0, what="5 events sent")
         events = await jobs.events("job")
         assert sorted(e.reason for e in events) == ["Running"] + ["SuccessfulCreate"] * 4
+        made.client.limiter = TokenBucket(qps=0.001, burst=0)  # the controller's own budget: none left
+        job = made.jobs.lister.get("default/job")
+        for i in range(3):
+            made.recorder.record(job, "Normal", "Checked", f"check {i}")
+        await until(lambda: made.recorder.sent == 8 and made.recorder.pending == 0, timeout=4.0,
+                    what="3 more events sent while the controller's own client has no budget")
     finally:
         await made.stop()
 
@@ -143,7 +151,7 @@ async def test_jobs_by_phase_follow_every_change_and_deletion(cluster, api_clien
     """genericjob_jobs{phase} is kept up to date as phases change, including for a deleted job."""
     from prometheus_client import CollectorRegistry
 
-    from controller.controller import Controller
+    from controller.runtime.controller import Controller
 
     registry = CollectorRegistry()
     made = Controller(api_client, config, registry)

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from controller.controller import Controller
+from controller.runtime.controller import Controller
 from informers.namespaces import InformerGroup
 
 from .conftest import QUICK, Jobs, genericjob

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kubernetes_asyncio import client
 
-from controller.models import GROUP, PLURAL, VERSION
+from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
 from workqueue import ItemExponentialFailureRateLimiter
 
 from .conftest import FOREVER, MERGE, finish_pod, genericjob, phase, until

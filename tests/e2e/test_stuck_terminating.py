@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.controller import ControllerConfig
+from controller.runtime.controller import ControllerConfig
 
 from .conftest import FAST, genericjob, replicas, scripts
 

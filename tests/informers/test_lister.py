@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from apimachinery.selectors import parse_label_selector
 from informers import CONTROLLER_INDEX, NAMESPACE_INDEX, PODS, Store
-from localcluster.selectors import parse_label_selector
 
 from .support import Pods, Recorder
 

@@ -1,6 +1,6 @@
 import pytest
 
-from localcluster.selectors import (
+from apimachinery.selectors import (
     FieldRequirement,
     Requirement,
     SelectorError,

@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 
-from controller.controller import ControllerConfig
-from controller.leader import LeaderElectionConfig
-from controller.manager import Manager, ManagerConfig
+from controller.runtime.controller import ControllerConfig
+from controller.runtime.leader import LeaderElectionConfig
+from controller.runtime.manager import Manager, ManagerConfig
 from localcluster import LocalCluster
 from tests.e2e.conftest import CRDS, FAST
 

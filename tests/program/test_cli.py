@@ -8,8 +8,9 @@ import sys
 import pytest
 
 from controller import __main__ as entry
-from controller import cli, manager
-from controller.reconciler import STUCK_TERMINATING_AFTER
+from controller.cmd import cli
+from controller.jobs.reconciler import STUCK_TERMINATING_AFTER
+from controller.runtime import manager
 
 from .subprocesses import CLI
 
@@ -123,7 +124,8 @@ def test_help_names_each_variable(capsys):
 
 
 def test_local_says_why_when_it_is_unavailable(monkeypatch, capsys):
-    monkeypatch.setattr(cli, "load_local", lambda: (None, "ModuleNotFoundError: No module named 'controller.local'"))
+    unavailable = "ModuleNotFoundError: No module named 'controller.devtools.local'"
+    monkeypatch.setattr(cli, "load_local", lambda: (None, unavailable))
     assert entry.main(["local", "--apply", "job.yaml"]) == 2
     assert "the `local` command is not available" in capsys.readouterr().err
     assert parse().command == "run"  # run is unaffected
@@ -144,17 +146,18 @@ def test_without_a_cluster_configuration_run_exits_1(tmp_path):
 
 def test_run_loads_neither_localcluster_nor_the_local_command():
     """`run` parses its flags and builds its program without importing an API server (localcluster) or
-    `controller.local`; the informers' listers use only `localcluster.selectors`. `local` still gets
+    `controller.devtools.local`; the informers' listers use only `apimachinery.selectors`. `local` still gets
     its own flags."""
     code = ("import sys\n"
-            "from controller import cli, manager\n"
+            "from controller.cmd import cli\n"
+            "from controller.runtime import manager\n"
             "args = cli.parse_args(['run', '--no-leader-elect', '--workers', '2'])\n"
             "assert args.workers == 2, args\n"
-            "heavy = sorted(m for m in ('localcluster.cluster', 'localcluster.http', 'controller.local', 'celpy')\n"
-            "               if m in sys.modules)\n"
+            "heavy = sorted(m for m in ('localcluster', 'localcluster.cluster', 'localcluster.http',\n"
+            "                           'controller.devtools.local', 'celpy') if m in sys.modules)\n"
             "assert not heavy, heavy\n"
             "assert cli.parse_args(['local', '--apply', 'job.yaml']).apply\n"
-            "assert 'controller.local' in sys.modules\n")
+            "assert 'controller.devtools.local' in sys.modules\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
 

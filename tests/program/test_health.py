@@ -8,8 +8,8 @@ import json
 import pytest
 from kubernetes_asyncio import client
 
-from controller import logs
-from controller.manager import Manager
+from controller.runtime import logs
+from controller.runtime.manager import Manager
 from tests.e2e.conftest import QUICK, Jobs, genericjob
 
 from .inprocess import Running, cluster_with_crds, manager_config

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import signal
 
-from controller.leader import micro_time
+from controller.runtime.leader import micro_time
 from tests.e2e.conftest import QUICK, genericjob
 
 from .subprocesses import LEASE, ControllerProcess, LocalClusterProcess, Samples, until

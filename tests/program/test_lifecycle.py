@@ -11,8 +11,8 @@ import socket
 import pytest
 from kubernetes_asyncio import client
 
-from controller.leader import LeaderElectionConfig, micro_time
-from controller.manager import Manager
+from controller.runtime.leader import LeaderElectionConfig, micro_time
+from controller.runtime.manager import Manager
 from tests.e2e.conftest import QUICK, Jobs, genericjob, phase
 
 from .inprocess import Running, cluster_with_crds, manager_config

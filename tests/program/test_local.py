@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client, config
 
-from controller import local
-from controller.progress import replica_states
-from controller.submit import ManifestError, load_manifests
+from controller.devtools import local
+from controller.devtools.progress import replica_states
+from controller.devtools.submit import ManifestError, load_manifests
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -30,12 +30,12 @@ import pytest
 import yaml
 from kubernetes_asyncio import client, config
 
-from controller.controller import Controller, ControllerConfig
-from controller.leader import LeaderElectionConfig, LeaderElector
-from controller.models import GROUP, PLURAL, VERSION
-from controller.podgroup import GROUP as PG_GROUP
-from controller.podgroup import PLURAL as PG_PLURAL
-from controller.preflight import preflight
+from controller.jobs.podgroup import GROUP as PG_GROUP
+from controller.jobs.podgroup import PLURAL as PG_PLURAL
+from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
+from controller.runtime.controller import Controller, ControllerConfig
+from controller.runtime.leader import LeaderElectionConfig, LeaderElector
+from controller.runtime.preflight import preflight
 from localcluster.errors import ApiError
 from tests.e2e.conftest import (
     CRDS,
@@ -115,7 +115,7 @@ def test_kustomize_renders_every_object_into_the_namespace(rendered):
     for obj in rendered:
         namespaced = EXPECTED[(obj["kind"], obj["metadata"]["name"])]
         assert obj["metadata"].get("namespace") == (NAMESPACE if namespaced else None), obj["metadata"]
-    # The CRDs go through untouched: they are exactly what `python -m controller.crd` generated.
+    # The CRDs go through untouched: they are exactly what `python -m controller.kinds.genericjob.crd` generated.
     for path in sorted((MANIFESTS / "crds").glob("*.yaml")):
         generated = yaml.safe_load(path.read_text())
         assert find(rendered, "CustomResourceDefinition", generated["metadata"]["name"]) == generated
@@ -713,7 +713,7 @@ def test_dockerfile_runs_the_cli_as_the_deployments_non_root_user(rendered):
     assert exposed == sorted(p["containerPort"] for p in container["ports"]) == [8081, METRICS_PORT]
 
 
-def test_dockerfile_copies_every_package_and_dockerignore_keeps_the_context_small():
+def test_dockerfile_copies_what_run_needs_and_dockerignore_keeps_the_context_small():
     ignored = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
                if line.strip() and not line.startswith("#")]
     for pattern in (".git", ".venv", "tests", "bench", "__pycache__", ".pytest_cache", ".ruff_cache"):
@@ -728,5 +728,10 @@ def test_dockerfile_copies_every_package_and_dockerignore_keeps_the_context_smal
         assert (ROOT / source).exists(), f"COPY {source}: no such file"
         assert source not in ignored, f"COPY {source}, but .dockerignore excludes it"
     packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
-    assert {p.rstrip("*") for p in packages["include"]} <= sources
+    # The image holds what `run` imports and nothing else: the test server and the development tools
+    # stay out of the context (so out of the wheel), and with them their dependencies (the `local` extra).
+    wanted = {p.rstrip("*") for p in packages["include"]} - {"localcluster"}
+    assert sources & wanted == wanted
+    assert "localcluster" not in sources and "localcluster" in ignored
+    assert "controller/devtools" in ignored
     assert {"pyproject.toml", "README.md"} <= sources  # pyproject's readme is read at build time

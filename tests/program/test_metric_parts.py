@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.kube import request_verb
-from controller.metrics import StatusLatency
-from controller.server import parse_address
+from controller.runtime.client import request_verb
+from controller.runtime.metrics import StatusLatency
+from controller.runtime.server import parse_address
 
 HOST = "https://10.0.0.1:443"
 

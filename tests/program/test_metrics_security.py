@@ -18,8 +18,8 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
-from controller.certs import CERT_FILE, KEY_FILE, self_signed
-from controller.manager import Manager
+from controller.runtime.certs import CERT_FILE, KEY_FILE, self_signed
+from controller.runtime.manager import Manager
 
 from .inprocess import Running, cluster_with_crds, manager_config
 from .subprocesses import until

@@ -20,10 +20,10 @@ from kubernetes_asyncio.client import Configuration
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.kube import InstrumentedApiClient
-from controller.leader import LeaderElectionConfig
-from controller.manager import Manager, new_registry
-from controller.metrics import RequestMetrics
+from controller.runtime.client import InstrumentedApiClient
+from controller.runtime.leader import LeaderElectionConfig
+from controller.runtime.manager import Manager, new_registry
+from controller.runtime.metrics import RequestMetrics
 from tests.e2e.conftest import QUICK, Jobs, genericjob
 
 from .inprocess import Running, cluster_with_crds, manager_config

@@ -28,8 +28,8 @@ from kubernetes_asyncio import client, config
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from controller.controller import Controller, ControllerConfig
-from controller.leader import LeaderElectionConfig, LeaderElector
+from controller.runtime.controller import Controller, ControllerConfig
+from controller.runtime.leader import LeaderElectionConfig, LeaderElector
 from tests.e2e.conftest import CRDS, FAST, QUICK, Jobs, genericjob
 from tests.localcluster.kubectl import ENV, TIMEOUT, Kubectl, kubectl_binary
 

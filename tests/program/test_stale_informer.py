@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from controller import cli
-from controller.controller import INFORMER_STALE_AFTER
-from controller.manager import Manager
+from controller.cmd import cli
+from controller.runtime.controller import INFORMER_STALE_AFTER
+from controller.runtime.manager import Manager
 
 from .inprocess import Running, cluster_with_crds, manager_config
 from .subprocesses import until

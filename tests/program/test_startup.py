@@ -17,7 +17,7 @@ import pytest
 import yaml
 from kubernetes_asyncio import client, config
 
-from controller.controller import Controller, ControllerConfig
+from controller.runtime.controller import Controller, ControllerConfig
 from tests.e2e.conftest import FAST
 
 from .inprocess import cluster_with_crds

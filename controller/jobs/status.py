@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .models import JobPhase
+from controller.kinds.genericjob.models import JobPhase
 
 # Replica phases besides the pod phases (Pending, Running, Succeeded, Failed, Unknown).
 CREATING = "Creating"  # the pod is to be created, or was created but not seen yet

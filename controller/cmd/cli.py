@@ -3,7 +3,7 @@
 Every flag of `run` can also be set by an environment variable, GENERICJOB_ plus the flag's name
 in capitals with dashes as underscores (`--lease-duration` is GENERICJOB_LEASE_DURATION); a flag
 on the command line wins over its variable. Booleans take true/false, 1/0, yes/no or on/off.
-`local` is defined by `controller.local` (its own flags, its own main); if that module cannot be
+`local` is defined by `controller.devtools.local` (its own flags, its own main); if that module cannot be
 imported, `run` still works and `local` says why it is unavailable.
 """
 
@@ -16,12 +16,12 @@ import sys
 from collections.abc import Mapping
 from types import ModuleType
 
-from .controller import INFORMER_STALE_AFTER, ControllerConfig
-from .leader import LeaderElectionConfig
-from .logs import FORMATS, LEVELS
-from .manager import ManagerConfig, pod_namespace
-from .reconciler import STUCK_TERMINATING_AFTER
-from .server import parse_address, same_address_error, shares_listener
+from controller.jobs.reconciler import STUCK_TERMINATING_AFTER
+from controller.runtime.controller import INFORMER_STALE_AFTER, ControllerConfig
+from controller.runtime.leader import LeaderElectionConfig
+from controller.runtime.logs import FORMATS, LEVELS
+from controller.runtime.manager import ManagerConfig, pod_namespace
+from controller.runtime.server import parse_address, same_address_error, shares_listener
 
 ENV_PREFIX = "GENERICJOB_"
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # a namespace's name
@@ -152,9 +152,9 @@ def _from_text(action: argparse.Action, raw: str):
 
 
 def load_local() -> tuple[ModuleType | None, str]:
-    """`controller.local`, or None and why not: `run` must not depend on it."""
+    """`controller.devtools.local`, or None and why not: `run` must not depend on it."""
     try:
-        from . import local
+        from controller.devtools import local
     except Exception as exc:  # missing, or broken: either way only `local` is affected
         return None, f"{type(exc).__name__}: {exc}"
     return local, ""

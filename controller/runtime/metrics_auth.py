@@ -34,7 +34,7 @@ from kubernetes_asyncio.client import ApiClient
 from informers import ApiStatusError
 from informers.transport import TRANSIENT_ERRORS, json_body
 
-log = structlog.get_logger("controller.metrics_auth")
+log = structlog.get_logger("controller.runtime.metrics_auth")
 
 TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
 ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from .models import GenericJob, ReplicaSpec
-from .naming import owner_reference, replica_labels, replica_name
-from .podgroup import GROUP_NAME_KEY, SCHEDULER_NAME, podgroup_name, uses_t9k_scheduler
-from .substitution import Variables, expand_list, substitute_pod_spec
+from controller.jobs.naming import owner_reference, replica_labels, replica_name
+from controller.jobs.podgroup import GROUP_NAME_KEY, SCHEDULER_NAME, podgroup_name, uses_t9k_scheduler
+from controller.kinds.genericjob.models import GenericJob, ReplicaSpec
+from controller.kinds.genericjob.substitution import Variables, expand_list, substitute_pod_spec
 
 DEFAULT_DEBUG_COMMAND = ("sleep", "inf")
 

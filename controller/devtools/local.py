@@ -30,14 +30,14 @@ from pathlib import Path
 
 from kubernetes_asyncio import client, config
 
+from controller.devtools.progress import JobProgress, is_genericjob, plural
+from controller.devtools.submit import ManifestError, Submitter, describe, load_manifests
+from controller.kinds.genericjob import crd
+from controller.runtime import logs
+from controller.runtime.client import resolve_proxy_once
+from controller.runtime.controller import Controller, ControllerConfig
 from informers import ApiStatusError
 from localcluster import LocalCluster
-
-from . import crd, logs
-from .controller import Controller, ControllerConfig
-from .kube import resolve_proxy_once
-from .progress import JobProgress, is_genericjob, plural
-from .submit import ManifestError, Submitter, describe, load_manifests
 
 EXIT_OK, EXIT_FAILED, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 SYNC_TIMEOUT = 30.0  # the informers' first list, against a server in the same process

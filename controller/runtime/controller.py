@@ -21,17 +21,16 @@ import structlog
 from kubernetes_asyncio.client import ApiClient
 from prometheus_client import CollectorRegistry
 
+from controller.jobs import podgroup
+from controller.jobs.naming import controller_uid
+from controller.jobs.reconciler import STUCK_TERMINATING_AFTER, Reconciler, owner_key
+from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
+from controller.runtime.client import KubeClient
+from controller.runtime.events import EventRecorder
+from controller.runtime.metrics import ControllerMetrics, EventMetrics, StatusLatency
 from informers import Informer, InformerFactory, InformerOptions, Resource
 from informers.namespaces import InformerGroup
 from workqueue import RateLimitingQueue, ShutDown
-
-from . import podgroup
-from .events import EventRecorder
-from .kube import KubeClient
-from .metrics import ControllerMetrics, EventMetrics, StatusLatency
-from .models import GROUP, PLURAL, VERSION
-from .naming import controller_uid
-from .reconciler import STUCK_TERMINATING_AFTER, Reconciler, owner_key
 
 log = structlog.get_logger("controller")
 
@@ -333,9 +332,8 @@ def _key(obj: dict) -> str:
 
 def _expected(exc: Exception) -> bool:
     """API errors and timeouts are part of life; anything else deserves a traceback."""
+    from controller.jobs.reconciler import WritesFailed
     from informers import ApiStatusError
-
-    from .reconciler import WritesFailed
 
     return isinstance(exc, ApiStatusError | TimeoutError | OSError | WritesFailed)
 

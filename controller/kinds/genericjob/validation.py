@@ -17,10 +17,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .models import FinishRule, GenericJob
-from .naming import LABEL_JOB_NAME, replica_name
-from .pods import PodMode, run_mode_override
-from .substitution import CONTAINER_GROUPS, JobVariables, pod_spec_problems
+from controller.jobs.naming import LABEL_JOB_NAME, replica_name
+from controller.jobs.pods import PodMode, run_mode_override
+from controller.kinds.genericjob.models import FinishRule, GenericJob
+from controller.kinds.genericjob.substitution import CONTAINER_GROUPS, JobVariables, pod_spec_problems
 
 DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")

@@ -21,12 +21,11 @@ from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio.client import ApiClient
 from yarl import URL
 
+from controller.jobs import podgroup
+from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
+from controller.runtime.metrics import RequestMetrics
 from informers import ApiStatusError
 from informers.transport import json_body
-
-from . import podgroup
-from .metrics import RequestMetrics
-from .models import GROUP, PLURAL, VERSION
 
 _AUTH = ["BearerToken"]
 JOBS_PATH = f"/apis/{GROUP}/{VERSION}/namespaces/{{namespace}}/{PLURAL}"

@@ -20,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from .models import RestartPolicy, RestartPolicyType
-from .rules import Outcome
-from .status import CREATING, DELETED, FINISHED, is_terminating, observed, pod_uid
+from controller.jobs.status import CREATING, DELETED, FINISHED, is_terminating, observed, pod_uid
+from controller.kinds.genericjob.models import RestartPolicy, RestartPolicyType
+from controller.kinds.genericjob.rules import Outcome
 
 
 @dataclass(frozen=True)

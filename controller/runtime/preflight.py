@@ -33,7 +33,7 @@ from informers import ApiStatusError, Resource
 from informers.backoff import Backoff, BackoffPolicy
 from informers.transport import TRANSIENT_ERRORS, Transport
 
-log = structlog.get_logger("controller.preflight")
+log = structlog.get_logger("controller.runtime.preflight")
 
 # Each start-up request gets at most this long, and at most a third of the whole start-up time,
 # so that a server that never answers is retried (visibly) rather than waited on in silence.

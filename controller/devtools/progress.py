@@ -19,10 +19,9 @@ from typing import TextIO
 
 from kubernetes_asyncio.client import ApiClient
 
+from controller.devtools.pod_logs import LogFollower
+from controller.kinds.genericjob.models import GROUP, KIND, PLURAL, VERSION
 from informers import InformerFactory, Resource
-
-from .models import GROUP, KIND, PLURAL, VERSION
-from .pod_logs import LogFollower
 
 JOBS = Resource(GROUP, VERSION, PLURAL)
 FINISHED = frozenset({"Succeeded", "Failed"})

@@ -6,7 +6,7 @@ pod: a repeated create fails with 409 AlreadyExists instead.
 
 from __future__ import annotations
 
-from .models import API_VERSION, KIND
+from controller.kinds.genericjob.models import API_VERSION, KIND
 
 LABEL_PREFIX = "genericjob.batch.tensorstack.dev"
 LABEL_JOB_NAME = f"{LABEL_PREFIX}/name"

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import cleanup, restart, rules
-from . import status as st
-from .models import TERMINAL_PHASES, GenericJob, JobPhase
-from .naming import replica_name, replica_of
-from .restart import Observation, Slot
+from controller.jobs import cleanup, restart
+from controller.jobs import status as st
+from controller.jobs.naming import replica_name, replica_of
+from controller.jobs.restart import Observation, Slot
+from controller.kinds.genericjob import rules
+from controller.kinds.genericjob.models import TERMINAL_PHASES, GenericJob, JobPhase
 
 # How `create` entries ask for the pod to be built (the values of pods.PodMode).
 IMMEDIATE = "immediate"

@@ -38,18 +38,17 @@ from prometheus_client import (
     disable_created_metrics,
 )
 
+from controller.runtime.certs import CertificateError, server_context
+from controller.runtime.client import InstrumentedApiClient
+from controller.runtime.controller import Controller, ControllerConfig
+from controller.runtime.leader import LeaderElectionConfig, LeaderElector
+from controller.runtime.metrics import RequestMetrics
+from controller.runtime.metrics_auth import DelegatingAuth
+from controller.runtime.preflight import PreflightError, preflight
+from controller.runtime.server import Server
 from informers import SyncTimeoutError
 
-from .certs import CertificateError, server_context
-from .controller import Controller, ControllerConfig
-from .kube import InstrumentedApiClient
-from .leader import LeaderElectionConfig, LeaderElector
-from .metrics import RequestMetrics
-from .metrics_auth import DelegatingAuth
-from .preflight import PreflightError, preflight
-from .server import Server
-
-log = structlog.get_logger("controller.manager")
+log = structlog.get_logger("controller.runtime.manager")
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 USER_AGENT = "genericjob-controller/0.1.0"

@@ -11,13 +11,13 @@ The specification does not give the PodGroup API, so this module does:
 
 The job's pods then carry `schedulerName: t9k-scheduler` and the label and annotation
 `scheduler.tensorstack.dev/group-name: <podgroup name>`, which the scheduler reads to find the group.
-The CRD is written to manifests/crds/podgroup.yaml by `python -m controller.crd`.
+The CRD is written to manifests/crds/podgroup.yaml by `python -m controller.kinds.genericjob.crd`.
 """
 
 from __future__ import annotations
 
-from .models import GenericJob
-from .naming import job_labels, owner_reference
+from controller.jobs.naming import job_labels, owner_reference
+from controller.kinds.genericjob.models import GenericJob
 
 GROUP = "scheduler.tensorstack.dev"
 VERSION = "v1beta1"

@@ -23,10 +23,10 @@ from datetime import UTC, datetime
 
 import structlog
 
-from .kube import KubeClient
-from .metrics import EventMetrics
+from controller.runtime.client import KubeClient
+from controller.runtime.metrics import EventMetrics
 
-log = structlog.get_logger("controller.events")
+log = structlog.get_logger("controller.runtime.events")
 COMPONENT = "genericjob-controller"
 
 

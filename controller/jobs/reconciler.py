@@ -30,19 +30,18 @@ from datetime import UTC, datetime
 
 import structlog
 
+from controller.jobs import podgroup, services
+from controller.jobs import status as st
+from controller.jobs.naming import controller_uid, replica_name, replica_of
+from controller.jobs.plan import NORMAL, WARNING, Plan, plan, plan_invalid
+from controller.jobs.pods import desired_pod
+from controller.kinds.genericjob.models import TERMINAL_PHASES, CleanUpPolicy, GenericJob
+from controller.kinds.genericjob.validation import SpecError, invalid_spec_message, parse, validate
+from controller.runtime.client import KubeClient
+from controller.runtime.events import EventRecorder
 from informers import ApiStatusError, Lister
 
-from . import podgroup, services
-from . import status as st
-from .events import EventRecorder
-from .kube import KubeClient
-from .models import TERMINAL_PHASES, CleanUpPolicy, GenericJob
-from .naming import controller_uid, replica_name, replica_of
-from .plan import NORMAL, WARNING, Plan, plan, plan_invalid
-from .pods import desired_pod
-from .validation import SpecError, invalid_spec_message, parse, validate
-
-log = structlog.get_logger("controller.reconciler")
+log = structlog.get_logger("controller.jobs.reconciler")
 
 EXPECTATION_TTL = 60.0  # seconds before an unobserved create/delete is assumed lost and retried
 # A pod name held by a pod that is not the job's: no event of ours announces when it goes, so look again.

@@ -20,8 +20,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .models import GenericJob
-from .naming import replica_name
+from controller.jobs.naming import replica_name
+from controller.kinds.genericjob.models import GenericJob
 
 # One pass over each string. `$$` is matched first so an escaped `$$(rank)` is never expanded.
 # The host form is tried before the port form: `$(service.port[0].host)` names a type "port".

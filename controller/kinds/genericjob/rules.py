@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from .models import FinishRule, GenericJobSpec, JobPhase
+from controller.kinds.genericjob.models import FinishRule, GenericJobSpec, JobPhase
 
 # A default success rule naming more replicas than this is described in words, not listed, so the
 # condition message and the Event stay small.

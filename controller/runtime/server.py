@@ -29,7 +29,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
-log = structlog.get_logger("controller.server")
+log = structlog.get_logger("controller.runtime.server")
 
 
 def parse_address(address: str) -> tuple[str, int] | None:

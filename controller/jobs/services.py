@@ -9,8 +9,15 @@ and the rank.
 
 from __future__ import annotations
 
-from .models import GenericJob
-from .naming import LABEL_JOB_UID, LABEL_RANK, LABEL_REPLICA_TYPE, owner_reference, replica_labels, replica_name
+from controller.jobs.naming import (
+    LABEL_JOB_UID,
+    LABEL_RANK,
+    LABEL_REPLICA_TYPE,
+    owner_reference,
+    replica_labels,
+    replica_name,
+)
+from controller.kinds.genericjob.models import GenericJob
 
 
 def service_selector(job: GenericJob, replica_type: str, rank: int) -> dict[str, str]:

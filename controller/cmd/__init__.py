@@ -1,0 +1,1 @@
+"""The command line: `genericjob-controller run|local` and its flags."""
