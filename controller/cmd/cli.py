@@ -16,7 +16,8 @@ import sys
 from collections.abc import Mapping
 from types import ModuleType
 
-from controller.jobs.reconciler import STUCK_TERMINATING_AFTER
+from controller.cmd.kinds import make_controller
+from controller.jobs.plan import STUCK_TERMINATING_AFTER
 from controller.runtime.controller import INFORMER_STALE_AFTER, ControllerConfig
 from controller.runtime.leader import LeaderElectionConfig
 from controller.runtime.logs import FORMATS, LEVELS
@@ -222,7 +223,8 @@ def manager_config(args: argparse.Namespace) -> ManagerConfig:
         election = LeaderElectionConfig(args.lease_name, args.lease_namespace or pod_namespace(),
                                         lease_duration=args.lease_duration, renew_deadline=args.renew_deadline,
                                         retry_period=args.retry_period)
-    return ManagerConfig(controller=controller, leader_election=election, metrics_address=args.metrics_address,
+    return ManagerConfig(controller=controller, make_controller=make_controller, leader_election=election,
+                         metrics_address=args.metrics_address,
                          health_address=args.health_address, sync_timeout=args.sync_timeout,
                          metrics_secure=args.metrics_secure, metrics_cert_dir=args.metrics_cert_dir or None)
 

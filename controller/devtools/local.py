@@ -33,9 +33,10 @@ from kubernetes_asyncio import client, config
 from controller.devtools.progress import JobProgress, is_genericjob, plural
 from controller.devtools.submit import ManifestError, Submitter, describe, load_manifests
 from controller.kinds.genericjob import crd
+from controller.kinds.genericjob.kind import GenericJobController
 from controller.runtime import logs
 from controller.runtime.client import resolve_proxy_once
-from controller.runtime.controller import Controller, ControllerConfig
+from controller.runtime.controller import ControllerConfig
 from informers import ApiStatusError
 from localcluster import LocalCluster
 
@@ -142,7 +143,7 @@ async def _with_cluster(cluster: LocalCluster, args: argparse.Namespace, objects
     await config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
     async with client.ApiClient(configuration) as api_client:
         resolve_proxy_once(api_client)
-        controller = Controller(api_client, ControllerConfig(workers=args.workers, shutdown_timeout=5.0))
+        controller = GenericJobController(api_client, ControllerConfig(workers=args.workers, shutdown_timeout=5.0))
         await controller.start(sync_timeout=SYNC_TIMEOUT)
         try:
             if objects is not None:

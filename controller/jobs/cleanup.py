@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from controller.jobs.api import CleanUpPolicy
 from controller.jobs.status import DELETED, FINISHED, is_terminating, observed, pod_phase, pod_uid
-from controller.kinds.genericjob.models import CleanUpPolicy
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,22 @@
-"""Names, labels and owner references of everything a GenericJob creates.
+"""Names, labels and owner references of everything the engine creates for a job of any kind.
 
 Child names are deterministic (`[job]-[type]-[rank]`), so a stale cache can never make a second
-pod: a repeated create fails with 409 AlreadyExists instead.
+pod: a repeated create fails with 409 AlreadyExists instead. Labels carry the kind's own prefix
+(`KindApi.label_prefix`), so the children of two kinds never answer to each other's selectors.
 """
 
 from __future__ import annotations
 
-from controller.kinds.genericjob.models import API_VERSION, KIND
+from apimachinery.meta import controller_uid
+from controller.jobs.kind import KindApi
 
-LABEL_PREFIX = "genericjob.batch.tensorstack.dev"
-LABEL_JOB_NAME = f"{LABEL_PREFIX}/name"
-LABEL_JOB_UID = f"{LABEL_PREFIX}/uid"
-LABEL_REPLICA_TYPE = f"{LABEL_PREFIX}/replica-type"
-LABEL_RANK = f"{LABEL_PREFIX}/rank"
+__all__ = ["controller_uid", "job_labels", "label", "owner_key", "owner_reference", "replica_labels", "replica_name",
+           "replica_of"]
+
+
+def label(api: KindApi, name: str) -> str:
+    """`<prefix>/name`, `/uid`, `/replica-type` or `/rank`."""
+    return f"{api.label_prefix}/{name}"
 
 
 def replica_name(job_name: str, replica_type: str, rank: int) -> str:
@@ -20,31 +24,32 @@ def replica_name(job_name: str, replica_type: str, rank: int) -> str:
     return f"{job_name}-{replica_type}-{rank}"
 
 
-def job_labels(job_name: str, job_uid: str) -> dict[str, str]:
-    return {LABEL_JOB_NAME: job_name, LABEL_JOB_UID: job_uid}
+def job_labels(api: KindApi, job_name: str, job_uid: str) -> dict[str, str]:
+    return {label(api, "name"): job_name, label(api, "uid"): job_uid}
 
 
-def replica_labels(job_name: str, job_uid: str, replica_type: str, rank: int) -> dict[str, str]:
-    return {**job_labels(job_name, job_uid), LABEL_REPLICA_TYPE: replica_type, LABEL_RANK: str(rank)}
+def replica_labels(api: KindApi, job_name: str, job_uid: str, replica_type: str, rank: int) -> dict[str, str]:
+    return {**job_labels(api, job_name, job_uid), label(api, "replica-type"): replica_type,
+            label(api, "rank"): str(rank)}
 
 
-def replica_of(obj: dict) -> tuple[str, int] | None:
+def replica_of(api: KindApi, obj: dict) -> tuple[str, int] | None:
     """(type, rank) of a pod or Service the controller made, from its labels."""
     labels = obj["metadata"].get("labels") or {}
-    replica_type, rank = labels.get(LABEL_REPLICA_TYPE), labels.get(LABEL_RANK)
+    replica_type, rank = labels.get(label(api, "replica-type")), labels.get(label(api, "rank"))
     if replica_type is None or rank is None or not rank.isdigit():
         return None
     return replica_type, int(rank)
 
 
-def owner_reference(job_name: str, job_uid: str) -> dict:
-    return {"apiVersion": API_VERSION, "kind": KIND, "name": job_name, "uid": job_uid,
+def owner_reference(api: KindApi, job_name: str, job_uid: str) -> dict:
+    return {"apiVersion": api.api_version, "kind": api.kind, "name": job_name, "uid": job_uid,
             "controller": True, "blockOwnerDeletion": True}
 
 
-def controller_uid(obj: dict) -> str | None:
-    """The uid of the object's controlling owner, if any."""
+def owner_key(api: KindApi, obj: dict) -> str | None:
+    """The `namespace/name` of the job of this kind controlling a pod, Service or PodGroup."""
     for ref in obj["metadata"].get("ownerReferences") or ():
-        if ref.get("controller"):
-            return ref.get("uid")
+        if ref.get("controller") and api.owns(ref):
+            return f"{obj['metadata'].get('namespace', '')}/{ref['name']}"
     return None

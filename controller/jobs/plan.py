@@ -1,134 +1,220 @@
-"""What one reconcile of a GenericJob must do: `plan(job, status, pods, now) -> Plan`.
+"""What one reconcile of a job must do: `plan(kind, job, status, pods, now, ...) -> Plan`.
 
-Pure: no I/O, no clock (`now` is passed in). The reconciler writes `plan.status` (only when it
-differs from the status it read; a 409 aborts the reconcile), then deletes, then creates, then
-emits the events. The status is written first, so it already records everything a crash between
-those steps would otherwise lose: restarts are counted, and pods retired, before the pods are
-touched. Replaying a plan with the written status and the old pods repeats only the pod actions.
+Pure: no I/O, no clock (`now` and `clock` are passed in). This is the only place decisions are
+made: the status, pod deletes and creates, Service and PodGroup upkeep, force deletes of pods stuck
+terminating, every Event, and when to look again (`requeue_after`). The reconciler executes a plan:
+it writes `plan.status` first (only when it differs from the status it read; a 409 aborts the
+reconcile), then the deletes, the PodGroup, the creates, the Services, the Events and the force
+deletes. The status is written first, so it already records everything a crash between those steps
+would otherwise lose: restarts are counted, and pods retired, before the pods are touched.
+Replaying a plan with the written status and the old pods repeats only the pod actions.
 
-Order of decisions: a finished job only cleans up; otherwise the success and failure rules are
-evaluated first (not in debug mode, not while paused), so once the outcome is decided nothing
-restarts; then a paused job deletes its pods, and a running job restarts and creates them.
+Order of decisions: a finished job only cleans up; otherwise the kind's verdict is asked first (not
+in debug mode, not while paused), so once the outcome is decided nothing restarts; then a paused job
+deletes its pods, and a running job restarts and creates them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 
-from controller.jobs import cleanup, restart
+from controller.jobs import children, cleanup, restart
 from controller.jobs import status as st
+from controller.jobs.actions import (
+    CLEANUP,
+    DEBUG,
+    IMMEDIATE,
+    NORMAL,
+    PAUSE,
+    PODGROUPS,
+    RESTART,
+    RESUME,
+    SCALE_DOWN,
+    SERVICES,
+    WARNING,
+    ChildAction,
+    CreatePod,
+    DeletePod,
+    Event,
+    ForceDeletePod,
+    deleted_event,
+)
+from controller.jobs.api import TERMINAL_PHASES, JobPhase, Verdict
+from controller.jobs.kind import JobKind, ParsedJob
 from controller.jobs.naming import replica_name, replica_of
 from controller.jobs.restart import Observation, Slot
-from controller.kinds.genericjob import rules
-from controller.kinds.genericjob.models import TERMINAL_PHASES, GenericJob, JobPhase
 
-# How `create` entries ask for the pod to be built (the values of pods.PodMode).
-IMMEDIATE = "immediate"
-DEBUG = "debug"
-RESUME = "resume"
+__all__ = ["CLEANUP", "DEBUG", "IMMEDIATE", "NORMAL", "PAUSE", "RESTART", "RESUME", "SCALE_DOWN", "WARNING",
+           "Plan", "WriteFailure", "plan", "plan_invalid"]
 
-# Delete reasons.
-RESTART = "restart"
-CLEANUP = "cleanup"
-PAUSE = "pause"
-SCALE_DOWN = "scale-down"
+# Seconds a pod may stay terminating after its grace period ended before it is force-deleted.
+STUCK_TERMINATING_AFTER = 60.0
 
-NORMAL = "Normal"
-WARNING = "Warning"
+
+@dataclass(frozen=True)
+class WriteFailure:
+    """The first write the server refused in a job's last reconcile, shown in its ReplicaFailure condition."""
+
+    reason: str  # FailedCreate, FailedDelete or FailedUpdate
+    message: str
 
 
 @dataclass(frozen=True)
 class Plan:
     status: dict  # the complete new status; equal to the input when nothing changed
-    create: list[tuple[str, int, str]] = field(default_factory=list)  # (type, rank, mode)
-    delete: list[tuple[str, str, str]] = field(default_factory=list)  # (pod name, pod uid, reason)
-    events: list[tuple[str, str, str]] = field(default_factory=list)  # (type, reason, message), after the write
-    terminal: bool = False  # the job has finished: only its clean-up timers need a wake-up
+    create: list[CreatePod] = field(default_factory=list)
+    delete: list[DeletePod] = field(default_factory=list)
+    # In order, after the writes; a SuccessfulDelete only if its delete succeeded (events_after).
+    events: list[Event] = field(default_factory=list)
+    terminal: bool = False  # the job has finished: only its clean-up remains
+    podgroup: list[ChildAction] = field(default_factory=list)
+    services: list[ChildAction] = field(default_factory=list)
+    force_delete: list[ForceDeletePod] = field(default_factory=list)
+    requeue_after: float | None = None  # seconds until something no watch event announces needs a look
+
+    def events_after(self, refused_deletes: Iterable[str]) -> list[Event]:
+        """The plan's Events once its writes were tried: none reporting a delete the server refused."""
+        refused = {deleted_event(name) for name in refused_deletes}
+        return [event for event in self.events if event not in refused]
 
 
-def plan(job: GenericJob, status: dict, pods: list[dict], now: str) -> Plan:
+def plan(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict], now: str, *,
+         services: list[dict] | None = None, podgroups: list[dict] | None = None, clock: float | None = None,
+         stuck_after: float = STUCK_TERMINATING_AFTER, write_failure: WriteFailure | None = None) -> Plan:
+    """The plan for a job whose spec is valid. `services` and `podgroups` are the job's children as cached
+    (None: not watched, left alone); `clock` is the wall-clock time in seconds, for pods stuck terminating
+    (None: not checked); `write_failure` the first write refused in the job's last reconcile."""
+    core = _plan_replicas(kind, job, status, pods, now)
+    if write_failure is not None and not core.terminal:
+        # Shown as a ReplicaSet shows its FailedCreate; a finished job's conditions never change.
+        conditions = st.write_failure_condition(core.status.get("conditions") or [], status.get("conditions") or [],
+                                                write_failure.reason, write_failure.message, now)
+        core = replace(core, status={**core.status, "conditions": conditions})
+    # A paused job makes nothing new (a job created paused has no Services or PodGroup until resumed);
+    # what it already has is kept for the resume.
+    making = not core.terminal and not job.spec.run_mode.paused
+    upkeep = {}
+    if podgroups is not None:
+        upkeep["podgroup"] = children.podgroup_actions(kind, job, podgroups, terminal=core.terminal, making=making)
+    if services is not None:
+        upkeep["services"] = children.service_actions(kind, job, core.status, services, terminal=core.terminal,
+                                                      making=making)
+    return _with_stuck_pods(replace(core, **upkeep), pods, clock, stuck_after)
+
+
+def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict], now: str) -> Plan:
     old = status or {}
-    slots, strays = _slots(job, old, pods)
+    slots, strays = _slots(kind, job, old, pods)
     # Pods of ranks or types no longer in the spec belong to no replica: they go, whatever the phase.
-    delete = [(p["metadata"]["name"], st.pod_uid(p), SCALE_DOWN) for p in strays if not st.is_terminating(p)]
-    events = [(NORMAL, "SuccessfulDelete", f"Deleted pod: {name}") for name, _, _ in delete]
+    delete = [DeletePod(p["metadata"]["name"], st.pod_uid(p), SCALE_DOWN) for p in strays if not st.is_terminating(p)]
+    events = [deleted_event(d.name) for d in delete]
 
     if old.get("phase") in TERMINAL_PHASES:
-        return _settle_finished(job, old, slots, delete, events)
+        return _settle_finished(kind, job, old, slots, delete, events)
     observations = [restart.observe(slot) for slot in slots]
     run_mode = job.spec.run_mode
     if not run_mode.paused and not run_mode.debugging:
-        verdict = rules.evaluate(job.spec, {(o.slot.type, o.slot.rank): o.outcome for o in observations})
+        verdict = kind.verdict(job, {(o.slot.type, o.slot.rank): o.outcome for o in observations})
         if verdict is not None:
-            return _finish(job, old, observations, verdict, now, delete, events)
+            return _finish(kind, job, old, observations, verdict, now, delete, events)
     if run_mode.paused:
-        return _pause(job, old, observations, now, delete, events)
-    return _run(job, old, observations, now, delete, events)
+        return _pause(kind, job, old, observations, now, delete, events)
+    return _run(kind, job, old, observations, now, delete, events)
 
 
-def plan_invalid(status: dict, pods: list[dict], message: str, now: str) -> Plan:
-    """For a job whose spec the controller cannot run (validation.invalid_spec_message): Failed with
-    reason InvalidSpec, a Warning event, and its unfinished pods deleted (a spec edited into an
-    invalid one must not leave pods running). Finished pods are kept for their logs. A job that had
-    already finished for another reason keeps its status and its pods."""
+def plan_invalid(kind: JobKind, status: dict, pods: list[dict], message: str, now: str, *,
+                 services: list[dict] | None = None, podgroups: list[dict] | None = None, clock: float | None = None,
+                 stuck_after: float = STUCK_TERMINATING_AFTER) -> Plan:
+    """For a job whose spec the controller cannot run (its kind's parse found problems): Failed with
+    reason InvalidSpec, a Warning event, its unfinished pods deleted (a spec edited into an invalid one
+    must not leave pods running), and its Services and PodGroup removed. Finished pods are kept for
+    their logs. A job that had already finished for another reason keeps its status and its pods."""
     old = status or {}
     conditions = old.get("conditions") or []
     failed = st.find_condition(conditions, st.FAILED)
     already_finished = old.get("phase") in TERMINAL_PHASES
+    removed = {"services": children.remove_all(SERVICES, services or ()),
+               "podgroup": children.remove_all(PODGROUPS, podgroups or ())}
     if already_finished and not (failed and failed.get("reason") == "InvalidSpec"):
-        return Plan(old, terminal=True)
-    delete = [(p["metadata"]["name"], st.pod_uid(p), CLEANUP) for p in pods
+        return _with_stuck_pods(Plan(old, terminal=True, **removed), pods, clock, stuck_after)
+    delete = [DeletePod(p["metadata"]["name"], st.pod_uid(p), CLEANUP) for p in pods
               if st.pod_phase(p) not in st.FINISHED and not st.is_terminating(p)]
-    records = _invalid_records(old, pods, {uid for _, uid, _ in delete})
+    records = _invalid_records(kind, old, pods, {d.uid for d in delete})
     if already_finished:
-        return Plan({**old, **records}, delete=delete, terminal=True)
+        return _with_stuck_pods(Plan({**old, **records}, delete=delete, terminal=True, **removed), pods, clock,
+                                stuck_after)
     conditions = st.set_condition(conditions, st.RUNNING, False, "Failed", "The job has finished.", now)
     conditions = st.finished_conditions(conditions, succeeded=False, reason="InvalidSpec", message=message, now=now)
     new = {**old, **records, "phase": str(JobPhase.FAILED), "conditions": conditions, "completionTime": now}
-    return Plan(new, delete=delete, events=[(WARNING, "InvalidSpec", message)], terminal=True)
+    return _with_stuck_pods(Plan(new, delete=delete, events=[Event(WARNING, "InvalidSpec", message)], terminal=True,
+                                 **removed), pods, clock, stuck_after)
 
 
-def _invalid_records(old: dict, pods: list[dict], deleting: set[str]) -> dict:
+def _with_stuck_pods(the_plan: Plan, pods: list[dict], clock: float | None, stuck_after: float) -> Plan:
+    """Force-deletes of pods still terminating `stuck_after` seconds past the end of their grace period,
+    and a wake-up for the next one to become overdue (its kubelet may never send another event).
+
+    Such a pod is on a node that is gone or not answering, and it blocks its replica: the replacement
+    has the same name, so it cannot be made while the old pod exists."""
+    if clock is None:
+        return the_plan
+    force, next_check = [], None
+    for pod in pods:
+        meta = pod["metadata"]
+        deadline = meta.get("deletionTimestamp")
+        if not deadline:
+            continue
+        overdue = clock - (datetime.fromisoformat(deadline).timestamp() + stuck_after)
+        if overdue < 0:
+            next_check = -overdue if next_check is None else min(next_check, -overdue)
+        else:
+            force.append(ForceDeletePod(meta["name"], meta["uid"], overdue + stuck_after))
+    return replace(the_plan, force_delete=force, requeue_after=next_check)
+
+
+def _invalid_records(kind: JobKind, old: dict, pods: list[dict], deleting: set[str]) -> dict:
     """The replica records of a job whose spec is invalid, kept in step with its pods: there is no
     spec to say which replicas exist, so the stored ones are described; those whose pod is being
     deleted, or is gone, are Deleted. Empty when the job never had a status of its replicas."""
-    if not old.get("tasks"):
+    stored = kind.status.stored_types(old)
+    if not stored:
         return {}
     by_name = {p["metadata"]["name"]: p for p in pods}
     by_type = []
-    for task in old["tasks"]:
+    for replica_type, raws in stored:
         records = []
-        for raw in task.get("replicas") or ():
+        for raw in raws:
             record = st.read_record(raw, raw.get("name") or "")
             pod = by_name.get(record["name"])
             if pod is None or st.pod_uid(pod) in deleting or st.is_terminating(pod):
                 records.append({**record, "phase": st.DELETED})
             else:
                 records.append(st.observed(record, pod))
-        by_type.append((task.get("type") or "", records))
-    tasks = st.tasks(by_type)
-    return {"tasks": tasks, "aggregate": st.aggregate(r for _, records in by_type for r in records),
-            "backoffCount": sum(t["restartCount"] for t in tasks)}
+        by_type.append((replica_type, records))
+    return kind.status.replica_fields(by_type)
 
 
 # --- the replicas -------------------------------------------------------------------------------
 
 
-def _slots(job: GenericJob, old: dict, pods: list[dict]) -> tuple[list[Slot], list[dict]]:
+def _slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict]) -> tuple[list[Slot], list[dict]]:
     """One slot per replica of the spec, in spec and rank order, with its stored record and pod;
     and the pods that belong to no replica of the spec."""
-    stored = st.stored_records(old)
+    stored = kind.status.stored_records(old)
     by_replica: dict[tuple[str, int], list[dict]] = {}
     for pod in pods:
-        key = replica_of(pod)
+        key = replica_of(kind.api, pod)
         if key is not None:  # a pod without our labels is not one we can reason about: left alone
             by_replica.setdefault(key, []).append(pod)
     slots = []
+    rules = {spec.type: kind.restart_rule(job, spec.type) for spec in job.spec.replica_specs}
     for spec in job.spec.replica_specs:
         for rank in range(spec.replicas):
             name = replica_name(job.name, spec.type, rank)
             record = st.read_record(stored.get(name), name)
-            slots.append(Slot(spec.type, rank, name, spec.restart_policy, record,
+            slots.append(Slot(spec.type, rank, name, rules[spec.type], record,
                               _pick(by_replica.pop((spec.type, rank), []), record)))
     strays = sorted((p for found in by_replica.values() for p in found), key=lambda p: p["metadata"]["name"])
     return slots, strays
@@ -146,7 +232,7 @@ def _pick(candidates: list[dict], record: dict) -> dict | None:
     return candidates[0] if candidates else None
 
 
-def _by_type(job: GenericJob, slots: list[Slot], records: list[dict]) -> list[tuple[str, list[dict]]]:
+def _by_type(job: ParsedJob, slots: list[Slot], records: list[dict]) -> list[tuple[str, list[dict]]]:
     grouped: dict[str, list[dict]] = {spec.type: [] for spec in job.spec.replica_specs}
     for slot, record in zip(slots, records, strict=True):
         grouped[slot.type].append(record)
@@ -156,7 +242,7 @@ def _by_type(job: GenericJob, slots: list[Slot], records: list[dict]) -> list[tu
 # --- the four situations --------------------------------------------------------------------------
 
 
-def _run(job: GenericJob, old: dict, observations: list[Observation], now: str,
+def _run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observation], now: str,
          delete: list, events: list) -> Plan:
     steps = [restart.step(o) for o in observations]
     records = [s.record for s in steps]
@@ -164,10 +250,10 @@ def _run(job: GenericJob, old: dict, observations: list[Observation], now: str,
     # Debug pods stay debug pods; a job that was ever paused (it has a Paused condition, True or
     # False) creates its pods, restarts included, with the resume overrides.
     mode = DEBUG if job.spec.run_mode.debugging else RESUME if st.ever_paused(old_conditions) else IMMEDIATE
-    create = [(o.slot.type, o.slot.rank, mode) for o, s in zip(observations, steps, strict=True) if s.create]
-    delete = delete + [(o.slot.name, s.delete, RESTART) for o, s in zip(observations, steps, strict=True)
+    create = [CreatePod(o.slot.type, o.slot.rank, mode) for o, s in zip(observations, steps, strict=True) if s.create]
+    delete = delete + [DeletePod(o.slot.name, s.delete, RESTART) for o, s in zip(observations, steps, strict=True)
                        if s.delete]
-    events = events + [(NORMAL, "Restarting", s.restart_event) for s in steps if s.restart_event]
+    events = events + [Event(NORMAL, "Restarting", s.restart_event) for s in steps if s.restart_event]
 
     phase = st.next_phase(old.get("phase") or "", paused=False, all_up=st.all_up(records))
     conditions = st.progress_conditions(old_conditions, phase=phase, records=records, now=now)
@@ -175,33 +261,33 @@ def _run(job: GenericJob, old: dict, observations: list[Observation], now: str,
     conditions = st.pause_conditions(conditions, paused=False, pods_left=False, now=now)
     # The job starts when its first pods are asked for (a job created paused has not started).
     start = old.get("startTime") or (now if create else None)
-    new = st.assemble(old, phase=phase, conditions=conditions,
+    new = st.assemble(old, kind.status, phase=phase, conditions=conditions,
                       records_by_type=_by_type(job, _slots_of(observations), records),
                       start_time=start, completion_time=None)
     return Plan(new, create=create, delete=delete, events=events + _phase_events(old, phase))
 
 
-def _pause(job: GenericJob, old: dict, observations: list[Observation], now: str,
+def _pause(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observation], now: str,
            delete: list, events: list) -> Plan:
     steps = [restart.pause(o) for o in observations]
     records = [s.record for s in steps]
     for o, s in zip(observations, steps, strict=True):
         if s.delete:
-            delete = [*delete, (o.slot.name, s.delete, PAUSE)]
+            delete = [*delete, DeletePod(o.slot.name, s.delete, PAUSE)]
             if o.slot.record["phase"] != st.DELETED:
-                events = [*events, (NORMAL, "SuccessfulDelete", f"Deleted pod: {o.slot.name}")]
+                events = [*events, deleted_event(o.slot.name)]
     pods_left = any(o.slot.pod is not None for o in observations)
     old_conditions = old.get("conditions") or []
     conditions = st.progress_conditions(old_conditions, phase=JobPhase.PAUSED, records=records, now=now)
     conditions = st.unfinished_conditions(conditions, now)
     conditions = st.pause_conditions(conditions, paused=True, pods_left=pods_left, now=now)
-    new = st.assemble(old, phase=JobPhase.PAUSED, conditions=conditions,
+    new = st.assemble(old, kind.status, phase=JobPhase.PAUSED, conditions=conditions,
                       records_by_type=_by_type(job, _slots_of(observations), records),
                       start_time=old.get("startTime"), completion_time=None)
     return Plan(new, delete=delete, events=events + _phase_events(old, JobPhase.PAUSED))
 
 
-def _finish(job: GenericJob, old: dict, observations: list[Observation], verdict: rules.Verdict, now: str,
+def _finish(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observation], verdict: Verdict, now: str,
             delete: list, events: list) -> Plan:
     """The job has just succeeded or failed: record it, with the clean-up it calls for."""
     events = [*events, _phase_event(verdict.phase, verdict.message)]
@@ -214,18 +300,18 @@ def _finish(job: GenericJob, old: dict, observations: list[Observation], verdict
                                         now=now)
     conditions = st.finished_conditions(conditions, succeeded=verdict.phase == JobPhase.SUCCEEDED,
                                         reason=str(verdict.phase), message=verdict.message, now=now)
-    new = st.assemble(old, phase=verdict.phase, conditions=conditions,
+    new = st.assemble(old, kind.status, phase=verdict.phase, conditions=conditions,
                       records_by_type=_by_type(job, slots, [s.record for s in settled]),
                       start_time=old.get("startTime") or now, completion_time=now)
     return Plan(new, delete=delete, events=events, terminal=True)
 
 
-def _settle_finished(job: GenericJob, old: dict, slots: list[Slot], delete: list, events: list) -> Plan:
+def _settle_finished(kind: JobKind, job: ParsedJob, old: dict, slots: list[Slot], delete: list, events: list) -> Plan:
     """A finished job never changes phase, conditions or times again, and never creates a pod: it
     only keeps its replica records current and finishes its clean-up."""
     settled = [cleanup.settle(job.spec.clean_up_policy, slot.record, slot.pod) for slot in slots]
     delete, events = _cleanup_actions(slots, settled, delete, events)
-    new = st.assemble(old, phase=old["phase"], conditions=old.get("conditions") or [],
+    new = st.assemble(old, kind.status, phase=old["phase"], conditions=old.get("conditions") or [],
                       records_by_type=_by_type(job, slots, [s.record for s in settled]),
                       start_time=old.get("startTime"), completion_time=old.get("completionTime"))
     return Plan(new, delete=delete, events=events, terminal=True)
@@ -242,9 +328,9 @@ def _cleanup_actions(slots: list[Slot], settled: list[cleanup.Settled], delete: 
                      events: list) -> tuple[list, list]:
     for slot, s in zip(slots, settled, strict=True):
         if s.delete:
-            delete = [*delete, (slot.name, s.delete, CLEANUP)]
+            delete = [*delete, DeletePod(slot.name, s.delete, CLEANUP)]
         if s.cleaned:
-            events = [*events, (NORMAL, "SuccessfulDelete", f"Deleted pod: {slot.name}")]
+            events = [*events, deleted_event(slot.name)]
     return delete, events
 
 
@@ -256,12 +342,12 @@ _PHASE_MESSAGES = {
 }
 
 
-def _phase_event(phase: str, message: str | None = None) -> tuple[str, str, str]:
-    kind = WARNING if phase == JobPhase.FAILED else NORMAL
-    return kind, str(phase), message or _PHASE_MESSAGES.get(phase, f"The job is {str(phase).lower()}.")
+def _phase_event(phase: str, message: str | None = None) -> Event:
+    event_type = WARNING if phase == JobPhase.FAILED else NORMAL
+    return Event(event_type, str(phase), message or _PHASE_MESSAGES.get(phase, f"The job is {str(phase).lower()}."))
 
 
-def _phase_events(old: dict, phase: str) -> list[tuple[str, str, str]]:
+def _phase_events(old: dict, phase: str) -> list[Event]:
     """One event per phase change; a new job starting out Pending is not news."""
     old_phase = old.get("phase") or ""
     if phase == old_phase or (not old_phase and phase == JobPhase.PENDING):

@@ -16,14 +16,16 @@ The CRD is written to manifests/crds/podgroup.yaml by `python -m controller.kind
 
 from __future__ import annotations
 
+from apimachinery.resource import Resource
+from controller.jobs.kind import JobKind, ParsedJob
 from controller.jobs.naming import job_labels, owner_reference
-from controller.kinds.genericjob.models import GenericJob
 
 GROUP = "scheduler.tensorstack.dev"
 VERSION = "v1beta1"
 API_VERSION = f"{GROUP}/{VERSION}"
 KIND = "PodGroup"
 PLURAL = "podgroups"
+RESOURCE = Resource(GROUP, VERSION, PLURAL)
 SCHEDULER_NAME = "t9k-scheduler"
 GROUP_NAME_KEY = f"{GROUP}/group-name"  # both a label (for selection) and an annotation (what schedulers read)
 
@@ -32,16 +34,16 @@ def podgroup_name(job_name: str) -> str:
     return job_name
 
 
-def uses_t9k_scheduler(job: GenericJob) -> bool:
+def uses_t9k_scheduler(job: ParsedJob) -> bool:
     return job.spec.scheduler is not None and job.spec.scheduler.t9k_scheduler is not None
 
 
-def min_member(job: GenericJob) -> int:
+def min_member(job: ParsedJob) -> int:
     """Gang size: every replica of the job must be placeable before any of them runs."""
     return sum(spec.replicas for spec in job.spec.replica_specs)
 
 
-def desired_podgroup(job: GenericJob) -> dict | None:
+def desired_podgroup(kind: JobKind, job: ParsedJob) -> dict | None:
     """The PodGroup the job needs, or None when it is not scheduled by T9k Scheduler."""
     if not uses_t9k_scheduler(job):
         return None
@@ -52,8 +54,8 @@ def desired_podgroup(job: GenericJob) -> dict | None:
         "metadata": {
             "name": podgroup_name(job.name),
             "namespace": job.namespace,
-            "labels": job_labels(job.name, job.uid),
-            "ownerReferences": [owner_reference(job.name, job.uid)],
+            "labels": job_labels(kind.api, job.name, job.uid),
+            "ownerReferences": [owner_reference(kind.api, job.name, job.uid)],
         },
         "spec": {"minMember": min_member(job), "queue": t9k.queue, "priority": t9k.priority},
     }

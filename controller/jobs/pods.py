@@ -9,7 +9,8 @@ copied so the parsed job is never mutated, with only what the controller owns ch
 - spec.restartPolicy is always Never: the controller replaces finished pods itself, so it counts
   every restart (a kubelet restart in place would be invisible to the restart limit).
 - spec.schedulerName is t9k-scheduler with T9k Scheduler.
-- variables are expanded in command, args and env values (substitution.py).
+- the kind decorates the pod spec (JobKind.decorate_pod): GenericJob expands its variables in
+  command, args and env values, and in the run mode's override, which it applies with `apply_override`.
 - run modes: debug replaces the command and drops the args; resume applies the resumeSpecs
   command and/or args; both drop the init containers when skipInitContainer. An override applies
   to EVERY container of the pod, not just the first: the spec's override has no container name,
@@ -18,14 +19,14 @@ copied so the parsed job is never mutated, with only what the controller owns ch
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from controller.jobs.kind import JobKind, ParsedJob, ReplicaSpec
 from controller.jobs.naming import owner_reference, replica_labels, replica_name
 from controller.jobs.podgroup import GROUP_NAME_KEY, SCHEDULER_NAME, podgroup_name, uses_t9k_scheduler
-from controller.kinds.genericjob.models import GenericJob, ReplicaSpec
-from controller.kinds.genericjob.substitution import Variables, expand_list, substitute_pod_spec
 
 DEFAULT_DEBUG_COMMAND = ("sleep", "inf")
 
@@ -48,7 +49,7 @@ class Override:
     skip_init_containers: bool = False
 
 
-def replica_spec(job: GenericJob, replica_type: str) -> tuple[int, ReplicaSpec]:
+def replica_spec(job: ParsedJob, replica_type: str) -> tuple[int, ReplicaSpec]:
     """(index in spec.replicaSpecs, spec) of a replica type; KeyError if the job has no such type."""
     for index, spec in enumerate(job.spec.replica_specs):
         if spec.type == replica_type:
@@ -56,7 +57,7 @@ def replica_spec(job: GenericJob, replica_type: str) -> tuple[int, ReplicaSpec]:
     raise KeyError(f'replica type "{replica_type}" is not in spec.replicaSpecs of {job.namespace}/{job.name}')
 
 
-def run_mode_override(job: GenericJob, replica_type: str, mode: PodMode | str) -> Override | None:
+def run_mode_override(job: ParsedJob, replica_type: str, mode: PodMode | str) -> Override | None:
     """The override of a mode for one replica type; None when the pod is the template's."""
     if mode == PodMode.DEBUG:
         debug = job.spec.run_mode.debug
@@ -78,24 +79,21 @@ def run_mode_override(job: GenericJob, replica_type: str, mode: PodMode | str) -
     return None
 
 
-def desired_pod(job: GenericJob, replica_type: str, rank: int, *, mode: PodMode | str = PodMode.IMMEDIATE) -> dict:
-    """The pod of replica (type, rank). Raises SubstitutionError for an unresolvable variable
-    (validation.validate reports those first) and KeyError for an unknown type."""
+def desired_pod(kind: JobKind, job: ParsedJob, replica_type: str, rank: int, *,
+                mode: PodMode | str = PodMode.IMMEDIATE) -> dict:
+    """The pod of replica (type, rank). Raises what the kind's decoration raises for a spec it cannot
+    build (GenericJob: SubstitutionError, which validation reports first) and KeyError for an unknown type."""
     index, spec = replica_spec(job, replica_type)
     template = spec.template
-    variables = Variables.of(job, replica_type, rank)
     pod_spec = _copy_json(template.get("spec")) if isinstance(template.get("spec"), dict) else {}
-    substitute_pod_spec(pod_spec, variables, f"spec.replicaSpecs[{index}].template.spec")
-    override = run_mode_override(job, replica_type, mode)
-    if override is not None:
-        _apply(override, pod_spec, variables)
+    kind.decorate_pod(job, replica_type, rank, index, pod_spec, run_mode_override(job, replica_type, mode))
     pod_spec["restartPolicy"] = "Never"
     if uses_t9k_scheduler(job):
         pod_spec["schedulerName"] = SCHEDULER_NAME
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": _metadata(job, template.get("metadata"), replica_type, rank),
+        "metadata": _metadata(kind, job, template.get("metadata"), replica_type, rank),
         "spec": pod_spec,
     }
 
@@ -111,10 +109,14 @@ def _copy_json(value: Any) -> Any:
     return value
 
 
-def _apply(override: Override, pod_spec: dict, variables: Variables) -> None:
-    command = None if override.command is None else expand_list(override.command, variables,
-                                                                 f"{override.field}.command")
-    args = None if override.args is None else expand_list(override.args, variables, f"{override.field}.args")
+def apply_override(override: Override | None, pod_spec: dict,
+                   expand: Callable[[list[str], str], list[str]] = lambda values, _field: values) -> None:
+    """A run mode's override, applied to every container of `pod_spec`. `expand` gives a kind's
+    variables their values in the override's command and args (the second argument is the field)."""
+    if override is None:
+        return
+    command = None if override.command is None else expand(override.command, f"{override.field}.command")
+    args = None if override.args is None else expand(override.args, f"{override.field}.args")
     for container in pod_spec.get("containers") or ():
         if not isinstance(container, dict):
             continue
@@ -128,9 +130,9 @@ def _apply(override: Override, pod_spec: dict, variables: Variables) -> None:
         pod_spec.pop("initContainers", None)
 
 
-def _metadata(job: GenericJob, template_meta: object, replica_type: str, rank: int) -> dict:
+def _metadata(kind: JobKind, job: ParsedJob, template_meta: object, replica_type: str, rank: int) -> dict:
     source = template_meta if isinstance(template_meta, dict) else {}
-    labels = {**(source.get("labels") or {}), **replica_labels(job.name, job.uid, replica_type, rank)}
+    labels = {**(source.get("labels") or {}), **replica_labels(kind.api, job.name, job.uid, replica_type, rank)}
     annotations = dict(source.get("annotations") or {})
     if uses_t9k_scheduler(job):
         labels[GROUP_NAME_KEY] = annotations[GROUP_NAME_KEY] = podgroup_name(job.name)
@@ -139,5 +141,5 @@ def _metadata(job: GenericJob, template_meta: object, replica_type: str, rank: i
         meta["annotations"] = annotations
     if source.get("finalizers"):
         meta["finalizers"] = list(source["finalizers"])
-    meta["ownerReferences"] = [owner_reference(job.name, job.uid)]
+    meta["ownerReferences"] = [owner_reference(kind.api, job.name, job.uid)]
     return meta

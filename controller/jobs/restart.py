@@ -20,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from controller.jobs.api import Outcome
+from controller.jobs.kind import RestartRule
 from controller.jobs.status import CREATING, DELETED, FINISHED, is_terminating, observed, pod_uid
-from controller.kinds.genericjob.models import RestartPolicy, RestartPolicyType
-from controller.kinds.genericjob.rules import Outcome
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Slot:
     type: str
     rank: int
     name: str
-    policy: RestartPolicy
+    policy: RestartRule  # the kind's restart rule for this replica
     record: dict
     pod: dict | None
 
@@ -62,19 +62,11 @@ class Step:
     restart_event: str | None = None  # message of the Restarting event, when a replacement was decided
 
 
-def can_restart(policy: RestartPolicy, restart_count: int) -> bool:
-    return restart_count < policy.limit
-
-
-def final_outcome(phase: str, policy: RestartPolicy, restart_count: int) -> Outcome | None:
+def final_outcome(phase: str, policy: RestartRule, restart_count: int, containers: list[dict] = ()) -> Outcome | None:
     """A finished pod that will not be replaced is the replica's outcome for good."""
-    if phase == "Succeeded":
-        replaced = policy.policy == RestartPolicyType.ALWAYS and can_restart(policy, restart_count)
-        return None if replaced else Outcome.SUCCEEDED
-    if phase == "Failed":
-        replaced = policy.policy != RestartPolicyType.NEVER and can_restart(policy, restart_count)
-        return None if replaced else Outcome.FAILED
-    return None
+    if phase not in FINISHED or policy.replaces(phase, restart_count, containers):
+        return None
+    return Outcome(phase)
 
 
 def observe(slot: Slot) -> Observation:
@@ -90,18 +82,19 @@ def observe(slot: Slot) -> Observation:
         # adopt it. Adopting never counts a restart, so caches that disagree cannot inflate counts.
         seen_record = observed(record, pod)
         return Observation(slot, Seen.CURRENT, seen_record,
-                           final_outcome(seen_record["phase"], slot.policy, seen_record["restartCount"]))
+                           final_outcome(seen_record["phase"], slot.policy, seen_record["restartCount"],
+                                         seen_record["containers"]))
     if record["uid"] in ("", retired):
         return Observation(slot, Seen.MISSING, record, None)
     return _gone(slot)
 
 
-def _recorded_outcome(record: dict, policy: RestartPolicy) -> Outcome | None:
+def _recorded_outcome(record: dict, policy: RestartRule) -> Outcome | None:
     # While a retired pod is still visible the replica awaits its replacement, unless the record
     # already names a newer pod (the cache lags behind the status): then that pod's record counts.
     if record["uid"] in ("", record["lastRestartUid"]):
         return None
-    return final_outcome(record["phase"], policy, record["restartCount"])
+    return final_outcome(record["phase"], policy, record["restartCount"], record["containers"])
 
 
 def _gone(slot: Slot) -> Observation:
@@ -115,8 +108,9 @@ def _gone(slot: Slot) -> Observation:
     """
     record, policy = slot.record, slot.policy
     if record["phase"] in FINISHED:
-        return Observation(slot, Seen.GONE, record, final_outcome(record["phase"], policy, record["restartCount"]))
-    if policy.policy == RestartPolicyType.NEVER or can_restart(policy, record["restartCount"]):
+        return Observation(slot, Seen.GONE, record, final_outcome(record["phase"], policy, record["restartCount"],
+                                                                  record["containers"]))
+    if not policy.counts_lost_pods or policy.can_restart(record["restartCount"]):
         return Observation(slot, Seen.GONE, record, None)
     return Observation(slot, Seen.GONE, {**record, "phase": "Failed"}, Outcome.FAILED)
 
@@ -143,7 +137,7 @@ def step(obs: Observation) -> Step:
         counted = _count(record)
         return Step(_awaiting(counted), create=True,
                     restart_event=_restart_message(counted, policy, _exit_cause(record, None)))
-    if policy.policy == RestartPolicyType.NEVER:
+    if not policy.counts_lost_pods:
         retired = {**record, "lastRestartUid": record["uid"]}
         return Step(_awaiting(retired), create=True,
                     restart_event=f"Recreating replica {record['name']} (not counted: restart policy Never): "
@@ -169,7 +163,7 @@ def _awaiting(record: dict) -> dict:
     return {**record, "uid": "", "phase": CREATING, "containers": []}
 
 
-def _restart_message(record: dict, policy: RestartPolicy, cause: str) -> str:
+def _restart_message(record: dict, policy: RestartRule, cause: str) -> str:
     return f"Restarting replica {record['name']} (restart {record['restartCount']} of {policy.limit}): {cause}"
 
 

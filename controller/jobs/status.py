@@ -1,16 +1,18 @@
-"""The GenericJob status: per-replica records, conditions, tasks, aggregate counts and phase.
+"""A job's status, for every kind: per-replica records, conditions, aggregate counts and phase.
 
 The status is the controller's durable memory: everything a later reconcile must know (restart
-counts, which pod uid was already retired) lives in the per-replica records of
-`status.tasks[].replicas[]`. Every function here is pure and deterministic: given the same inputs
-it returns an equal dict, so a reconcile that observes nothing new writes nothing.
+counts, which pod uid was already retired) lives in the per-replica records, which each kind keeps
+where its API says (its `StatusCodec`; GenericJob: `status.tasks[].replicas[]`). Every function
+here is pure and deterministic: given the same inputs it returns an equal dict, so a reconcile
+that observes nothing new writes nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from controller.kinds.genericjob.models import JobPhase
+from controller.jobs.api import JobPhase
+from controller.jobs.kind import StatusCodec
 
 # Replica phases besides the pod phases (Pending, Running, Succeeded, Failed, Unknown).
 CREATING = "Creating"  # the pod is to be created, or was created but not seen yet
@@ -90,22 +92,7 @@ def observed(record: dict, pod: dict) -> dict:
     return {**record, "uid": pod_uid(pod), "phase": pod_phase(pod), "containers": container_states(pod)}
 
 
-def stored_records(status: dict) -> dict[str, dict]:
-    """The stored replica records by pod name (a name says type and rank, and survives scaling)."""
-    records = {}
-    for task in status.get("tasks") or ():
-        for raw in task.get("replicas") or ():
-            if raw and raw.get("name"):
-                records[raw["name"]] = raw
-    return records
-
-
-# --- tasks and aggregate ------------------------------------------------------------------------
-
-
-def tasks(records_by_type: Iterable[tuple[str, list[dict]]]) -> list[dict]:
-    return [{"type": replica_type, "restartCount": sum(r["restartCount"] for r in records), "replicas": records}
-            for replica_type, records in records_by_type]
+# --- counts ------------------------------------------------------------------------------------
 
 
 def aggregate(records: Iterable[dict]) -> dict:
@@ -248,14 +235,13 @@ def all_up(records: Iterable[dict]) -> bool:
 # --- the whole status ---------------------------------------------------------------------------
 
 
-def assemble(old: dict, *, phase: str, conditions: list[dict], records_by_type: list[tuple[str, list[dict]]],
-             start_time: str | None, completion_time: str | None) -> dict:
-    """The complete new status. Fields the controller's planning does not own (observedGeneration,
-    written by the reconciler) are carried over from `old`."""
-    task_list = tasks(records_by_type)
-    status = {**old, "phase": str(phase), "conditions": conditions, "tasks": task_list,
-              "aggregate": aggregate(r for _, records in records_by_type for r in records),
-              "backoffCount": sum(t["restartCount"] for t in task_list)}
+def assemble(old: dict, codec: StatusCodec, *, phase: str, conditions: list[dict],
+             records_by_type: list[tuple[str, list[dict]]], start_time: str | None,
+             completion_time: str | None) -> dict:
+    """The complete new status: the kind's replica fields (its codec says where they go) and the fields
+    every kind has. Fields the controller's planning does not own (observedGeneration, written by the
+    reconciler) are carried over from `old`."""
+    status = {**old, "phase": str(phase), "conditions": conditions, **codec.replica_fields(records_by_type)}
     for key, value in (("startTime", start_time), ("completionTime", completion_time)):
         if value is not None:
             status[key] = value

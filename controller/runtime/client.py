@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -21,15 +20,12 @@ from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio.client import ApiClient
 from yarl import URL
 
-from controller.jobs import podgroup
-from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
+from apimachinery.errors import ApiStatusError
+from apimachinery.resource import Resource
 from controller.runtime.metrics import RequestMetrics
-from informers import ApiStatusError
 from informers.transport import json_body
 
 _AUTH = ["BearerToken"]
-JOBS_PATH = f"/apis/{GROUP}/{VERSION}/namespaces/{{namespace}}/{PLURAL}"
-PODGROUPS_PATH = f"/apis/{podgroup.GROUP}/{podgroup.VERSION}/namespaces/{{namespace}}/{podgroup.PLURAL}"
 
 
 class TokenBucket:
@@ -59,14 +55,19 @@ class KubeClient:
         self.timeout = aiohttp.ClientTimeout(total=timeout)
         # (verb, resource, code) -> count, exported as metrics and read by tests.
         self.requests: Counter[tuple[str, str, int]] = Counter()
-        # Called with the job as the server returned it after each successful status write.
-        self.status_written: Callable[[dict], None] | None = None
+        # Collections outside the core group (pods, services, events), by plural: register().
+        self.resources: dict[str, Resource] = {}
+
+    def register(self, resource: Resource) -> None:
+        """Makes `resource.plural` a name that create, delete, patch and get accept."""
+        self.resources[resource.plural] = resource
 
     def with_own_limit(self) -> KubeClient:
         """The same connection and request counts, with a rate limit of its own (the same QPS and burst)."""
         sibling = KubeClient(self.api_client, qps=self.limiter.qps, burst=self.limiter.burst)
         sibling.timeout = self.timeout
         sibling.requests = self.requests
+        sibling.resources = self.resources
         return sibling
 
     async def _call(self, verb: str, resource: str, method: str, path: str, body=None,
@@ -102,41 +103,45 @@ class KubeClient:
     # --- pods, services, podgroups --------------------------------------------------------
 
     async def create(self, resource: str, obj: dict) -> dict:
-        return await self._call("create", resource, "POST", _collection(resource, obj["metadata"]["namespace"]), obj)
+        path = self._collection(resource, obj["metadata"]["namespace"])
+        return await self._call("create", resource, "POST", path, obj)
 
     async def delete(self, resource: str, namespace: str, name: str, uid: str | None = None) -> None:
         """Delete with a uid precondition: a name reused by a newer object is never hit."""
         options: dict = {"propagationPolicy": "Background"}
         if uid:
             options["preconditions"] = {"uid": uid}
-        await self._call("delete", resource, "DELETE", f"{_collection(resource, namespace)}/{name}", options)
+        await self._call("delete", resource, "DELETE", f"{self._collection(resource, namespace)}/{name}", options)
 
     async def force_delete(self, resource: str, namespace: str, name: str, uid: str) -> None:
         options = {"gracePeriodSeconds": 0, "preconditions": {"uid": uid}}
-        await self._call("delete", resource, "DELETE", f"{_collection(resource, namespace)}/{name}", options)
+        await self._call("delete", resource, "DELETE", f"{self._collection(resource, namespace)}/{name}", options)
 
     async def patch(self, resource: str, namespace: str, name: str, changes: dict) -> dict:
         """A JSON merge patch: lists in `changes` replace the stored ones whole."""
-        return await self._call("patch", resource, "PATCH", f"{_collection(resource, namespace)}/{name}", changes,
+        return await self._call("patch", resource, "PATCH", f"{self._collection(resource, namespace)}/{name}", changes,
                                 content_type="application/merge-patch+json")
 
     async def get(self, resource: str, namespace: str, name: str) -> dict:
-        return await self._call("get", resource, "GET", f"{_collection(resource, namespace)}/{name}")
+        return await self._call("get", resource, "GET", f"{self._collection(resource, namespace)}/{name}")
 
     # --- the job --------------------------------------------------------------------------
 
-    async def replace_status(self, job: dict, status: dict) -> dict:
+    async def replace_status(self, resource: Resource, job: dict, status: dict) -> dict:
         """PUT /status with the cached resourceVersion: a stale cache gets 409, never a lost update."""
         meta = job["metadata"]
         body = {"apiVersion": job["apiVersion"], "kind": job["kind"],
                 "metadata": {"name": meta["name"], "namespace": meta["namespace"],
                              "resourceVersion": meta["resourceVersion"], "uid": meta["uid"]},
                 "spec": job.get("spec"), "status": status}
-        path = f"{JOBS_PATH.format(namespace=meta['namespace'])}/{meta['name']}/status"
-        written = await self._call("update", "genericjobs/status", "PUT", path, body)
-        if self.status_written is not None and written is not None:
-            self.status_written(written)
-        return written
+        path = f"{resource.path(meta['namespace'])}/{meta['name']}/status"
+        return await self._call("update", f"{resource.plural}/status", "PUT", path, body)
+
+    def _collection(self, resource: str, namespace: str) -> str:
+        registered = self.resources.get(resource)
+        if registered is not None:
+            return registered.path(namespace)
+        return f"/api/v1/namespaces/{namespace}/{resource}"
 
     async def create_event(self, event: dict) -> None:
         await self._call("create", "events", "POST", f"/api/v1/namespaces/{event['metadata']['namespace']}/events",
@@ -225,12 +230,6 @@ def _pairs(params) -> list[tuple]:
     if not params:
         return []
     return list(params.items()) if isinstance(params, dict) else list(params)
-
-
-def _collection(resource: str, namespace: str) -> str:
-    if resource == "podgroups":
-        return PODGROUPS_PATH.format(namespace=namespace)
-    return f"/api/v1/namespaces/{namespace}/{resource}"
 
 
 __all__ = ["ApiStatusError", "InstrumentedApiClient", "KubeClient", "TokenBucket", "request_verb",

@@ -1,12 +1,14 @@
-"""The GenericJob controller: informers feed a rate-limited work queue; workers reconcile its keys.
+"""A controller: informers feed a rate-limited work queue; workers reconcile its keys.
 
-    controller = Controller(api_client, ControllerConfig(workers=4))
-    await controller.start_informers()      # may run while standing by for leadership
+    controller = SomeController(api_client, ControllerConfig(workers=4))   # a subclass: its reconcile
+    controller.start_informers()            # may run while standing by for leadership
     await controller.wait_for_sync(30)
-    await controller.run_workers()          # only while leading
+    controller.run_workers()                # only while leading
     await controller.stop()                 # stop taking work, finish in-flight reconciles
 
-Handlers only compute a key and enqueue it; all the work happens in `Reconciler.reconcile`.
+Nothing here knows what is reconciled: a subclass (controller/jobs/controller.py) makes its
+informers with `informer()`, registers handlers that only compute a key and enqueue it, and
+implements `reconcile(key) -> Result`.
 """
 
 from __future__ import annotations
@@ -21,23 +23,17 @@ import structlog
 from kubernetes_asyncio.client import ApiClient
 from prometheus_client import CollectorRegistry
 
-from controller.jobs import podgroup
-from controller.jobs.naming import controller_uid
-from controller.jobs.reconciler import STUCK_TERMINATING_AFTER, Reconciler, owner_key
-from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
+from apimachinery.errors import ApiStatusError
 from controller.runtime.client import KubeClient
 from controller.runtime.events import EventRecorder
-from controller.runtime.metrics import ControllerMetrics, EventMetrics, StatusLatency
+from controller.runtime.metrics import ControllerMetrics, EventMetrics
+from controller.runtime.result import Result, WritesFailed
 from informers import Informer, InformerFactory, InformerOptions, Resource
 from informers.namespaces import InformerGroup
 from workqueue import RateLimitingQueue, ShutDown
 
 log = structlog.get_logger("controller")
 
-JOBS = Resource(GROUP, VERSION, PLURAL)
-PODS = Resource("", "v1", "pods")
-SERVICES = Resource("", "v1", "services")
-PODGROUPS = Resource(podgroup.GROUP, podgroup.VERSION, podgroup.PLURAL)
 # Five minutes: a working informer hears from its watch at least every minute (bookmarks) and re-lists
 # within seconds of a 410, so this is minutes of blindness, not a slow moment.
 INFORMER_STALE_AFTER = 300.0
@@ -54,7 +50,7 @@ class ControllerConfig:
     podgroups: bool = True  # watch PodGroups (needs their CRD installed)
     informer_options: InformerOptions | None = None
     shutdown_timeout: float = 10.0
-    stuck_terminating_after: float = STUCK_TERMINATING_AFTER  # then a terminating pod is force-deleted
+    stuck_terminating_after: float = 60.0  # then a terminating pod is force-deleted (jobs.plan)
     identity: str = ""
     # Liveness: an informer with no proof of a current cache for this long fails /healthz (0: off).
     informer_stale_after: float = INFORMER_STALE_AFTER
@@ -69,33 +65,18 @@ class Controller:
     _informers_started = False  # set by start_informers(); until then /healthz has nothing to judge
 
     def __init__(self, api_client: ApiClient, config: ControllerConfig | None = None,
-                 registry: CollectorRegistry | None = None) -> None:
+                 registry: CollectorRegistry | None = None, *, name: str = "genericjob") -> None:
         self.config = config = config or ControllerConfig()
         self.metrics = ControllerMetrics(registry)
-        self.status_latency = StatusLatency(registry)
         self.client = KubeClient(api_client, qps=config.qps, burst=config.burst, timeout=config.request_timeout)
-        if self.status_latency.enabled:
-            self.client.status_written = self._status_written
         self.factory = InformerFactory(api_client, options=config.informer_options, registry=registry)
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(name="genericjob", registry=registry)
-        self.jobs = self._informer(JOBS)
-        self.pods = self._informer(PODS)
-        self.services = self._informer(SERVICES)
-        self.podgroups = self._informer(PODGROUPS) if config.podgroups else None
+        self.queue: RateLimitingQueue[str] = RateLimitingQueue(name=name, registry=registry)
         # Events get their own request budget, as controller-runtime's recorder has its own client.
         self.recorder = EventRecorder(self.client.with_own_limit(), host=config.identity or socket.gethostname(),
                                       metrics=EventMetrics(registry))
-        self.reconciler = Reconciler(self.client, self.jobs.lister, self.pods.lister, self.services.lister,
-                                     self.podgroups.lister if self.podgroups else None, self.recorder,
-                                     stuck_after=config.stuck_terminating_after)
         self._workers: list[asyncio.Task] = []
-        self._phases: dict[str, str] = {}  # job uid -> phase
-        self._phase_counts: dict[str, int] = {}  # phase -> jobs, kept as phases change (no recount per event)
-        # Jobs whose status write lost to a newer version (409): key -> the version it lost with.
-        self._awaiting_newer: dict[str, str] = {}
-        self._register_handlers()
 
-    def _informer(self, resource: Resource) -> Informer | InformerGroup:
+    def informer(self, resource: Resource) -> Informer | InformerGroup:
         """The resource in every namespace, in the one watched, or in each of several (one informer
         per namespace, as controller-runtime's multi-namespace cache: RBAC may allow no more)."""
         namespaces = self.config.watched_namespaces()
@@ -103,98 +84,12 @@ class Controller:
             return self.factory.informer(resource, namespaces[0] if namespaces else None)
         return InformerGroup({namespace: self.factory.informer(resource, namespace) for namespace in namespaces})
 
-    # --- event handlers: compute a key, enqueue it ----------------------------------------
+    async def reconcile(self, key: str) -> Result:
+        raise NotImplementedError
 
-    def _register_handlers(self) -> None:
-        self.jobs.add_handler(on_add=self._job_added, on_update=self._job_updated, on_delete=self._job_deleted)
-        self.pods.add_handler(on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted)
-        for informer in filter(None, (self.services, self.podgroups)):
-            informer.add_handler(on_add=self._child_changed, on_update=self._child_updated,
-                                 on_delete=self._child_changed)
-
-    def _job_added(self, obj: dict) -> None:
-        self.metrics.job_transition(obj["metadata"].get("namespace", ""), None, obj)
-        self._track_phase(obj)
-        self.queue.add(_key(obj))
-
-    def _job_updated(self, old: dict, new: dict) -> None:
-        self.metrics.job_transition(new["metadata"].get("namespace", ""), old, new)
-        self._track_phase(new)
-        key = _key(new)
-        if self._awaiting_newer.pop(key, None) is not None:
-            self.queue.add(key)  # the version our write lost to: now the cache can be written from
-            return
-        # A status-only change is our own write echoing back: nothing new to act on.
-        if old["metadata"].get("generation") == new["metadata"].get("generation") and \
-                old["metadata"].get("deletionTimestamp") == new["metadata"].get("deletionTimestamp") and \
-                old["metadata"].get("labels") == new["metadata"].get("labels"):
-            return
-        self.queue.add(key)
-
-    def _job_deleted(self, obj: dict) -> None:
-        self._awaiting_newer.pop(_key(obj), None)
-        self._set_phase(obj["metadata"]["uid"], None)
-        self.reconciler.forget(obj["metadata"]["uid"])
-        self.status_latency.job_gone(obj["metadata"]["uid"])
-
-    def _child_changed(self, obj: dict) -> None:
-        key = owner_key(obj)
-        if key is not None:
-            self.queue.add(key)
-
-    def _child_updated(self, old: dict, new: dict) -> None:
-        self._child_changed(new)
-
-    # Pods also start the status latency clock (see StatusLatency); only a leader writes, so only it times.
-
-    # Pod events also lower the reconciler's expectations at once (client-go's CreationObserved and
-    # DeletionObserved): a pod deleted just after its creation must not leave its replica waiting for
-    # a create expectation that the next reconcile, no longer seeing the pod, could not clear.
-
-    def _pod_added(self, obj: dict) -> None:
-        job_uid = controller_uid(obj)
-        if job_uid:
-            self.reconciler.expectations.creation_observed(job_uid, obj["metadata"]["name"])
-        self._time_pod_phase(obj)
-        self._child_changed(obj)
-
-    def _pod_updated(self, old: dict, new: dict) -> None:
-        if _pod_phase(old) != _pod_phase(new):
-            self._time_pod_phase(new)
-        self._child_changed(new)
-
-    def _pod_deleted(self, obj: dict) -> None:
-        job_uid = controller_uid(obj)  # obj may be a Tombstone: the last state the cache saw
-        if job_uid:
-            # Only the uid's delete: the name may already be expected again (the replacement of a
-            # restarted replica), and this event says nothing of that new pod.
-            self.reconciler.expectations.deletion_observed(job_uid, obj["metadata"].get("uid", ""))
-            self.status_latency.pod_gone(job_uid, obj["metadata"].get("uid", ""))
-        self._child_changed(obj)
-
-    def _time_pod_phase(self, pod: dict) -> None:
-        if self._workers and self.status_latency.enabled and owner_key(pod) is not None:
-            job_uid = controller_uid(pod)
-            if job_uid:
-                self.status_latency.pod_phase(job_uid, pod["metadata"]["uid"], _pod_phase(pod), time.monotonic())
-
-    def _status_written(self, job: dict) -> None:
-        self.status_latency.status_written(job, time.monotonic())
-
-    def _track_phase(self, obj: dict) -> None:
-        self._set_phase(obj["metadata"]["uid"], (obj.get("status") or {}).get("phase") or "Pending")
-
-    def _set_phase(self, uid: str, phase: str | None) -> None:
-        """Record a job's phase (None: the job is gone) and publish the counts when they changed."""
-        old = self._phases.pop(uid, None) if phase is None else self._phases.get(uid)
-        if old == phase:
-            return
-        if phase is not None:
-            self._phases[uid] = phase
-            self._phase_counts[phase] = self._phase_counts.get(phase, 0) + 1
-        if old is not None:
-            self._phase_counts[old] -= 1
-        self.metrics.phases(self._phase_counts)
+    def current_version(self, key: str) -> str | None:
+        """The resourceVersion of `key` in the primary cache (None when absent): see _await_newer."""
+        return None
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -269,16 +164,13 @@ class Controller:
     # --- workers --------------------------------------------------------------------------
 
     def _await_newer(self, key: str, lost_at: str) -> None:
-        """Reconcile `key` as soon as the cache holds a newer version than the one a status write lost with.
-
-        The rate-limited requeue alone is not enough: its bucket is shared by every key (10/s), so
-        after a burst of conflicts a job would wait seconds for a version that arrives in milliseconds.
-        """
-        cached = self.jobs.lister.get(key)
-        if cached is not None and cached["metadata"].get("resourceVersion") != lost_at:
-            self.queue.add(key)  # it came while the write was in flight
+        """Reconcile `key` as soon as the cache holds a newer version than the one a write lost with:
+        at once if it came while the write was in flight, else when a watch handler offers it to the
+        queue (`queue.offer`)."""
+        if self.current_version(key) not in (None, lost_at):
+            self.queue.add(key)
         else:
-            self._awaiting_newer[key] = lost_at
+            self.queue.park(key, lost_at)
 
     async def _worker(self, index: int) -> None:
         while True:
@@ -292,7 +184,7 @@ class Controller:
             # Every log line of this reconcile, wherever it is written, carries the job and this id.
             bound = structlog.contextvars.bind_contextvars(job=key, reconcile_id=uuid.uuid4().hex[:12])
             try:
-                outcome = await self.reconciler.reconcile(key)
+                outcome = await self.reconcile(key)
                 if outcome.requeue_after is None:
                     self.queue.forget(key)
                     result = "success"
@@ -322,18 +214,6 @@ class Controller:
                 self.queue.done(key)
 
 
-def _pod_phase(pod: dict) -> str:
-    return (pod.get("status") or {}).get("phase") or "Pending"
-
-
-def _key(obj: dict) -> str:
-    return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"
-
-
 def _expected(exc: Exception) -> bool:
     """API errors and timeouts are part of life; anything else deserves a traceback."""
-    from controller.jobs.reconciler import WritesFailed
-    from informers import ApiStatusError
-
     return isinstance(exc, ApiStatusError | TimeoutError | OSError | WritesFailed)
-

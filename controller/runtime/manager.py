@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import structlog
@@ -67,6 +67,9 @@ class ManagerConfig:
     metrics_secure: bool = True
     metrics_cert_dir: str | None = None  # tls.crt and tls.key; None: a self-signed certificate made at start
     sync_timeout: float = 120.0
+    # What runs under the manager: (api_client, controller config, registry) -> Controller. The command
+    # line gives the job controller of the kinds it serves (controller/cmd/kinds.py).
+    make_controller: Callable[[ApiClient, ControllerConfig, CollectorRegistry], Controller] | None = None
 
 
 def new_registry() -> CollectorRegistry:
@@ -83,7 +86,9 @@ class Manager:
                  ) -> None:
         self.config = config
         self.registry = registry if registry is not None else new_registry()
-        self.controller = Controller(api_client, config.controller, self.registry)
+        if config.make_controller is None:
+            raise ValueError("ManagerConfig.make_controller is not set: nothing to run")
+        self.controller = config.make_controller(api_client, config.controller, self.registry)
         self.server = Server(self.registry, self.controller.problems, self._unready,
                              metrics_auth=DelegatingAuth(api_client) if config.metrics_secure else None)
         self.elector: LeaderElector | None = None

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import itertools
 
+from controller.jobs import plan as engine
 from controller.jobs.naming import replica_labels, replica_name
-from controller.jobs.plan import Plan, plan
+from controller.jobs.plan import Plan
+from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GenericJob
 
 JOB = "job"
@@ -39,10 +41,19 @@ def make_job(*replicas: tuple, success=None, failure=None, cleanup="None", debug
                                    "spec": spec})
 
 
+def plan(job: GenericJob, status: dict, pods: list[dict], now: str) -> Plan:
+    """The engine's plan of a GenericJob from its status and pods alone (no children, no clock)."""
+    return engine.plan(GENERICJOB, job, status, pods, now)
+
+
+def plan_invalid(status: dict, pods: list[dict], message: str, now: str) -> Plan:
+    return engine.plan_invalid(GENERICJOB, status, pods, message, now)
+
+
 def make_pod(replica_type: str, rank: int, uid: str, phase: str | None = "Running", *, exit_code: int | None = None,
              terminating: bool = False, reason: str | None = None) -> dict:
     metadata = {"name": replica_name(JOB, replica_type, rank), "namespace": "ns", "uid": uid,
-                "labels": replica_labels(JOB, JOB_UID, replica_type, rank)}
+                "labels": replica_labels(GENERICJOB.api, JOB, JOB_UID, replica_type, rank)}
     if terminating:
         metadata["deletionTimestamp"] = "2024-01-01T00:00:00Z"
     status: dict = {}

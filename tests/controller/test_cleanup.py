@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from controller.jobs.api import CleanUpPolicy
 from controller.jobs.cleanup import selects, settle
 from controller.jobs.status import CREATING, DELETED, blank_record
-from controller.kinds.genericjob.models import CleanUpPolicy
 
 from .plan_support import make_pod
 

@@ -9,6 +9,7 @@ from aiohttp import web
 from kubernetes_asyncio import client
 from prometheus_client import CollectorRegistry
 
+from controller.kinds.genericjob.kind import GENERICJOB
 from controller.runtime.client import ApiStatusError, InstrumentedApiClient, KubeClient, resolve_proxy_once
 from controller.runtime.metrics import RequestMetrics
 
@@ -130,7 +131,7 @@ async def test_a_refused_write_raises_the_status_and_is_counted(aiohttp_server_f
         job = {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "GenericJob", "spec": {},
                "metadata": {"name": "j", "namespace": "ns", "resourceVersion": "7", "uid": "u"}}
         with pytest.raises(ApiStatusError) as raised:
-            await kube.replace_status(job, {"phase": "Running"})
+            await kube.replace_status(GENERICJOB.api.resource, job, {"phase": "Running"})
     assert (raised.value.code, raised.value.reason) == (409, "Conflict")
     assert server.seen[0]["method"] == "PUT" and server.seen[0]["url"].endswith("/genericjobs/j/status")
     assert kube.requests[("update", "genericjobs/status", 409)] == 1

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.jobs.plan import plan, plan_invalid
-
-from .plan_support import JOB, Pods, at, condition, make_job, make_pod, record, step
+from .plan_support import JOB, Pods, at, condition, make_job, make_pod, plan, plan_invalid, record, step
 
 GUIDE_RULES = {"success": [{"master": [0]}, {"worker": [0, 1, 2]}, {"master": [2], "worker": [0, 1]}],
                "failure": [{"master": [0]}]}

@@ -6,7 +6,8 @@ import copy
 
 import pytest
 
-from controller.jobs.naming import LABEL_JOB_NAME, LABEL_JOB_UID, LABEL_RANK, LABEL_REPLICA_TYPE, owner_reference
+from controller.jobs.api import SchedulePolicy, T9kScheduler
+from controller.jobs.naming import owner_reference
 from controller.jobs.podgroup import (
     API_VERSION as PODGROUP_API_VERSION,
 )
@@ -16,7 +17,8 @@ from controller.jobs.podgroup import (
     desired_podgroup,
 )
 from controller.jobs.pods import PodMode, desired_pod, run_mode_override
-from controller.kinds.genericjob.models import GenericJob, SchedulePolicy, T9kScheduler
+from controller.kinds.genericjob.kind import GENERICJOB
+from controller.kinds.genericjob.models import LABEL_JOB_NAME, LABEL_JOB_UID, LABEL_RANK, LABEL_REPLICA_TYPE, GenericJob
 from controller.kinds.genericjob.substitution import SubstitutionError
 from controller.kinds.genericjob.validation import validate
 from localcluster import LocalCluster
@@ -55,7 +57,7 @@ def test_the_user_guides_first_example():
     job = make_job({"successRules": [{"worker": [0]}], "failureRules": [{"worker": [0]}, {"worker": [1]}],
                     "replicaSpecs": [{"type": "worker", "replicas": 4,
                                       "template": {"spec": {"containers": [GUIDE_CONTAINER]}}}]})
-    pods = [desired_pod(job, "worker", rank, mode="immediate") for rank in range(4)]
+    pods = [desired_pod(GENERICJOB, job, "worker", rank, mode="immediate") for rank in range(4)]
     assert [p["metadata"]["name"] for p in pods] == [f"generic-example-worker-{r}" for r in range(4)]
     assert pods[2] == {
         "apiVersion": "v1",
@@ -65,7 +67,7 @@ def test_the_user_guides_first_example():
             "namespace": "ns",
             "labels": {LABEL_JOB_NAME: "generic-example", LABEL_JOB_UID: "uid-1", LABEL_REPLICA_TYPE: "worker",
                        LABEL_RANK: "2"},
-            "ownerReferences": [owner_reference("generic-example", "uid-1")],
+            "ownerReferences": [owner_reference(GENERICJOB.api, "generic-example", "uid-1")],
         },
         "spec": {"containers": [GUIDE_CONTAINER], "restartPolicy": "Never"},
     }
@@ -79,7 +81,7 @@ def test_restart_policy_is_always_never():
         job = make_job({"replicaSpecs": [{
             "type": "worker", "restartPolicy": {"policy": policy, "limit": 3},
             "template": {"spec": {"containers": [GUIDE_CONTAINER], "restartPolicy": policy}}}]})
-        assert desired_pod(job, "worker", 0)["spec"]["restartPolicy"] == "Never"
+        assert desired_pod(GENERICJOB, job, "worker", 0)["spec"]["restartPolicy"] == "Never"
 
 
 def test_every_template_field_passes_through():
@@ -99,7 +101,7 @@ def test_every_template_field_passes_through():
         "nodeSelector": {"gpu": "a100"}, "tolerations": [{"key": "k", "operator": "Exists"}],
         "schedulerName": "my-scheduler", "serviceAccountName": "trainer", "priorityClassName": "high",
     }
-    pod = desired_pod(worker_job(template_spec), "worker", 1)
+    pod = desired_pod(GENERICJOB, worker_job(template_spec), "worker", 1)
     assert pod["spec"] == {**template_spec, "restartPolicy": "Never"}
 
 
@@ -109,7 +111,7 @@ def test_template_metadata_is_merged_and_controller_labels_win():
                      "labels": {"team": "ml", LABEL_RANK: "99"}, "annotations": {"note": "keep"},
                      "finalizers": ["example.com/keep"]},
         "spec": {"containers": [GUIDE_CONTAINER]}}}]})
-    meta = desired_pod(job, "worker", 0)["metadata"]
+    meta = desired_pod(GENERICJOB, job, "worker", 0)["metadata"]
     assert meta["name"] == "generic-example-worker-0" and meta["namespace"] == "ns"
     assert "generateName" not in meta
     assert meta["labels"] == {"team": "ml", LABEL_JOB_NAME: "generic-example", LABEL_JOB_UID: "uid-1",
@@ -122,11 +124,11 @@ def test_the_model_is_never_mutated():
     job = debugged_job({"debug": {"enabled": True, "replicaSpecs": [{"type": "worker", "skipInitContainer": True}]}})
     before = job.model_dump()
     for mode in PodMode:
-        pod = desired_pod(job, "worker", 3, mode=mode)
+        pod = desired_pod(GENERICJOB, job, "worker", 3, mode=mode)
         pod["spec"]["containers"][0]["env"] = ["mutated"]
         pod["metadata"]["labels"]["x"] = "y"
     assert job.model_dump() == before
-    again = desired_pod(job, "worker", 3)
+    again = desired_pod(GENERICJOB, job, "worker", 3)
     assert "env" not in again["spec"]["containers"][0] and "x" not in again["metadata"]["labels"]
 
 
@@ -136,28 +138,28 @@ def test_two_replica_types_get_their_own_templates_and_variables():
         {"type": "worker", "replicas": 2, "template": {"spec": {"containers": [
             {"name": "w", "image": "w", "args": ["$(type)-$(rank)-of-$(replicas[worker])"]}]}}},
     ]})
-    assert desired_pod(job, "master", 0)["spec"]["containers"][0]["args"] == ["master"]
-    assert desired_pod(job, "worker", 1)["spec"]["containers"][0]["args"] == ["worker-1-of-2"]
+    assert desired_pod(GENERICJOB, job, "master", 0)["spec"]["containers"][0]["args"] == ["master"]
+    assert desired_pod(GENERICJOB, job, "worker", 1)["spec"]["containers"][0]["args"] == ["worker-1-of-2"]
 
 
 def test_unknown_type_and_unknown_mode_are_caller_errors():
     with pytest.raises(KeyError, match='replica type "ps"'):
-        desired_pod(worker_job(), "ps", 0)
+        desired_pod(GENERICJOB, worker_job(), "ps", 0)
     with pytest.raises(ValueError, match="unknown pod mode"):
-        desired_pod(worker_job(), "worker", 0, mode="sideways")
+        desired_pod(GENERICJOB, worker_job(), "worker", 0, mode="sideways")
 
 
 def test_unresolvable_variables_raise():
     job = worker_job({"containers": [{"name": "c", "image": "i", "args": ["$(service.port[http])"]}]})
     with pytest.raises(SubstitutionError) as caught:
-        desired_pod(job, "worker", 0)
+        desired_pod(GENERICJOB, job, "worker", 0)
     assert caught.value.field == "spec.replicaSpecs[0].template.spec.containers[0].args[0]"
 
 
 def test_a_template_without_spec_still_gives_a_pod_object():
     # validate() reports it; desired_pod must not crash on it.
     job = make_job({"replicaSpecs": [{"type": "worker", "template": {}}]})
-    assert desired_pod(job, "worker", 0)["spec"] == {"restartPolicy": "Never"}
+    assert desired_pod(GENERICJOB, job, "worker", 0)["spec"] == {"restartPolicy": "Never"}
 
 
 # --- debug mode -------------------------------------------------------------------------------
@@ -165,7 +167,7 @@ def test_a_template_without_spec_still_gives_a_pod_object():
 
 def test_debug_defaults_sleep_inf_for_every_container_and_keeps_init_containers():
     """The guide's debug example 2: `enabled: true` alone."""
-    pod = desired_pod(debugged_job({"debug": {"enabled": True}}), "worker", 1, mode=PodMode.DEBUG)
+    pod = desired_pod(GENERICJOB, debugged_job({"debug": {"enabled": True}}), "worker", 1, mode=PodMode.DEBUG)
     spec = pod["spec"]
     assert [c["command"] for c in spec["containers"]] == [["sleep", "inf"], ["sleep", "inf"]]
     assert all("args" not in c for c in spec["containers"])
@@ -177,7 +179,7 @@ def test_debug_replica_spec_command_and_skip_init_container():
     """The guide's debug example 1: worker skips its init containers and runs /usr/bin/sshd."""
     job = debugged_job({"debug": {"enabled": True, "replicaSpecs": [
         {"type": "worker", "skipInitContainer": True, "command": ["/usr/bin/sshd"]}]}})
-    spec = desired_pod(job, "worker", 0, mode="debug")["spec"]
+    spec = desired_pod(GENERICJOB, job, "worker", 0, mode="debug")["spec"]
     assert "initContainers" not in spec
     assert [c["command"] for c in spec["containers"]] == [["/usr/bin/sshd"], ["/usr/bin/sshd"]]
     assert all("args" not in c for c in spec["containers"])
@@ -187,14 +189,15 @@ def test_debug_entry_for_another_type_leaves_the_default():
     job = make_job({"runMode": {"debug": {"enabled": True, "replicaSpecs": [{"type": "master", "command": ["x"]}]}},
                     "replicaSpecs": [{"type": "master", "template": {"spec": {"containers": [GUIDE_CONTAINER]}}},
                                      {"type": "worker", "template": {"spec": {"containers": [GUIDE_CONTAINER]}}}]})
-    assert desired_pod(job, "worker", 0, mode="debug")["spec"]["containers"][0]["command"] == ["sleep", "inf"]
-    assert desired_pod(job, "master", 0, mode="debug")["spec"]["containers"][0]["command"] == ["x"]
+    debug_pod = desired_pod(GENERICJOB, job, "worker", 0, mode="debug")
+    assert debug_pod["spec"]["containers"][0]["command"] == ["sleep", "inf"]
+    assert desired_pod(GENERICJOB, job, "master", 0, mode="debug")["spec"]["containers"][0]["command"] == ["x"]
 
 
 def test_debug_command_gets_variables_too():
     job = debugged_job({"debug": {"enabled": True, "replicaSpecs": [
         {"type": "worker", "command": ["sh", "-c", "echo $(type) $(rank); sleep inf"]}]}})
-    assert desired_pod(job, "worker", 2, mode="debug")["spec"]["containers"][0]["command"] == [
+    assert desired_pod(GENERICJOB, job, "worker", 2, mode="debug")["spec"]["containers"][0]["command"] == [
         "sh", "-c", "echo worker 2; sleep inf"]
 
 
@@ -204,7 +207,8 @@ def test_debug_command_gets_variables_too():
 def test_resume_without_resume_specs_is_the_template():
     """The guide's pause example 2: resuming uses the template's commands."""
     job = debugged_job({"pause": {"enabled": False}})
-    assert desired_pod(job, "worker", 1, mode="resume") == desired_pod(job, "worker", 1, mode="immediate")
+    assert desired_pod(GENERICJOB, job, "worker", 1, mode="resume") == \
+        desired_pod(GENERICJOB, job, "worker", 1, mode="immediate")
     assert run_mode_override(job, "worker", "resume") is None
 
 
@@ -212,7 +216,7 @@ def test_resume_spec_command_and_skip_init_container():
     """The guide's pause example 1: worker resumes with /usr/bin/sshd, no init containers."""
     job = debugged_job({"pause": {"enabled": False, "resumeSpecs": [
         {"type": "worker", "skipInitContainer": True, "command": ["/usr/bin/sshd"]}]}})
-    spec = desired_pod(job, "worker", 1, mode="resume")["spec"]
+    spec = desired_pod(GENERICJOB, job, "worker", 1, mode="resume")["spec"]
     assert "initContainers" not in spec
     assert [c["command"] for c in spec["containers"]] == [["/usr/bin/sshd"], ["/usr/bin/sshd"]]
     assert [c.get("args") for c in spec["containers"]] == [["--rank", "1"], ["--follow"]]  # args kept
@@ -220,7 +224,7 @@ def test_resume_spec_command_and_skip_init_container():
 
 def test_resume_spec_args_only():
     job = debugged_job({"pause": {"enabled": False, "resumeSpecs": [{"type": "worker", "args": ["--resume"]}]}})
-    spec = desired_pod(job, "worker", 0, mode="resume")["spec"]
+    spec = desired_pod(GENERICJOB, job, "worker", 0, mode="resume")["spec"]
     assert [c.get("command") for c in spec["containers"]] == [["train"], None]
     assert [c["args"] for c in spec["containers"]] == [["--resume"], ["--resume"]]
     assert spec["initContainers"][0]["command"] == ["prepare", "0"]
@@ -229,7 +233,7 @@ def test_resume_spec_args_only():
 def test_resume_spec_command_and_args_with_variables():
     job = debugged_job({"pause": {"enabled": True, "resumeSpecs": [
         {"type": "worker", "command": ["train", "--resume"], "args": ["--rank=$(rank)"]}]}})
-    spec = desired_pod(job, "worker", 3, mode="resume")["spec"]
+    spec = desired_pod(GENERICJOB, job, "worker", 3, mode="resume")["spec"]
     assert spec["containers"][0]["command"] == ["train", "--resume"]
     assert spec["containers"][0]["args"] == ["--rank=3"]
 
@@ -237,7 +241,7 @@ def test_resume_spec_command_and_args_with_variables():
 def test_override_variable_errors_name_the_override_field():
     job = debugged_job({"pause": {"resumeSpecs": [{"type": "worker", "args": ["$(replicas[ps])"]}]}})
     with pytest.raises(SubstitutionError) as caught:
-        desired_pod(job, "worker", 0, mode="resume")
+        desired_pod(GENERICJOB, job, "worker", 0, mode="resume")
     assert caught.value.field == "spec.runMode.pause.resumeSpecs[0].args[0]"
 
 
@@ -246,7 +250,7 @@ def test_override_variable_errors_name_the_override_field():
 
 def test_t9k_scheduler_sets_scheduler_name_label_and_annotation():
     job = with_t9k_scheduler(worker_job({"containers": [GUIDE_CONTAINER], "schedulerName": "other"}))
-    pod = desired_pod(job, "worker", 0)
+    pod = desired_pod(GENERICJOB, job, "worker", 0)
     assert pod["spec"]["schedulerName"] == SCHEDULER_NAME == "t9k-scheduler"
     assert pod["metadata"]["labels"][GROUP_NAME_KEY] == "generic-example"
     assert pod["metadata"]["annotations"] == {GROUP_NAME_KEY: "generic-example"}
@@ -254,10 +258,10 @@ def test_t9k_scheduler_sets_scheduler_name_label_and_annotation():
 
 
 def test_without_a_scheduler_pods_use_the_templates_scheduler():
-    pod = desired_pod(worker_job(), "worker", 0)
+    pod = desired_pod(GENERICJOB, worker_job(), "worker", 0)
     assert "schedulerName" not in pod["spec"] and GROUP_NAME_KEY not in pod["metadata"]["labels"]
-    assert desired_podgroup(worker_job()) is None
-    assert desired_podgroup(worker_job(scheduler={})) is None
+    assert desired_podgroup(GENERICJOB, worker_job()) is None
+    assert desired_podgroup(GENERICJOB, worker_job(scheduler={})) is None
 
 
 def test_desired_podgroup_of_the_guides_scheduler_example():
@@ -265,12 +269,12 @@ def test_desired_podgroup_of_the_guides_scheduler_example():
         {"type": "master", "template": {"spec": {"containers": [GUIDE_CONTAINER]}}},
         {"type": "worker", "replicas": 4, "template": {"spec": {"containers": [GUIDE_CONTAINER]}}},
     ]})
-    assert desired_podgroup(with_t9k_scheduler(job, "default", 50)) == {
+    assert desired_podgroup(GENERICJOB, with_t9k_scheduler(job, "default", 50)) == {
         "apiVersion": PODGROUP_API_VERSION,
         "kind": "PodGroup",
         "metadata": {"name": "generic-example", "namespace": "ns",
                      "labels": {LABEL_JOB_NAME: "generic-example", LABEL_JOB_UID: "uid-1"},
-                     "ownerReferences": [owner_reference("generic-example", "uid-1")]},
+                     "ownerReferences": [owner_reference(GENERICJOB.api, "generic-example", "uid-1")]},
         "spec": {"minMember": 5, "queue": "default", "priority": 50},
     }
     assert PODGROUP_API_VERSION == "scheduler.tensorstack.dev/v1beta1"
@@ -280,7 +284,7 @@ def test_priority_defaults_to_zero():
     scheduler = SchedulePolicy(t9k_scheduler=T9kScheduler(queue="q"))
     job = worker_job()
     job = job.model_copy(update={"spec": job.spec.model_copy(update={"scheduler": scheduler})})
-    assert desired_podgroup(job)["spec"] == {"minMember": 4, "queue": "q", "priority": 0}
+    assert desired_podgroup(GENERICJOB, job)["spec"] == {"minMember": 4, "queue": "q", "priority": 0}
 
 
 # --- through the API --------------------------------------------------------------------------
@@ -303,10 +307,10 @@ async def test_desired_objects_are_accepted_by_the_api_server():
         pods = cluster.registry.get("", "v1", "pods")
         for mode in PodMode:
             for rank in range(2):
-                pod = copy.deepcopy(desired_pod(job, "worker", rank, mode=mode))
+                pod = copy.deepcopy(desired_pod(GENERICJOB, job, "worker", rank, mode=mode))
                 pod["metadata"]["name"] += f"-{mode}"
                 created = cluster.api.create(pods, "default", pod)
                 assert created["metadata"]["labels"][LABEL_RANK] == str(rank)
         podgroups = cluster.registry.get("scheduler.tensorstack.dev", "v1beta1", "podgroups")
-        created = cluster.api.create(podgroups, "default", desired_podgroup(job))
+        created = cluster.api.create(podgroups, "default", desired_podgroup(GENERICJOB, job))
         assert created["spec"] == {"minMember": 2, "queue": "default", "priority": 50}

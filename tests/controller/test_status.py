@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from controller.jobs import status as st
-from controller.kinds.genericjob.models import JobPhase
+from controller.jobs.api import JobPhase
+from controller.kinds.genericjob.kind import GENERICJOB
+from controller.kinds.genericjob.status import tasks
 
 from .plan_support import at, make_pod
 
@@ -80,7 +82,7 @@ def test_aggregate_counts_every_phase():
 
 def test_tasks_sum_restart_counts():
     a = [{**st.blank_record("a0"), "restartCount": 2}, {**st.blank_record("a1"), "restartCount": 1}]
-    assert st.tasks([("a", a), ("b", [])]) == [{"type": "a", "restartCount": 3, "replicas": a},
+    assert tasks([("a", a), ("b", [])]) == [{"type": "a", "restartCount": 3, "replicas": a},
                                                 {"type": "b", "restartCount": 0, "replicas": []}]
 
 
@@ -146,8 +148,8 @@ def test_pause_conditions():
 
 def test_assemble_keeps_what_it_does_not_own():
     records = [{**st.blank_record("a"), "restartCount": 2, "phase": "Running"}]
-    status = st.assemble({"observedGeneration": 4, "startTime": at(0)}, phase=JobPhase.RUNNING, conditions=[],
-                         records_by_type=[("a", records)], start_time=at(0), completion_time=None)
+    status = st.assemble({"observedGeneration": 4, "startTime": at(0)}, GENERICJOB.status, phase=JobPhase.RUNNING,
+                         conditions=[], records_by_type=[("a", records)], start_time=at(0), completion_time=None)
     assert status["observedGeneration"] == 4
     assert status["phase"] == "Running" and type(status["phase"]) is str
     assert status["backoffCount"] == 2 and status["aggregate"]["running"] == 1

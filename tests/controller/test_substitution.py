@@ -7,6 +7,7 @@ import copy
 import pytest
 
 from controller.jobs.pods import desired_pod
+from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GenericJob
 from controller.kinds.genericjob.substitution import (
     JobVariables,
@@ -55,7 +56,7 @@ def two_types(service: bool = True) -> GenericJob:
 
 @pytest.mark.parametrize("rank", range(4))
 def test_tf_config_of_the_user_guide(rank):
-    pod = desired_pod(tf_job(), "worker", rank, mode="immediate")
+    pod = desired_pod(GENERICJOB, tf_job(), "worker", rank, mode="immediate")
     env = pod["spec"]["containers"][0]["env"]
     hosts = ",".join(f'"generic-example-worker-{i}:2222"' for i in range(4))
     assert env == [{"name": "TF_CONFIG", "value": (
@@ -63,7 +64,7 @@ def test_tf_config_of_the_user_guide(rank):
 
 
 def test_tf_config_exact_string_of_rank_1():
-    pod = desired_pod(tf_job(), "worker", 1, mode="immediate")
+    pod = desired_pod(GENERICJOB, tf_job(), "worker", 1, mode="immediate")
     assert pod["spec"]["containers"][0]["env"][0]["value"] == (
         '{"task":{"type":"worker","index":1},"cluster":{"worker":["generic-example-worker-0:2222",'
         '"generic-example-worker-1:2222","generic-example-worker-2:2222","generic-example-worker-3:2222"]}}')
@@ -182,7 +183,7 @@ def test_error_field_is_the_path_in_the_job():
             env=[{"name": "OK", "value": "$(rank)"}, {"name": "BAD", "value": "$(service.worker[0].host)"}])]}}},
     ]})
     with pytest.raises(SubstitutionError) as caught:
-        desired_pod(job, "worker", 0, mode="immediate")
+        desired_pod(GENERICJOB, job, "worker", 0, mode="immediate")
     assert caught.value.field == "spec.replicaSpecs[1].template.spec.containers[0].env[1].value"
 
 

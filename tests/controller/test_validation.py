@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from controller.jobs.pods import PodMode, desired_pod
+from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GenericJob
 from controller.kinds.genericjob.validation import SpecError, invalid_spec_message, parse, validate
 
@@ -66,7 +67,7 @@ def test_the_user_guides_examples_are_valid_and_make_pods(name):
     for spec in job.spec.replica_specs:  # what validate accepts, desired_pod can build
         for rank in range(spec.replicas):
             for mode in PodMode:
-                desired_pod(job, spec.type, rank, mode=mode)
+                desired_pod(GENERICJOB, job, spec.type, rank, mode=mode)
 
 
 def test_the_guides_resources_example_as_written_lacks_name_and_image():

@@ -8,9 +8,10 @@ import pytest
 from pydantic import ValidationError
 
 from controller.jobs import status as st
-from controller.jobs.reconciler import EXPECTATION_TTL, Expectations
-from controller.jobs.services import desired_service, service_ports, stored_ports
+from controller.jobs.services import desired_service, stored_ports
+from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GenericJob
+from controller.runtime.expectations import EXPECTATION_TTL, Expectations
 from localcluster.builtins import default_service
 
 
@@ -87,22 +88,22 @@ def test_the_model_refuses_ports_the_service_api_would(ports):
 def test_stored_ports_compare_equal_to_the_desired_ones_after_defaulting():
     job = job_with_ports([{"name": "http", "port": 80}, {"name": "dns", "port": 53, "protocol": "UDP",
                                                           "targetPort": "dns"}])
-    stored = desired_service(job, "w", 0)
+    stored = desired_service(GENERICJOB, job, "w", 0)
     default_service(stored)  # what the API server stores
-    assert stored_ports(stored) == service_ports(job)
+    assert stored_ports(stored) == GENERICJOB.service_ports(job)
     edited = job_with_ports([{"name": "http", "port": 8080}])
-    assert stored_ports(stored) != service_ports(edited)
+    assert stored_ports(stored) != GENERICJOB.service_ports(edited)
 
 
 async def test_pod_handlers_lower_expectations_tombstones_included():
     from kubernetes_asyncio.client import ApiClient, Configuration
     from prometheus_client import CollectorRegistry
 
-    from controller.runtime.controller import Controller
+    from controller.kinds.genericjob.kind import GenericJobController
     from informers import Tombstone
 
     async with ApiClient(Configuration(host="http://127.0.0.1:9")) as api:  # never contacted
-        made = Controller(api, registry=CollectorRegistry())
+        made = GenericJobController(api, registry=CollectorRegistry())
         expectations = made.reconciler.expectations
         pod = {"metadata": {"name": "j-w-0", "namespace": "ns", "uid": "pod-1", "ownerReferences": [
             {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "GenericJob", "name": "j", "uid": "job",

@@ -16,8 +16,9 @@ from kubernetes_asyncio import client
 from controller.jobs.podgroup import GROUP as PG_GROUP
 from controller.jobs.podgroup import PLURAL as PG_PLURAL
 from controller.jobs.podgroup import VERSION as PG_VERSION
+from controller.kinds.genericjob.kind import GenericJobController
 from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
-from controller.runtime.controller import Controller, ControllerConfig
+from controller.runtime.controller import ControllerConfig
 from informers import BackoffPolicy, InformerOptions
 from localcluster import LocalCluster
 from localcluster.runner import SCRIPT_ANNOTATION
@@ -51,22 +52,22 @@ class Controllers:
     def __init__(self, api_client, config: ControllerConfig) -> None:
         self.api_client = api_client
         self.config = config
-        self.running: list[Controller] = []
+        self.running: list[GenericJobController] = []
         self.reconciles: Counter[str] = Counter()  # by job key, over every controller started here
 
-    async def start(self) -> Controller:
-        made = Controller(self.api_client, self.config)
+    async def start(self) -> GenericJobController:
+        made = GenericJobController(self.api_client, self.config)
         self._count_reconciles(made)
         await made.start(sync_timeout=10)
         self.running.append(made)
         return made
 
-    async def stop(self, which: Controller | None = None) -> None:
+    async def stop(self, which: GenericJobController | None = None) -> None:
         which = which or self.running[-1]
         self.running.remove(which)
         await which.stop()
 
-    async def restart(self) -> Controller:
+    async def restart(self) -> GenericJobController:
         await self.stop()
         return await self.start()
 
@@ -74,7 +75,7 @@ class Controllers:
         while self.running:
             await self.stop()
 
-    def _count_reconciles(self, made: Controller) -> None:
+    def _count_reconciles(self, made: GenericJobController) -> None:
         reconcile = made.reconciler.reconcile
 
         async def counted(key: str):

@@ -18,14 +18,14 @@ def lose_the_succeeded_write(made, api_client) -> list[str]:
     write = made.client.replace_status
     conflicts: list[str] = []
 
-    async def replace_status(job: dict, status: dict) -> dict:
+    async def replace_status(resource, job: dict, status: dict) -> dict:
         if status.get("phase") == "Succeeded" and not conflicts:
             conflicts.append(job["metadata"]["resourceVersion"])
             meta = job["metadata"]
             await custom.patch_namespaced_custom_object_status(
                 GROUP, VERSION, meta["namespace"], PLURAL, meta["name"], {"status": {"backoffCount": 7}},
                 _content_type=MERGE)
-        return await write(job, status)
+        return await write(resource, job, status)
 
     made.client.replace_status = replace_status
     return conflicts
@@ -41,7 +41,7 @@ async def test_a_lost_status_write_is_retried_when_the_newer_version_arrives(clu
     job = await jobs.wait("job", lambda j: phase(j) == "Succeeded", timeout=5.0)
     assert len(conflicts) == 1 and job["status"]["backoffCount"] == 0  # the controller's status, written over
     assert controller.client.requests[("update", "genericjobs/status", 409)] == 1
-    assert controller._awaiting_newer == {}
+    assert controller.queue.parked == {}
 
 
 async def test_a_newer_version_already_cached_is_reconciled_at_once(cluster, controller, controllers, jobs):
@@ -52,9 +52,9 @@ async def test_a_newer_version_already_cached_is_reconciled_at_once(cluster, con
     before = controllers.reconciles["default/job"]
     controller._await_newer("default/job", "1")  # the cache holds a version newer than the one that lost
     await until(lambda: controllers.reconciles["default/job"] == before + 1, what="reconciled at once")
-    assert controller._awaiting_newer == {}
+    assert controller.queue.parked == {}
     controller._await_newer("default/job", cached)  # not yet: waits for the next version
-    assert controller._awaiting_newer == {"default/job": cached}
+    assert controller.queue.parked == {"default/job": cached}
     await jobs.patch("job", {"metadata": {"annotations": {"a": "b"}}})  # not a generation or label change
     await until(lambda: controllers.reconciles["default/job"] == before + 2, what="reconciled on the new version")
-    assert controller._awaiting_newer == {}
+    assert controller.queue.parked == {}

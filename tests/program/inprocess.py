@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 
+from controller.cmd.kinds import make_controller
 from controller.runtime.controller import ControllerConfig
 from controller.runtime.leader import LeaderElectionConfig
 from controller.runtime.manager import Manager, ManagerConfig
@@ -27,7 +28,8 @@ async def cluster_with_crds() -> AsyncIterator[LocalCluster]:
 def manager_config(leader_election: LeaderElectionConfig | None = None, shutdown_timeout: float = 2.0
                    ) -> ManagerConfig:
     controller = ControllerConfig(workers=2, qps=0, informer_options=FAST, shutdown_timeout=shutdown_timeout)
-    return ManagerConfig(controller=controller, leader_election=leader_election, metrics_address="127.0.0.1:0",
+    return ManagerConfig(controller=controller, make_controller=make_controller, leader_election=leader_election,
+                         metrics_address="127.0.0.1:0",
                          health_address="127.0.0.1:0", sync_timeout=10, metrics_secure=False)
 
 

@@ -32,8 +32,9 @@ from kubernetes_asyncio import client, config
 
 from controller.jobs.podgroup import GROUP as PG_GROUP
 from controller.jobs.podgroup import PLURAL as PG_PLURAL
+from controller.kinds.genericjob.kind import GenericJobController
 from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
-from controller.runtime.controller import Controller, ControllerConfig
+from controller.runtime.controller import ControllerConfig
 from controller.runtime.leader import LeaderElectionConfig, LeaderElector
 from controller.runtime.preflight import preflight
 from localcluster.errors import ApiError
@@ -386,12 +387,12 @@ class InProcess:
         return await self.wait(f"job {name} {wanted}", lambda: (j := self.job(name)) and phase(j) == wanted and j)
 
 
-def controller_idle(controller: Controller) -> bool:
+def controller_idle(controller: GenericJobController) -> bool:
     """Nothing queued or being reconciled, and every Event recorded has been sent."""
     return len(controller.queue) == 0 and not controller.queue._processing and controller.recorder._idle.is_set()
 
 
-async def run_every_api_path(cluster, controller: Controller) -> None:
+async def run_every_api_path(cluster, controller: GenericJobController) -> None:
     """Jobs that between them make the controller call every API it has."""
     local = InProcess(cluster)
 
@@ -469,7 +470,7 @@ async def run_every_api_path(cluster, controller: Controller) -> None:
 
 async def run_under_leader_election(cluster, api_client) -> None:
     """Run every API path as `genericjob-controller run --leader-elect` would, with `api_client`'s identity."""
-    controller = Controller(api_client, ControllerConfig(workers=4, qps=0, informer_options=FAST,
+    controller = GenericJobController(api_client, ControllerConfig(workers=4, qps=0, informer_options=FAST,
                                                          shutdown_timeout=5.0))
     # As `genericjob-controller run --leader-elect` does: the start-up checks (their requests are counted
     # too), informers warm up, workers run only while leading.
@@ -543,7 +544,7 @@ async def test_without_the_finalizers_rule_every_pod_create_is_refused(cluster, 
     apply_rbac(cluster, without_finalizers_rule(rendered))
     local = InProcess(cluster)
     async with service_account_client(cluster) as api_client:
-        controller = Controller(api_client, ControllerConfig(workers=2, qps=0, informer_options=FAST,
+        controller = GenericJobController(api_client, ControllerConfig(workers=2, qps=0, informer_options=FAST,
                                                              shutdown_timeout=5.0))
         controller.start_informers()
         await controller.wait_for_sync(10)

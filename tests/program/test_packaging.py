@@ -28,7 +28,8 @@ from kubernetes_asyncio import client, config
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from controller.runtime.controller import Controller, ControllerConfig
+from controller.kinds.genericjob.kind import GenericJobController
+from controller.runtime.controller import ControllerConfig
 from controller.runtime.leader import LeaderElectionConfig, LeaderElector
 from tests.e2e.conftest import CRDS, FAST, QUICK, Jobs, genericjob
 from tests.localcluster.kubectl import ENV, TIMEOUT, Kubectl, kubectl_binary
@@ -248,7 +249,7 @@ async def test_namespaced_install_runs_a_job_with_only_its_roles(cluster, namesp
     apply_rbac(cluster, namespaced)
     async with service_account_client(cluster) as api_client:
         # Every namespace of the overlay's --namespace list, as the Deployment runs it.
-        controller = Controller(api_client, ControllerConfig(namespaces=tuple(WATCHED), workers=2, qps=0,
+        controller = GenericJobController(api_client, ControllerConfig(namespaces=tuple(WATCHED), workers=2, qps=0,
                                                              informer_options=FAST, shutdown_timeout=5.0))
         controller.start_informers()
         await controller.wait_for_sync(10)

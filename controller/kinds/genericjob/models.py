@@ -8,21 +8,33 @@ The CRD in manifests/ is generated from these models (controller/crd.py).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic.alias_generators import to_camel
+from pydantic import Field, field_validator
+
+from controller.jobs.api import (
+    MAX_REPLICAS,
+    CleanUpPolicy,
+    Model,
+    RunMode,
+    SchedulePolicy,
+)
+from controller.jobs.kind import KindApi
 
 GROUP = "batch.tensorstack.dev"
 VERSION = "v1beta1"
 API_VERSION = f"{GROUP}/{VERSION}"
 KIND = "GenericJob"
 PLURAL = "genericjobs"
-
-
-class Model(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True)
+# The engine's view of the API: also the prefix of the labels on every pod and Service of a GenericJob.
+LABEL_PREFIX = "genericjob.batch.tensorstack.dev"
+API = KindApi(GROUP, VERSION, KIND, PLURAL, label_prefix=LABEL_PREFIX)
+LABEL_JOB_NAME = f"{LABEL_PREFIX}/name"
+LABEL_JOB_UID = f"{LABEL_PREFIX}/uid"
+LABEL_REPLICA_TYPE = f"{LABEL_PREFIX}/replica-type"
+LABEL_RANK = f"{LABEL_PREFIX}/rank"
 
 
 class RestartPolicyType(StrEnum):
@@ -31,34 +43,26 @@ class RestartPolicyType(StrEnum):
     ALWAYS = "Always"
 
 
-class CleanUpPolicy(StrEnum):
-    NONE = "None"
-    UNFINISHED = "Unfinished"
-    ALL = "All"
-
-
-# Replicas of one type at most: every rank is a pod made and tracked one by one, so an unbounded
-# count (1e11 in the bad-input corpus) would stall the controller in a single reconcile.
-MAX_REPLICAS = 10_000
-
-
-class JobPhase(StrEnum):
-    PENDING = "Pending"
-    RUNNING = "Running"
-    PAUSED = "Paused"
-    RESUMING = "Resuming"
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
-    UNKNOWN = "Unknown"
-
-
-TERMINAL_PHASES = frozenset({JobPhase.SUCCEEDED, JobPhase.FAILED})
-
-
 class RestartPolicy(Model):
     policy: RestartPolicyType = Field(RestartPolicyType.ON_FAILURE,
                                       description="The policy to restart finished replica.")
     limit: Annotated[int, Field(ge=0)] = Field(0, description="The maximum number of restarts per replica.")
+
+    # The engine's RestartRule (controller/jobs/kind.py): the limit is per replica, the policy reads phases only.
+
+    @property
+    def counts_lost_pods(self) -> bool:
+        return self.policy != RestartPolicyType.NEVER
+
+    def can_restart(self, restart_count: int) -> bool:
+        return restart_count < self.limit
+
+    def replaces(self, phase: str, restart_count: int, containers: Sequence[dict] = ()) -> bool:
+        if phase == "Succeeded":
+            return self.policy == RestartPolicyType.ALWAYS and self.can_restart(restart_count)
+        if phase == "Failed":
+            return self.policy != RestartPolicyType.NEVER and self.can_restart(restart_count)
+        return False
 
 
 class ReplicaSpec(Model):
@@ -69,44 +73,6 @@ class ReplicaSpec(Model):
     restart_policy: RestartPolicy = Field(default_factory=RestartPolicy,
                                           description="Restart policy for replicas of this replica type.")
     template: dict[str, Any] = Field(description="Defines the template used to create pods.")
-
-
-class ReplicaDebugSet(Model):
-    type: str = Field(description="Replica type.")
-    skip_init_container: bool = Field(False, description="Skips creation of initContainer, if true.")
-    command: list[str] | None = Field(None, description='Entrypoint array. Defaults to ["sleep", "inf"].')
-
-
-class DebugMode(Model):
-    enabled: bool = Field(False, description="Whether to enable debug mode.")
-    replica_specs: list[ReplicaDebugSet] = Field(default_factory=list,
-                                                 description="Overwriting values for job replicas in debug mode.")
-
-
-class ResumeSpec(Model):
-    type: str = Field(description="Replica type.")
-    skip_init_container: bool = Field(False, description="Skips creation of initContainer, if true.")
-    command: list[str] | None = Field(None, description="Entrypoint array used when resuming.")
-    args: list[str] | None = Field(None, description="Arguments to the entrypoint used when resuming.")
-
-
-class PauseMode(Model):
-    enabled: bool = Field(False, description="Whether to enable pause mode.")
-    resume_specs: list[ResumeSpec] = Field(default_factory=list,
-                                           description="Overwriting values for job replicas when resuming.")
-
-
-class RunMode(Model):
-    debug: DebugMode | None = Field(None, description="Debug mode.")
-    pause: PauseMode | None = Field(None, description="Pause mode.")
-
-    @property
-    def debugging(self) -> bool:
-        return bool(self.debug and self.debug.enabled)
-
-    @property
-    def paused(self) -> bool:
-        return bool(self.pause and self.pause.enabled)
 
 
 # What the Service API accepts in a port (ValidateService), so the CRD refuses at apply time what
@@ -154,16 +120,6 @@ class ServiceOption(Model):
         if len(set(pairs)) < len(pairs):
             raise ValueError("a port number may appear once per protocol")
         return ports
-
-
-class T9kScheduler(Model):
-    queue: str = Field(description="The name of the queue to use for running this workload.")
-    priority: Annotated[int, Field(ge=0, le=100)] = Field(0, description="The priority of the PodGroup, 0-100.")
-
-
-class SchedulePolicy(Model):
-    # to_camel would spell it t9KScheduler; the API (spec/001) says t9kScheduler.
-    t9k_scheduler: T9kScheduler | None = Field(None, alias="t9kScheduler", description="T9k Scheduler.")
 
 
 # A finish rule maps replica types to ranks; ranks are ints or strings holding an int (IntOrString).

@@ -10,31 +10,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
-from enum import StrEnum
 
-from controller.kinds.genericjob.models import FinishRule, GenericJobSpec, JobPhase
+from controller.jobs.api import JobPhase, Outcome, Verdict
+from controller.kinds.genericjob.models import FinishRule, GenericJobSpec
 
 # A default success rule naming more replicas than this is described in words, not listed, so the
 # condition message and the Event stay small.
 LISTED_REPLICAS_MAX = 32
 
 
-class Outcome(StrEnum):
-    """What a replica has come to for good: it will not be replaced any more."""
-
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
-
-
 Outcomes = Mapping[tuple[str, int], Outcome | None]  # by (type, rank); None: not decided yet
-
-
-@dataclass(frozen=True)
-class Verdict:
-    phase: JobPhase  # Succeeded or Failed
-    rule: FinishRule  # the rule that was met
-    message: str  # for the Completed/Failed conditions and the Event
 
 
 def rule_text(rule: FinishRule) -> str:

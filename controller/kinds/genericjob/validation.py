@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from controller.jobs.naming import LABEL_JOB_NAME, replica_name
+from controller.jobs.naming import label, replica_name
 from controller.jobs.pods import PodMode, run_mode_override
-from controller.kinds.genericjob.models import FinishRule, GenericJob
+from controller.kinds.genericjob.models import API, FinishRule, GenericJob
 from controller.kinds.genericjob.substitution import CONTAINER_GROUPS, JobVariables, pod_spec_problems
 
 DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
@@ -120,7 +120,7 @@ def _name_errors(job: GenericJob) -> list[SpecError]:
     errors = []
     if len(job.name) > LABEL_VALUE_MAX:
         errors.append(SpecError("metadata.name", f"must be no more than {LABEL_VALUE_MAX} characters: it is the "
-                                f"value of the label {LABEL_JOB_NAME} on every pod (it has {len(job.name)})"))
+                                f"value of the label {label(API, 'name')} on every pod (it has {len(job.name)})"))
     for spec in job.spec.replica_specs:
         if spec.replicas == 0:
             continue

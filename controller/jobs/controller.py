@@ -1,0 +1,154 @@
+"""The controller of one job kind: the runtime's worker loop, fed by the job's informers and its
+children's, reconciling each job with the engine's Reconciler.
+
+    controller = JobController(GENERICJOB, api_client, ControllerConfig(workers=4))
+    await controller.start()     # or start_informers / wait_for_sync / run_workers, as the manager does
+
+The job informer enqueues the job; the pod, Service and PodGroup informers enqueue their owner
+(when it is a job of this kind). Handlers only compute a key and enqueue it; pod events also lower
+the reconciler's expectations and time the status latency. All the work is in `Reconciler.reconcile`.
+"""
+
+from __future__ import annotations
+
+import time
+
+from kubernetes_asyncio.client import ApiClient
+from prometheus_client import CollectorRegistry
+
+from apimachinery.resource import PODS, SERVICES
+from controller.jobs import podgroup
+from controller.jobs.kind import JobKind
+from controller.jobs.naming import controller_uid, owner_key
+from controller.jobs.reconciler import Reconciler
+from controller.runtime.controller import Controller, ControllerConfig
+from controller.runtime.metrics import StatusLatency
+from controller.runtime.result import Result
+
+__all__ = ["ControllerConfig", "JobController"]
+
+
+class JobController(Controller):
+    def __init__(self, kind: JobKind, api_client: ApiClient, config: ControllerConfig | None = None,
+                 registry: CollectorRegistry | None = None) -> None:
+        super().__init__(api_client, config, registry, name=kind.api.kind.lower())
+        self.kind = kind
+        config = self.config
+        self.status_latency = StatusLatency(registry)
+        self.client.register(kind.api.resource)
+        self.client.register(podgroup.RESOURCE)
+        self.jobs = self.informer(kind.api.resource)
+        self.pods = self.informer(PODS)
+        self.services = self.informer(SERVICES)
+        self.podgroups = self.informer(podgroup.RESOURCE) if config.podgroups else None
+        self.reconciler = Reconciler(kind, self.client, self.jobs.lister, self.pods.lister, self.services.lister,
+                                     self.podgroups.lister if self.podgroups else None, self.recorder,
+                                     stuck_after=config.stuck_terminating_after, latency=self.status_latency)
+        self._phases: dict[str, str] = {}  # job uid -> phase
+        self._phase_counts: dict[str, int] = {}  # phase -> jobs, kept as phases change (no recount per event)
+        self._register_handlers()
+
+    async def reconcile(self, key: str) -> Result:
+        return await self.reconciler.reconcile(key)
+
+    def current_version(self, key: str) -> str | None:
+        cached = self.jobs.lister.get(key)
+        return cached["metadata"].get("resourceVersion") if cached is not None else None
+
+    # --- event handlers: compute a key, enqueue it ----------------------------------------
+
+    def _register_handlers(self) -> None:
+        self.jobs.add_handler(on_add=self._job_added, on_update=self._job_updated, on_delete=self._job_deleted)
+        self.pods.add_handler(on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted)
+        for informer in filter(None, (self.services, self.podgroups)):
+            informer.add_handler(on_add=self._child_changed, on_update=self._child_updated,
+                                 on_delete=self._child_changed)
+
+    def _job_added(self, obj: dict) -> None:
+        self.metrics.job_transition(obj["metadata"].get("namespace", ""), None, obj)
+        self._track_phase(obj)
+        self.queue.add(_key(obj))
+
+    def _job_updated(self, old: dict, new: dict) -> None:
+        self.metrics.job_transition(new["metadata"].get("namespace", ""), old, new)
+        self._track_phase(new)
+        key = _key(new)
+        if self.queue.offer(key, new["metadata"].get("resourceVersion", "")):
+            return  # parked: the version a status write lost to has come (or it is that version again)
+        # A status-only change is our own write echoing back: nothing new to act on.
+        if old["metadata"].get("generation") == new["metadata"].get("generation") and \
+                old["metadata"].get("deletionTimestamp") == new["metadata"].get("deletionTimestamp") and \
+                old["metadata"].get("labels") == new["metadata"].get("labels"):
+            return
+        self.queue.add(key)
+
+    def _job_deleted(self, obj: dict) -> None:
+        self.queue.unpark(_key(obj))
+        self._set_phase(obj["metadata"]["uid"], None)
+        self.reconciler.forget(obj["metadata"]["uid"])
+        self.status_latency.job_gone(obj["metadata"]["uid"])
+
+    def _child_changed(self, obj: dict) -> None:
+        key = owner_key(self.kind.api, obj)
+        if key is not None:
+            self.queue.add(key)
+
+    def _child_updated(self, old: dict, new: dict) -> None:
+        self._child_changed(new)
+
+    # Pods also start the status latency clock (see StatusLatency); only a leader writes, so only it times.
+
+    # Pod events also lower the reconciler's expectations at once (client-go's CreationObserved and
+    # DeletionObserved): a pod deleted just after its creation must not leave its replica waiting for
+    # a create expectation that the next reconcile, no longer seeing the pod, could not clear.
+
+    def _pod_added(self, obj: dict) -> None:
+        job_uid = controller_uid(obj)
+        if job_uid:
+            self.reconciler.expectations.creation_observed(job_uid, obj["metadata"]["name"])
+        self._time_pod_phase(obj)
+        self._child_changed(obj)
+
+    def _pod_updated(self, old: dict, new: dict) -> None:
+        if _pod_phase(old) != _pod_phase(new):
+            self._time_pod_phase(new)
+        self._child_changed(new)
+
+    def _pod_deleted(self, obj: dict) -> None:
+        job_uid = controller_uid(obj)  # obj may be a Tombstone: the last state the cache saw
+        if job_uid:
+            # Only the uid's delete: the name may already be expected again (the replacement of a
+            # restarted replica), and this event says nothing of that new pod.
+            self.reconciler.expectations.deletion_observed(job_uid, obj["metadata"].get("uid", ""))
+            self.status_latency.pod_gone(job_uid, obj["metadata"].get("uid", ""))
+        self._child_changed(obj)
+
+    def _time_pod_phase(self, pod: dict) -> None:
+        if self._workers and self.status_latency.enabled and owner_key(self.kind.api, pod) is not None:
+            job_uid = controller_uid(pod)
+            if job_uid:
+                self.status_latency.pod_phase(job_uid, pod["metadata"]["uid"], _pod_phase(pod), time.monotonic())
+
+    def _track_phase(self, obj: dict) -> None:
+        self._set_phase(obj["metadata"]["uid"], (obj.get("status") or {}).get("phase") or "Pending")
+
+    def _set_phase(self, uid: str, phase: str | None) -> None:
+        """Record a job's phase (None: the job is gone) and publish the counts when they changed."""
+        old = self._phases.pop(uid, None) if phase is None else self._phases.get(uid)
+        if old == phase:
+            return
+        if phase is not None:
+            self._phases[uid] = phase
+            self._phase_counts[phase] = self._phase_counts.get(phase, 0) + 1
+        if old is not None:
+            self._phase_counts[old] -= 1
+        self.metrics.phases(self._phase_counts)
+
+
+
+def _pod_phase(pod: dict) -> str:
+    return (pod.get("status") or {}).get("phase") or "Pending"
+
+
+def _key(obj: dict) -> str:
+    return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"

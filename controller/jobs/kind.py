@@ -1,0 +1,134 @@
+"""The seam between the engine and a job kind: what a kind provides, and nothing more.
+
+The engine (this package) plans and reconciles any job whose parsed form offers the fields of
+`ParsedJob`; the kind (a package under controller/kinds/) supplies a `JobKind`:
+
+- its API (`KindApi`: group, version, kind, plural, the prefix of the labels on its children);
+- parsing and validation of an object into its model, or the errors naming each bad field;
+- its CRD (with its printer columns), generated from its models;
+- the status codec: where replica records and counters live in its status;
+- the restart rule of each replica (`RestartRule`: may this replica's finished pod be replaced);
+- the verdict: has the job succeeded or failed, given what each replica has come to for good;
+- pod decoration (its environment, variables, run-mode overrides) and the ports of the Services it wants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from apimachinery.resource import Resource
+from controller.jobs.api import CleanUpPolicy, Outcome, RunMode, SchedulePolicy, Verdict
+
+Outcomes = Mapping[tuple[str, int], Outcome | None]  # by (type, rank); None: not decided yet
+
+
+@dataclass(frozen=True)
+class KindApi:
+    group: str
+    version: str
+    kind: str
+    plural: str
+    label_prefix: str  # `<prefix>/name`, `/uid`, `/replica-type`, `/rank` on every child
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+    @property
+    def resource(self) -> Resource:
+        return Resource(self.group, self.version, self.plural)
+
+    def owns(self, ref: Mapping) -> bool:
+        """Is this ownerReference one of this kind's jobs?"""
+        return ref.get("kind") == self.kind and str(ref.get("apiVersion", "")).startswith(f"{self.group}/")
+
+
+class ReplicaSpec(Protocol):
+    type: str
+    replicas: int
+    template: dict[str, Any]
+
+
+class JobSpec(Protocol):
+    replica_specs: Sequence[ReplicaSpec]
+    run_mode: RunMode
+    clean_up_policy: CleanUpPolicy
+    scheduler: SchedulePolicy | None
+
+
+class ParsedJob(Protocol):
+    """What the engine reads of a parsed job, whatever its kind."""
+
+    name: str
+    namespace: str
+    uid: str
+    spec: JobSpec
+
+
+class RestartRule(Protocol):
+    """The restart policy of one replica, as the engine asks it."""
+
+    @property
+    def limit(self) -> int:
+        """Restarts allowed (shown in the Restarting Event)."""
+
+    @property
+    def counts_lost_pods(self) -> bool:
+        """A pod lost while running (deleted, evicted) is a restart to count, and refused past the limit.
+        False: the pod is recreated without counting (as under policy Never)."""
+
+    def can_restart(self, restart_count: int) -> bool:
+        """Within the limit."""
+
+    def replaces(self, phase: str, restart_count: int, containers: Sequence[dict]) -> bool:
+        """A pod of the replica finished with `phase` (Succeeded or Failed), after `restart_count` restarts,
+        its containers as the replica record has them (`{name, state, exitCode}`): is it replaced?"""
+
+
+class StatusCodec(Protocol):
+    """Where a kind keeps its replica records and counters in its status."""
+
+    def stored_records(self, status: Mapping) -> dict[str, dict]:
+        """The stored replica records by pod name."""
+
+    def stored_types(self, status: Mapping) -> list[tuple[str, list[dict]]]:
+        """The stored records grouped by replica type, in stored order."""
+
+    def replica_fields(self, records_by_type: Iterable[tuple[str, list[dict]]]) -> dict:
+        """The status fields that describe the replicas (records, counts, restart counters)."""
+
+
+class SpecProblem(Protocol):
+    field: str
+    message: str
+
+
+class JobKind(Protocol):
+    api: KindApi
+    status: StatusCodec
+
+    def parse(self, obj: dict) -> ParsedJob | list[SpecProblem]:
+        """The job, parsed and validated; or every problem found, each naming its field."""
+
+    def invalid_spec_message(self, problems: list[SpecProblem]) -> str:
+        """The InvalidSpec condition's message and Event."""
+
+    def crd(self) -> dict:
+        """The kind's CustomResourceDefinition."""
+
+    def restart_rule(self, job: ParsedJob, replica_type: str) -> RestartRule:
+        """The restart rule of one replica type."""
+
+    def verdict(self, job: ParsedJob, outcomes: Outcomes) -> Verdict | None:
+        """Succeeded or Failed, given each replica's outcome for good; None while undecided."""
+
+    def decorate_pod(self, job: ParsedJob, replica_type: str, rank: int, index: int, pod_spec: dict,
+                     override: Any) -> None:
+        """The kind's changes to a replica's pod spec (a copy of its template's spec), in place: its variables
+        and environment, and `override` (pods.Override, the run mode's command and args; None for none)."""
+
+    def service_ports(self, job: ParsedJob) -> list[dict] | None:
+        """The ports of each replica's headless Service, with the API server's defaults filled in (so they
+        compare equal to a stored Service's); None when the job wants no Services."""

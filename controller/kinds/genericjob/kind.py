@@ -1,0 +1,77 @@
+"""GenericJob as the engine sees it: the `JobKind` that plugs it into controller/jobs.
+
+Everything here is GenericJob's own: its API and labels, parsing and validation, its CRD, where its
+status keeps the replicas, per-replica restart limits, the success and failure rules, variable
+substitution in the pod and in run-mode overrides, and `spec.service`'s ports.
+"""
+
+from __future__ import annotations
+
+from kubernetes_asyncio.client import ApiClient
+from prometheus_client import CollectorRegistry
+
+from controller.jobs.api import Verdict
+from controller.jobs.controller import JobController
+from controller.jobs.kind import Outcomes
+from controller.jobs.pods import Override, apply_override
+from controller.kinds.genericjob import crd, rules, validation
+from controller.kinds.genericjob.models import API, GenericJob, RestartPolicy
+from controller.kinds.genericjob.status import GenericJobStatus
+from controller.kinds.genericjob.substitution import Variables, expand_list, substitute_pod_spec
+from controller.kinds.genericjob.validation import SpecError
+from controller.runtime.controller import ControllerConfig
+
+
+class GenericJobKind:
+    api = API
+    status = GenericJobStatus()
+
+    def parse(self, obj: dict) -> GenericJob | list[SpecError]:
+        job = validation.parse(obj)
+        if isinstance(job, GenericJob):
+            return validation.validate(job) or job
+        return job
+
+    def invalid_spec_message(self, problems: list[SpecError]) -> str:
+        return validation.invalid_spec_message(problems)
+
+    def crd(self) -> dict:
+        return crd.genericjob_crd()
+
+    def restart_rule(self, job: GenericJob, replica_type: str) -> RestartPolicy:
+        spec = job.spec.replica(replica_type)
+        return spec.restart_policy if spec is not None else RestartPolicy()
+
+    def verdict(self, job: GenericJob, outcomes: Outcomes) -> Verdict | None:
+        return rules.evaluate(job.spec, outcomes)
+
+    def decorate_pod(self, job: GenericJob, replica_type: str, rank: int, index: int, pod_spec: dict,
+                     override: Override | None) -> None:
+        variables = Variables.of(job, replica_type, rank)
+        substitute_pod_spec(pod_spec, variables, f"spec.replicaSpecs[{index}].template.spec")
+        apply_override(override, pod_spec, lambda values, field: expand_list(values, variables, field))
+
+    def service_ports(self, job: GenericJob) -> list[dict] | None:
+        """spec.service.ports with the API server's defaults filled in (targetPort = port, TCP), so the
+        desired object compares equal to the stored one; None without spec.service."""
+        if job.spec.service is None:
+            return None
+        ports = []
+        for port in job.spec.service.ports:
+            entry: dict = {"name": port.name} if port.name else {}
+            entry["port"] = port.port
+            entry["targetPort"] = port.target_port if port.target_port is not None else port.port
+            entry["protocol"] = str(port.protocol or "TCP")
+            ports.append(entry)
+        return ports
+
+
+GENERICJOB = GenericJobKind()
+
+
+class GenericJobController(JobController):
+    """The job controller of GenericJobs alone: what `local`, the benchmarks and the tests run."""
+
+    def __init__(self, api_client: ApiClient, config: ControllerConfig | None = None,
+                 registry: CollectorRegistry | None = None) -> None:
+        super().__init__(GENERICJOB, api_client, config, registry)
