@@ -20,7 +20,8 @@ from .faults import Faults
 from .gc import GarbageCollector
 from .http import HttpApi, json_response
 from .resources import Registry
-from .runner import ScriptedRunner, make_runner
+from .runner import ScriptedRunner
+from .runners import make_runner
 from .store import Store
 from .watch import WatchHub
 

@@ -97,7 +97,7 @@ class HttpApi:
             if attrs.resource_request and (attrs.api_group, attrs.resource) in reviews.KINDS:
                 if attrs.verb != "create" or attrs.name:
                     raise errors.method_not_allowed()
-                return json_response(await reviews.serve(self.cluster.access, attrs, request), 201)
+                return json_response(await reviews.serve(self.cluster.access, attrs, request, _read_json), 201)
         if not segs:
             return json_response({"paths": ["/api", "/api/v1", "/apis", "/version", "/healthz", "/openapi/v2"]})
         head = segs[0]

@@ -20,7 +20,7 @@ KINDS = {(AUTHN, "tokenreviews"): "TokenReview", (AUTHN, "selfsubjectreviews"): 
          (AUTHZ, "selfsubjectaccessreviews"): "SelfSubjectAccessReview"}
 
 
-async def serve(access: Access, attrs: Attributes, request) -> dict:
+async def serve(access: Access, attrs: Attributes, request, read_json) -> dict:
     """Read the review from the request (JSON, YAML or, as client-go's typed clients send it, protobuf)."""
     kind = KINDS[(attrs.api_group, attrs.resource)]
     if "protobuf" in request.content_type:
@@ -28,9 +28,7 @@ async def serve(access: Access, attrs: Attributes, request) -> dict:
 
         body = decode_review(await request.read(), kind)
     else:
-        from .http import _read_json
-
-        body = await _read_json(request)
+        body = await read_json(request)  # the HTTP layer's reader (JSON or YAML), passed down to it
     return answer(access, attrs, body)
 
 

@@ -209,15 +209,3 @@ def _finished(pod: dict, code: int, started: str) -> dict:
     status["containerStatuses"] = [_container(c, _terminated(code, started, now))
                                    for c in pod["spec"]["containers"]]
     return status
-
-
-def make_runner(kind: str, api: Api, default_script: dict | list | None = None) -> NoneRunner:
-    if kind == "none":
-        return NoneRunner(api)
-    if kind == "scripted":
-        return ScriptedRunner(api, default_script)
-    if kind == "process":
-        from .process_runner import ProcessRunner
-
-        return ProcessRunner(api)
-    raise ValueError(f"unknown pod runner {kind!r} (expected none, scripted or process)")

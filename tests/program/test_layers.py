@@ -1,0 +1,124 @@
+"""The import graph: layers import only downward, no cycles, and `run` never loads the test server
+or the development tools.
+
+Layers, lowest first: apimachinery; informers and workqueue; controller.runtime; controller.jobs;
+controller.kinds; controller.devtools; controller.cmd (and controller.__main__). localcluster is beside
+the production path: it may import apimachinery only, and nothing of production imports it.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+LAYERS = [("apimachinery",), ("informers", "workqueue"), ("controller.runtime",), ("controller.jobs",),
+          ("controller.kinds",), ("controller.devtools",), ("controller.cmd", "controller.__main__")]
+PACKAGES = ("apimachinery", "informers", "workqueue", "controller", "localcluster")
+
+
+def module_of(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports() -> dict[str, set[str]]:
+    """Module -> the project modules it imports (at any depth: lazy imports count too)."""
+    graph: dict[str, set[str]] = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            module = module_of(path)
+            found = set()
+            package_parts = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+            tree = ast.parse(path.read_text())
+            typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                           and getattr(block.test, "id", "") == "TYPE_CHECKING" for n in ast.walk(block)}
+            for node in ast.walk(tree):
+                if id(node) in typing_only:
+                    continue  # for type checkers only: never imported at run time
+                if isinstance(node, ast.ImportFrom):
+                    base = node.module or ""
+                    if node.level:  # relative: from the module's own package upward
+                        base = ".".join(package_parts[:len(package_parts) - node.level + 1] + ([base] if base else []))
+                    found.add(base)
+                    found |= {f"{base}.{alias.name}" for alias in node.names}
+                elif isinstance(node, ast.Import):
+                    found |= {alias.name for alias in node.names}
+            graph[module] = {m for m in found if m.split(".")[0] in PACKAGES and _exists(m)}
+    return graph
+
+
+def _exists(module: str) -> bool:
+    path = ROOT / module.replace(".", "/")
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def layer(module: str) -> int | None:
+    for index, prefixes in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return index
+    return None
+
+
+def test_every_import_runs_downward():
+    upward = []
+    for module, targets in imports().items():
+        if module == "controller" or module.startswith("localcluster"):
+            continue
+        here = layer(module)
+        assert here is not None, f"{module} is in no layer: add it to LAYERS"
+        for target in targets:
+            there = layer(target)
+            tooling = module.startswith("controller.devtools")  # `local` embeds the test server; run never loads it
+            if (target.startswith("localcluster") and not tooling) or (there is None and not tooling) or \
+                    (there is not None and there > here):
+                upward.append(f"{module} -> {target}")
+    assert not upward, "imports that run upward:\n" + "\n".join(sorted(upward))
+
+
+def test_informers_and_localcluster_never_import_each_other():
+    graph = imports()
+    crossing = [f"{m} -> {t}" for m, targets in graph.items() for t in targets
+                if (m.startswith("informers") and t.startswith("localcluster"))
+                or (m.startswith("localcluster") and not t.startswith(("localcluster", "apimachinery")))]
+    assert not crossing, crossing
+
+
+def test_no_import_cycle_between_modules():
+    graph = imports()
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        path.append(module)
+        for target in sorted(graph.get(module, ())):
+            if target not in graph or target == module or module.startswith(target + "."):
+                continue  # a package's own __init__ re-exporting its modules is not a cycle
+            if state.get(target) == 1:
+                raise AssertionError("import cycle: " + " -> ".join([*path[path.index(target):], target]))
+            if target not in state:
+                visit(target)
+        path.pop()
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+
+
+def test_run_loads_neither_localcluster_nor_the_devtools():
+    code = ("import sys\n"
+            "from controller.cmd import cli\n"
+            "from controller.runtime import manager\n"
+            "args = cli.parse_args(['run', '--no-leader-elect'])\n"
+            "config = cli.manager_config(args)\n"
+            "loaded = sorted(m for m in sys.modules if m.startswith(('localcluster', 'controller.devtools')))\n"
+            "assert not loaded, loaded\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT,
+                          check=False)
+    assert done.returncode == 0, done.stderr
