@@ -24,11 +24,11 @@ def service_actions(kind: JobKind, job: ParsedJob, status: dict, existing: list[
                     making: bool) -> list[ChildAction]:
     """Deletes first, then patches and creates in replica order. `status` is the plan's new status
     (which replicas clean-up has deleted)."""
+    ports = kind.service_ports(job)
     current = {s["metadata"]["name"]: s for s in existing}
-    wanted = _wanted_services(kind, job, status, terminal)
+    wanted = {} if ports is None else _wanted_services(kind, job, status, terminal)
     actions: list[ChildAction] = [DeleteChild(SERVICES, name, svc["metadata"]["uid"])
                                   for name, svc in current.items() if name not in wanted]
-    ports = kind.service_ports(job)
     for name, (replica_type, rank) in wanted.items():
         svc = current.get(name)
         if svc is not None:
@@ -41,8 +41,6 @@ def service_actions(kind: JobKind, job: ParsedJob, status: dict, existing: list[
 
 
 def _wanted_services(kind: JobKind, job: ParsedJob, status: dict, terminal: bool) -> dict[str, tuple[str, int]]:
-    if kind.service_ports(job) is None:
-        return {}
     wanted = {replica_name(job.name, spec.type, rank): (spec.type, rank)
               for spec in job.spec.replica_specs for rank in range(spec.replicas)}
     if terminal and job.spec.clean_up_policy != CleanUpPolicy.NONE:

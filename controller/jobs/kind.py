@@ -15,7 +15,7 @@ The engine (this package) plans and reconciles any job whose parsed form offers 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from apimachinery.resource import Resource
@@ -31,6 +31,16 @@ class KindApi:
     kind: str
     plural: str
     label_prefix: str  # `<prefix>/name`, `/uid`, `/replica-type`, `/rank` on every child
+    # The four label keys, made once (they are read for every pod of every reconcile).
+    name_label: str = field(init=False)
+    uid_label: str = field(init=False)
+    type_label: str = field(init=False)
+    rank_label: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        for key, suffix in (("name_label", "name"), ("uid_label", "uid"), ("type_label", "replica-type"),
+                            ("rank_label", "rank")):
+            object.__setattr__(self, key, f"{self.label_prefix}/{suffix}")
 
     @property
     def api_version(self) -> str:

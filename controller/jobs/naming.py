@@ -19,24 +19,25 @@ def label(api: KindApi, name: str) -> str:
     return f"{api.label_prefix}/{name}"
 
 
+
 def replica_name(job_name: str, replica_type: str, rank: int) -> str:
     """The pod name and the Service name (the replica's host name) of one replica."""
     return f"{job_name}-{replica_type}-{rank}"
 
 
 def job_labels(api: KindApi, job_name: str, job_uid: str) -> dict[str, str]:
-    return {label(api, "name"): job_name, label(api, "uid"): job_uid}
+    return {api.name_label: job_name, api.uid_label: job_uid}
 
 
 def replica_labels(api: KindApi, job_name: str, job_uid: str, replica_type: str, rank: int) -> dict[str, str]:
-    return {**job_labels(api, job_name, job_uid), label(api, "replica-type"): replica_type,
-            label(api, "rank"): str(rank)}
+    return {api.name_label: job_name, api.uid_label: job_uid, api.type_label: replica_type,
+            api.rank_label: str(rank)}
 
 
 def replica_of(api: KindApi, obj: dict) -> tuple[str, int] | None:
     """(type, rank) of a pod or Service the controller made, from its labels."""
     labels = obj["metadata"].get("labels") or {}
-    replica_type, rank = labels.get(label(api, "replica-type")), labels.get(label(api, "rank"))
+    replica_type, rank = labels.get(api.type_label), labels.get(api.rank_label)
     if replica_type is None or rank is None or not rank.isdigit():
         return None
     return replica_type, int(rank)

@@ -95,13 +95,12 @@ def plan(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict], now: str
     # A paused job makes nothing new (a job created paused has no Services or PodGroup until resumed);
     # what it already has is kept for the resume.
     making = not core.terminal and not job.spec.run_mode.paused
-    upkeep = {}
-    if podgroups is not None:
-        upkeep["podgroup"] = children.podgroup_actions(kind, job, podgroups, terminal=core.terminal, making=making)
-    if services is not None:
-        upkeep["services"] = children.service_actions(kind, job, core.status, services, terminal=core.terminal,
-                                                      making=making)
-    return _with_stuck_pods(replace(core, **upkeep), pods, clock, stuck_after)
+    podgroup = core.podgroup if podgroups is None else \
+        children.podgroup_actions(kind, job, podgroups, terminal=core.terminal, making=making)
+    upkeep = core.services if services is None else \
+        children.service_actions(kind, job, core.status, services, terminal=core.terminal, making=making)
+    force, requeue_after = _stuck_pods(pods, clock, stuck_after)
+    return replace(core, podgroup=podgroup, services=upkeep, force_delete=force, requeue_after=requeue_after)
 
 
 def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict], now: str) -> Plan:
@@ -137,30 +136,32 @@ def plan_invalid(kind: JobKind, status: dict, pods: list[dict], message: str, no
     already_finished = old.get("phase") in TERMINAL_PHASES
     removed = {"services": children.remove_all(SERVICES, services or ()),
                "podgroup": children.remove_all(PODGROUPS, podgroups or ())}
+    force, requeue_after = _stuck_pods(pods, clock, stuck_after)
+    removed.update(force_delete=force, requeue_after=requeue_after)
     if already_finished and not (failed and failed.get("reason") == "InvalidSpec"):
-        return _with_stuck_pods(Plan(old, terminal=True, **removed), pods, clock, stuck_after)
+        return Plan(old, terminal=True, **removed)
     delete = [DeletePod(p["metadata"]["name"], st.pod_uid(p), CLEANUP) for p in pods
               if st.pod_phase(p) not in st.FINISHED and not st.is_terminating(p)]
     records = _invalid_records(kind, old, pods, {d.uid for d in delete})
     if already_finished:
-        return _with_stuck_pods(Plan({**old, **records}, delete=delete, terminal=True, **removed), pods, clock,
-                                stuck_after)
+        return Plan({**old, **records}, delete=delete, terminal=True, **removed)
     conditions = st.set_condition(conditions, st.RUNNING, False, "Failed", "The job has finished.", now)
     conditions = st.finished_conditions(conditions, succeeded=False, reason="InvalidSpec", message=message, now=now)
     new = {**old, **records, "phase": str(JobPhase.FAILED), "conditions": conditions, "completionTime": now}
-    return _with_stuck_pods(Plan(new, delete=delete, events=[Event(WARNING, "InvalidSpec", message)], terminal=True,
-                                 **removed), pods, clock, stuck_after)
+    return Plan(new, delete=delete, events=[Event(WARNING, "InvalidSpec", message)], terminal=True, **removed)
 
 
-def _with_stuck_pods(the_plan: Plan, pods: list[dict], clock: float | None, stuck_after: float) -> Plan:
+def _stuck_pods(pods: list[dict], clock: float | None, stuck_after: float) -> tuple[list[ForceDeletePod], float | None]:
     """Force-deletes of pods still terminating `stuck_after` seconds past the end of their grace period,
-    and a wake-up for the next one to become overdue (its kubelet may never send another event).
+    and the seconds until the next one becomes overdue (a wake-up: its kubelet may never send another
+    event). None for both when `clock` is None (not checked).
 
     Such a pod is on a node that is gone or not answering, and it blocks its replica: the replacement
     has the same name, so it cannot be made while the old pod exists."""
+    force: list[ForceDeletePod] = []
+    next_check = None
     if clock is None:
-        return the_plan
-    force, next_check = [], None
+        return force, next_check
     for pod in pods:
         meta = pod["metadata"]
         deadline = meta.get("deletionTimestamp")
@@ -171,7 +172,7 @@ def _with_stuck_pods(the_plan: Plan, pods: list[dict], clock: float | None, stuc
             next_check = -overdue if next_check is None else min(next_check, -overdue)
         else:
             force.append(ForceDeletePod(meta["name"], meta["uid"], overdue + stuck_after))
-    return replace(the_plan, force_delete=force, requeue_after=next_check)
+    return force, next_check
 
 
 def _invalid_records(kind: JobKind, old: dict, pods: list[dict], deleting: set[str]) -> dict:

@@ -10,12 +10,11 @@ and the rank.
 from __future__ import annotations
 
 from controller.jobs.kind import JobKind, ParsedJob
-from controller.jobs.naming import label, owner_reference, replica_labels, replica_name
+from controller.jobs.naming import owner_reference, replica_labels, replica_name
 
 
 def service_selector(kind: JobKind, job: ParsedJob, replica_type: str, rank: int) -> dict[str, str]:
-    return {label(kind.api, "uid"): job.uid, label(kind.api, "replica-type"): replica_type,
-            label(kind.api, "rank"): str(rank)}
+    return {kind.api.uid_label: job.uid, kind.api.type_label: replica_type, kind.api.rank_label: str(rank)}
 
 
 def stored_ports(svc: dict) -> list[dict]:

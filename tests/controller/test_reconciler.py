@@ -1,0 +1,218 @@
+"""The reconciler against a fake write client, as the Kubernetes Job controller tests with its fake pod
+control: the order of its writes (status before pods), Events only for writes that succeeded, no
+duplicate creates while the cache lags, and what a lost status write or a refused write leads to.
+No server: the caches are informers' stores filled by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from apimachinery.errors import ApiStatusError
+from controller.jobs.reconciler import Reconciler, WritesFailed
+from controller.kinds.genericjob.kind import GENERICJOB
+from informers import Lister, Store, object_key
+
+from .plan_support import make_pod
+
+NOW = "2030-01-01T00:00:00Z"
+
+
+class FakeClient:
+    """The write client's verbs, each recorded as (verb, resource, name); `refuse` makes one fail."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, str]] = []
+        self.refuse: dict[tuple[str, str, str], ApiStatusError] = {}
+
+    def _do(self, verb: str, resource: str, name: str) -> None:
+        self.calls.append((verb, resource, name))
+        error = self.refuse.get((verb, resource, name))
+        if error is not None:
+            raise error
+
+    async def replace_status(self, resource, job: dict, status: dict) -> dict:
+        self._do("update", f"{resource.plural}/status", job["metadata"]["name"])
+        return {**job, "status": status, "metadata": {**job["metadata"], "resourceVersion": "written"}}
+
+    async def create(self, resource: str, obj: dict) -> dict:
+        self._do("create", resource, obj["metadata"]["name"])
+        return obj
+
+    async def delete(self, resource: str, namespace: str, name: str, uid: str | None = None) -> None:
+        self._do("delete", resource, name)
+
+    async def force_delete(self, resource: str, namespace: str, name: str, uid: str) -> None:
+        self._do("force-delete", resource, name)
+
+    async def patch(self, resource: str, namespace: str, name: str, changes: dict) -> dict:
+        self._do("patch", resource, name)
+        return {}
+
+    async def get(self, resource: str, namespace: str, name: str) -> dict:
+        self._do("get", resource, name)
+        raise ApiStatusError(404, "NotFound", f'{resource} "{name}" not found')
+
+
+class FakeRecorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str]] = []
+
+    def record(self, obj: dict, event_type: str, reason: str, message: str) -> None:
+        self.events.append((event_type, reason, message))
+
+
+def job_object(workers: int = 2, *, service: bool = False, status: dict | None = None) -> dict:
+    spec: dict = {"replicaSpecs": [{"type": "worker", "replicas": workers, "restartPolicy": {"policy": "OnFailure",
+                                                                                            "limit": 3},
+                                    "template": {"spec": {"containers": [{"name": "main", "image": "busybox"}]}}}]}
+    if service:
+        spec["service"] = {"ports": [{"name": "http", "port": 80}]}
+    return {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "GenericJob",
+            "metadata": {"name": "job", "namespace": "ns", "uid": "job-uid", "generation": 1,
+                         "resourceVersion": "10"},
+            "spec": spec, "status": status or {}}
+
+
+class Harness:
+    def __init__(self, job: dict, *pods: dict, clock: float = 0.0) -> None:
+        self.stores = {name: Store() for name in ("jobs", "pods", "services", "podgroups")}
+        self.put("jobs", job)
+        for pod in pods:
+            self.put("pods", pod)
+        self.client = FakeClient()
+        self.recorder = FakeRecorder()
+        listers = {name: Lister(store) for name, store in self.stores.items()}
+        self.reconciler = Reconciler(GENERICJOB, self.client, listers["jobs"], listers["pods"], listers["services"],
+                                     listers["podgroups"], self.recorder, now=lambda: NOW, clock=lambda: clock)
+
+    def put(self, cache: str, obj: dict) -> None:
+        obj["metadata"].setdefault("ownerReferences", [{"apiVersion": "batch.tensorstack.dev/v1beta1",
+                                                        "kind": "GenericJob", "name": "job", "uid": "job-uid",
+                                                        "controller": True}])
+        self.stores[cache].upsert(object_key(obj), obj)
+
+    async def reconcile(self):
+        return await self.reconciler.reconcile("ns/job")
+
+
+def pod_of(rank: int, uid: str, phase: str = "Running", **kwargs) -> dict:
+    pod = make_pod("worker", rank, uid, phase, **kwargs)
+    pod["metadata"]["namespace"] = "ns"
+    return pod
+
+
+async def test_the_status_is_written_before_any_pod_and_each_pod_is_created_once():
+    harness = Harness(job_object(workers=2, service=True))
+    assert await harness.reconcile() is not None
+    assert harness.client.calls == [("update", "genericjobs/status", "job"),
+                                    ("create", "pods", "job-worker-0"), ("create", "pods", "job-worker-1"),
+                                    ("create", "services", "job-worker-0"), ("create", "services", "job-worker-1")]
+    assert harness.recorder.events == [("Normal", "SuccessfulCreate", "Created pod: job-worker-0"),
+                                       ("Normal", "SuccessfulCreate", "Created pod: job-worker-1")]
+    # The cache has seen neither the status nor the pods: a second reconcile writes the same status
+    # again (from the stale job) but asks for no pod twice, since both creates are still expected.
+    harness.client.calls.clear()
+    await harness.reconcile()
+    assert [call for call in harness.client.calls if call[1] == "pods"] == []
+
+
+async def test_a_refused_create_is_a_warning_and_never_a_successful_create():
+    harness = Harness(job_object(workers=2))
+    harness.client.refuse[("create", "pods", "job-worker-0")] = ApiStatusError(403, "Forbidden", "exceeded quota")
+    with pytest.raises(WritesFailed) as failed:
+        await harness.reconcile()
+    assert failed.value.failures == [("FailedCreate", "Error creating pod job-worker-0: exceeded quota")]
+    # The other pod of the type waits for the retry (same template, same quota): no second request.
+    assert harness.client.calls == [("update", "genericjobs/status", "job"), ("create", "pods", "job-worker-0")]
+    assert harness.recorder.events == [("Warning", "FailedCreate", "Error creating pod job-worker-0: exceeded quota")]
+    # The next reconcile's status shows the refusal in ReplicaFailure, before anything else is tried.
+    harness.client.refuse.clear()
+    harness.client.calls.clear()
+    statuses = []
+    write = harness.client.replace_status
+
+    async def keep(resource, job, status):
+        statuses.append(status)
+        return await write(resource, job, status)
+
+    harness.client.replace_status = keep
+    await harness.reconcile()
+    failure = next(c for c in statuses[0]["conditions"] if c["type"] == "ReplicaFailure")
+    assert (failure["status"], failure["reason"]) == ("True", "FailedCreate")
+    assert harness.client.calls[0] == ("update", "genericjobs/status", "job")
+
+
+async def test_a_refused_delete_records_failed_delete_and_not_successful_delete():
+    status = {"phase": "Running", "tasks": [{"type": "worker", "replicas": [
+        {"name": "job-worker-0", "uid": "u0", "phase": "Running"}, {"name": "job-worker-1", "uid": "u1",
+                                                                   "phase": "Running"}]}]}
+    harness = Harness(job_object(workers=1, status=status), pod_of(0, "u0"), pod_of(1, "u1"))
+    harness.client.refuse[("delete", "pods", "job-worker-1")] = ApiStatusError(500, "InternalError", "etcd is down")
+    with pytest.raises(WritesFailed):
+        await harness.reconcile()  # worker 1 is no longer in the spec: scaled down
+    assert harness.client.calls == [("update", "genericjobs/status", "job"), ("delete", "pods", "job-worker-1")]
+    assert ("Normal", "SuccessfulDelete", "Deleted pod: job-worker-1") not in harness.recorder.events
+    assert ("Warning", "FailedDelete", "Error deleting pod job-worker-1: etcd is down") in harness.recorder.events
+
+
+async def test_a_successful_delete_is_reported_after_it_was_made():
+    status = {"phase": "Running", "tasks": [{"type": "worker", "replicas": [
+        {"name": "job-worker-0", "uid": "u0", "phase": "Running"}, {"name": "job-worker-1", "uid": "u1",
+                                                                   "phase": "Running"}]}]}
+    harness = Harness(job_object(workers=1, status=status), pod_of(0, "u0"), pod_of(1, "u1"))
+    await harness.reconcile()
+    assert harness.client.calls == [("update", "genericjobs/status", "job"), ("delete", "pods", "job-worker-1")]
+    assert harness.recorder.events == [("Normal", "SuccessfulDelete", "Deleted pod: job-worker-1")]
+
+
+async def test_a_lost_status_write_touches_nothing_else():
+    harness = Harness(job_object(workers=2))
+    harness.client.refuse[("update", "genericjobs/status", "job")] = ApiStatusError(409, "Conflict", "stale")
+    result = await harness.reconcile()
+    assert result.requeue_after == 0.0 and result.lost_at == "10"
+    assert harness.client.calls == [("update", "genericjobs/status", "job")]
+    assert harness.recorder.events == []
+
+
+async def test_a_restart_is_counted_in_the_status_before_the_pod_is_deleted():
+    status = {"phase": "Running", "tasks": [{"type": "worker", "replicas": [
+        {"name": "job-worker-0", "uid": "u0", "phase": "Running"}]}]}
+    harness = Harness(job_object(workers=1, status=status), pod_of(0, "u0", "Failed"))
+    statuses = []
+    write = harness.client.replace_status
+
+    async def keep(resource, job, new):
+        statuses.append(new)
+        return await write(resource, job, new)
+
+    harness.client.replace_status = keep
+    await harness.reconcile()
+    assert harness.client.calls == [("update", "genericjobs/status", "job"), ("delete", "pods", "job-worker-0")]
+    [record] = statuses[0]["tasks"][0]["replicas"]
+    assert (record["restartCount"], record["lastRestartUid"]) == (1, "u0")
+    assert [e[1] for e in harness.recorder.events] == ["Restarting"]
+
+
+async def test_a_stuck_pod_is_force_deleted_last_and_the_next_one_wakes_the_job():
+    status = {"phase": "Running", "tasks": [{"type": "worker", "replicas": [
+        {"name": "job-worker-0", "uid": "u0", "phase": "Running"},
+        {"name": "job-worker-1", "uid": "u1", "phase": "Running"}]}]}
+    stuck, going = pod_of(0, "u0"), pod_of(1, "u1")
+    stuck["metadata"]["deletionTimestamp"] = "2030-01-01T00:00:00+00:00"
+    going["metadata"]["deletionTimestamp"] = "2030-01-01T00:01:00+00:00"
+    epoch = 1893456000.0  # 2030-01-01T00:00:00Z
+    harness = Harness(job_object(workers=2, status=status), stuck, going, clock=epoch + 90)
+    result = await harness.reconcile()
+    assert harness.client.calls[-1] == ("force-delete", "pods", "job-worker-0")
+    assert harness.recorder.events[-1][1] == "ForceDeleted"
+    assert result.requeue_after == pytest.approx(30.0)  # worker 1 is overdue at 60 + 60 s
+
+
+async def test_an_invalid_job_loses_its_services_and_keeps_its_finished_pods():
+    job = job_object(workers=1, service=True)
+    job["spec"]["successRules"] = [{"ghost": [0]}]
+    harness = Harness(job, pod_of(0, "u0", "Succeeded"))
+    harness.put("services", {"metadata": {"name": "job-worker-0", "namespace": "ns", "uid": "s0"}})
+    await harness.reconcile()
+    assert harness.client.calls == [("update", "genericjobs/status", "job"), ("delete", "services", "job-worker-0")]
+    assert [e[1] for e in harness.recorder.events] == ["InvalidSpec"]
