@@ -9,7 +9,7 @@
     ...
     await factory.stop()
 
-See CONTROLLER.md ("Informer") for the guarantees kept, and each module for how.
+See the design notes (shared/design/CONTROLLER.md, "Informer") for the guarantees kept, and each module for how.
 """
 
 from apimachinery.resource import PODS, SERVICES, Resource

@@ -10,13 +10,14 @@ imported, `run` still works and `local` says why it is unavailable.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
 import sys
 from collections.abc import Mapping
 from types import ModuleType
 
-from controller.cmd.kinds import make_controller
+from controller.cmd import kinds
 from controller.jobs.plan import STUCK_TERMINATING_AFTER
 from controller.runtime.controller import INFORMER_STALE_AFTER, ControllerConfig
 from controller.runtime.leader import LeaderElectionConfig
@@ -41,6 +42,15 @@ def _non_negative(text: str) -> float:
     if not value >= 0:  # also rejects nan
         raise ValueError(text)
     return value
+
+
+def _kinds(text: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    try:
+        kinds.select(names)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return names
 
 
 def _address(text: str) -> str:
@@ -80,7 +90,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then in-cluster config, then ~/.kube/config)")
     add("--namespace", type=_namespaces, action=_NamespacesAction, default=(), metavar="NS[,NS...]",
         help="namespaces to watch, comma-separated; the flag may be repeated (default: all namespaces)")
-    add("--workers", type=_positive_int, default=4, help="concurrent reconciles")
+    add("--kinds", type=_kinds, default=(), metavar="KIND[,KIND...]",
+        help=f"the job kinds to serve (default: every one this build knows: {', '.join(kinds.KINDS)})")
+    add("--workers", type=_positive_int, default=4, help="concurrent reconciles (per kind)")
     add("--qps", type=_non_negative, default=20.0,
         help="API writes per second, client side (0: no limit); Events get a budget of their own of the same size")
     add("--burst", type=_positive_int, default=30, help="API writes allowed in a burst above --qps")
@@ -223,7 +235,8 @@ def manager_config(args: argparse.Namespace) -> ManagerConfig:
         election = LeaderElectionConfig(args.lease_name, args.lease_namespace or pod_namespace(),
                                         lease_duration=args.lease_duration, renew_deadline=args.renew_deadline,
                                         retry_period=args.retry_period)
-    return ManagerConfig(controller=controller, make_controller=make_controller, leader_election=election,
+    serve = functools.partial(kinds.make_controller, kinds=kinds.select(args.kinds))
+    return ManagerConfig(controller=controller, make_controller=serve, leader_election=election,
                          metrics_address=args.metrics_address,
                          health_address=args.health_address, sync_timeout=args.sync_timeout,
                          metrics_secure=args.metrics_secure, metrics_cert_dir=args.metrics_cert_dir or None)

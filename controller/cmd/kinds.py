@@ -1,6 +1,9 @@
-"""The job kinds `run` serves, and the controller that serves them."""
+"""The job kinds `run` serves (all that are registered, or those `--kinds` names), and the controller
+that serves them."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from kubernetes_asyncio.client import ApiClient
 from prometheus_client import CollectorRegistry
@@ -9,10 +12,29 @@ from controller.jobs.controller import JobController
 from controller.jobs.kind import JobKind
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.runtime.controller import ControllerConfig
+from controller.runtime.group import ControllerGroup
+from informers import InformerFactory
 
-KINDS: dict[str, JobKind] = {GENERICJOB.api.kind: GENERICJOB}
+KINDS: dict[str, JobKind] = {kind.api.kind: kind for kind in (GENERICJOB,)}
 
 
-def make_controller(api_client: ApiClient, config: ControllerConfig, registry: CollectorRegistry) -> JobController:
-    """ManagerConfig.make_controller: the job controller of the registered kind."""
-    return JobController(GENERICJOB, api_client, config, registry)
+def select(names: Sequence[str] = ()) -> list[JobKind]:
+    """The kinds named (by kind or plural, any case); every registered kind when none is named."""
+    if not names:
+        return list(KINDS.values())
+    known = {key.lower(): kind for kind in KINDS.values() for key in (kind.api.kind, kind.api.plural)}
+    unknown = [name for name in names if name.lower() not in known]
+    if unknown:
+        raise ValueError(f"unknown job kind {', '.join(unknown)} (known: {', '.join(KINDS)})")
+    return list({id(known[name.lower()]): known[name.lower()] for name in names}.values())
+
+
+def make_controller(api_client: ApiClient, config: ControllerConfig, registry: CollectorRegistry,
+                    kinds: Sequence[JobKind] = ()) -> JobController | ControllerGroup:
+    """ManagerConfig.make_controller: one JobController per kind served (every registered kind by
+    default), sharing one informer factory when there are several."""
+    kinds = list(kinds) or list(KINDS.values())
+    if len(kinds) == 1:
+        return JobController(kinds[0], api_client, config, registry)
+    factory = InformerFactory(api_client, options=config.informer_options, registry=registry)
+    return ControllerGroup([JobController(kind, api_client, config, registry, factory=factory) for kind in kinds])

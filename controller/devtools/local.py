@@ -15,7 +15,7 @@ states are printed as they change, and the command exits when every job has fini
 
 Without `--apply` it serves until SIGINT or SIGTERM, then stops cleanly and exits 0.
 
-The CLI (controller/cli.py) calls `add_arguments` for the subcommand's flags and `main` to run it.
+The CLI (controller/cmd/cli.py) calls `add_arguments` for the subcommand's flags and `main` to run it.
 """
 
 from __future__ import annotations

@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from controller.jobs.api import CleanUpPolicy
-from controller.jobs.status import DELETED, FINISHED, is_terminating, observed, pod_phase, pod_uid
+from controller.jobs.status import DELETED, FINISHED, Replica, is_terminating, observed, pod_phase, pod_uid
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # never changed once made; not frozen: a frozen init costs twice as much
 class Settled:
-    record: dict  # the record to store
+    record: Replica  # the record to store
     delete: str | None  # uid of the pod to delete
     cleaned: bool  # this plan deletes the replica's own pod: worth a SuccessfulDelete event
 
@@ -30,21 +30,21 @@ def selects(policy: CleanUpPolicy, pod: dict) -> bool:
     return False
 
 
-def settle(policy: CleanUpPolicy, record: dict, pod: dict | None) -> Settled:
+def settle(policy: CleanUpPolicy, record: Replica, pod: dict | None) -> Settled:
     """The clean-up of one replica of a finished job, given its stored record and the pod seen."""
     if pod is None:
-        return Settled({**record, "phase": DELETED}, None, False)
+        return Settled(record.in_phase(DELETED), None, False)
     uid = pod_uid(pod)
     delete = uid if selects(policy, pod) and not is_terminating(pod) else None
-    if uid == record["lastRestartUid"] and uid != record["uid"]:
+    if uid == record.last_restart_uid and uid != record.uid:
         # A pod retired before the job finished that is no longer the replica's own: the policy
         # decides its fate, and the record keeps describing the replica (no pod of its own: Deleted).
-        return Settled(record if record["uid"] else {**record, "phase": DELETED}, delete, False)
-    if policy != CleanUpPolicy.NONE and record["phase"] == DELETED and record["uid"] == uid:
+        return Settled(record if record.uid else record.in_phase(DELETED), delete, False)
+    if policy != CleanUpPolicy.NONE and record.phase == DELETED and record.uid == uid:
         # Deleted by an earlier clean-up and still seen (terminating, or the cache lags): keep it
         # Deleted, whatever phase the dying pod reports, and repeat the delete only if it did not start.
         return Settled(record, delete, False)
     current = observed(record, pod)
     if not selects(policy, pod):
         return Settled(current, None, False)
-    return Settled({**current, "phase": DELETED}, delete, delete is not None)
+    return Settled(current.in_phase(DELETED), delete, delete is not None)

@@ -19,22 +19,24 @@ from prometheus_client import CollectorRegistry
 from apimachinery.resource import PODS, SERVICES
 from controller.jobs import podgroup
 from controller.jobs.kind import JobKind
+from controller.jobs.metrics import JobMetrics, StatusLatency
 from controller.jobs.naming import controller_uid, owner_key
 from controller.jobs.reconciler import Reconciler
 from controller.runtime.controller import Controller, ControllerConfig
-from controller.runtime.metrics import StatusLatency
 from controller.runtime.result import Result
+from informers import InformerFactory
 
 __all__ = ["ControllerConfig", "JobController"]
 
 
 class JobController(Controller):
     def __init__(self, kind: JobKind, api_client: ApiClient, config: ControllerConfig | None = None,
-                 registry: CollectorRegistry | None = None) -> None:
-        super().__init__(api_client, config, registry, name=kind.api.kind.lower())
+                 registry: CollectorRegistry | None = None, *, factory: InformerFactory | None = None) -> None:
+        super().__init__(api_client, config, registry, name=kind.api.kind.lower(), factory=factory)
         self.kind = kind
         config = self.config
-        self.status_latency = StatusLatency(registry)
+        self.job_metrics = JobMetrics(registry, kind)
+        self.status_latency = StatusLatency(registry, kind)
         self.client.register(kind.api.resource)
         self.client.register(podgroup.RESOURCE)
         self.jobs = self.informer(kind.api.resource)
@@ -65,12 +67,12 @@ class JobController(Controller):
                                  on_delete=self._child_changed)
 
     def _job_added(self, obj: dict) -> None:
-        self.metrics.job_transition(obj["metadata"].get("namespace", ""), None, obj)
+        self.job_metrics.job_transition(obj["metadata"].get("namespace", ""), None, obj)
         self._track_phase(obj)
         self.queue.add(_key(obj))
 
     def _job_updated(self, old: dict, new: dict) -> None:
-        self.metrics.job_transition(new["metadata"].get("namespace", ""), old, new)
+        self.job_metrics.job_transition(new["metadata"].get("namespace", ""), old, new)
         self._track_phase(new)
         key = _key(new)
         if self.queue.offer(key, new["metadata"].get("resourceVersion", "")):
@@ -142,7 +144,7 @@ class JobController(Controller):
             self._phase_counts[phase] = self._phase_counts.get(phase, 0) + 1
         if old is not None:
             self._phase_counts[old] -= 1
-        self.metrics.phases(self._phase_counts)
+        self.job_metrics.phases(self._phase_counts)
 
 
 

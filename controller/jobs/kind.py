@@ -101,12 +101,12 @@ class StatusCodec(Protocol):
     """Where a kind keeps its replica records and counters in its status."""
 
     def stored_records(self, status: Mapping) -> dict[str, dict]:
-        """The stored replica records by pod name."""
+        """The stored replica records by pod name, as stored (JSON: status.read_record makes them Replicas)."""
 
     def stored_types(self, status: Mapping) -> list[tuple[str, list[dict]]]:
         """The stored records grouped by replica type, in stored order."""
 
-    def replica_fields(self, records_by_type: Iterable[tuple[str, list[dict]]]) -> dict:
+    def replica_fields(self, records_by_type: Iterable[tuple[str, list[Any]]]) -> dict:
         """The status fields that describe the replicas (records, counts, restart counters)."""
 
 

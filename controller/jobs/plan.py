@@ -45,6 +45,7 @@ from controller.jobs.api import TERMINAL_PHASES, JobPhase, Verdict
 from controller.jobs.kind import JobKind, ParsedJob
 from controller.jobs.naming import replica_name, replica_of
 from controller.jobs.restart import Observation, Slot
+from controller.jobs.status import Replica
 
 __all__ = ["CLEANUP", "DEBUG", "IMMEDIATE", "NORMAL", "PAUSE", "RESTART", "RESUME", "SCALE_DOWN", "WARNING",
            "Plan", "WriteFailure", "plan", "plan_invalid"]
@@ -188,9 +189,9 @@ def _invalid_records(kind: JobKind, old: dict, pods: list[dict], deleting: set[s
         records = []
         for raw in raws:
             record = st.read_record(raw, raw.get("name") or "")
-            pod = by_name.get(record["name"])
+            pod = by_name.get(record.name)
             if pod is None or st.pod_uid(pod) in deleting or st.is_terminating(pod):
-                records.append({**record, "phase": st.DELETED})
+                records.append(record.in_phase(st.DELETED))
             else:
                 records.append(st.observed(record, pod))
         by_type.append((replica_type, records))
@@ -221,20 +222,20 @@ def _slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict]) -> tuple[
     return slots, strays
 
 
-def _pick(candidates: list[dict], record: dict) -> dict | None:
+def _pick(candidates: list[dict], record: Replica) -> dict | None:
     """The pod of a replica. The name is deterministic, so there is at most one unless someone
     made look-alikes by hand: prefer the recorded pod, then any pod not already retired."""
     for pod in candidates:
-        if st.pod_uid(pod) == record["uid"] and record["uid"]:
+        if st.pod_uid(pod) == record.uid and record.uid:
             return pod
     for pod in candidates:
-        if st.pod_uid(pod) != record["lastRestartUid"]:
+        if st.pod_uid(pod) != record.last_restart_uid:
             return pod
     return candidates[0] if candidates else None
 
 
-def _by_type(job: ParsedJob, slots: list[Slot], records: list[dict]) -> list[tuple[str, list[dict]]]:
-    grouped: dict[str, list[dict]] = {spec.type: [] for spec in job.spec.replica_specs}
+def _by_type(job: ParsedJob, slots: list[Slot], records: list[Replica]) -> list[tuple[str, list[Replica]]]:
+    grouped: dict[str, list[Replica]] = {spec.type: [] for spec in job.spec.replica_specs}
     for slot, record in zip(slots, records, strict=True):
         grouped[slot.type].append(record)
     return list(grouped.items())
@@ -275,7 +276,7 @@ def _pause(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observat
     for o, s in zip(observations, steps, strict=True):
         if s.delete:
             delete = [*delete, DeletePod(o.slot.name, s.delete, PAUSE)]
-            if o.slot.record["phase"] != st.DELETED:
+            if o.slot.record.phase != st.DELETED:
                 events = [*events, deleted_event(o.slot.name)]
     pods_left = any(o.slot.pod is not None for o in observations)
     old_conditions = old.get("conditions") or []

@@ -40,13 +40,13 @@ from controller.jobs.actions import (
 )
 from controller.jobs.api import TERMINAL_PHASES
 from controller.jobs.kind import JobKind, ParsedJob, SpecProblem
+from controller.jobs.metrics import StatusLatency
 from controller.jobs.naming import controller_uid, replica_name
 from controller.jobs.plan import STUCK_TERMINATING_AFTER, Plan, WriteFailure, plan, plan_invalid
 from controller.jobs.pods import desired_pod
 from controller.runtime.client import KubeClient
 from controller.runtime.events import EventRecorder
 from controller.runtime.expectations import Expectations
-from controller.runtime.metrics import StatusLatency
 from controller.runtime.result import DONE, Result, WritesFailed
 from informers import Lister
 

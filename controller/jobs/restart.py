@@ -17,15 +17,16 @@ restart is only granted while `restartCount < limit`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from controller.jobs.api import Outcome
 from controller.jobs.kind import RestartRule
-from controller.jobs.status import CREATING, DELETED, FINISHED, is_terminating, observed, pod_uid
+from controller.jobs.status import DELETED, FINISHED, Replica, is_terminating, observed, pod_uid
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # never changed once made; not frozen: a frozen init costs twice as much
 class Slot:
     """One replica: its spec, its stored record (status.read_record) and the pod seen for it."""
 
@@ -33,7 +34,7 @@ class Slot:
     rank: int
     name: str
     policy: RestartRule  # the kind's restart rule for this replica
-    record: dict
+    record: Replica
     pod: dict | None
 
 
@@ -44,25 +45,26 @@ class Seen(StrEnum):
     GONE = "gone"  # the recorded pod vanished without the controller retiring it
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Observation:
     slot: Slot
     seen: Seen
-    record: dict  # the stored record updated with what was seen; no decision applied yet
+    record: Replica  # the stored record updated with what was seen; no decision applied yet
     outcome: Outcome | None  # what the replica has come to for good, if anything
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Step:
     """What a replica needs in this reconcile."""
 
-    record: dict  # the record to store
+    record: Replica  # the record to store
     create: bool = False  # create the replica's pod
     delete: str | None = None  # uid of a pod to delete
     restart_event: str | None = None  # message of the Restarting event, when a replacement was decided
 
 
-def final_outcome(phase: str, policy: RestartRule, restart_count: int, containers: list[dict] = ()) -> Outcome | None:
+def final_outcome(phase: str, policy: RestartRule, restart_count: int,
+                  containers: Sequence[dict] = ()) -> Outcome | None:
     """A finished pod that will not be replaced is the replica's outcome for good."""
     if phase not in FINISHED or policy.replaces(phase, restart_count, containers):
         return None
@@ -71,7 +73,7 @@ def final_outcome(phase: str, policy: RestartRule, restart_count: int, container
 
 def observe(slot: Slot) -> Observation:
     record, pod = slot.record, slot.pod
-    retired = record["lastRestartUid"]
+    retired = record.last_restart_uid
     if pod is not None:
         uid = pod_uid(pod)
         if uid and uid == retired:
@@ -82,19 +84,19 @@ def observe(slot: Slot) -> Observation:
         # adopt it. Adopting never counts a restart, so caches that disagree cannot inflate counts.
         seen_record = observed(record, pod)
         return Observation(slot, Seen.CURRENT, seen_record,
-                           final_outcome(seen_record["phase"], slot.policy, seen_record["restartCount"],
-                                         seen_record["containers"]))
-    if record["uid"] in ("", retired):
+                           final_outcome(seen_record.phase, slot.policy, seen_record.restart_count,
+                                         seen_record.containers))
+    if record.uid in ("", retired):
         return Observation(slot, Seen.MISSING, record, None)
     return _gone(slot)
 
 
-def _recorded_outcome(record: dict, policy: RestartRule) -> Outcome | None:
+def _recorded_outcome(record: Replica, policy: RestartRule) -> Outcome | None:
     # While a retired pod is still visible the replica awaits its replacement, unless the record
     # already names a newer pod (the cache lags behind the status): then that pod's record counts.
-    if record["uid"] in ("", record["lastRestartUid"]):
+    if record.uid in ("", record.last_restart_uid):
         return None
-    return final_outcome(record["phase"], policy, record["restartCount"], record["containers"])
+    return final_outcome(record.phase, policy, record.restart_count, record.containers)
 
 
 def _gone(slot: Slot) -> Observation:
@@ -107,12 +109,12 @@ def _gone(slot: Slot) -> Observation:
     counted and the pod is recreated, since the job cannot finish without the replica.
     """
     record, policy = slot.record, slot.policy
-    if record["phase"] in FINISHED:
-        return Observation(slot, Seen.GONE, record, final_outcome(record["phase"], policy, record["restartCount"],
-                                                                  record["containers"]))
-    if not policy.counts_lost_pods or policy.can_restart(record["restartCount"]):
+    if record.phase in FINISHED:
+        return Observation(slot, Seen.GONE, record, final_outcome(record.phase, policy, record.restart_count,
+                                                                  record.containers))
+    if not policy.counts_lost_pods or policy.can_restart(record.restart_count):
         return Observation(slot, Seen.GONE, record, None)
-    return Observation(slot, Seen.GONE, {**record, "phase": "Failed"}, Outcome.FAILED)
+    return Observation(slot, Seen.GONE, record.in_phase("Failed"), Outcome.FAILED)
 
 
 def step(obs: Observation) -> Step:
@@ -121,56 +123,47 @@ def step(obs: Observation) -> Step:
     if obs.seen == Seen.RETIRED:
         return Step(record, delete=None if is_terminating(pod) else pod_uid(pod))
     if obs.seen == Seen.MISSING:
-        return Step(_awaiting(record), create=True)
+        return Step(record.awaiting(), create=True)
     if obs.outcome is not None:
         return Step(record)  # decided for good: nothing is replaced any more
     if obs.seen == Seen.CURRENT:
-        if record["phase"] not in FINISHED:
+        if record.phase not in FINISHED:
             return Step(record)  # still going
         # Finished and to be replaced: count it and retire the pod in the same status write; the
         # replacement is created by a later reconcile, once the old pod is gone.
-        counted = _count(record)
+        counted = record.counted()
         return Step(counted, delete=None if is_terminating(pod) else pod_uid(pod),
                     restart_event=_restart_message(counted, policy, _exit_cause(record, pod)))
     # GONE, to be replaced: nothing left to delete, so the replacement is due at once.
-    if record["phase"] in FINISHED:
-        counted = _count(record)
-        return Step(_awaiting(counted), create=True,
+    if record.phase in FINISHED:
+        counted = record.counted()
+        return Step(counted.awaiting(), create=True,
                     restart_event=_restart_message(counted, policy, _exit_cause(record, None)))
     if not policy.counts_lost_pods:
-        retired = {**record, "lastRestartUid": record["uid"]}
-        return Step(_awaiting(retired), create=True,
-                    restart_event=f"Recreating replica {record['name']} (not counted: restart policy Never): "
+        retired = record.retired()
+        return Step(retired.awaiting(), create=True,
+                    restart_event=f"Recreating replica {record.name} (not counted: restart policy Never): "
                                   "pod was deleted")
-    counted = _count(record)
-    return Step(_awaiting(counted), create=True, restart_event=_restart_message(counted, policy, "pod was deleted"))
+    counted = record.counted()
+    return Step(counted.awaiting(), create=True, restart_event=_restart_message(counted, policy, "pod was deleted"))
 
 
 def pause(obs: Observation) -> Step:
     """Pause deletes every pod, retiring it without counting a restart: its replacement is created
     on resume (in mode "resume"). Every replica runs again after a resume, finished ones included."""
     record, pod = obs.record, obs.slot.pod
-    paused = {**record, "phase": DELETED, "lastRestartUid": record["uid"] or record["lastRestartUid"]}
+    paused = record.retired().in_phase(DELETED)
     return Step(paused, delete=None if pod is None or is_terminating(pod) else pod_uid(pod))
 
 
-def _count(record: dict) -> dict:
-    return {**record, "restartCount": record["restartCount"] + 1, "lastRestartUid": record["uid"]}
+def _restart_message(record: Replica, policy: RestartRule, cause: str) -> str:
+    return f"Restarting replica {record.name} (restart {record.restart_count} of {policy.limit}): {cause}"
 
 
-def _awaiting(record: dict) -> dict:
-    """The record of a replica whose new pod is to be created."""
-    return {**record, "uid": "", "phase": CREATING, "containers": []}
-
-
-def _restart_message(record: dict, policy: RestartRule, cause: str) -> str:
-    return f"Restarting replica {record['name']} (restart {record['restartCount']} of {policy.limit}): {cause}"
-
-
-def _exit_cause(record: dict, pod: dict | None) -> str:
-    codes = [c.get("exitCode") for c in record["containers"] if c.get("state") == "terminated"]
+def _exit_cause(record: Replica, pod: dict | None) -> str:
+    codes = [c.get("exitCode") for c in record.containers if c.get("state") == "terminated"]
     codes = [code for code in codes if code is not None]
     if codes:
         return f"pod exited with code {next((code for code in codes if code != 0), 0)}"
     reason = ((pod or {}).get("status") or {}).get("reason")
-    return f"pod {record['phase'].lower()}" + (f": {reason}" if reason else "")
+    return f"pod {record.phase.lower()}" + (f": {reason}" if reason else "")

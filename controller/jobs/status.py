@@ -10,6 +10,7 @@ that observes nothing new writes nothing.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from controller.jobs.api import JobPhase
 from controller.jobs.kind import StatusCodec
@@ -69,36 +70,69 @@ def container_states(pod: dict) -> list[dict]:
 # --- replica records --------------------------------------------------------------------------
 
 
-def blank_record(name: str) -> dict:
-    """A replica with no pod yet. `uid` is the replica's current pod ("" while none is known);
-    `lastRestartUid` the last pod the controller retired (restarted or deleted for pause)."""
-    return {"name": name, "uid": "", "phase": CREATING, "containers": [], "restartCount": 0, "lastRestartUid": ""}
+@dataclass(slots=True)
+class Replica:
+    """One replica's record: what a later reconcile must know of it, kept in the job's status (where,
+    the kind's StatusCodec says; GenericJob: status.tasks[].replicas[], with the JSON names of `to_json`).
+
+    `uid` is the replica's current pod ("" while none is known); `last_restart_uid` the last pod the
+    controller retired (restarted, or deleted for pause): restart.py says why both make restarts safe.
+    A record is never changed in place: the transitions below return new ones. (It is not a frozen
+    dataclass because a frozen one takes twice as long to make, and a reconcile makes several per replica.)"""
+
+    name: str
+    uid: str = ""
+    phase: str = CREATING
+    containers: tuple[dict, ...] = ()  # {name, state, exitCode} per container of the current pod
+    restart_count: int = 0
+    last_restart_uid: str = ""
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "uid": self.uid, "phase": self.phase, "containers": list(self.containers),
+                "restartCount": self.restart_count, "lastRestartUid": self.last_restart_uid}
+
+    def in_phase(self, phase: str) -> Replica:
+        return Replica(self.name, self.uid, phase, self.containers, self.restart_count, self.last_restart_uid)
+
+    def counted(self) -> Replica:
+        """A restart counted, and the current pod retired with it."""
+        return Replica(self.name, self.uid, self.phase, self.containers, self.restart_count + 1, self.uid)
+
+    def retired(self) -> Replica:
+        """The current pod retired without counting a restart (policy Never's lost pod, pause)."""
+        return Replica(self.name, self.uid, self.phase, self.containers, self.restart_count,
+                       self.uid or self.last_restart_uid)
+
+    def awaiting(self) -> Replica:
+        """A new pod is to be created for the replica."""
+        return Replica(self.name, "", CREATING, (), self.restart_count, self.last_restart_uid)
 
 
-def read_record(raw: dict | None, name: str) -> dict:
+def blank_record(name: str) -> Replica:
+    """A replica with no pod yet."""
+    return Replica(name)
+
+
+def read_record(raw: dict | None, name: str) -> Replica:
     """A record from a stored status, with every field present whatever wrote it."""
-    record = blank_record(name)
     raw = raw or {}
-    record["uid"] = raw.get("uid") or ""
-    record["phase"] = raw.get("phase") or CREATING
-    record["containers"] = list(raw.get("containers") or [])
-    record["restartCount"] = int(raw.get("restartCount") or 0)
-    record["lastRestartUid"] = raw.get("lastRestartUid") or ""
-    return record
+    return Replica(name, raw.get("uid") or "", raw.get("phase") or CREATING, tuple(raw.get("containers") or ()),
+                   int(raw.get("restartCount") or 0), raw.get("lastRestartUid") or "")
 
 
-def observed(record: dict, pod: dict) -> dict:
+def observed(record: Replica, pod: dict) -> Replica:
     """The record describing `pod` as the replica's current pod."""
-    return {**record, "uid": pod_uid(pod), "phase": pod_phase(pod), "containers": container_states(pod)}
+    return Replica(record.name, pod_uid(pod), pod_phase(pod), tuple(container_states(pod)), record.restart_count,
+                   record.last_restart_uid)
 
 
 # --- counts ------------------------------------------------------------------------------------
 
 
-def aggregate(records: Iterable[dict]) -> dict:
+def aggregate(records: Iterable[Replica]) -> dict:
     counts = dict.fromkeys(AGGREGATE_KEYS, 0)
     for record in records:
-        key = record["phase"].lower()
+        key = record.phase.lower()
         counts[key if key in counts else "unknown"] += 1
     return counts
 
@@ -129,15 +163,15 @@ def is_true(conditions: Iterable[dict], condition_type: str) -> bool:
     return bool(condition and condition.get("status") == "True")
 
 
-def _names(records: list[dict]) -> str:
-    names = ", ".join(r["name"] for r in records[:NAMES_SHOWN])
+def _names(records: list[Replica]) -> str:
+    names = ", ".join(r.name for r in records[:NAMES_SHOWN])
     hidden = len(records) - NAMES_SHOWN
     return f"{names} and {hidden} more" if hidden > 0 else names
 
 
-def progress_conditions(conditions: list[dict], *, phase: str, records: list[dict], now: str) -> list[dict]:
+def progress_conditions(conditions: list[dict], *, phase: str, records: list[Replica], now: str) -> list[dict]:
     """Initialized, Running and ReplicaFailure, from the replica records and the new phase."""
-    if is_true(conditions, INITIALIZED) or all(r["uid"] for r in records):
+    if is_true(conditions, INITIALIZED) or all(r.uid for r in records):
         # Sticky: once every replica has had a pod, restarts and pauses do not un-initialize the job.
         conditions = set_condition(conditions, INITIALIZED, True, "PodsCreated",
                                    "The job has been initialized successfully.", now)
@@ -148,7 +182,7 @@ def progress_conditions(conditions: list[dict], *, phase: str, records: list[dic
         conditions = set_condition(conditions, RUNNING, True, "Running", "The job is running.", now)
     else:
         conditions = set_condition(conditions, RUNNING, False, str(phase), _not_running[phase], now)
-    failed = [r for r in records if r["phase"] == "Failed"]
+    failed = [r for r in records if r.phase == "Failed"]
     if failed:
         conditions = set_condition(conditions, REPLICA_FAILURE, True, "ReplicaFailed",
                                    f"Replicas with a failed pod: {_names(failed)}.", now)
@@ -228,15 +262,15 @@ def next_phase(old_phase: str, *, paused: bool, all_up: bool) -> JobPhase:
     return JobPhase.PENDING
 
 
-def all_up(records: Iterable[dict]) -> bool:
-    return all(r["phase"] in UP for r in records)
+def all_up(records: Iterable[Replica]) -> bool:
+    return all(r.phase in UP for r in records)
 
 
 # --- the whole status ---------------------------------------------------------------------------
 
 
 def assemble(old: dict, codec: StatusCodec, *, phase: str, conditions: list[dict],
-             records_by_type: list[tuple[str, list[dict]]], start_time: str | None,
+             records_by_type: list[tuple[str, list[Replica]]], start_time: str | None,
              completion_time: str | None) -> dict:
     """The complete new status: the kind's replica fields (its codec says where they go) and the fields
     every kind has. Fields the controller's planning does not own (observedGeneration, written by the

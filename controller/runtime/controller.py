@@ -65,15 +65,19 @@ class Controller:
     _informers_started = False  # set by start_informers(); until then /healthz has nothing to judge
 
     def __init__(self, api_client: ApiClient, config: ControllerConfig | None = None,
-                 registry: CollectorRegistry | None = None, *, name: str = "genericjob") -> None:
+                 registry: CollectorRegistry | None = None, *, name: str = "genericjob",
+                 factory: InformerFactory | None = None) -> None:
+        """`factory`: an informer factory shared with other controllers (a ControllerGroup); by default
+        one of its own."""
         self.config = config = config or ControllerConfig()
-        self.metrics = ControllerMetrics(registry)
+        self.metrics = ControllerMetrics(registry, name)
         self.client = KubeClient(api_client, qps=config.qps, burst=config.burst, timeout=config.request_timeout)
-        self.factory = InformerFactory(api_client, options=config.informer_options, registry=registry)
+        self.factory = factory if factory is not None else \
+            InformerFactory(api_client, options=config.informer_options, registry=registry)
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(name=name, registry=registry)
         # Events get their own request budget, as controller-runtime's recorder has its own client.
         self.recorder = EventRecorder(self.client.with_own_limit(), host=config.identity or socket.gethostname(),
-                                      metrics=EventMetrics(registry))
+                                      metrics=EventMetrics(registry, name))
         self._workers: list[asyncio.Task] = []
 
     def informer(self, resource: Resource) -> Informer | InformerGroup:

@@ -3,7 +3,7 @@
     manager = Manager(api_client, ManagerConfig(...))      # api_client: an InstrumentedApiClient
     exit_code = await manager.run()                         # until manager.stop() (a signal)
 
-The order follows the design notes (CONTROLLER.md, "Leader election"):
+The order follows the design notes (shared/design/CONTROLLER.md, "Leader election"):
 1. the HTTP endpoints come up first, so probes and scrapes answer during start-up;
 1b. the start-up checks (preflight.py) make one small request per watched resource and the Lease,
    so that bad credentials, missing RBAC, a missing CRD or a silent server end the process with a

@@ -1,10 +1,30 @@
-"""Reconcile metrics with controller-runtime's names, and GenericJob metrics like training-operator's."""
+"""Metrics of the runtime: reconciles and workers with controller-runtime's names, the Event
+recorder's backlog, and API requests with client-go's. The job metrics are the engine's
+(controller/jobs/metrics.py).
+
+Several controllers may share one registry (one per job kind): each family is registered once per
+registry (`shared`), and every series carries the controller's name."""
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Callable
+from typing import TypeVar
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-CONTROLLER = "genericjob"
+T = TypeVar("T")
+
+_families: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # registry -> {key: families}
+
+
+def shared(registry: CollectorRegistry, key: str, make: Callable[[], T]) -> T:
+    """The metric families `make()` registers on `registry`, made once per registry and key, so that the
+    controllers of several kinds can share a registry."""
+    by_key = _families.setdefault(registry, {})
+    if key not in by_key:
+        by_key[key] = make()
+    return by_key[key]
 
 # controller-runtime's reconcile time buckets (pkg/internal/controller/metrics).
 RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8,
@@ -13,139 +33,58 @@ RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 
 
 
 class ControllerMetrics:
-    def __init__(self, registry: CollectorRegistry | None) -> None:
+    def __init__(self, registry: CollectorRegistry | None, name: str = "genericjob") -> None:
         self.enabled = registry is not None
+        self.name = name  # the `controller` label
         if registry is None:
             return
-        kw = {"registry": registry}
-        self.reconcile_total = Counter("controller_runtime_reconcile_total", "Total number of reconciliations per "
-                                       "controller", ["controller", "result"], **kw)
-        self.reconcile_errors = Counter("controller_runtime_reconcile_errors_total", "Total number of reconciliation "
-                                        "errors per controller", ["controller"], **kw)
-        self.reconcile_time = Histogram("controller_runtime_reconcile_time_seconds", "Length of time per "
-                                        "reconciliation per controller", ["controller"], buckets=RECONCILE_BUCKETS,
-                                        **kw)
-        self.max_concurrent = Gauge("controller_runtime_max_concurrent_reconciles", "Maximum number of concurrent "
-                                    "reconciles per controller", ["controller"], **kw)
-        self.active_workers = Gauge("controller_runtime_active_workers", "Number of currently used workers per "
-                                    "controller", ["controller"], **kw)
-        self.jobs_created = Counter("genericjob_jobs_created_total", "GenericJobs seen for the first time",
-                                    ["namespace"], **kw)
-        self.jobs_succeeded = Counter("genericjob_jobs_succeeded_total", "GenericJobs that succeeded",
-                                      ["namespace"], **kw)
-        self.jobs_failed = Counter("genericjob_jobs_failed_total", "GenericJobs that failed", ["namespace"], **kw)
-        self.jobs_restarted = Counter("genericjob_jobs_restarted_total", "Replica restarts performed",
-                                      ["namespace"], **kw)
-        self.jobs_by_phase = Gauge("genericjob_jobs", "GenericJobs by phase", ["phase"], **kw)
+        families = shared(registry, "controller", lambda: _controller_families(registry))
+        self.reconcile_total, self.reconcile_errors, self.reconcile_time, self.max_concurrent, \
+            self.active_workers = families
 
     def observe_reconcile(self, seconds: float, result: str) -> None:
         if not self.enabled:
             return
-        self.reconcile_time.labels(CONTROLLER).observe(seconds)
-        self.reconcile_total.labels(CONTROLLER, result).inc()
+        self.reconcile_time.labels(self.name).observe(seconds)
+        self.reconcile_total.labels(self.name, result).inc()
         if result == "error":
-            self.reconcile_errors.labels(CONTROLLER).inc()
+            self.reconcile_errors.labels(self.name).inc()
 
     def workers(self, active_delta: int = 0, maximum: int | None = None) -> None:
         if not self.enabled:
             return
         if maximum is not None:
-            self.max_concurrent.labels(CONTROLLER).set(maximum)
+            self.max_concurrent.labels(self.name).set(maximum)
         if active_delta:
-            self.active_workers.labels(CONTROLLER).inc(active_delta)
-
-    def job_transition(self, namespace: str, old: dict | None, new: dict | None) -> None:
-        """Count job lifecycle changes from informer events (so standby replicas agree with the leader)."""
-        if not self.enabled:
-            return
-        old_status = (old or {}).get("status") or {}
-        new_status = (new or {}).get("status") or {}
-        if old is None and new is not None:
-            self.jobs_created.labels(namespace).inc()
-        old_phase, new_phase = old_status.get("phase"), new_status.get("phase")
-        if new is not None and new_phase != old_phase:
-            if new_phase == "Succeeded":
-                self.jobs_succeeded.labels(namespace).inc()
-            elif new_phase == "Failed":
-                self.jobs_failed.labels(namespace).inc()
-        restarts = (new_status.get("backoffCount") or 0) - (old_status.get("backoffCount") or 0)
-        if new is not None and restarts > 0:
-            self.jobs_restarted.labels(namespace).inc(restarts)
-
-    def phases(self, counts: dict[str, int]) -> None:
-        if not self.enabled:
-            return
-        for phase in ("Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed", "Unknown"):
-            self.jobs_by_phase.labels(phase).set(counts.get(phase, 0))
+            self.active_workers.labels(self.name).inc(active_delta)
 
 
-# From a few milliseconds (a watch event and one PUT) up to the two minutes a congested queue may take.
-STATUS_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
-
-
-class StatusLatency:
-    """genericjob_status_latency_seconds: how long a job's status lags behind its pods.
-
-    The clock starts when the pod informer hands the controller a pod whose phase changed (or a new
-    pod), and stops when a status write succeeds whose replica record for that pod (same uid) shows
-    that phase. Both ends are local monotonic times in this process, so clock skew between nodes
-    and the API server cannot distort it; what it leaves out is the time the change took to reach
-    the watch. Only phases seen while this replica leads are timed (a standby writes nothing); a
-    phase replaced by a newer one before any write showed it is not timed, and a pod's or job's
-    deletion forgets what was pending for it.
-    """
-
-    def __init__(self, registry: CollectorRegistry | None) -> None:
-        self.enabled = registry is not None
-        # job uid -> pod uid -> (phase, monotonic time the informer delivered it)
-        self._pending: dict[str, dict[str, tuple[str, float]]] = {}
-        if registry is not None:
-            self.histogram = Histogram("genericjob_status_latency_seconds", "Seconds from the controller seeing a "
-                                       "pod's new phase to a successful status write showing it",
-                                       buckets=STATUS_LATENCY_BUCKETS, registry=registry)
-
-    def __len__(self) -> int:
-        return sum(len(pods) for pods in self._pending.values())
-
-    def pod_phase(self, job_uid: str, pod_uid: str, phase: str, now: float) -> None:
-        if self.enabled:
-            self._pending.setdefault(job_uid, {})[pod_uid] = (phase, now)
-
-    def pod_gone(self, job_uid: str, pod_uid: str) -> None:
-        pods = self._pending.get(job_uid)
-        if pods is not None:
-            pods.pop(pod_uid, None)
-            if not pods:
-                del self._pending[job_uid]
-
-    def job_gone(self, job_uid: str) -> None:
-        self._pending.pop(job_uid, None)
-
-    def status_written(self, job: dict, now: float) -> None:
-        """Observe every pending phase that this successfully written job status shows."""
-        pods = self._pending.get(job["metadata"]["uid"])
-        if not pods:
-            return
-        for task in (job.get("status") or {}).get("tasks") or ():
-            for replica in task.get("replicas") or ():
-                seen = pods.get(replica.get("uid") or "")
-                if seen is not None and seen[0] == replica.get("phase"):
-                    self.histogram.observe(max(now - seen[1], 0.0))
-                    del pods[replica["uid"]]
-        if not pods:
-            del self._pending[job["metadata"]["uid"]]
-
+def _controller_families(registry: CollectorRegistry) -> tuple:
+    kw = {"registry": registry}
+    return (Counter("controller_runtime_reconcile_total", "Total number of reconciliations per controller",
+                    ["controller", "result"], **kw),
+            Counter("controller_runtime_reconcile_errors_total", "Total number of reconciliation errors per "
+                    "controller", ["controller"], **kw),
+            Histogram("controller_runtime_reconcile_time_seconds", "Length of time per reconciliation per "
+                      "controller", ["controller"], buckets=RECONCILE_BUCKETS, **kw),
+            Gauge("controller_runtime_max_concurrent_reconciles", "Maximum number of concurrent reconciles per "
+                  "controller", ["controller"], **kw),
+            Gauge("controller_runtime_active_workers", "Number of currently used workers per controller",
+                  ["controller"], **kw))
 
 class EventMetrics:
     """The event recorder's backlog and outcome (an Event is best effort: dropped ones are counted here)."""
 
-    def __init__(self, registry: CollectorRegistry | None) -> None:
+    def __init__(self, registry: CollectorRegistry | None, name: str = "genericjob") -> None:
         self.enabled = registry is not None
         if registry is None:
             return
-        self.backlog = Gauge("genericjob_events_pending", "Events queued or being sent", registry=registry)
-        self.outcomes = Counter("genericjob_events_total", "Events (and repeat-count patches) sent or dropped",
-                                ["result"], registry=registry)
+        backlog, outcomes = shared(registry, "events", lambda: (
+            Gauge("genericjob_events_pending", "Events queued or being sent", ["controller"], registry=registry),
+            Counter("genericjob_events_total", "Events (and repeat-count patches) sent or dropped",
+                    ["controller", "result"], registry=registry)))
+        self.backlog = backlog.labels(name)
+        self.outcomes = {result: outcomes.labels(name, result) for result in ("sent", "dropped")}
 
     def pending(self, count: int) -> None:
         if self.enabled:
@@ -153,11 +92,11 @@ class EventMetrics:
 
     def sent(self) -> None:
         if self.enabled:
-            self.outcomes.labels("sent").inc()
+            self.outcomes["sent"].inc()
 
     def dropped(self) -> None:
         if self.enabled:
-            self.outcomes.labels("dropped").inc()
+            self.outcomes["dropped"].inc()
 
 
 class RequestMetrics:

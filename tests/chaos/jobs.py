@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from controller.kinds.genericjob.models import GROUP, VERSION
+from tests.builders import JobBuilder
 
 SUCCEEDED, FAILED = "Succeeded", "Failed"
 NORMAL, PAUSE, DEBUG = "normal", "pause", "debug"
@@ -152,8 +152,7 @@ def make_job(rng: random.Random, index: int) -> JobPlan:
         spec["failureRules"] = failure_rules
     if kind == DEBUG:
         spec["runMode"] = {"debug": {"enabled": True}}
-    body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "GenericJob", "metadata": {"name": name},
-            "spec": {"replicaSpecs": replica_specs, **spec}}
+    body = JobBuilder(name).spec(replicaSpecs=replica_specs, **spec).obj()
     plan = JobPlan(name, kind, body, replicas, cleanup, expected, policies=policies,
                    scripts={f"default/{name}-{t}-{rank}": script for (t, rank), script in scripts.items()})
     if kind == PAUSE:

@@ -9,6 +9,7 @@ from controller.jobs.naming import replica_labels, replica_name
 from controller.jobs.plan import Plan
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GenericJob
+from tests.builders import JobBuilder
 
 JOB = "job"
 JOB_UID = "job-uid"
@@ -37,8 +38,7 @@ def make_job(*replicas: tuple, success=None, failure=None, cleanup="None", debug
     if pause is not None:
         run_mode["pause"] = {"enabled": pause}
     spec["runMode"] = run_mode
-    return GenericJob.from_object({"metadata": {"name": JOB, "namespace": "ns", "uid": JOB_UID, "generation": 1},
-                                   "spec": spec})
+    return JobBuilder(JOB, namespace="ns", uid=JOB_UID, generation=1).spec(**spec).model()
 
 
 def plan(job: GenericJob, status: dict, pods: list[dict], now: str) -> Plan:

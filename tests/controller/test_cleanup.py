@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from controller.jobs.api import CleanUpPolicy
 from controller.jobs.cleanup import selects, settle
-from controller.jobs.status import CREATING, DELETED, blank_record
+from controller.jobs.status import CREATING, DELETED, Replica, blank_record
 
 from .plan_support import make_pod
 
 NONE, UNFINISHED, ALL = CleanUpPolicy.NONE, CleanUpPolicy.UNFINISHED, CleanUpPolicy.ALL
 
 
-def rec(uid: str = "u1", phase: str = "Running", last: str = "") -> dict:
-    return {**blank_record("job-worker-0"), "uid": uid, "phase": phase, "lastRestartUid": last}
+def rec(uid: str = "u1", phase: str = "Running", last: str = "") -> Replica:
+    return replace(blank_record("job-worker-0"), uid=uid, phase=phase, last_restart_uid=last)
 
 
 @pytest.mark.parametrize(("policy", "phase", "expected"), [
@@ -30,36 +32,36 @@ def test_selects(policy, phase, expected):
 def test_none_keeps_pods_and_follows_them():
     result = settle(NONE, rec(), make_pod("worker", 0, "u1", "Succeeded"))
     assert result.delete is None and not result.cleaned
-    assert result.record["phase"] == "Succeeded"
+    assert result.record.phase == "Succeeded"
 
 
 @pytest.mark.parametrize("policy", [NONE, UNFINISHED, ALL])
 def test_a_replica_without_pod_is_deleted(policy):
     result = settle(policy, rec(), None)
-    assert result.record["phase"] == DELETED and result.record["uid"] == "u1"
+    assert result.record.phase == DELETED and result.record.uid == "u1"
     assert result.delete is None and not result.cleaned
 
 
 def test_a_replica_never_created_shows_deleted():
-    result = settle(ALL, {**blank_record("job-worker-0")}, None)
-    assert result.record["phase"] == DELETED and blank_record("x")["phase"] == CREATING
+    result = settle(ALL, replace(blank_record("job-worker-0")), None)
+    assert result.record.phase == DELETED and blank_record("x").phase == CREATING
 
 
 def test_unfinished_deletes_running_and_keeps_finished():
     running = settle(UNFINISHED, rec(), make_pod("worker", 0, "u1", "Running"))
-    assert running.delete == "u1" and running.cleaned and running.record["phase"] == DELETED
+    assert running.delete == "u1" and running.cleaned and running.record.phase == DELETED
     done = settle(UNFINISHED, rec(), make_pod("worker", 0, "u1", "Failed"))
-    assert done.delete is None and not done.cleaned and done.record["phase"] == "Failed"
+    assert done.delete is None and not done.cleaned and done.record.phase == "Failed"
 
 
 def test_all_deletes_finished_pods_too():
     result = settle(ALL, rec(), make_pod("worker", 0, "u1", "Succeeded"))
-    assert result.delete == "u1" and result.cleaned and result.record["phase"] == DELETED
+    assert result.delete == "u1" and result.cleaned and result.record.phase == DELETED
 
 
 def test_a_terminating_pod_is_deleted_without_asking_again():
     result = settle(ALL, rec(), make_pod("worker", 0, "u1", "Running", terminating=True))
-    assert result.delete is None and not result.cleaned and result.record["phase"] == DELETED
+    assert result.delete is None and not result.cleaned and result.record.phase == DELETED
 
 
 def test_a_deleted_pod_still_seen_stays_deleted_and_is_deleted_again_only_if_not_terminating():
@@ -77,7 +79,7 @@ def test_a_retired_pod_that_is_not_the_replicas_own():
     awaiting = rec(uid="", phase=CREATING, last="u1")
     result = settle(ALL, awaiting, make_pod("worker", 0, "u1", "Failed"))
     assert result.delete == "u1" and not result.cleaned
-    assert result.record["phase"] == DELETED and result.record["uid"] == ""
+    assert result.record.phase == DELETED and result.record.uid == ""
     kept = settle(UNFINISHED, awaiting, make_pod("worker", 0, "u1", "Failed"))
     assert kept.delete is None
     # The status already names a newer pod u2: its record stays as it is.

@@ -14,6 +14,7 @@ from controller.kinds.genericjob.models import GenericJob
 from controller.kinds.genericjob.validation import validate
 from localcluster import LocalCluster
 from localcluster.errors import ApiError
+from tests.builders import JobBuilder
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = ROOT / "manifests" / "crds"
@@ -186,8 +187,7 @@ CONTAINER = {"name": "main", "image": "trainer", "command": ["sleep", "365"]}
 def job_object(name: str = "generic-example", **spec) -> dict:
     spec.setdefault("replicaSpecs", [{"type": "worker", "replicas": 4,
                                       "template": {"spec": {"containers": [CONTAINER]}}}])
-    return {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "GenericJob", "metadata": {"name": name},
-            "spec": spec}
+    return JobBuilder(name).spec(**spec).obj()
 
 
 @pytest.fixture

@@ -9,6 +9,8 @@ from controller.runtime.events import EventRecorder
 JOB = {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "GenericJob",
        "metadata": {"name": "job", "namespace": "ns", "uid": "u1", "resourceVersion": "7"}}
 
+MINE = {"controller": "genericjob"}  # the EventMetrics labels of the recorder under test
+
 
 class FakeClient:
     def __init__(self, fail_creates: bool = False) -> None:
@@ -113,18 +115,18 @@ async def test_senders_work_concurrently_and_the_backlog_is_measured():
 
     registry = CollectorRegistry()
     client = GatedClient()
-    recorder = EventRecorder(client, senders=3, metrics=EventMetrics(registry))
+    recorder = EventRecorder(client, senders=3, metrics=EventMetrics(registry, "genericjob"))
     recorder.start()
     for index in range(5):
         recorder.record(JOB, "Normal", "SuccessfulCreate", f"Created pod: job-worker-{index}")
     await until(lambda: client.in_flight == 3)
-    assert recorder.pending == 5 and registry.get_sample_value("genericjob_events_pending") == 5
+    assert recorder.pending == 5 and registry.get_sample_value("genericjob_events_pending", MINE) == 5
     client.gate.set()
     await drained(recorder)
     await recorder.stop()
     assert client.most_in_flight == 3 and len(client.calls) == 5
-    assert recorder.pending == 0 and registry.get_sample_value("genericjob_events_pending") == 0
-    assert registry.get_sample_value("genericjob_events_total", {"result": "sent"}) == 5
+    assert recorder.pending == 0 and registry.get_sample_value("genericjob_events_pending", MINE) == 0
+    assert registry.get_sample_value("genericjob_events_total", {**MINE, "result": "sent"}) == 5
 
 
 async def test_a_repeat_is_patched_only_after_its_create_was_answered():

@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.runtime.client import ApiStatusError, InstrumentedApiClient, KubeClient, resolve_proxy_once
 from controller.runtime.metrics import RequestMetrics
+from tests.builders import JobBuilder
 
 HOST = "https://10.96.0.1:443"
 
@@ -128,8 +129,7 @@ async def test_a_refused_write_raises_the_status_and_is_counted(aiohttp_server_f
     registry = CollectorRegistry()
     async with InstrumentedApiClient(client.Configuration(host=url), metrics=RequestMetrics(registry)) as api:
         kube = KubeClient(api, qps=0)
-        job = {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "GenericJob", "spec": {},
-               "metadata": {"name": "j", "namespace": "ns", "resourceVersion": "7", "uid": "u"}}
+        job = JobBuilder("j", namespace="ns", uid="u").meta(resourceVersion="7").obj()
         with pytest.raises(ApiStatusError) as raised:
             await kube.replace_status(GENERICJOB.api.resource, job, {"phase": "Running"})
     assert (raised.value.code, raised.value.reason) == (409, "Conflict")

@@ -22,13 +22,13 @@ from controller.kinds.genericjob.models import LABEL_JOB_NAME, LABEL_JOB_UID, LA
 from controller.kinds.genericjob.substitution import SubstitutionError
 from controller.kinds.genericjob.validation import validate
 from localcluster import LocalCluster
+from tests.builders import JobBuilder
 
 GUIDE_CONTAINER = {"command": ["sleep", "365"], "image": "nginx:latest", "name": "sleep"}
 
 
 def make_job(spec: dict, name: str = "generic-example") -> GenericJob:
-    return GenericJob.from_object({"metadata": {"name": name, "namespace": "ns", "uid": "uid-1", "generation": 2},
-                                   "spec": spec})
+    return JobBuilder(name, namespace="ns", uid="uid-1", generation=2).spec(**spec).model()
 
 
 def with_t9k_scheduler(job: GenericJob, queue: str = "default", priority: int = 50) -> GenericJob:

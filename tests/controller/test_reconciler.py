@@ -11,6 +11,7 @@ from apimachinery.errors import ApiStatusError
 from controller.jobs.reconciler import Reconciler, WritesFailed
 from controller.kinds.genericjob.kind import GENERICJOB
 from informers import Lister, Store, object_key
+from tests.builders import JobBuilder
 
 from .plan_support import make_pod
 
@@ -62,15 +63,12 @@ class FakeRecorder:
 
 
 def job_object(workers: int = 2, *, service: bool = False, status: dict | None = None) -> dict:
-    spec: dict = {"replicaSpecs": [{"type": "worker", "replicas": workers, "restartPolicy": {"policy": "OnFailure",
-                                                                                            "limit": 3},
-                                    "template": {"spec": {"containers": [{"name": "main", "image": "busybox"}]}}}]}
+    job = JobBuilder("job", namespace="ns", uid="job-uid", generation=1).meta(resourceVersion="10").replica(
+        "worker", workers, restart_policy={"policy": "OnFailure", "limit": 3},
+        template={"spec": {"containers": [{"name": "main", "image": "busybox"}]}})
     if service:
-        spec["service"] = {"ports": [{"name": "http", "port": 80}]}
-    return {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "GenericJob",
-            "metadata": {"name": "job", "namespace": "ns", "uid": "job-uid", "generation": 1,
-                         "resourceVersion": "10"},
-            "spec": spec, "status": status or {}}
+        job = job.spec(service={"ports": [{"name": "http", "port": 80}]})
+    return {**job.obj(), "status": status or {}}
 
 
 class Harness:

@@ -10,10 +10,11 @@ from controller.jobs.services import desired_service
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import LABEL_JOB_NAME, LABEL_JOB_UID, LABEL_RANK, LABEL_REPLICA_TYPE, GenericJob
 from localcluster import LocalCluster
+from tests.builders import JobBuilder
 
 
 def make_job(spec: dict, name: str = "generic-example", uid: str = "uid-1") -> GenericJob:
-    return GenericJob.from_object({"metadata": {"name": name, "namespace": "ns", "uid": uid}, "spec": spec})
+    return JobBuilder(name, namespace="ns", uid=uid).spec(**spec).model()
 
 
 def guide_job(ports: list[dict] | None = None, replicas: int = 1) -> GenericJob:

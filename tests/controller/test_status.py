@@ -3,6 +3,8 @@ aggregate, phase."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from controller.jobs import status as st
@@ -36,14 +38,14 @@ def test_pod_without_status_is_pending():
 
 def test_read_record_fills_defaults():
     assert st.read_record(None, "n") == st.blank_record("n")
-    assert st.read_record({"name": "n", "uid": "u", "phase": "Running"}, "n") == {
+    assert st.read_record({"name": "n", "uid": "u", "phase": "Running"}, "n").to_json() == {
         "name": "n", "uid": "u", "phase": "Running", "containers": [], "restartCount": 0, "lastRestartUid": ""}
 
 
 def test_observed_record():
     record = st.observed(st.blank_record("n"), make_pod("worker", 0, "u1", "Running"))
-    assert record["uid"] == "u1" and record["phase"] == "Running"
-    assert record["containers"] == [{"name": "main", "state": "running"}]
+    assert record.uid == "u1" and record.phase == "Running"
+    assert list(record.containers) == [{"name": "main", "state": "running"}]
 
 
 def test_set_condition_moves_the_time_only_on_a_flip():
@@ -75,14 +77,14 @@ def test_set_condition_does_not_mutate_its_input():
 
 def test_aggregate_counts_every_phase():
     phases = ["Creating", "Pending", "Running", "Running", "Succeeded", "Failed", "Unknown", "Deleted", "Weird"]
-    records = [{**st.blank_record(str(i)), "phase": p} for i, p in enumerate(phases)]
+    records = [replace(st.blank_record(str(i)), phase=p) for i, p in enumerate(phases)]
     assert st.aggregate(records) == {"creating": 1, "pending": 1, "running": 2, "succeeded": 1, "failed": 1,
                                      "unknown": 2, "deleted": 1}
 
 
 def test_tasks_sum_restart_counts():
-    a = [{**st.blank_record("a0"), "restartCount": 2}, {**st.blank_record("a1"), "restartCount": 1}]
-    assert tasks([("a", a), ("b", [])]) == [{"type": "a", "restartCount": 3, "replicas": a},
+    a = [replace(st.blank_record("a0"), restart_count=2), replace(st.blank_record("a1"), restart_count=1)]
+    assert tasks([("a", a), ("b", [])]) == [{"type": "a", "restartCount": 3, "replicas": [r.to_json() for r in a]},
                                                 {"type": "b", "restartCount": 0, "replicas": []}]
 
 
@@ -102,7 +104,7 @@ def test_next_phase(old, paused, up, expected):
 
 
 def test_progress_conditions():
-    records = [{**st.blank_record(f"job-w-{i}"), "uid": f"u{i}", "phase": "Failed"} for i in range(7)]
+    records = [replace(st.blank_record(f"job-w-{i}"), uid=f"u{i}", phase="Failed") for i in range(7)]
     conditions = st.progress_conditions([], phase=JobPhase.RUNNING, records=records, now=at(1))
     assert st.is_true(conditions, st.INITIALIZED) and st.is_true(conditions, st.RUNNING)
     failure = st.find_condition(conditions, st.REPLICA_FAILURE)
@@ -111,10 +113,10 @@ def test_progress_conditions():
 
 
 def test_initialized_waits_for_every_pod_and_then_sticks():
-    records = [{**st.blank_record("a"), "uid": "u"}, st.blank_record("b")]
+    records = [replace(st.blank_record("a"), uid="u"), st.blank_record("b")]
     conditions = st.progress_conditions([], phase=JobPhase.PENDING, records=records, now=at(1))
     assert not st.is_true(conditions, st.INITIALIZED)
-    records[1] = {**records[1], "uid": "v"}
+    records[1] = replace(records[1], uid="v")
     conditions = st.progress_conditions(conditions, phase=JobPhase.PENDING, records=records, now=at(2))
     assert st.find_condition(conditions, st.INITIALIZED)["lastTransitionTime"] == at(2)
     restarting = [records[0], st.blank_record("b")]
@@ -147,7 +149,7 @@ def test_pause_conditions():
 
 
 def test_assemble_keeps_what_it_does_not_own():
-    records = [{**st.blank_record("a"), "restartCount": 2, "phase": "Running"}]
+    records = [replace(st.blank_record("a"), restart_count=2, phase="Running")]
     status = st.assemble({"observedGeneration": 4, "startTime": at(0)}, GENERICJOB.status, phase=JobPhase.RUNNING,
                          conditions=[], records_by_type=[("a", records)], start_time=at(0), completion_time=None)
     assert status["observedGeneration"] == 4

@@ -16,6 +16,7 @@ from controller.kinds.genericjob.substitution import (
     pod_spec_problems,
     substitute_pod_spec,
 )
+from tests.builders import JobBuilder
 
 TF_CONFIG = ('{"task":{"type":"$(type)","index":$(rank)},"cluster":{"worker":["$(service.worker[0].host):'
              '$(service.port[http])","$(service.worker[1].host):$(service.port[http])","$(service.worker[2].host):'
@@ -23,7 +24,7 @@ TF_CONFIG = ('{"task":{"type":"$(type)","index":$(rank)},"cluster":{"worker":["$
 
 
 def make_job(spec: dict, name: str = "generic-example") -> GenericJob:
-    return GenericJob.from_object({"metadata": {"name": name, "namespace": "default", "uid": "u-1"}, "spec": spec})
+    return JobBuilder(name, namespace="default", uid="u-1").spec(**spec).model()
 
 
 def container(**fields) -> dict:

@@ -8,13 +8,13 @@ from controller.jobs.pods import PodMode, desired_pod
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GenericJob
 from controller.kinds.genericjob.validation import SpecError, invalid_spec_message, parse, validate
+from tests.builders import JobBuilder
 
 CONTAINER = {"name": "main", "image": "trainer"}
 
 
 def job_object(spec: dict, name: str = "generic-example") -> dict:
-    return {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "GenericJob",
-            "metadata": {"name": name, "namespace": "default", "uid": "uid-1", "generation": 1}, "spec": spec}
+    return JobBuilder(name, namespace="default", uid="uid-1", generation=1).spec(**spec).obj()
 
 
 def make_job(spec: dict, name: str = "generic-example") -> GenericJob:

@@ -22,6 +22,7 @@ from controller.runtime.controller import ControllerConfig
 from informers import BackoffPolicy, InformerOptions
 from localcluster import LocalCluster
 from localcluster.runner import SCRIPT_ANNOTATION
+from tests.builders import JobBuilder
 
 CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"
 FAST = InformerOptions(watch_timeout=(30.0, 60.0), watchdog_timeout=5.0, request_timeout=5.0,
@@ -117,16 +118,12 @@ def genericjob(name: str, replicas: dict[str, int] | None = None, script=None, r
     `script` may be one script for every pod, or `{type: script}`; without one, pods follow the
     scripts set with `cluster.runner.set_script` (see `scripts`), else run until deleted.
     `restart` is a `restartPolicy` for every type, or `{type: restartPolicy}`."""
-    replica_specs = []
+    job = JobBuilder(name)
     for replica_type, count in (replicas or {"worker": 1}).items():
         own = script.get(replica_type) if _by_type(script, replicas) else script
-        entry = {"type": replica_type, "replicas": count, "template": template(own)}
         policy = restart.get(replica_type) if _by_type(restart, replicas) else restart
-        if policy is not None:
-            entry["restartPolicy"] = policy
-        replica_specs.append(entry)
-    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "GenericJob", "metadata": {"name": name},
-            "spec": {"replicaSpecs": replica_specs, **spec}}
+        job = job.replica(replica_type, count, template=template(own), restart_policy=policy)
+    return job.spec(**spec).obj()
 
 
 def _by_type(value, replicas) -> bool:

@@ -158,7 +158,8 @@ async def test_jobs_by_phase_follow_every_change_and_deletion(cluster, api_clien
     await made.start(sync_timeout=10)
 
     def by_phase() -> dict[str, float]:
-        return {p: registry.get_sample_value("genericjob_jobs", {"phase": p}) for p in ("Running", "Succeeded")}
+        return {p: registry.get_sample_value("genericjob_jobs", {"kind": "GenericJob", "phase": p})
+                for p in ("Running", "Succeeded")}
 
     try:
         scripts(cluster, "runs", {"*": FOREVER})

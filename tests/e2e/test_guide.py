@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from tests.builders import JobBuilder
+
 from .conftest import FAIL, FOREVER, QUICK, condition, genericjob, phase, replicas, scripts, task
 
 SLEEP = {"command": ["sleep", "365"], "image": "nginx:latest", "name": "sleep"}
@@ -14,11 +16,7 @@ def guide_job(name: str, containers: list[dict], replicas_count: int = 4, volume
     pod_spec: dict = {"containers": containers}
     if volumes is not None:
         pod_spec["volumes"] = volumes
-    return {
-        "apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "GenericJob", "metadata": {"name": name},
-        "spec": {**spec, "replicaSpecs": [{"type": "worker", "replicas": replicas_count,
-                                           "template": {"spec": pod_spec}}]},
-    }
+    return JobBuilder(name).spec(**spec).replica("worker", replicas_count, template={"spec": pod_spec}).obj()
 
 
 def basic(name: str = "generic-example") -> dict:
@@ -123,17 +121,9 @@ async def test_variable_substitution_in_command_args_and_env(cluster, controller
     }
     init = {"name": "init", "image": "busybox:1.36", "command": ["echo", "$(type)", "$(rank)"],
             "args": ["$(replicas[ps])"], "env": [{"name": "RANK", "value": "$(rank)"}]}
-    job = {
-        "apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "GenericJob", "metadata": {"name": "subst"},
-        "spec": {
-            "service": {"ports": [{"name": "http", "port": 2222}]},
-            "replicaSpecs": [
-                {"type": "worker", "replicas": 2,
-                 "template": {"spec": {"initContainers": [init], "containers": [container]}}},
-                {"type": "ps", "replicas": 1, "template": {"spec": {"containers": [SLEEP]}}},
-            ],
-        },
-    }
+    job = (JobBuilder("subst").spec(service={"ports": [{"name": "http", "port": 2222}]})
+           .replica("worker", 2, template={"spec": {"initContainers": [init], "containers": [container]}})
+           .replica("ps", 1, template={"spec": {"containers": [SLEEP]}}).obj())
     await jobs.submit(job)
     pods = await jobs.wait_pods("subst", lambda pods: len(pods) == 3)
     workers = [p for p in pods if p.metadata.labels["genericjob.batch.tensorstack.dev/replica-type"] == "worker"]

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from localcluster.table import go_string, human_duration, jsonpath
+from tests.builders import JobBuilder
 
 from .kubectl import Kubectl
 
@@ -56,9 +57,7 @@ CRD = {
 
 
 def genericjob(name: str, replicas: int = 1, labels: dict | None = None) -> dict:
-    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "GenericJob",
-            "metadata": {"name": name, "labels": labels or {}},
-            "spec": {"replicaSpecs": [{"type": "worker", "replicas": replicas}]}}
+    return JobBuilder(name).labels(labels or {}).replica("worker", replicas).obj()
 
 
 def manifest(*docs: dict) -> str:

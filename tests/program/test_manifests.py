@@ -248,7 +248,7 @@ async def test_apply_k_manifests_succeeds_without_prometheus_operator(cluster, t
 # --- RBAC: the rules against the requests the controller really makes ---------------------------
 
 # The API group of each resource the controller may request (localcluster counts requests by resource
-# name only). Events are core/v1: controller/kube.py posts them to /api/v1, never to events.k8s.io.
+# name only). Events are core/v1: controller/runtime/client.py posts them to /api/v1, never to events.k8s.io.
 GROUPS = {
     "genericjobs": GROUP,
     "genericjobs/status": GROUP,

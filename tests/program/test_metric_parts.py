@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry
 
+from controller.jobs.metrics import StatusLatency
+from controller.kinds.genericjob.kind import GENERICJOB
 from controller.runtime.client import request_verb
-from controller.runtime.metrics import StatusLatency
 from controller.runtime.server import parse_address
 
 HOST = "https://10.0.0.1:443"
@@ -37,30 +38,33 @@ def job(uid: str, *replicas: tuple[str, str]) -> dict:
                                         for i, (pod, phase) in enumerate(replicas)]}]}}
 
 
+KIND = {"kind": "GenericJob"}
+
+
 def test_status_latency_times_a_phase_until_a_write_shows_it():
     registry = CollectorRegistry()
-    latency = StatusLatency(registry)
+    latency = StatusLatency(registry, GENERICJOB)
     latency.pod_phase("job", "pod-a", "Running", now=10.0)
     latency.pod_phase("job", "pod-b", "Running", now=10.5)
     latency.status_written(job("job", ("pod-a", "Pending"), ("pod-b", "Running")), now=11.0)
-    assert registry.get_sample_value("genericjob_status_latency_seconds_count") == 1
-    assert registry.get_sample_value("genericjob_status_latency_seconds_sum") == 0.5
+    assert registry.get_sample_value("genericjob_status_latency_seconds_count", KIND) == 1
+    assert registry.get_sample_value("genericjob_status_latency_seconds_sum", KIND) == 0.5
     latency.pod_phase("job", "pod-a", "Succeeded", now=12.0)  # the newer phase replaces the older
     latency.status_written(job("job", ("pod-a", "Succeeded")), now=12.25)
-    assert registry.get_sample_value("genericjob_status_latency_seconds_count") == 2
-    assert registry.get_sample_value("genericjob_status_latency_seconds_sum") == 0.75
+    assert registry.get_sample_value("genericjob_status_latency_seconds_count", KIND) == 2
+    assert registry.get_sample_value("genericjob_status_latency_seconds_sum", KIND) == 0.75
     assert len(latency) == 0
 
 
 def test_status_latency_forgets_deleted_pods_and_jobs():
-    latency = StatusLatency(CollectorRegistry())
+    latency = StatusLatency(CollectorRegistry(), GENERICJOB)
     latency.pod_phase("job", "pod-a", "Running", now=1.0)
     latency.pod_phase("job", "pod-b", "Running", now=1.0)
     latency.pod_phase("other", "pod-c", "Running", now=1.0)
     latency.pod_gone("job", "pod-a")
     latency.job_gone("other")
     assert len(latency) == 1
-    assert StatusLatency(None).enabled is False
+    assert StatusLatency(None, GENERICJOB).enabled is False
 
 
 @pytest.mark.parametrize(("text", "expected"), [

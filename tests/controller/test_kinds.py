@@ -1,0 +1,62 @@
+"""What `run` serves: the registered kinds, `--kinds`, and several kinds as one controller group that
+shares its informers."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes_asyncio.client import ApiClient, Configuration
+from prometheus_client import CollectorRegistry
+
+from controller.cmd import cli, kinds
+from controller.jobs.controller import JobController
+from controller.jobs.kind import KindApi
+from controller.kinds.genericjob.kind import GENERICJOB, GenericJobKind
+from controller.runtime.group import ControllerGroup
+
+
+class OtherKind(GenericJobKind):
+    """A second kind for the group: GenericJob's behaviour under another API."""
+
+    api = KindApi("batch.example.dev", "v1", "OtherJob", "otherjobs", label_prefix="otherjob.batch.example.dev")
+
+
+def test_every_registered_kind_is_served_unless_named():
+    assert kinds.select() == [GENERICJOB]
+    assert kinds.select(["genericjobs"]) == kinds.select(["GenericJob"]) == [GENERICJOB]
+    with pytest.raises(ValueError, match="unknown job kind tfjobs"):
+        kinds.select(["tfjobs"])
+    assert cli.parse_args(["run", "--kinds", "GenericJob"]).kinds == ("GenericJob",)
+    with pytest.raises(SystemExit):
+        cli.parse_args(["run", "--kinds", "nosuchjobs"])
+
+
+async def test_several_kinds_run_as_one_group_sharing_their_informers():
+    registry = CollectorRegistry()
+    async with ApiClient(Configuration(host="http://127.0.0.1:9")) as api:  # never contacted
+        served = kinds.make_controller(api, cli.manager_config(cli.parse_args(["run"])).controller, registry,
+                                       [GENERICJOB, OtherKind()])
+        assert isinstance(served, ControllerGroup)
+        first, second = served.members
+        assert isinstance(first, JobController) and first.factory is second.factory is served.factory
+        assert first.pods is second.pods  # one pod informer feeds both kinds' handlers
+        assert first.jobs is not second.jobs and first.queue is not second.queue
+        # Metrics of both share one registry, told apart by their labels.
+        first.metrics.observe_reconcile(0.01, "success")
+        second.metrics.observe_reconcile(0.01, "success")
+        for name in ("genericjob", "otherjob"):
+            assert registry.get_sample_value("controller_runtime_reconcile_total",
+                                             {"controller": name, "result": "success"}) == 1
+        # A pod of an OtherJob enqueues only its owner, in its own kind's queue.
+        pod = {"metadata": {"name": "o-w-0", "namespace": "ns", "uid": "p", "ownerReferences": [
+            {"apiVersion": "batch.example.dev/v1", "kind": "OtherJob", "name": "o", "uid": "o-uid",
+             "controller": True}]}}
+        first._pod_added(pod)
+        second._pod_added(pod)
+        assert (len(first.queue), len(second.queue)) == (0, 1)
+        assert served.problems() == []  # informers not started: nothing to judge yet
+
+
+async def test_one_kind_is_served_by_its_own_controller():
+    config = cli.manager_config(cli.parse_args(["run"])).controller
+    async with ApiClient(Configuration(host="http://127.0.0.1:9")) as api:
+        assert type(kinds.make_controller(api, config, CollectorRegistry())) is JobController

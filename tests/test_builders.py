@@ -1,0 +1,37 @@
+"""The test job builder itself: what it makes is what the CRD and the model expect."""
+
+from __future__ import annotations
+
+from controller.kinds.genericjob.validation import parse, validate
+from tests.builders import JobBuilder
+
+POD = {"spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}}
+
+
+def test_obj_is_the_object_kubectl_sends():
+    job = JobBuilder("train").replica("worker", 4, template=POD, restart_policy={"policy": "Never"}).spec(
+        cleanUpPolicy="All", successRules=[{"worker": [0]}]).obj()
+    assert job == {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "GenericJob", "metadata": {"name": "train"},
+                   "spec": {"replicaSpecs": [{"type": "worker", "replicas": 4, "template": POD,
+                                              "restartPolicy": {"policy": "Never"}}],
+                            "cleanUpPolicy": "All", "successRules": [{"worker": [0]}]}}
+
+
+def test_model_parses_and_validates():
+    builder = JobBuilder("train", namespace="ns", uid="u-1", generation=3).replica("ps", 1, template=POD).replica(
+        "worker", 2, template=POD)
+    model = builder.model()
+    assert (model.name, model.namespace, model.uid, model.generation) == ("train", "ns", "u-1", 3)
+    assert [(s.type, s.replicas) for s in model.spec.replica_specs] == [("ps", 1), ("worker", 2)]
+    parsed = parse(builder.obj())
+    assert parsed == model and validate(parsed) == []
+
+
+def test_steps_never_change_the_builder_they_start_from():
+    base = JobBuilder("j").replica("worker", 1, template=POD)
+    more = base.replica("ps", 1, template=POD).meta(resourceVersion="7").labels({"team": "a"})
+    assert [r["type"] for r in base.obj()["spec"]["replicaSpecs"]] == ["worker"]
+    assert [r["type"] for r in more.obj()["spec"]["replicaSpecs"]] == ["worker", "ps"]
+    assert "resourceVersion" not in base.obj()["metadata"] and more.obj()["metadata"]["labels"] == {"team": "a"}
+    raw = base.spec(replicaSpecs=[{"type": "chief", "replicas": 1, "template": POD}]).obj()
+    assert [r["type"] for r in raw["spec"]["replicaSpecs"]] == ["chief"]  # raw replicaSpecs replace the added ones
