@@ -12,8 +12,9 @@ def main(argv: list[str] | None = None) -> int:
     args = cli.parse_args(argv)
     if args.command == "local":
         if getattr(args, "local_unavailable", None):
-            print("genericjob-controller: the `local` command is not available: controller.local could not be "
-                  f"imported ({args.local_unavailable})", file=sys.stderr)
+            print("genericjob-controller: the `local` command is not available: controller.devtools.local could not "
+                  f"be imported ({args.local_unavailable}); the image ships `run` only, install the project with its "
+                  "'local' extra for `local`", file=sys.stderr)
             return 2
         from controller.devtools import local
 

@@ -4,9 +4,9 @@
 notice: resourceVersions, watches with history and 410 Gone, conflicts, the status subresource,
 CRD validation, graceful deletion and garbage collection, plus fault injection and pod runners.
 
-`LocalCluster` is imported when first asked for: the informers' listers use `apimachinery.selectors`
-(the apiserver's label-selector grammar, a module of its own), and importing it must not load a
-whole API server into the controller.
+`LocalCluster` is imported when first asked for, so that the light parts (the pod runners' script
+annotation, say) can be imported without loading a whole API server. Nothing on the controller's
+production path imports this package (tests/program/test_layers.py); it imports only apimachinery.
 """
 
 from __future__ import annotations

@@ -38,7 +38,6 @@ from controller.jobs.actions import (
     DeleteChild,
     created_event,
 )
-from controller.jobs.api import TERMINAL_PHASES
 from controller.jobs.kind import JobKind, ParsedJob, SpecProblem
 from controller.jobs.metrics import StatusLatency
 from controller.jobs.naming import controller_uid, replica_name
@@ -52,7 +51,7 @@ from informers import Lister
 
 log = structlog.get_logger("controller.reconciler")
 
-__all__ = ["DONE", "STUCK_TERMINATING_AFTER", "Reconciler", "Result", "WriteFailure", "WritesFailed", "is_terminal"]
+__all__ = ["DONE", "STUCK_TERMINATING_AFTER", "Reconciler", "Result", "WriteFailure", "WritesFailed"]
 
 # A pod name held by a pod that is not the job's: no event of ours announces when it goes, so look again.
 NAME_TAKEN_RETRY = 1.0
@@ -293,7 +292,3 @@ class Reconciler:
 
 def _key(obj: dict) -> str:
     return f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
-
-
-def is_terminal(obj: dict) -> bool:
-    return (obj.get("status") or {}).get("phase") in TERMINAL_PHASES
