@@ -17,8 +17,9 @@ import sys
 from collections.abc import Mapping
 from types import ModuleType
 
-from controller.cmd import kinds
+from controller.jobs.backoff import DEFAULT_BASE as DEFAULT_RESTART_BACKOFF
 from controller.jobs.plan import STUCK_TERMINATING_AFTER
+from controller.kinds import registry as kinds
 from controller.runtime.controller import INFORMER_STALE_AFTER, ControllerConfig
 from controller.runtime.leader import LeaderElectionConfig
 from controller.runtime.logs import FORMATS, LEVELS
@@ -126,6 +127,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds in-flight reconciles get to finish on SIGTERM (keep it below lease duration - retry period)")
     add("--stuck-terminating-after", type=_non_negative, default=STUCK_TERMINATING_AFTER,
         help="seconds past its grace period after which a terminating pod (on a lost node) is force-deleted")
+    add("--restart-backoff", type=_non_negative, default=DEFAULT_RESTART_BACKOFF,
+        help="seconds a replica's first replacement waits after a quick failure, doubling with each one more, at "
+             "most 300; a pod that ran 10 minutes resets it, as the kubelet's CrashLoopBackOff (0: no wait)")
     add("--informer-stale-after", type=_non_negative, default=INFORMER_STALE_AFTER,
         help="seconds without a completed list, a watch opened or a watch event (bookmarks come every minute) "
              "after which an informer that has synced fails /healthz, so the kubelet restarts a controller "
@@ -229,7 +233,7 @@ def manager_config(args: argparse.Namespace) -> ManagerConfig:
     controller = ControllerConfig(namespaces=tuple(args.namespace or ()), workers=args.workers, qps=args.qps,
                                   burst=args.burst, shutdown_timeout=args.shutdown_timeout,
                                   stuck_terminating_after=args.stuck_terminating_after,
-                                  informer_stale_after=args.informer_stale_after)
+                                  restart_backoff=args.restart_backoff, informer_stale_after=args.informer_stale_after)
     election = None
     if args.leader_elect:
         election = LeaderElectionConfig(args.lease_name, args.lease_namespace or pod_namespace(),

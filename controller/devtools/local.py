@@ -28,12 +28,14 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
 from kubernetes_asyncio import client, config
 
-from controller.devtools.progress import JobProgress, is_genericjob, plural
+from controller.devtools.progress import JobProgress, is_job, plural
 from controller.devtools.submit import ManifestError, Submitter, describe, load_manifests
+from controller.kinds import registry
 from controller.kinds.genericjob import crd
-from controller.kinds.genericjob.kind import GenericJobController
+from controller.kinds.tensorflow.tensorboard import tensorboard_crd
 from controller.runtime import logs
 from controller.runtime.client import resolve_proxy_once
 from controller.runtime.controller import ControllerConfig
@@ -42,6 +44,7 @@ from localcluster import LocalCluster
 
 EXIT_OK, EXIT_FAILED, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 SYNC_TIMEOUT = 30.0  # the informers' first list, against a server in the same process
+LOCAL_RESTART_BACKOFF = 1.0  # seconds: a short restart back-off, so a crash loop is visible but quick to watch
 READY = "ready:"  # starts the line printed once the controller runs (scripts and tests wait for it)
 
 
@@ -143,7 +146,8 @@ async def _with_cluster(cluster: LocalCluster, args: argparse.Namespace, objects
     await config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
     async with client.ApiClient(configuration) as api_client:
         resolve_proxy_once(api_client)
-        controller = GenericJobController(api_client, ControllerConfig(workers=args.workers, shutdown_timeout=5.0))
+        controller = registry.make_controller(api_client, ControllerConfig(
+            workers=args.workers, shutdown_timeout=5.0, restart_backoff=LOCAL_RESTART_BACKOFF), None)
         await controller.start(sync_timeout=SYNC_TIMEOUT)
         try:
             if objects is not None:
@@ -157,12 +161,17 @@ async def _with_cluster(cluster: LocalCluster, args: argparse.Namespace, objects
 
 
 def _install_crds(cluster: LocalCluster, directory: Path) -> list[str]:
-    if directory.is_dir():
-        return cluster.apply_crds(directory)
-    # Installed without the repository (a wheel, an image): the CRDs are generated from the models.
+    """The job kinds' CRDs (from `directory`, else generated from the models), and a minimal TensorBoard
+    API (the platform's, which the default install never claims) so TensorFlowTrainingJobs get theirs."""
     with tempfile.TemporaryDirectory() as generated:
-        crd.write(Path(generated))
-        return cluster.apply_crds(generated)
+        if not directory.is_dir():  # installed without the repository (a wheel): generated from the models
+            for name, text in registry.crd_files().items():
+                (Path(generated) / name).write_text(text)
+            directory = Path(generated)
+        installed = cluster.apply_crds(directory)
+    with tempfile.TemporaryDirectory() as extra:
+        (Path(extra) / "tensorboard.yaml").write_text(yaml.safe_dump(tensorboard_crd()))
+        return [*installed, *cluster.apply_crds(extra)]
 
 
 async def _apply_and_follow(api_client: client.ApiClient, objects: list[dict], args: argparse.Namespace,
@@ -181,11 +190,11 @@ async def _apply_and_follow(api_client: client.ApiClient, objects: list[dict], a
                 say(f"error: {describe(obj)}: {exc.message or exc}")
                 return EXIT_FAILED
             progress.emit(f"created {describe(created)}")
-            if is_genericjob(created):
+            if is_job(created):
                 progress.track(created)
         progress.submitted_all()
         if not progress.tracked:
-            say("no GenericJob to follow")
+            say("no job to follow")
             return EXIT_OK
         outcome = await _first_of(progress.wait(), stop.wait(), _deadline(args.timeout, started))
         took = time.monotonic() - started

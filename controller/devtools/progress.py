@@ -1,8 +1,8 @@
-"""Follow submitted GenericJobs through the status the controller writes, one printed line per change.
+"""Follow submitted jobs (of every kind) through the status the controller writes, one printed line per change.
 
     14:02:11  generic-example  Running    worker-0 Running, worker-1 Running, worker-2 Pending, worker-3 Creating
 
-Only what the API shows is used (an informer on GenericJobs, like `kubectl get -w`), so what is
+Only what the API shows is used (an informer per job kind, like `kubectl get -w`), so what is
 printed is what a user of the cluster would see. A line is printed when the job's phase or a
 replica's phase or restart count changes. Jobs with many replicas are shown as counts per type.
 """
@@ -20,10 +20,9 @@ from typing import TextIO
 from kubernetes_asyncio.client import ApiClient
 
 from controller.devtools.pod_logs import LogFollower
-from controller.kinds.genericjob.models import GROUP, KIND, PLURAL, VERSION
-from informers import InformerFactory, Resource
+from controller.kinds.registry import KINDS
+from informers import InformerFactory
 
-JOBS = Resource(GROUP, VERSION, PLURAL)
 FINISHED = frozenset({"Succeeded", "Failed"})
 STARTED = frozenset({"Running", "Succeeded", "Failed"})  # a replica phase whose pod may have output
 DELETED = "Deleted"  # a submitted job deleted before it finished (by kubectl, say)
@@ -32,8 +31,10 @@ LISTED_REPLICAS = 8  # more than this and replicas are counted by phase instead 
 PHASE_ORDER = ("Creating", "Pending", "Running", "Succeeded", "Failed", "Unknown", "Paused", "Resuming", DELETED)
 
 
-def is_genericjob(obj: dict) -> bool:
-    return obj.get("apiVersion") == f"{GROUP}/{VERSION}" and obj.get("kind") == KIND
+def is_job(obj: dict) -> bool:
+    """A job of a kind the controller serves (GenericJob, TensorFlowTrainingJob)."""
+    kind = KINDS.get(obj.get("kind", ""))
+    return kind is not None and obj.get("apiVersion") == kind.api.api_version
 
 
 def job_key(obj: dict) -> str:
@@ -51,6 +52,10 @@ def plural(count: int, word: str) -> str:
 
 def replica_records(job: dict) -> list[tuple[str, dict]]:
     """(type, record) for every replica in the status, in the controller's order."""
+    kind = KINDS.get(job.get("kind", ""))
+    if kind is not None:  # where its kind keeps them (GenericJob: replicas; TensorFlowTrainingJob: replicaStatus)
+        return [(replica_type, record) for replica_type, stored in kind.status.stored_types(job.get("status") or {})
+                for record in stored]
     tasks = (job.get("status") or {}).get("tasks") or ()
     return [(t.get("type", ""), r) for t in tasks for r in t.get("replicas") or ()]
 
@@ -119,8 +124,9 @@ class JobProgress:
     def __init__(self, api_client: ApiClient, out: TextIO | None = None, follow_logs: bool = False) -> None:
         self.out = out or sys.stdout
         self.factory = InformerFactory(api_client)
-        self.factory.informer(JOBS).add_handler(on_add=self._seen, on_update=lambda _old, new: self._seen(new),
-                                                on_delete=self._gone)
+        for kind in KINDS.values():
+            self.factory.informer(kind.api.resource).add_handler(
+                on_add=self._seen, on_update=lambda _old, new: self._seen(new), on_delete=self._gone)
         self.logs = LogFollower(api_client, self.emit) if follow_logs else None
         self.tracked: dict[str, Tracked] = {}  # by job key, in the order submitted
         self._latest: dict[str, dict] = {}  # every job seen, by key: events may arrive before `track` is called

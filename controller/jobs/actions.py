@@ -25,7 +25,7 @@ SCALE_DOWN = "scale-down"
 
 SERVICES = "services"
 PODGROUPS = "podgroups"
-CHILD_KINDS = {SERVICES: "Service", PODGROUPS: "PodGroup"}
+CHILD_KINDS = {SERVICES: "Service", PODGROUPS: "PodGroup", "tensorboards": "TensorBoard"}  # for messages
 
 
 class Event(NamedTuple):

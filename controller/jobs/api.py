@@ -106,3 +106,4 @@ class Verdict:
     phase: JobPhase  # Succeeded or Failed
     rule: object  # what was met (the kind's own rule), for tests and messages
     message: str  # for the Completed/Failed conditions and the Event
+    reason: str = ""  # the conditions' reason; the phase when empty (e.g. DeadlineExceeded)

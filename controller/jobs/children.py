@@ -10,8 +10,9 @@ nothing new (`making` False) and keeps what it has.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
+from apimachinery.resource import Resource
 from controller.jobs import podgroup, services
 from controller.jobs.actions import PODGROUPS, SERVICES, ChildAction, CreateChild, DeleteChild, PatchChild
 from controller.jobs.api import CleanUpPolicy
@@ -24,25 +25,26 @@ def service_actions(kind: JobKind, job: ParsedJob, status: dict, existing: list[
                     making: bool) -> list[ChildAction]:
     """Deletes first, then patches and creates in replica order. `status` is the plan's new status
     (which replicas clean-up has deleted)."""
-    ports = kind.service_ports(job)
+    ports = {spec.type: kind.service_ports(job, spec.type) for spec in job.spec.replica_specs}
     current = {s["metadata"]["name"]: s for s in existing}
-    wanted = {} if ports is None else _wanted_services(kind, job, status, terminal)
+    wanted = _wanted_services(kind, job, status, terminal, ports)
     actions: list[ChildAction] = [DeleteChild(SERVICES, name, svc["metadata"]["uid"])
                                   for name, svc in current.items() if name not in wanted]
     for name, (replica_type, rank) in wanted.items():
-        svc = current.get(name)
+        svc, type_ports = current.get(name), ports[replica_type]
         if svc is not None:
-            if not terminal and services.stored_ports(svc) != ports:
+            if not terminal and services.stored_ports(svc) != type_ports:
                 # The ports were edited: a merge patch replaces the port list whole.
-                actions.append(PatchChild(SERVICES, name, {"spec": {"ports": ports}}))
+                actions.append(PatchChild(SERVICES, name, {"spec": {"ports": type_ports}}))
         elif making:
             actions.append(CreateChild(SERVICES, name, services.desired_service(kind, job, replica_type, rank)))
     return actions
 
 
-def _wanted_services(kind: JobKind, job: ParsedJob, status: dict, terminal: bool) -> dict[str, tuple[str, int]]:
+def _wanted_services(kind: JobKind, job: ParsedJob, status: dict, terminal: bool,
+                     ports: dict[str, list[dict] | None]) -> dict[str, tuple[str, int]]:
     wanted = {replica_name(job.name, spec.type, rank): (spec.type, rank)
-              for spec in job.spec.replica_specs for rank in range(spec.replicas)}
+              for spec in job.spec.replica_specs if ports[spec.type] is not None for rank in range(spec.replicas)}
     if terminal and job.spec.clean_up_policy != CleanUpPolicy.NONE:
         if job.spec.clean_up_policy == CleanUpPolicy.ALL:
             return {}
@@ -65,6 +67,43 @@ def podgroup_actions(kind: JobKind, job: ParsedJob, existing: list[dict], *, ter
         if changes and not terminal:  # scale edits change the gang size; queue and priority follow the spec too
             actions.append(PatchChild(PODGROUPS, pg["metadata"]["name"], {"spec": changes}))
     return actions
+
+
+def dependent_actions(kind: JobKind, job: ParsedJob, observed: Mapping[Resource, list[dict] | None], *,
+                      terminal: bool) -> tuple[list[ChildAction], dict]:
+    """The kind's dependents (a TensorBoard): created while the job has not finished, their spec kept in
+    step (a merge patch), never deleted (they go with the job); and the status fields reporting them."""
+    actions: list[ChildAction] = []
+    done: dict[Resource, str] = {}
+    for resource, body in kind.dependents(job).items():
+        current_objects = observed.get(resource)
+        if current_objects is None:
+            continue  # the cluster has no such API: the kind's status says so
+        name = body["metadata"]["name"]
+        current = next((o for o in current_objects if o["metadata"]["name"] == name), None)
+        if current is None:
+            if not terminal:
+                actions.append(CreateChild(resource.plural, name, body))
+                done[resource] = "Create"
+        elif not terminal and (current.get("spec") or {}) != body.get("spec"):
+            actions.append(PatchChild(resource.plural, name,
+                                      {"spec": merge_patch(current.get("spec") or {}, body.get("spec") or {})}))
+            done[resource] = "Update"
+    reported = kind.dependent_status(job, {r: observed.get(r) for r in kind.dependent_resources}, done)
+    return actions, reported
+
+
+def merge_patch(old: dict, new: dict) -> dict:
+    """The JSON merge patch (RFC 7386) that turns `old` into `new`: removed keys become null."""
+    patch: dict = {key: None for key in old if key not in new}
+    for key, value in new.items():
+        if isinstance(value, dict) and isinstance(old.get(key), dict):
+            nested = merge_patch(old[key], value)
+            if nested:
+                patch[key] = nested
+        elif old.get(key, object()) != value:
+            patch[key] = value
+    return patch
 
 
 def remove_all(resource: str, existing: Iterable[dict]) -> list[ChildAction]:

@@ -11,13 +11,17 @@ the reconciler's expectations and time the status latency. All the work is in `R
 
 from __future__ import annotations
 
+import asyncio
 import time
 
+import structlog
 from kubernetes_asyncio.client import ApiClient
 from prometheus_client import CollectorRegistry
 
+from apimachinery.errors import ApiStatusError
 from apimachinery.resource import PODS, SERVICES
 from controller.jobs import podgroup
+from controller.jobs.backoff import RestartBackoff
 from controller.jobs.kind import JobKind
 from controller.jobs.metrics import JobMetrics, StatusLatency
 from controller.jobs.naming import controller_uid, owner_key
@@ -25,8 +29,11 @@ from controller.jobs.reconciler import Reconciler
 from controller.runtime.controller import Controller, ControllerConfig
 from controller.runtime.result import Result
 from informers import InformerFactory
+from informers.transport import TRANSIENT_ERRORS, Transport
 
 __all__ = ["ControllerConfig", "JobController"]
+
+log = structlog.get_logger("controller.jobs")
 
 
 class JobController(Controller):
@@ -45,13 +52,76 @@ class JobController(Controller):
         self.podgroups = self.informer(podgroup.RESOURCE) if config.podgroups else None
         self.reconciler = Reconciler(kind, self.client, self.jobs.lister, self.pods.lister, self.services.lister,
                                      self.podgroups.lister if self.podgroups else None, self.recorder,
-                                     stuck_after=config.stuck_terminating_after, latency=self.status_latency)
+                                     stuck_after=config.stuck_terminating_after, latency=self.status_latency,
+                                     restart_backoff=RestartBackoff(config.restart_backoff))
         self._phases: dict[str, str] = {}  # job uid -> phase
         self._phase_counts: dict[str, int] = {}  # phase -> jobs, kept as phases change (no recount per event)
+        for resource in kind.dependent_resources:
+            self.client.register(resource)
+        self._discovery: asyncio.Task | None = None  # looks again for dependent APIs the cluster lacks
         self._register_handlers()
 
     async def reconcile(self, key: str) -> Result:
         return await self.reconciler.reconcile(key)
+
+    # --- dependents whose API the cluster may lack (a TensorBoard) --------------------------
+
+    async def wait_for_sync(self, timeout: float) -> None:
+        """The caches, then the kind's dependent APIs: each the cluster serves gets an informer now, before
+        any job is reconciled; those it lacks are looked for again every `dependent_recheck` seconds (an API
+        installed later is noticed, and every job reconciled with it)."""
+        await super().wait_for_sync(timeout)
+        if not await self._discover_dependents(timeout) and self._discovery is None:
+            self._discovery = asyncio.get_running_loop().create_task(self._rediscover(timeout))
+
+    async def _discover_dependents(self, timeout: float) -> bool:
+        """Watch every dependent API the cluster now serves; True once all are watched."""
+        for resource in self.kind.dependent_resources:
+            if resource in self.reconciler.dependent_listers or not await self._served(resource):
+                continue
+            informer = self.informer(resource)
+            informer.add_handler(on_add=self._child_changed, on_update=self._child_updated,
+                                 on_delete=self._child_changed)
+            self.factory.start()  # starts only the new informer
+            await self.factory.wait_for_sync(timeout)
+            self.reconciler.dependent_listers[resource] = informer.lister
+            log.info("watching a dependent API", resource=str(resource), kind=self.kind.api.kind)
+            for job in self.jobs.lister.list():
+                self.queue.add(f"{job['metadata'].get('namespace', '')}/{job['metadata']['name']}")
+        return all(r in self.reconciler.dependent_listers for r in self.kind.dependent_resources)
+
+    async def _served(self, resource) -> bool:
+        """Does the cluster serve this API? A list of at most one object answers it (404: no such API)."""
+        try:
+            await Transport(self.client.api_client, self.config.request_timeout).get(
+                resource.path(self._a_namespace()), {"limit": "1"})
+        except ApiStatusError as err:
+            if err.code != 404:
+                log.warning("cannot tell whether the cluster serves a dependent API", resource=str(resource),
+                            code=err.code, error=err.message)
+            return False
+        except TRANSIENT_ERRORS as err:
+            log.warning("cannot tell whether the cluster serves a dependent API", resource=str(resource),
+                        error=str(err))
+            return False
+        return True
+
+    def _a_namespace(self) -> str | None:
+        namespaces = self.config.watched_namespaces()
+        return namespaces[0] if namespaces else None
+
+    async def _rediscover(self, timeout: float) -> None:
+        found = False
+        while not found:  # a poll: no event announces an API being installed (without watching CRDs)
+            await asyncio.sleep(self.config.dependent_recheck)
+            found = await self._discover_dependents(timeout)
+
+    async def stop_workers(self, drain: bool = True) -> None:
+        if self._discovery is not None:
+            self._discovery.cancel()
+            await asyncio.gather(self._discovery, return_exceptions=True)
+            self._discovery = None
+        await super().stop_workers(drain)
 
     def current_version(self, key: str) -> str | None:
         cached = self.jobs.lister.get(key)

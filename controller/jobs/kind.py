@@ -81,20 +81,22 @@ class RestartRule(Protocol):
     """The restart policy of one replica, as the engine asks it."""
 
     @property
-    def limit(self) -> int:
-        """Restarts allowed (shown in the Restarting Event)."""
+    def limit(self) -> int | None:
+        """Restarts allowed (shown in the Restarting Event); None: no limit."""
 
     @property
     def counts_lost_pods(self) -> bool:
         """A pod lost while running (deleted, evicted) is a restart to count, and refused past the limit.
         False: the pod is recreated without counting (as under policy Never)."""
 
-    def can_restart(self, restart_count: int) -> bool:
-        """Within the limit."""
+    def can_restart(self, restart_count: int, job_restarts: int = 0) -> bool:
+        """Within the limit: the replica's (`restart_count`) or the job's (`job_restarts`, every replica's
+        restarts so far, those granted earlier in the same reconcile included)."""
 
-    def replaces(self, phase: str, restart_count: int, containers: Sequence[dict]) -> bool:
-        """A pod of the replica finished with `phase` (Succeeded or Failed), after `restart_count` restarts,
-        its containers as the replica record has them (`{name, state, exitCode}`): is it replaced?"""
+    def replaces(self, phase: str, restart_count: int, containers: Sequence[dict], job_restarts: int = 0) -> bool:
+        """A pod of the replica finished with `phase` (Succeeded or Failed), after `restart_count` restarts
+        (`job_restarts` for the whole job), its containers as the replica record has them
+        (`{name, state, exitCode}`): is it replaced?"""
 
 
 class StatusCodec(Protocol):
@@ -118,6 +120,9 @@ class SpecProblem(Protocol):
 class JobKind(Protocol):
     api: KindApi
     status: StatusCodec
+    # APIs of objects the kind's jobs own besides pods, Services and the PodGroup (TensorFlowTrainingJob: its
+    # TensorBoard). Their API may be missing from a cluster: the controller watches each once it is served.
+    dependent_resources: tuple[Resource, ...]
 
     def parse(self, obj: dict) -> ParsedJob | list[SpecProblem]:
         """The job, parsed and validated; or every problem found, each naming its field."""
@@ -134,11 +139,25 @@ class JobKind(Protocol):
     def verdict(self, job: ParsedJob, outcomes: Outcomes) -> Verdict | None:
         """Succeeded or Failed, given each replica's outcome for good; None while undecided."""
 
+    def active_deadline(self, job: ParsedJob) -> float | None:
+        """Seconds the job may be active after its startTime before it fails (DeadlineExceeded); None: no
+        deadline."""
+
     def decorate_pod(self, job: ParsedJob, replica_type: str, rank: int, index: int, pod_spec: dict,
                      override: Any) -> None:
         """The kind's changes to a replica's pod spec (a copy of its template's spec), in place: its variables
         and environment, and `override` (pods.Override, the run mode's command and args; None for none)."""
 
-    def service_ports(self, job: ParsedJob) -> list[dict] | None:
-        """The ports of each replica's headless Service, with the API server's defaults filled in (so they
-        compare equal to a stored Service's); None when the job wants no Services."""
+    def dependents(self, job: ParsedJob) -> dict[Resource, dict]:
+        """The dependent objects the job wants, by resource: created, kept in step with the spec (a merge
+        patch of `spec`), left in place when the job finishes (they go with the job)."""
+
+    def dependent_status(self, job: ParsedJob, observed: Mapping[Resource, list[dict] | None],
+                         actions: Mapping[Resource, str]) -> dict:
+        """Status fields that report the dependents (`observed`: the job's objects of each resource, None
+        where the cluster has no such API; `actions`: Create, Update or NOP, what this reconcile does).
+        A value with "type": "Warning" is announced by a Warning Event when its reason changes."""
+
+    def service_ports(self, job: ParsedJob, replica_type: str) -> list[dict] | None:
+        """The ports of the headless Service of each replica of a type, with the API server's defaults filled
+        in (so they compare equal to a stored Service's); None when that type wants no Services."""

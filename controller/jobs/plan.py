@@ -16,10 +16,10 @@ deletes its pods, and a running job restarts and creates them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 
+from apimachinery.resource import Resource
 from controller.jobs import children, cleanup, restart
 from controller.jobs import status as st
 from controller.jobs.actions import (
@@ -41,7 +41,8 @@ from controller.jobs.actions import (
     ForceDeletePod,
     deleted_event,
 )
-from controller.jobs.api import TERMINAL_PHASES, JobPhase, Verdict
+from controller.jobs.api import TERMINAL_PHASES, CleanUpPolicy, JobPhase, Verdict
+from controller.jobs.backoff import NO_BACKOFF, RestartBackoff, epoch, stamp
 from controller.jobs.kind import JobKind, ParsedJob
 from controller.jobs.naming import replica_name, replica_of
 from controller.jobs.restart import Observation, Slot
@@ -73,6 +74,7 @@ class Plan:
     podgroup: list[ChildAction] = field(default_factory=list)
     services: list[ChildAction] = field(default_factory=list)
     force_delete: list[ForceDeletePod] = field(default_factory=list)
+    dependents: list[ChildAction] = field(default_factory=list)  # the kind's own dependents (a TensorBoard)
     requeue_after: float | None = None  # seconds until something no watch event announces needs a look
 
     def events_after(self, refused_deletes: Iterable[str]) -> list[Event]:
@@ -83,11 +85,15 @@ class Plan:
 
 def plan(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict], now: str, *,
          services: list[dict] | None = None, podgroups: list[dict] | None = None, clock: float | None = None,
-         stuck_after: float = STUCK_TERMINATING_AFTER, write_failure: WriteFailure | None = None) -> Plan:
+         stuck_after: float = STUCK_TERMINATING_AFTER, write_failure: WriteFailure | None = None,
+         restart_backoff: RestartBackoff = NO_BACKOFF, dependents: Mapping[Resource, list[dict] | None] | None = None
+         ) -> Plan:
     """The plan for a job whose spec is valid. `services` and `podgroups` are the job's children as cached
     (None: not watched, left alone); `clock` is the wall-clock time in seconds, for pods stuck terminating
-    (None: not checked); `write_failure` the first write refused in the job's last reconcile."""
-    core = _plan_replicas(kind, job, status, pods, now)
+    (None: not checked); `write_failure` the first write refused in the job's last reconcile;
+    `restart_backoff` how long replacements wait (backoff.py); `dependents` the job's objects of each of the
+    kind's dependent resources (None, or a resource left out: the cluster has no such API)."""
+    core = _plan_replicas(kind, job, status, pods, now, restart_backoff, clock)
     if write_failure is not None and not core.terminal:
         # Shown as a ReplicaSet shows its FailedCreate; a finished job's conditions never change.
         conditions = st.write_failure_condition(core.status.get("conditions") or [], status.get("conditions") or [],
@@ -100,11 +106,28 @@ def plan(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict], now: str
         children.podgroup_actions(kind, job, podgroups, terminal=core.terminal, making=making)
     upkeep = core.services if services is None else \
         children.service_actions(kind, job, core.status, services, terminal=core.terminal, making=making)
-    force, requeue_after = _stuck_pods(pods, clock, stuck_after)
-    return replace(core, podgroup=podgroup, services=upkeep, force_delete=force, requeue_after=requeue_after)
+    force, stuck_check = _stuck_pods(pods, clock, stuck_after)
+    kept, reported = children.dependent_actions(kind, job, dependents or {}, terminal=core.terminal)
+    new_status, events = core.status, core.events
+    if reported:
+        new_status = {**core.status, **reported}
+        events = [*events, *_dependent_events(status, reported)]
+    return replace(core, status=new_status, events=events, podgroup=podgroup, services=upkeep, force_delete=force,
+                   dependents=kept, requeue_after=_soonest(core.requeue_after, stuck_check))
 
 
-def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict], now: str) -> Plan:
+def _dependent_events(old: dict, reported: dict) -> list[Event]:
+    """A Warning Event when a dependent's report turns to a Warning (its API missing, say), once."""
+    events = []
+    for key, value in reported.items():
+        before = old.get(key) if isinstance(old.get(key), dict) else {}
+        if isinstance(value, dict) and value.get("type") == WARNING and before.get("reason") != value.get("reason"):
+            events.append(Event(WARNING, str(value.get("reason") or key), str(value.get("note") or "")))
+    return events
+
+
+def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict], now: str,
+                   backoff: RestartBackoff, clock: float | None = None) -> Plan:
     old = status or {}
     slots, strays = _slots(kind, job, old, pods)
     # Pods of ranks or types no longer in the spec belong to no replica: they go, whatever the phase.
@@ -113,15 +136,43 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
 
     if old.get("phase") in TERMINAL_PHASES:
         return _settle_finished(kind, job, old, slots, delete, events)
-    observations = [restart.observe(slot) for slot in slots]
+    observations = restart.observe_all(slots, sum(slot.record.restart_count for slot in slots))
     run_mode = job.spec.run_mode
+    now_epoch = clock if clock is not None else epoch(now)  # the clock when given: `now` has whole seconds
+    deadline_check = None
     if not run_mode.paused and not run_mode.debugging:
-        verdict = kind.verdict(job, {(o.slot.type, o.slot.rank): o.outcome for o in observations})
+        verdict, deadline_check = _deadline(kind.active_deadline(job), old, now_epoch)
+        if verdict is None:  # a deadline passed wins over anything the replicas say (failure wins a tie)
+            verdict = kind.verdict(job, {(o.slot.type, o.slot.rank): o.outcome for o in observations})
         if verdict is not None:
             return _finish(kind, job, old, observations, verdict, now, delete, events)
     if run_mode.paused:
         return _pause(kind, job, old, observations, now, delete, events)
-    return _run(kind, job, old, observations, now, delete, events)
+    the_plan = _run(kind, job, old, observations, now, delete, events, now_epoch, backoff)
+    if deadline_check is None and the_plan.status.get("startTime") and not old.get("startTime"):
+        _, deadline_check = _deadline(kind.active_deadline(job), the_plan.status, now_epoch)  # started just now
+    return replace(the_plan, requeue_after=_soonest(the_plan.requeue_after, deadline_check))
+
+
+DEADLINE_EXCEEDED = "DeadlineExceeded"
+
+
+def _deadline(seconds: float | None, status: dict, now_epoch: float) -> tuple[Verdict | None, float | None]:
+    """The verdict of a job whose active deadline has passed since its startTime, or the seconds until it
+    passes (a wake-up: nothing else would announce it). (None, None) without a deadline or a start."""
+    start = status.get("startTime")
+    if not seconds or not start:
+        return None, None
+    left = epoch(start) + seconds - now_epoch
+    if left > 0:
+        return None, left
+    return Verdict(JobPhase.FAILED, None, f"The job was active longer than its deadline "
+                   f"(runPolicy.activeDeadlineSeconds {seconds:g}).", reason=DEADLINE_EXCEEDED), None
+
+
+def _soonest(*delays: float | None) -> float | None:
+    known = [d for d in delays if d is not None]
+    return min(known) if known else None
 
 
 def plan_invalid(kind: JobKind, status: dict, pods: list[dict], message: str, now: str, *,
@@ -168,7 +219,7 @@ def _stuck_pods(pods: list[dict], clock: float | None, stuck_after: float) -> tu
         deadline = meta.get("deletionTimestamp")
         if not deadline:
             continue
-        overdue = clock - (datetime.fromisoformat(deadline).timestamp() + stuck_after)
+        overdue = clock - (epoch(deadline) + stuck_after)
         if overdue < 0:
             next_check = -overdue if next_check is None else min(next_check, -overdue)
         else:
@@ -245,8 +296,9 @@ def _by_type(job: ParsedJob, slots: list[Slot], records: list[Replica]) -> list[
 
 
 def _run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observation], now: str,
-         delete: list, events: list) -> Plan:
-    steps = [restart.step(o) for o in observations]
+         delete: list, events: list, now_epoch: float, backoff: RestartBackoff) -> Plan:
+    restarted_at = stamp(now_epoch)
+    steps = [restart.step(o, restarted_at, now_epoch, backoff) for o in observations]
     records = [s.record for s in steps]
     old_conditions = old.get("conditions") or []
     # Debug pods stay debug pods; a job that was ever paused (it has a Paused condition, True or
@@ -266,7 +318,8 @@ def _run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observatio
     new = st.assemble(old, kind.status, phase=phase, conditions=conditions,
                       records_by_type=_by_type(job, _slots_of(observations), records),
                       start_time=start, completion_time=None)
-    return Plan(new, create=create, delete=delete, events=events + _phase_events(old, phase))
+    return Plan(new, create=create, delete=delete, events=events + _phase_events(old, phase),
+                requeue_after=_soonest(*(s.wake for s in steps)))
 
 
 def _pause(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observation], now: str,
@@ -294,14 +347,18 @@ def _finish(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observa
     """The job has just succeeded or failed: record it, with the clean-up it calls for."""
     events = [*events, _phase_event(verdict.phase, verdict.message)]
     slots = _slots_of(observations)
-    settled = [cleanup.settle(job.spec.clean_up_policy, slot.record, slot.pod) for slot in slots]
+    policy = job.spec.clean_up_policy
+    if verdict.reason == DEADLINE_EXCEEDED and policy == CleanUpPolicy.NONE:
+        policy = CleanUpPolicy.UNFINISHED  # past its deadline a job stops: its running pods are deleted
+    settled = [cleanup.settle(policy, slot.record, slot.pod) for slot in slots]
     delete, events = _cleanup_actions(slots, settled, delete, events)
     old_conditions = old.get("conditions") or []
     # Initialized and ReplicaFailure describe the replicas as the job ended, before the clean-up.
     conditions = st.progress_conditions(old_conditions, phase=verdict.phase, records=[o.record for o in observations],
                                         now=now)
     conditions = st.finished_conditions(conditions, succeeded=verdict.phase == JobPhase.SUCCEEDED,
-                                        reason=str(verdict.phase), message=verdict.message, now=now)
+                                        reason=verdict.reason or str(verdict.phase), message=verdict.message,
+                                        now=now)
     new = st.assemble(old, kind.status, phase=verdict.phase, conditions=conditions,
                       records_by_type=_by_type(job, slots, [s.record for s in settled]),
                       start_time=old.get("startTime") or now, completion_time=now)

@@ -38,6 +38,7 @@ from controller.jobs.actions import (
     DeleteChild,
     created_event,
 )
+from controller.jobs.backoff import NO_BACKOFF, RestartBackoff
 from controller.jobs.kind import JobKind, ParsedJob, SpecProblem
 from controller.jobs.metrics import StatusLatency
 from controller.jobs.naming import controller_uid, replica_name
@@ -65,7 +66,8 @@ def utc_now() -> str:
 class Reconciler:
     def __init__(self, kind: JobKind, client: KubeClient, jobs: Lister, pods: Lister, services_lister: Lister,
                  podgroups: Lister | None, recorder: EventRecorder, *, now=utc_now, clock=time.time,
-                 stuck_after: float = STUCK_TERMINATING_AFTER, latency: StatusLatency | None = None) -> None:
+                 stuck_after: float = STUCK_TERMINATING_AFTER, latency: StatusLatency | None = None,
+                 restart_backoff: RestartBackoff = NO_BACKOFF) -> None:
         self.kind = kind
         self.client = client
         self.jobs = jobs
@@ -76,8 +78,11 @@ class Reconciler:
         self.now = now  # the timestamps written in the status
         self.clock = clock  # wall-clock seconds, to compare with deletionTimestamps
         self.stuck_after = stuck_after
+        self.restart_backoff = restart_backoff
         self.latency = latency if latency is not None and latency.enabled else None
         self.expectations = Expectations()
+        # The kind's dependent resources the cluster serves, by resource: a lister once its informer has synced.
+        self.dependent_listers: dict = {}
         # job uid -> the first write refused in its last reconcile, shown by the next status write.
         self._failures: dict[str, WriteFailure] = {}
         # uid -> (generation, parsed job or spec problems): a job is parsed once per generation.
@@ -112,8 +117,9 @@ class Reconciler:
         else:
             if await self._cache_lags(obj, status, pods):
                 return Result(requeue_after=0.2)
+            dependents = {resource: lister.controlled_by(uid) for resource, lister in self.dependent_listers.items()}
             the_plan = plan(self.kind, job, status, pods, self.now(), write_failure=self._failures.get(uid),
-                            **children)
+                            restart_backoff=self.restart_backoff, dependents=dependents, **children)
         written = await self._write_status(obj, status, the_plan)
         if written is None:
             return Result(requeue_after=0.0, lost_at=obj["metadata"]["resourceVersion"])
@@ -126,6 +132,7 @@ class Reconciler:
         if the_plan.create and not await self._create_pods(obj, job, the_plan, expected, failed):
             wake_ups.append(NAME_TAKEN_RETRY)
         await self._upkeep(obj, the_plan.services, failed)
+        await self._upkeep(obj, the_plan.dependents, failed)
         for event in the_plan.events_after(refused_deletes):
             self.recorder.record(written, *event)
         await self._force_delete(obj, the_plan, failed)
@@ -269,7 +276,7 @@ class Reconciler:
         others wait for the retry: every Service is made from the same spec, and would be refused alike."""
         namespace = obj["metadata"]["namespace"]
         for action in actions:
-            what = f"{CHILD_KINDS[action.resource]} {action.name}"
+            what = f"{CHILD_KINDS.get(action.resource, action.resource)} {action.name}"
             try:
                 if isinstance(action, DeleteChild):
                     await self.client.delete(action.resource, namespace, action.name, action.uid)

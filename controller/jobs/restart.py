@@ -18,10 +18,11 @@ restart is only granted while `restartCount < limit`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from controller.jobs.api import Outcome
+from controller.jobs.backoff import NO_BACKOFF, RestartBackoff
 from controller.jobs.kind import RestartRule
 from controller.jobs.status import DELETED, FINISHED, Replica, is_terminating, observed, pod_uid
 
@@ -61,17 +62,41 @@ class Step:
     create: bool = False  # create the replica's pod
     delete: str | None = None  # uid of a pod to delete
     restart_event: str | None = None  # message of the Restarting event, when a replacement was decided
+    wake: float | None = None  # seconds until the replacement's back-off ends (it is created then)
 
 
-def final_outcome(phase: str, policy: RestartRule, restart_count: int,
-                  containers: Sequence[dict] = ()) -> Outcome | None:
-    """A finished pod that will not be replaced is the replica's outcome for good."""
-    if phase not in FINISHED or policy.replaces(phase, restart_count, containers):
+def final_outcome(phase: str, policy: RestartRule, restart_count: int, containers: Sequence[dict] = (),
+                  job_restarts: int = 0) -> Outcome | None:
+    """A finished pod that will not be replaced is the replica's outcome for good. `job_restarts`: the
+    restarts of every replica of the job so far (a kind's budget may be the job's, not the replica's)."""
+    if phase not in FINISHED or policy.replaces(phase, restart_count, containers, job_restarts):
         return None
     return Outcome(phase)
 
 
-def observe(slot: Slot) -> Observation:
+def observe_all(slots: Sequence[Slot], job_restarts: int) -> list[Observation]:
+    """Every replica observed in order, each knowing the restarts granted to those before it in this same
+    reconcile: two replicas failing at once draw on a job-wide budget one after the other, so a budget
+    of one restarts the first and fails the second."""
+    observations = []
+    for slot in slots:
+        obs = observe(slot, job_restarts)
+        observations.append(obs)
+        if will_count(obs):
+            job_restarts += 1
+    return observations
+
+
+def will_count(obs: Observation) -> bool:
+    """Will `step` count a restart for this observation?"""
+    if obs.outcome is not None or obs.seen in (Seen.RETIRED, Seen.MISSING):
+        return False
+    if obs.seen == Seen.CURRENT:
+        return obs.record.phase in FINISHED
+    return obs.record.phase in FINISHED or obs.slot.policy.counts_lost_pods  # GONE
+
+
+def observe(slot: Slot, job_restarts: int = 0) -> Observation:
     record, pod = slot.record, slot.pod
     retired = record.last_restart_uid
     if pod is not None:
@@ -79,27 +104,27 @@ def observe(slot: Slot) -> Observation:
         if uid and uid == retired:
             # Already retired (and counted, if it was a restart): never counted again, and what it
             # does while it goes (a pod deleted for pause fails with SIGTERM) is not the replica's.
-            return Observation(slot, Seen.RETIRED, record, _recorded_outcome(record, slot.policy))
+            return Observation(slot, Seen.RETIRED, record, _recorded_outcome(record, slot.policy, job_restarts))
         # The recorded pod, the new pod we asked for, or one that replaced ours behind our back:
         # adopt it. Adopting never counts a restart, so caches that disagree cannot inflate counts.
         seen_record = observed(record, pod)
         return Observation(slot, Seen.CURRENT, seen_record,
                            final_outcome(seen_record.phase, slot.policy, seen_record.restart_count,
-                                         seen_record.containers))
+                                         seen_record.containers, job_restarts))
     if record.uid in ("", retired):
         return Observation(slot, Seen.MISSING, record, None)
-    return _gone(slot)
+    return _gone(slot, job_restarts)
 
 
-def _recorded_outcome(record: Replica, policy: RestartRule) -> Outcome | None:
+def _recorded_outcome(record: Replica, policy: RestartRule, job_restarts: int) -> Outcome | None:
     # While a retired pod is still visible the replica awaits its replacement, unless the record
     # already names a newer pod (the cache lags behind the status): then that pod's record counts.
     if record.uid in ("", record.last_restart_uid):
         return None
-    return final_outcome(record.phase, policy, record.restart_count, record.containers)
+    return final_outcome(record.phase, policy, record.restart_count, record.containers, job_restarts)
 
 
-def _gone(slot: Slot) -> Observation:
+def _gone(slot: Slot, job_restarts: int) -> Observation:
     """The recorded pod vanished and the controller did not retire it.
 
     If it was last seen finished, its last phase stands in for it: a completed pod that disappears
@@ -111,41 +136,50 @@ def _gone(slot: Slot) -> Observation:
     record, policy = slot.record, slot.policy
     if record.phase in FINISHED:
         return Observation(slot, Seen.GONE, record, final_outcome(record.phase, policy, record.restart_count,
-                                                                  record.containers))
-    if not policy.counts_lost_pods or policy.can_restart(record.restart_count):
+                                                                  record.containers, job_restarts))
+    if not policy.counts_lost_pods or policy.can_restart(record.restart_count, job_restarts):
         return Observation(slot, Seen.GONE, record, None)
     return Observation(slot, Seen.GONE, record.in_phase("Failed"), Outcome.FAILED)
 
 
-def step(obs: Observation) -> Step:
-    """The decision for one replica of a job that runs (not paused, not finished)."""
+def step(obs: Observation, now: str = "", now_epoch: float = 0.0, backoff: RestartBackoff = NO_BACKOFF) -> Step:
+    """The decision for one replica of a job that runs (not paused, not finished), at `now` (a timestamp
+    with milliseconds, kept as a restart's lastRestartTime; `now_epoch` the same moment in seconds): a
+    replacement waits out the restart back-off (backoff.py)."""
     record, pod, policy = obs.record, obs.slot.pod, obs.slot.policy
     if obs.seen == Seen.RETIRED:
         return Step(record, delete=None if is_terminating(pod) else pod_uid(pod))
     if obs.seen == Seen.MISSING:
-        return Step(record.awaiting(), create=True)
+        return _replace(record.awaiting(), backoff, now_epoch)
     if obs.outcome is not None:
         return Step(record)  # decided for good: nothing is replaced any more
     if obs.seen == Seen.CURRENT:
         if record.phase not in FINISHED:
             return Step(record)  # still going
         # Finished and to be replaced: count it and retire the pod in the same status write; the
-        # replacement is created by a later reconcile, once the old pod is gone.
-        counted = record.counted()
+        # replacement is created by a later reconcile, once the old pod is gone (and the back-off over).
+        counted = record.counted(now, backoff.streak(record.restart_streak, pod, now_epoch))
         return Step(counted, delete=None if is_terminating(pod) else pod_uid(pod),
-                    restart_event=_restart_message(counted, policy, _exit_cause(record, pod)))
-    # GONE, to be replaced: nothing left to delete, so the replacement is due at once.
+                    restart_event=_restart_message(counted, policy, _exit_cause(record, pod), backoff))
+    # GONE, to be replaced: nothing left to delete, so the replacement is due once the back-off is over.
     if record.phase in FINISHED:
-        counted = record.counted()
-        return Step(counted.awaiting(), create=True,
-                    restart_event=_restart_message(counted, policy, _exit_cause(record, None)))
+        counted = record.counted(now, backoff.streak(record.restart_streak, None, now_epoch))
+        return replace(_replace(counted.awaiting(), backoff, now_epoch),
+                       restart_event=_restart_message(counted, policy, _exit_cause(record, None), backoff))
     if not policy.counts_lost_pods:
         retired = record.retired()
         return Step(retired.awaiting(), create=True,
                     restart_event=f"Recreating replica {record.name} (not counted: restart policy Never): "
                                   "pod was deleted")
-    counted = record.counted()
-    return Step(counted.awaiting(), create=True, restart_event=_restart_message(counted, policy, "pod was deleted"))
+    counted = record.counted(now, backoff.streak(record.restart_streak, None, now_epoch))
+    return replace(_replace(counted.awaiting(), backoff, now_epoch),
+                   restart_event=_restart_message(counted, policy, "pod was deleted", backoff))
+
+
+def _replace(awaiting: Replica, backoff: RestartBackoff, now_epoch: float) -> Step:
+    """The replacement of a replica: created now, or a wake-up when its back-off ends."""
+    wait = backoff.remaining(awaiting.last_restart_time, awaiting.restart_streak, now_epoch)
+    return Step(awaiting, wake=wait) if wait > 0 else Step(awaiting, create=True)
 
 
 def pause(obs: Observation) -> Step:
@@ -156,8 +190,11 @@ def pause(obs: Observation) -> Step:
     return Step(paused, delete=None if pod is None or is_terminating(pod) else pod_uid(pod))
 
 
-def _restart_message(record: Replica, policy: RestartRule, cause: str) -> str:
-    return f"Restarting replica {record.name} (restart {record.restart_count} of {policy.limit}): {cause}"
+def _restart_message(record: Replica, policy: RestartRule, cause: str, backoff: RestartBackoff) -> str:
+    limit = "" if policy.limit is None else f" of {policy.limit}"
+    delay = backoff.delay(record.restart_streak)
+    wait = f"; its next pod in {delay:g}s (back-off)" if delay > 0 else ""
+    return f"Restarting replica {record.name} (restart {record.restart_count}{limit}): {cause}{wait}"
 
 
 def _exit_cause(record: Replica, pod: dict | None) -> str:

@@ -25,7 +25,7 @@ def stored_ports(svc: dict) -> list[dict]:
 
 def desired_service(kind: JobKind, job: ParsedJob, replica_type: str, rank: int) -> dict | None:
     """The Service of replica (type, rank), or None when the job wants no Services."""
-    ports = kind.service_ports(job)
+    ports = kind.service_ports(job, replica_type)
     if ports is None:
         return None
     return {

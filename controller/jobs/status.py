@@ -86,26 +86,39 @@ class Replica:
     containers: tuple[dict, ...] = ()  # {name, state, exitCode} per container of the current pod
     restart_count: int = 0
     last_restart_uid: str = ""
+    # Restart back-off (backoff.py): when the last restart was counted, and how many quick ones in a row.
+    last_restart_time: str = ""
+    restart_streak: int = 0
 
     def to_json(self) -> dict:
-        return {"name": self.name, "uid": self.uid, "phase": self.phase, "containers": list(self.containers),
-                "restartCount": self.restart_count, "lastRestartUid": self.last_restart_uid}
+        out = {"name": self.name, "uid": self.uid, "phase": self.phase, "containers": list(self.containers),
+               "restartCount": self.restart_count, "lastRestartUid": self.last_restart_uid}
+        if self.last_restart_time:  # only once restarted: a record of a replica never restarted stays as it was
+            out["lastRestartTime"] = self.last_restart_time
+            out["restartStreak"] = self.restart_streak
+        return out
+
+    def _with(self, uid: str, phase: str, containers: tuple[dict, ...], last_restart_uid: str) -> Replica:
+        return Replica(self.name, uid, phase, containers, self.restart_count, last_restart_uid,
+                       self.last_restart_time, self.restart_streak)
 
     def in_phase(self, phase: str) -> Replica:
-        return Replica(self.name, self.uid, phase, self.containers, self.restart_count, self.last_restart_uid)
+        return self._with(self.uid, phase, self.containers, self.last_restart_uid)
 
-    def counted(self) -> Replica:
-        """A restart counted, and the current pod retired with it."""
-        return Replica(self.name, self.uid, self.phase, self.containers, self.restart_count + 1, self.uid)
+    def counted(self, now: str = "", streak: int = 0) -> Replica:
+        """A restart counted at `now` (the `streak`-th quick one in a row), and the current pod retired with it."""
+        return Replica(self.name, self.uid, self.phase, self.containers, self.restart_count + 1, self.uid,
+                       now, streak)
 
     def retired(self) -> Replica:
-        """The current pod retired without counting a restart (policy Never's lost pod, pause)."""
+        """The current pod retired without counting a restart (policy Never's lost pod, pause): its
+        replacement owes nothing to the back-off."""
         return Replica(self.name, self.uid, self.phase, self.containers, self.restart_count,
-                       self.uid or self.last_restart_uid)
+                       self.uid or self.last_restart_uid, "", self.restart_streak)
 
     def awaiting(self) -> Replica:
         """A new pod is to be created for the replica."""
-        return Replica(self.name, "", CREATING, (), self.restart_count, self.last_restart_uid)
+        return self._with("", CREATING, (), self.last_restart_uid)
 
 
 def blank_record(name: str) -> Replica:
@@ -117,13 +130,13 @@ def read_record(raw: dict | None, name: str) -> Replica:
     """A record from a stored status, with every field present whatever wrote it."""
     raw = raw or {}
     return Replica(name, raw.get("uid") or "", raw.get("phase") or CREATING, tuple(raw.get("containers") or ()),
-                   int(raw.get("restartCount") or 0), raw.get("lastRestartUid") or "")
+                   int(raw.get("restartCount") or 0), raw.get("lastRestartUid") or "", raw.get("lastRestartTime") or "",
+                   int(raw.get("restartStreak") or 0))
 
 
 def observed(record: Replica, pod: dict) -> Replica:
     """The record describing `pod` as the replica's current pod."""
-    return Replica(record.name, pod_uid(pod), pod_phase(pod), tuple(container_states(pod)), record.restart_count,
-                   record.last_restart_uid)
+    return record._with(pod_uid(pod), pod_phase(pod), tuple(container_states(pod)), record.last_restart_uid)
 
 
 # --- counts ------------------------------------------------------------------------------------

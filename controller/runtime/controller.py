@@ -51,6 +51,8 @@ class ControllerConfig:
     informer_options: InformerOptions | None = None
     shutdown_timeout: float = 10.0
     stuck_terminating_after: float = 60.0  # then a terminating pod is force-deleted (jobs.plan)
+    dependent_recheck: float = 30.0  # seconds between looks for a dependent API the cluster lacks (jobs.controller)
+    restart_backoff: float = 10.0  # the first wait before a replica's replacement, doubling (jobs.backoff; 0: none)
     identity: str = ""
     # Liveness: an informer with no proof of a current cache for this long fails /healthz (0: off).
     informer_stale_after: float = INFORMER_STALE_AFTER

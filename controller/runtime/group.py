@@ -29,7 +29,8 @@ class ControllerGroup:
             member.start_informers()
 
     async def wait_for_sync(self, timeout: float) -> None:
-        await self.factory.wait_for_sync(timeout)
+        for member in self.members:  # each may have more to do once the shared caches are synced
+            await member.wait_for_sync(timeout)
 
     def run_workers(self) -> None:
         for member in self.members:

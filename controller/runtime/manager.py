@@ -68,7 +68,7 @@ class ManagerConfig:
     metrics_cert_dir: str | None = None  # tls.crt and tls.key; None: a self-signed certificate made at start
     sync_timeout: float = 120.0
     # What runs under the manager: (api_client, controller config, registry) -> Controller. The command
-    # line gives the job controller of the kinds it serves (controller/cmd/kinds.py).
+    # line gives the job controller of the kinds it serves (controller/kinds/registry.py).
     make_controller: Callable[[ApiClient, ControllerConfig, CollectorRegistry], Controller] | None = None
 
 

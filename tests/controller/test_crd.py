@@ -124,7 +124,8 @@ def test_status_schema_is_full_with_preserved_containers():
     assert set(status["properties"]) == {"observedGeneration", "phase", "conditions", "tasks", "aggregate",
                                          "backoffCount", "startTime", "completionTime"}
     replica = status["properties"]["tasks"]["items"]["properties"]["replicas"]["items"]
-    assert set(replica["properties"]) == {"name", "uid", "phase", "containers", "restartCount", "lastRestartUid"}
+    assert set(replica["properties"]) == {"name", "uid", "phase", "containers", "restartCount", "lastRestartUid",
+                                         "lastRestartTime", "restartStreak"}
     assert replica["properties"]["containers"]["items"]["x-kubernetes-preserve-unknown-fields"] is True
     assert set(status["properties"]["aggregate"]["properties"]) == {
         "creating", "pending", "running", "succeeded", "failed", "unknown", "deleted"}
@@ -194,7 +195,8 @@ def job_object(name: str = "generic-example", **spec) -> dict:
 async def api():
     async with LocalCluster() as cluster:
         assert sorted(cluster.apply_crds(CRD_DIR)) == ["genericjobs.batch.tensorstack.dev",
-                                                       "podgroups.scheduler.tensorstack.dev"]
+                                                       "podgroups.scheduler.tensorstack.dev",
+                                                       "tensorflowtrainingjobs.batch.tensorstack.dev"]
         jobs = cluster.registry.get("batch.tensorstack.dev", "v1beta1", "genericjobs")
 
         class Api:

@@ -7,10 +7,12 @@ import pytest
 from kubernetes_asyncio.client import ApiClient, Configuration
 from prometheus_client import CollectorRegistry
 
-from controller.cmd import cli, kinds
+from controller.cmd import cli
 from controller.jobs.controller import JobController
 from controller.jobs.kind import KindApi
+from controller.kinds import registry as kinds
 from controller.kinds.genericjob.kind import GENERICJOB, GenericJobKind
+from controller.kinds.tensorflow.kind import TENSORFLOW
 from controller.runtime.group import ControllerGroup
 
 
@@ -21,8 +23,9 @@ class OtherKind(GenericJobKind):
 
 
 def test_every_registered_kind_is_served_unless_named():
-    assert kinds.select() == [GENERICJOB]
+    assert kinds.select() == [GENERICJOB, TENSORFLOW]
     assert kinds.select(["genericjobs"]) == kinds.select(["GenericJob"]) == [GENERICJOB]
+    assert kinds.select(["TensorFlowTrainingJob", "genericjobs"]) == [TENSORFLOW, GENERICJOB]
     with pytest.raises(ValueError, match="unknown job kind tfjobs"):
         kinds.select(["tfjobs"])
     assert cli.parse_args(["run", "--kinds", "GenericJob"]).kinds == ("GenericJob",)
@@ -56,7 +59,9 @@ async def test_several_kinds_run_as_one_group_sharing_their_informers():
         assert served.problems() == []  # informers not started: nothing to judge yet
 
 
-async def test_one_kind_is_served_by_its_own_controller():
+async def test_one_kind_is_served_by_its_own_controller_and_all_by_a_group():
     config = cli.manager_config(cli.parse_args(["run"])).controller
     async with ApiClient(Configuration(host="http://127.0.0.1:9")) as api:
-        assert type(kinds.make_controller(api, config, CollectorRegistry())) is JobController
+        assert type(kinds.make_controller(api, config, CollectorRegistry(), [GENERICJOB])) is JobController
+        served = kinds.make_controller(api, config, CollectorRegistry())
+        assert [member.kind for member in served.members] == [GENERICJOB, TENSORFLOW]

@@ -43,7 +43,7 @@ async def cluster():
 
 @pytest.fixture
 def config() -> ControllerConfig:
-    return ControllerConfig(workers=4, qps=0, informer_options=FAST, shutdown_timeout=5.0)
+    return ControllerConfig(workers=4, qps=0, informer_options=FAST, shutdown_timeout=5.0, restart_backoff=0)
 
 
 class Controllers:
@@ -178,22 +178,24 @@ async def until(check, timeout: float = 10.0, what: str = "condition"):
 class Jobs:
     """Submit jobs and wait on their status through the API, as a user with kubectl would."""
 
-    def __init__(self, api_client):
+    def __init__(self, api_client, plural: str = PLURAL, label_job_name: str = LABEL_JOB_NAME):
         self.custom = client.CustomObjectsApi(api_client)
         self.core = client.CoreV1Api(api_client)
+        self.plural = plural  # the job kind: genericjobs, or tensorflowtrainingjobs
+        self.label_job_name = label_job_name
 
     async def submit(self, job: dict, namespace: str = "default") -> dict:
-        return await self.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, job)
+        return await self.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, self.plural, job)
 
     async def get(self, name: str, namespace: str = "default") -> dict:
-        return await self.custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+        return await self.custom.get_namespaced_custom_object(GROUP, VERSION, namespace, self.plural, name)
 
     async def patch(self, name: str, body: dict, namespace: str = "default") -> dict:
-        return await self.custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name, body,
+        return await self.custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, self.plural, name, body,
                                                                 _content_type=MERGE)
 
     async def delete(self, name: str, namespace: str = "default") -> None:
-        await self.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+        await self.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, self.plural, name)
 
     async def wait(self, name: str, predicate, timeout: float = 10.0, namespace: str = "default") -> dict:
         """Poll the job until `predicate(job)` holds; on timeout, fail showing the last status."""
@@ -219,7 +221,7 @@ class Jobs:
                                namespace)
 
     async def pods(self, name: str, namespace: str = "default") -> list:
-        listed = await self.core.list_namespaced_pod(namespace, label_selector=f"{LABEL_JOB_NAME}={name}")
+        listed = await self.core.list_namespaced_pod(namespace, label_selector=f"{self.label_job_name}={name}")
         return sorted(listed.items, key=lambda p: p.metadata.name)
 
     async def pod(self, name: str, namespace: str = "default"):
@@ -238,7 +240,7 @@ class Jobs:
         return found
 
     async def services(self, name: str, namespace: str = "default") -> list:
-        listed = await self.core.list_namespaced_service(namespace, label_selector=f"{LABEL_JOB_NAME}={name}")
+        listed = await self.core.list_namespaced_service(namespace, label_selector=f"{self.label_job_name}={name}")
         return sorted(listed.items, key=lambda s: s.metadata.name)
 
     async def podgroups(self, namespace: str = "default") -> list[dict]:

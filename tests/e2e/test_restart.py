@@ -103,3 +103,29 @@ async def test_restart_keeps_the_job_running(controller, jobs, history):
     assert replicas(seen)[POD]["uid"] == history.uids(POD)[1]
     # The failure stays visible in ReplicaFailure only while a replica is failed; the restarted one runs.
     assert condition(seen, "ReplicaFailure")["status"] == "False"
+
+
+async def test_replacements_back_off_doubling_and_the_controller_wakes_for_them(cluster, controllers, jobs):
+    """--restart-backoff 0.5: the first replacement waits 0.5 s after the failure is counted, the second
+    1 s (each failing pod ran for a moment only); nothing but the plan's wake-up creates them."""
+    import dataclasses
+    import time
+
+    created: list[float] = []
+
+    def on_event(ev) -> None:
+        if ev.key == ("", "pods") and ev.type == "ADDED":
+            created.append(time.monotonic())
+
+    cluster.store.subscribe(on_event)
+    controllers.config = dataclasses.replace(controllers.config, restart_backoff=0.5)
+    await controllers.start()
+    await jobs.submit(genericjob("job", script=[FAIL, FAIL, QUICK], restart={"policy": "OnFailure", "limit": 3}))
+    done = await jobs.wait_phase("job", "Succeeded", timeout=15.0)
+    assert len(created) == 3
+    assert created[1] - created[0] >= 0.5 and created[2] - created[1] >= 1.0
+    record = replicas(done)[POD]
+    assert (record["restartCount"], record["restartStreak"]) == (2, 2) and record["lastRestartTime"]
+    events = await jobs.wait_event("job", "Restarting", count=2)
+    assert [m.split("; ")[1] for m in restarting(events)] == ["its next pod in 0.5s (back-off)",
+                                                            "its next pod in 1s (back-off)"]

@@ -15,7 +15,7 @@ STUCK = {"stuck_terminating": True}
 @pytest.fixture
 def config() -> ControllerConfig:
     return ControllerConfig(workers=4, qps=0, informer_options=FAST, shutdown_timeout=5.0,
-                            stuck_terminating_after=0.2)
+                            stuck_terminating_after=0.2, restart_backoff=0)
 
 
 def stuck_job(**spec) -> dict:

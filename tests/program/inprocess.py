@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator
 
 import aiohttp
 
-from controller.cmd.kinds import make_controller
+from controller.kinds.genericjob.kind import GENERICJOB
+from controller.kinds.registry import make_controller
 from controller.runtime.controller import ControllerConfig
 from controller.runtime.leader import LeaderElectionConfig
 from controller.runtime.manager import Manager, ManagerConfig
@@ -27,8 +29,11 @@ async def cluster_with_crds() -> AsyncIterator[LocalCluster]:
 
 def manager_config(leader_election: LeaderElectionConfig | None = None, shutdown_timeout: float = 2.0
                    ) -> ManagerConfig:
-    controller = ControllerConfig(workers=2, qps=0, informer_options=FAST, shutdown_timeout=shutdown_timeout)
-    return ManagerConfig(controller=controller, make_controller=make_controller, leader_election=leader_election,
+    controller = ControllerConfig(workers=2, qps=0, informer_options=FAST, shutdown_timeout=shutdown_timeout,
+                                  restart_backoff=0)
+    # GenericJob alone: these tests reach into the one JobController (manager.controller.services, ...).
+    serve = functools.partial(make_controller, kinds=[GENERICJOB])
+    return ManagerConfig(controller=controller, make_controller=serve, leader_election=leader_election,
                          metrics_address="127.0.0.1:0",
                          health_address="127.0.0.1:0", sync_timeout=10, metrics_secure=False)
 

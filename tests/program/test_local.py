@@ -126,6 +126,24 @@ def test_service_example_gives_each_replica_its_tf_config(tmp_path):
                 in done.stdout), done.stdout
 
 
+@pytest.mark.parametrize(("example", "name", "replicas"), [
+    ("tensorflow-parameter-server.yaml", "ps-example", {"chief": 1, "worker": 4, "ps": 2}),
+    ("tensorflow-multi-worker.yaml", "multi-worker-example", {"worker": 4}),
+])
+def test_the_tensorflow_examples_check_their_tf_config_and_succeed(tmp_path, example, name, replicas):
+    """The T9k manual's two shapes, with a script in place of TensorFlow that checks the cluster its
+    TF_CONFIG describes (and fails if it is wrong): every replica prints its task, the master trains."""
+    done = run_local(tmp_path, "--logs", "--apply", str(EXAMPLES / example))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"created tensorflowtrainingjob.batch.tensorstack.dev/{name}" in done.stdout
+    for replica_type, count in replicas.items():
+        for index in range(count):
+            assert f"{replica_type}-{index} | {replica_type} {index} of {replicas}" in done.stdout, done.stdout
+    master = "chief-0" if "chief" in replicas else "worker-0"
+    assert f"{master} | {master.replace('-', ' ')} trained" in done.stdout
+    assert f"The master replica {name}-{master} has succeeded." in done.stdout
+
+
 def test_a_failed_job_exits_1_and_other_kinds_are_created_too(tmp_path):
     manifest = write(tmp_path, "failing.yaml", "\n---\n".join([
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {lr: '0.1'}\n",
@@ -194,7 +212,9 @@ async def test_serves_a_working_kubeconfig_until_interrupted(tmp_path, sig):
             assert "default" in {ns.metadata.name for ns in namespaces.items}
             crds = await client.ApiextensionsV1Api(api).list_custom_resource_definition()
             assert {c.metadata.name for c in crds.items} == {"genericjobs.batch.tensorstack.dev",
-                                                             "podgroups.scheduler.tensorstack.dev"}
+                                                             "podgroups.scheduler.tensorstack.dev",
+                                                             "tensorflowtrainingjobs.batch.tensorstack.dev",
+                                                             "tensorboards.tensorstack.dev"}  # local only
         proc.send_signal(sig)
         async with asyncio.timeout(10):
             out, err = await proc.communicate()

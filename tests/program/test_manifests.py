@@ -32,9 +32,12 @@ from kubernetes_asyncio import client, config
 
 from controller.jobs.podgroup import GROUP as PG_GROUP
 from controller.jobs.podgroup import PLURAL as PG_PLURAL
-from controller.kinds.genericjob.kind import GenericJobController
+from controller.kinds.genericjob.kind import GENERICJOB, GenericJobController
 from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
+from controller.kinds.registry import make_controller
+from controller.kinds.tensorflow.tensorboard import tensorboard_crd
 from controller.runtime.controller import ControllerConfig
+from controller.runtime.group import ControllerGroup
 from controller.runtime.leader import LeaderElectionConfig, LeaderElector
 from controller.runtime.preflight import preflight
 from localcluster.errors import ApiError
@@ -50,6 +53,7 @@ from tests.e2e.conftest import (
     genericjob,
     phase,
     replicas,
+    template,
 )
 from tests.localcluster.kubectl import ENV, TIMEOUT, Kubectl, kubectl_binary
 
@@ -65,6 +69,7 @@ ROLES = {"ClusterRole": NAME, "Role": f"{NAME}-leader-election"}
 EXPECTED = {
     ("Namespace", NAMESPACE): False,
     ("CustomResourceDefinition", f"{PLURAL}.{GROUP}"): False,
+    ("CustomResourceDefinition", f"tensorflowtrainingjobs.{GROUP}"): False,
     ("CustomResourceDefinition", f"{PG_PLURAL}.{PG_GROUP}"): False,
     ("ServiceAccount", NAME): True,
     ("ClusterRole", NAME): False,
@@ -225,7 +230,8 @@ async def test_apply_k_manifests_succeeds_without_prometheus_operator(cluster, t
     assert found == {key for key, ns in EXPECTED.items() if ns}
     cluster_wide = await kubectl.ok("get", "-o", "json", f"namespace/{NAMESPACE}", f"clusterrolebinding/{NAME}",
                                     *(f"clusterrole/{name}" for kind, name in EXPECTED if kind == "ClusterRole"),
-                                    f"crd/{PLURAL}.{GROUP}", f"crd/{PG_PLURAL}.{PG_GROUP}")
+                                    f"crd/{PLURAL}.{GROUP}", f"crd/{PG_PLURAL}.{PG_GROUP}",
+                                    f"crd/tensorflowtrainingjobs.{GROUP}")
     found = {(o["kind"], o["metadata"]["name"]) for o in json.loads(cluster_wide.out)["items"]}
     assert found == {key for key, ns in EXPECTED.items() if not ns}
 
@@ -252,6 +258,10 @@ async def test_apply_k_manifests_succeeds_without_prometheus_operator(cluster, t
 GROUPS = {
     "genericjobs": GROUP,
     "genericjobs/status": GROUP,
+    "tensorflowtrainingjobs": GROUP,
+    "tensorflowtrainingjobs/status": GROUP,
+    "tensorflowtrainingjobs/finalizers": GROUP,
+    "tensorboards": "tensorstack.dev",
     "podgroups": PG_GROUP,
     "pods": "",
     "services": "",
@@ -274,6 +284,8 @@ NOT_EXERCISED: dict[Rule, str] = {
     (GROUP, "genericjobs/finalizers", "update"):
         "checked by OwnerReferencesPermissionEnforcement on every child's create, never requested: "
         "test_without_the_finalizers_rule_every_pod_create_is_refused shows the need",
+    (GROUP, "tensorflowtrainingjobs/finalizers", "update"):
+        "as genericjobs/finalizers: checked on every child's create of a TensorFlowTrainingJob, never requested",
     ("authentication.k8s.io", "tokenreviews", "create"):
         "the secure metrics endpoint, scraped under these rules in test_metrics_security.py",
     ("authorization.k8s.io", "subjectaccessreviews", "create"):
@@ -392,9 +404,19 @@ def controller_idle(controller: GenericJobController) -> bool:
     return len(controller.queue) == 0 and not controller.queue._processing and controller.recorder._idle.is_set()
 
 
-async def run_every_api_path(cluster, controller: GenericJobController) -> None:
+async def run_every_api_path(cluster, group: ControllerGroup) -> None:
     """Jobs that between them make the controller call every API it has."""
     local = InProcess(cluster)
+    controller = next(member for member in group.members if member.kind is GENERICJOB)
+
+    # A TensorFlowTrainingJob that succeeds: its kind's list, watch and status writes; its TensorBoard made,
+    # then patched when its tensorboardSpec is edited.
+    board = {"image": "tensorflow/tensorflow:2.11.0"}
+    tfjob = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "TensorFlowTrainingJob", "metadata": {"name": "tf"},
+             "spec": {"replicaSpecs": [{"type": "worker", "replicas": 1, "template": template(FOREVER)}],
+                      "tensorboardSpec": board}}
+    tfjob["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["name"] = "tensorflow"
+    local.api.create(cluster.registry.get(GROUP, VERSION, "tensorflowtrainingjobs"), "default", tfjob)
 
     # Succeeds: pods created, status written, Events created.
     local.submit(genericjob("succeeds", {"worker": 2}, script=QUICK))
@@ -458,7 +480,15 @@ async def run_every_api_path(cluster, controller: GenericJobController) -> None:
     local.force_delete_pod("lost-worker-0")
     await local.wait_phase("lost", "Failed")  # restartPolicy Never: a lost pod has failed for good
 
-    await local.wait("controller idle", lambda: controller_idle(controller))
+    tf_jobs = cluster.registry.get(GROUP, VERSION, "tensorflowtrainingjobs")
+    boards = cluster.registry.get("tensorstack.dev", "v1beta1", "tensorboards")
+    await local.wait("the TensorFlowTrainingJob's TensorBoard", lambda: local.store.objects(
+        ("tensorstack.dev", "tensorboards"), "default"))
+    local.api.patch(tf_jobs, "default", "tf", MERGE, {"spec": {"tensorboardSpec": {"image": "tensorflow:2.12"}}})
+    await local.wait("the TensorBoard follows the edit", lambda: local.api.get(boards, "default", "tf")["spec"]
+                     == {"image": "tensorflow:2.12"})
+    local.api.delete(tf_jobs, "default", "tf", {"propagationPolicy": "Background"})
+    await local.wait("controller idle", lambda: all(controller_idle(member) for member in group.members))
 
     # localcluster counts a request when its response ends, and the informers' watches are still open:
     # end them (the informers re-watch) so that they are counted too.
@@ -470,8 +500,9 @@ async def run_every_api_path(cluster, controller: GenericJobController) -> None:
 
 async def run_under_leader_election(cluster, api_client) -> None:
     """Run every API path as `genericjob-controller run --leader-elect` would, with `api_client`'s identity."""
-    controller = GenericJobController(api_client, ControllerConfig(workers=4, qps=0, informer_options=FAST,
-                                                         shutdown_timeout=5.0))
+    # Every kind, as `run` serves them by default: one controller per kind, sharing their informers.
+    controller = make_controller(api_client, ControllerConfig(workers=4, qps=0, informer_options=FAST,
+                                                              shutdown_timeout=5.0), None)
     # As `genericjob-controller run --leader-elect` does: the start-up checks (their requests are counted
     # too), informers warm up, workers run only while leading.
     await preflight(api_client, [(i.resource, i.namespace) for i in controller.factory.informers],
@@ -500,8 +531,10 @@ async def run_under_leader_election(cluster, api_client) -> None:
 
 
 @pytest.mark.runner("scripted")
-async def test_rbac_rules_are_exactly_what_the_controller_uses(cluster, rendered):
+async def test_rbac_rules_are_exactly_what_the_controller_uses(cluster, rendered, tmp_path):
     cluster.apply_crds(CRDS)
+    (tmp_path / "tensorboard.yaml").write_text(yaml.safe_dump(tensorboard_crd()))  # the platform's API
+    cluster.apply_crds(tmp_path)
     apply_rbac(cluster, rendered)
     async with service_account_client(cluster) as api_client:
         await run_under_leader_election(cluster, api_client)

@@ -196,7 +196,8 @@ async def test_a_missing_crd_is_named_waited_for_briefly_then_exit_1(tmp_path):
 async def test_a_crd_applied_while_waiting_for_it_is_picked_up(tmp_path):
     crds = tmp_path / "crds"
     crds.mkdir()
-    (crds / "genericjob.yaml").write_text((CRDS / "genericjob.yaml").read_text())  # no PodGroup CRD
+    for served in ("genericjob.yaml", "tensorflowtrainingjob.yaml"):  # the job kinds' CRDs, but no PodGroup CRD
+        (crds / served).write_text((CRDS / served).read_text())
     async with LocalClusterProcess(tmp_path, crds=crds) as cluster:
         controller = ControllerProcess(cluster)
         try:

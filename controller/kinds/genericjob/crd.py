@@ -74,6 +74,10 @@ def _structural(node: dict, defs: dict) -> dict:
             out["x-kubernetes-preserve-unknown-fields"] = True
         elif key == "additionalProperties" and isinstance(value, dict):
             out[key] = _structural(value, defs)
+        elif key in ("exclusiveMinimum", "exclusiveMaximum") and not isinstance(value, bool):
+            # JSON Schema's number form (pydantic's gt/lt) is OpenAPI v3.0's bound plus a boolean flag.
+            out["minimum" if key == "exclusiveMinimum" else "maximum"] = value
+            out[key] = True
         else:
             out[key] = value
     return out
@@ -236,6 +240,10 @@ def status_schema() -> dict:
                              {"type": "object", "x-kubernetes-preserve-unknown-fields": True}),
         "restartCount": _integer("How many times this replica has been restarted."),
         "lastRestartUid": _string("The uid of the last pod counted as a restart, so it is never counted twice."),
+        "lastRestartTime": _string("When the last restart was counted: its replacement waits out the restart "
+                                   "back-off from then.", **time),
+        "restartStreak": _integer("Quick restarts in a row (a pod that ran 10 minutes starts again at 1): the "
+                                  "back-off doubles with each."),
     })
     task = _object("The state of the replicas of one type.", {
         "type": _string("Replica type."),

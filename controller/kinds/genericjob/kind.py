@@ -25,6 +25,7 @@ from controller.runtime.controller import ControllerConfig
 class GenericJobKind:
     api = API
     status = GenericJobStatus()
+    dependent_resources = ()
 
     def parse(self, obj: dict) -> GenericJob | list[SpecError]:
         job = validation.parse(obj)
@@ -45,13 +46,22 @@ class GenericJobKind:
     def verdict(self, job: GenericJob, outcomes: Outcomes) -> Verdict | None:
         return rules.evaluate(job.spec, outcomes)
 
+    def active_deadline(self, job: GenericJob) -> float | None:
+        return None  # GenericJob has no deadline
+
     def decorate_pod(self, job: GenericJob, replica_type: str, rank: int, index: int, pod_spec: dict,
                      override: Override | None) -> None:
         variables = Variables.of(job, replica_type, rank)
         substitute_pod_spec(pod_spec, variables, f"spec.replicaSpecs[{index}].template.spec")
         apply_override(override, pod_spec, lambda values, field: expand_list(values, variables, field))
 
-    def service_ports(self, job: GenericJob) -> list[dict] | None:
+    def dependents(self, job: GenericJob) -> dict:
+        return {}
+
+    def dependent_status(self, job: GenericJob, observed, actions) -> dict:
+        return {}
+
+    def service_ports(self, job: GenericJob, replica_type: str = "") -> list[dict] | None:
         """spec.service.ports with the API server's defaults filled in (targetPort = port, TCP), so the
         desired object compares equal to the stored one; None without spec.service."""
         if job.spec.service is None:

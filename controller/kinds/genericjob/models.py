@@ -54,10 +54,10 @@ class RestartPolicy(Model):
     def counts_lost_pods(self) -> bool:
         return self.policy != RestartPolicyType.NEVER
 
-    def can_restart(self, restart_count: int) -> bool:
+    def can_restart(self, restart_count: int, job_restarts: int = 0) -> bool:
         return restart_count < self.limit
 
-    def replaces(self, phase: str, restart_count: int, containers: Sequence[dict] = ()) -> bool:
+    def replaces(self, phase: str, restart_count: int, containers: Sequence[dict] = (), job_restarts: int = 0) -> bool:
         if phase == "Succeeded":
             return self.policy == RestartPolicyType.ALWAYS and self.can_restart(restart_count)
         if phase == "Failed":

@@ -52,10 +52,11 @@ def invalid_spec_message(errors: list[SpecError]) -> str:
 # --- parse ------------------------------------------------------------------------------------
 
 
-def parse(obj: dict) -> GenericJob | list[SpecError]:
-    """The job's model, or the reasons it cannot be built, with JSON field paths."""
+def parse(obj: dict, model: type = GenericJob):
+    """The job's model (GenericJob's, or another kind's `model` with a `from_object`), or the reasons it
+    cannot be built, with JSON field paths."""
     try:
-        return GenericJob.from_object(obj)
+        return model.from_object(obj)
     except ValidationError as err:
         return _spec_errors(err, {**obj, **(obj.get("metadata") or {})})
     except (KeyError, TypeError, AttributeError) as err:  # no metadata, or metadata not an object
@@ -106,11 +107,11 @@ def validate(job: GenericJob) -> list[SpecError]:
     """Every problem of a parsed job that would stop the controller making its pods correctly."""
     errors = [
         *_name_errors(job),
-        *_duplicate_types(job),
-        *_template_errors(job),
+        *duplicate_types(job),
+        *template_errors(job),
         *_rule_errors(job, "successRules", job.spec.success_rules),
         *_rule_errors(job, "failureRules", job.spec.failure_rules),
-        *_run_mode_errors(job),
+        *run_mode_errors(job),
         *_variable_errors(job),
     ]
     return list(dict.fromkeys(errors))
@@ -136,7 +137,7 @@ def _name_errors(job: GenericJob) -> list[SpecError]:
     return errors
 
 
-def _duplicate_types(job: GenericJob) -> list[SpecError]:
+def duplicate_types(job: GenericJob) -> list[SpecError]:
     first: dict[str, int] = {}
     errors = []
     for index, spec in enumerate(job.spec.replica_specs):
@@ -147,7 +148,7 @@ def _duplicate_types(job: GenericJob) -> list[SpecError]:
     return errors
 
 
-def _template_errors(job: GenericJob) -> list[SpecError]:
+def template_errors(job: GenericJob) -> list[SpecError]:
     """The template shapes the controller relies on, and what every pod needs (name, image), so a
     bad template of one type never leaves the pods of the other types half made."""
     errors = []
@@ -209,7 +210,7 @@ def _rule_errors(job: GenericJob, field: str, rules: list[FinishRule] | None) ->
     return errors
 
 
-def _run_mode_errors(job: GenericJob) -> list[SpecError]:
+def run_mode_errors(job: GenericJob) -> list[SpecError]:
     known = {spec.type for spec in job.spec.replica_specs}
     run_mode = job.spec.run_mode
     overrides = [

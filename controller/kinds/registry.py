@@ -1,5 +1,5 @@
-"""The job kinds `run` serves (all that are registered, or those `--kinds` names), and the controller
-that serves them."""
+"""Every job kind this build knows, and the controller that serves some of them: what `run` serves
+(all, or those `--kinds` names) and `local` runs."""
 
 from __future__ import annotations
 
@@ -11,11 +11,20 @@ from prometheus_client import CollectorRegistry
 from controller.jobs.controller import JobController
 from controller.jobs.kind import JobKind
 from controller.kinds.genericjob.kind import GENERICJOB
+from controller.kinds.tensorflow.kind import TENSORFLOW
 from controller.runtime.controller import ControllerConfig
 from controller.runtime.group import ControllerGroup
 from informers import InformerFactory
 
-KINDS: dict[str, JobKind] = {kind.api.kind: kind for kind in (GENERICJOB,)}
+KINDS: dict[str, JobKind] = {kind.api.kind: kind for kind in (GENERICJOB, TENSORFLOW)}
+
+
+def crd_files() -> dict[str, str]:
+    """File name -> YAML of every CRD the kinds need (the PodGroup's included), generated from the models."""
+    from controller.kinds.genericjob import crd as genericjob_crd
+    from controller.kinds.tensorflow import crd as tensorflow_crd
+
+    return {**genericjob_crd.manifests(), **tensorflow_crd.manifests()}
 
 
 def select(names: Sequence[str] = ()) -> list[JobKind]:

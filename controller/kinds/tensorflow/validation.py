@@ -1,0 +1,60 @@
+"""What the controller checks in a TensorFlowTrainingJob before it makes anything: the pydantic model
+(GenericJob's parser, with this kind's model), then what the CRD's rules say again for jobs admitted
+by an older CRD: unique types, at most one chief and one evaluator, a `tensorflow` container in every
+template, and names that make valid pod and Service names."""
+
+from __future__ import annotations
+
+from controller.jobs.naming import replica_name
+from controller.kinds.genericjob.validation import (
+    DNS1035_LABEL,
+    LABEL_VALUE_MAX,
+    SpecError,
+    duplicate_types,
+    parse,
+    run_mode_errors,
+    template_errors,
+)
+from controller.kinds.tensorflow.models import TensorFlowTrainingJob
+from controller.kinds.tensorflow.tfconfig import CONTAINER
+
+__all__ = ["parse_and_validate", "validate"]
+
+SINGLE = ("chief", "evaluator")  # at most one replica of each
+
+
+def parse_and_validate(obj: dict) -> TensorFlowTrainingJob | list[SpecError]:
+    job = parse(obj, TensorFlowTrainingJob)
+    if isinstance(job, TensorFlowTrainingJob):
+        return validate(job) or job
+    return job
+
+
+def validate(job: TensorFlowTrainingJob) -> list[SpecError]:
+    errors = [*_name_errors(job), *duplicate_types(job), *template_errors(job), *run_mode_errors(job)]
+    for index, spec in enumerate(job.spec.replica_specs):
+        if spec.type in SINGLE and spec.replicas > 1:
+            errors.append(SpecError(f"spec.replicaSpecs[{index}].replicas",
+                                    f'at most one replica of type "{spec.type}" (it has {spec.replicas})'))
+        containers = (spec.template.get("spec") or {}).get("containers") if isinstance(spec.template, dict) else None
+        if isinstance(containers, list) and not any(isinstance(c, dict) and c.get("name") == CONTAINER
+                                                    for c in containers):
+            errors.append(SpecError(f"spec.replicaSpecs[{index}].template.spec.containers",
+                                    f'needs a container named "{CONTAINER}" (the training container)'))
+    return list(dict.fromkeys(errors))
+
+
+def _name_errors(job: TensorFlowTrainingJob) -> list[SpecError]:
+    """Every replica has a Service named like its pod: `[job]-[type]-[rank]` is a DNS-1035 label."""
+    errors = []
+    if len(job.name) > LABEL_VALUE_MAX:
+        errors.append(SpecError("metadata.name", f"must be no more than {LABEL_VALUE_MAX} characters: it is a "
+                                f"label value on every pod (it has {len(job.name)})"))
+    for spec in job.spec.replica_specs:
+        if spec.replicas == 0:
+            continue
+        longest = replica_name(job.name, spec.type, spec.replicas - 1)
+        if len(longest) > LABEL_VALUE_MAX or not DNS1035_LABEL.fullmatch(longest):
+            errors.append(SpecError("metadata.name", f'the Service name "{longest}" (replica type "{spec.type}") '
+                                    f"must be a DNS-1035 label of at most {LABEL_VALUE_MAX} characters"))
+    return errors
