@@ -287,3 +287,15 @@ async def test_without_the_tensorboard_api_the_job_runs_and_says_so_then_the_api
         await tfjobs.wait("noapi", lambda j: j["status"]["tensorboard"]["type"] == "Normal")
     finally:
         await made.stop()
+
+
+async def test_debug_mode_makes_the_pods_with_their_tf_config_and_decides_nothing(cluster, tf_controller, tfjobs):
+    scripts(cluster, "dbg", {"*": QUICK})  # the pods end at once: in debug mode that decides nothing
+    await tfjobs.submit(tfjob("dbg", {"chief": 1, "worker": 1}, runMode={"debug": {"enable": True}}))
+    pods = await tfjobs.wait_pods("dbg", lambda found: len(found) == 2)
+    for pod in pods:
+        [container] = pod.spec.containers
+        assert container.command == ["sleep", "inf"] and not container.args
+        assert [e.name for e in container.env] == ["TF_CONFIG"]
+    await tfjobs.wait("dbg", lambda j: (j.get("status") or {}).get("aggregate", {}).get("succeeded") == 2)
+    assert phase(await tfjobs.get("dbg")) not in ("Succeeded", "Failed")

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from controller.jobs.naming import replica_name
+from controller.jobs.validation import CONTAINER_GROUPS
 from controller.kinds.genericjob.models import GenericJob
 
 # One pass over each string. `$$` is matched first so an escaped `$$(rank)` is never expanded.
@@ -36,7 +37,6 @@ _VARIABLE = re.compile(
     r")\)"
 )
 
-CONTAINER_GROUPS = ("initContainers", "containers")
 
 
 class SubstitutionError(ValueError):

@@ -1,4 +1,4 @@
-"""The TensorFlowTrainingJob CRD, generated from its models with GenericJob's schema machinery.
+"""The TensorFlowTrainingJob CRD, generated from its models with the engine's schema machinery (controller/jobs/crd.py).
 
 `python -m controller.kinds.tensorflow.crd` writes manifests/crds/tensorflowtrainingjob.yaml; a test
 fails when it differs from what the models generate. Beyond the models, CEL rules reject at apply
@@ -12,9 +12,7 @@ import argparse
 import copy
 from pathlib import Path
 
-import yaml
-
-from controller.kinds.genericjob import crd as generic
+from controller.jobs import crd as generic
 from controller.kinds.tensorflow.models import (
     API_VERSION,
     GROUP,
@@ -62,9 +60,9 @@ def spec_schema() -> dict:
     props = schema["properties"]
     replica_specs = props["replicaSpecs"]
     replica_specs["maxItems"] = 4  # one entry per type at most
-    replica_specs["x-kubernetes-validations"] = [copy.deepcopy(generic._UNIQUE_TYPES), _SINGLE]
+    replica_specs["x-kubernetes-validations"] = [copy.deepcopy(generic.UNIQUE_TYPES), _SINGLE]
     item = replica_specs["items"]["properties"]
-    template = generic._template_schema(item["template"]["description"])
+    template = generic.template_schema(item["template"]["description"])
     template["x-kubernetes-validations"] = [_TENSORFLOW_CONTAINER]
     item["template"] = template
     props["tensorboardSpec"] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
@@ -78,15 +76,12 @@ def spec_schema() -> dict:
         run_mode[mode]["properties"]["enabled"].pop("default", None)
     props["runPolicy"]["properties"]["cleanUpPolicy"]["enum"] = ["All", "Unfinished", "None", "all", "unfinished",
                                                                   "none"]
-    schema["x-kubernetes-validations"] = [copy.deepcopy(generic._RESUME_SPECS_IMMUTABLE)]
+    schema["x-kubernetes-validations"] = [copy.deepcopy(generic.RESUME_SPECS_IMMUTABLE)]
     return schema
 
 
 def status_schema() -> dict:
-    status = generic.status_schema()
-    status["description"] = "The observed state of a TensorFlowTrainingJob."
-    task = status["properties"]["tasks"]["items"]["properties"]
-    task["replicaStatus"] = task.pop("replicas")
+    status = generic.status_schema(KIND, "replicaStatus")
     status["properties"]["tensorboard"] = {
         "type": "object", "x-kubernetes-preserve-unknown-fields": True,
         "description": "The TensorBoard of the job (a DependentStatus: dependent, ready, action, reason, note, type)."}
@@ -132,7 +127,7 @@ def tensorflow_crd() -> dict:
 
 
 def render(crd: dict) -> str:
-    return HEADER + yaml.safe_dump(crd, sort_keys=True, width=120, allow_unicode=True)
+    return generic.render(HEADER, crd)
 
 
 def manifests() -> dict[str, str]:

@@ -15,7 +15,7 @@ from controller.jobs.api import JobPhase, Outcome, Verdict
 from controller.jobs.controller import JobController
 from controller.jobs.kind import Outcomes
 from controller.jobs.pods import Override, apply_override
-from controller.kinds.genericjob.validation import SpecError, invalid_spec_message
+from controller.jobs.validation import SpecError, invalid_spec_message
 from controller.kinds.tensorflow import crd, tensorboard, tfconfig, validation
 from controller.kinds.tensorflow.models import API, ReplicaRestart, TensorFlowTrainingJob
 from controller.kinds.tensorflow.status import TensorFlowStatus

@@ -1,12 +1,12 @@
 """What the controller checks in a TensorFlowTrainingJob before it makes anything: the pydantic model
-(GenericJob's parser, with this kind's model), then what the CRD's rules say again for jobs admitted
+(the engine's parser, with this kind's model), then what the CRD's rules say again for jobs admitted
 by an older CRD: unique types, at most one chief and one evaluator, a `tensorflow` container in every
 template, and names that make valid pod and Service names."""
 
 from __future__ import annotations
 
 from controller.jobs.naming import replica_name
-from controller.kinds.genericjob.validation import (
+from controller.jobs.validation import (
     DNS1035_LABEL,
     LABEL_VALUE_MAX,
     SpecError,

@@ -1,0 +1,176 @@
+"""What every kind's CRD is made of: a structural schema from pydantic's JSON schema, the pod template,
+the CEL rules every job kind has, the status every job kind reports, and how a CRD file is written.
+
+Kubernetes needs a structural schema: every node typed, no $ref, no anyOf with null (`structural`).
+Lists that CEL rules iterate get a maxItems, since the API server rejects rules whose estimated cost
+is unbounded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+MANIFEST_DIR = Path(__file__).resolve().parents[2] / "manifests" / "crds"
+MAX_REPLICA_TYPES = 64  # bounds the cost of the CEL rules over spec.replicaSpecs
+NAME_MAX = 63  # a label value, and a DNS-1035 label (Service names)
+
+# Pydantic's camelCase of `t9k_scheduler` is `t9KScheduler`; the API field is `t9kScheduler` (001).
+_PROPERTY_NAME_FIXES = {"t9KScheduler": "t9kScheduler"}
+
+
+def structural(schema: dict) -> dict:
+    """A structural OpenAPI v3 schema from a pydantic JSON schema: $refs inlined, `X | None` as
+    `nullable`, `int | str` as int-or-string, `dict[str, Any]` as preserved unknown fields, null
+    defaults and titles dropped."""
+    return _structural(schema, schema.get("$defs", {}))
+
+
+def _structural(node: dict, defs: dict) -> dict:
+    node = {key: value for key, value in node.items() if key not in ("title", "$defs")}
+    if "$ref" in node:
+        target = defs[node.pop("$ref").rsplit("/", 1)[-1]]
+        return _structural({**target, **node}, defs)  # the field's own description and default win
+    if "anyOf" in node:
+        return _union(node, defs)
+    if node.get("default", ...) is None:
+        del node["default"]
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "properties":
+            out[key] = {_PROPERTY_NAME_FIXES.get(name, name): _structural(sub, defs) for name, sub in value.items()}
+        elif key == "items":
+            out[key] = _structural(value, defs)
+        elif key == "additionalProperties" and value is True:
+            out["x-kubernetes-preserve-unknown-fields"] = True
+        elif key == "additionalProperties" and isinstance(value, dict):
+            out[key] = _structural(value, defs)
+        elif key in ("exclusiveMinimum", "exclusiveMaximum") and not isinstance(value, bool):
+            # JSON Schema's number form (pydantic's gt/lt) is OpenAPI v3.0's bound plus a boolean flag.
+            out["minimum" if key == "exclusiveMinimum" else "maximum"] = value
+            out[key] = True
+        else:
+            out[key] = value
+    return out
+
+
+_TYPED_LIMITS = ("minimum", "maximum", "pattern", "maxLength", "minLength")
+
+
+def _union(node: dict, defs: dict) -> dict:
+    options = node.pop("anyOf")
+    nullable = any(option.get("type") == "null" for option in options)
+    others = [option for option in options if option.get("type") != "null"]
+    if len(others) == 1:
+        out = _structural({**others[0], **node}, defs)
+    elif sorted(option.get("type") for option in others) == ["integer", "string"]:
+        # Each branch's own limits (minimum for the number, pattern for the string) apply only to
+        # values of their type, as in the API server's int-or-string validation.
+        limits = {k: v for option in others for k, v in option.items() if k in _TYPED_LIMITS}
+        out = _structural({**node, **limits, "x-kubernetes-int-or-string": True}, defs)
+    else:
+        raise ValueError(f"no structural form for anyOf {options}")
+    if nullable:
+        out["nullable"] = True
+    return out
+
+
+def template_schema(description: str) -> dict:
+    preserved = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    return {
+        **preserved,
+        "description": description,
+        "properties": {"spec": {
+            **preserved,
+            "description": "The pod spec: passed through to the pods as given.",
+            "properties": {"containers": {"type": "array", "minItems": 1, "items": preserved}},
+            "required": ["containers"],
+        }},
+        "required": ["spec"],
+    }
+
+
+UNIQUE_TYPES = {
+    "rule": "self.all(x, self.exists_one(y, y.type == x.type))",
+    "message": "replica types must be unique within spec.replicaSpecs",
+}
+
+RESUME_SPECS_IMMUTABLE = {
+    # On spec rather than on runMode.pause, so removing pause or runMode cannot drop them either.
+    "rule": ("!has(oldSelf.runMode) || !has(oldSelf.runMode.pause) || !has(oldSelf.runMode.pause.resumeSpecs)"
+             " || size(oldSelf.runMode.pause.resumeSpecs) == 0"
+             " || (has(self.runMode) && has(self.runMode.pause) && has(self.runMode.pause.resumeSpecs)"
+             " && self.runMode.pause.resumeSpecs == oldSelf.runMode.pause.resumeSpecs)"),
+    "message": "resumeSpecs cannot be changed once set",
+    "fieldPath": ".runMode.pause.resumeSpecs",
+}
+
+
+def integer(description: str) -> dict:
+    return {"type": "integer", "description": description}
+
+
+def string(description: str, **extra: Any) -> dict:
+    return {"type": "string", "description": description, **extra}
+
+
+def array(description: str, items: dict) -> dict:
+    return {"type": "array", "description": description, "items": items}
+
+
+def obj(description: str, properties: dict, **extra: Any) -> dict:
+    return {"type": "object", "description": description, "properties": properties, **extra}
+
+
+def status_schema(kind: str, records: str) -> dict:
+    """Written by the controller only, through the status subresource. Fields not declared here are
+    pruned by the API server, so every field the controller writes must be in this schema. `records`:
+    where the kind keeps each type's replica records (GenericJob: replicas; TensorFlowTrainingJob:
+    replicaStatus)."""
+    time = {"format": "date-time"}
+    condition = obj("An observation of the job's state.", {
+        "type": string("Initialized, Running, ReplicaFailure, Completed, Failed or Paused."),
+        "status": string("True, False or Unknown."),
+        "reason": string("A brief CamelCase reason for the last transition."),
+        "message": string("A human readable message about the last transition."),
+        "lastTransitionTime": string("When the status last changed.", **time),
+    }, required=["type", "status"])
+    replica = obj("The state of one replica's pod.", {
+        "name": string("Pod name."),
+        "uid": string("Pod uid."),
+        "phase": string("The pod phase, or Creating or Deleted."),
+        "containers": array("The states of the pod's containers.",
+                             {"type": "object", "x-kubernetes-preserve-unknown-fields": True}),
+        "restartCount": integer("How many times this replica has been restarted."),
+        "lastRestartUid": string("The uid of the last pod counted as a restart, so it is never counted twice."),
+        "lastRestartTime": string("When the last restart was counted: its replacement waits out the restart "
+                                   "back-off from then.", **time),
+        "restartStreak": integer("Quick restarts in a row (a pod that ran 10 minutes starts again at 1): the "
+                                  "back-off doubles with each."),
+    })
+    task = obj("The state of the replicas of one type.", {
+        "type": string("Replica type."),
+        "restartCount": integer("Restarts of the replicas of this type, summed."),
+        records: array("The state of each replica.", replica),
+    })
+    aggregate = obj("The number of replicas in each phase.", {
+        name: integer(f"Replicas {name}.")
+        for name in ("creating", "pending", "running", "succeeded", "failed", "unknown", "deleted")
+    })
+    return obj(f"The observed state of a {kind}.", {
+        "observedGeneration": integer("The generation of the spec this status describes."),
+        "phase": string("Pending, Running, Paused, Resuming, Succeeded, Failed or Unknown."),
+        "conditions": array("The latest observations of the job's state.", condition),
+        "tasks": array("The state of the replicas, by type.", task),
+        "aggregate": aggregate,
+        "backoffCount": integer("Restarts of all replicas of the job."),
+        "startTime": string("When the job started running.", **time),
+        "completionTime": string("When the job finished (Succeeded or Failed).", **time),
+    })
+
+
+def render(header: str, crd: dict) -> str:
+    """YAML with sorted keys (as controller-gen writes), so regenerating is byte-for-byte stable."""
+    return header + yaml.safe_dump(crd, sort_keys=True, width=120, allow_unicode=True)

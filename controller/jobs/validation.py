@@ -1,0 +1,166 @@
+"""Validation every job kind shares: the `SpecError` that names a field, the InvalidSpec message, turning
+a pydantic error into field paths (`parse`), and the checks of what every kind's spec has (unique
+replica types, templates a pod can be made from, run-mode overrides naming known types).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from controller.jobs.kind import ParsedJob
+
+CONTAINER_GROUPS = ("initContainers", "containers")
+DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+LABEL_VALUE_MAX = 63
+SUBDOMAIN_MAX = 253
+MESSAGE_ERRORS_SHOWN = 5  # a condition message and an Event stay readable with many errors
+
+# The fields every kind's model reads from metadata (`from_object`).
+_METADATA_FIELDS = {"name": "metadata.name", "namespace": "metadata.namespace", "uid": "metadata.uid",
+                    "generation": "metadata.generation"}
+
+
+@dataclass(frozen=True, slots=True)
+class SpecError:
+    field: str  # JSON path, e.g. spec.replicaSpecs[0].replicas
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}"
+
+
+def invalid_spec_message(errors: list[SpecError]) -> str:
+    """One line for the Failed condition and the Warning Event: the first few errors."""
+    shown = "; ".join(str(error) for error in errors[:MESSAGE_ERRORS_SHOWN])
+    hidden = len(errors) - MESSAGE_ERRORS_SHOWN
+    return f"{shown}; and {hidden} more" if hidden > 0 else shown
+
+
+# --- parse ------------------------------------------------------------------------------------
+
+
+def parse(obj: dict, model: type):
+    """The job's model (a kind's `model`, built by its `from_object`), or the reasons it cannot be built,
+    with JSON field paths."""
+    try:
+        return model.from_object(obj)
+    except ValidationError as err:
+        return _spec_errors(err, {**obj, **(obj.get("metadata") or {})})
+    except (KeyError, TypeError, AttributeError) as err:  # no metadata, or metadata not an object
+        return [SpecError("metadata", f"malformed object metadata: {err!r}")]
+
+
+def _spec_errors(err: ValidationError, source: dict) -> list[SpecError]:
+    messages: dict[str, list[str]] = {}  # path -> messages; a union's alternatives share one path
+    for detail in err.errors(include_url=False):
+        path = _json_path(detail["loc"], source, missing=detail["type"] == "missing")
+        text = _readable(detail)
+        if text not in messages.setdefault(path, []):
+            messages[path].append(text)
+    return [SpecError(path, " or ".join(texts)) for path, texts in messages.items()]
+
+
+def _json_path(loc: tuple, source: Any, missing: bool) -> str:
+    """`spec.replicaSpecs[0].replicas` from pydantic's loc, walking the input alongside. A name that
+    is not in the input is a union member tag (`targetPort.int`) and is dropped, except on the way
+    to a missing field."""
+    parts: list[str] = []
+    value = source
+    for segment in loc:
+        if isinstance(segment, int):
+            parts.append(f"[{segment}]")
+            value = value[segment] if isinstance(value, list) and 0 <= segment < len(value) else None
+        elif (isinstance(value, dict) and segment in value) or (missing and (value is None or isinstance(value, dict))):
+            if not parts and segment in _METADATA_FIELDS:
+                parts.append(_METADATA_FIELDS[segment])
+            else:
+                parts.append(f".{segment}" if parts else str(segment))
+            value = value.get(segment) if isinstance(value, dict) else None
+    return "".join(parts) or "<root>"
+
+
+def _readable(detail: dict) -> str:
+    message = detail["msg"].removeprefix("Value error, ")
+    value = detail.get("input")
+    if detail["type"] != "missing" and (value is None or isinstance(value, (str, int, float, bool))):
+        message += f" (got {json.dumps(value)})"
+    return message
+
+
+def duplicate_types(job: ParsedJob) -> list[SpecError]:
+    first: dict[str, int] = {}
+    errors = []
+    for index, spec in enumerate(job.spec.replica_specs):
+        if spec.type in first:
+            errors.append(SpecError(f"spec.replicaSpecs[{index}].type", f'duplicate replica type "{spec.type}" '
+                                    f"(also spec.replicaSpecs[{first[spec.type]}])"))
+        first.setdefault(spec.type, index)
+    return errors
+
+
+def template_errors(job: ParsedJob) -> list[SpecError]:
+    """The template shapes the controller relies on, and what every pod needs (name, image), so a
+    bad template of one type never leaves the pods of the other types half made."""
+    errors = []
+    for index, spec in enumerate(job.spec.replica_specs):
+        where = f"spec.replicaSpecs[{index}].template.spec"
+        pod_spec = spec.template.get("spec")
+        if not isinstance(pod_spec, dict):
+            errors.append(SpecError(where, "a pod template needs a spec with at least one container"))
+            continue
+        if not isinstance(pod_spec.get("containers"), list) or not pod_spec["containers"]:
+            errors.append(SpecError(f"{where}.containers", "a pod template needs at least one container"))
+        for group in CONTAINER_GROUPS:
+            containers = pod_spec.get(group)
+            if group in pod_spec and not isinstance(containers, list):
+                errors.append(SpecError(f"{where}.{group}", "must be a list of containers"))
+                continue
+            for position, container in enumerate(containers or ()):
+                errors += _container_errors(container, f"{where}.{group}[{position}]")
+    return errors
+
+
+def _container_errors(container: Any, where: str) -> list[SpecError]:
+    if not isinstance(container, dict):
+        return [SpecError(where, "must be a container object")]
+    errors = [SpecError(f"{where}.{key}", "required: every container needs one")
+              for key in ("name", "image") if not isinstance(container.get(key), str) or not container[key]]
+    for key in ("command", "args"):
+        values = container.get(key)
+        if values is not None and (not isinstance(values, list) or not all(isinstance(v, str) for v in values)):
+            errors.append(SpecError(f"{where}.{key}", "must be a list of strings"))
+    env = container.get("env")
+    if env is not None and not isinstance(env, list):
+        errors.append(SpecError(f"{where}.env", "must be a list of variables"))
+    for position, var in enumerate(env if isinstance(env, list) else ()):
+        if not isinstance(var, dict) or not isinstance(var.get("name"), str):
+            errors.append(SpecError(f"{where}.env[{position}]", "must be an object with a name"))
+        elif var.get("value") is not None and not isinstance(var["value"], str):
+            errors.append(SpecError(f"{where}.env[{position}].value", "must be a string"))
+    return errors
+
+
+def run_mode_errors(job: ParsedJob) -> list[SpecError]:
+    known = {spec.type for spec in job.spec.replica_specs}
+    run_mode = job.spec.run_mode
+    overrides = [
+        ("spec.runMode.debug.replicaSpecs", run_mode.debug.replica_specs if run_mode.debug else []),
+        ("spec.runMode.pause.resumeSpecs", run_mode.pause.resume_specs if run_mode.pause else []),
+    ]
+    errors = []
+    for field, entries in overrides:
+        seen: set[str] = set()
+        for index, entry in enumerate(entries):
+            where = f"{field}[{index}].type"
+            if entry.type not in known:
+                errors.append(SpecError(where, f'replica type "{entry.type}" is not in spec.replicaSpecs'))
+            elif entry.type in seen:
+                errors.append(SpecError(where, f'duplicate replica type "{entry.type}"'))
+            seen.add(entry.type)
+    return errors
