@@ -15,6 +15,7 @@ Scenarios (each on a fresh localcluster in its own process, scripted pod runner)
             controller elects itself leader, as deployed, so its Lease renewals are counted apart)
   latency   J jobs whose pods change phase at --latency-rate per second: pod change -> job status
   peer      the --qps 0 burst served by bench/kopf_peer.py (kopf): time to all pods, memory
+  mix       the --qps 0 burst with every other job a TensorFlowTrainingJob: one process serving both kinds
 """
 
 from __future__ import annotations
@@ -32,9 +33,9 @@ from pathlib import Path
 
 from . import procs
 from .procs import Cluster, Controller, Kopf, diff, writes
-from .workload import Tracker, genericjob, percentile, submit
+from .workload import PLURAL, TF_PLURAL, Tracker, genericjob, percentile, submit, tensorflowjob
 
-SCENARIOS = ("burst", "floor", "cold", "idle", "latency", "peer")
+SCENARIOS = ("burst", "floor", "cold", "idle", "latency", "peer", "mix")
 BURST_SCRIPT = {"start_after": 0.5, "run_for": 2}
 
 
@@ -50,7 +51,7 @@ async def wait_watching(cluster: Cluster, resource: str, timeout: float = 60.0) 
 
 
 async def run_burst(args, actor: str, qps: float, burst: int, keep: bool = False, jobs_n: int = 0,
-                    replicas: int = 0) -> tuple[dict, object]:
+                    replicas: int = 0, mix: bool = False) -> tuple[dict, object]:
     """One burst handled by `actor` (controller, floor, kopf). With keep, returns the live cluster
     and controller for the cold start. Rate-limited runs use --limited-jobs jobs."""
     jobs_n = jobs_n or (args.limited_jobs if qps > 0 and args.limited_jobs else args.jobs)
@@ -75,7 +76,9 @@ async def run_burst(args, actor: str, qps: float, burst: int, keep: bool = False
             await runner.start()
             await wait_watching(cluster, "pods")
             await wait_watching(cluster, "genericjobs")
-        jobs = [genericjob(f"job-{i}", replicas, BURST_SCRIPT) for i in range(jobs_n)]
+        # mix: every other job a TensorFlowTrainingJob, served by the same process (the controller only).
+        jobs = [tensorflowjob(f"job-{i}", replicas, BURST_SCRIPT) if mix and i % 2 else
+                genericjob(f"job-{i}", replicas, BURST_SCRIPT) for i in range(jobs_n)]
         pods = jobs_n * replicas
         async with Tracker(cluster.session, cluster.url) as tracker:
             await asyncio.sleep(0.5)
@@ -94,10 +97,12 @@ async def run_burst(args, actor: str, qps: float, burst: int, keep: bool = False
             cpu = runner.cpu() - cpu0
             server_cpu = cluster.cpu() - server0
             counts = diff(await cluster.requests(), before)
-            counts[("create", "genericjobs")] -= jobs_n  # the submitter's, not the actor's
+            for job in jobs:  # the submitter's creates, not the actor's
+                counts[("create", PLURAL if job["kind"] == "GenericJob" else TF_PLURAL)] -= 1
             counts = {k: v for k, v in counts.items() if v}
             failed = sum(1 for phase, _ in tracker.jobs_done.values() if phase != "Succeeded")
-        result = {"actor": actor, "qps": qps, "burst": burst, "jobs": jobs_n, "replicas": replicas,
+        result = {"actor": actor + (" mix" if mix else ""), "qps": qps, "burst": burst, "jobs": jobs_n,
+                  "replicas": replicas,
                   "submit_s": round(submitted, 2), "all_pods_s": round(t_pods - started, 2),
                   "all_services_s": round(t_svc - started, 2), "all_done_s": round(t_done - started, 2),
                   "failed_jobs": failed, "writes": writes(counts), "writes_per_job": round(writes(counts) / jobs_n, 2),
@@ -360,6 +365,11 @@ async def main_async(args) -> dict:
         show(item)
     if "controller" in unlimited and "floor" in unlimited:
         results["ratios"].update(ratios(unlimited["controller"], unlimited["floor"], 0.0))
+    if "mix" in only:
+        # Half GenericJobs, half TensorFlowTrainingJobs, at once: one process serving both kinds.
+        results["mix"], _ = await run_burst(args, "controller", 0.0, args.burst, mix=True)
+        results["bursts"].append(results["mix"])
+        show(results["mix"])
     if "cold" in only:
         results["cold"] = await run_cold(args)
         show(results["cold"])

@@ -11,6 +11,9 @@ import orjson
 
 GROUP, VERSION, PLURAL = "batch.tensorstack.dev", "v1beta1", "genericjobs"
 JOBS_PATH = f"/apis/{GROUP}/{VERSION}/namespaces/default/{PLURAL}"
+TF_PLURAL = "tensorflowtrainingjobs"
+TF_JOBS_PATH = f"/apis/{GROUP}/{VERSION}/namespaces/default/{TF_PLURAL}"
+PATHS = {"GenericJob": JOBS_PATH, "TensorFlowTrainingJob": TF_JOBS_PATH}
 SCRIPT = "localcluster.dev/script"
 JOB_LABEL = "bench.genericjob/name"  # on the pod template, so the kopf peer can find its pods
 
@@ -30,6 +33,15 @@ def genericjob(name: str, replicas: int, script, services: bool = True) -> dict:
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "GenericJob", "metadata": {"name": name}, "spec": spec}
 
 
+def tensorflowjob(name: str, replicas: int, script) -> dict:
+    """A TensorFlowTrainingJob of `replicas` workers following `script` (worker 0 is its master; every replica
+    has a Service, as the kind always makes one)."""
+    spec = _replica_spec("worker", replicas, script)
+    spec["template"]["spec"]["containers"][0]["name"] = "tensorflow"
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "TensorFlowTrainingJob", "metadata": {"name": name},
+            "spec": {"replicaSpecs": [spec], "runPolicy": {"cleanUpPolicy": "None"}}}
+
+
 def _replica_spec(kind: str, count: int, script) -> dict:
     template = {"metadata": {"annotations": {SCRIPT: orjson.dumps(script).decode()}},
                 "spec": {"containers": [{"name": "main", "image": "busybox:1.36", "command": ["sleep", "10"]}]}}
@@ -44,7 +56,7 @@ async def submit(session: aiohttp.ClientSession, url: str, jobs: list[dict], con
     async def worker():
         while todo:
             job = todo.pop()
-            async with session.post(url + JOBS_PATH, data=orjson.dumps(job), headers=headers) as r:
+            async with session.post(url + PATHS[job["kind"]], data=orjson.dumps(job), headers=headers) as r:
                 if r.status != 201:
                     raise RuntimeError(f"create {job['metadata']['name']}: {r.status} {await r.text()}")
 
@@ -55,13 +67,13 @@ async def submit(session: aiohttp.ClientSession, url: str, jobs: list[dict], con
 
 def _owner(pod: dict) -> str | None:
     for ref in pod["metadata"].get("ownerReferences") or ():
-        if ref.get("kind") == "GenericJob":
+        if ref.get("kind") in PATHS:
             return ref["name"]
     return None
 
 
 class Tracker:
-    """Watches pods and GenericJobs in `default`; records when each pod first exists, when each job
+    """Watches pods and jobs (of both kinds) in `default`; records when each pod first exists, when each job
     reaches a terminal phase, and (for the latency scenario) how long after a pod's phase changed the
     job's status showed it."""
 
@@ -85,11 +97,12 @@ class Tracker:
         self._ready = 0
 
     async def __aenter__(self) -> Tracker:
-        for path, handle in (("/api/v1/namespaces/default/pods", self._pod),
-                             (JOBS_PATH, self._job), ("/api/v1/namespaces/default/services", self._service)):
+        watches = (("/api/v1/namespaces/default/pods", self._pod), (JOBS_PATH, self._job),
+                   (TF_JOBS_PATH, self._job), ("/api/v1/namespaces/default/services", self._service))
+        for path, handle in watches:
             self._tasks.append(asyncio.create_task(self._watch(path, handle)))
         self._tasks.append(asyncio.create_task(self._watch_loop_lag()))
-        while self._ready < 3:  # noqa: ASYNC110 - three watch streams to open
+        while self._ready < len(watches):  # noqa: ASYNC110 - the watch streams to open
             await asyncio.sleep(0.01)
         return self
 

@@ -11,7 +11,7 @@ from bench.scale.__main__ import main
 
 @pytest.mark.timeout(180)
 def test_every_scenario_runs_at_tiny_sizes(tmp_path, capsys):
-    only = "burst,floor,cold,idle,latency,peer"  # kopf comes with the `bench` extra that `make test` installs
+    only = "burst,floor,cold,idle,latency,peer,mix"  # kopf comes with the `bench` extra that `make test` installs
     out = tmp_path / "bench.json"
     results = main(["--jobs", "6", "--replicas", "2", "--qps", "50", "--repeat", "2",
                     "--cold-jobs", "5", "--cold-replicas", "3", "--idle-jobs", "3", "--idle-seconds", "1",
@@ -34,4 +34,7 @@ def test_every_scenario_runs_at_tiny_sizes(tmp_path, capsys):
     assert results["idle"]["writes"] == 0 and results["idle"]["watch_renewals"] == 0
     assert set(results["idle"]["requests"]) <= {"update leases", "get leases"}  # leader election, as deployed
     assert results["latency"]["samples"] > 0
+    mix = bursts[("controller mix", 0.0)]  # half GenericJobs, half TensorFlowTrainingJobs, one process
+    assert mix["failed_jobs"] == 0 and mix["requests_per_job"]["create pods"] == 2
+    assert mix["requests_per_job"]["update tensorflowtrainingjobs/status"] > 0
     assert "overhead ratio" in capsys.readouterr().out

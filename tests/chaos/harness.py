@@ -23,11 +23,18 @@ import aiohttp
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
+from tests.e2e.conftest import Jobs
 from tests.program.subprocesses import ControllerProcess, LocalClusterProcess, terminate
 
-from .jobs import DEBUG, PAUSE, JobPlan, make_jobs
+from .jobs import DEBUG, LABELS, PAUSE, TENSORFLOW, JobPlan, make_jobs
 
-LABEL_JOB = "genericjob.batch.tensorstack.dev/name"
+LABEL_JOB = LABELS[PLURAL]
+
+
+def job_of(labels: dict | None) -> str:
+    """The job a pod or Service belongs to, whatever its kind (each kind labels its children its own way)."""
+    labels = labels or {}
+    return next((labels[key] for key in LABELS.values() if key in labels), "")
 WRITES = ("create", "update", "patch", "delete", "deletecollection")
 TERMINAL = ("Succeeded", "Failed")
 LEASE = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.25}
@@ -84,7 +91,7 @@ class Audit:
         for r in records:
             if r["resource"] == "pods":
                 self._pod(r)
-            elif r["resource"] == PLURAL:
+            elif r["resource"] in LABELS:  # a job of either kind
                 self._job(r)
 
     def _job(self, r: dict) -> None:
@@ -100,7 +107,7 @@ class Audit:
             self.job_terminal[name] = (r["rv"], phase)
 
     def _pod(self, r: dict) -> None:
-        name, uid, job = r["name"], r["uid"], r["labels"].get(LABEL_JOB, "")
+        name, uid, job = r["name"], r["uid"], job_of(r["labels"])
         self.pod_job[name] = job
         if r["type"] == "ADDED":
             self.by_name.setdefault(name, []).append(uid)
@@ -139,6 +146,7 @@ class Chaos:
         self.bad_jobs: set[str] = set()
         self.session: aiohttp.ClientSession
         self.starting: set[asyncio.Task] = set()
+        self._tf_jobs: Jobs | None = None
 
     def violate(self, job: str, message: str) -> None:
         text = f"{job}: {message}" if job else message
@@ -175,8 +183,16 @@ class Chaos:
     async def list_pods(self) -> list:
         return (await self.call(self.cluster.jobs.core.list_namespaced_pod, "default")).items
 
+    def jobs(self, name: str) -> Jobs:
+        """The API of the job's kind."""
+        if self.plans[name].plural == TENSORFLOW:
+            if self._tf_jobs is None:
+                self._tf_jobs = Jobs(self.cluster.api, plural=TENSORFLOW, label_job_name=LABELS[TENSORFLOW])
+            return self._tf_jobs
+        return self.cluster.jobs
+
     async def get_job(self, name: str) -> dict:
-        return await self.call(self.cluster.jobs.get, name)
+        return await self.call(self.jobs(name).get, name)
 
     # --- processes ------------------------------------------------------------------------------
 
@@ -229,7 +245,7 @@ class Chaos:
         for index, plan in enumerate(plans):
             await asyncio.sleep(max(0.0, start + window * index / len(plans) - time.monotonic()))
             await self.admin("POST", "scripts", plan.scripts)
-            await self.call(self.cluster.jobs.submit, plan.body)
+            await self.call(self.jobs(plan.name).submit, plan.body)
             if plan.kind == PAUSE:
                 task = asyncio.get_running_loop().create_task(self.pause_resume(plan))
                 self.starting.add(task)
@@ -291,7 +307,7 @@ class Chaos:
                 phase = (job.get("status") or {}).get("phase")
                 plan = self.plans[name]
                 if plan.kind == DEBUG:
-                    mine = [p for p in pods if (p.metadata.labels or {}).get(LABEL_JOB) == name]
+                    mine = [p for p in pods if job_of(p.metadata.labels) == name]
                     done = phase == "Running" and len(mine) == len(plan.replicas) and all(
                         p.status.phase == "Running" for p in mine)
                 else:
@@ -307,15 +323,14 @@ class Chaos:
 
     def check_phase(self, plan: JobPlan, job: dict) -> None:
         phase = (job.get("status") or {}).get("phase")
-        self.report.phases[f"{plan.kind}/{phase}"] += 1
+        self.report.phases[f"{'tensorflow' if plan.plural == TENSORFLOW else plan.kind}/{phase}"] += 1
         if phase != plan.expected:
             self.violate(plan.name, f"phase {phase}, expected {plan.expected} (replicas: "
                          + ", ".join(f"{r.name} {r.policy}/{r.limit} {r.attempts} -> {r.outcome}"
                                      for r in plan.replicas) + ")")
 
     def check_restarts(self, plan: JobPlan, job: dict) -> None:
-        records = {r["name"]: r for t in (job.get("status") or {}).get("tasks") or ()
-                   for r in t.get("replicas") or ()}
+        records = {r["name"]: r for r in plan.records(job)}
         for replica in plan.replicas:
             record = records.get(replica.name)
             if record is None:
@@ -356,7 +371,7 @@ class Chaos:
             pods = await self.list_pods()
             live = {p.metadata.name: p for p in pods if p.metadata.deletion_timestamp is None}
             services = (await self.call(self.cluster.jobs.core.list_namespaced_service, "default")).items
-            service_jobs = Counter((s.metadata.labels or {}).get(LABEL_JOB) for s in services)
+            service_jobs = Counter(job_of(s.metadata.labels) for s in services)
             for name in names:
                 plan, job = self.plans[name], await self.get_job(name)
                 problem = agreement(plan, job, live, service_jobs[name])
@@ -371,7 +386,7 @@ class Chaos:
     async def check_deletion(self) -> None:
         for name in self.plans:
             with contextlib.suppress(ApiException):
-                await self.call(self.cluster.jobs.delete, name)
+                await self.call(self.jobs(name).delete, name)
 
         async def leftovers() -> list[str]:
             pods = [p.metadata.name for p in await self.list_pods()]
@@ -379,8 +394,8 @@ class Chaos:
                         (await self.call(self.cluster.jobs.core.list_namespaced_service, "default")).items
                         if s.metadata.name != "kubernetes"]
             groups = [g["metadata"]["name"] for g in await self.call(self.cluster.jobs.podgroups)]
-            jobs = (await self.call(self.cluster.jobs.custom.list_namespaced_custom_object, GROUP, VERSION,
-                                    "default", PLURAL))["items"]
+            jobs = [j for plural in LABELS for j in (await self.call(
+                self.cluster.jobs.custom.list_namespaced_custom_object, GROUP, VERSION, "default", plural))["items"]]
             return pods + services + groups + [j["metadata"]["name"] for j in jobs]
 
         left: list[str] = []
@@ -457,13 +472,14 @@ def uid_finished(audit: Audit, uid: str) -> bool:
 
 def agreement(plan: JobPlan, job: dict, live: dict, services: int) -> str | None:
     status = job.get("status") or {}
-    records = [r for t in status.get("tasks") or () for r in t.get("replicas") or ()]
+    records = plan.records(job)
     counts = Counter(r["phase"].lower() for r in records)
     aggregate = status.get("aggregate") or {}
     if any(aggregate.get(k, 0) != counts.get(k, 0) for k in set(aggregate) | set(counts)):
         return f"aggregate {aggregate} but replica phases {dict(counts)}"
     for task in status.get("tasks") or ():
-        if task.get("restartCount", 0) != sum(r.get("restartCount", 0) for r in task.get("replicas") or ()):
+        if task.get("restartCount", 0) != sum(r.get("restartCount", 0) for r in
+                                              task.get("replicas") or task.get("replicaStatus") or ()):
             return f"task {task['type']} restartCount disagrees with its replicas"
     for record in records:
         pod = live.get(record["name"])
@@ -473,7 +489,7 @@ def agreement(plan: JobPlan, job: dict, live: dict, services: int) -> str | None
         if pod is None and record["phase"] in ("Pending", "Running", "Creating"):
             return f"{record['name']}: status says {record['phase']} but there is no pod"
     if status.get("phase") in TERMINAL:
-        mine = [p for p in live.values() if (p.metadata.labels or {}).get(LABEL_JOB) == plan.name]
+        mine = [p for p in live.values() if job_of(p.metadata.labels) == plan.name]
         if plan.cleanup == "All" and (mine or services):
             return f"clean-up All left {len(mine)} pods and {services} services"
         if plan.cleanup == "Unfinished" and any(p.status.phase not in TERMINAL for p in mine):

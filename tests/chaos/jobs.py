@@ -1,10 +1,13 @@
-"""The chaos run's workload: seeded GenericJobs whose outcome is computable from their pods' scripts.
+"""The chaos run's workload: seeded jobs of both kinds (GenericJobs, and TensorFlowTrainingJobs among
+them) whose outcome is computable from their pods' scripts.
 
 Every pod follows a per-attempt script, set by pod name through `POST /_localcluster/scripts`
 (localcluster's scripted runner counts attempts per pod name), so the oracle below knows, for each
 replica, the outcome it comes to for good and how many restarts that takes. Rules are drawn so that
 exactly one verdict is reachable: outcomes for good are final, so the job's phase does not depend
-on the order in which replicas finish.
+on the order in which replicas finish. A TensorFlowTrainingJob succeeds with its master and fails
+with any replica failing for good, which is order-dependent unless only the master can fail: its
+other replicas' scripts end in success (OnFailure, no backoffLimit: restarted until they do).
 """
 
 from __future__ import annotations
@@ -16,6 +19,11 @@ from tests.builders import JobBuilder
 
 SUCCEEDED, FAILED = "Succeeded", "Failed"
 NORMAL, PAUSE, DEBUG = "normal", "pause", "debug"
+GENERICJOB, TENSORFLOW = "genericjobs", "tensorflowtrainingjobs"  # the kinds, by plural
+LABELS = {GENERICJOB: "genericjob.batch.tensorstack.dev/name",
+          TENSORFLOW: "tensorflowtrainingjob.batch.tensorstack.dev/name"}
+RECORDS = {GENERICJOB: "replicas", TENSORFLOW: "replicaStatus"}  # where each kind keeps its replica records
+UNLIMITED = 99  # a TensorFlowTrainingJob without backoffLimit: the restarts the oracle allows
 
 
 @dataclass
@@ -41,6 +49,7 @@ class JobPlan:
     replicas: list[Replica]
     cleanup: str
     expected: str  # Succeeded, Failed, or Running (debug)
+    plural: str = GENERICJOB  # the job's kind
     pause_at: float = 0.0  # seconds after submission (pause jobs)
     resume_after: float = 0.0
     policies: dict[str, tuple[str, int]] = field(default_factory=dict)
@@ -48,6 +57,14 @@ class JobPlan:
 
     def replica(self, name: str) -> Replica | None:
         return next((r for r in self.replicas if r.name == name), None)
+
+    @property
+    def label(self) -> str:
+        """The label naming the job on its pods and Services."""
+        return LABELS[self.plural]
+
+    def records(self, job: dict) -> list[dict]:
+        return [r for t in (job.get("status") or {}).get("tasks") or () for r in t.get(RECORDS[self.plural]) or ()]
 
 
 def simulate(policy: str, limit: int, succeeds) -> tuple[str, int]:
@@ -86,6 +103,8 @@ def _script(rng: random.Random, ok: bool) -> dict:
 def make_job(rng: random.Random, index: int) -> JobPlan:
     name = f"chaos-{index:03d}"
     kind = rng.choices([NORMAL, PAUSE, DEBUG], weights=[75, 15, 10])[0]
+    if kind == NORMAL and rng.random() < 0.3:
+        return make_tensorflow_job(rng, name)
     types = {"worker": rng.randint(1, 3)}
     if rng.random() < 0.4:
         types = {"master": 1, **types}
@@ -158,6 +177,39 @@ def make_job(rng: random.Random, index: int) -> JobPlan:
     if kind == PAUSE:
         plan.pause_at, plan.resume_after = rng.uniform(0.1, 0.8), rng.uniform(0.3, 1.5)
     return plan
+
+
+def make_tensorflow_job(rng: random.Random, name: str) -> JobPlan:
+    """A TensorFlowTrainingJob: workers and maybe a chief; only the master may fail for good (Never and a
+    failing script), every other replica ends in success (restarted under OnFailure until it does)."""
+    types = {"chief": 1, "worker": rng.randint(1, 3)} if rng.random() < 0.4 else {"worker": rng.randint(1, 3)}
+    master = ("chief", 0) if "chief" in types else ("worker", 0)
+    cleanup = rng.choice(["None", "Unfinished", "All"])
+    policies = {t: ("OnFailure", UNLIMITED) if rng.random() < 0.6 else ("Never", 0) for t in types}
+    replicas, scripts = [], {}
+    for t, count in types.items():
+        policy, limit = policies[t]
+        for rank in range(count):
+            if policy == "OnFailure":
+                attempts = [*[False] * rng.randint(0, 2), True]  # fails a few times, then succeeds
+            else:
+                attempts = [rng.random() < 0.6 if (t, rank) == master else True]
+            replica = Replica(t, rank, f"{name}-{t}-{rank}", policy, limit, attempts)
+            replica.outcome, replica.restarts = simulate(policy, limit, replica.succeeds)
+            replicas.append(replica)
+            scripts[(t, rank)] = [_script(rng, ok) for ok in attempts]
+    succeeded = next(r for r in replicas if (r.type, r.rank) == master).outcome == SUCCEEDED
+    spec = {"runPolicy": {"cleanUpPolicy": cleanup},
+            "replicaSpecs": [{"type": t, "replicas": count, "restartPolicy": policies[t][0], "template": {"spec": {
+                "containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow:2.11.0",
+                                "command": ["python", "train.py"]}]}}} for t, count in types.items()]}
+    if rng.random() < 0.3:
+        spec["scheduler"] = {"t9kScheduler": {"queue": "default", "priority": rng.randint(0, 100)}}
+    body = {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "TensorFlowTrainingJob",
+            "metadata": {"name": name}, "spec": spec}
+    return JobPlan(name, NORMAL, body, replicas, cleanup, SUCCEEDED if succeeded else FAILED, plural=TENSORFLOW,
+                   policies=policies,
+                   scripts={f"default/{name}-{t}-{rank}": script for (t, rank), script in scripts.items()})
 
 
 def make_jobs(seed: int, count: int) -> list[JobPlan]:
