@@ -41,6 +41,10 @@ def settle(policy: CleanUpPolicy, record: Replica, pod: dict | None) -> Settled:
         # decides its fate, and the record keeps describing the replica (no pod of its own: Deleted).
         return Settled(record if record.uid else record.in_phase(DELETED), delete, False)
     if policy != CleanUpPolicy.NONE and record.phase == DELETED and record.uid == uid:
+        if delete is None and not is_terminating(pod):
+            # Its delete never went through (refused, or the controller stopped first) and the pod has since
+            # finished, which the policy keeps (Unfinished): it stays, and the record describes it again.
+            return Settled(observed(record, pod), None, False)
         # Deleted by an earlier clean-up and still seen (terminating, or the cache lags): keep it
         # Deleted, whatever phase the dying pod reports, and repeat the delete only if it did not start.
         return Settled(record, delete, False)

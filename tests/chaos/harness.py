@@ -26,7 +26,7 @@ from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
 from tests.e2e.conftest import Jobs
 from tests.program.subprocesses import ControllerProcess, LocalClusterProcess, terminate
 
-from .jobs import DEBUG, LABELS, PAUSE, TENSORFLOW, JobPlan, make_jobs
+from .jobs import DEBUG, LABELS, PAUSE, TENSORFLOW, TF_SHARE, JobPlan, make_jobs
 
 LABEL_JOB = LABELS[PLURAL]
 
@@ -48,6 +48,7 @@ class Settings:
     settle_timeout: float = 90.0  # after the faults stop, every job must have its phase within this
     fault_interval: tuple[float, float] = (0.4, 1.5)
     kill_spacing: float = 4.0  # at least this long between two leader kills
+    tf_share: float = TF_SHARE  # of the normal jobs, the share that are TensorFlowTrainingJobs
 
 
 @dataclass
@@ -136,7 +137,7 @@ class Chaos:
     def __init__(self, settings: Settings, workdir: Path) -> None:
         self.settings = settings
         self.workdir = workdir
-        self.plans = {p.name: p for p in make_jobs(settings.seed, settings.jobs)}
+        self.plans = {p.name: p for p in make_jobs(settings.seed, settings.jobs, settings.tf_share)}
         self.report = Report(settings)
         self.audit = Audit(self.plans, self.violate)
         self.cluster: LocalClusterProcess

@@ -100,10 +100,13 @@ def _script(rng: random.Random, ok: bool) -> dict:
             "exit_code": 0 if ok else 1}
 
 
-def make_job(rng: random.Random, index: int) -> JobPlan:
+TF_SHARE = 0.3  # of the normal jobs, the share that are TensorFlowTrainingJobs
+
+
+def make_job(rng: random.Random, index: int, tf_share: float = TF_SHARE) -> JobPlan:
     name = f"chaos-{index:03d}"
     kind = rng.choices([NORMAL, PAUSE, DEBUG], weights=[75, 15, 10])[0]
-    if kind == NORMAL and rng.random() < 0.3:
+    if tf_share and kind == NORMAL and rng.random() < tf_share:  # no draw at 0: the GenericJob-only plans
         return make_tensorflow_job(rng, name)
     types = {"worker": rng.randint(1, 3)}
     if rng.random() < 0.4:
@@ -212,6 +215,6 @@ def make_tensorflow_job(rng: random.Random, name: str) -> JobPlan:
                    scripts={f"default/{name}-{t}-{rank}": script for (t, rank), script in scripts.items()})
 
 
-def make_jobs(seed: int, count: int) -> list[JobPlan]:
+def make_jobs(seed: int, count: int, tf_share: float = TF_SHARE) -> list[JobPlan]:
     rng = random.Random(seed)
-    return [make_job(rng, index) for index in range(count)]
+    return [make_job(rng, index, tf_share) for index in range(count)]

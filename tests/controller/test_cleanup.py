@@ -94,3 +94,14 @@ def test_settling_is_idempotent(policy):
         first = settle(policy, rec(), pod)
         again = settle(policy, first.record, pod)
         assert again.record == first.record and again.delete == first.delete and not again.cleaned
+
+
+def test_a_pod_whose_delete_never_went_through_and_then_finished_is_kept_and_described():
+    """Clean-up Unfinished asked to delete a running pod; the delete was refused (a 500) and the pod then
+    finished: the policy keeps finished pods, so it stays and its record says what it is, not Deleted."""
+    deleted = replace(rec("u1", "Running"), phase=DELETED)
+    kept = settle(UNFINISHED, deleted, make_pod("worker", 0, "u1", "Succeeded"))
+    assert (kept.record.phase, kept.delete, kept.cleaned) == ("Succeeded", None, False)
+    # Under All the policy still wants it gone: the delete is asked again, and the record stays Deleted.
+    again = settle(ALL, deleted, make_pod("worker", 0, "u1", "Succeeded"))
+    assert (again.record.phase, again.delete) == (DELETED, "u1")
