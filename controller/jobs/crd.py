@@ -171,6 +171,45 @@ def status_schema(kind: str, records: str) -> dict:
     })
 
 
+def custom_resource(group: str, version: str, kind: str, plural: str, schema: dict, columns: list[dict], *,
+                    short_names: list[str] | None = None, categories: tuple[str, ...] = ("all", "t9k")) -> dict:
+    """A namespaced CustomResourceDefinition of one served and stored version, with a status subresource."""
+    names = {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower(),
+             "categories": list(categories)}
+    if short_names:
+        names["shortNames"] = short_names
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "names": names,
+            "scope": "Namespaced",
+            "versions": [{"name": version, "served": True, "storage": True, "subresources": {"status": {}},
+                          "additionalPrinterColumns": columns, "schema": {"openAPIV3Schema": schema}}],
+        },
+    }
+
+
+def job_schema(description: str, spec: dict, status: dict, rules: list[dict]) -> dict:
+    """The root schema of a job kind: its spec (required) and status, and CEL rules over the whole object
+    (those that read metadata.name)."""
+    return {
+        "type": "object",
+        "description": description,
+        "properties": {
+            "apiVersion": {"type": "string", "description": "APIVersion of this representation of the object."},
+            "kind": {"type": "string", "description": "The kind of the object."},
+            "metadata": {"type": "object"},
+            "spec": spec,
+            "status": status,
+        },
+        "required": ["spec"],
+        "x-kubernetes-validations": rules,
+    }
+
+
 def render(header: str, crd: dict) -> str:
     """YAML with sorted keys (as controller-gen writes), so regenerating is byte-for-byte stable."""
     return header + yaml.safe_dump(crd, sort_keys=True, width=120, allow_unicode=True)

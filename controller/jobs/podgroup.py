@@ -17,6 +17,7 @@ The CRD is written to manifests/crds/podgroup.yaml by `python -m controller.kind
 from __future__ import annotations
 
 from apimachinery.resource import Resource
+from controller.jobs.crd import custom_resource
 from controller.jobs.kind import JobKind, ParsedJob
 from controller.jobs.naming import job_labels, owner_reference
 
@@ -80,39 +81,18 @@ def podgroup_crd() -> dict:
         "properties": {"phase": {"type": "string", "description": "The phase of the group."}},
         "x-kubernetes-preserve-unknown-fields": True,
     }
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{PLURAL}.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "names": {"kind": KIND, "listKind": f"{KIND}List", "plural": PLURAL, "singular": KIND.lower(),
-                      "categories": ["t9k"]},
-            "scope": "Namespaced",
-            "versions": [{
-                "name": VERSION,
-                "served": True,
-                "storage": True,
-                "subresources": {"status": {}},
-                "additionalPrinterColumns": [
-                    {"name": "MinMember", "type": "integer", "jsonPath": ".spec.minMember"},
-                    {"name": "Queue", "type": "string", "jsonPath": ".spec.queue"},
-                    {"name": "Priority", "type": "integer", "jsonPath": ".spec.priority"},
-                    {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
-                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-                ],
-                "schema": {"openAPIV3Schema": {
-                    "type": "object",
-                    "description": "PodGroup: a set of pods that T9k Scheduler places all together or not at all.",
-                    "properties": {
-                        "apiVersion": {"type": "string"},
-                        "kind": {"type": "string"},
-                        "metadata": {"type": "object"},
-                        "spec": spec_schema,
-                        "status": status_schema,
-                    },
-                    "required": ["spec"],
-                }},
-            }],
-        },
+    schema = {
+        "type": "object",
+        "description": "PodGroup: a set of pods that T9k Scheduler places all together or not at all.",
+        "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+                       "spec": spec_schema, "status": status_schema},
+        "required": ["spec"],
     }
+    columns = [
+        {"name": "MinMember", "type": "integer", "jsonPath": ".spec.minMember"},
+        {"name": "Queue", "type": "string", "jsonPath": ".spec.queue"},
+        {"name": "Priority", "type": "integer", "jsonPath": ".spec.priority"},
+        {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]
+    return custom_resource(GROUP, VERSION, KIND, PLURAL, schema, columns, categories=("t9k",))

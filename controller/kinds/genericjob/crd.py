@@ -32,6 +32,8 @@ from controller.jobs.crd import (
     NAME_MAX,
     RESUME_SPECS_IMMUTABLE,
     UNIQUE_TYPES,
+    custom_resource,
+    job_schema,
     status_schema,
     structural,
     template_schema,
@@ -117,20 +119,9 @@ def spec_schema() -> dict:
 
 
 def genericjob_crd() -> dict:
-    root = {
-        "type": "object",
-        "description": ("GenericJob: a distributed batch job of replica types, each a pod template and a count; "
-                        "replicas are pods named [job]-[type]-[rank]."),
-        "properties": {
-            "apiVersion": {"type": "string", "description": "APIVersion of this representation of the object."},
-            "kind": {"type": "string", "description": "The kind of the object."},
-            "metadata": {"type": "object"},
-            "spec": spec_schema(),
-            "status": status_schema(KIND, "replicas"),
-        },
-        "required": ["spec"],
-        "x-kubernetes-validations": copy.deepcopy(_NAME_RULES),
-    }
+    root = job_schema("GenericJob: a distributed batch job of replica types, each a pod template and a count; "
+                      "replicas are pods named [job]-[type]-[rank].", spec_schema(), status_schema(KIND, "replicas"),
+                      copy.deepcopy(_NAME_RULES))
     columns = [
         {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
         {"name": "Running", "type": "integer", "jsonPath": ".status.aggregate.running"},
@@ -139,25 +130,7 @@ def genericjob_crd() -> dict:
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]
     assert API_VERSION == f"{GROUP}/{VERSION}"
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{PLURAL}.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "names": {"kind": KIND, "listKind": f"{KIND}List", "plural": PLURAL, "singular": KIND.lower(),
-                      "shortNames": ["gj"], "categories": ["all", "t9k"]},
-            "scope": "Namespaced",
-            "versions": [{
-                "name": VERSION,
-                "served": True,
-                "storage": True,
-                "subresources": {"status": {}},
-                "additionalPrinterColumns": columns,
-                "schema": {"openAPIV3Schema": root},
-            }],
-        },
-    }
+    return custom_resource(GROUP, VERSION, KIND, PLURAL, root, columns, short_names=["gj"])
 
 
 # --- files ------------------------------------------------------------------------------------

@@ -89,20 +89,10 @@ def status_schema() -> dict:
 
 
 def tensorflow_crd() -> dict:
-    root = {
-        "type": "object",
-        "description": ("TensorFlowTrainingJob: distributed TensorFlow training of chief, worker, ps and evaluator "
-                        "replicas; pods named [job]-[type]-[rank], each told the cluster in TF_CONFIG."),
-        "properties": {
-            "apiVersion": {"type": "string", "description": "APIVersion of this representation of the object."},
-            "kind": {"type": "string", "description": "The kind of the object."},
-            "metadata": {"type": "object"},
-            "spec": spec_schema(),
-            "status": status_schema(),
-        },
-        "required": ["spec"],
-        "x-kubernetes-validations": copy.deepcopy(_NAME_RULES),
-    }
+    root = generic.job_schema(
+        "TensorFlowTrainingJob: distributed TensorFlow training of chief, worker, ps and evaluator replicas; pods "
+        "named [job]-[type]-[rank], each told the cluster in TF_CONFIG.", spec_schema(), status_schema(),
+        copy.deepcopy(_NAME_RULES))
     columns = [
         {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
         {"name": "Running", "type": "integer", "jsonPath": ".status.aggregate.running"},
@@ -111,19 +101,7 @@ def tensorflow_crd() -> dict:
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]
     assert API_VERSION == f"{GROUP}/{VERSION}"
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{PLURAL}.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "names": {"kind": KIND, "listKind": f"{KIND}List", "plural": PLURAL, "singular": KIND.lower(),
-                      "shortNames": [SHORT_NAME], "categories": ["all", "t9k"]},
-            "scope": "Namespaced",
-            "versions": [{"name": VERSION, "served": True, "storage": True, "subresources": {"status": {}},
-                          "additionalPrinterColumns": columns, "schema": {"openAPIV3Schema": root}}],
-        },
-    }
+    return generic.custom_resource(GROUP, VERSION, KIND, PLURAL, root, columns, short_names=[SHORT_NAME])
 
 
 def render(crd: dict) -> str:
