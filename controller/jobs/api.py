@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -18,6 +18,22 @@ from pydantic.alias_generators import to_camel
 
 class Model(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True)
+
+
+class JobObject(Model):
+    """The parts of a job object the controller reads, whatever its kind, parsed once per generation; a kind's
+    model adds its `spec`."""
+
+    name: str
+    namespace: str
+    uid: str
+    generation: int
+
+    @classmethod
+    def from_object(cls, obj: dict) -> Self:
+        meta = obj["metadata"]
+        return cls(name=meta["name"], namespace=meta.get("namespace", ""), uid=meta.get("uid", ""),
+                   generation=meta.get("generation", 0), spec=obj.get("spec") or {})
 
 
 class CleanUpPolicy(StrEnum):

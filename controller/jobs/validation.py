@@ -12,7 +12,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from controller.jobs.kind import ParsedJob
+from controller.jobs.kind import KindApi, ParsedJob
+from controller.jobs.naming import label, replica_name
 
 CONTAINER_GROUPS = ("initContainers", "containers")
 DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
@@ -163,4 +164,26 @@ def run_mode_errors(job: ParsedJob) -> list[SpecError]:
             elif entry.type in seen:
                 errors.append(SpecError(where, f'duplicate replica type "{entry.type}"'))
             seen.add(entry.type)
+    return errors
+
+
+def name_errors(job: ParsedJob, api: KindApi, *, services: bool) -> list[SpecError]:
+    """The job's name is the value of a label on every pod, and `[job]-[type]-[rank]` is a pod name and, with
+    `services`, a Service name: each must be valid where it goes."""
+    errors = []
+    if len(job.name) > LABEL_VALUE_MAX:
+        errors.append(SpecError("metadata.name", f"must be no more than {LABEL_VALUE_MAX} characters: it is the "
+                                f"value of the label {label(api, 'name')} on every pod (it has {len(job.name)})"))
+    for spec in job.spec.replica_specs:
+        if spec.replicas == 0:
+            continue
+        longest = replica_name(job.name, spec.type, spec.replicas - 1)
+        if services:
+            if len(longest) > LABEL_VALUE_MAX or not DNS1035_LABEL.fullmatch(longest):
+                errors.append(SpecError("metadata.name", f'the Service name "{longest}" (replica type "{spec.type}") '
+                                        f"must be a DNS-1035 label of at most {LABEL_VALUE_MAX} characters: "
+                                        "lower case letters, digits and '-', starting with a letter"))
+        elif len(longest) > SUBDOMAIN_MAX or not DNS1123_SUBDOMAIN.fullmatch(longest):
+            errors.append(SpecError("metadata.name", f'the pod name "{longest}" (replica type "{spec.type}") must '
+                                    f"be a DNS-1123 subdomain of at most {SUBDOMAIN_MAX} characters"))
     return errors

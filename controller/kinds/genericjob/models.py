@@ -17,6 +17,7 @@ from pydantic import Field, field_validator
 from controller.jobs.api import (
     MAX_REPLICAS,
     CleanUpPolicy,
+    JobObject,
     Model,
     RunMode,
     SchedulePolicy,
@@ -167,17 +168,7 @@ class GenericJobSpec(Model):
         return next((r for r in self.replica_specs if r.type == replica_type), None)
 
 
-class GenericJob(Model):
+class GenericJob(JobObject):
     """The parts of a GenericJob object the controller reads, parsed once per generation."""
 
-    name: str
-    namespace: str
-    uid: str
-    generation: int
     spec: GenericJobSpec
-
-    @classmethod
-    def from_object(cls, obj: dict) -> GenericJob:
-        meta = obj["metadata"]
-        return cls(name=meta["name"], namespace=meta.get("namespace", ""), uid=meta.get("uid", ""),
-                   generation=meta.get("generation", 0), spec=obj.get("spec") or {})

@@ -10,16 +10,12 @@ InvalidSpec, with `invalid_spec_message` as the condition and Warning Event text
 
 from __future__ import annotations
 
-from controller.jobs.naming import label, replica_name
 from controller.jobs.pods import PodMode, run_mode_override
 from controller.jobs.validation import (
-    DNS1035_LABEL,
-    DNS1123_SUBDOMAIN,
-    LABEL_VALUE_MAX,
-    SUBDOMAIN_MAX,
     SpecError,
     duplicate_types,
     invalid_spec_message,
+    name_errors,
     run_mode_errors,
     template_errors,
 )
@@ -36,7 +32,7 @@ def parse(obj: dict, model: type = GenericJob):
 def validate(job: GenericJob) -> list[SpecError]:
     """Every problem of a parsed job that would stop the controller making its pods correctly."""
     errors = [
-        *_name_errors(job),
+        *name_errors(job, API, services=job.spec.service is not None),
         *duplicate_types(job),
         *template_errors(job),
         *_rule_errors(job, "successRules", job.spec.success_rules),
@@ -45,26 +41,6 @@ def validate(job: GenericJob) -> list[SpecError]:
         *_variable_errors(job),
     ]
     return list(dict.fromkeys(errors))
-
-
-def _name_errors(job: GenericJob) -> list[SpecError]:
-    errors = []
-    if len(job.name) > LABEL_VALUE_MAX:
-        errors.append(SpecError("metadata.name", f"must be no more than {LABEL_VALUE_MAX} characters: it is the "
-                                f"value of the label {label(API, 'name')} on every pod (it has {len(job.name)})"))
-    for spec in job.spec.replica_specs:
-        if spec.replicas == 0:
-            continue
-        longest = replica_name(job.name, spec.type, spec.replicas - 1)
-        if job.spec.service is not None:
-            if len(longest) > LABEL_VALUE_MAX or not DNS1035_LABEL.fullmatch(longest):
-                errors.append(SpecError("metadata.name", f'the Service name "{longest}" (replica type "{spec.type}") '
-                                        f"must be a DNS-1035 label of at most {LABEL_VALUE_MAX} characters: "
-                                        "lower case letters, digits and '-', starting with a letter"))
-        elif len(longest) > SUBDOMAIN_MAX or not DNS1123_SUBDOMAIN.fullmatch(longest):
-            errors.append(SpecError("metadata.name", f'the pod name "{longest}" (replica type "{spec.type}") must '
-                                    f"be a DNS-1123 subdomain of at most {SUBDOMAIN_MAX} characters"))
-    return errors
 
 
 def _rule_errors(job: GenericJob, field: str, rules: list[FinishRule] | None) -> list[SpecError]:

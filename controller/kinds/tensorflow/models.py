@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
-from controller.jobs.api import MAX_REPLICAS, CleanUpPolicy, Model, RunMode, SchedulePolicy
+from controller.jobs.api import MAX_REPLICAS, CleanUpPolicy, JobObject, Model, RunMode, SchedulePolicy
 from controller.jobs.kind import KindApi
 
 GROUP = "batch.tensorstack.dev"
@@ -113,20 +113,10 @@ class TensorFlowTrainingJobSpec(Model):
         return (str(ReplicaType.WORKER), 0) if worker is not None and worker.replicas > 0 else None
 
 
-class TensorFlowTrainingJob(Model):
+class TensorFlowTrainingJob(JobObject):
     """The parts of a TensorFlowTrainingJob object the controller reads, parsed once per generation."""
 
-    name: str
-    namespace: str
-    uid: str
-    generation: int
     spec: TensorFlowTrainingJobSpec
-
-    @classmethod
-    def from_object(cls, obj: dict) -> TensorFlowTrainingJob:
-        meta = obj["metadata"]
-        return cls(name=meta["name"], namespace=meta.get("namespace", ""), uid=meta.get("uid", ""),
-                   generation=meta.get("generation", 0), spec=obj.get("spec") or {})
 
 
 class ReplicaRestart:

@@ -5,17 +5,15 @@ template, and names that make valid pod and Service names."""
 
 from __future__ import annotations
 
-from controller.jobs.naming import replica_name
 from controller.jobs.validation import (
-    DNS1035_LABEL,
-    LABEL_VALUE_MAX,
     SpecError,
     duplicate_types,
+    name_errors,
     parse,
     run_mode_errors,
     template_errors,
 )
-from controller.kinds.tensorflow.models import TensorFlowTrainingJob
+from controller.kinds.tensorflow.models import API, TensorFlowTrainingJob
 from controller.kinds.tensorflow.tfconfig import CONTAINER
 
 __all__ = ["parse_and_validate", "validate"]
@@ -31,7 +29,9 @@ def parse_and_validate(obj: dict) -> TensorFlowTrainingJob | list[SpecError]:
 
 
 def validate(job: TensorFlowTrainingJob) -> list[SpecError]:
-    errors = [*_name_errors(job), *duplicate_types(job), *template_errors(job), *run_mode_errors(job)]
+    # Every replica has a Service: its name, like the pod's, must be a DNS-1035 label.
+    errors = [*name_errors(job, API, services=True), *duplicate_types(job), *template_errors(job),
+              *run_mode_errors(job)]
     for index, spec in enumerate(job.spec.replica_specs):
         if spec.type in SINGLE and spec.replicas > 1:
             errors.append(SpecError(f"spec.replicaSpecs[{index}].replicas",
@@ -42,19 +42,3 @@ def validate(job: TensorFlowTrainingJob) -> list[SpecError]:
             errors.append(SpecError(f"spec.replicaSpecs[{index}].template.spec.containers",
                                     f'needs a container named "{CONTAINER}" (the training container)'))
     return list(dict.fromkeys(errors))
-
-
-def _name_errors(job: TensorFlowTrainingJob) -> list[SpecError]:
-    """Every replica has a Service named like its pod: `[job]-[type]-[rank]` is a DNS-1035 label."""
-    errors = []
-    if len(job.name) > LABEL_VALUE_MAX:
-        errors.append(SpecError("metadata.name", f"must be no more than {LABEL_VALUE_MAX} characters: it is a "
-                                f"label value on every pod (it has {len(job.name)})"))
-    for spec in job.spec.replica_specs:
-        if spec.replicas == 0:
-            continue
-        longest = replica_name(job.name, spec.type, spec.replicas - 1)
-        if len(longest) > LABEL_VALUE_MAX or not DNS1035_LABEL.fullmatch(longest):
-            errors.append(SpecError("metadata.name", f'the Service name "{longest}" (replica type "{spec.type}") '
-                                    f"must be a DNS-1035 label of at most {LABEL_VALUE_MAX} characters"))
-    return errors
