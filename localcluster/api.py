@@ -397,8 +397,12 @@ class Api:
         return final
 
     def system_write(self, rt: ResourceType, obj: dict) -> dict:
-        """Store a new state without admission: what the scheduler, kubelet and GC may do."""
-        return self._commit(rt, obj, False)
+        """Store a new state without admission: what the scheduler, kubelet and GC may do.
+
+        Writers build the new state from the stored one (`{**pod, "status": ...}`), so its metadata is
+        the stored version's dict: it is copied before the new resourceVersion goes in, or the version
+        already stored (and queued for watchers, and kept in the history) would change with it."""
+        return self._commit(rt, {**obj, "metadata": dict(obj["metadata"])}, False)
 
     def remove_now(self, rt: ResourceType, obj: dict) -> None:
         """Delete immediately whatever its state: for the kubelet, GC and namespace clean-up."""
