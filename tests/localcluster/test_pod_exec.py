@@ -7,9 +7,12 @@ real kubectl, so they hold localcluster to what it sends and expects.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import pty
 import select
+import struct
+import termios
 import time
 
 import pytest
@@ -54,7 +57,8 @@ async def test_exec_passes_stdin_and_the_exit_code(cluster, core, tmp_path):
 async def test_exec_with_a_terminal(cluster, core, tmp_path):
     kubectl = Kubectl(cluster, tmp_path)
     await sleeper(core, tmp_path)
-    parent, child = pty.openpty()  # kubectl -t needs a terminal of its own
+    parent, child = pty.openpty()  # kubectl -t needs a terminal of its own, whose size it passes on
+    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 111, 0, 0))
     proc = await asyncio.create_subprocess_exec(*kubectl._argv(("exec", "-it", "box", "--", "sh")), stdin=child,
                                                 stdout=child, stderr=child, env=ENV)
     os.close(child)
@@ -73,9 +77,10 @@ async def test_exec_with_a_terminal(cluster, core, tmp_path):
         return output
 
     try:
-        os.write(parent, b"tty -s && echo on-a-terminal; echo $GREETING; exit 4\n")
+        os.write(parent, b"tty -s && echo on-a-terminal; echo $GREETING; stty size; exit 4\n")
         output = await asyncio.to_thread(read_until, b"command terminated with exit code 4")
-        assert b"on-a-terminal\r\nhello\r\n" in output  # a terminal's line endings: one stream, through the pty
+        # A terminal's line endings (stdout and stderr are one stream through it), and kubectl's terminal size.
+        assert b"on-a-terminal\r\nhello\r\n33 111\r\n" in output
         assert await asyncio.wait_for(proc.wait(), 10) == 4
     finally:
         if proc.returncode is None:
@@ -99,6 +104,22 @@ async def test_exec_dies_with_its_container(cluster, core, tmp_path):
             return not alive(pid)
 
         await eventually(dead)
+
+
+async def test_exec_ends_when_its_client_goes_away(cluster, core, tmp_path):
+    kubectl = Kubectl(cluster, tmp_path)
+    await sleeper(core, tmp_path)
+    marker = tmp_path / "exec.pid"
+    async with kubectl.stream("exec", "box", "--", "sh", "-c", f"echo $$ > {marker}; echo started; sleep 60") as lines:
+        await lines.until("started")
+        pid = int(marker.read_text())
+        lines.proc.kill()
+
+    async def dead():
+        return not alive(pid)
+
+    await eventually(dead)
+    assert (await core.read_namespaced_pod("box", "default")).status.phase == "Running"
 
 
 async def test_exec_answers_as_a_cluster_when_it_cannot_run(cluster, core, tmp_path):
