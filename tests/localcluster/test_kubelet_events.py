@@ -84,3 +84,6 @@ async def test_kubectl_describe_shows_why_a_container_waits(cluster, core, tmp_p
     assert 'kubelet            spec.containers{main}: Error: secret "x" not found' in events
     assert "Warning  Failed" in events
     assert "Reason:       CreateContainerConfigError" in text
+    listed = (await kubectl.ok("get", "events")).rows()
+    scheduled = next(row for row in listed if row[2] == "Scheduled")
+    assert scheduled[0] != "<invalid>" and scheduled[0].endswith("s")  # its eventTime has microseconds
