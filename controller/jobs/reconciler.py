@@ -119,7 +119,8 @@ class Reconciler:
                 return Result(requeue_after=0.2)
             dependents = {resource: lister.controlled_by(uid) for resource, lister in self.dependent_listers.items()}
             the_plan = plan(self.kind, job, status, pods, self.now(), write_failure=self._failures.get(uid),
-                            restart_backoff=self.restart_backoff, dependents=dependents, **children)
+                            restart_backoff=self.restart_backoff, dependents=dependents, creating=expected,
+                            **children)
         written = await self._write_status(obj, status, the_plan)
         if written is None:
             return Result(requeue_after=0.0, lost_at=obj["metadata"]["resourceVersion"])

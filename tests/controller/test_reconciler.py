@@ -214,3 +214,32 @@ async def test_an_invalid_job_loses_its_services_and_keeps_its_finished_pods():
     await harness.reconcile()
     assert harness.client.calls == [("update", "genericjobs/status", "job"), ("delete", "services", "job-worker-0")]
     assert [e[1] for e in harness.recorder.events] == ["InvalidSpec"]
+
+
+async def test_a_pod_created_just_before_the_job_fails_is_not_reported_deleted():
+    # Both creates are sent; worker-0's pod shows up Failed (the job fails by the default rule) while the
+    # cache has not seen worker-1's yet. worker-1 is unseen, not Deleted: its pod exists (issue 16).
+    job = job_object(workers=2)
+    job["spec"]["replicaSpecs"][0]["restartPolicy"] = {"policy": "Never", "limit": 0}
+    harness = Harness(job)
+    await harness.reconcile()
+    statuses = []
+    write = harness.client.replace_status
+
+    async def keep(resource, job, status):
+        statuses.append(status)
+        return await write(resource, job, status)
+
+    harness.client.replace_status = keep
+    harness.put("pods", pod_of(0, "u0", "Failed"))
+    await harness.reconcile()
+    replicas = {r["name"]: r["phase"] for r in statuses[-1]["tasks"][0]["replicas"]}
+    assert statuses[-1]["phase"] == "Failed"
+    assert replicas == {"job-worker-0": "Failed", "job-worker-1": "Creating"}
+    # Once seen, the policy decides: a pod that already failed stays and is reported Failed.
+    harness.put("jobs", {**job, "status": statuses[-1]})
+    harness.put("pods", pod_of(1, "u1", "Failed"))
+    await harness.reconcile()
+    replicas = {r["name"]: r["phase"] for r in statuses[-1]["tasks"][0]["replicas"]}
+    assert replicas == {"job-worker-0": "Failed", "job-worker-1": "Failed"}
+    assert not [call for call in harness.client.calls if call[0] == "delete"]
