@@ -243,3 +243,34 @@ async def test_a_pod_created_just_before_the_job_fails_is_not_reported_deleted()
     replicas = {r["name"]: r["phase"] for r in statuses[-1]["tasks"][0]["replicas"]}
     assert replicas == {"job-worker-0": "Failed", "job-worker-1": "Failed"}
     assert not [call for call in harness.client.calls if call[0] == "delete"]
+
+
+async def test_creates_with_an_unchanged_status_first_prove_the_cached_job_current():
+    # A new leader whose job cache lags behind its pod cache: the cached job still shows its replicas
+    # Creating (the status of a reconcile that was about to create them), while the job has since
+    # finished and its pods were cleaned up. The plan's status is unchanged, so nothing else would
+    # stop it re-creating every pod: the status is written anyway, with the cached resourceVersion.
+    first = Harness(job_object(workers=2))
+    written = []
+    write = first.client.replace_status
+
+    async def keep(resource, job, status):
+        written.append(status)
+        return await write(resource, job, status)
+
+    first.client.replace_status = keep
+    first.client.refuse[("create", "pods", "job-worker-0")] = ApiStatusError(500, "InternalError", "boom")
+    with pytest.raises(WritesFailed):
+        await first.reconcile()
+    stale = job_object(workers=2, status={**written[0], "observedGeneration": 1})
+    harness = Harness(stale)
+    harness.client.refuse[("update", "genericjobs/status", "job")] = ApiStatusError(409, "Conflict", "stale")
+    result = await harness.reconcile()
+    assert harness.client.calls == [("update", "genericjobs/status", "job")]
+    assert result.lost_at == "10"
+    # With a current cache the same no-op write goes through, and the pods are made.
+    harness.client.refuse.clear()
+    harness.client.calls.clear()
+    await harness.reconcile()
+    assert harness.client.calls == [("update", "genericjobs/status", "job"),
+                                    ("create", "pods", "job-worker-0"), ("create", "pods", "job-worker-1")]
