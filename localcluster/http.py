@@ -514,7 +514,9 @@ async def _read_options(request: web.Request) -> dict:
     options: dict = {}
     if request.can_read_body:
         raw = await request.read()
-        if raw:
+        if raw and request.content_type == protobuf.MEDIA_TYPE:  # client-go's typed clients
+            options = protobuf.decode(raw, "meta.k8s.io/v1", "DeleteOptions")
+        elif raw:
             options = orjson.loads(raw)
     query = request.query
     if "gracePeriodSeconds" in query:

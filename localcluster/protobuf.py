@@ -63,32 +63,32 @@ def accepts(api_version: str, kind: str) -> bool:
 def decode(raw: bytes, api_version: str, kind: str) -> dict:
     """The object of a protobuf body sent to an endpoint of `kind`, as its JSON body would read.
 
-    Raises a 400 worded as the apiserver's decoder errors (handlers.transformDecodeError).
+    Raises a 400 worded as the apiserver's (protobuf.Serializer.Decode, then transformDecodeError).
     """
-    sent_version, sent_kind = api_version, kind
+    sent: tuple[str, str] | None = None  # the envelope's (apiVersion, kind), the endpoint's where it has none
     try:
+        if not raw:
+            raise DecodeError("empty data")
         if not raw.startswith(MAGIC):
-            raise DecodeError(f"the provided data does not appear to be a protobuf message, expected prefix "
-                              f"{list(MAGIC)}")
+            raise DecodeError(f"provided data does not appear to be a protobuf message, expected prefix "
+                              f"[{' '.join(map(str, MAGIC))}]")
+        if raw == MAGIC:
+            raise DecodeError("empty body")
         envelope = _parse(UNKNOWN, raw[len(MAGIC):])
-        if envelope.typeMeta.apiVersion:
-            sent_version = envelope.typeMeta.apiVersion
-        if envelope.typeMeta.kind:
-            sent_kind = envelope.typeMeta.kind
+        sent = (envelope.typeMeta.apiVersion or api_version, envelope.typeMeta.kind or kind)
         if envelope.contentEncoding:
             raise DecodeError(f"unsupported content encoding {envelope.contentEncoding!r}")
-        message = DELETE_OPTIONS if sent_kind == "DeleteOptions" else KINDS.get((sent_version, sent_kind))
+        message = DELETE_OPTIONS if sent[1] == "DeleteOptions" else KINDS.get(sent)
         if message is None:
-            raise DecodeError(f'no kind "{sent_kind}" is registered for version "{sent_version}"')
-        obj = {"kind": sent_kind, "apiVersion": sent_version, **_render(_parse(message, envelope.raw), message, "")}
+            raise DecodeError(f'no kind "{sent[1]}" is registered for version "{sent[0]}"')
+        obj = _render(_parse(message, envelope.raw), message, "")
     except DecodeError as exc:
-        version = sent_version.rpartition("/")[2]
-        if sent_kind:
-            text = f'{sent_kind} in version "{version}" cannot be handled as a {kind}: {exc}'
-        else:
+        if sent is None:
             text = f"the object provided is unrecognized (must be of type {kind}): {exc} ({_summary(raw)})"
+        else:
+            text = f'{sent[1]} in version "{sent[0].rpartition("/")[2]}" cannot be handled as a {kind}: {exc}'
         raise errors.bad_request(text) from exc
-    return obj
+    return {"kind": sent[1], "apiVersion": sent[0], **obj}
 
 
 def _summary(data: bytes, limit: int = 30) -> str:
