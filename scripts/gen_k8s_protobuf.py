@@ -242,6 +242,8 @@ def message_entry(sources: Sources, full_name: str) -> tuple[str, list[tuple]]:
         go = go_fields[f.number]
         if go.proto_name not in ("", f.name):
             raise SystemExit(f"{full_name}.{f.name}: the Go tag says {go}")
+        if "omitzero" in go.options and CUSTOM_JSON.get(f.type) not in ("time", "microtime"):
+            raise SystemExit(f"{full_name}.{f.name}: omitzero on a type whose zero the decoder does not know")
         inline = go.anonymous and not go.json_name
         if not go.json_name and not inline:
             raise SystemExit(f"{full_name}.{f.name}: a named Go field without a JSON name")
