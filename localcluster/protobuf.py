@@ -32,10 +32,6 @@ DELETE_OPTIONS = "k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions"
 SCALARS = {"string", "bytes", "bool", "int32", "int64", "uint32", "uint64", "double", "float"}
 _OMIT = object()  # a field the JSON leaves out
 
-# message full name -> (JSON form, fields with full type names)
-SCHEMA: dict[str, tuple[str, tuple]] = {}
-
-
 def _full(type_: str, package: str) -> str:
     """A type of k8s_protobuf.py with its package: `[]Foo` in core/v1 -> `[]k8s.io.api.core.v1.Foo`."""
     if type_.startswith("map<"):
@@ -46,9 +42,10 @@ def _full(type_: str, package: str) -> str:
     return type_ if type_ in SCALARS or "." in type_ else f"{package}.{type_}"
 
 
-for _package, _messages in PACKAGES.items():
-    for _name, (_form, _fields) in _messages.items():
-        SCHEMA[f"{_package}.{_name}"] = (_form, tuple((n, p, _full(t, _package), j, f) for n, p, t, j, f in _fields))
+# message full name -> (JSON form, fields with full type names)
+SCHEMA: dict[str, tuple[str, tuple]] = {
+    f"{package}.{name}": (form, tuple((n, p, _full(t, package), j, f) for n, p, t, j, f in fields))
+    for package, messages in PACKAGES.items() for name, (form, fields) in messages.items()}
 
 
 class DecodeError(Exception):
