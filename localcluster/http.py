@@ -17,7 +17,7 @@ from aiohttp import web
 
 from apimachinery.selectors import SelectorError, parse_field_selector, parse_label_selector
 
-from . import discovery, errors, pod_exec, reviews, table
+from . import discovery, errors, pod_exec, protobuf, reviews, table
 from .auth import MASTERS, request_attributes
 from .errors import ApiError
 from .pod_connect import container_of, require_node
@@ -103,7 +103,7 @@ class HttpApi:
             if attrs.resource_request and (attrs.api_group, attrs.resource) in reviews.KINDS:
                 if attrs.verb != "create" or attrs.name:
                     raise errors.method_not_allowed()
-                return json_response(await reviews.serve(self.cluster.access, attrs, request, _read_json), 201)
+                return json_response(await reviews.serve(self.cluster.access, attrs, request, _read_body), 201)
         if not segs:
             return json_response({"paths": ["/api", "/api/v1", "/apis", "/version", "/healthz", "/openapi/v2"]})
         head = segs[0]
@@ -145,7 +145,7 @@ class HttpApi:
                     return await self.watch(request, target)
                 return _negotiated(request, target.rt, self.list(request, target), is_list=True)
             if method == "POST":
-                body = await _read_json(request)
+                body = await _read_body(request, target.rt.group_version, target.rt.kind)
                 return self._write(request, 201, self.api.create, target.rt, target.namespace, body,
                                    _dry_run(request))
             if method == "DELETE":
@@ -155,10 +155,12 @@ class HttpApi:
             return _negotiated(request, target.rt, self.api.get(target.rt, target.namespace, target.name),
                                is_list=False)
         if method == "PUT":
-            body = await _read_json(request)
+            body = await _read_body(request, target.rt.group_version, target.rt.kind)
             return self._write(request, 200, self.api.update, target.rt, target.namespace, target.name, body,
                                target.subresource, _dry_run(request))
         if method == "PATCH":
+            if request.content_type not in target.rt.patch_types:
+                raise errors.unsupported_media_type(target.rt.patch_types)
             body = await _read_json(request)
             return self._write(request, 200, self.api.patch, target.rt, target.namespace, target.name,
                                request.content_type, body, target.subresource, _dry_run(request))
@@ -509,16 +511,26 @@ def _dry_run(request: web.Request) -> bool:
     return "dryRun" in request.query
 
 
+JSON_TYPES = (JSON, "application/yaml")
+
+
+async def _read_body(request: web.Request, api_version: str, kind: str):
+    """An object sent to create or replace one of `kind`: JSON, YAML, or (built-in kinds) protobuf."""
+    ctype = request.headers.get("Content-Type") and request.content_type
+    accepted = (*JSON_TYPES, protobuf.MEDIA_TYPE) if protobuf.accepts(api_version, kind) else JSON_TYPES
+    if ctype and ctype not in accepted:
+        raise errors.unsupported_media_type(accepted)
+    if ctype == protobuf.MEDIA_TYPE:
+        return protobuf.decode(await request.read(), api_version, kind)
+    return await _read_json(request)
+
+
 async def _read_json(request: web.Request):
+    """A JSON or YAML body (Content-Type checked by the caller)."""
     raw = await request.read()
     if not raw:
         raise errors.bad_request("the request body is empty")
-    ctype = request.content_type
-    if "protobuf" in ctype:
-        raise errors.unsupported_media_type(ctype)
-    if "yaml" in ctype:
-        if ctype == "application/apply-patch+yaml":
-            raise errors.unsupported_media_type(ctype)  # server-side apply is not modelled
+    if "yaml" in request.content_type:
         import yaml
 
         return yaml.safe_load(raw)
@@ -532,7 +544,9 @@ async def _read_options(request: web.Request) -> dict:
     options: dict = {}
     if request.can_read_body:
         raw = await request.read()
-        if raw:
+        if raw and request.content_type == protobuf.MEDIA_TYPE:  # client-go's typed clients
+            options = protobuf.decode(raw, "meta.k8s.io/v1", "DeleteOptions")
+        elif raw:
             options = orjson.loads(raw)
     query = request.query
     if "gracePeriodSeconds" in query:

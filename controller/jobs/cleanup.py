@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from controller.jobs.api import CleanUpPolicy
-from controller.jobs.status import DELETED, FINISHED, Replica, is_terminating, observed, pod_phase, pod_uid
+from controller.jobs.status import CREATING, DELETED, FINISHED, Replica, is_terminating, observed, pod_phase, pod_uid
 
 
 @dataclass(slots=True)  # never changed once made; not frozen: a frozen init costs twice as much
@@ -30,9 +30,14 @@ def selects(policy: CleanUpPolicy, pod: dict) -> bool:
     return False
 
 
-def settle(policy: CleanUpPolicy, record: Replica, pod: dict | None) -> Settled:
-    """The clean-up of one replica of a finished job, given its stored record and the pod seen."""
+def settle(policy: CleanUpPolicy, record: Replica, pod: dict | None, create_pending: bool = False) -> Settled:
+    """The clean-up of one replica of a finished job, given its stored record, the pod seen, and
+    whether that pod's create was sent but the cache does not show it yet."""
     if pod is None:
+        if create_pending and record.phase == CREATING and not record.uid:
+            # Created just before the job ended and not in the cache yet: not gone, only unseen. Once it
+            # shows, the policy decides (a pod that already failed stays and is reported Failed).
+            return Settled(record, None, False)
         return Settled(record.in_phase(DELETED), None, False)
     uid = pod_uid(pod)
     delete = uid if selects(policy, pod) and not is_terminating(pod) else None

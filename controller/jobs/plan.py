@@ -86,14 +86,15 @@ class Plan:
 def plan(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict], now: str, *,
          services: list[dict] | None = None, podgroups: list[dict] | None = None, clock: float | None = None,
          stuck_after: float = STUCK_TERMINATING_AFTER, write_failure: WriteFailure | None = None,
-         restart_backoff: RestartBackoff = NO_BACKOFF, dependents: Mapping[Resource, list[dict] | None] | None = None
-         ) -> Plan:
+         restart_backoff: RestartBackoff = NO_BACKOFF, dependents: Mapping[Resource, list[dict] | None] | None = None,
+         creating: frozenset[str] = frozenset()) -> Plan:
     """The plan for a job whose spec is valid. `services` and `podgroups` are the job's children as cached
     (None: not watched, left alone); `clock` is the wall-clock time in seconds, for pods stuck terminating
     (None: not checked); `write_failure` the first write refused in the job's last reconcile;
     `restart_backoff` how long replacements wait (backoff.py); `dependents` the job's objects of each of the
-    kind's dependent resources (None, or a resource left out: the cluster has no such API)."""
-    core = _plan_replicas(kind, job, status, pods, now, restart_backoff, clock)
+    kind's dependent resources (None, or a resource left out: the cluster has no such API); `creating` the
+    names of pods whose create was sent but that the cache does not show yet."""
+    core = _plan_replicas(kind, job, status, pods, now, restart_backoff, clock, creating)
     if write_failure is not None and not core.terminal:
         # Shown as a ReplicaSet shows its FailedCreate; a finished job's conditions never change.
         conditions = st.write_failure_condition(core.status.get("conditions") or [], status.get("conditions") or [],
@@ -127,9 +128,10 @@ def _dependent_events(old: dict, reported: dict) -> list[Event]:
 
 
 def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict], now: str,
-                   backoff: RestartBackoff, clock: float | None = None) -> Plan:
+                   backoff: RestartBackoff, clock: float | None = None,
+                   creating: frozenset[str] = frozenset()) -> Plan:
     old = status or {}
-    slots, strays = _slots(kind, job, old, pods)
+    slots, strays = _slots(kind, job, old, pods, creating)
     # Pods of ranks or types no longer in the spec belong to no replica: they go, whatever the phase.
     delete = [DeletePod(p["metadata"]["name"], st.pod_uid(p), SCALE_DOWN) for p in strays if not st.is_terminating(p)]
     events = [deleted_event(d.name) for d in delete]
@@ -252,7 +254,8 @@ def _invalid_records(kind: JobKind, old: dict, pods: list[dict], deleting: set[s
 # --- the replicas -------------------------------------------------------------------------------
 
 
-def _slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict]) -> tuple[list[Slot], list[dict]]:
+def _slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
+           creating: frozenset[str] = frozenset()) -> tuple[list[Slot], list[dict]]:
     """One slot per replica of the spec, in spec and rank order, with its stored record and pod;
     and the pods that belong to no replica of the spec."""
     stored = kind.status.stored_records(old)
@@ -268,7 +271,7 @@ def _slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict]) -> tuple[
             name = replica_name(job.name, spec.type, rank)
             record = st.read_record(stored.get(name), name)
             slots.append(Slot(spec.type, rank, name, rules[spec.type], record,
-                              _pick(by_replica.pop((spec.type, rank), []), record)))
+                              _pick(by_replica.pop((spec.type, rank), []), record), name in creating))
     strays = sorted((p for found in by_replica.values() for p in found), key=lambda p: p["metadata"]["name"])
     return slots, strays
 
@@ -350,7 +353,7 @@ def _finish(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observa
     policy = job.spec.clean_up_policy
     if verdict.reason == DEADLINE_EXCEEDED and policy == CleanUpPolicy.NONE:
         policy = CleanUpPolicy.UNFINISHED  # past its deadline a job stops: its running pods are deleted
-    settled = [cleanup.settle(policy, slot.record, slot.pod) for slot in slots]
+    settled = [cleanup.settle(policy, slot.record, slot.pod, slot.create_pending) for slot in slots]
     delete, events = _cleanup_actions(slots, settled, delete, events)
     old_conditions = old.get("conditions") or []
     # Initialized and ReplicaFailure describe the replicas as the job ended, before the clean-up.
@@ -368,7 +371,7 @@ def _finish(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observa
 def _settle_finished(kind: JobKind, job: ParsedJob, old: dict, slots: list[Slot], delete: list, events: list) -> Plan:
     """A finished job never changes phase, conditions or times again, and never creates a pod: it
     only keeps its replica records current and finishes its clean-up."""
-    settled = [cleanup.settle(job.spec.clean_up_policy, slot.record, slot.pod) for slot in slots]
+    settled = [cleanup.settle(job.spec.clean_up_policy, slot.record, slot.pod, slot.create_pending) for slot in slots]
     delete, events = _cleanup_actions(slots, settled, delete, events)
     new = st.assemble(old, kind.status, phase=old["phase"], conditions=old.get("conditions") or [],
                       records_by_type=_by_type(job, slots, [s.record for s in settled]),

@@ -37,6 +37,7 @@ class Slot:
     policy: RestartRule  # the kind's restart rule for this replica
     record: Replica
     pod: dict | None
+    create_pending: bool = False  # its pod's create was sent and the pod is not in the cache yet
 
 
 class Seen(StrEnum):

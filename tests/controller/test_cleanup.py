@@ -105,3 +105,13 @@ def test_a_pod_whose_delete_never_went_through_and_then_finished_is_kept_and_des
     # Under All the policy still wants it gone: the delete is asked again, and the record stays Deleted.
     again = settle(ALL, deleted, make_pod("worker", 0, "u1", "Succeeded"))
     assert (again.record.phase, again.delete) == (DELETED, "u1")
+
+
+def test_a_replica_whose_create_is_in_flight_is_not_deleted():
+    # Created just before the job ended, not in the cache yet: it is unseen, not gone (issue 16: a
+    # failed worker-1 was reported Deleted in the job's first Failed status).
+    blank = blank_record("job-worker-1")
+    pending = settle(UNFINISHED, blank, None, create_pending=True)
+    assert pending.record == blank and pending.delete is None and not pending.cleaned
+    seen = settle(UNFINISHED, pending.record, make_pod("worker", 1, "u2", "Failed"))
+    assert seen.record.phase == "Failed" and seen.record.uid == "u2" and seen.delete is None
