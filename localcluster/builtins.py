@@ -111,10 +111,38 @@ def metadata_errors(obj: dict, style: str) -> list[Cause]:
 
 
 def _valid_label_key(key: str) -> bool:
-    prefix, _, name = key.rpartition("/")
-    if prefix and (len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
-        return False
-    return 0 < len(name) <= 63 and bool(QUALIFIED_NAME.match(name))
+    return not qualified_name_problems(key)
+
+
+QUALIFIED_NAME_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+                      "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+                      "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+
+
+def qualified_name_problems(value: str) -> list[str]:
+    """What is wrong with a qualified name, `[prefix/]name` (a label key, a reporting controller), as
+    validation.IsQualifiedName words it."""
+    parts = value.split("/")
+    if len(parts) > 2:
+        return [f"a qualified name {QUALIFIED_NAME_MSG} with an optional DNS subdomain prefix and '/' (e.g. "
+                f"'example.com/MyName')"]
+    out = []
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            out.append("prefix part must be non-empty")
+        elif len(prefix) > 253:
+            out.append("prefix part must be no more than 253 characters")
+        if prefix and not DNS1123_SUBDOMAIN.match(prefix):
+            out.append(f"prefix part {SUBDOMAIN_MSG}")
+    name = parts[-1]
+    if not name:
+        out.append("name part must be non-empty")
+    elif len(name) > 63:
+        out.append("name part must be no more than 63 characters")
+    if not QUALIFIED_NAME.match(name):
+        out.append("name part " + QUALIFIED_NAME_MSG)
+    return out
 
 
 # --- quantities (resource.Quantity), checked by the decoder before any validation -----------------
