@@ -11,17 +11,15 @@ import ipaddress
 import itertools
 import re
 
+from apimachinery.selectors import SUBDOMAIN_MSG, qualified_name_errors
+
 Cause = tuple[str, str, str]
 
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 
-SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-                 "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
-                 "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
 LABEL1123_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
                  "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
                  "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
@@ -111,38 +109,7 @@ def metadata_errors(obj: dict, style: str) -> list[Cause]:
 
 
 def _valid_label_key(key: str) -> bool:
-    return not qualified_name_problems(key)
-
-
-QUALIFIED_NAME_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-                      "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-                      "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
-
-
-def qualified_name_problems(value: str) -> list[str]:
-    """What is wrong with a qualified name, `[prefix/]name` (a label key, a reporting controller), as
-    validation.IsQualifiedName words it."""
-    parts = value.split("/")
-    if len(parts) > 2:
-        return [f"a qualified name {QUALIFIED_NAME_MSG} with an optional DNS subdomain prefix and '/' (e.g. "
-                f"'example.com/MyName')"]
-    out = []
-    if len(parts) == 2:
-        prefix = parts[0]
-        if not prefix:
-            out.append("prefix part must be non-empty")
-        elif len(prefix) > 253:
-            out.append("prefix part must be no more than 253 characters")
-        if prefix and not DNS1123_SUBDOMAIN.match(prefix):
-            out.append(f"prefix part {SUBDOMAIN_MSG}")
-    name = parts[-1]
-    if not name:
-        out.append("name part must be non-empty")
-    elif len(name) > 63:
-        out.append("name part must be no more than 63 characters")
-    if not QUALIFIED_NAME.match(name):
-        out.append("name part " + QUALIFIED_NAME_MSG)
-    return out
+    return not qualified_name_errors(key)
 
 
 # --- quantities (resource.Quantity), checked by the decoder before any validation -----------------

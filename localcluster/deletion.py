@@ -23,7 +23,6 @@ def rfc3339(at: datetime) -> str:
 class Plan:
     marked: dict | None  # the object to store first, marked for deletion; None: nothing to write
     remove: bool  # then removed in the same request
-    pending: bool = False  # a graceful deletion already under way that this one does not shorten
 
 
 def plan(old: dict, options: dict, graceful: bool, collected: bool) -> Plan:
@@ -37,8 +36,8 @@ def plan(old: dict, options: dict, graceful: bool, collected: bool) -> Plan:
     grace = None
     if graceful:
         grace, pending = _grace(old, options)
-        if pending:
-            return Plan(None, False, pending=True)
+        if pending:  # a graceful deletion under way, which this one does not shorten: nothing changes
+            return Plan(None, False)
     finalizers = gc_finalizers(current, options) if collected else current
     if grace is None and not finalizers:  # nothing to wait for (the options may have dropped the GC's)
         return Plan(None, True)
@@ -62,7 +61,9 @@ def _grace(pod: dict, options: dict) -> tuple[int | None, bool]:
             return current, True
         return int(asked), False  # only a shorter grace period may be given
     spec = pod.get("spec") or {}
-    grace = asked if asked is not None else spec.get("terminationGracePeriodSeconds", 30)
+    grace = asked if asked is not None else spec.get("terminationGracePeriodSeconds")
+    if grace is None:
+        grace = 30  # the default every pod gets at creation
     if not spec.get("nodeName") or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
         grace = 0  # no kubelet will ever stop it, or it has stopped
     return (1 if grace < 0 else int(grace)), False

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 import orjson
 
-from apimachinery.selectors import FieldRequirement, FieldSelector
+from apimachinery.selectors import FieldRequirement, FieldSelector, qualified_name_errors
 
 from . import builtins, errors
 from .builtins import Cause
@@ -116,7 +116,7 @@ def _legacy(event: dict) -> list[Cause]:
         if not controller:
             out.append(builtins.required("reportingController"))
         out += [builtins.invalid_value("reportingController", controller, problem)
-                for problem in builtins.qualified_name_problems(controller)]
+                for problem in qualified_name_errors(controller)]
         for path, field, limit in LENGTH_LIMITS:
             value = event.get(field) or ""
             if not value:
