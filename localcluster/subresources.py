@@ -1,23 +1,27 @@
 """What a write to a `/status` subresource takes from the request: each kind's REST status strategy.
 
 A custom resource's status strategy keeps everything but `status` from the stored object (and drops
-`status` when the request has none). The built-in ones are looser (their PrepareForUpdate): they keep
+`status` when the request has none). Most built-in ones are looser (their PrepareForUpdate): they keep
 only the spec, so a PUT or PATCH of a pod's or a Service's /status also changes its labels, annotations
-and finalizers. The pod's keeps its ownerReferences too, and a Deployment's its labels. The kinds not
-listed here (namespaces, whose /finalize is served as /status, and CRDs) keep everything but status.
+and finalizers. The pod's keeps its ownerReferences too (old kubelets corrupted them, breaking garbage
+collection), and a Deployment's its labels. The kinds not listed here (namespaces, whose /finalize is
+served as /status, and CRDs) keep everything but status.
 """
 
 from __future__ import annotations
 
 from .resources import ResourceType
 
-PODS, SERVICES, DEPLOYMENTS = ("", "pods"), ("", "services"), ("apps", "deployments")
+PODS, DEPLOYMENTS = ("", "pods"), ("apps", "deployments")
+# The built-in kinds whose status strategy keeps only the spec, and the metadata fields it keeps too.
+KEEPS = {PODS: ("ownerReferences",), ("", "services"): (), DEPLOYMENTS: ("labels",), ("batch", "jobs"): (),
+         ("batch", "cronjobs"): (), ("policy", "poddisruptionbudgets"): (), ("", "resourcequotas"): ()}
 
 
 def status_write(rt: ResourceType, old: dict, new: dict, meta: dict) -> tuple[dict, dict]:
     """(object, metadata) to store for a /status write of `new` (metadata `meta`) over `old`."""
     key = rt.storage_key
-    if key not in (PODS, SERVICES, DEPLOYMENTS):
+    if key not in KEEPS:
         obj = dict(old)
         if "status" in new:
             obj["status"] = new["status"]
@@ -28,19 +32,14 @@ def status_write(rt: ResourceType, old: dict, new: dict, meta: dict) -> tuple[di
     if "spec" not in old:
         del obj["spec"]
     meta = dict(meta)
+    for field in KEEPS[key]:
+        if field in old["metadata"]:
+            meta[field] = old["metadata"][field]
+        else:
+            meta.pop(field, None)
     if key == PODS:
-        _keep(meta, old["metadata"], "ownerReferences")  # old kubelets corrupted them, breaking the GC
         obj["status"] = _pod_status(obj.get("status") or {}, old.get("status") or {})
-    elif key == DEPLOYMENTS:
-        _keep(meta, old["metadata"], "labels")
     return obj, meta
-
-
-def _keep(meta: dict, old_meta: dict, field: str) -> None:
-    if field in old_meta:
-        meta[field] = old_meta[field]
-    else:
-        meta.pop(field, None)
 
 
 def _pod_status(status: dict, old: dict) -> dict:

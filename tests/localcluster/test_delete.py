@@ -267,6 +267,9 @@ async def test_an_object_gone_at_once_answers_a_status_unless_its_registry_retur
     await core.create_namespaced_pod("default", pod("p"))
     code, body = await call(cluster, "DELETE", "/api/v1/namespaces/default/pods/p")
     assert code == 200 and body["kind"] == "Pod" and body["metadata"]["name"] == "p"
+    await core.create_namespaced_resource_quota("default", {"metadata": {"name": "q"}, "spec": {"hard": {"pods": "1"}}})
+    code, body = await call(cluster, "DELETE", "/api/v1/namespaces/default/resourcequotas/q")
+    assert code == 200 and body["kind"] == "ResourceQuota"
 
 
 @pytest.mark.runner("scripted")

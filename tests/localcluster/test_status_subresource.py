@@ -71,6 +71,13 @@ async def test_service_and_deployment_status_writes(api_client, core):
         "metadata": {"labels": {"app": "changed"}, "annotations": {"a": "b"}}, "status": {"replicas": 1}})
     assert deployment.metadata.labels == {"app": "d"}  # a Deployment's status strategy keeps its labels
     assert deployment.metadata.annotations == {"a": "b"} and deployment.status.replicas == 1
+    batch = client.BatchV1Api(api_client)
+    await batch.create_namespaced_job("default", {
+        "metadata": {"name": "j"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}}})
+    job = await batch.patch_namespaced_job_status("j", "default", {
+        "metadata": {"labels": {"a": "b"}}, "spec": {"parallelism": 5}, "status": {"active": 1}})
+    assert job.metadata.labels["a"] == "b" and job.spec.parallelism == 1 and job.status.active == 1
 
 
 @pytest.fixture
