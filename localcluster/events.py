@@ -79,8 +79,7 @@ def convert(event: dict, source: str, target: str) -> dict:
 # --- validation (pkg/apis/core/validation/events.go), on the stored core/v1 form ----------------------
 # Errors name the fields as the internal type does: reportingController, message, involvedObject.
 
-LENGTH_LIMITS = (("reportingInstance", "reportingInstance", 128), ("action", "action", 128),
-                 ("reason", "reason", 128))
+REQUIRED_WITH_LIMIT = (("reportingInstance", 128), ("action", 128), ("reason", 128))
 # (error path, stored field) of what an events.k8s.io/v1 update may not change, in the order checked.
 IMMUTABLE = (("involvedObject", "involvedObject"), ("reason", "reason"), ("message", "message"),
              ("source", "source"), ("firstTimestamp", "firstTimestamp"), ("lastTimestamp", "lastTimestamp"),
@@ -117,12 +116,12 @@ def _legacy(event: dict) -> list[Cause]:
             out.append(builtins.required("reportingController"))
         out += [builtins.invalid_value("reportingController", controller, problem)
                 for problem in qualified_name_errors(controller)]
-        for path, field, limit in LENGTH_LIMITS:
+        for field, limit in REQUIRED_WITH_LIMIT:
             value = event.get(field) or ""
             if not value:
-                out.append(builtins.required(path))
+                out.append(builtins.required(field))
             if len(value) > limit:
-                out.append(builtins.invalid_value(path, "", f"can have at most {limit} characters"))
+                out.append(builtins.invalid_value(field, "", f"can have at most {limit} characters"))
         if len(event.get("message") or "") > 1024:
             out.append(builtins.invalid_value("message", "", "can have at most 1024 characters"))
     return out + builtins.name_errors(namespace, "namespace", "subdomain")
