@@ -19,7 +19,8 @@ def restore_logging():
     """configure() changes process-wide state: put back what other tests expect."""
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
-    quiet = {name: logging.getLogger(name).level for name in ("kubernetes_asyncio", "aiohttp.access", "asyncio")}
+    quiet = {name: logging.getLogger(name).level
+             for name in ("kubernetes_asyncio", "aiohttp.access", "asyncio", *logs.OWN_LOGGERS)}
     yield
     structlog.reset_defaults()
     root.handlers[:] = handlers
