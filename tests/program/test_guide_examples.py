@@ -78,9 +78,7 @@ class Guide:
         self.workdir = workdir
 
     async def apply(self, namespace: str, path_or_job: Path | dict) -> None:
-        # (Not `kubectl create namespace`: it sends protobuf, which localcluster does not read.)
-        await self.kubectl.ok("apply", "-f", "-", stdin=f"{{apiVersion: v1, kind: Namespace, metadata: "
-                                                        f"{{name: {namespace}}}}}")
+        await self.kubectl.ok("create", "namespace", namespace)
         if isinstance(path_or_job, dict):  # as a file, as a reader would save the completed example
             path = self.workdir / f"{namespace}.yaml"
             path.write_text(yaml.safe_dump(path_or_job, sort_keys=False))
@@ -157,8 +155,8 @@ async def test_the_guides_examples_reach_the_outcomes_it_describes(guide):
     }
     for namespace, job in applied.items():
         await guide.apply(namespace, job)
-    await guide.kubectl.ok("apply", "-n", "env", "-f", "-", stdin=(  # the Secret the env example names
-        "{apiVersion: v1, kind: Secret, metadata: {name: secret-name}, stringData: {key-in-secret: from-a-secret}}"))
+    await guide.kubectl.ok("create", "secret", "generic", "secret-name", "-n", "env",  # the env example's Secret
+                           "--from-literal=key-in-secret=from-a-secret")
 
     # The first example: four workers running `sleep 365`; it fails when worker 0 fails (here: deleted).
     running = await guide.phase("basic", "Running")

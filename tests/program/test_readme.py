@@ -27,6 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
+
+from controller.cmd import cli
+from controller.runtime import manager
 
 from .subprocesses import ROOT, LocalProcess
 
@@ -186,3 +190,40 @@ def test_make_local_installs_kubectl_and_passes_flags(tmp_path):
     assert make_dry_run(f"VENV={venv}", "ARGS=--port 7443 --logs")[-1] == [
         local, "local", "--apply", "examples/generic-example.yaml", "--port", "7443", "--logs"]
     assert make_dry_run(f"VENV={venv}", "APPLY=", "ARGS=--port 7443")[-1] == [local, "local", "--port", "7443"]
+
+
+async def test_the_kubeconfig_order_of_the_readme_and_help_is_the_codes(tmp_path, monkeypatch):
+    """`run` without --kubeconfig: $KUBECONFIG first, then the in-cluster configuration, then ~/.kube/config."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "http://from-kubeconfig:6443"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    monkeypatch.setattr(manager, "in_cluster", lambda: True)
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    assert (await manager.client_configuration(None)).host == "http://from-kubeconfig:6443"  # before in-cluster
+    monkeypatch.delenv("KUBECONFIG")
+    monkeypatch.setenv("HOME", str(tmp_path))  # a ~/.kube/config there would not be read either
+    (tmp_path / ".kube").mkdir()
+    (tmp_path / ".kube" / "config").write_text(kubeconfig.read_text())
+    chosen = []
+    monkeypatch.setattr(manager.kube_config, "load_incluster_config", lambda **_: chosen.append("in-cluster"))
+    await manager.client_configuration(None)
+    assert chosen == ["in-cluster"]
+    order = ("$KUBECONFIG", "in-cluster", "~/.kube/config")
+    [row] = [line for line in README.read_text().splitlines() if line.startswith("| `--kubeconfig` |")]
+    [action] = [a for a in cli.build_parser({}).commands["run"]._actions if "--kubeconfig" in a.option_strings]
+    for text in (row, action.help):
+        assert sorted(order, key=text.index) == list(order), text
+
+
+def test_the_documentation_links_only_to_what_a_clone_has():
+    """A relative link (`[text](path)`) in README.md or docs/ names a file of the repository: a clone has no
+    ../shared/spec."""
+    for page in (README, *sorted((ROOT / "docs").glob("*.md"))):
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if not re.match(r"[a-z]+://", target):
+                assert (page.parent / target).resolve().is_relative_to(ROOT), (page.name, target)
+                assert (page.parent / target).exists(), (page.name, target)
+        assert "shared/spec" not in page.read_text(), page.name
