@@ -63,7 +63,7 @@ class WorkQueue(Generic[K]):
         # Futures of blocked get() calls / shutdown_with_drain() calls; created only when
         # someone actually has to wait.
         self._getters: deque[asyncio.Future[None]] = deque()
-        self._drainers: set[asyncio.Future[None]] = set()
+        self._drainers: set[asyncio.Future[bool]] = set()
         self._shutting_down = False
         self._metrics = queue_metrics(registry, name, self.clock) if registry is not None else None
 
@@ -127,7 +127,7 @@ class WorkQueue(Generic[K]):
             if self._getters:
                 self._wake_getter()
         if self._drainers and not self._processing:
-            self._release_drainers()
+            self._release_drainers(drained=True)
 
     def shutdown(self) -> None:
         """Stop accepting keys and wake every blocked `get()`.
@@ -147,17 +147,19 @@ class WorkQueue(Generic[K]):
         not waited for (as in client-go); `get()` keeps handing them out.
         """
         self._stop_accepting()
-        if self._processing:
-            drained = asyncio.get_running_loop().create_future()
-            self._drainers.add(drained)
-            try:
-                async with asyncio.timeout(timeout):
-                    await drained
-            except TimeoutError:
-                pass
-            finally:
-                self._drainers.discard(drained)
-        return not self._processing
+        if not self._processing:
+            return True
+        drained = asyncio.get_running_loop().create_future()
+        self._drainers.add(drained)
+        try:
+            async with asyncio.timeout(timeout):
+                # The answer is fixed when the drainer is released: a worker may take a queued key the
+                # moment after, which does not undo the drain that happened.
+                return await drained
+        except TimeoutError:
+            return False
+        finally:
+            self._drainers.discard(drained)
 
     def _stop_accepting(self) -> None:
         """Refuse new keys and wake all getters; subclasses also cancel what they scheduled."""
@@ -192,8 +194,8 @@ class WorkQueue(Generic[K]):
                 getter.set_result(None)
                 return
 
-    def _release_drainers(self) -> None:
+    def _release_drainers(self, drained: bool = False) -> None:
         drainers, self._drainers = self._drainers, set()
-        for drained in drainers:
-            if not drained.done():
-                drained.set_result(None)
+        for drainer in drainers:
+            if not drainer.done():
+                drainer.set_result(drained)

@@ -148,6 +148,21 @@ async def test_shutdown_with_drain_waits_for_keys_in_flight():
     assert await within(drain) is True
 
 
+async def test_a_drain_that_happened_is_reported_even_if_a_queued_key_is_taken_next():
+    # A key queued before the shutdown is still handed out; a worker taking it the moment after the
+    # last in-flight key is done must not turn a finished drain into a "still running" warning.
+    q = WorkQueue()
+    q.add("a")
+    a = await q.get()
+    q.add("b")  # waiting while a is in flight
+    drain = asyncio.create_task(q.shutdown_with_drain())
+    await run_ready()
+    q.done(a)
+    b = await q.get()  # the next worker takes b before the drainer runs
+    assert await within(drain) is True
+    q.done(b)
+
+
 async def test_shutdown_with_drain_gives_up_after_timeout():
     q = WorkQueue()
     q.add("a")
