@@ -12,6 +12,7 @@ summary then names the replicas that failed or wait, and why.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import time
 from collections import Counter
@@ -150,6 +151,7 @@ class JobProgress:
         self._latest: dict[str, dict] = {}  # every job seen, by key: events may arrive before `track` is called
         self._expecting_more = True
         self._all_done = asyncio.Event()
+        self._job_changed = asyncio.Event()
 
     async def start(self, timeout: float = 30.0) -> None:
         self.factory.start()
@@ -182,7 +184,19 @@ class JobProgress:
         """Until every job tracked has finished, and the pods of its failed replicas have been seen (a
         moment at most), so the last line and the summary can say why they failed."""
         await self._all_done.wait()
-        await self.reasons.settle(self._failed_replicas, REASON_WAIT)
+        started = time.monotonic()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(REASON_WAIT):
+                while self._unseen_replicas():
+                    self._job_changed.clear()
+                    await self._job_changed.wait()
+        await self.reasons.settle(self._failed_replicas, max(0.0, REASON_WAIT - (time.monotonic() - started)))
+
+    def _unseen_replicas(self) -> bool:
+        """A job that finished while a pod it had just created was not seen yet records that replica Creating;
+        its next status says what became of the pod."""
+        return any(r.get("phase") == "Creating" for t in self.tracked.values() if t.job is not None and not t.deleted
+                   for _, r in replica_records(t.job))
 
     def _failed_replicas(self) -> list[tuple[str, dict]]:
         return [(t.job["metadata"].get("namespace", ""), r) for t in self.tracked.values() if t.job is not None
@@ -200,7 +214,13 @@ class JobProgress:
         tracked = self.tracked.get(key)
         if self.follow_all and (tracked is None or (tracked.done and tracked.uid != job["metadata"].get("uid"))):
             tracked = self.tracked[key] = Tracked(key, job["metadata"].get("uid"), time.monotonic())
-        if tracked is None or tracked.uid != job["metadata"].get("uid") or tracked.done:
+        if tracked is None or tracked.uid != job["metadata"].get("uid"):
+            return
+        if tracked.done:
+            if not tracked.deleted:  # a finished job's replicas settle (clean-up, pods seen late)
+                tracked.job = job
+                self._show(tracked)
+                self._job_changed.set()
             return
         tracked.job = job
         self._show(tracked)

@@ -32,6 +32,18 @@ def test_a_binary_that_does_not_exist_is_named_with_its_exit_code(tmp_path):
     assert f"\n    {why}\n" in summary_of(done.stdout)
 
 
+def test_a_replica_created_as_the_job_fails_ends_as_what_its_pod_did(tmp_path):
+    # worker-0 fails at once and fails the job, often before the cache has shown worker-1's pod, which
+    # fails too: the last line and the summary say Failed for both, never Deleted or Creating (issue 16).
+    manifest = write(tmp_path, "both.yaml", job("both", "{name: main, image: x, command: [nonexistent-binary]}",
+                                                 replicas=2))
+    done = run_local(tmp_path, "--apply", str(manifest))
+    assert done.returncode == 1, done.stdout + done.stderr
+    why = '(StartError: exec: "nonexistent-binary": executable file not found in $PATH, exit 128)'
+    assert progress(done.stdout, "both")[-1] == ("Failed", f"worker-0 Failed {why}, worker-1 Failed {why}")
+    assert "Deleted" not in done.stdout and f"\n    worker-1 Failed {why}\n" in summary_of(done.stdout)
+
+
 def test_a_replica_waiting_for_a_secret_says_so_until_the_timeout(tmp_path):
     env = "env: [{name: TOKEN, valueFrom: {secretKeyRef: {name: x, key: token}}}]"
     manifest = write(tmp_path, "secret.yaml", "---\n".join([
