@@ -20,6 +20,7 @@ NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 FOREGROUND, ORPHAN = "foregroundDeletion", "orphan"
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
 NAMESPACES = ("", "namespaces")
+DEPLOYMENTS = ("apps", "deployments")
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -33,6 +34,31 @@ _status_schemas: dict[int, tuple[dict, dict]] = {}
 
 def _without(obj: dict, *keys: str) -> dict:
     return {k: v for k, v in obj.items() if k not in keys}
+
+
+def patched(old: dict, content_type: str, patch, kind: str, strategic: bool) -> dict:
+    """`old` with a PATCH body of `content_type` applied, or the apiserver's error: 415 for a type the resource
+    does not take (strategic merge patch needs a built-in kind), 422 or 400 for a patch that does not apply."""
+    from . import patch as patches
+
+    try:
+        if content_type == "application/json-patch+json":
+            result = patches.json_patch(old, patch)
+        elif content_type == "application/merge-patch+json":
+            result = patches.json_merge_patch(old, patch)
+        elif content_type == "application/strategic-merge-patch+json":
+            if not strategic:
+                raise errors.unsupported_media_type(content_type)
+            result = patches.strategic_merge_patch(old, patch, kind)
+        else:
+            raise errors.unsupported_media_type(content_type)
+    except patches.PatchError as exc:
+        raise ApiError(422 if content_type == "application/json-patch+json" else 400,
+                       "Invalid" if content_type == "application/json-patch+json" else "BadRequest",
+                       str(exc)) from exc
+    if not isinstance(result, dict):
+        raise errors.bad_request("the patch did not produce an object")
+    return result
 
 
 class Api:
@@ -133,6 +159,9 @@ class Api:
             builtins.default_namespace(obj)
         elif key == ("", "secrets"):
             builtins.default_secret(obj)
+        elif key == DEPLOYMENTS:
+            builtins.default_deployment(obj)
+            causes += builtins.validate_deployment(obj)
         elif key == CRD_KEY:
             causes += builtins.validate_crd(obj)
         if rt.schema is not None:
@@ -286,28 +315,10 @@ class Api:
 
     def patch(self, rt: ResourceType, namespace: str | None, name: str, content_type: str, patch,
               subresource: str | None = None, dry_run: bool = False) -> dict:
-        from . import patch as patches
-
         old = self.store.get(rt.storage_key, self._key(rt, namespace, name))
         if old is None:
             raise self._not_found(rt, name)
-        try:
-            if content_type == "application/json-patch+json":
-                result = patches.json_patch(old, patch)
-            elif content_type == "application/merge-patch+json":
-                result = patches.json_merge_patch(old, patch)
-            elif content_type == "application/strategic-merge-patch+json":
-                if not rt.strategic:
-                    raise errors.unsupported_media_type(content_type)
-                result = patches.strategic_merge_patch(old, patch, rt.kind)
-            else:
-                raise errors.unsupported_media_type(content_type)
-        except patches.PatchError as exc:
-            raise ApiError(422 if content_type == "application/json-patch+json" else 400,
-                           "Invalid" if content_type == "application/json-patch+json" else "BadRequest",
-                           str(exc)) from exc
-        if not isinstance(result, dict):
-            raise errors.bad_request("the patch did not produce an object")
+        result = patched(old, content_type, patch, rt.kind, rt.strategic)
         meta = dict(result.get("metadata") or {})
         if meta.get("resourceVersion") != old["metadata"]["resourceVersion"]:
             raise self._conflict(rt, name)

@@ -53,8 +53,7 @@ from aiohttp import web
 
 from . import errors
 from .api import Api, now_rfc3339
-from .errors import ApiError
-from .runner import NODE, PODS, NoneRunner
+from .runner import NODE, PODS, NoneRunner, finish_deletion
 from .store import ADDED, DELETED, Event, obj_key
 
 log = logging.getLogger("localcluster.process")
@@ -443,14 +442,8 @@ class ProcessRunner(NoneRunner):
     def _delete(self, run: PodRun) -> None:
         """What the kubelet does once the containers are stopped: delete the pod with no grace left."""
         pod = self._current(run)
-        if pod is None:
-            return
-        rt = self.api.registry.get("", "v1", "pods")
-        if not pod["metadata"].get("finalizers"):
-            self.api.remove_now(rt, pod)
-            return
-        with contextlib.suppress(ApiError):  # the object stays until its finalizers are removed
-            self.api.delete(rt, run.key[0], run.key[1], {"gracePeriodSeconds": 0, "preconditions": {"uid": run.uid}})
+        if pod is not None:
+            finish_deletion(self.api, pod)
 
     # --- the pod's life --------------------------------------------------------------------
 

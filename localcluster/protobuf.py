@@ -23,10 +23,11 @@ MESSAGES: dict[str, dict[int, tuple[str, str | None, bool]]] = {
                                 2: ("nonResourceAttributes", "NonResourceAttributes", False),
                                 3: ("user", None, False), 4: ("groups", None, True), 6: ("uid", None, False)},
     "TokenReviewSpec": {1: ("token", None, False), 2: ("audiences", None, True)},
+    "SelfSubjectRulesReviewSpec": {1: ("namespace", None, False)},
     "ObjectMeta": {1: ("name", None, False), 2: ("generateName", None, False), 3: ("namespace", None, False)},
 }
 TOP = {kind: {1: ("metadata", "ObjectMeta", False), 2: ("spec", f"{kind}Spec", False)}
-       for kind in ("SelfSubjectAccessReview", "SubjectAccessReview", "TokenReview")}
+       for kind in ("SelfSubjectAccessReview", "SubjectAccessReview", "TokenReview", "SelfSubjectRulesReview")}
 TOP["SelfSubjectReview"] = {1: ("metadata", "ObjectMeta", False)}
 
 

@@ -16,12 +16,14 @@ matched by fnmatch on "namespace/name"; otherwise the runner's default script ap
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fnmatch
 from collections import Counter
 
 import orjson
 
 from .api import Api, now_rfc3339
+from .errors import ApiError
 from .store import ADDED, DELETED, Event, obj_key
 
 SCRIPT_ANNOTATION = "localcluster.dev/script"
@@ -181,8 +183,20 @@ class ScriptedRunner(NoneRunner):
             started = ((pod.get("status") or {}).get("startTime")) or now_rfc3339()
             self._write(pod, status=_finished(pod, 143, started))
             pod = self._current(okey, uid)
-        rt = self.api.registry.get("", "v1", "pods")
-        self.api.remove_now(rt, pod)
+        finish_deletion(self.api, pod)
+
+
+def finish_deletion(api: Api, pod: dict) -> None:
+    """What a kubelet does once a deleted pod's containers have stopped: delete it with no grace left, so it
+    goes at once, or, with finalizers, stays (deletionGracePeriodSeconds 0) until they are removed."""
+    rt = api.registry.get("", "v1", "pods")
+    if not pod["metadata"].get("finalizers"):
+        api.remove_now(rt, pod)
+        return
+    meta = pod["metadata"]
+    with contextlib.suppress(ApiError):  # gone or replaced meanwhile
+        api.delete(rt, meta.get("namespace"), meta["name"], {"gracePeriodSeconds": 0,
+                                                             "preconditions": {"uid": meta["uid"]}})
 
 
 def _condition(kind: str, status: str, now: str) -> dict:
