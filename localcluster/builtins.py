@@ -11,6 +11,8 @@ import ipaddress
 import itertools
 import re
 
+import orjson
+
 Cause = tuple[str, str, str]
 
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -408,6 +410,11 @@ def validate_deployment(deployment: dict) -> list[Cause]:
     policy = (template.get("spec") or {}).get("restartPolicy", "Always")
     if policy != "Always":
         out.append(not_supported("spec.template.spec.restartPolicy", policy, ["Always"]))
+    # The template must make a valid pod, as the controller's pod creates would otherwise all be refused.
+    as_pod = {"spec": orjson.loads(orjson.dumps(template.get("spec") or {}))}
+    default_pod(as_pod)
+    out += [(reason, "spec.template." + field, "spec.template." + text) for reason, field, text in validate_pod(as_pod)
+            if field != "spec.restartPolicy"]
     return out
 
 

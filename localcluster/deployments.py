@@ -132,10 +132,11 @@ class DeploymentController:
         if deployment is None or deployment["metadata"].get("deletionTimestamp"):
             return
         try:
-            failure = None if (deployment.get("spec") or {}).get("paused") else self._scale_pods(deployment)
-            self._write_status(key, deployment, failure)
-        except ApiError as err:  # a write lost to a concurrent one: the event it made queues a new sync
-            log.debug("deployment %s/%s: %s", *key, err.message)
+            if not (deployment.get("spec") or {}).get("paused"):
+                self._scale_pods(deployment)
+            self._write_status(key, deployment)
+        except ApiError as err:  # a pod gone meanwhile, or refused: the next event syncs again
+            log.warning("deployment %s/%s: %s", *key, err.message)
 
     def _pods(self, deployment: dict) -> list[dict]:
         uid = deployment["metadata"]["uid"]
@@ -147,8 +148,8 @@ class DeploymentController:
                 pods.append(pod)
         return pods
 
-    def _scale_pods(self, deployment: dict) -> str | None:
-        """Create and delete pods toward the wanted count of the current template; a refused create's message."""
+    def _scale_pods(self, deployment: dict) -> None:
+        """Create and delete pods toward the wanted count of the current template."""
         spec = deployment.get("spec") or {}
         wanted = spec.get("replicas", 1)
         current = template_hash(spec.get("template") or {})
@@ -164,11 +165,7 @@ class DeploymentController:
             meta = pod["metadata"]
             self.api.delete(pods_rt, meta["namespace"], meta["name"], {"preconditions": {"uid": meta["uid"]}})
         for _ in range(wanted - len(mine)):
-            try:
-                self.api.create(pods_rt, deployment["metadata"]["namespace"], self._new_pod(deployment, current))
-            except ApiError as err:
-                return err.message
-        return None
+            self.api.create(pods_rt, deployment["metadata"]["namespace"], self._new_pod(deployment, current))
 
     def _new_pod(self, deployment: dict, current: str) -> dict:
         meta = deployment["metadata"]
@@ -180,7 +177,7 @@ class DeploymentController:
                                         "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}]
         return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": template.get("spec") or {}}
 
-    def _write_status(self, key: tuple[str, str], deployment: dict, failure: str | None) -> None:
+    def _write_status(self, key: tuple[str, str], deployment: dict) -> None:
         spec = deployment.get("spec") or {}
         wanted = spec.get("replicas", 1)
         current = template_hash(spec.get("template") or {})
@@ -203,13 +200,12 @@ class DeploymentController:
                   "availableReplicas": available, "unavailableReplicas": max(wanted - available, 0)}
         status: dict = {"observedGeneration": deployment["metadata"].get("generation", 1)}
         status.update({k: v for k, v in counts.items() if v})
-        status["conditions"] = self._conditions(key, deployment, old, counts, failure)
+        status["conditions"] = self._conditions(key, deployment, old, counts)
         if status != old:
             rt = self.api.registry.get("apps", "v1", "deployments")
             self.api.system_write(rt, {**deployment, "status": status})
 
-    def _conditions(self, key: tuple[str, str], deployment: dict, old_status: dict, counts: dict,
-                    failure: str | None) -> list[dict]:
+    def _conditions(self, key: tuple[str, str], deployment: dict, old_status: dict, counts: dict) -> list[dict]:
         spec = deployment.get("spec") or {}
         wanted = spec.get("replicas", 1)
         old = old_status.get("conditions") or []
@@ -229,10 +225,7 @@ class DeploymentController:
                                      f'ReplicaSet "{name}" has successfully progressed.', old)
         else:
             progressing = self._progressing(key, spec, name, old, counts, old_status)
-        conditions = [available, progressing]
-        if failure:
-            conditions.append(_condition("ReplicaFailure", "True", "FailedCreate", failure, old))
-        return conditions
+        return [available, progressing]
 
     def _progressing(self, key: tuple[str, str], spec: dict, name: str, old: list, counts: dict,
                      old_status: dict) -> dict:

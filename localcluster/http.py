@@ -218,6 +218,8 @@ class HttpApi:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         served = (sub == "status" and rt.status_subresource) or (sub == "scale" and rt.scale is not None)
         if sub is not None and not served and sub != "finalize":
+            if rt.crd_name is not None:  # apiextensions-apiserver's answer to a subresource the CRD does not declare
+                raise errors.not_found(rt.qualified_resource, name or "", rt.group, rt.plural)
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         return Target(rt, namespace, name, "status" if sub == "finalize" else sub)
 

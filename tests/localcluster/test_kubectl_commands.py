@@ -23,7 +23,6 @@ import yaml
 from localcluster import LocalCluster
 from tests.builders import JobBuilder
 
-from .kubectl import Kubectl
 from .test_kubectl import manifest, wait_until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -40,18 +39,6 @@ async def cluster():
     async with LocalCluster(runner="scripted") as running:
         running.apply_crds(ROOT / "manifests" / "crds")
         yield running
-
-
-@pytest.fixture
-def namespace(cluster, request) -> str:
-    name = re.sub(r"[^a-z0-9]+", "-", request.node.name.removeprefix("test_").lower())[:50].strip("-")
-    cluster.api.ensure_namespace(name)
-    return name
-
-
-@pytest.fixture
-def kubectl(cluster, tmp_path, namespace) -> Kubectl:
-    return Kubectl(cluster, tmp_path, namespace=namespace)
 
 
 def pod(name: str, labels: dict | None = None, **meta) -> dict:
