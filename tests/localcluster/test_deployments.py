@@ -150,3 +150,16 @@ async def test_a_new_template_replaces_the_pods_unless_paused(apps, core):
 async def _pods_if(core, n: int) -> list:
     found = await pods(core)
     return found if len(found) == n else []
+
+
+async def test_strategic_merge_patch_merges_the_templates_containers_by_name(apps):
+    two = deployment(replicas=0)
+    two["spec"]["template"]["spec"]["containers"].append({"name": "side", "image": "busybox:1.36",
+                                                          "env": [{"name": "A", "value": "1"}]})
+    await apps.create_namespaced_deployment("default", two)
+    patched = await apps.patch_namespaced_deployment("web", "default", {"spec": {"template": {"spec": {"containers": [
+        {"name": "side", "env": [{"name": "B", "value": "2"}]}]}}}},
+        _content_type="application/strategic-merge-patch+json")
+    containers = patched.spec.template.spec.containers
+    assert [(c.name, c.image) for c in containers] == [("c", "busybox:1.36"), ("side", "busybox:1.36")]
+    assert sorted((e.name, e.value) for e in containers[1].env) == [("A", "1"), ("B", "2")]

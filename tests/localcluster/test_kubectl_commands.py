@@ -379,8 +379,8 @@ async def test_events_lists_and_filters(kubectl, cluster, namespace):
         ["Normal", "SuccessfulCreate", "GenericJob/train", "Created pod: train-worker-0"]]
     for_pod = (await kubectl.ok("events", "--for", "pod/p")).rows()
     assert [row[1:] for row in for_pod[1:]] == [["Normal", "Started", "Pod/p", "Started container c"]]
-    for_job = (await kubectl.ok("events", "--for", "gj/train", "--types=Warning")).out
-    assert for_job == "" or "No events found" in for_job
+    warnings = await kubectl.ok("events", "--for", "gj/train", "--types=Warning")
+    assert (warnings.out, warnings.err) == ("", f"No events found in {namespace} namespace.\n")
 
 
 # --- auth can-i --list, api-resources, explain ---------------------------------------------------
