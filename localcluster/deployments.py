@@ -116,6 +116,8 @@ class DeploymentController:
 
     def _later(self, key: tuple[str, str], delay: float) -> None:
         """Sync again after `delay` (a pod's minReadySeconds, the progress deadline); the earliest wins."""
+        if self._loop is None:
+            return
         handle = self._timers.get(key)
         when = self._loop.time() + delay
         if handle is not None and not handle.cancelled() and handle.when() <= when:
@@ -130,13 +132,17 @@ class DeploymentController:
         self._pending.discard(key)
         deployment = self.store.get(DEPLOYMENTS, key)
         if deployment is None or deployment["metadata"].get("deletionTimestamp"):
+            handle = self._timers.pop(key, None)
+            if handle is not None:
+                handle.cancel()
             return
         try:
             if not (deployment.get("spec") or {}).get("paused"):
                 self._scale_pods(deployment)
             self._write_status(key, deployment)
-        except ApiError as err:  # a pod gone meanwhile, or refused: the next event syncs again
-            log.warning("deployment %s/%s: %s", *key, err.message)
+        except ApiError as err:  # a pod gone meanwhile (its event syncs again), or a create refused
+            log.log(logging.DEBUG if err.code in (404, 409) else logging.WARNING, "deployment %s/%s: %s", *key,
+                    err.message)
 
     def _pods(self, deployment: dict) -> list[dict]:
         uid = deployment["metadata"]["uid"]
@@ -158,8 +164,8 @@ class DeploymentController:
         mine = [p for p in active if (p["metadata"].get("labels") or {}).get(HASH_LABEL) == current]
         doomed = [p for p in active if p not in mine]
         # Scaling down, the least advanced go first: unscheduled, then not ready, then the newest.
-        mine.sort(key=lambda p: (bool(p["spec"].get("nodeName")), _ready_since(p) is not None,
-                                 [-ord(c) for c in p["metadata"]["creationTimestamp"]]))
+        mine.sort(key=lambda p: p["metadata"]["creationTimestamp"], reverse=True)
+        mine.sort(key=lambda p: (bool(p["spec"].get("nodeName")), _ready_since(p) is not None))
         doomed += mine[:max(len(mine) - wanted, 0)]
         for pod in doomed:
             meta = pod["metadata"]
