@@ -8,7 +8,7 @@ user and attributes and forgotten on any write to an RBAC object, so a request c
 
 from __future__ import annotations
 
-from .auth import MASTERS, Attributes, split_service_account
+from .auth import MASTERS, Attributes, User, split_service_account
 from .errors import ApiError
 from .store import Event, Store
 
@@ -164,7 +164,7 @@ class Authorizer:
             return False, ""
         return False, "RBAC: " + _aggregate(errors)
 
-    def rules_for(self, user, namespace: str) -> tuple[list[dict], str]:
+    def rules_for(self, user: User, namespace: str) -> tuple[list[dict], str]:
         """RBAC's RulesFor, as a SelfSubjectRulesReview answers it: the rules of every ClusterRoleBinding and of
         `namespace`'s RoleBindings naming the user, in that order, and the errors met (missing roles) as one text.
         system:masters gets no rules of its own here (the privileged-group authorizer resolves none): only
