@@ -77,6 +77,10 @@ class LabelSelector:
     def __repr__(self) -> str:
         return f"LabelSelector({list(self.requirements)!r})"
 
+    def __str__(self) -> str:
+        """The string form, as labels.Selector.String() writes it (a Scale's status.selector)."""
+        return ",".join(_requirement_string(r) for r in self.requirements)
+
 
 class _NothingSelector(LabelSelector):
     """What a missing (null) structured selector means: it selects nothing."""
@@ -92,6 +96,17 @@ class _NothingSelector(LabelSelector):
 
     def matches(self, labels: Labels | None) -> bool:
         return False
+
+
+def _requirement_string(req: Requirement) -> str:
+    if req.operator == EXISTS:
+        return req.key
+    if req.operator == DOES_NOT_EXIST:
+        return "!" + req.key
+    if req.operator in (IN, NOT_IN):
+        return f"{req.key} {req.operator} ({','.join(sorted(req.values))})"
+    symbol = {GREATER_THAN: ">", LESS_THAN: "<"}.get(req.operator, req.operator)
+    return f"{req.key}{symbol}{req.values[0]}"
 
 
 def _compile_requirement(req: Requirement) -> Callable[[Labels], bool]:

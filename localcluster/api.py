@@ -20,6 +20,7 @@ NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
 NAMESPACES = ("", "namespaces")
 PODS = ("", "pods")
+DEPLOYMENTS = ("apps", "deployments")
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -33,6 +34,32 @@ _status_schemas: dict[int, tuple[dict, dict]] = {}
 
 def _without(obj: dict, *keys: str) -> dict:
     return {k: v for k, v in obj.items() if k not in keys}
+
+
+def patched(old: dict, content_type: str, patch, kind: str, strategic: bool, accepted: tuple[str, ...]) -> dict:
+    """`old` with a PATCH body of `content_type` applied, or the apiserver's error: 415 listing the `accepted`
+    types for a type the resource does not take (strategic merge patch needs a built-in kind), 422 or 400 for a
+    patch that does not apply."""
+    from . import patch as patches
+
+    try:
+        if content_type == "application/json-patch+json":
+            result = patches.json_patch(old, patch)
+        elif content_type == "application/merge-patch+json":
+            result = patches.json_merge_patch(old, patch)
+        elif content_type == "application/strategic-merge-patch+json":
+            if not strategic:
+                raise errors.unsupported_media_type(accepted)
+            result = patches.strategic_merge_patch(old, patch, kind)
+        else:
+            raise errors.unsupported_media_type(accepted)
+    except patches.PatchError as exc:
+        raise ApiError(422 if content_type == "application/json-patch+json" else 400,
+                       "Invalid" if content_type == "application/json-patch+json" else "BadRequest",
+                       str(exc)) from exc
+    if not isinstance(result, dict):
+        raise errors.bad_request("the patch did not produce an object")
+    return result
 
 
 class Api:
@@ -143,6 +170,9 @@ class Api:
             causes += builtins.validate_cron_job(obj)
         elif key == ("scheduling.k8s.io", "priorityclasses"):
             builtins.default_priority_class(obj)
+        elif key == DEPLOYMENTS:
+            builtins.default_deployment(obj)
+            causes += builtins.validate_deployment(obj)
         elif key == CRD_KEY:
             causes += builtins.validate_crd(obj)
         elif key == events.STORAGE:
@@ -305,27 +335,11 @@ class Api:
 
     def patch(self, rt: ResourceType, namespace: str | None, name: str, content_type: str, patch,
               subresource: str | None = None, dry_run: bool = False) -> dict:
-        from . import patch as patches
-
         old = self.store.get(rt.storage_key, self._key(rt, namespace, name))
         if old is None:
             raise self._not_found(rt, name)
         seen = self.present(rt, old)  # a patch applies to the object in the request's version
-        try:
-            if content_type == "application/json-patch+json":
-                result = patches.json_patch(seen, patch)
-            elif content_type == "application/merge-patch+json":
-                result = patches.json_merge_patch(seen, patch)
-            elif content_type == "application/strategic-merge-patch+json" and rt.strategic:
-                result = patches.strategic_merge_patch(seen, patch, rt.kind)
-            else:
-                raise errors.unsupported_media_type(rt.patch_types)
-        except patches.PatchError as exc:
-            raise ApiError(422 if content_type == "application/json-patch+json" else 400,
-                           "Invalid" if content_type == "application/json-patch+json" else "BadRequest",
-                           str(exc)) from exc
-        if not isinstance(result, dict):
-            raise errors.bad_request("the patch did not produce an object")
+        result = patched(seen, content_type, patch, rt.kind, rt.strategic, rt.patch_types)
         meta = dict(result.get("metadata") or {})
         if meta.get("resourceVersion") != old["metadata"]["resourceVersion"]:
             raise self._conflict(rt, name)

@@ -11,6 +11,8 @@ import ipaddress
 import itertools
 import re
 
+import orjson
+
 from apimachinery.selectors import SUBDOMAIN_MSG, qualified_name_errors
 
 Cause = tuple[str, str, str]
@@ -422,6 +424,58 @@ def default_secret(secret: dict) -> None:
             data[key] = base64.b64encode(str(value).encode()).decode()
         secret["data"] = data
     secret.setdefault("type", "Opaque")
+
+
+# --- deployments ------------------------------------------------------------------------------------
+
+def default_deployment(deployment: dict) -> None:
+    """apps/v1 SetDefaults_Deployment, at the top of the spec (the pod template is stored as written)."""
+    spec = deployment.setdefault("spec", {})
+    spec.setdefault("replicas", 1)
+    strategy = spec.setdefault("strategy", {})
+    strategy.setdefault("type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        rolling = strategy.setdefault("rollingUpdate", {})
+        rolling.setdefault("maxUnavailable", "25%")
+        rolling.setdefault("maxSurge", "25%")
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("progressDeadlineSeconds", 600)
+
+
+def validate_deployment(deployment: dict) -> list[Cause]:
+    """What the deployment controller relies on: a selector that selects the template's labels, pods that
+    restart (`Always`), a replica count that is not negative."""
+    from apimachinery.selectors import SelectorError, label_selector_from_dict
+
+    spec = deployment.get("spec") or {}
+    template = spec.get("template") or {}
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    out = []
+    replicas = spec.get("replicas")
+    if isinstance(replicas, int) and replicas < 0:
+        out.append(invalid_value("spec.replicas", replicas, "must be greater than or equal to 0"))
+    if spec.get("selector") is None:
+        out.append(required("spec.selector"))
+    else:
+        try:
+            selects = label_selector_from_dict(spec["selector"]).matches(labels)
+        except SelectorError as exc:
+            out.append(invalid_value("spec.selector", "", str(exc)))
+        else:
+            if not selects:
+                shown = "map[string]string{" + ", ".join(f"{_q(k)}:{_q(v)}" for k, v in sorted(labels.items())) + "}"
+                out.append(("FieldValueInvalid", "spec.template.metadata.labels",
+                            f"spec.template.metadata.labels: Invalid value: {shown}: `selector` does not match "
+                            f"template `labels`"))
+    policy = (template.get("spec") or {}).get("restartPolicy", "Always")
+    if policy != "Always":
+        out.append(not_supported("spec.template.spec.restartPolicy", policy, ["Always"]))
+    # The template must make a valid pod, as the controller's pod creates would otherwise all be refused.
+    as_pod = {"spec": orjson.loads(orjson.dumps(template.get("spec") or {}))}
+    default_pod(as_pod)
+    out += [(reason, "spec.template." + field, "spec.template." + text) for reason, field, text in validate_pod(as_pod)
+            if field != "spec.restartPolicy"]
+    return out
 
 
 # --- namespaces and CRDs ------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from aiohttp import web
 from .access import Access
 from .api import CRD_KEY, SYSTEM_NAMESPACES, Api
 from .auth import DEFAULT_TOKEN
+from .deployments import DeploymentController
 from .errors import ApiError
 from .faults import Faults
 from .gc import GarbageCollector
@@ -47,8 +48,9 @@ class LocalCluster:
         self.hub = WatchHub()
         self.faults = Faults()
         self.gc = GarbageCollector(self.api)
+        self.deployments = DeploymentController(self.api)
         self.runner = make_runner(runner, self.api, default_script)
-        for listener in (self.hub.on_event, self.gc.on_event, self.runner.on_event):
+        for listener in (self.hub.on_event, self.gc.on_event, self.deployments.on_event, self.runner.on_event):
             self.store.subscribe(listener)
         # Every write to pods and custom objects, in resourceVersion order, for checkers in other
         # processes (GET /_localcluster/audit): unlike a watch, never dropped nor expired.
@@ -80,6 +82,7 @@ class LocalCluster:
                 self.api.ensure_namespace(name)
             self.access.bootstrap()
             self.gc.start()
+            self.deployments.start()
             self.runner.start()
             self._started = True
         await self._listen()
@@ -106,6 +109,7 @@ class LocalCluster:
     async def stop(self) -> None:
         await self._unlisten()
         await self.gc.stop()
+        await self.deployments.stop()
         await self.runner.stop()
         self._started = False
 

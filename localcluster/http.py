@@ -17,7 +17,7 @@ from aiohttp import web
 
 from apimachinery.selectors import SelectorError, parse_field_selector, parse_label_selector
 
-from . import discovery, errors, events, pod_exec, protobuf, reviews, table
+from . import discovery, errors, events, pod_exec, protobuf, reviews, scale, table
 from .auth import MASTERS, request_attributes
 from .errors import ApiError
 from .pod_connect import container_of, require_node
@@ -151,6 +151,8 @@ class HttpApi:
             if method == "DELETE":
                 return json_response(self.delete_collection(request, target, await _read_options(request)))
             raise errors.method_not_allowed()
+        if target.subresource == "scale":
+            return await self._scale(request, target)
         if method == "GET":
             return _negotiated(request, target.rt, self.api.get(target.rt, target.namespace, target.name),
                                is_list=False)
@@ -169,6 +171,18 @@ class HttpApi:
             obj, gone_now = self.api.delete(target.rt, target.namespace, target.name, options,
                                             _dry_run(request))
             return json_response(*_deleted(target.rt, obj, gone_now, options))
+        raise errors.method_not_allowed()
+
+    async def _scale(self, request: web.Request, target: Target) -> web.Response:
+        """The scale subresource (scale.py): GET, PUT and PATCH of an autoscaling/v1 Scale."""
+        at = (self.api, target.rt, target.namespace, target.name)
+        if request.method == "GET":
+            return json_response(scale.get(*at))
+        if request.method == "PUT":
+            return self._write(request, 200, scale.update, *at, await _read_json(request), _dry_run(request))
+        if request.method == "PATCH":
+            return self._write(request, 200, scale.patch, *at, request.content_type, await _read_json(request),
+                               _dry_run(request))
         raise errors.method_not_allowed()
 
     async def _pod_connect(self, request: web.Request, subresource: str, namespace: str,
@@ -234,7 +248,10 @@ class HttpApi:
         sub = rest[2] if len(rest) > 2 else None
         if name is not None and rt.namespaced and namespace is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
-        if sub is not None and not (sub == "status" and rt.status_subresource) and sub != "finalize":
+        served = (sub == "status" and rt.status_subresource) or (sub == "scale" and rt.scale is not None)
+        if sub is not None and not served and sub != "finalize":
+            if rt.crd_name is not None:  # apiextensions-apiserver's answer to a subresource the CRD does not declare
+                raise errors.not_found(rt.qualified_resource, name or "", rt.group, rt.plural)
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         return Target(rt, namespace, name, "status" if sub == "finalize" else sub)
 

@@ -13,6 +13,7 @@ KINDS = {
     ('authentication.k8s.io/v1', 'SelfSubjectReview'): 'k8s.io.api.authentication.v1.SelfSubjectReview',
     ('authentication.k8s.io/v1', 'TokenReview'): 'k8s.io.api.authentication.v1.TokenReview',
     ('authorization.k8s.io/v1', 'SelfSubjectAccessReview'): 'k8s.io.api.authorization.v1.SelfSubjectAccessReview',
+    ('authorization.k8s.io/v1', 'SelfSubjectRulesReview'): 'k8s.io.api.authorization.v1.SelfSubjectRulesReview',
     ('authorization.k8s.io/v1', 'SubjectAccessReview'): 'k8s.io.api.authorization.v1.SubjectAccessReview',
     ('batch/v1', 'CronJob'): 'k8s.io.api.batch.v1.CronJob',
     ('batch/v1', 'Job'): 'k8s.io.api.batch.v1.Job',
@@ -198,6 +199,10 @@ PACKAGES = {
             (1, 'path', 'string', 'path', 'e'),
             (2, 'verb', 'string', 'verb', 'e'),
         )),
+        'NonResourceRule': ('struct', (
+            (1, 'verbs', '[]string', 'verbs', ''),
+            (2, 'nonResourceURLs', '[]string', 'nonResourceURLs', 'e'),
+        )),
         'ResourceAttributes': ('struct', (
             (1, 'namespace', 'string', 'namespace', 'e'),
             (2, 'verb', 'string', 'verb', 'e'),
@@ -209,6 +214,12 @@ PACKAGES = {
             (8, 'fieldSelector', 'FieldSelectorAttributes', 'fieldSelector', 'ep'),
             (9, 'labelSelector', 'LabelSelectorAttributes', 'labelSelector', 'ep'),
         )),
+        'ResourceRule': ('struct', (
+            (1, 'verbs', '[]string', 'verbs', ''),
+            (2, 'apiGroups', '[]string', 'apiGroups', 'e'),
+            (3, 'resources', '[]string', 'resources', 'e'),
+            (4, 'resourceNames', '[]string', 'resourceNames', 'e'),
+        )),
         'SelfSubjectAccessReview': ('struct', (
             (1, 'metadata', 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta', 'metadata', 'e'),
             (2, 'spec', 'SelfSubjectAccessReviewSpec', 'spec', ''),
@@ -217,6 +228,14 @@ PACKAGES = {
         'SelfSubjectAccessReviewSpec': ('struct', (
             (1, 'resourceAttributes', 'ResourceAttributes', 'resourceAttributes', 'ep'),
             (2, 'nonResourceAttributes', 'NonResourceAttributes', 'nonResourceAttributes', 'ep'),
+        )),
+        'SelfSubjectRulesReview': ('struct', (
+            (1, 'metadata', 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta', 'metadata', 'e'),
+            (2, 'spec', 'SelfSubjectRulesReviewSpec', 'spec', ''),
+            (3, 'status', 'SubjectRulesReviewStatus', 'status', 'e'),
+        )),
+        'SelfSubjectRulesReviewSpec': ('struct', (
+            (1, 'namespace', 'string', 'namespace', 'e'),
         )),
         'SubjectAccessReview': ('struct', (
             (1, 'metadata', 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta', 'metadata', 'e'),
@@ -236,6 +255,12 @@ PACKAGES = {
             (4, 'denied', 'bool', 'denied', 'e'),
             (2, 'reason', 'string', 'reason', 'e'),
             (3, 'evaluationError', 'string', 'evaluationError', 'e'),
+        )),
+        'SubjectRulesReviewStatus': ('struct', (
+            (1, 'resourceRules', '[]ResourceRule', 'resourceRules', ''),
+            (2, 'nonResourceRules', '[]NonResourceRule', 'nonResourceRules', ''),
+            (3, 'incomplete', 'bool', 'incomplete', ''),
+            (4, 'evaluationError', 'string', 'evaluationError', 'e'),
         )),
     },
     'k8s.io.api.coordination.v1': {

@@ -142,6 +142,11 @@ _KIND_SCHEMAS: Mapping[str, _Schema] = {
         "status": _nested(_CONDITIONS_STATUS),
     },
     "Namespace": {**_META_ONLY, "status": _nested(_CONDITIONS_STATUS)},
+    "Deployment": {
+        **_META_ONLY,
+        "spec": _nested({"template": _nested({"metadata": _nested(_OBJECT_META), "spec": _nested(_POD_SPEC)})}),
+        "status": _nested(_CONDITIONS_STATUS),
+    },
     # Event (core/v1 and events.k8s.io/v1) and Lease have no tagged lists beyond metadata.
 }
 

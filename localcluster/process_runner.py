@@ -62,11 +62,10 @@ from aiohttp import web
 from . import errors, pod_exec, portforward
 from .api import Api, now_rfc3339
 from .container_env import HOST_IP, POD_IP, ConfigError, container_command, missing_volume_source, start_error
-from .errors import ApiError
 from .kubelet_events import PodEvents, field_path
 from .pod_connect import container_of
 from .pod_exec import signal_group
-from .runner import NODE, PODS, NoneRunner
+from .runner import NODE, PODS, NoneRunner, finish_deletion
 from .store import ADDED, DELETED, Event, obj_key
 
 log = logging.getLogger("localcluster.process")
@@ -365,11 +364,8 @@ class ProcessRunner(NoneRunner):
     def _delete(self, run: PodRun) -> None:
         """What the kubelet does once the containers are stopped: delete the pod with no grace left."""
         pod = self._current(run)
-        if pod is None:
-            return
-        rt = self.api.registry.get("", "v1", "pods")
-        with contextlib.suppress(ApiError):  # a pod with finalizers stays until they are removed
-            self.api.delete(rt, run.key[0], run.key[1], {"gracePeriodSeconds": 0, "preconditions": {"uid": run.uid}})
+        if pod is not None:
+            finish_deletion(self.api, pod)
 
     # --- the pod's life --------------------------------------------------------------------
 

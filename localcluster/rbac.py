@@ -8,7 +8,7 @@ user and attributes and forgotten on any write to an RBAC object, so a request c
 
 from __future__ import annotations
 
-from .auth import MASTERS, Attributes, split_service_account
+from .auth import MASTERS, Attributes, User, split_service_account
 from .errors import ApiError
 from .store import Event, Store
 
@@ -100,6 +100,13 @@ def request_forbidden(attrs: Attributes, reason: str) -> ApiError:
 # --- the authorizer ---------------------------------------------------------------------------------
 
 
+def _aggregate(errors: list[str]) -> str:
+    """The text of utilerrors.NewAggregate(errors): one error as itself, several in brackets."""
+    if len(errors) <= 1:
+        return "".join(errors)
+    return "[" + ", ".join(errors) + "]"
+
+
 def _describe_subject(subject: dict, namespace: str) -> str:
     if subject.get("kind") == "ServiceAccount":
         return f'ServiceAccount "{subject.get("name")}/{subject.get("namespace") or namespace}"'
@@ -155,7 +162,20 @@ class Authorizer:
                     return True, f"RBAC: allowed by {source}"
         if not errors:
             return False, ""
-        return False, "RBAC: " + (errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]")
+        return False, "RBAC: " + _aggregate(errors)
+
+    def rules_for(self, user: User, namespace: str) -> tuple[list[dict], str]:
+        """RBAC's RulesFor, as a SelfSubjectRulesReview answers it: the rules of every ClusterRoleBinding and of
+        `namespace`'s RoleBindings naming the user, in that order, and the errors met (missing roles) as one text.
+        system:masters gets no rules of its own here (the privileged-group authorizer resolves none): only
+        those of the bootstrap binding of cluster-admin to it, as on a real server."""
+        rules: list[dict] = []
+        errors: list[str] = []
+        for scope in ("", namespace) if namespace else ("",):
+            sources, errs = self._rules_for(user.name, user.groups, scope)
+            rules += [rule for role_rules, _ in sources for rule in role_rules]
+            errors += errs
+        return rules, _aggregate(errors)
 
     def _rules_for(self, name: str, groups: tuple[str, ...], namespace: str):
         """The rules of every binding (cluster ones for "", a namespace's RoleBindings otherwise) naming the user."""

@@ -9,6 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+@dataclass(frozen=True)
+class ScalePaths:
+    """Where a kind's scale subresource reads and writes: a CRD version's `subresources.scale`, or a
+    Deployment's fixed paths (`label_selector_path` None: the selector is `.spec.selector`, a LabelSelector)."""
+
+    spec_replicas: str
+    status_replicas: str
+    label_selector_path: str | None = None
+
+
+DEPLOYMENT_SCALE = ScalePaths(".spec.replicas", ".status.replicas")
+
+
 @dataclass(eq=False)
 class ResourceType:
     group: str
@@ -20,6 +33,7 @@ class ResourceType:
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
     status_subresource: bool = False
+    scale: ScalePaths | None = None
     # Built-in kinds accept strategic merge patch; custom resources do not (415, as the real server).
     strategic: bool = False
     # openAPIV3Schema of a CRD version; None for built-ins (validated in builtins.py instead).
@@ -92,6 +106,16 @@ class ResourceType:
                 "kind": self.kind,
                 "verbs": ["get", "patch", "update"],
             })
+        if self.scale is not None:
+            entries.append({
+                "name": f"{self.plural}/scale",
+                "singularName": "",
+                "namespaced": self.namespaced,
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": ["get", "patch", "update"],
+            })
         return entries
 
 
@@ -118,7 +142,7 @@ def builtin_types() -> list[ResourceType]:
                  stored_as=("", "events")),
         _builtin("coordination.k8s.io", "v1", "leases", "Lease"),
         _builtin("apps", "v1", "deployments", "Deployment", short_names=("deploy",),
-                 status_subresource=True, categories=("all",)),
+                 status_subresource=True, categories=("all",), scale=DEPLOYMENT_SCALE),
         _builtin("batch", "v1", "jobs", "Job", status_subresource=True, categories=("all",)),
         _builtin("batch", "v1", "cronjobs", "CronJob", short_names=("cj",), status_subresource=True,
                  categories=("all",)),
@@ -138,6 +162,8 @@ def builtin_types() -> list[ResourceType]:
                  verbs=("create",)),
         _builtin("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False,
                  verbs=("create",)),
+        _builtin("authorization.k8s.io", "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview", False,
+                 verbs=("create",)),
     ]
 
 
@@ -150,6 +176,7 @@ def types_from_crd(crd: dict) -> list[ResourceType]:
         if not version.get("served", True):
             continue
         subresources = version.get("subresources") or {}
+        scale = subresources.get("scale")
         out.append(ResourceType(
             group=spec["group"],
             version=version["name"],
@@ -160,6 +187,8 @@ def types_from_crd(crd: dict) -> list[ResourceType]:
             short_names=tuple(names.get("shortNames") or ()),
             categories=tuple(names.get("categories") or ()),
             status_subresource="status" in subresources,
+            scale=ScalePaths(scale.get("specReplicasPath", ""), scale.get("statusReplicasPath", ""),
+                             scale.get("labelSelectorPath") or "") if scale is not None else None,
             schema=(version.get("schema") or {}).get("openAPIV3Schema"),
             printer_columns=list(version.get("additionalPrinterColumns") or []),
             crd_name=crd["metadata"]["name"],

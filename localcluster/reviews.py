@@ -1,7 +1,9 @@
-"""TokenReview, SubjectAccessReview and SelfSubjectAccessReview: create-only kinds answered, never stored.
+"""TokenReview, SubjectAccessReview, SelfSubjectAccessReview, SelfSubjectRulesReview and SelfSubjectReview:
+create-only kinds answered, never stored.
 
-What a controller's secure metrics endpoint (TokenReview + SubjectAccessReview) and
-`kubectl auth can-i` (SelfSubjectAccessReview) ask the API server.
+What a controller's secure metrics endpoint (TokenReview + SubjectAccessReview), `kubectl auth can-i`
+(SelfSubjectAccessReview; with `--list`, SelfSubjectRulesReview) and `kubectl auth whoami`
+(SelfSubjectReview) ask the API server.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ if TYPE_CHECKING:
 AUTHN, AUTHZ = "authentication.k8s.io", "authorization.k8s.io"
 KINDS = {(AUTHN, "tokenreviews"): "TokenReview", (AUTHN, "selfsubjectreviews"): "SelfSubjectReview",
          (AUTHZ, "subjectaccessreviews"): "SubjectAccessReview",
-         (AUTHZ, "selfsubjectaccessreviews"): "SelfSubjectAccessReview"}
+         (AUTHZ, "selfsubjectaccessreviews"): "SelfSubjectAccessReview",
+         (AUTHZ, "selfsubjectrulesreviews"): "SelfSubjectRulesReview"}
 
 
 async def serve(access: Access, attrs: Attributes, request, read_body) -> dict:
@@ -41,6 +44,9 @@ def answer(access: Access, attrs: Attributes, body) -> dict:
             info["uid"] = attrs.user.uid
         return {"kind": kind, "apiVersion": f"{AUTHN}/v1", "metadata": {"creationTimestamp": None},
                 "status": {"userInfo": info}}
+    if kind == "SelfSubjectRulesReview":
+        return {"kind": kind, "apiVersion": f"{AUTHZ}/v1", "metadata": {"creationTimestamp": None}, "spec": {},
+                "status": _rules_review(access, attrs.user, spec)}
     if kind == "TokenReview":
         status = _token_review(access, spec)
     else:
@@ -87,4 +93,28 @@ def _access_review(access: Access, user: User, spec: dict, kind: str) -> dict:
     status: dict = {"allowed": allowed}
     if reason:
         status["reason"] = reason
+    return status
+
+
+def _rules_review(access: Access, user: User, spec: dict) -> dict:
+    """What the user may do in spec.namespace, as the RBAC rule resolver lists it (the answer carries no spec,
+    as the apiserver's REST storage builds a new object with the status alone)."""
+    namespace = spec.get("namespace") or ""
+    if not namespace:
+        raise errors.bad_request("no namespace on request")
+    rules, error = access.authorizer.rules_for(user, namespace)
+    resource_rules, url_rules = [], []
+    for rule in rules:
+        verbs = list(rule.get("verbs") or ())
+        if rule.get("resources"):
+            entry = {"verbs": verbs}
+            for key in ("apiGroups", "resources", "resourceNames"):
+                if rule.get(key):
+                    entry[key] = list(rule[key])
+            resource_rules.append(entry)
+        if rule.get("nonResourceURLs"):
+            url_rules.append({"verbs": verbs, "nonResourceURLs": list(rule["nonResourceURLs"])})
+    status: dict = {"resourceRules": resource_rules, "nonResourceRules": url_rules, "incomplete": False}
+    if error:
+        status["evaluationError"] = error
     return status

@@ -183,10 +183,17 @@ class ScriptedRunner(NoneRunner):
             started = ((pod.get("status") or {}).get("startTime")) or now_rfc3339()
             self._write(pod, status=_finished(pod, 143, started))
             pod = self._current(okey, uid)
-        # As a kubelet ends a graceful deletion: delete again with no grace left (MODIFIED, then DELETED).
-        rt = self.api.registry.get("", "v1", "pods")
-        with contextlib.suppress(ApiError):  # a pod with finalizers stays until they are removed
-            self.api.delete(rt, okey[0], okey[1], {"gracePeriodSeconds": 0, "preconditions": {"uid": uid}})
+        finish_deletion(self.api, pod)
+
+
+def finish_deletion(api: Api, pod: dict) -> None:
+    """As a kubelet ends a graceful deletion once the pod's containers have stopped: delete again with no grace
+    left (MODIFIED, then DELETED), uid-checked; a pod with finalizers stays (grace 0) until they are removed."""
+    rt = api.registry.get("", "v1", "pods")
+    meta = pod["metadata"]
+    with contextlib.suppress(ApiError):  # gone or replaced meanwhile
+        api.delete(rt, meta.get("namespace"), meta["name"], {"gracePeriodSeconds": 0,
+                                                             "preconditions": {"uid": meta["uid"]}})
 
 
 def _condition(kind: str, status: str, now: str) -> dict:

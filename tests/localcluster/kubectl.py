@@ -52,19 +52,22 @@ class Kubectl:
     test's cache (a port reused later, CRDs of another test) from leaking into the next.
     """
 
-    def __init__(self, cluster: LocalCluster | Path, workdir: Path) -> None:
+    def __init__(self, cluster: LocalCluster | Path, workdir: Path, namespace: str = "default") -> None:
         """For a cluster in this process, or a kubeconfig's path (a cluster served by another process)."""
         self.binary = kubectl_binary()
-        self.kubeconfig = cluster if isinstance(cluster, Path) else cluster.write_kubeconfig(workdir / "kubeconfig")
+        self.kubeconfig = cluster if isinstance(cluster, Path) else \
+            cluster.write_kubeconfig(workdir / "kubeconfig", namespace=namespace)
         self.cache = workdir / "cache"
 
     def _argv(self, args: tuple[str, ...]) -> list[str]:
         return [str(self.binary), "--kubeconfig", str(self.kubeconfig), "--cache-dir", str(self.cache), *args]
 
-    async def run(self, *args: str, stdin: str | None = None, timeout: float = TIMEOUT) -> Result:
+    async def run(self, *args: str, stdin: str | None = None, timeout: float = TIMEOUT,
+                  env: dict[str, str] | None = None) -> Result:
+        """Run to the end; `env` adds variables (KUBE_EDITOR, say) to the hermetic environment."""
         proc = await asyncio.create_subprocess_exec(
             *self._argv(args), stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=ENV)
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={**ENV, **(env or {})})
         try:
             out, err = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin is not None else None),
                                               timeout)

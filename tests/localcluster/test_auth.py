@@ -156,7 +156,7 @@ async def test_rules_as_kubernetes_evaluates_them(http, cluster, admin):
     code, _ = await bob.call("GET", "/api/v1/namespaces/team/configmaps?fieldSelector=metadata.name%3Dsettings")
     assert code == 200  # ... unless its field selector does
     code, body = await bob.call("GET", "/apis/apps/v1/namespaces/team/deployments/d/scale")
-    assert (code, body["reason"]) == (404, "NotFound")  # allowed by */scale; then not served here
+    assert (code, body["reason"]) == (404, "NotFound")  # allowed by */scale; then no such Deployment
     assert (await bob.call("GET", "/api/v1/namespaces/default/pods/p/status"))[0] == 403  # another namespace
 
 
@@ -311,7 +311,8 @@ async def test_token_review_and_subject_access_review(http, cluster, admin):
 async def test_reviews_in_discovery(admin):
     _, body = await admin.call("GET", "/apis/authorization.k8s.io/v1")
     assert {r["name"]: r["verbs"] for r in body["resources"]} == {"subjectaccessreviews": ["create"],
-                                                                  "selfsubjectaccessreviews": ["create"]}
+                                                                  "selfsubjectaccessreviews": ["create"],
+                                                                  "selfsubjectrulesreviews": ["create"]}
 
 
 # --- kubectl auth can-i / whoami (kubectl sends tokens only over TLS) -----------------------------
@@ -386,4 +387,5 @@ async def test_reviews_in_openapi_are_create_only(admin):
                               .lstrip("/"))
     paths = {p: sorted(k for k in ops if k != "parameters") for p, ops in doc["paths"].items()}
     assert paths == {"/apis/authorization.k8s.io/v1/selfsubjectaccessreviews": ["post"],
+                     "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews": ["post"],
                      "/apis/authorization.k8s.io/v1/subjectaccessreviews": ["post"]}

@@ -1,0 +1,165 @@
+"""Deployments: defaults and validation as the apiserver's, and localcluster's deployment controller.
+
+The pod runner here is `none`: pods stay Pending until a test reports them Ready through /status, as a
+kubelet would, so each count of the Deployment's status can be checked on its own.
+"""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from localcluster.api import now_rfc3339
+
+from .test_crud import status_of
+from .test_delete import eventually
+from .test_scale import deployment
+
+MERGE = "application/merge-patch+json"
+
+
+@pytest.fixture
+def apps(api_client):
+    return client.AppsV1Api(api_client)
+
+
+async def pods(core, app: str = "web") -> list:
+    return (await core.list_namespaced_pod("default", label_selector=f"app={app}")).items
+
+
+async def make_ready(core, pod) -> None:
+    """What the kubelet reports of a started pod."""
+    ready = {"type": "Ready", "status": "True", "lastTransitionTime": now_rfc3339()}
+    await core.patch_namespaced_pod_status(pod.metadata.name, "default", {"status": {
+        "phase": "Running", "conditions": [ready]}}, _content_type=MERGE)
+
+
+async def status_when(apps, check, name: str = "web"):
+    async def current():
+        status = (await apps.read_namespaced_deployment_status(name, "default")).status
+        return status if check(status) else None
+    return await eventually(current)
+
+
+def conditions(status) -> dict[str, tuple[str, str]]:
+    return {c.type: (c.status, c.reason) for c in status.conditions or ()}
+
+
+async def test_defaults_and_validation(apps):
+    created = await apps.create_namespaced_deployment("default", {
+        "metadata": {"name": "plain"},
+        "spec": {"selector": {"matchLabels": {"app": "plain"}},
+                 "template": {"metadata": {"labels": {"app": "plain"}},
+                              "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}}}})
+    spec = created.spec
+    assert (spec.replicas, spec.revision_history_limit, spec.progress_deadline_seconds) == (1, 10, 600)
+    assert spec.strategy.type == "RollingUpdate"
+    assert (spec.strategy.rolling_update.max_surge, spec.strategy.rolling_update.max_unavailable) == ("25%", "25%")
+
+    bad = deployment("bad")
+    bad["spec"]["template"]["metadata"]["labels"] = {"app": "other"}
+    bad["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+    with pytest.raises(ApiException) as refused:
+        await apps.create_namespaced_deployment("default", bad)
+    body = status_of(refused.value)
+    assert refused.value.status == 422
+    assert [c["message"] for c in body["details"]["causes"]] == [
+        'Invalid value: map[string]string{"app":"other"}: `selector` does not match template `labels`',
+        'Unsupported value: "Never": supported values: "Always"']
+    assert [c["field"] for c in body["details"]["causes"]] == ["spec.template.metadata.labels",
+                                                               "spec.template.spec.restartPolicy"]
+    no_selector = deployment("none")
+    del no_selector["spec"]["selector"]
+    with pytest.raises(ApiException) as missing:
+        await apps.create_namespaced_deployment("default", no_selector)
+    assert 'spec.selector: Required value' in status_of(missing.value)["message"]
+    imageless = deployment("imageless")
+    del imageless["spec"]["template"]["spec"]["containers"][0]["image"]
+    with pytest.raises(ApiException) as invalid_pod:  # the template is validated as the pods it makes
+        await apps.create_namespaced_deployment("default", imageless)
+    assert status_of(invalid_pod.value)["message"] == (
+        'Deployment.apps "imageless" is invalid: spec.template.spec.containers[0].image: Required value')
+
+
+async def test_status_follows_the_pods(apps, core):
+    await apps.create_namespaced_deployment("default", deployment(replicas=3))
+    status = await status_when(apps, lambda s: s.replicas == 3)
+    assert (status.observed_generation, status.updated_replicas, status.ready_replicas, status.available_replicas,
+            status.unavailable_replicas) == (1, 3, None, None, 3)
+    assert conditions(status) == {"Available": ("False", "MinimumReplicasUnavailable"),
+                                  "Progressing": ("True", "ReplicaSetUpdated")}
+    made = await pods(core)
+    assert len(made) == 3 and {p.status.phase for p in made} == {"Pending"}
+    assert all(p.metadata.owner_references[0].kind == "Deployment" and p.metadata.owner_references[0].controller
+               for p in made)
+
+    for pod in made[:2]:
+        await make_ready(core, pod)
+    status = await status_when(apps, lambda s: s.ready_replicas == 2)
+    # maxUnavailable 25% of 3 rounds down to 0: two of three is not the minimum availability.
+    assert conditions(status)["Available"] == ("False", "MinimumReplicasUnavailable")
+    await make_ready(core, made[2])
+    status = await status_when(apps, lambda s: s.available_replicas == 3)
+    assert status.unavailable_replicas is None
+    assert conditions(status) == {"Available": ("True", "MinimumReplicasAvailable"),
+                                  "Progressing": ("True", "NewReplicaSetAvailable")}
+
+    # Scaling down removes the least advanced pods first; a new one is never ready, so it goes.
+    await apps.patch_namespaced_deployment_scale("web", "default", {"spec": {"replicas": 4}}, _content_type=MERGE)
+    await eventually(lambda: _count(core, 4))
+    [fresh] = [p for p in await pods(core) if p.status.phase == "Pending"]
+    await apps.patch_namespaced_deployment_scale("web", "default", {"spec": {"replicas": 3}}, _content_type=MERGE)
+    await eventually(lambda: _count(core, 3))
+    assert fresh.metadata.name not in {p.metadata.name for p in await pods(core)}
+
+
+async def _count(core, n: int) -> bool:
+    return len(await pods(core)) == n
+
+
+async def test_min_ready_seconds_delays_availability(apps, core):
+    slow = deployment(replicas=1)
+    slow["spec"]["minReadySeconds"] = 1
+    await apps.create_namespaced_deployment("default", slow)
+    [pod] = await eventually(lambda: pods(core))
+    await make_ready(core, pod)
+    status = await status_when(apps, lambda s: s.ready_replicas == 1)
+    assert status.available_replicas is None
+    status = await status_when(apps, lambda s: s.available_replicas == 1)  # the controller looks again in 1 s
+    assert conditions(status)["Progressing"] == ("True", "NewReplicaSetAvailable")
+
+
+async def test_a_new_template_replaces_the_pods_unless_paused(apps, core):
+    await apps.create_namespaced_deployment("default", deployment(replicas=2))
+    first = {p.metadata.name for p in await eventually(lambda: _pods_if(core, 2))}
+    await apps.patch_namespaced_deployment("web", "default", {"spec": {"paused": True}}, _content_type=MERGE)
+    image = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox:1.37"}]}}}}
+    await apps.patch_namespaced_deployment("web", "default", image)
+    status = await status_when(apps, lambda s: s.observed_generation == 3)
+    assert conditions(status)["Progressing"] == ("Unknown", "DeploymentPaused")
+    assert {p.metadata.name for p in await pods(core)} == first and status.updated_replicas is None
+
+    await apps.patch_namespaced_deployment("web", "default", {"spec": {"paused": False}}, _content_type=MERGE)
+    await status_when(apps, lambda s: s.observed_generation == 4 and s.updated_replicas == 2 and s.replicas == 2)
+    now = await pods(core)
+    assert not {p.metadata.name for p in now} & first
+    assert {p.spec.containers[0].image for p in now} == {"busybox:1.37"}
+
+
+async def _pods_if(core, n: int) -> list:
+    found = await pods(core)
+    return found if len(found) == n else []
+
+
+async def test_strategic_merge_patch_merges_the_templates_containers_by_name(apps):
+    two = deployment(replicas=0)
+    two["spec"]["template"]["spec"]["containers"].append({"name": "side", "image": "busybox:1.36",
+                                                          "env": [{"name": "A", "value": "1"}]})
+    await apps.create_namespaced_deployment("default", two)
+    patched = await apps.patch_namespaced_deployment("web", "default", {"spec": {"template": {"spec": {"containers": [
+        {"name": "side", "env": [{"name": "B", "value": "2"}]}]}}}},
+        _content_type="application/strategic-merge-patch+json")
+    containers = patched.spec.template.spec.containers
+    assert [(c.name, c.image) for c in containers] == [("c", "busybox:1.36"), ("side", "busybox:1.36")]
+    assert sorted((e.name, e.value) for e in containers[1].env) == [("A", "1"), ("B", "2")]
