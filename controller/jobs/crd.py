@@ -8,6 +8,7 @@ is unbounded.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,8 @@ def _structural(node: dict, defs: dict) -> dict:
         return _union(node, defs)
     if node.get("default", ...) is None:
         del node["default"]
+    if "default" in node:
+        node["description"] = _with_default(node.get("description", ""), node["default"])
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key == "properties":
@@ -54,6 +57,15 @@ def _structural(node: dict, defs: dict) -> dict:
         else:
             out[key] = value
     return out
+
+
+def _with_default(description: str, default: Any) -> str:
+    """The description saying the default, as Kubernetes' own fields do: `kubectl explain` prints
+    descriptions, never a schema's `default`."""
+    if "default" in description.lower():
+        return description
+    shown = default if isinstance(default, str) else json.dumps(default)
+    return f"{description.rstrip()} Defaults to {shown}.".lstrip()
 
 
 _TYPED_LIMITS = ("minimum", "maximum", "pattern", "maxLength", "minLength")
@@ -149,6 +161,7 @@ def status_schema(kind: str, records: str) -> dict:
                                    "back-off from then.", **time),
         "restartStreak": integer("Quick restarts in a row (a pod that ran 10 minutes starts again at 1): the "
                                   "back-off doubles with each."),
+        "ready": {"type": "boolean", "description": "True while the pod is Running and Ready (absent otherwise)."},
     })
     task = obj("The state of the replicas of one type.", {
         "type": string("Replica type."),
@@ -165,10 +178,35 @@ def status_schema(kind: str, records: str) -> dict:
         "conditions": array("The latest observations of the job's state.", condition),
         "tasks": array("The state of the replicas, by type.", task),
         "aggregate": aggregate,
+        "readyReplicas": integer("Replicas whose pod is Running and Ready (its Ready condition True, or no "
+                                 "readiness reported)."),
+        "ready": string("readyReplicas/total replicas, as kubectl shows a Deployment's READY (the READY column)."),
         "backoffCount": integer("Restarts of all replicas of the job."),
+        "reason": string("Once the job has finished: the reason of its outcome (the reason of its Failed "
+                         "condition, such as InvalidSpec or DeadlineExceeded, or of Completed)."),
         "startTime": string("When the job started running.", **time),
         "completionTime": string("When the job finished (Succeeded or Failed).", **time),
     })
+
+
+def job_columns() -> list[dict]:
+    """`kubectl get` of a job, of any kind: what a Deployment's and a Job's columns tell, from the status.
+    `-o wide` adds when the job started and finished."""
+    return [
+        {"name": "Phase", "type": "string", "jsonPath": ".status.phase",
+         "description": "Pending, Running, Paused, Resuming, Succeeded, Failed or Unknown."},
+        {"name": "Ready", "type": "string", "jsonPath": ".status.ready",
+         "description": "Replicas Running and Ready, of all the job's replicas."},
+        {"name": "Restarts", "type": "integer", "jsonPath": ".status.backoffCount",
+         "description": "Restarts of all the job's replicas."},
+        {"name": "Reason", "type": "string", "jsonPath": ".status.reason",
+         "description": "Why the job finished as it did (InvalidSpec, DeadlineExceeded, Failed, Succeeded)."},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        {"name": "Started", "type": "date", "jsonPath": ".status.startTime", "priority": 1,
+         "description": "When the job started running."},
+        {"name": "Completed", "type": "date", "jsonPath": ".status.completionTime", "priority": 1,
+         "description": "When the job finished."},
+    ]
 
 
 def custom_resource(group: str, version: str, kind: str, plural: str, schema: dict, columns: list[dict], *,

@@ -67,12 +67,15 @@ def test_names_scope_subresources_and_columns():
     version = spec["versions"][0]
     assert (version["name"], version["served"], version["storage"]) == ("v1beta1", True, True)
     assert version["subresources"] == {"status": {}}
-    assert [(c["name"], c["type"], c["jsonPath"]) for c in version["additionalPrinterColumns"]] == [
-        ("Phase", "string", ".status.phase"),
-        ("Running", "integer", ".status.aggregate.running"),
-        ("Succeeded", "integer", ".status.aggregate.succeeded"),
-        ("Failed", "integer", ".status.aggregate.failed"),
-        ("Age", "date", ".metadata.creationTimestamp"),
+    assert [(c["name"], c["type"], c["jsonPath"], c.get("priority", 0))
+            for c in version["additionalPrinterColumns"]] == [
+        ("Phase", "string", ".status.phase", 0),
+        ("Ready", "string", ".status.ready", 0),
+        ("Restarts", "integer", ".status.backoffCount", 0),
+        ("Reason", "string", ".status.reason", 0),
+        ("Age", "date", ".metadata.creationTimestamp", 0),
+        ("Started", "date", ".status.startTime", 1),
+        ("Completed", "date", ".status.completionTime", 1),
     ]
 
 
@@ -99,7 +102,8 @@ def test_spec_schema_details():
     replica = props["replicaSpecs"]["items"]
     assert replica["required"] == ["type", "template"]
     assert replica["properties"]["replicas"] == {"type": "integer", "minimum": 0, "maximum": 10000, "default": 1,
-                                                 "description": "The desired number of replicas of this type."}
+                                                 "description": "The desired number of replicas of this type. "
+                                                                "Defaults to 1."}
     assert replica["properties"]["restartPolicy"]["properties"]["policy"]["enum"] == ["Never", "OnFailure", "Always"]
     assert replica["properties"]["restartPolicy"]["properties"]["limit"]["minimum"] == 0
     template = replica["properties"]["template"]
@@ -122,10 +126,11 @@ def test_spec_schema_details():
 def test_status_schema_is_full_with_preserved_containers():
     status = openapi(crd.genericjob_crd())["properties"]["status"]
     assert set(status["properties"]) == {"observedGeneration", "phase", "conditions", "tasks", "aggregate",
-                                         "backoffCount", "startTime", "completionTime"}
+                                         "readyReplicas", "ready", "backoffCount", "reason", "startTime",
+                                         "completionTime"}
     replica = status["properties"]["tasks"]["items"]["properties"]["replicas"]["items"]
     assert set(replica["properties"]) == {"name", "uid", "phase", "containers", "restartCount", "lastRestartUid",
-                                         "lastRestartTime", "restartStreak"}
+                                         "lastRestartTime", "restartStreak", "ready"}
     assert replica["properties"]["containers"]["items"]["x-kubernetes-preserve-unknown-fields"] is True
     assert set(status["properties"]["aggregate"]["properties"]) == {
         "creating", "pending", "running", "succeeded", "failed", "unknown", "deleted"}
@@ -171,6 +176,7 @@ def test_podgroup_crd():
     assert definition["metadata"]["name"] == "podgroups.scheduler.tensorstack.dev"
     assert definition["spec"]["scope"] == "Namespaced"
     assert definition["spec"]["names"]["kind"] == "PodGroup"
+    assert definition["spec"]["names"]["shortNames"] == ["t9kpg"]  # not Volcano's pg
     version = definition["spec"]["versions"][0]
     assert version["name"] == "v1beta1" and version["subresources"] == {"status": {}}
     schema = openapi(definition)

@@ -33,6 +33,7 @@ from controller.jobs.crd import (
     RESUME_SPECS_IMMUTABLE,
     UNIQUE_TYPES,
     custom_resource,
+    job_columns,
     job_schema,
     status_schema,
     structural,
@@ -122,15 +123,8 @@ def genericjob_crd() -> dict:
     root = job_schema("GenericJob: a distributed batch job of replica types, each a pod template and a count; "
                       "replicas are pods named [job]-[type]-[rank].", spec_schema(), status_schema(KIND, "replicas"),
                       copy.deepcopy(_NAME_RULES))
-    columns = [
-        {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
-        {"name": "Running", "type": "integer", "jsonPath": ".status.aggregate.running"},
-        {"name": "Succeeded", "type": "integer", "jsonPath": ".status.aggregate.succeeded"},
-        {"name": "Failed", "type": "integer", "jsonPath": ".status.aggregate.failed"},
-        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-    ]
     assert API_VERSION == f"{GROUP}/{VERSION}"
-    return custom_resource(GROUP, VERSION, KIND, PLURAL, root, columns, short_names=["gj"])
+    return custom_resource(GROUP, VERSION, KIND, PLURAL, root, job_columns(), short_names=["gj"])
 
 
 # --- files ------------------------------------------------------------------------------------
