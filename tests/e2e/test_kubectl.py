@@ -1,12 +1,14 @@
 """What a user sees with the real kubectl 1.35 against localcluster, the controller running: the printer
 columns of both kinds (`kubectl get gj`, `-o wide`, `kubectl get tftj`), Events listed in the order they
-happened, the PodGroup's short name, and the defaults `kubectl explain` shows."""
+happened, the PodGroup's short name, the defaults `kubectl explain` shows, and what a typo in a kind or
+group gets."""
 
 from __future__ import annotations
 
 import re
 
 import pytest
+import yaml
 
 from tests.localcluster.kubectl import Kubectl
 
@@ -95,3 +97,19 @@ async def test_explain_shows_the_defaults(cluster, kubectl, field, expected):
     out = (await kubectl.ok("explain", field)).out
     for text in expected:
         assert text in out, out
+
+
+@pytest.mark.parametrize(("api_version", "kind"), [
+    ("batch.tensorstack.dev/v1beta1", "GenericJobb"),  # a typo in the kind
+    ("batch.tensorstak.dev/v1beta1", "GenericJob"),  # a typo in the group
+])
+@pytest.mark.parametrize("verb", ["apply", "create"])
+async def test_a_wrong_kind_or_group_gets_the_real_servers_message(cluster, kubectl, api_version, kind, verb):
+    """kubectl validates a kind its v3 documents do not know against /openapi/v2 (protobuf): then the REST
+    mapping fails with the message a real server gives, not a content-type error."""
+    job = genericjob("typo", {"worker": 1}, script=QUICK)
+    result = await kubectl.run(verb, "-f", "-", stdin=yaml.safe_dump({**job, "apiVersion": api_version,
+                                                                      "kind": kind}))
+    assert result.code == 1
+    assert (f'no matches for kind "{kind}" in version "{api_version}"\nensure CRDs are installed first'
+            in result.err), result.err

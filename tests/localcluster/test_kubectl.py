@@ -14,6 +14,7 @@ import aiohttp
 import pytest
 import yaml
 
+from localcluster import protobuf
 from localcluster.table import go_string, human_duration, jsonpath
 from tests.builders import JobBuilder
 
@@ -306,9 +307,6 @@ async def test_openapi_v3_declares_field_validation(cluster, crd):
             doc = await resp.json()
         async with http.get(f"/openapi/v3/apis/{GROUP}/{VERSION}?hash=stale", allow_redirects=False) as resp:
             assert resp.status == 301 and resp.headers["Location"] == url
-        async with http.get("/openapi/v2", headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0"
-                                                              "+protobuf"}) as resp:
-            assert resp.status == 406  # kubectl then relies on v3
         async with http.get("/openapi/v2") as resp:
             assert (await resp.json())["swagger"] == "2.0"
     item = doc["paths"][f"/apis/{GROUP}/{VERSION}/namespaces/{{namespace}}/{PLURAL}/{{name}}"]
@@ -320,6 +318,49 @@ async def test_openapi_v3_declares_field_validation(cluster, crd):
     schema = doc["components"]["schemas"][f"dev.tensorstack.batch.{VERSION}.GenericJob"]
     assert schema["properties"]["spec"]["properties"]["replicaSpecs"]["items"]["properties"]["replicas"] == {
         "type": "integer", "minimum": 0}
+
+
+def _proto(data: bytes) -> dict[int, list]:
+    """A protobuf message's fields by number (values as the wire has them: bytes, or ints for varints)."""
+    fields: dict[int, list] = {}
+    for number, _, value in protobuf._fields(data):
+        fields.setdefault(number, []).append(value)
+    return fields
+
+
+def _named(entries: list[bytes]) -> dict[str, bytes]:
+    """gnostic's Named* messages ({1: name, 2: value}) as a dict."""
+    return {_proto(entry)[1][0].decode(): _proto(entry)[2][0] for entry in entries}
+
+
+async def test_openapi_v2_is_served_as_gnostic_protobuf(cluster, crd):
+    """What kubectl reads when v3 does not know a kind (a typo in kind or group: test_kubectl in tests/e2e)."""
+    async with aiohttp.ClientSession(cluster.url) as http:
+        async with http.get("/openapi/v2", headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0"
+                                                              "+protobuf"}) as resp:
+            assert resp.status == 200
+            assert resp.headers["Content-Type"] == "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+            body = await resp.read()
+        async with http.get("/openapi/v2", headers={"Accept": "text/html"}) as resp:
+            assert resp.status == 406 and await resp.read() == b""  # as kube-openapi's handler: no body
+    document = _proto(body)
+    assert document[1] == [b"2.0"]
+    paths = _named(_proto(document[8][0])[2])
+    patch = _proto(_proto(paths[f"/apis/{GROUP}/{VERSION}/namespaces/{{namespace}}/{PLURAL}/{{name}}"])[8][0])
+    extensions = {name: yaml.safe_load(_proto(value)[2][0]) for name, value in _named(patch[13]).items()}
+    assert extensions["x-kubernetes-group-version-kind"] == {"group": GROUP, "version": VERSION, "kind": "GenericJob"}
+    queries = [_proto(_proto(_proto(_proto(item)[1][0])[2][0])[3][0]) for item in patch[8]
+               if 3 in _proto(_proto(_proto(item)[1][0])[2][0])]
+    assert b"fieldValidation" in [query[4][0] for query in queries]
+    definitions = _named(_proto(document[9][0])[1])
+
+    def properties(schema: dict) -> dict[str, dict]:  # Schema.properties (25) -> NamedSchema (1)
+        return {name: _proto(value) for name, value in _named(_proto(schema[25][0])[1]).items()}
+
+    spec = properties(_proto(definitions[f"dev.tensorstack.batch.{VERSION}.GenericJob"]))["spec"]
+    assert _proto(spec[22][0])[1] == [b"object"]  # Schema.type (22): TypeItem
+    replica = _proto(_proto(properties(spec)["replicaSpecs"][23][0])[1][0])  # Schema.items (23): ItemsItem
+    assert _proto(properties(replica)["replicas"][22][0])[1] == [b"integer"]
 
 
 async def test_table_and_partial_metadata_views(cluster, crd, custom):
