@@ -113,3 +113,23 @@ async def test_a_wrong_kind_or_group_gets_the_real_servers_message(cluster, kube
     assert result.code == 1
     assert (f'no matches for kind "{kind}" in version "{api_version}"\nensure CRDs are installed first'
             in result.err), result.err
+
+
+@pytest.mark.parametrize("kind", ["GenericJob", "TensorFlowTrainingJob"])
+async def test_a_pod_template_is_checked_at_apply_as_a_deployments_is(cluster, kubectl, kind):
+    """A typo in a pod template is named (kubectl sends fieldValidation=Strict), not pruned or kept silently,
+    and a container needs a name and an image, as in a Deployment's template."""
+    job = genericjob("typo", {"worker": 1}, script=QUICK) if kind == "GenericJob" else tfjob("typo", {"worker": 1})
+    container = job["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]
+    container["comand"] = ["sleep", "1"]
+    result = await kubectl.run("apply", "-f", "-", stdin=yaml.safe_dump(job))
+    assert result.code == 1
+    assert (f'{kind} in version "v1beta1" cannot be handled as a {kind}: strict decoding error: '
+            'unknown field "spec.replicaSpecs[0].template.spec.containers[0].comand"') in result.err, result.err
+    del container["comand"], container["image"]
+    result = await kubectl.run("apply", "-f", "-", stdin=yaml.safe_dump(job))
+    assert result.code == 1
+    assert result.err.startswith(f'The {kind} "typo" is invalid: '), result.err
+    assert "* spec.replicaSpecs[0].template.spec.containers[0].image: Required value\n" in result.err, result.err
+    container["image"] = "busybox:1.36"
+    assert "created" in (await kubectl.ok("apply", "-f", "-", stdin=yaml.safe_dump(job))).out

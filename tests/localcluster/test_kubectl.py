@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -21,6 +22,7 @@ from tests.builders import JobBuilder
 from .kubectl import Kubectl
 
 GROUP, VERSION, PLURAL = "batch.tensorstack.dev", "v1beta1", "genericjobs"
+CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"  # the project's own
 MERGE = "application/merge-patch+json"
 CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",
@@ -159,6 +161,32 @@ async def test_apply_with_an_unknown_field_fails_strictly(kubectl, crd):
     result = await kubectl.run("apply", "-f", "-", stdin=manifest(job))
     assert result.code == 1
     assert 'strict decoding error: unknown field "spec.foo"' in result.err, result.err
+
+
+async def test_client_side_apply_of_the_project_crds_fits_in_their_annotations(kubectl):
+    """The CRDs embed a pod template's schema, and a client-side apply keeps each whole in an annotation: they
+    must stay within the API server's 256 KiB of annotations (test_crd.py checks the margin)."""
+    crds = CRDS
+    applied = await kubectl.ok("apply", "-f", str(crds))
+    assert applied.out.count(" created") == 3, applied.out
+    again = await kubectl.ok("apply", "-f", str(crds))
+    assert again.out.count(" unchanged") == 3, again.out
+
+
+async def test_an_object_too_large_for_its_last_applied_annotation_is_refused(kubectl):
+    big = copy.deepcopy(CRD)
+    big["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["description"] = "x" * 300_000
+    result = await kubectl.run("apply", "-f", "-", stdin=manifest(big))
+    assert result.code == 1
+    assert (f'The CustomResourceDefinition "{PLURAL}.{GROUP}" is invalid: metadata.annotations: Too long: '
+            "may not be more than 262144 bytes") in result.err, result.err
+    created = await kubectl.ok("create", "-f", "-", stdin=manifest(big))  # no annotation made: it fits
+    assert "created" in created.out
+    job = genericjob("annotated")
+    job["metadata"]["annotations"] = {"note": "x" * 300_000}  # a custom object is held to the same limit
+    result = await kubectl.run("create", "-f", "-", stdin=manifest(job))
+    assert ('The GenericJob "annotated" is invalid: metadata.annotations: Too long: may not be more than 262144 '
+            "bytes") in result.err, result.err
 
 
 # --- get ----------------------------------------------------------------------------------------

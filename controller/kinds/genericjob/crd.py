@@ -5,8 +5,8 @@ a test fails when they differ from what the models generate.
 
 Kubernetes needs a structural schema: every node typed, no $ref, no anyOf with null. Pydantic's
 JSON schema is turned into one (`structural`), then what the models cannot say is added: rule
-ranks are int-or-string, the pod template is preserved as given (only "at least one container" is
-checked), and CEL rules reject at apply time what a schema alone cannot:
+ranks are int-or-string, the pod template is Kubernetes' PodTemplateSpec (`template_schema`: checked as
+a Deployment's template is), and CEL rules reject at apply time what a schema alone cannot:
 
 - replica types are unique;
 - `spec.runMode.pause.resumeSpecs` cannot change once set (004), nor be removed with its parents;
