@@ -133,6 +133,14 @@ class Api:
             builtins.default_namespace(obj)
         elif key == ("", "secrets"):
             builtins.default_secret(obj)
+        elif key == ("batch", "jobs"):
+            builtins.default_job(obj, creating=old is None)
+            causes += builtins.validate_job(obj)
+        elif key == ("batch", "cronjobs"):
+            builtins.default_cron_job(obj)
+            causes += builtins.validate_cron_job(obj)
+        elif key == ("scheduling.k8s.io", "priorityclasses"):
+            builtins.default_priority_class(obj)
         elif key == CRD_KEY:
             causes += builtins.validate_crd(obj)
         if rt.schema is not None:
@@ -296,12 +304,10 @@ class Api:
                 result = patches.json_patch(old, patch)
             elif content_type == "application/merge-patch+json":
                 result = patches.json_merge_patch(old, patch)
-            elif content_type == "application/strategic-merge-patch+json":
-                if not rt.strategic:
-                    raise errors.unsupported_media_type(content_type)
+            elif content_type == "application/strategic-merge-patch+json" and rt.strategic:
                 result = patches.strategic_merge_patch(old, patch, rt.kind)
             else:
-                raise errors.unsupported_media_type(content_type)
+                raise errors.unsupported_media_type(rt.patch_types)
         except patches.PatchError as exc:
             raise ApiError(422 if content_type == "application/json-patch+json" else 400,
                            "Invalid" if content_type == "application/json-patch+json" else "BadRequest",
@@ -397,8 +403,12 @@ class Api:
         return final
 
     def system_write(self, rt: ResourceType, obj: dict) -> dict:
-        """Store a new state without admission: what the scheduler, kubelet and GC may do."""
-        return self._commit(rt, obj, False)
+        """Store a new state without admission: what the scheduler, kubelet and GC may do.
+
+        Writers build the new state from the stored one (`{**pod, "status": ...}`), so its metadata is
+        the stored version's dict: it is copied before the new resourceVersion goes in, or the version
+        already stored (and queued for watchers, and kept in the history) would change with it."""
+        return self._commit(rt, {**obj, "metadata": dict(obj["metadata"])}, False)
 
     def remove_now(self, rt: ResourceType, obj: dict) -> None:
         """Delete immediately whatever its state: for the kubelet, GC and namespace clean-up."""

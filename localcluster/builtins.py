@@ -180,13 +180,18 @@ RESTART_POLICIES = ["Always", "OnFailure", "Never"]
 
 
 def default_pod(pod: dict) -> None:
-    spec = pod.setdefault("spec", {})
+    default_pod_template(pod)
+    pod["spec"].setdefault("enableServiceLinks", True)  # SetDefaults_Pod: pods only, not templates
+
+
+def default_pod_template(template: dict) -> None:
+    """SetDefaults_PodSpec and the containers' defaults: what a pod and a workload's pod template both get."""
+    spec = template.setdefault("spec", {})
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("terminationGracePeriodSeconds", 30)
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("schedulerName", "default-scheduler")
     spec.setdefault("securityContext", {})
-    spec.setdefault("enableServiceLinks", True)
     for group in ("initContainers", "containers"):
         for container in spec.get(group) or ():
             container.setdefault("terminationMessagePath", "/dev/termination-log")
@@ -262,6 +267,66 @@ def _qos_class(pod: dict) -> str:
         for r in resources
     )
     return "Guaranteed" if guaranteed else "Burstable"
+
+
+# --- batch jobs and cron jobs ------------------------------------------------------------------
+
+JOB_RESTART_POLICIES = ["OnFailure", "Never"]
+
+
+def default_job(job: dict, creating: bool) -> None:
+    """SetDefaults_Job, and on create the selector the job strategy generates (unless manualSelector)."""
+    spec = job.setdefault("spec", {})
+    template = spec.setdefault("template", {})
+    if "completions" not in spec and "parallelism" not in spec:
+        spec["completions"] = 1
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("backoffLimit", 2147483647 if "backoffLimitPerIndex" in spec else 6)
+    labels = (template.get("metadata") or {}).get("labels")
+    meta = job["metadata"]
+    if labels and not meta.get("labels"):
+        meta["labels"] = dict(labels)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    spec.setdefault("podReplacementPolicy", "Failed" if "podFailurePolicy" in spec else "TerminatingOrFailed")
+    spec.setdefault("manualSelector", False)
+    default_pod_template(template)
+    if creating and not spec["manualSelector"]:
+        template_labels = template.setdefault("metadata", {}).setdefault("labels", {})
+        for key, value in (("job-name", meta["name"]), ("batch.kubernetes.io/job-name", meta["name"]),
+                           ("controller-uid", meta["uid"]), ("batch.kubernetes.io/controller-uid", meta["uid"])):
+            template_labels.setdefault(key, value)
+        selector = spec["selector"] = dict(spec.get("selector") or {})
+        selector["matchLabels"] = {**(selector.get("matchLabels") or {})}
+        selector["matchLabels"].setdefault("batch.kubernetes.io/controller-uid", meta["uid"])
+
+
+def validate_job(job: dict, path: str = "spec") -> list[Cause]:
+    """A job's pods run to completion: its template's restartPolicy is OnFailure or Never."""
+    policy = (((job.get("spec") or {}).get("template") or {}).get("spec") or {}).get("restartPolicy")
+    if policy not in JOB_RESTART_POLICIES:
+        return [not_supported(f"{path}.template.spec.restartPolicy", policy, JOB_RESTART_POLICIES)]
+    return []
+
+
+def default_cron_job(cron_job: dict) -> None:
+    """SetDefaults_CronJob, and the pod defaults of its job template's pod template."""
+    spec = cron_job.setdefault("spec", {})
+    spec.setdefault("concurrencyPolicy", "Allow")
+    spec.setdefault("suspend", False)
+    spec.setdefault("successfulJobsHistoryLimit", 3)
+    spec.setdefault("failedJobsHistoryLimit", 1)
+    default_pod_template(spec.setdefault("jobTemplate", {}).setdefault("spec", {}).setdefault("template", {}))
+
+
+def validate_cron_job(cron_job: dict) -> list[Cause]:
+    spec = cron_job.get("spec") or {}
+    out = [] if spec.get("schedule") else [required("spec.schedule")]
+    return out + validate_job(spec.get("jobTemplate") or {}, "spec.jobTemplate.spec")
+
+
+def default_priority_class(priority_class: dict) -> None:
+    priority_class.setdefault("preemptionPolicy", "PreemptLowerPriority")
 
 
 # --- services -----------------------------------------------------------------------------------

@@ -82,10 +82,10 @@ def method_not_allowed(message: str = "the server does not allow this method on 
     return ApiError(405, "MethodNotAllowed", message)
 
 
-def unsupported_media_type(content_type: str) -> ApiError:
-    return ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - "
-                    f"accepted media types include: application/json-patch+json, "
-                    f"application/merge-patch+json; got {content_type}")
+def unsupported_media_type(accepted: tuple[str, ...]) -> ApiError:
+    """415 for a body type the endpoint does not take, listing those it does (negotiation's wording)."""
+    return ApiError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted "
+                    "media types include: " + ", ".join(accepted))
 
 
 def too_many_requests(retry_after: int) -> ApiError:

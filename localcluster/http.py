@@ -17,8 +17,11 @@ from aiohttp import web
 
 from apimachinery.selectors import SelectorError, parse_field_selector, parse_label_selector
 
-from . import discovery, errors, reviews, table
+from . import discovery, errors, pod_exec, protobuf, reviews, table
+from .auth import MASTERS, request_attributes
 from .errors import ApiError
+from .pod_connect import container_of, require_node
+from .rbac import request_forbidden
 from .resources import ResourceType
 from .watch import Watcher
 
@@ -31,6 +34,9 @@ JSON = "application/json"
 POD_FIELDS = {"status.phase", "spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
               "spec.serviceAccountName", "status.podIP", "status.nominatedNodeName"}
 MAX_SNAPSHOTS = 256
+# Pod subresources that connect to a container: the runner's method serving each, and its HTTP methods.
+POD_CONNECT = {"log": ("pod_log", ("GET",)), "exec": ("pod_exec", ("GET", "POST")),
+               "portforward": ("pod_portforward", ("GET", "POST"))}
 USER = web.RequestKey("user", object)  # the authenticated auth.User of a request
 
 
@@ -97,7 +103,7 @@ class HttpApi:
             if attrs.resource_request and (attrs.api_group, attrs.resource) in reviews.KINDS:
                 if attrs.verb != "create" or attrs.name:
                     raise errors.method_not_allowed()
-                return json_response(await reviews.serve(self.cluster.access, attrs, request, _read_json), 201)
+                return json_response(await reviews.serve(self.cluster.access, attrs, request, _read_body), 201)
         if not segs:
             return json_response({"paths": ["/api", "/api/v1", "/apis", "/version", "/healthz", "/openapi/v2"]})
         head = segs[0]
@@ -128,9 +134,9 @@ class HttpApi:
             if found is None:
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")
             return json_response(found)
-        if (group, version) == ("", "v1") and len(rest) == 5 and (rest[0], rest[2], rest[4]) == (
-                "namespaces", "pods", "log"):
-            return await self._pod_log(request, rest[1], rest[3])
+        if (group, version) == ("", "v1") and len(rest) == 5 and (rest[0], rest[2]) == ("namespaces", "pods") \
+                and rest[4] in POD_CONNECT:
+            return await self._pod_connect(request, rest[4], rest[1], rest[3])
         target = self._target(group, version, rest)
         method = request.method
         if target.name is None:
@@ -139,7 +145,7 @@ class HttpApi:
                     return await self.watch(request, target)
                 return _negotiated(request, target.rt, self.list(request, target), is_list=True)
             if method == "POST":
-                body = await _read_json(request)
+                body = await _read_body(request, target.rt.group_version, target.rt.kind)
                 return self._write(request, 201, self.api.create, target.rt, target.namespace, body,
                                    _dry_run(request))
             if method == "DELETE":
@@ -149,10 +155,12 @@ class HttpApi:
             return _negotiated(request, target.rt, self.api.get(target.rt, target.namespace, target.name),
                                is_list=False)
         if method == "PUT":
-            body = await _read_json(request)
+            body = await _read_body(request, target.rt.group_version, target.rt.kind)
             return self._write(request, 200, self.api.update, target.rt, target.namespace, target.name, body,
                                target.subresource, _dry_run(request))
         if method == "PATCH":
+            if request.content_type not in target.rt.patch_types:
+                raise errors.unsupported_media_type(target.rt.patch_types)
             body = await _read_json(request)
             return self._write(request, 200, self.api.patch, target.rt, target.namespace, target.name,
                                request.content_type, body, target.subresource, _dry_run(request))
@@ -163,16 +171,40 @@ class HttpApi:
             return json_response(obj, 200 if gone_now else 202)
         raise errors.method_not_allowed()
 
-    async def _pod_log(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
-        """The pods/log subresource, served by a pod runner that keeps logs (the process runner)."""
-        if request.method != "GET":
+    async def _pod_connect(self, request: web.Request, subresource: str, namespace: str,
+                           name: str) -> web.StreamResponse:
+        """pods/log, pods/exec, pods/portforward: served by a runner whose pods are processes (the process runner)."""
+        serves, methods = POD_CONNECT[subresource]
+        if request.method not in methods:
             raise errors.method_not_allowed()
-        pod_log = getattr(self.cluster.runner, "pod_log", None)
-        if pod_log is None:
-            self.api.get(self.registry.get("", "v1", "pods"), namespace, name)  # 404 for a missing pod
-            raise errors.bad_request(f"pod logs are kept only by the process pod runner (this cluster runs "
-                                     f"{self.cluster.runner.name!r})")
-        return await pod_log(request, namespace, name)
+        if subresource != "log" and request.method == "GET":
+            self._authorize_upgrade(request)
+        pod = self.api.get(self.registry.get("", "v1", "pods"), namespace, name)
+        serve = getattr(self.cluster.runner, serves, None)
+        if subresource == "log":
+            if serve is None:
+                raise errors.bad_request(f"pod logs are kept only by the process pod runner (this cluster runs "
+                                         f"{self.cluster.runner.name!r})")
+            return await serve(request, namespace, name)
+        # The API server's checks (pkg/registry/core/pod/strategy.go), then the kubelet's business.
+        options = pod_exec.ExecOptions.from_query(request.query) if subresource == "exec" else None
+        container = container_of(pod, options.container) if options is not None else ""
+        require_node(pod)
+        if serve is None:
+            raise errors.bad_request(f"pods/{subresource} is served only by the process pod runner (this cluster "
+                                     f"runs {self.cluster.runner.name!r})")
+        return await (serve(request, pod, options, container) if options is not None else serve(request, pod))
+
+    def _authorize_upgrade(self, request: web.Request) -> None:
+        """A WebSocket upgrade of pods/exec or pods/portforward is a GET, authorized as `get`; since 1.35
+        (AuthorizePodWebsocketUpgradeCreatePermission, on by default) the user must be allowed `create` too."""
+        user = request.get(USER)
+        if user is None or MASTERS in user.groups:
+            return
+        attrs = request_attributes(user, "POST", request.path, request.query)
+        allowed, reason = self.cluster.access.authorize(attrs)
+        if not allowed:
+            raise request_forbidden(attrs, reason)
 
     def _write(self, request: web.Request, status: int, verb, *args) -> web.Response:
         """Run a create/update/patch under the request's fieldValidation, passing warnings on as headers."""
@@ -479,16 +511,26 @@ def _dry_run(request: web.Request) -> bool:
     return "dryRun" in request.query
 
 
+JSON_TYPES = (JSON, "application/yaml")
+
+
+async def _read_body(request: web.Request, api_version: str, kind: str):
+    """An object sent to create or replace one of `kind`: JSON, YAML, or (built-in kinds) protobuf."""
+    ctype = request.headers.get("Content-Type") and request.content_type
+    accepted = (*JSON_TYPES, protobuf.MEDIA_TYPE) if protobuf.accepts(api_version, kind) else JSON_TYPES
+    if ctype and ctype not in accepted:
+        raise errors.unsupported_media_type(accepted)
+    if ctype == protobuf.MEDIA_TYPE:
+        return protobuf.decode(await request.read(), api_version, kind)
+    return await _read_json(request)
+
+
 async def _read_json(request: web.Request):
+    """A JSON or YAML body (Content-Type checked by the caller)."""
     raw = await request.read()
     if not raw:
         raise errors.bad_request("the request body is empty")
-    ctype = request.content_type
-    if "protobuf" in ctype:
-        raise errors.unsupported_media_type(ctype)
-    if "yaml" in ctype:
-        if ctype == "application/apply-patch+yaml":
-            raise errors.unsupported_media_type(ctype)  # server-side apply is not modelled
+    if "yaml" in request.content_type:
         import yaml
 
         return yaml.safe_load(raw)
@@ -502,7 +544,9 @@ async def _read_options(request: web.Request) -> dict:
     options: dict = {}
     if request.can_read_body:
         raw = await request.read()
-        if raw:
+        if raw and request.content_type == protobuf.MEDIA_TYPE:  # client-go's typed clients
+            options = protobuf.decode(raw, "meta.k8s.io/v1", "DeleteOptions")
+        elif raw:
             options = orjson.loads(raw)
     query = request.query
     if "gracePeriodSeconds" in query:

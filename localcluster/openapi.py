@@ -108,12 +108,6 @@ def _operation(rt: ResourceType, action: str, text: str, op_id: str, params: lis
     return op
 
 
-def _patch_types(rt: ResourceType) -> tuple[str, ...]:
-    types = ("application/json-patch+json", "application/merge-patch+json")
-    # Server-side apply (apply-patch+yaml) is not modelled, so it is not advertised.
-    return (*types, "application/strategic-merge-patch+json") if rt.strategic else types
-
-
 def _operation_prefix(rt: ResourceType) -> str:
     """`CoreV1`, `AppsV1`, `RbacAuthorizationV1`, `BatchTensorstackDevV1beta1`: as in operationIds."""
     words = rt.group.removesuffix(".k8s.io").replace("-", ".").split(".") if rt.group else ["core"]
@@ -127,7 +121,7 @@ def _paths(rt: ResourceType) -> dict:
     name = _operation_prefix(rt) + ("Namespaced" if rt.namespaced else "") + rt.kind
     write = ["dryRun", "fieldManager", "fieldValidation"]
     full = _content(JSON_TYPES, schema_name(rt))
-    patch = _content(_patch_types(rt), META + "Patch")
+    patch = _content(rt.patch_types, META + "Patch")
     options = _content(("application/json",), META + "DeleteOptions")
     listed = schema_name(rt, rt.list_kind)
     pretty = _param("pretty")

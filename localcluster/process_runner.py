@@ -15,15 +15,23 @@ Failed when the restart policy lets the pod finish. With `OnFailure` or `Always`
 that exits is restarted in place after a back-off (`CrashLoopBackOff`, counted in
 `restartCount`).
 
-The environment: plain `value`s, and `valueFrom.fieldRef` to `metadata.name`, `.namespace`,
-`.uid`, `.labels['k']`, `.annotations['k']`, `spec.nodeName`, `spec.serviceAccountName`,
-`status.hostIP(s)` and `status.podIP(s)`; `$(VAR)` in values, command and args is expanded as
-the kubelet does (`$$` escapes, unknown references stay as written). What the runner cannot
-provide (secretKeyRef, configMapKeyRef, resourceFieldRef, envFrom, a container with neither
-command nor args, sidecar init containers) leaves that container waiting with
-`CreateContainerConfigError` and a message, as a kubelet reports a configuration error (the pod
-stays Pending); a command that cannot be executed terminates with `StartError` (exit code 128),
-as containerd reports it.
+The environment (container_env.py): `envFrom` and `env` with plain `value`s, `fieldRef`s to
+`metadata.name`, `.namespace`, `.uid`, `.labels['k']`, `.annotations['k']`, `spec.nodeName`,
+`spec.serviceAccountName`, `status.hostIP(s)` and `status.podIP(s)`, and keys of ConfigMaps and
+Secrets; `$(VAR)` in values, command and args is expanded as the kubelet does (`$$` escapes,
+unknown references stay as written). What cannot be resolved (a missing Secret, ConfigMap or
+key; resourceFieldRef; a container with neither command nor args; sidecar init containers)
+leaves that container waiting with `CreateContainerConfigError` and the kubelet's message (the
+pod stays Pending), tried again after a back-off: a Secret created later lets it start. A
+ConfigMap or Secret volume whose object is missing holds the pod in ContainerCreating with
+FailedMount Events. A command that cannot be executed terminates with `StartError` (exit code
+128) and runc's message (`exec: "x": executable file not found in $PATH`).
+
+Every step is recorded as the scheduler's and the kubelet's Events about the pod
+(kubelet_events.py: Scheduled, Pulled, Created, Started, Failed, BackOff, Killing, FailedMount),
+so `kubectl describe pod` tells what happened. `kubectl exec` runs a command in a running
+container's environment (exec.py) and `kubectl port-forward` reaches the pod's ports on the host
+(portforward.py).
 
 Deleting a pod stops it as a kubelet does: SIGTERM to every container's process group, SIGKILL
 once the pod's `deletionGracePeriodSeconds` have passed, a final status, then the pod object is
@@ -51,124 +59,23 @@ from typing import BinaryIO
 
 from aiohttp import web
 
-from . import errors
+from . import errors, pod_exec, portforward
 from .api import Api, now_rfc3339
+from .container_env import HOST_IP, POD_IP, ConfigError, container_command, missing_volume_source, start_error
 from .errors import ApiError
+from .kubelet_events import PodEvents, field_path
+from .pod_connect import container_of
+from .pod_exec import signal_group
 from .runner import NODE, PODS, NoneRunner
 from .store import ADDED, DELETED, Event, obj_key
 
 log = logging.getLogger("localcluster.process")
 
 LOG_DIR_ENV = "LOCALCLUSTER_POD_LOG_DIR"
-HOST_IP = POD_IP = "127.0.0.1"
 CONFIG_ERROR = "CreateContainerConfigError"
 STOP_SLACK = 10.0  # seconds a stopping pod may take beyond its grace period before its tasks are cancelled
 PUMP_DRAIN = 2.0  # seconds to drain a container's output once its process group is gone
 READ_CHUNK = 64 * 1024
-
-class ConfigError(Exception):
-    """What a kubelet reports as CreateContainerConfigError."""
-
-
-# --- $(VAR) expansion, as k8s.io/kubernetes/third_party/forked/golang/expansion ----------------------
-
-
-def expand(text: str, env: dict[str, str]) -> str:
-    """Expand `$(VAR)` from `env`; `$$` is a literal `$`; unknown or unterminated references stay as written."""
-    out: list[str] = []
-    checkpoint = 0
-    cursor = 0
-    while cursor < len(text):
-        if text[cursor] == "$" and cursor + 1 < len(text):
-            out.append(text[checkpoint:cursor])
-            rest = text[cursor + 1:]
-            if rest[0] == "$":
-                out.append("$")
-                advance = 1
-            elif rest[0] == "(":
-                close = rest.find(")", 1)
-                if close < 0:
-                    out.append("$(")
-                    advance = 1
-                else:
-                    name = rest[1:close]
-                    out.append(env[name] if name in env else f"$({name})")
-                    advance = close + 1
-            else:
-                out.append("$" + rest[0])
-                advance = 1
-            cursor += advance
-            checkpoint = cursor + 1
-        cursor += 1
-    out.append(text[checkpoint:])
-    return "".join(out)
-
-
-# --- a container's command and environment -------------------------------------------------------
-
-
-def _split_subscript(path: str) -> tuple[str, str | None]:
-    """`metadata.labels['k']` -> ("metadata.labels", "k"), as fieldpath.SplitMaybeSubscriptedPath."""
-    if not path.endswith("']"):
-        return path, None
-    head, sep, key = path[:-2].partition("['")
-    if not sep or not head:
-        return path, None
-    return head, key
-
-
-def field_value(pod: dict, path: str) -> str:
-    meta, spec = pod["metadata"], pod.get("spec") or {}
-    head, key = _split_subscript(path)
-    if key is not None and head in ("metadata.labels", "metadata.annotations"):
-        return str((meta.get(head.split(".")[1]) or {}).get(key, ""))
-    simple = {
-        "metadata.name": meta.get("name"),
-        "metadata.namespace": meta.get("namespace"),
-        "metadata.uid": meta.get("uid"),
-        "spec.nodeName": spec.get("nodeName") or NODE,
-        "spec.serviceAccountName": spec.get("serviceAccountName") or spec.get("serviceAccount") or "default",
-        "status.hostIP": HOST_IP,
-        "status.hostIPs": HOST_IP,
-        "status.podIP": POD_IP,
-        "status.podIPs": POD_IP,
-    }
-    if path not in simple:
-        raise ConfigError(f'unsupported fieldPath "{path}" (the process runner provides '
-                          f"{', '.join(sorted(simple))}, metadata.labels['KEY'] and metadata.annotations['KEY'])")
-    return str(simple[path] or "")
-
-
-def container_env(pod: dict, container: dict) -> dict[str, str]:
-    """The container's declared environment, in order, each `value` expanded against the ones before it."""
-    if container.get("envFrom"):
-        raise ConfigError("envFrom is not supported by the process runner: it cannot read ConfigMaps or Secrets")
-    env: dict[str, str] = {}
-    for var in container.get("env") or ():
-        name = var.get("name") or ""
-        source = var.get("valueFrom")
-        if source:
-            if "fieldRef" not in source:
-                kind = next(iter(source), "valueFrom")
-                raise ConfigError(f"env {name}: valueFrom.{kind} is not supported by the process runner "
-                                  f"(only value and fieldRef)")
-            env[name] = field_value(pod, (source.get("fieldRef") or {}).get("fieldPath", ""))
-        else:
-            env[name] = expand(str(var.get("value") or ""), env)
-    return env
-
-
-def container_command(pod: dict, container: dict) -> tuple[list[str], dict[str, str]]:
-    """argv (command + args, expanded) and the declared environment; ConfigError if it cannot be run."""
-    if container.get("restartPolicy") == "Always":
-        raise ConfigError("sidecar init containers (restartPolicy: Always) are not supported by the process runner")
-    env = container_env(pod, container)
-    parts = [*(container.get("command") or ()), *(container.get("args") or ())]
-    if not parts:
-        raise ConfigError("the container has no command: the process runner ignores images, so it runs "
-                          "command + args and needs at least one of them")
-    return [expand(str(part), env) for part in parts], env
-
 
 # --- logs ------------------------------------------------------------------------------------------
 
@@ -259,6 +166,15 @@ class Box:
         self.container_id: str | None = None
         self.proc: asyncio.subprocess.Process | None = None
         self.log: LogFile | None = None
+        # What the running instance's process got, for `kubectl exec`; and the exec processes, which die with it.
+        self.env: dict[str, str] = {}
+        self.cwd: str | None = None
+        self.execs: set[asyncio.subprocess.Process] = set()
+
+    @property
+    def path(self) -> str:
+        """The container's fieldPath in its pod's Events."""
+        return field_path(self.name, self.init)
 
     @property
     def succeeded(self) -> bool:
@@ -294,6 +210,7 @@ class PodRun:
         self.main: asyncio.Task | None = None
         self.terminator: asyncio.Task | None = None
         self.deleted = False
+        self.last_seen = pod  # the latest pod object, for Events once the object is gone
 
     def box(self, name: str) -> Box | None:
         return next((b for b in (*self.init_boxes, *self.boxes) if b.name == name), None)
@@ -316,6 +233,7 @@ class ProcessRunner(NoneRunner):
         self.log_limit = log_limit
         self.backoff = backoff  # (first, longest) delay before a container restarts; doubles each time
         self.runs: dict[str, PodRun] = {}
+        self.events = PodEvents(api)
         self._owned_dir: Path | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closing = False
@@ -356,6 +274,8 @@ class ProcessRunner(NoneRunner):
             return
         meta = ev.obj["metadata"]
         run = self.runs.get(meta["uid"])
+        if run is not None:
+            run.last_seen = ev.obj
         if ev.type == DELETED:
             if run is not None:
                 run.deleted = True
@@ -391,9 +311,11 @@ class ProcessRunner(NoneRunner):
 
     def _forget(self, run: PodRun) -> None:
         self.runs.pop(run.uid, None)
+        self.events.forget(run.uid)
         if run.kill_handle is not None:
             run.kill_handle.cancel()
         for box in (*run.init_boxes, *run.boxes):
+            _kill_execs(box)
             if box.log is not None:
                 box.log.close()
         shutil.rmtree(run.log_dir, ignore_errors=True)
@@ -456,7 +378,7 @@ class ProcessRunner(NoneRunner):
 
     async def _pod(self, run: PodRun) -> None:
         try:
-            if not self._schedule(run):
+            if not self._schedule(run) or not await self._mount(run):
                 return
             for box in run.init_boxes:
                 code = await self._supervise(run, box)
@@ -484,55 +406,98 @@ class ProcessRunner(NoneRunner):
         run.log_dir.mkdir(parents=True, exist_ok=True)
         run.start_time = now_rfc3339()
         status = self._status(run, pod, False)
-        self.api.system_write(self.api.registry.get("", "v1", "pods"),
-                              {**pod, "spec": {**pod["spec"], "nodeName": NODE}, "status": status})
+        bound = self.api.system_write(self.api.registry.get("", "v1", "pods"),
+                                      {**pod, "spec": {**pod["spec"], "nodeName": NODE}, "status": status})
+        self.events.scheduled(bound)
         return True
+
+    def _objects(self, run: PodRun):
+        """The ConfigMaps and Secrets of the pod's namespace, by (plural, name), as the kubelet's caches see them."""
+        return lambda plural, name: self.api.store.get(("", plural), (run.key[0], name))
+
+    def _delay(self, attempt: int) -> float:
+        first, longest = self.backoff
+        return min(first * 2 ** min(attempt, 20), longest)
+
+    async def _backed_off(self, run: PodRun, delay: float) -> bool:
+        """Wait `delay` seconds unless the pod stops first; True if it did not."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(run.stop.wait(), delay)
+        return not run.stop.is_set()
+
+    async def _mount(self, run: PodRun) -> bool:
+        """Wait until every ConfigMap and Secret the pod's volumes name exists, as the kubelet's volume
+        manager does before any container starts; False if the pod stops first."""
+        attempt = 0
+        while (pod := self._current(run)) is not None:
+            missing = missing_volume_source(pod, self._objects(run))
+            if missing is None:
+                return True
+            self.events.record(pod, "Warning", "FailedMount", missing)
+            if not await self._backed_off(run, self._delay(attempt)):
+                return False
+            attempt += 1
+        return False
 
     async def _supervise(self, run: PodRun, box: Box) -> int | None:
         """Run a container until the restart policy says it is done: its last exit code, or None if it never ran."""
         code = None
+        not_created = 0  # configuration errors in a row, each retried after a longer back-off
         while not run.stop.is_set():
             code = await self._run_once(run, box)
-            if code is None or run.stop.is_set():
+            if run.stop.is_set() or self._current(run) is None:
                 return code
+            if code is None:
+                if not await self._backed_off(run, self._delay(not_created)):
+                    return None
+                not_created += 1
+                continue
+            not_created = 0
             policy = run.restart_policy
             if policy == "Never" or (code == 0 and (box.init or policy == "OnFailure")):
                 return code
-            first, longest = self.backoff
-            delay = min(first * 2 ** min(box.restarts, 20), longest)
+            delay = self._delay(box.restarts)
+            pod_name = f"{run.key[1]}_{run.key[0]}({run.uid})"
             box.last_state, box.state = box.state, {"waiting": {
                 "reason": "CrashLoopBackOff",
-                "message": f"back-off {delay:g}s restarting failed container={box.name} "
-                           f"pod={run.key[1]}_{run.key[0]}({run.uid})"}}
+                "message": f"back-off {delay:g}s restarting failed container={box.name} pod={pod_name}"}}
             self._publish(run)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(run.stop.wait(), delay)
+            self._record(run, box, "Warning", "BackOff", f"Back-off restarting failed container {box.name} in pod "
+                                                           f"{pod_name}")
+            await self._backed_off(run, delay)
         return code
 
+    def _record(self, run: PodRun, box: Box, kind: str, reason: str, message: str) -> None:
+        self.events.record(run.last_seen, kind, reason, message, box.path)
+
     async def _run_once(self, run: PodRun, box: Box) -> int | None:
-        """Start one instance of the container and wait for it: its exit code, or None on a config error."""
+        """Start one instance of the container and wait for it: its exit code, or None if it could not be
+        created (a configuration error, or the pod is gone)."""
         pod = self._current(run)
-        if pod is None:
+        if pod is None or run.stop.is_set():
             return None
+        image = box.spec.get("image", "")
+        self._record(run, box, "Normal", "Pulled",
+                     f'Container image "{image}" already present on machine and can be accessed by the pod')
         try:
-            argv, env = container_command(pod, box.spec)
+            argv, env = container_command(pod, box.spec, self._objects(run))
         except ConfigError as exc:
             box.state = {"waiting": {"reason": CONFIG_ERROR, "message": str(exc)}}
             self._publish(run)
-            return None
-        if run.stop.is_set():
+            self._record(run, box, "Warning", "Failed", f"Error: {exc}")
             return None
         if box.instances:
             box.restarts += 1
         box.instances += 1
         box.log = self._open_log(run, box)
+        box.env, box.cwd = {**os.environ, "HOSTNAME": run.key[1], **env}, box.spec.get("workingDir") or None
+        self._record(run, box, "Normal", "Created", "Container created")
         started = now_rfc3339()
         read_fd, write_fd = os.pipe()
         pipe = os.fdopen(read_fd, "rb", buffering=0)
         try:
             proc = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=write_fd, stderr=write_fd,
-                env={**os.environ, "HOSTNAME": run.key[1], **env}, cwd=box.spec.get("workingDir") or None,
+                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=write_fd, stderr=write_fd, env=box.env, cwd=box.cwd,
                 start_new_session=True)
         except BaseException as exc:
             pipe.close()
@@ -540,9 +505,10 @@ class ProcessRunner(NoneRunner):
             if not isinstance(exc, OSError):
                 raise
             box.container_id = None
-            box.state = _terminated(128, started, now_rfc3339(), "StartError",
-                                    f"failed to start the container process: {exc}")
+            message = start_error(argv[0], box.cwd, exc)
+            box.state = _terminated(128, started, now_rfc3339(), "StartError", message)
             self._publish(run)
+            self._record(run, box, "Warning", "Failed", f"Error: {message}")
             return 128
         finally:
             os.close(write_fd)
@@ -552,9 +518,11 @@ class ProcessRunner(NoneRunner):
             box.container_id = f"process://{proc.pid}"
             box.state = {"running": {"startedAt": started}}
             self._publish(run)
+            self._record(run, box, "Normal", "Started", "Container started")
             code = await self._wait(run, proc)
         finally:
-            _signal_group(proc, signal.SIGKILL)  # whatever the container's main process left behind
+            signal_group(proc, signal.SIGKILL)  # whatever the container's main process left behind
+            _kill_execs(box)  # the container's processes die with it, `kubectl exec`'s too
             await _settle(pump, PUMP_DRAIN)
             pipe.close()  # already closed unless the pump never ran
             box.log.close()
@@ -568,9 +536,9 @@ class ProcessRunner(NoneRunner):
         waiter = asyncio.get_running_loop().create_task(proc.wait())
         try:
             if not await _first(waiter, run.stop):
-                _signal_group(proc, signal.SIGTERM)
+                signal_group(proc, signal.SIGTERM)
                 if not await _first(waiter, run.kill):
-                    _signal_group(proc, signal.SIGKILL)
+                    signal_group(proc, signal.SIGKILL)
             rc = await waiter
         finally:
             if not waiter.done():
@@ -598,6 +566,9 @@ class ProcessRunner(NoneRunner):
     async def _finish(self, run: PodRun) -> None:
         """A deleted pod: wait for its containers to stop, report them, remove the pod object."""
         try:
+            for box in (*run.init_boxes, *run.boxes):
+                if box.proc is not None:
+                    self._record(run, box, "Normal", "Killing", f"Stopping container {box.name}")
             assert run.main is not None
             await asyncio.wait({run.main}, timeout=(run.grace or 0) + STOP_SLACK)
             if not run.main.done():
@@ -619,18 +590,7 @@ class ProcessRunner(NoneRunner):
         """GET /api/v1/namespaces/{namespace}/pods/{name}/log: what `kubectl logs` reads."""
         pod = self.api.get(self.api.registry.get("", "v1", "pods"), namespace, name)
         query = request.query
-        spec = pod.get("spec") or {}
-        names = [c["name"] for c in spec.get("containers") or ()]
-        init_names = [c["name"] for c in spec.get("initContainers") or ()]
-        container = query.get("container")
-        if not container:
-            if len(names) != 1:
-                extra = f" or one of the init containers: [{' '.join(init_names)}]" if init_names else ""
-                raise errors.bad_request(f"a container name must be specified for pod {name}, choose one of: "
-                                         f"[{' '.join(names)}]{extra}")
-            container = names[0]
-        if container not in names and container not in init_names:
-            raise errors.bad_request(f"container {container} is not valid for pod {name}")
+        container = container_of(pod, query.get("container"))
         tail = _int_param(query, "tailLines")
         limit = _int_param(query, "limitBytes")
         run = self.runs.get(pod["metadata"]["uid"])
@@ -669,6 +629,24 @@ class ProcessRunner(NoneRunner):
             if sink.closed:
                 break
         return response
+
+    # --- the pods/exec and pods/portforward subresources --------------------------------------
+
+    async def pod_exec(self, request: web.Request, pod: dict, options: pod_exec.ExecOptions,
+                       container: str) -> web.StreamResponse:
+        """pods/exec (a WebSocket) of a pod bound to this node: what `kubectl exec` asks for."""
+        run = self.runs.get(pod["metadata"]["uid"])
+        box = run.box(container) if run is not None else None
+        running = box is not None and box.proc is not None
+        target = pod_exec.Target(container, box.env, box.cwd, box.execs) if running else None
+        return await pod_exec.serve(request, options, target, container)
+
+    async def pod_portforward(self, request: web.Request, pod: dict) -> web.StreamResponse:
+        """pods/portforward (a WebSocket) of a pod bound to this node: what `kubectl port-forward` asks for."""
+        if pod["metadata"]["uid"] not in self.runs:
+            raise errors.bad_request(f'pod "{pod["metadata"]["name"]}" is not run by the process runner (no network '
+                                     f"to forward to)")
+        return await portforward.serve(request, pod)
 
 
 # --- helpers ---------------------------------------------------------------------------------------
@@ -729,10 +707,9 @@ def _terminated(code: int, started: str, finished: str, reason: str | None = Non
     return {"terminated": state}
 
 
-def _signal_group(proc: asyncio.subprocess.Process, sig: int) -> None:
-    """Signal the container's process group (its main process leads it: start_new_session)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, sig)
+def _kill_execs(box: Box) -> None:
+    for proc in list(box.execs):
+        signal_group(proc, signal.SIGKILL)
 
 
 async def _first(task: asyncio.Task, event: asyncio.Event) -> bool:

@@ -48,6 +48,12 @@ class ResourceType:
         return self.kind + "List"
 
     @property
+    def patch_types(self) -> tuple[str, ...]:
+        """The Content-Types a PATCH may have, in the apiserver's order (server-side apply is not modelled)."""
+        strategic = ("application/strategic-merge-patch+json",) if self.strategic else ()
+        return ("application/json-patch+json", "application/merge-patch+json", *strategic)
+
+    @property
     def qualified_kind(self) -> str:
         """`Kind.group` as the apiserver names a kind in Invalid errors (just `Kind` in core)."""
         return f"{self.kind}.{self.group}" if self.group else self.kind
@@ -98,10 +104,17 @@ def builtin_types() -> list[ResourceType]:
         _builtin("", "v1", "configmaps", "ConfigMap", short_names=("cm",)),
         _builtin("", "v1", "secrets", "Secret"),
         _builtin("", "v1", "serviceaccounts", "ServiceAccount", short_names=("sa",)),
+        _builtin("", "v1", "resourcequotas", "ResourceQuota", short_names=("quota",), status_subresource=True),
         _builtin("events.k8s.io", "v1", "events", "Event", short_names=("ev",), create_on_update=True),
         _builtin("coordination.k8s.io", "v1", "leases", "Lease"),
         _builtin("apps", "v1", "deployments", "Deployment", short_names=("deploy",),
                  status_subresource=True, categories=("all",)),
+        _builtin("batch", "v1", "jobs", "Job", status_subresource=True, categories=("all",)),
+        _builtin("batch", "v1", "cronjobs", "CronJob", short_names=("cj",), status_subresource=True,
+                 categories=("all",)),
+        _builtin("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", short_names=("pdb",),
+                 status_subresource=True),
+        _builtin("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, short_names=("pc",)),
         _builtin("rbac.authorization.k8s.io", "v1", "roles", "Role"),
         _builtin("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
         _builtin("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),

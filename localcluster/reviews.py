@@ -20,15 +20,10 @@ KINDS = {(AUTHN, "tokenreviews"): "TokenReview", (AUTHN, "selfsubjectreviews"): 
          (AUTHZ, "selfsubjectaccessreviews"): "SelfSubjectAccessReview"}
 
 
-async def serve(access: Access, attrs: Attributes, request, read_json) -> dict:
+async def serve(access: Access, attrs: Attributes, request, read_body) -> dict:
     """Read the review from the request (JSON, YAML or, as client-go's typed clients send it, protobuf)."""
-    kind = KINDS[(attrs.api_group, attrs.resource)]
-    if "protobuf" in request.content_type:
-        from .protobuf import decode_review
-
-        body = decode_review(await request.read(), kind)
-    else:
-        body = await read_json(request)  # the HTTP layer's reader (JSON or YAML), passed down to it
+    # read_body: the HTTP layer's reader, passed down to it
+    body = await read_body(request, f"{attrs.api_group}/v1", KINDS[(attrs.api_group, attrs.resource)])
     return answer(access, attrs, body)
 
 

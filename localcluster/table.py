@@ -87,8 +87,9 @@ def human_duration(seconds: float) -> str:
 def age(timestamp: str | None) -> str:
     if not timestamp:
         return "<unknown>"
-    try:
-        then = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    try:  # metav1.Time, or metav1.MicroTime (an event's eventTime) with its fraction of a second
+        then = datetime.strptime(timestamp.split(".")[0].removesuffix("Z") + "Z", "%Y-%m-%dT%H:%M:%SZ").replace(
+            tzinfo=UTC)
     except ValueError:
         return "<invalid>"
     return human_duration((datetime.now(UTC) - then).total_seconds())

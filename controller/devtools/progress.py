@@ -4,7 +4,9 @@
 
 Only what the API shows is used (an informer per job kind, like `kubectl get -w`), so what is
 printed is what a user of the cluster would see. A line is printed when the job's phase or a
-replica's phase or restart count changes. Jobs with many replicas are shown as counts per type.
+replica's phase or restart count changes, or why a replica failed or waits (reasons.py: its pod's
+container states and Warning Events). Jobs with many replicas are shown as counts per type; the
+summary then names the replicas that failed or wait, and why.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TextIO
@@ -20,6 +23,7 @@ from typing import TextIO
 from kubernetes_asyncio.client import ApiClient
 
 from controller.devtools.pod_logs import LogFollower
+from controller.devtools.reasons import ReplicaReasons
 from controller.kinds.registry import KINDS
 from informers import InformerFactory
 
@@ -27,6 +31,8 @@ FINISHED = frozenset({"Succeeded", "Failed"})
 STARTED = frozenset({"Running", "Succeeded", "Failed"})  # a replica phase whose pod may have output
 DELETED = "Deleted"  # a submitted job deleted before it finished (by kubectl, say)
 LISTED_REPLICAS = 8  # more than this and replicas are counted by phase instead of listed
+EXPLAINED_REPLICAS = 5  # replicas the summary explains per job, at most
+REASON_WAIT = 2.0  # seconds the end waits for the pods of failed replicas, so their reasons are printed
 # Phases in the order counts are shown, so a line reads the same way as a job progresses.
 PHASE_ORDER = ("Creating", "Pending", "Running", "Succeeded", "Failed", "Unknown", "Paused", "Resuming", DELETED)
 
@@ -60,13 +66,21 @@ def replica_records(job: dict) -> list[tuple[str, dict]]:
     return [(t.get("type", ""), r) for t in tasks for r in t.get("replicas") or ()]
 
 
-def replica_states(job: dict) -> str:
-    """`worker-0 Running, worker-1 Succeeded (1 restart)`, or `worker: 60 Running, 40 Pending` when many."""
+def replica_state(job: dict, record: dict, reason: str = "") -> str:
+    """`worker-0 Failed (StartError: ..., exit 128, 1 restart)`: the replica, its phase, why, its restarts."""
+    notes = [reason] if reason else []
+    if record.get("restartCount"):
+        notes.append(plural(int(record["restartCount"]), "restart"))
+    name = record["name"].removeprefix(f"{job['metadata']['name']}-")
+    return f"{name} {record.get('phase', '?')}" + (f" ({', '.join(notes)})" if notes else "")
+
+
+def replica_states(job: dict, describe: Callable[[dict], str] | None = None) -> str:
+    """`worker-0 Running, worker-1 Failed (exit 1, 1 restart)`, or `worker: 60 Running, 40 Pending` when many.
+    `describe(record)` says why a replica fails or waits."""
     records = replica_records(job)
-    prefix = f"{job['metadata']['name']}-"
     if len(records) <= LISTED_REPLICAS:
-        return ", ".join(f"{r['name'].removeprefix(prefix)} {r.get('phase', '?')}{_restarts(r.get('restartCount'))}"
-                         for _, r in records)
+        return ", ".join(replica_state(job, r, describe(r) if describe else "") for _, r in records)
     by_type: dict[str, Counter[str]] = {}
     restarts: Counter[str] = Counter()
     for replica_type, record in records:
@@ -128,6 +142,7 @@ class JobProgress:
             self.factory.informer(kind.api.resource).add_handler(
                 on_add=self._seen, on_update=lambda _old, new: self._seen(new), on_delete=self._gone)
         self.logs = LogFollower(api_client, self.emit) if follow_logs else None
+        self.reasons = ReplicaReasons(self.factory, self._reasons_changed)
         self.tracked: dict[str, Tracked] = {}  # by job key, in the order submitted
         self._latest: dict[str, dict] = {}  # every job seen, by key: events may arrive before `track` is called
         self._expecting_more = True
@@ -161,7 +176,20 @@ class JobProgress:
         self._check_all_done()
 
     async def wait(self) -> None:
+        """Until every job tracked has finished, and the pods of its failed replicas have been seen (a
+        moment at most), so the last line and the summary can say why they failed."""
         await self._all_done.wait()
+        await self.reasons.settle(self._failed_replicas, REASON_WAIT)
+
+    def _failed_replicas(self) -> list[tuple[str, dict]]:
+        return [(t.job["metadata"].get("namespace", ""), r) for t in self.tracked.values() if t.job is not None
+                for _, r in replica_records(t.job) if r.get("phase") == "Failed"]
+
+    def _reasons_changed(self, job_uid: str) -> None:
+        """A pod of a job changed: its line may now say more about why a replica fails or waits."""
+        tracked = next((t for t in self.tracked.values() if t.uid == job_uid and t.job is not None), None)
+        if tracked is not None and not tracked.deleted:
+            self._show(tracked)
 
     def _seen(self, job: dict) -> None:
         key = job_key(job)
@@ -170,16 +198,26 @@ class JobProgress:
         if tracked is None or tracked.uid != job["metadata"].get("uid") or tracked.done:
             return
         tracked.job = job
-        if job.get("status"):  # nothing to say until the controller has written a status
-            state = f"{phase_of(job):<9}  {replica_states(job)}"
-            if state != tracked.shown:
-                tracked.shown = state
-                self.emit(f"{self._name(key)}  {state}")
+        self._show(tracked)
         if self.logs is not None:
             self._follow_logs(key, job)
         if tracked.done:
             tracked.finished = time.monotonic()
             self._check_all_done()
+
+    def _show(self, tracked: Tracked) -> None:
+        """Print the job's line if it says something new (nothing until the controller has written a status)."""
+        job = tracked.job
+        if job is None or not job.get("status"):
+            return
+        state = f"{phase_of(job):<9}  {replica_states(job, self._describer(job))}"
+        if state != tracked.shown:
+            tracked.shown = state
+            self.emit(f"{self._name(tracked.key)}  {state}")
+
+    def _describer(self, job: dict) -> Callable[[dict], str]:
+        namespace = job["metadata"].get("namespace", "")
+        return lambda record: self.reasons.describe(namespace, record)
 
     def _follow_logs(self, key: str, job: dict) -> None:
         """Stream the output of every replica's pod that has started (a restarted replica's new pod too)."""
@@ -211,6 +249,16 @@ class JobProgress:
 
     # --- the end --------------------------------------------------------------------------
 
+    def _explained(self, tracked: Tracked) -> list[str]:
+        """`    worker-0 Failed (StartError: ..., exit 128)` for each replica that failed or waits, and why."""
+        if tracked.job is None or tracked.phase == "Succeeded":
+            return []
+        describe = self._describer(tracked.job)
+        shown = [replica_state(tracked.job, r, reason) for _, r in replica_records(tracked.job)
+                 if (reason := describe(r))]
+        more = len(shown) - EXPLAINED_REPLICAS
+        return [f"    {line}" for line in shown[:EXPLAINED_REPLICAS]] + ([f"    and {more} more"] if more > 0 else [])
+
     def succeeded(self) -> bool:
         return all(t.phase == "Succeeded" for t in self.tracked.values())
 
@@ -224,6 +272,7 @@ class JobProgress:
             message = outcome_message(tracked.job) if tracked.job and tracked.done else ""
             lines.append(f"  {self._name(key)}  {tracked.phase:<9}  {', '.join(extra)}"
                          + (f"  {message}" if message else ""))
+            lines += self._explained(tracked)
         counts = Counter(t.phase for t in self.tracked.values())
         total = len(self.tracked)
         if counts["Succeeded"] == total:

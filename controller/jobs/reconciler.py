@@ -121,7 +121,7 @@ class Reconciler:
             the_plan = plan(self.kind, job, status, pods, self.now(), write_failure=self._failures.get(uid),
                             restart_backoff=self.restart_backoff, dependents=dependents, creating=expected,
                             **children)
-        written = await self._write_status(obj, status, the_plan)
+        written = await self._write_status(obj, status, the_plan, confirm=self._sends_creates(job, the_plan, expected))
         if written is None:
             return Result(requeue_after=0.0, lost_at=obj["metadata"]["resourceVersion"])
         failed: list[tuple[str, str]] = []  # (reason, message) of every write the server refused
@@ -160,10 +160,20 @@ class Reconciler:
 
     # --- status ---------------------------------------------------------------------------
 
-    async def _write_status(self, obj: dict, status: dict, the_plan: Plan) -> dict | None:
-        """The one status write of this reconcile; None when it lost a race (requeue)."""
+    @staticmethod
+    def _sends_creates(job: ParsedJob | list, the_plan: Plan, expected: frozenset[str]) -> bool:
+        return any(replica_name(job.name, replica_type, rank) not in expected
+                   for replica_type, rank, _mode in the_plan.create)
+
+    async def _write_status(self, obj: dict, status: dict, the_plan: Plan, confirm: bool) -> dict | None:
+        """The one status write of this reconcile; None when it lost a race (requeue).
+
+        An unchanged status is written anyway when `confirm` (the plan sends pod creates): the PUT carries the cached
+        resourceVersion, so it proves the cached job current (a no-op write the server stores nothing
+        for). Without it, a job cache lagging behind the pod cache (a relist after a failover) could
+        re-create the pods of a job that has since finished and been cleaned up."""
         new = {**the_plan.status, "observedGeneration": obj["metadata"].get("generation")}
-        if new == status:
+        if new == status and not confirm:
             return obj
         try:
             written = await self.client.replace_status(self.kind.api.resource, obj, new)

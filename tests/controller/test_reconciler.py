@@ -23,6 +23,7 @@ class FakeClient:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, str, str]] = []
+        self.statuses: list[dict] = []  # every status written
         self.refuse: dict[tuple[str, str, str], ApiStatusError] = {}
 
     def _do(self, verb: str, resource: str, name: str) -> None:
@@ -33,6 +34,7 @@ class FakeClient:
 
     async def replace_status(self, resource, job: dict, status: dict) -> dict:
         self._do("update", f"{resource.plural}/status", job["metadata"]["name"])
+        self.statuses.append(status)
         return {**job, "status": status, "metadata": {**job["metadata"], "resourceVersion": "written"}}
 
     async def create(self, resource: str, obj: dict) -> dict:
@@ -126,16 +128,8 @@ async def test_a_refused_create_is_a_warning_and_never_a_successful_create():
     # The next reconcile's status shows the refusal in ReplicaFailure, before anything else is tried.
     harness.client.refuse.clear()
     harness.client.calls.clear()
-    statuses = []
-    write = harness.client.replace_status
-
-    async def keep(resource, job, status):
-        statuses.append(status)
-        return await write(resource, job, status)
-
-    harness.client.replace_status = keep
     await harness.reconcile()
-    failure = next(c for c in statuses[0]["conditions"] if c["type"] == "ReplicaFailure")
+    failure = next(c for c in harness.client.statuses[1]["conditions"] if c["type"] == "ReplicaFailure")
     assert (failure["status"], failure["reason"]) == ("True", "FailedCreate")
     assert harness.client.calls[0] == ("update", "genericjobs/status", "job")
 
@@ -223,14 +217,7 @@ async def test_a_pod_created_just_before_the_job_fails_is_not_reported_deleted()
     job["spec"]["replicaSpecs"][0]["restartPolicy"] = {"policy": "Never", "limit": 0}
     harness = Harness(job)
     await harness.reconcile()
-    statuses = []
-    write = harness.client.replace_status
-
-    async def keep(resource, job, status):
-        statuses.append(status)
-        return await write(resource, job, status)
-
-    harness.client.replace_status = keep
+    statuses = harness.client.statuses
     harness.put("pods", pod_of(0, "u0", "Failed"))
     await harness.reconcile()
     replicas = {r["name"]: r["phase"] for r in statuses[-1]["tasks"][0]["replicas"]}
@@ -243,3 +230,27 @@ async def test_a_pod_created_just_before_the_job_fails_is_not_reported_deleted()
     replicas = {r["name"]: r["phase"] for r in statuses[-1]["tasks"][0]["replicas"]}
     assert replicas == {"job-worker-0": "Failed", "job-worker-1": "Failed"}
     assert not [call for call in harness.client.calls if call[0] == "delete"]
+
+
+async def test_creates_with_an_unchanged_status_first_prove_the_cached_job_current():
+    # A new leader whose job cache lags behind its pod cache: the cached job still shows its replicas
+    # Creating (the status of a reconcile that was about to create them), while the job has since
+    # finished and its pods were cleaned up. The plan's status is unchanged, so nothing else would
+    # stop it re-creating every pod: the status is written anyway, with the cached resourceVersion.
+    first = Harness(job_object(workers=2))
+    written = first.client.statuses
+    first.client.refuse[("create", "pods", "job-worker-0")] = ApiStatusError(500, "InternalError", "boom")
+    with pytest.raises(WritesFailed):
+        await first.reconcile()
+    stale = job_object(workers=2, status={**written[0], "observedGeneration": 1})
+    harness = Harness(stale)
+    harness.client.refuse[("update", "genericjobs/status", "job")] = ApiStatusError(409, "Conflict", "stale")
+    result = await harness.reconcile()
+    assert harness.client.calls == [("update", "genericjobs/status", "job")]
+    assert result.lost_at == "10"
+    # With a current cache the same no-op write goes through, and the pods are made.
+    harness.client.refuse.clear()
+    harness.client.calls.clear()
+    await harness.reconcile()
+    assert harness.client.calls == [("update", "genericjobs/status", "job"),
+                                    ("create", "pods", "job-worker-0"), ("create", "pods", "job-worker-1")]

@@ -323,7 +323,6 @@ async def test_kubectl_auth_can_i_and_whoami(tmp_path):
     async with LocalCluster(tls=True) as cluster:
         cluster.api.ensure_namespace("team")
         admin = Kubectl(cluster, tmp_path / "admin")
-        # (kubectl create rolebinding sends protobuf, which localcluster reads only for reviews: apply YAML.)
         bindings = [binding(name, "ClusterRole", role_name, [user(name)]) for name, role_name in (("ed", "edit"),
                                                                                                   ("vi", "view"))]
         await admin.ok("apply", "-f", "-", stdin="\n---\n".join(map(json.dumps, bindings)))

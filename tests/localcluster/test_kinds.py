@@ -1,8 +1,9 @@
-"""Built-in kinds beyond pods and services, through kubernetes_asyncio: leases, events, secrets."""
+"""Built-in kinds beyond pods and services, through kubernetes_asyncio: leases, events, secrets, jobs."""
 
 from __future__ import annotations
 
 import base64
+import json
 
 import pytest
 from kubernetes_asyncio import client
@@ -53,3 +54,26 @@ async def test_secret_string_data_becomes_data(core):
     assert created.type == "Opaque"
     assert base64.b64decode(created.data["token"]) == b"hunter2"
     assert created.string_data is None
+
+
+async def test_jobs_and_cron_jobs_run_to_completion(api_client):
+    """A job's pod template restarts OnFailure or Never, and a cron job needs a schedule (422, as ValidateJob)."""
+    batch = client.BatchV1Api(api_client)
+    template = {"spec": {"containers": [{"name": "c", "image": "busybox"}], "restartPolicy": "Always"}}
+    with pytest.raises(ApiException) as exc:
+        await batch.create_namespaced_job("default", {"metadata": {"name": "j"}, "spec": {"template": template}})
+    assert (exc.value.status, json.loads(exc.value.body)["message"]) == (
+        422, 'Job.batch "j" is invalid: spec.template.spec.restartPolicy: Unsupported value: "Always": supported '
+             'values: "OnFailure", "Never"')
+    cron_job = {"metadata": {"name": "cj"}, "spec": {"schedule": "", "jobTemplate": {"spec": {"template": {
+        **template, "spec": {**template["spec"], "restartPolicy": "OnFailure"}}}}}}
+    with pytest.raises(ApiException) as exc:
+        await batch.create_namespaced_cron_job("default", cron_job)
+    assert exc.value.status == 422 and "spec.schedule: Required value" in exc.value.body
+    # A selector the user manages is kept as it is: no generated labels.
+    manual = {"metadata": {"name": "m"}, "spec": {"manualSelector": True, "selector": {"matchLabels": {"a": "b"}},
+                                                   "template": {"metadata": {"labels": {"a": "b"}}, "spec": {
+                                                       **template["spec"], "restartPolicy": "Never"}}}}
+    created = await batch.create_namespaced_job("default", manual)
+    assert created.spec.selector.match_labels == {"a": "b"} and created.spec.template.metadata.labels == {"a": "b"}
+    assert created.metadata.labels == {"a": "b"}  # SetDefaults_Job: the template's labels, when it has none

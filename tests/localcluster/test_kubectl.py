@@ -14,8 +14,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 import yaml
+from google.protobuf import empty_pb2
+from google.protobuf.unknown_fields import UnknownFieldSet
 
-from localcluster import protobuf
 from localcluster.table import go_string, human_duration, jsonpath
 from tests.builders import JobBuilder
 
@@ -349,10 +350,12 @@ async def test_openapi_v3_declares_field_validation(cluster, crd):
 
 
 def _proto(data: bytes) -> dict[int, list]:
-    """A protobuf message's fields by number (values as the wire has them: bytes, or ints for varints)."""
+    """A protobuf message's fields by number, as Google's parser reads them (bytes, or ints for varints)."""
+    message = empty_pb2.Empty()
+    message.ParseFromString(data)
     fields: dict[int, list] = {}
-    for number, _, value in protobuf._fields(data):
-        fields.setdefault(number, []).append(value)
+    for field in UnknownFieldSet(message):
+        fields.setdefault(field.field_number, []).append(field.data)
     return fields
 
 

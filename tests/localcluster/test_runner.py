@@ -115,3 +115,26 @@ async def _absent(core, name: str) -> bool:
     except ApiException as exc:
         return exc.status == 404
     return False
+
+
+@pytest.mark.parametrize("runner", ["scripted", "process"])
+async def test_each_state_a_runner_writes_keeps_its_own_resource_version(runner):
+    """A runner writes a pod's next state from the stored one: the version already stored (which
+    watchers are sent and the history keeps) must not take the new resourceVersion with it."""
+    from localcluster import LocalCluster
+
+    async with LocalCluster(runner=runner) as local:
+        seen: list[dict] = []
+        local.store.subscribe(lambda ev: seen.append(ev.obj) if ev.key == ("", "pods") else None)
+        body = pod("versions")
+        body["spec"].update(restartPolicy="Never")
+        body["spec"]["containers"][0]["command"] = ["true"]
+        body["metadata"]["annotations"] = {SCRIPT_ANNOTATION: json.dumps({"run_for": 0.01})}
+        local.api.create(local.registry.get("", "v1", "pods"), "default", body)
+
+        async def finished():
+            return any((o.get("status") or {}).get("phase") == "Succeeded" for o in seen)
+
+        await eventually(finished)
+        versions = [int(o["metadata"]["resourceVersion"]) for o in seen]
+        assert len(versions) >= 3 and versions == sorted(set(versions)), versions

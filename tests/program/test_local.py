@@ -110,9 +110,10 @@ def test_restart_example_succeeds_after_one_restart(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     lines = progress(done.stdout, "restart-on-failure")
     assert lines[-1] == ("Succeeded", "worker-0 Succeeded (1 restart), worker-1 Succeeded")
-    worker0 = [replicas.split(", ")[0] for _, replicas in lines]
-    assert "worker-0 Failed (1 restart)" in worker0  # the restart is counted as the failed pod is retired
-    assert worker0.index("worker-0 Failed (1 restart)") < worker0.index("worker-0 Running (1 restart)")
+    worker0 = [re.match(r"worker-0 \w+(?: \([^)]*\))?", replicas)[0] for _, replicas in lines]
+    # The restart is counted as the failed pod is retired; why it failed is said once its pod is seen.
+    failed = next(w for w in worker0 if re.fullmatch(r"worker-0 Failed \((exit 1, )?1 restart\)", w))
+    assert worker0.index(failed) < worker0.index("worker-0 Running (1 restart)")
     assert (tmp_path / "restart-on-failure-worker-0.once").exists()
     assert re.search(r"restart-on-failure  Succeeded  \S+s, 1 restart  The job is succeeded", done.stdout)
 
@@ -153,10 +154,11 @@ def test_a_failed_job_exits_1_and_other_kinds_are_created_too(tmp_path):
     done = run_local(tmp_path, "--apply", str(manifest))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "created configmap/settings" in done.stdout
-    assert progress(done.stdout, "doomed")[-1] == ("Failed", "worker-0 Failed")
+    assert progress(done.stdout, "doomed")[-1] == ("Failed", "worker-0 Failed (exit 3)")
     assert progress(done.stdout, "fine")[-1] == ("Succeeded", "worker-0 Succeeded")
     summary = done.stdout[done.stdout.index("finished in"):]
-    assert re.search(r"doomed  Failed     \S+s  The job is failed", summary), summary
+    assert re.search(r"doomed  Failed     \S+s  The job is failed.*\n    worker-0 Failed \(exit 3\)\n", summary), \
+        summary
     assert summary.rstrip().endswith("1 Succeeded, 1 Failed of 2 jobs")
 
 

@@ -86,16 +86,6 @@ EXPECTED = {
 METRICS_PORT = 8443
 
 
-def serve_pod_disruption_budgets(cluster) -> None:
-    """localcluster does not serve policy/v1 yet: add PodDisruptionBudget as the built-in kind it is on a
-    real server (no schema, strategic merge patch, a status subresource), for `kubectl apply` to reach."""
-    from localcluster.resources import ResourceType
-
-    if cluster.registry.get("policy", "v1", "poddisruptionbudgets") is None:
-        cluster.registry.add(ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True,
-                                          strategic=True, short_names=("pdb",), status_subresource=True))
-
-
 def kustomize() -> list[dict]:
     out = subprocess.run([str(kubectl_binary()), "kustomize", str(MANIFESTS)], capture_output=True, text=True,
                          env=ENV, timeout=TIMEOUT)
@@ -216,7 +206,6 @@ def test_disruption_budget_keeps_one_of_the_two_replicas(rendered):
 async def test_apply_k_manifests_succeeds_without_prometheus_operator(cluster, tmp_path, rendered):
     """Issue 12, fault 4: on a cluster without the Prometheus Operator (no ServiceMonitor kind) the install
     applies whole; it used to fail on the ServiceMonitor after half the objects were created."""
-    serve_pod_disruption_budgets(cluster)
     assert not [crd for crd in cluster.store.objects(("apiextensions.k8s.io", "customresourcedefinitions"), None)
                 if crd["spec"]["group"] == "monitoring.coreos.com"]
     kubectl = Kubectl(cluster, tmp_path)

@@ -43,7 +43,6 @@ from .test_manifests import (
     find,
     kustomize,
     refused,
-    serve_pod_disruption_budgets,
     service_account_client,
 )
 
@@ -165,7 +164,6 @@ def test_documented_components_line_enables_monitoring(tmp_path, monitoring):
 async def test_monitoring_overlay_needs_prometheus_operator_crds(cluster, tmp_path, monitoring):
     """Why monitoring is opt-in: without the operator's CRDs the overlay cannot apply (the base can,
     test_manifests.py); with them it applies whole."""
-    serve_pod_disruption_budgets(cluster)
     kubectl = Kubectl(cluster, tmp_path)
     refused = await kubectl.run("apply", "-k", str(OVERLAYS / "monitoring"))
     assert refused.code != 0, refused.out
@@ -226,7 +224,6 @@ def test_namespaced_overlay_grants_the_cluster_roles_rules_per_watched_namespace
 
 
 async def test_namespaced_overlay_applies_to_localcluster(cluster, tmp_path, namespaced):
-    serve_pod_disruption_budgets(cluster)
     for namespace in WATCHED:
         cluster.api.ensure_namespace(namespace)
     kubectl = Kubectl(cluster, tmp_path)

@@ -1,0 +1,54 @@
+"""kubectl against `genericjob-controller local`, as the user guide's debug mode means it: exec into a replica.
+
+`local` runs in the background as a user runs it; the real kubectl uses the kubeconfig it writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from .test_local import started, write
+
+KUBECTL = Path(sys.executable).parent / "kubectl"
+
+DEBUG_JOB = """apiVersion: batch.tensorstack.dev/v1beta1
+kind: GenericJob
+metadata: {name: debugged}
+spec:
+  runMode: {debug: {enabled: true}}
+  replicaSpecs:
+  - type: worker
+    replicas: 1
+    template:
+      spec:
+        containers:
+        - name: main
+          image: ignored
+          command: [train]
+          workingDir: WORKDIR
+          env: [{name: RANK, value: $(rank)}, {name: LEARNING_RATE, value: '0.1'}]
+"""
+
+
+async def kubectl(kubeconfig: Path, *args: str) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        str(KUBECTL), "--kubeconfig", str(kubeconfig), "--cache-dir", str(kubeconfig.parent / "cache"), *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={**os.environ, "KUBERC": "off"})
+    out, err = await asyncio.wait_for(proc.communicate(), 20)
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def test_exec_into_a_debug_replica_sees_its_environment(tmp_path):
+    manifest = write(tmp_path, "debug.yaml", DEBUG_JOB.replace("WORKDIR", str(tmp_path)))
+    async with started(tmp_path, "--apply", str(manifest), until=r"debugged\s+Running"):
+        kubeconfig = tmp_path / "kubeconfig"
+        code, out, err = await kubectl(kubeconfig, "exec", "debugged-worker-0", "--", "sh", "-c",
+                                       "echo $RANK $LEARNING_RATE; pwd")
+        assert (code, out) == (0, f"0 0.1\n{tmp_path}\n"), err
+        code, out, err = await kubectl(kubeconfig, "describe", "pod", "debugged-worker-0")
+        assert code == 0, err
+        assert "Successfully assigned default/debugged-worker-0 to localnode" in out
+        assert "spec.containers{main}: Container started" in out
