@@ -12,14 +12,20 @@ $(BIN)/python:
 install: $(BIN)/python
 	$(BIN)/pip install -q -e '.[local,test,bench]'
 
-# Install, then run the controller on its embedded local cluster with the user guide's example.
-# Leave out --apply (`.venv/bin/genericjob-controller local`) to keep it serving for kubectl.
-local: install
-	$(BIN)/genericjob-controller local --apply examples/generic-example.yaml
+# Install (kubectl too, for the README's kubectl commands), then run the controller on its embedded local
+# cluster with the user guide's example. `make local APPLY=` serves for kubectl until Ctrl-C instead of
+# applying a file; ARGS passes more flags: `make local ARGS="--port 7443 --logs"`.
+APPLY ?= examples/generic-example.yaml
+ARGS ?=
+local: install $(BIN)/kubectl
+	$(BIN)/genericjob-controller local $(if $(APPLY),--apply $(APPLY)) $(ARGS)
+
+$(BIN)/kubectl: | $(BIN)/python
+	$(BIN)/python scripts/install_kubectl.py --dest $(BIN)
 
 # Install everything the tests need (kubectl included), lint, and run the tests.
 test: install
-	$(BIN)/python scripts/install_kubectl.py --dest $(VENV)/bin
+	$(BIN)/python scripts/install_kubectl.py --dest $(BIN)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 

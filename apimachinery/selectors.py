@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 __all__ = [
+    "SUBDOMAIN_MSG",
     "FieldRequirement",
     "FieldSelector",
     "LabelSelector",
@@ -20,6 +21,7 @@ __all__ = [
     "label_selector_from_dict",
     "parse_field_selector",
     "parse_label_selector",
+    "qualified_name_errors",
 ]
 
 
@@ -149,14 +151,23 @@ _DNS1123_SUBDOMAIN_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-
 _LABEL_VALUE_RE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 _NAME_CHARS_MSG = (
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+    " (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+    "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
 )
 
 
-def _label_key_errors(key: str) -> list[str]:
-    """validation.IsQualifiedName: an optional DNS-subdomain prefix, '/', and a name."""
+def qualified_name_errors(key: str) -> list[str]:
+    """validation.IsQualifiedName (a label key, an Event's reporting controller): an optional DNS-subdomain
+    prefix, '/', and a name; its messages word for word."""
     parts = key.split("/")
     if len(parts) > 2:
-        return [f"a qualified name {_NAME_CHARS_MSG} with an optional DNS subdomain prefix and '/'"]
+        return [f"a qualified name {_NAME_CHARS_MSG} with an optional DNS subdomain prefix and '/' "
+                f"(e.g. 'example.com/MyName')"]
     errors = []
     if len(parts) == 2:
         prefix = parts[0]
@@ -164,11 +175,8 @@ def _label_key_errors(key: str) -> list[str]:
             errors.append("prefix part must be non-empty")
         elif len(prefix) > 253:
             errors.append("prefix part must be no more than 253 characters")
-        elif not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix):
-            errors.append(
-                "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                "characters, '-' or '.', and must start and end with an alphanumeric character"
-            )
+        if prefix and not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix):
+            errors.append(f"prefix part {SUBDOMAIN_MSG}")
     name = parts[-1]
     if not name:
         errors.append("name part must be non-empty")
@@ -196,7 +204,7 @@ def _new_requirement(key: str, op: str, values: Iterable[str]) -> Requirement:
     """labels.NewRequirement: checks the key, the value count for the operator, and each value."""
     values = tuple(values)
     problems = []
-    if key_errors := _label_key_errors(key):
+    if key_errors := qualified_name_errors(key):
         problems.append(_invalid("key", key, key_errors))
     if op in (IN, NOT_IN) and not values:
         problems.append("values: Invalid value: []: for 'in', 'notin' operators, values set can't be empty")
@@ -320,7 +328,7 @@ class _Parser:
         kind, key = self._next()
         if kind != _IDENTIFIER:
             raise SelectorError(f"found '{key}', expected: identifier")
-        if key_errors := _label_key_errors(key):
+        if key_errors := qualified_name_errors(key):
             raise SelectorError(_invalid("key", key, key_errors))
         if negated:  # "!key" takes no operator: "!a=b" fails on the "=" that follows
             return _new_requirement(key, DOES_NOT_EXIST, ())

@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
         from controller.devtools import local
 
         return local.main(args)
-    logs.configure(args.log_level, cli.log_format(args))
+    logs.configure(args.log_level, cli.log_format(args), deps_level=args.log_level_deps)
     return manager.main(cli.manager_config(args), args.kubeconfig)
 
 

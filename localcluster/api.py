@@ -11,20 +11,20 @@ import uuid
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from . import builtins, errors
+from . import builtins, deletion, errors, events, subresources
 from .errors import ApiError
 from .resources import Registry, ResourceType, types_from_crd
 from .store import ObjKey, Store
 
 NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
-FOREGROUND, ORPHAN = "foregroundDeletion", "orphan"
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
 NAMESPACES = ("", "namespaces")
+PODS = ("", "pods")
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
 def now_rfc3339(delta: float = 0.0) -> str:
-    return (datetime.now(UTC) + timedelta(seconds=delta)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return deletion.rfc3339(datetime.now(UTC) + timedelta(seconds=delta))
 
 
 # id(CRD schema) -> (that schema, the same schema reduced to its status subtree)
@@ -54,6 +54,8 @@ class Api:
         """The stored object as seen through `rt`'s version."""
         if obj.get("apiVersion") == rt.group_version:
             return obj
+        if rt.storage_key == events.STORAGE:
+            return events.convert(obj, events.CORE, rt.group_version)
         return {**obj, "apiVersion": rt.group_version}
 
     def _key(self, rt: ResourceType, namespace: str | None, name: str) -> ObjKey:
@@ -143,14 +145,20 @@ class Api:
             builtins.default_priority_class(obj)
         elif key == CRD_KEY:
             causes += builtins.validate_crd(obj)
+        elif key == events.STORAGE:
+            causes += events.validate(obj, old, strict=rt.group == events.GROUP)
         if rt.schema is not None:
             from .schema import admit
 
             unknown: list[str] = []
             causes += [(e.reason, e.field, e.error_string()) for e in admit(obj, rt.schema, old=old, unknown=unknown)]
             self._unknown_fields(rt, unknown)
-        else:
+        elif key != events.STORAGE:  # an Event's own checks end with the metadata's
             causes = builtins.metadata_errors(obj, builtins.NAME_STYLE.get(key, "subdomain")) + causes
+        self._refuse(rt, obj, causes)
+
+    def _refuse(self, rt: ResourceType, obj: dict, causes: list) -> None:
+        """422 Invalid when there is anything wrong."""
         if causes:
             name = (obj.get("metadata") or {}).get("name") or ""
             raise errors.invalid(rt.qualified_kind, name, rt.group, rt.kind, causes)
@@ -231,6 +239,8 @@ class Api:
             if error:
                 raise errors.bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
                                          f"{error}")
+        if rt.storage_key == events.STORAGE:  # stored as core/v1, whichever API wrote it
+            return events.convert(body, rt.group_version, events.CORE)
         obj = dict(body)
         obj["apiVersion"] = rt.group_version
         obj["kind"] = rt.kind
@@ -263,8 +273,7 @@ class Api:
                  dry_run: bool) -> dict:
         old_meta = old["metadata"]
         if subresource == "status":
-            obj = {**old, "status": obj.get("status")} if "status" in obj else dict(old)
-            meta = dict(old_meta)
+            obj, meta = subresources.status_write(rt, old, obj, meta)
         elif rt.status_subresource:
             obj = _without(obj, "status")
             if "status" in old:
@@ -282,6 +291,8 @@ class Api:
             self._admit(rt, obj, old)
         elif rt.schema is not None:
             self._admit_status(rt, obj, old)
+        else:  # a built-in's status strategy may take the request's labels and annotations
+            self._refuse(rt, obj, builtins.metadata_errors(obj, builtins.NAME_STYLE.get(rt.storage_key, "subdomain")))
         if self.user is not None and self.admission is not None:
             self.admission.validate(self.user, rt, subresource, obj, old)
         if _without(obj, "metadata", "status") != _without(old, "metadata", "status"):
@@ -299,13 +310,14 @@ class Api:
         old = self.store.get(rt.storage_key, self._key(rt, namespace, name))
         if old is None:
             raise self._not_found(rt, name)
+        seen = self.present(rt, old)  # a patch applies to the object in the request's version
         try:
             if content_type == "application/json-patch+json":
-                result = patches.json_patch(old, patch)
+                result = patches.json_patch(seen, patch)
             elif content_type == "application/merge-patch+json":
-                result = patches.json_merge_patch(old, patch)
+                result = patches.json_merge_patch(seen, patch)
             elif content_type == "application/strategic-merge-patch+json" and rt.strategic:
-                result = patches.strategic_merge_patch(old, patch, rt.kind)
+                result = patches.strategic_merge_patch(seen, patch, rt.kind)
             else:
                 raise errors.unsupported_media_type(rt.patch_types)
         except patches.PatchError as exc:
@@ -328,7 +340,7 @@ class Api:
 
     def delete(self, rt: ResourceType, namespace: str | None, name: str, options: dict | None = None,
                dry_run: bool = False) -> tuple[dict, bool]:
-        """Delete or start deleting; returns (object, gone_now)."""
+        """Delete or start deleting (deletion.py); returns (object, gone_now)."""
         options = options or {}
         old = self.store.get(rt.storage_key, self._key(rt, namespace, name))
         if old is None:
@@ -342,54 +354,21 @@ class Api:
             raise self._conflict(rt, name, f"Precondition failed: ResourceVersion in precondition: "
                                            f"{pre['resourceVersion']}, ResourceVersion in object meta: "
                                            f"{meta['resourceVersion']}")
-        policy = options.get("propagationPolicy")
-        if policy is None and options.get("orphanDependents") is not None:
-            policy = "Orphan" if options["orphanDependents"] else "Background"
-        finalizers = list(meta.get("finalizers") or [])
-        if policy == "Foreground" and FOREGROUND not in finalizers:
-            finalizers.append(FOREGROUND)
-        elif policy == "Orphan" and ORPHAN not in finalizers:
-            finalizers.append(ORPHAN)
-        grace = self._grace_period(rt, old, options)
-        if rt.storage_key == NAMESPACES:
-            return self._start_deleting(rt, old, finalizers, 0, dry_run, {"phase": "Terminating"}), False
-        if finalizers or grace > 0:
-            return self._start_deleting(rt, old, finalizers, grace, dry_run), False
-        return self.present(rt, self._remove(rt, old, dry_run)), True
-
-    def _grace_period(self, rt: ResourceType, obj: dict, options: dict) -> int:
-        """Only pods bound to a node and not yet finished wait for their kubelet (the pod runner)."""
-        if rt.storage_key != ("", "pods"):
-            return 0
-        if not (obj.get("spec") or {}).get("nodeName"):
-            return 0
-        if (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-            return 0
-        grace = options.get("gracePeriodSeconds")
-        if grace is None:
-            grace = (obj.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
-        current = obj["metadata"].get("deletionGracePeriodSeconds")
-        if current is not None:
-            grace = min(grace, current)
-        return max(int(grace), 0)
+        if rt.storage_key == NAMESPACES:  # emptied by the namespace controller (gc.py), then removed
+            finalizers = deletion.gc_finalizers(list(meta.get("finalizers") or ()), options)
+            marked = deletion.mark(old, finalizers, None, new_generation=False)
+            marked["status"] = {**(old.get("status") or {}), "phase": "Terminating"}
+            return self.present(rt, old if marked == old else self._commit(rt, marked, dry_run)), False
+        step = deletion.plan(old, options, graceful=rt.storage_key == PODS, collected=rt.storage_key != events.STORAGE)
+        current = old
+        if step.marked is not None and step.marked != old:
+            current = self._commit(rt, step.marked, dry_run)
+        if not step.remove:
+            return self.present(rt, current), False
+        return self.present(rt, self._remove(rt, current, dry_run)), True
 
     def _waits_for_kubelet(self, rt: ResourceType, obj: dict) -> bool:
         return rt.storage_key == ("", "pods") and (obj["metadata"].get("deletionGracePeriodSeconds") or 0) > 0
-
-    def _start_deleting(self, rt: ResourceType, old: dict, finalizers: list[str], grace: int,
-                        dry_run: bool, status: dict | None = None) -> dict:
-        meta = dict(old["metadata"])
-        if finalizers:
-            meta["finalizers"] = finalizers
-        if not meta.get("deletionTimestamp") or meta.get("deletionGracePeriodSeconds", 0) > grace:
-            meta["deletionTimestamp"] = now_rfc3339(grace)
-            meta["deletionGracePeriodSeconds"] = grace
-        obj = {**old, "metadata": meta}
-        if status is not None:
-            obj["status"] = {**(old.get("status") or {}), **status}
-        if obj == old:
-            return self.present(rt, old)
-        return self.present(rt, self._commit(rt, obj, dry_run))
 
     def _remove(self, rt: ResourceType, old: dict, dry_run: bool) -> dict:
         if dry_run:

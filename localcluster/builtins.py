@@ -11,17 +11,15 @@ import ipaddress
 import itertools
 import re
 
+from apimachinery.selectors import SUBDOMAIN_MSG, qualified_name_errors
+
 Cause = tuple[str, str, str]
 
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 
-SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-                 "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
-                 "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
 LABEL1123_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
                  "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
                  "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
@@ -124,10 +122,7 @@ def metadata_errors(obj: dict, style: str) -> list[Cause]:
 
 
 def _valid_label_key(key: str) -> bool:
-    prefix, _, name = key.rpartition("/")
-    if prefix and (len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
-        return False
-    return 0 < len(name) <= 63 and bool(QUALIFIED_NAME.match(name))
+    return not qualified_name_errors(key)
 
 
 # --- quantities (resource.Quantity), checked by the decoder before any validation -----------------

@@ -12,7 +12,8 @@ import asyncio
 import logging
 from collections import deque
 
-from .api import FOREGROUND, NAMESPACES, ORPHAN, Api
+from .api import NAMESPACES, Api
+from .deletion import FOREGROUND, ORPHAN
 from .errors import ApiError
 from .store import ADDED, DELETED, Event, StorageKey, obj_key
 

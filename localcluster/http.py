@@ -17,7 +17,7 @@ from aiohttp import web
 
 from apimachinery.selectors import SelectorError, parse_field_selector, parse_label_selector
 
-from . import discovery, errors, pod_exec, protobuf, reviews, table
+from . import discovery, errors, events, pod_exec, protobuf, reviews, table
 from .auth import MASTERS, request_attributes
 from .errors import ApiError
 from .pod_connect import container_of, require_node
@@ -168,7 +168,7 @@ class HttpApi:
             options = await _read_options(request)
             obj, gone_now = self.api.delete(target.rt, target.namespace, target.name, options,
                                             _dry_run(request))
-            return json_response(obj, 200 if gone_now else 202)
+            return json_response(*_deleted(target.rt, obj, gone_now, options))
         raise errors.method_not_allowed()
 
     async def _pod_connect(self, request: web.Request, subresource: str, namespace: str,
@@ -249,7 +249,9 @@ class HttpApi:
         allowed = {"metadata.name", "metadata.namespace"}
         if target.rt.storage_key == ("", "pods"):
             allowed |= POD_FIELDS
-        if target.rt.kind != "Event":
+        if target.rt.storage_key == events.STORAGE:
+            fields = events.field_selector(fields, target.rt.group)
+        else:
             for field in fields.fields:
                 if field not in allowed:
                     raise errors.bad_request(f'field label not supported: {field}')
@@ -354,17 +356,16 @@ class HttpApi:
         return snap
 
     def delete_collection(self, request: web.Request, target: Target, options: dict) -> dict:
+        """Delete what the list selects; the answer is that list, as it was before (Store.DeleteCollection)."""
         listed = self.list(request, Target(target.rt, target.namespace, None, None))
-        deleted = []
         for obj in listed["items"]:
             try:
-                gone, _ = self.api.delete(target.rt, target.namespace or obj["metadata"].get("namespace"),
-                                          obj["metadata"]["name"], options, _dry_run(request))
-                deleted.append(gone)
+                self.api.delete(target.rt, target.namespace or obj["metadata"].get("namespace"),
+                                obj["metadata"]["name"], options, _dry_run(request))
             except ApiError as err:
                 if err.code != 404:
                     raise
-        return {**listed, "items": deleted}
+        return listed
 
     # --- watch ----------------------------------------------------------------------------
 
@@ -476,6 +477,23 @@ class HttpApi:
 def _invalid_list_options(text: str) -> ApiError:
     return errors.invalid("ListOptions.meta.k8s.io", "", "meta.k8s.io", "ListOptions",
                           [("FieldValueInvalid", text.split(":", 1)[0], text)])
+
+
+def _deleted(rt: ResourceType, obj: dict, gone_now: bool, options: dict) -> tuple[dict, int]:
+    """The answer to a DELETE, as the apiserver's DeleteResource handler gives it.
+
+    The object while it waits (finalizers, a grace period); once gone, the object for the kinds whose
+    registry returns it (pods, services...), else a Status of kind Success naming it. Always 200, but 202
+    for an object not gone at once when the deprecated orphanDependents=false asked for cascading: the
+    handler keeps it that narrow so as not to break clients.
+    """
+    code = 202 if not gone_now and options.get("orphanDependents") is False else 200
+    if not gone_now or rt.returns_deleted:
+        return obj, code
+    meta = obj["metadata"]
+    details = {"name": meta["name"], "group": rt.group, "kind": rt.plural, "uid": meta.get("uid", "")}
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+            "details": {k: v for k, v in details.items() if v}}, code
 
 
 def _negotiated(request: web.Request, rt: ResourceType, body: dict, is_list: bool) -> web.Response:

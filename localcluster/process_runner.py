@@ -368,10 +368,7 @@ class ProcessRunner(NoneRunner):
         if pod is None:
             return
         rt = self.api.registry.get("", "v1", "pods")
-        if not pod["metadata"].get("finalizers"):
-            self.api.remove_now(rt, pod)
-            return
-        with contextlib.suppress(ApiError):  # the object stays until its finalizers are removed
+        with contextlib.suppress(ApiError):  # a pod with finalizers stays until they are removed
             self.api.delete(rt, run.key[0], run.key[1], {"gracePeriodSeconds": 0, "preconditions": {"uid": run.uid}})
 
     # --- the pod's life --------------------------------------------------------------------

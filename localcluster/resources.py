@@ -30,6 +30,12 @@ class ResourceType:
     crd_name: str | None = None
     # The verbs discovery lists; empty: every verb of a stored kind. Reviews are create-only and never stored.
     verbs: tuple[str, ...] = ()
+    # Another (group, plural)'s bucket when the server stores this kind as that one (events.k8s.io Events
+    # are core/v1 Events, converted on every read and write: events.py).
+    stored_as: tuple[str, str] | None = None
+    # Whether a DELETE that removes the object at once answers with it (the registry's
+    # ReturnDeletedObject); otherwise with a Status of kind Success.
+    returns_deleted: bool = False
 
     def __post_init__(self) -> None:
         if not self.singular:
@@ -41,7 +47,7 @@ class ResourceType:
 
     @property
     def storage_key(self) -> tuple[str, str]:
-        return (self.group, self.plural)
+        return self.stored_as or (self.group, self.plural)
 
     @property
     def list_kind(self) -> str:
@@ -96,16 +102,20 @@ def _builtin(group: str, version: str, plural: str, kind: str, namespaced: bool 
 def builtin_types() -> list[ResourceType]:
     """Kinds a controller, kubectl and the project's manifests touch."""
     return [
-        _builtin("", "v1", "namespaces", "Namespace", False, short_names=("ns",), status_subresource=True),
-        _builtin("", "v1", "pods", "Pod", short_names=("po",), status_subresource=True, categories=("all",)),
+        _builtin("", "v1", "namespaces", "Namespace", False, short_names=("ns",), status_subresource=True,
+                 returns_deleted=True),
+        _builtin("", "v1", "pods", "Pod", short_names=("po",), status_subresource=True, categories=("all",),
+                 returns_deleted=True),
         _builtin("", "v1", "services", "Service", short_names=("svc",), status_subresource=True,
-                 categories=("all",)),
+                 categories=("all",), returns_deleted=True),
         _builtin("", "v1", "events", "Event", short_names=("ev",), create_on_update=True),
         _builtin("", "v1", "configmaps", "ConfigMap", short_names=("cm",)),
         _builtin("", "v1", "secrets", "Secret"),
-        _builtin("", "v1", "serviceaccounts", "ServiceAccount", short_names=("sa",)),
-        _builtin("", "v1", "resourcequotas", "ResourceQuota", short_names=("quota",), status_subresource=True),
-        _builtin("events.k8s.io", "v1", "events", "Event", short_names=("ev",), create_on_update=True),
+        _builtin("", "v1", "serviceaccounts", "ServiceAccount", short_names=("sa",), returns_deleted=True),
+        _builtin("", "v1", "resourcequotas", "ResourceQuota", short_names=("quota",), status_subresource=True,
+                 returns_deleted=True),
+        _builtin("events.k8s.io", "v1", "events", "Event", short_names=("ev",), create_on_update=True,
+                 stored_as=("", "events")),
         _builtin("coordination.k8s.io", "v1", "leases", "Lease"),
         _builtin("apps", "v1", "deployments", "Deployment", short_names=("deploy",),
                  status_subresource=True, categories=("all",)),

@@ -16,12 +16,14 @@ matched by fnmatch on "namespace/name"; otherwise the runner's default script ap
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fnmatch
 from collections import Counter
 
 import orjson
 
 from .api import Api, now_rfc3339
+from .errors import ApiError
 from .store import ADDED, DELETED, Event, obj_key
 
 SCRIPT_ANNOTATION = "localcluster.dev/script"
@@ -181,8 +183,10 @@ class ScriptedRunner(NoneRunner):
             started = ((pod.get("status") or {}).get("startTime")) or now_rfc3339()
             self._write(pod, status=_finished(pod, 143, started))
             pod = self._current(okey, uid)
+        # As a kubelet ends a graceful deletion: delete again with no grace left (MODIFIED, then DELETED).
         rt = self.api.registry.get("", "v1", "pods")
-        self.api.remove_now(rt, pod)
+        with contextlib.suppress(ApiError):  # a pod with finalizers stays until they are removed
+            self.api.delete(rt, okey[0], okey[1], {"gracePeriodSeconds": 0, "preconditions": {"uid": uid}})
 
 
 def _condition(kind: str, status: str, now: str) -> dict:

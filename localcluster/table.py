@@ -302,7 +302,6 @@ BUILTIN_COLUMNS: dict[tuple[str, str], list[Column]] = {
                       _col("Data", lambda s: len(s.get("data") or {}), "integer"), AGE],
     ("", "serviceaccounts"): [NAME, _col("Secrets", lambda s: len(s.get("secrets") or []), "integer"), AGE],
     ("", "events"): EVENT,
-    ("events.k8s.io", "events"): EVENT,
     ("coordination.k8s.io", "leases"): [NAME, _col("Holder", lambda s: _get(s, "spec", "holderIdentity",
                                                                             default="")), AGE],
     ("apps", "deployments"): [

@@ -2,7 +2,8 @@
 
 Every flag of `run` can also be set by an environment variable, GENERICJOB_ plus the flag's name
 in capitals with dashes as underscores (`--lease-duration` is GENERICJOB_LEASE_DURATION); a flag
-on the command line wins over its variable. Booleans take true/false, 1/0, yes/no or on/off.
+on the command line wins over its variable. Booleans take true/false, 1/0, yes/no or on/off, on the
+command line too (`--leader-elect=false`, as Go controllers' manifests pass them; controller/runtime/flags.py).
 `local` is defined by `controller.devtools.local` (its own flags, its own main); if that module cannot be
 imported, `run` still works and `local` says why it is unavailable.
 """
@@ -15,12 +16,14 @@ import os
 import re
 import sys
 from collections.abc import Mapping
+from importlib import metadata
 from types import ModuleType
 
 from controller.jobs.backoff import DEFAULT_BASE as DEFAULT_RESTART_BACKOFF
 from controller.jobs.plan import STUCK_TERMINATING_AFTER
 from controller.kinds import registry as kinds
 from controller.runtime.controller import INFORMER_STALE_AFTER, ControllerConfig
+from controller.runtime.flags import BooleanFlag, HelpFormatter, add_log_level_deps, non_negative, positive_int
 from controller.runtime.leader import LeaderElectionConfig
 from controller.runtime.logs import FORMATS, LEVELS
 from controller.runtime.manager import ManagerConfig, pod_namespace
@@ -28,21 +31,7 @@ from controller.runtime.server import parse_address, same_address_error, shares_
 
 ENV_PREFIX = "GENERICJOB_"
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # a namespace's name
-_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise ValueError(text)
-    return value
-
-
-def _non_negative(text: str) -> float:
-    value = float(text)
-    if not value >= 0:  # also rejects nan
-        raise ValueError(text)
-    return value
+PACKAGE = "genericjob-controller"
 
 
 def _kinds(text: str) -> tuple[str, ...]:
@@ -80,8 +69,6 @@ class _NamespacesAction(argparse.Action):
 
 
 # argparse names a failed conversion after the type function.
-_positive_int.__name__ = "positive integer"
-_non_negative.__name__ = "non-negative number"
 _address.__name__ = "address (host:port, :port, or 0 for off)"
 _namespaces.__name__ = "namespace list (comma-separated namespace names)"
 
@@ -93,22 +80,22 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="namespaces to watch, comma-separated; the flag may be repeated (default: all namespaces)")
     add("--kinds", type=_kinds, default=(), metavar="KIND[,KIND...]",
         help=f"the job kinds to serve (default: every one this build knows: {', '.join(kinds.KINDS)})")
-    add("--workers", type=_positive_int, default=4, help="concurrent reconciles (per kind)")
-    add("--qps", type=_non_negative, default=20.0,
+    add("--workers", type=positive_int, default=4, help="concurrent reconciles (per kind)")
+    add("--qps", type=non_negative, default=20.0,
         help="API writes per second, client side (0: no limit); Events get a budget of their own of the same size")
-    add("--burst", type=_positive_int, default=30, help="API writes allowed in a burst above --qps")
-    add("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
+    add("--burst", type=positive_int, default=30, help="API writes allowed in a burst above --qps")
+    add("--leader-elect", action=BooleanFlag, negatable=True, default=True,
         help="take a Lease before reconciling, so that only one replica works at a time")
     add("--lease-name", default="genericjob-controller", help="name of the leader election Lease")
     add("--lease-namespace", default=None,
         help="namespace of the Lease (default: the pod's namespace, else 'default')")
-    add("--lease-duration", type=_non_negative, default=15.0,
+    add("--lease-duration", type=non_negative, default=15.0,
         help="seconds (whole) a standby waits after the lease last changed before taking it over")
-    add("--renew-deadline", type=_non_negative, default=10.0,
+    add("--renew-deadline", type=non_negative, default=10.0,
         help="seconds the leader keeps retrying a renewal before it gives up and exits")
-    add("--retry-period", type=_non_negative, default=2.0, help="seconds between leader election attempts")
+    add("--retry-period", type=non_negative, default=2.0, help="seconds between leader election attempts")
     add("--metrics-address", type=_address, default=":8443", help="where /metrics listens (0: off)")
-    add("--metrics-secure", action=argparse.BooleanOptionalAction, default=True,
+    add("--metrics-secure", action=BooleanFlag, negatable=True, default=True,
         help="serve /metrics over HTTPS to callers the API server authenticates (TokenReview) and authorises "
              "(SubjectAccessReview: get on /metrics, as the genericjob-metrics-reader ClusterRole grants); "
              "--no-metrics-secure: plain HTTP for anyone")
@@ -118,22 +105,30 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="where /healthz and /readyz listen, plain HTTP (0: off; with --no-metrics-secure, the metrics address: "
              "one listener for all)")
     add("--log-level", choices=LEVELS, default="info", help="lowest level logged")
+    add_log_level_deps(parser)
     add("--log-format", choices=FORMATS, default=None,
         help="json or console (default: json in a cluster, console elsewhere)")
-    add("--sync-timeout", type=_non_negative, default=120.0,
+    add("--sync-timeout", type=non_negative, default=120.0,
         help="seconds to wait at start for the API server (start-up checks) and the caches to fill; exit 1 after "
              "that")
-    add("--shutdown-timeout", type=_non_negative, default=10.0,
+    add("--shutdown-timeout", type=non_negative, default=10.0,
         help="seconds in-flight reconciles get to finish on SIGTERM (keep it below lease duration - retry period)")
-    add("--stuck-terminating-after", type=_non_negative, default=STUCK_TERMINATING_AFTER,
+    add("--stuck-terminating-after", type=non_negative, default=STUCK_TERMINATING_AFTER,
         help="seconds past its grace period after which a terminating pod (on a lost node) is force-deleted")
-    add("--restart-backoff", type=_non_negative, default=DEFAULT_RESTART_BACKOFF,
+    add("--restart-backoff", type=non_negative, default=DEFAULT_RESTART_BACKOFF,
         help="seconds a replica's first replacement waits after a quick failure, doubling with each one more, at "
              "most 300; a pod that ran 10 minutes resets it, as the kubelet's CrashLoopBackOff (0: no wait)")
-    add("--informer-stale-after", type=_non_negative, default=INFORMER_STALE_AFTER,
+    add("--informer-stale-after", type=non_negative, default=INFORMER_STALE_AFTER,
         help="seconds without a completed list, a watch opened or a watch event (bookmarks come every minute) "
              "after which an informer that has synced fails /healthz, so the kubelet restarts a controller "
              "that cannot see the cluster any more (0: off)")
+
+
+def version() -> str:
+    try:
+        return metadata.version(PACKAGE)
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def env_name(action: argparse.Action) -> str:
@@ -160,11 +155,6 @@ def apply_environment(parser: argparse.ArgumentParser, environ: Mapping[str, str
 
 
 def _from_text(action: argparse.Action, raw: str):
-    if isinstance(action, argparse.BooleanOptionalAction):
-        text = raw.strip().lower()
-        if text not in _TRUE | _FALSE:
-            raise ValueError(raw)
-        return text in _TRUE
     return action.type(raw) if callable(action.type) else raw
 
 
@@ -182,15 +172,17 @@ def build_parser(environ: Mapping[str, str] | None = None, with_local: bool = Tr
     localcluster, an API server) is not imported, as `run` needs none of it."""
     parser = argparse.ArgumentParser(prog="genericjob-controller",
                                      description="Kubernetes controller for GenericJob (batch.tensorstack.dev).")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="{run,local}")
-    run = commands.add_parser("run", help="run the controller against a cluster",
-                              formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    run = commands.add_parser("run", help="run the controller against a cluster", formatter_class=HelpFormatter,
                               description="Run the controller against a cluster (in-cluster config or a kubeconfig).")
     add_run_arguments(run)
     apply_environment(run, os.environ if environ is None else environ)
     local = commands.add_parser("local", help="run a local cluster and the controller in this process",
+                                formatter_class=HelpFormatter,
                                 description="Start localcluster with the process pod runner and the controller, "
                                             "optionally submit jobs and follow them.")
+    parser.commands = {"run": run, "local": local}  # validate() reports an error as its command's
     if not with_local:
         return parser
     module, why = load_local()
@@ -202,13 +194,15 @@ def build_parser(environ: Mapping[str, str] | None = None, with_local: bool = Tr
 
 
 def validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Checks across flags, reported as usage errors."""
-    if args.command != "run":
-        return
+    """Checks across flags, reported as usage errors of the command (`genericjob-controller run: error: ...`)."""
+    command = parser.commands[args.command]
     try:
-        manager_config(args)
+        if args.command == "run":
+            manager_config(args)
+        elif not getattr(args, "local_unavailable", None):
+            load_local()[0].validate(args)
     except ValueError as err:
-        parser.error(str(err))
+        command.error(str(err))
 
 
 def parse_args(argv: list[str] | None = None, environ: Mapping[str, str] | None = None) -> argparse.Namespace:

@@ -2,18 +2,23 @@
 
 localcluster (the in-memory API server) with its `process` pod runner (each container's command
 runs as a local process; images are ignored, replicas share the host's network), the CRDs of
-manifests/crds/, and the controller reconciling against it. A kubeconfig is written so kubectl
-can look at the cluster while it runs.
+manifests/crds/, and the controller reconciling against it. It serves on port 6443, or on a free
+port when 6443 is taken and no `--port` was given. A kubeconfig is written so kubectl can look at
+the cluster while it runs: one per instance (`.cache/kubeconfig-PORT`, removed at exit), so a
+second `local` never breaks the first one's kubectl session.
 
-With `--apply FILE...` the objects in the files are created, each GenericJob's phase and replica
-states are printed as they change, and the command exits when every job has finished:
+With `--apply FILE...` the objects in the files are created, each job's phase and replica states
+are printed as they change, and the command exits when every job has finished:
 
-    0    every GenericJob applied succeeded (or none was applied)
+    0    every job applied succeeded (or none was applied)
     1    a job failed or was deleted, or a file could not be applied
-    2    --timeout passed first
+    2    --timeout passed first, or a flag is wrong (one `genericjob-controller local: error:` line)
     130  interrupted (SIGINT or SIGTERM)
+    141  its output was closed (`| head` has read enough), as a program that SIGPIPE ends
 
-Without `--apply` it serves until SIGINT or SIGTERM, then stops cleanly and exits 0.
+Without `--apply` it serves until SIGINT or SIGTERM, printing the progress of every job that appears
+(applied with kubectl, say), then stops cleanly and exits 0. `--logs` prints the replicas' output in
+both modes.
 
 The CLI (controller/cmd/cli.py) calls `add_arguments` for the subcommand's flags and `main` to run it.
 """
@@ -23,7 +28,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
+import os
 import signal
+import socket
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -33,16 +42,22 @@ from kubernetes_asyncio import client, config
 
 from controller.devtools.progress import JobProgress, is_job, plural
 from controller.devtools.submit import ManifestError, Submitter, describe, load_manifests
+from controller.devtools.terminal import Terminal
 from controller.kinds import registry
 from controller.kinds.genericjob import crd
 from controller.kinds.tensorflow.tensorboard import tensorboard_crd
 from controller.runtime import logs
 from controller.runtime.client import resolve_proxy_once
 from controller.runtime.controller import ControllerConfig
+from controller.runtime.flags import BooleanFlag, add_log_level_deps, port, positive_int
 from informers import ApiStatusError
 from localcluster import LocalCluster
 
 EXIT_OK, EXIT_FAILED, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_USAGE = 2  # a bad flag, as argparse exits
+EXIT_OUTPUT_CLOSED = 128 + signal.SIGPIPE
+DEFAULT_PORT = 6443  # kube-apiserver's
+KUBECONFIG_DIR = Path(".cache")
 SYNC_TIMEOUT = 30.0  # the informers' first list, against a server in the same process
 LOCAL_RESTART_BACKOFF = 1.0  # seconds: a short restart back-off, so a crash loop is visible but quick to watch
 READY = "ready:"  # starts the line printed once the controller runs (scripts and tests wait for it)
@@ -51,23 +66,40 @@ READY = "ready:"  # starts the line printed once the controller runs (scripts an
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--apply", nargs="+", metavar="FILE",
                         help="create the objects in these YAML files (multi-document; a directory: its YAML files; "
-                             "- for stdin), print each GenericJob's progress, exit when all have finished "
-                             "(0: all succeeded, 1: otherwise)")
+                             "- for stdin), print each job's progress, exit when all have finished "
+                             "(0: all succeeded, 1: otherwise); without it, serve until Ctrl-C and print the "
+                             "progress of every job that appears")
     parser.add_argument("--timeout", type=_positive_seconds, metavar="SECONDS",
-                        help="with --apply: give up after this long (exit code 2); default: wait for ever")
-    parser.add_argument("--logs", action="store_true",
-                        help="with --apply: also print each replica's output, prefixed with its name")
+                        help="with --apply: give up after this long (exit code 2) (default: wait for ever)")
+    parser.add_argument("--logs", action=BooleanFlag, default=False,
+                        help="also print each replica's output, prefixed with its name")
     parser.add_argument("--host", default="127.0.0.1", help="address to serve the Kubernetes API on")
-    parser.add_argument("--port", type=int, default=6443,
-                        help="port to serve the Kubernetes API on; 0 picks a free one (default: %(default)s)")
-    parser.add_argument("--kubeconfig-out", type=Path, default=Path(".cache/kubeconfig"), metavar="FILE",
-                        help="where to write the kubeconfig for kubectl (default: %(default)s)")
-    parser.add_argument("--crds", type=Path, default=crd.MANIFEST_DIR, metavar="DIR",
-                        help="directory of the CRDs to install (default: the project's manifests/crds; "
-                             "generated from the models when it is missing)")
-    parser.add_argument("--workers", type=int, default=4, help="concurrent reconciles")
+    parser.add_argument("--port", type=port, default=None,
+                        help=f"port to serve the Kubernetes API on; 0 picks a free one (default: {DEFAULT_PORT}, or a "
+                             f"free one when {DEFAULT_PORT} is taken)")
+    parser.add_argument("--kubeconfig-out", type=Path, default=None, metavar="FILE",
+                        help=f"where to write the kubeconfig for kubectl (default: {KUBECONFIG_DIR}/kubeconfig-PORT, "
+                             "removed at exit)")
+    parser.add_argument("--crds", type=_directory, default=None, metavar="DIR",
+                        help="directory of the CRDs to install (default: the project's manifests/crds, or generated "
+                             "from the models when the project's files are not there)")
+    parser.add_argument("--workers", type=positive_int, default=4, help="concurrent reconciles")
     parser.add_argument("--log-level", default="warning", type=str.lower, choices=logs.LEVELS,
-                        help="lowest level of the controller's and cluster's logs, on stderr (default: %(default)s)")
+                        help="lowest level of the controller's and cluster's logs, on stderr")
+    add_log_level_deps(parser)
+
+
+def validate(args: argparse.Namespace) -> None:
+    """Checks across flags; ValueError says what is wrong (the CLI reports it as a usage error)."""
+    if args.timeout is not None and not args.apply:
+        raise ValueError("--timeout needs --apply (it bounds the wait for the applied jobs)")
+
+
+def _directory(text: str) -> Path:
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is not a directory")
+    return path
 
 
 def _positive_seconds(text: str) -> float:
@@ -78,18 +110,30 @@ def _positive_seconds(text: str) -> float:
 
 
 def main(args: argparse.Namespace) -> int:
-    logs.configure(args.log_level, "console")  # on stderr: stdout is for the progress lines
+    logs.configure(args.log_level, "console", deps_level=args.log_level_deps)  # stderr: stdout has the progress
+    terminal = Terminal(sys.stdout)
     try:
-        return asyncio.run(run(args))
+        with contextlib.redirect_stdout(terminal):  # every line printed goes through it
+            code = asyncio.run(run(args, terminal))
     except (asyncio.CancelledError, KeyboardInterrupt):  # a second Ctrl-C cut the clean shutdown short
-        return EXIT_INTERRUPTED
+        code = EXIT_INTERRUPTED
+    return EXIT_OUTPUT_CLOSED if terminal.closed else code
 
 
 def say(text: str) -> None:
     print(text, flush=True)
 
 
-async def run(args: argparse.Namespace) -> int:
+class UsageError(Exception):
+    """A flag the program could only find wrong once running (a port in use, a host not of this machine)."""
+
+
+def usage_error(message: str) -> int:
+    print(f"genericjob-controller local: error: {message}", file=sys.stderr, flush=True)
+    return EXIT_USAGE
+
+
+async def run(args: argparse.Namespace, terminal: Terminal | None = None) -> int:
     try:  # a file that cannot be read is reported before anything starts
         objects = load_manifests(args.apply) if args.apply else None
     except ManifestError as exc:
@@ -104,21 +148,57 @@ async def run(args: argparse.Namespace) -> int:
         stop.set()
 
     signals = _on_signals(interrupted)
+    if terminal is not None:
+        terminal.on_closed = stop.set  # nobody reads the lines any more: stop as on Ctrl-C, quietly
+    unwatch = terminal.watch(asyncio.get_running_loop()) if terminal is not None else None
     try:
-        cluster = LocalCluster(args.host, args.port, runner="process")
         try:
-            await cluster.start()
-        except OSError as exc:
-            await cluster.stop()
-            say(f"error: cannot serve on {args.host}:{args.port}: {exc.strerror or exc} (--port 0 picks a free port)")
-            return EXIT_FAILED
+            cluster = await _serve(args)
+        except UsageError as exc:
+            return usage_error(str(exc))
         try:
             return await _with_cluster(cluster, args, objects, stop)
+        except UsageError as exc:
+            return usage_error(str(exc))
         finally:
             await cluster.stop()  # kills every pod process still running
     finally:
+        if unwatch is not None:
+            unwatch()
         for sig in signals:
             asyncio.get_running_loop().remove_signal_handler(sig)
+
+
+async def _serve(args: argparse.Namespace) -> LocalCluster:
+    """The cluster, listening: on --port, else on 6443 or (taken) a free port."""
+    cluster = LocalCluster(args.host, DEFAULT_PORT if args.port is None else args.port, runner="process")
+    try:
+        try:
+            await cluster.start()
+        except OSError as exc:
+            if args.port is not None or exc.errno != errno.EADDRINUSE:
+                raise
+            say(f"port {DEFAULT_PORT} is in use (another cluster?): serving on a free port instead "
+                "(--port chooses one)")
+            cluster.port = 0
+            await cluster.start()
+    except OSError as exc:
+        await cluster.stop()
+        raise UsageError(_bind_error(args.host, cluster.port, exc)) from None
+    return cluster
+
+
+def _bind_error(host: str, port_number: int, exc: OSError) -> str:
+    """Why the API cannot be served on host:port, and which flag to change."""
+    if exc.errno == errno.EADDRINUSE:
+        return f"port {port_number} on {host} is in use: choose another --port (0 picks a free one)"
+    # aiohttp's message repeats the address; the system's own words are shorter.
+    reason = os.strerror(exc.errno) if not isinstance(exc, socket.gaierror) and exc.errno else exc.strerror or exc
+    if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+        return f"cannot serve on {host}: {reason} (--host must be a name or address of this machine)"
+    if exc.errno == errno.EACCES:
+        return f"cannot serve on port {port_number}: {reason} (ports below 1024 need privileges)"
+    return f"cannot serve on {host}:{port_number}: {reason}"
 
 
 def _on_signals(handler) -> list[int]:
@@ -135,12 +215,22 @@ async def _with_cluster(cluster: LocalCluster, args: argparse.Namespace, objects
     say(f"localcluster listening on {cluster.url} (pods run as local processes: images are ignored, "
         f"no networking between replicas)")
     say(f"installed CRDs: {', '.join(_install_crds(cluster, args.crds))}")
+    path = args.kubeconfig_out or KUBECONFIG_DIR / f"kubeconfig-{cluster.port}"
     try:
-        kubeconfig = cluster.write_kubeconfig(args.kubeconfig_out).resolve()
+        kubeconfig = cluster.write_kubeconfig(path).resolve()
     except OSError as exc:
-        say(f"error: cannot write the kubeconfig to {args.kubeconfig_out}: {exc.strerror or exc}")
-        return EXIT_FAILED
-    say(f"kubeconfig for kubectl: export KUBECONFIG={kubeconfig}")
+        raise UsageError(f"cannot write the kubeconfig to {path}: {exc.strerror or exc} "
+                         "(--kubeconfig-out chooses where)") from None
+    try:
+        say(f"kubeconfig for kubectl: export KUBECONFIG={kubeconfig}")
+        return await _run_controller(kubeconfig, cluster, args, objects, stop)
+    finally:
+        if args.kubeconfig_out is None:  # this instance's own: it would point at a server that is gone
+            kubeconfig.unlink(missing_ok=True)
+
+
+async def _run_controller(kubeconfig: Path, cluster: LocalCluster, args: argparse.Namespace,
+                          objects: list[dict] | None, stop: asyncio.Event) -> int:
     configuration = client.Configuration()
     # The client reads the file just written: if it works for us, it works for kubectl.
     await config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
@@ -152,26 +242,48 @@ async def _with_cluster(cluster: LocalCluster, args: argparse.Namespace, objects
         try:
             if objects is not None:
                 return await _apply_and_follow(api_client, objects, args, stop)
-            say(f"{READY} the controller is running against {cluster.url} (Ctrl-C to stop)")
-            await stop.wait()
-            say("stopping")
-            return EXIT_OK
+            return await _serve_and_follow(api_client, cluster, args, stop)
         finally:
             await controller.stop()
 
 
-def _install_crds(cluster: LocalCluster, directory: Path) -> list[str]:
+async def _serve_and_follow(api_client: client.ApiClient, cluster: LocalCluster, args: argparse.Namespace,
+                            stop: asyncio.Event) -> int:
+    """Until stopped: the progress of every job that appears (kubectl apply), and its replicas' output if asked."""
+    progress = JobProgress(api_client, follow_logs=args.logs, follow_all=True)
+    await progress.start(SYNC_TIMEOUT)
+    try:
+        say(f"{READY} the controller is running against {cluster.url} (Ctrl-C to stop); following every job")
+        await stop.wait()
+        say("stopping")
+        return EXIT_OK
+    finally:
+        await progress.stop()
+
+
+def _install_crds(cluster: LocalCluster, directory: Path | None) -> list[str]:
     """The job kinds' CRDs (from `directory`, else generated from the models), and a minimal TensorBoard
     API (the platform's, which the default install never claims) so TensorFlowTrainingJobs get theirs."""
     with tempfile.TemporaryDirectory() as generated:
+        if directory is None:
+            directory = crd.MANIFEST_DIR
         if not directory.is_dir():  # installed without the repository (a wheel): generated from the models
             for name, text in registry.crd_files().items():
                 (Path(generated) / name).write_text(text)
             directory = Path(generated)
         installed = cluster.apply_crds(directory)
+    missing = sorted(_needed_crds() - set(installed))
+    if missing:
+        raise UsageError(f"--crds {directory}: no CustomResourceDefinition {', '.join(missing)} in it")
     with tempfile.TemporaryDirectory() as extra:
         (Path(extra) / "tensorboard.yaml").write_text(yaml.safe_dump(tensorboard_crd()))
         return [*installed, *cluster.apply_crds(extra)]
+
+
+def _needed_crds() -> set[str]:
+    """The names of the CRDs the job kinds need (theirs and the PodGroup's)."""
+    return {doc["metadata"]["name"] for text in registry.crd_files().values() for doc in yaml.safe_load_all(text)
+            if doc}
 
 
 async def _apply_and_follow(api_client: client.ApiClient, objects: list[dict], args: argparse.Namespace,

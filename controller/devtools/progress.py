@@ -133,10 +133,13 @@ class Tracked:
 
 
 class JobProgress:
-    """Prints the progress of the jobs it is told to `track`; `wait()` returns once every one has finished."""
+    """Prints the progress of the jobs it is told to `track` (with `follow_all`, of every job that appears, and
+    a summary line as each finishes); `wait()` returns once every one tracked has finished."""
 
-    def __init__(self, api_client: ApiClient, out: TextIO | None = None, follow_logs: bool = False) -> None:
+    def __init__(self, api_client: ApiClient, out: TextIO | None = None, follow_logs: bool = False,
+                 follow_all: bool = False) -> None:
         self.out = out or sys.stdout
+        self.follow_all = follow_all
         self.factory = InformerFactory(api_client)
         for kind in KINDS.values():
             self.factory.informer(kind.api.resource).add_handler(
@@ -195,6 +198,8 @@ class JobProgress:
         key = job_key(job)
         self._latest[key] = job
         tracked = self.tracked.get(key)
+        if self.follow_all and (tracked is None or (tracked.done and tracked.uid != job["metadata"].get("uid"))):
+            tracked = self.tracked[key] = Tracked(key, job["metadata"].get("uid"), time.monotonic())
         if tracked is None or tracked.uid != job["metadata"].get("uid") or tracked.done:
             return
         tracked.job = job
@@ -203,6 +208,10 @@ class JobProgress:
             self._follow_logs(key, job)
         if tracked.done:
             tracked.finished = time.monotonic()
+            if self.follow_all:  # nobody waits for the end to print the summary
+                self.emit(f"finished: {self.job_summary(key)}")
+                for line in self._explained(tracked):
+                    self.emit(line)
             self._check_all_done()
 
     def _show(self, tracked: Tracked) -> None:
@@ -262,16 +271,20 @@ class JobProgress:
     def succeeded(self) -> bool:
         return all(t.phase == "Succeeded" for t in self.tracked.values())
 
+    def job_summary(self, key: str) -> str:
+        """`generic-example  Succeeded  2.0s, 1 restart  The job is succeeded with rule: ...`"""
+        tracked = self.tracked[key]
+        took = (tracked.finished or time.monotonic()) - tracked.submitted
+        restarts = sum(int(r.get("restartCount") or 0) for _, r in replica_records(tracked.job or {}))
+        extra = [f"{took:.1f}s"] + ([plural(restarts, "restart")] if restarts else [])
+        message = outcome_message(tracked.job) if tracked.job and tracked.done else ""
+        return f"{self._name(key)}  {tracked.phase:<9}  {', '.join(extra)}" + (f"  {message}" if message else "")
+
     def summary(self) -> list[str]:
         """One line per job (phase, time taken, restarts, why it ended), then the totals."""
         lines = []
         for key, tracked in self.tracked.items():
-            took = (tracked.finished or time.monotonic()) - tracked.submitted
-            restarts = sum(int(r.get("restartCount") or 0) for _, r in replica_records(tracked.job or {}))
-            extra = [f"{took:.1f}s"] + ([plural(restarts, "restart")] if restarts else [])
-            message = outcome_message(tracked.job) if tracked.job and tracked.done else ""
-            lines.append(f"  {self._name(key)}  {tracked.phase:<9}  {', '.join(extra)}"
-                         + (f"  {message}" if message else ""))
+            lines.append(f"  {self.job_summary(key)}")
             lines += self._explained(tracked)
         counts = Counter(t.phase for t in self.tracked.values())
         total = len(self.tracked)

@@ -4,7 +4,8 @@ JSON lines in a cluster, where a log pipeline parses them; a readable console fo
 Context bound with `structlog.contextvars` (a worker binds the job key and a reconcile id) is
 added to every line, stdlib ones included. A redacting processor runs last before rendering, so
 no path can log a token: values under keys that look like credentials are replaced, and bearer
-tokens are cut out of any string.
+tokens are cut out of any string. Other libraries' loggers have a level of their own (warning by
+default): at debug, the CEL library alone would print a hundred lines a job.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ _SENSITIVE_KEY = re.compile(r"token|password|passwd|secret|authorization|api[-_]
 _CREDENTIAL_IN_TEXT = re.compile(r"\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}", re.I)
 # Libraries that would log request or response details (bodies, headers) at debug level.
 _QUIET = {"kubernetes_asyncio": logging.WARNING, "aiohttp.access": logging.WARNING, "asyncio": logging.WARNING}
+# The program's own loggers (by top-level name); the level asked for applies to these, `deps_level` to the rest.
+OWN_LOGGERS = ("apimachinery", "informers", "workqueue", "controller", "leader", "localcluster")
 
 
 def redact(value: Any) -> Any:
@@ -48,8 +51,10 @@ def _render_json(event_dict: dict, **_kwargs: Any) -> str:
     return json.dumps(event_dict, default=str, separators=(",", ":"))
 
 
-def configure(level: str = "info", fmt: str = "console", stream: TextIO | None = None) -> None:
-    """Route structlog and stdlib logging to `stream` (stderr by default) in `fmt`, from `level` up."""
+def configure(level: str = "info", fmt: str = "console", stream: TextIO | None = None,
+              deps_level: str = "warning") -> None:
+    """Route structlog and stdlib logging to `stream` (stderr by default) in `fmt`: the program's loggers
+    from `level` up, other libraries' from `deps_level` (and `level`) up."""
     stream = stream or sys.stderr
     shared: list = [
         structlog.contextvars.merge_contextvars,
@@ -81,9 +86,12 @@ def configure(level: str = "info", fmt: str = "console", stream: TextIO | None =
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
-    root.setLevel(level.upper())
+    own, deps = logging.getLevelName(level.upper()), logging.getLevelName(deps_level.upper())
+    root.setLevel(max(own, deps))
+    for name in OWN_LOGGERS:
+        logging.getLogger(name).setLevel(own)
     for name, quiet in _QUIET.items():
-        logging.getLogger(name).setLevel(max(quiet, root.level))
+        logging.getLogger(name).setLevel(max(quiet, own, deps))
 
 
-__all__ = ["FORMATS", "LEVELS", "REDACTED", "configure", "redact", "redact_secrets"]
+__all__ = ["FORMATS", "LEVELS", "OWN_LOGGERS", "REDACTED", "configure", "redact", "redact_secrets"]

@@ -150,3 +150,21 @@ async def test_a_write_goes_through_the_configured_proxy(aiohttp_server_factory,
     assert request["method"] == "DELETE"
     assert request["url"] == "http://apiserver.invalid:6443/api/v1/namespaces/ns/pods/p"
     assert orjson.loads(request["body"]) == {"propagationPolicy": "Background", "preconditions": {"uid": "u1"}}
+
+
+async def test_deletes_take_every_answer_a_real_server_gives(api_client, core):
+    """An object gone at once (a Success Status for most kinds), one left waiting on a finalizer (the
+    object), and a 202 for the deprecated orphanDependents=false: each is a success, counted by code."""
+    kube = KubeClient(api_client, qps=100, burst=100)
+    await core.create_namespaced_config_map("default", {"metadata": {"name": "plain"}})
+    await core.create_namespaced_config_map("default", {"metadata": {"name": "held", "finalizers": ["x.dev/h"]}})
+    await core.create_namespaced_pod("default", {"metadata": {"name": "p", "finalizers": ["x.dev/h"]},
+                                                 "spec": {"containers": [{"name": "c", "image": "x"}]}})
+    await kube.delete("configmaps", "default", "plain")
+    await kube.delete("configmaps", "default", "held")
+    await kube.force_delete("pods", "default", "p", (await core.read_namespaced_pod("p", "default")).metadata.uid)
+    answer = await kube._call("delete", "configmaps", "DELETE", "/api/v1/namespaces/default/configmaps/held",
+                              {"orphanDependents": False})
+    assert answer["metadata"]["deletionTimestamp"]
+    assert dict(kube.requests) == {("delete", "configmaps", 200): 2, ("delete", "pods", 200): 1,
+                                   ("delete", "configmaps", 202): 1}

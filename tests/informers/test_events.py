@@ -41,7 +41,9 @@ async def test_add_update_delete(cluster, watched):
     assert not isinstance(gone, Tombstone)  # the watch saw it: the real final state
     assert gone["metadata"]["resourceVersion"] == final["metadata"]["resourceVersion"]
     assert informer.lister.get("default/a") is None
-    assert (informer.stats.added, informer.stats.modified, informer.stats.deleted) == (1, 1, 1)
+    # The deletion is seen twice: the pod marked with no grace left (MODIFIED), then removed.
+    assert gone["metadata"]["deletionGracePeriodSeconds"] == 0
+    assert (informer.stats.added, informer.stats.modified, informer.stats.deleted) == (1, 2, 1)
 
 
 async def test_relist_without_changes_delivers_nothing(cluster, watched):

@@ -64,9 +64,10 @@ class Kubectl:
     test's cache (a port reused later, CRDs of another test) from leaking into the next.
     """
 
-    def __init__(self, cluster: LocalCluster, workdir: Path) -> None:
+    def __init__(self, cluster: LocalCluster | Path, workdir: Path) -> None:
+        """For a cluster in this process, or a kubeconfig's path (a cluster served by another process)."""
         self.binary = kubectl_binary()
-        self.kubeconfig = cluster.write_kubeconfig(workdir / "kubeconfig")
+        self.kubeconfig = cluster if isinstance(cluster, Path) else cluster.write_kubeconfig(workdir / "kubeconfig")
         self.cache = workdir / "cache"
 
     def _argv(self, args: tuple[str, ...]) -> list[str]:

@@ -109,18 +109,6 @@ async def test_generation_bumps_only_on_spec_changes(custom, core):
     assert changed.metadata.generation == 2
 
 
-async def test_status_subresource(core):
-    await core.create_namespaced_pod("default", pod("a"))
-    # The main endpoint ignores status...
-    ignored = await core.patch_namespaced_pod("a", "default", {"status": {"phase": "Running"}})
-    assert ignored.status.phase == "Pending"
-    # ...and /status ignores everything else.
-    updated = await core.patch_namespaced_pod_status(
-        "a", "default", {"status": {"phase": "Running"}, "metadata": {"labels": {"sneaky": "yes"}}})
-    assert updated.status.phase == "Running"
-    assert not (updated.metadata.labels or {}).get("sneaky")
-
-
 async def test_pod_spec_is_immutable(core):
     await core.create_namespaced_pod("default", pod("a"))
     with pytest.raises(ApiException) as exc:

@@ -213,3 +213,134 @@ async def _phase_is(core, name: str, phase: str) -> bool:
 
 async def _all_gone(core, *names: str) -> bool:
     return all([await gone(core, n) for n in names])
+
+
+# --- the answer to a DELETE: status code and body, as DeleteResource and Store.Delete give them -----
+
+async def call(cluster, method: str, path: str, body: dict | None = None, **params) -> tuple[int, dict]:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as session, session.request(
+            method, cluster.url + path, json=body, params={k: str(v) for k, v in params.items()}) as answer:
+        return answer.status, await answer.json()
+
+
+CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+
+
+async def test_an_object_left_waiting_on_finalizers_answers_200_with_it_marked(cluster, core):
+    await core.create_namespaced_config_map("default", {"metadata": {"name": "held", "finalizers": ["x.dev/hold"]}})
+    code, body = await call(cluster, "DELETE", f"{CONFIGMAPS}/held")
+    assert code == 200  # not 202: the real handler keeps 202 for orphanDependents=false alone
+    meta = body["metadata"]
+    assert body["kind"] == "ConfigMap" and meta["deletionTimestamp"] and meta["deletionGracePeriodSeconds"] == 0
+    assert meta["generation"] == 2  # marking an object for deletion makes a new generation
+    code, again = await call(cluster, "DELETE", f"{CONFIGMAPS}/held")
+    assert code == 200 and again["metadata"]["resourceVersion"] == meta["resourceVersion"]  # nothing new to write
+
+
+async def test_foreground_deletion_and_a_namespace_answer_200_with_the_object(cluster, core):
+    await make_owner(core)
+    code, body = await call(cluster, "DELETE", f"{CONFIGMAPS}/owner", {"propagationPolicy": "Foreground"})
+    assert code == 200 and body["metadata"]["finalizers"] == ["foregroundDeletion"]
+    await core.create_namespace({"metadata": {"name": "doomed"}})
+    code, body = await call(cluster, "DELETE", "/api/v1/namespaces/doomed")
+    assert code == 200 and body["kind"] == "Namespace" and body["status"]["phase"] == "Terminating"
+
+
+async def test_orphan_dependents_false_on_an_object_not_gone_at_once_answers_202(cluster, core):
+    await core.create_namespaced_config_map("default", {"metadata": {"name": "held", "finalizers": ["x.dev/hold"]}})
+    code, body = await call(cluster, "DELETE", f"{CONFIGMAPS}/held", orphanDependents="false")
+    assert code == 202 and body["metadata"]["deletionTimestamp"]
+    # kubernetes_asyncio takes the 202 as a success too.
+    await core.create_namespaced_config_map("default", {"metadata": {"name": "other", "finalizers": ["x.dev/h"]}})
+    _, status, _ = await core.delete_namespaced_config_map_with_http_info("other", "default", orphan_dependents=False)
+    assert status == 202
+
+
+async def test_an_object_gone_at_once_answers_a_status_unless_its_registry_returns_it(cluster, core):
+    created = await core.create_namespaced_config_map("default", {"metadata": {"name": "plain"}})
+    code, body = await call(cluster, "DELETE", f"{CONFIGMAPS}/plain", orphanDependents="false")
+    assert code == 200  # gone at once: 200 whatever the options
+    assert body == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                    "details": {"name": "plain", "kind": "configmaps", "uid": created.metadata.uid}}
+    await core.create_namespaced_pod("default", pod("p"))
+    code, body = await call(cluster, "DELETE", "/api/v1/namespaces/default/pods/p")
+    assert code == 200 and body["kind"] == "Pod" and body["metadata"]["name"] == "p"
+    await core.create_namespaced_resource_quota("default", {"metadata": {"name": "q"}, "spec": {"hard": {"pods": "1"}}})
+    code, body = await call(cluster, "DELETE", "/api/v1/namespaces/default/resourcequotas/q")
+    assert code == 200 and body["kind"] == "ResourceQuota"
+
+
+@pytest.mark.runner("scripted")
+async def test_a_pod_given_a_grace_period_answers_200_with_it_marked(cluster, core):
+    cluster.runner.set_script("default/slow", {"terminate_after": 0.3})
+    created = await core.create_namespaced_pod("default", pod("slow"))
+    await eventually(lambda: _phase_is(core, "slow", "Running"))
+    code, body = await call(cluster, "DELETE", "/api/v1/namespaces/default/pods/slow")
+    assert code == 200 and body["metadata"]["deletionGracePeriodSeconds"] == 30
+    assert body["metadata"]["generation"] == created.metadata.generation + 1
+    await eventually(lambda: gone(core, "slow"))
+
+
+async def test_delete_collection_answers_the_list_as_it_was(cluster, core):
+    await core.create_namespaced_config_map("default", {"metadata": {"name": "a", "finalizers": ["x.dev/h"]}})
+    code, body = await call(cluster, "DELETE", CONFIGMAPS)
+    assert code == 200 and body["kind"] == "ConfigMapList"
+    assert [(o["metadata"]["name"], o["metadata"].get("deletionTimestamp")) for o in body["items"]] == [("a", None)]
+
+
+async def test_background_policy_drops_the_orphan_finalizer_and_deletes_at_once(core):
+    await core.create_namespaced_config_map("default", {"metadata": {"name": "a", "finalizers": ["orphan"]}})
+    await core.delete_namespaced_config_map("a", "default", propagation_policy="Background")
+    with pytest.raises(ApiException) as exc:
+        await core.read_namespaced_config_map("a", "default")
+    assert exc.value.status == 404
+
+
+# --- a pod deleted with no grace left: marked, then removed (MODIFIED, then DELETED) ----------------
+
+async def _deletion_events(cluster, name: str, since: str) -> list[tuple[str, dict]]:
+    from .test_watch import PODS, RawWatch
+
+    async with RawWatch(cluster, PODS, resourceVersion=since) as w:
+        seen = []
+        while not seen or seen[-1][0] != "DELETED":
+            ev = await w.next()
+            if ev["object"]["metadata"]["name"] == name:
+                seen.append((ev["type"], ev["object"]))
+        return seen
+
+
+async def test_an_unscheduled_pod_is_seen_marked_then_deleted(cluster, core):
+    created = await core.create_namespaced_pod("default", pod("a"))
+    deleted = await core.delete_namespaced_pod("a", "default")
+    assert deleted.metadata.deletion_timestamp and deleted.metadata.deletion_grace_period_seconds == 0
+    events = await _deletion_events(cluster, "a", created.metadata.resource_version)
+    assert [kind for kind, _ in events] == ["MODIFIED", "DELETED"]
+    marked, final = events[0][1]["metadata"], events[1][1]["metadata"]
+    assert marked["deletionTimestamp"] and marked["deletionGracePeriodSeconds"] == 0
+    assert marked["generation"] == 2
+    assert int(final["resourceVersion"]) == int(marked["resourceVersion"]) + 1
+    assert final["deletionTimestamp"] == marked["deletionTimestamp"]
+
+
+@pytest.mark.runner("scripted")
+async def test_a_force_deleted_pod_and_a_graceful_one_end_marked_then_deleted(cluster, core):
+    cluster.runner.set_script("default/stuck", {"stuck_terminating": True})
+    cluster.runner.set_script("default/slow", {"terminate_after": 0.1})
+    for name in ("stuck", "slow"):
+        await core.create_namespaced_pod("default", pod(name))
+        await eventually(lambda name=name: _phase_is(core, name, "Running"))
+    since = (await core.list_namespaced_pod("default")).metadata.resource_version
+    await core.delete_namespaced_pod("stuck", "default")
+    await core.delete_namespaced_pod("stuck", "default", grace_period_seconds=0)  # the user forces it
+    stuck = await _deletion_events(cluster, "stuck", since)
+    assert [(kind, obj["metadata"]["deletionGracePeriodSeconds"]) for kind, obj in stuck] == [
+        ("MODIFIED", 30), ("MODIFIED", 0), ("DELETED", 0)]
+    await core.delete_namespaced_pod("slow", "default")  # its kubelet deletes it with no grace left
+    slow = await _deletion_events(cluster, "slow", since)
+    kinds = [kind for kind, _ in slow]
+    assert kinds[0] == "MODIFIED" and kinds[-2:] == ["MODIFIED", "DELETED"]
+    assert slow[-2][1]["metadata"]["deletionGracePeriodSeconds"] == 0
+    assert slow[-2][1]["status"]["phase"] == "Failed"

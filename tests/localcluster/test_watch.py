@@ -62,8 +62,10 @@ async def test_watch_from_resource_version_replays_history(cluster, core):
     await core.create_namespaced_pod("default", pod("b"))
     await core.delete_namespaced_pod("b", "default")
     async with RawWatch(cluster, PODS, resourceVersion=first.metadata.resource_version) as w:
-        seen = [await w.next(), await w.next()]
-        assert [(e["type"], e["object"]["metadata"]["name"]) for e in seen] == [("ADDED", "b"), ("DELETED", "b")]
+        seen = [await w.next() for _ in range(3)]
+        # An unscheduled pod is marked for deletion with no grace period, then removed.
+        assert [(e["type"], e["object"]["metadata"]["name"]) for e in seen] == [
+            ("ADDED", "b"), ("MODIFIED", "b"), ("DELETED", "b")]
         await core.patch_namespaced_pod("a", "default", {"metadata": {"labels": {"x": "y"}}})
         live = await w.next()
         assert live["type"] == "MODIFIED" and live["object"]["metadata"]["labels"] == {"x": "y"}
@@ -95,6 +97,23 @@ async def test_too_old_resource_version_gets_410_error_event(cluster, core):
         assert ev["type"] == "ERROR"
         assert ev["object"]["code"] == 410 and ev["object"]["reason"] == "Expired"
         assert ev["object"]["message"].startswith("too old resource version")
+
+
+async def test_a_fresh_server_refuses_a_watch_from_before_it_started(core):
+    """A watch cache starts at the revision the server started at: a young server has nothing older."""
+    from localcluster import LocalCluster
+
+    async with LocalCluster() as fresh:
+        started = fresh.watch_cache_rv
+        assert started == fresh.store.rv > 1  # what it wrote while starting (its namespaces) is before that
+        async with RawWatch(fresh, PODS, resourceVersion="1") as w:
+            ev = await w.next()
+        assert ev["type"] == "ERROR" and ev["object"]["code"] == 410 and ev["object"]["reason"] == "Expired"
+        assert ev["object"]["message"] == f"too old resource version: 1 ({started})"
+        created = fresh.api.create(fresh.registry.get("", "v1", "pods"), "default", pod("a"))
+        async with RawWatch(fresh, PODS, resourceVersion=str(started)) as w:  # the window's start is served
+            ev = await w.next()
+        assert ev["type"] == "ADDED" and ev["object"]["metadata"]["uid"] == created["metadata"]["uid"]
 
 
 async def test_bounded_history_compacts_old_versions(core):
@@ -163,7 +182,7 @@ async def test_kubernetes_asyncio_watch_stream(core):
         async for ev in w.stream(core.list_namespaced_pod, "default",
                                  resource_version=created.metadata.resource_version, timeout_seconds=5):
             seen.append((ev["type"], ev["object"].metadata.name))
-            if len(seen) == 2:
+            if len(seen) == 3:
                 w.stop()
 
     task = asyncio.create_task(consume())
@@ -171,7 +190,7 @@ async def test_kubernetes_asyncio_watch_stream(core):
     await core.create_namespaced_pod("default", pod("b"))
     await core.delete_namespaced_pod("b", "default")
     await asyncio.wait_for(task, 5)
-    assert seen == [("ADDED", "b"), ("DELETED", "b")]
+    assert seen == [("ADDED", "b"), ("MODIFIED", "b"), ("DELETED", "b")]
 
 
 async def test_slow_watcher_is_closed_not_buffered_forever(core):

@@ -14,6 +14,8 @@ import asyncio
 import contextlib
 import json
 import os
+import re
+import signal
 import sys
 from pathlib import Path
 
@@ -228,3 +230,85 @@ class Samples:
     def value(self, metric: str, /, **labels: str) -> float:
         """The sum of the matching samples (0 if none)."""
         return sum(s.value for s in self.all(metric, **labels))
+
+
+class LocalProcess:
+    """`genericjob-controller local FLAGS...` (the console script) in the background, as a user runs it; its
+    output lines collected as they come.
+
+        async with LocalProcess(tmp_path, "--logs") as local:
+            kubectl = Kubectl(local.kubeconfig, tmp_path)
+            await local.line(r"finished: .* Succeeded")
+    """
+
+    def __init__(self, cwd: Path, *flags: str, argv: list[str] | None = None, env: dict[str, str] | None = None,
+                 ready: str = r"^ready: ") -> None:
+        self.argv = argv or [str(CLI), "local", *flags]
+        self.cwd = cwd
+        self.env = {**os.environ, **(env or {})}
+        self.ready = ready
+        self.process: asyncio.subprocess.Process | None = None
+        self.lines: list[str] = []
+        self.err = b""
+        self._reader: asyncio.Task | None = None
+        self._new_line = asyncio.Event()
+
+    async def __aenter__(self) -> LocalProcess:
+        self.process = await asyncio.create_subprocess_exec(
+            *self.argv, cwd=self.cwd, env=self.env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        self._reader = asyncio.get_running_loop().create_task(self._read())
+        await self.line(self.ready, timeout=20)
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await terminate(self.process)
+        await asyncio.gather(self._reader, return_exceptions=True)
+
+    async def _read(self) -> None:
+        assert self.process is not None and self.process.stdout is not None and self.process.stderr is not None
+
+        async def out() -> None:
+            async for raw in self.process.stdout:
+                self.lines.append(raw.decode(errors="replace").rstrip("\n"))
+                self._new_line.set()
+
+        async def err() -> None:  # read as it comes, so that a chatty stderr never blocks the program
+            self.err = await self.process.stderr.read()
+
+        await asyncio.gather(out(), err())
+        self._new_line.set()
+
+    async def line(self, pattern: str, timeout: float = 30.0) -> re.Match:
+        """The first output line (from the start) matching the regular expression."""
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    self._new_line.clear()
+                    found = next((m for m in map(re.compile(pattern).search, self.lines) if m), None)
+                    if found:
+                        return found
+                    if self._reader is not None and self._reader.done():
+                        pytest.fail(f"local exited ({self.process.returncode}) before printing {pattern!r}:\n"
+                                    + "\n".join(self.lines) + "\n" + self.err.decode(errors="replace"))
+                    await self._new_line.wait()
+        except TimeoutError:
+            pytest.fail(f"local printed no line matching {pattern!r} in {timeout}s:\n" + "\n".join(self.lines))
+
+    @property
+    def kubeconfig(self) -> Path:
+        """The kubeconfig `local` said it wrote (its `export KUBECONFIG=...` line)."""
+        found = next(line for line in self.lines if "export KUBECONFIG=" in line)
+        return Path(found.partition("export KUBECONFIG=")[2].strip())
+
+    @property
+    def port(self) -> int:
+        found = next(line for line in self.lines if line.startswith("localcluster listening on "))
+        return int(found.split()[3].rpartition(":")[2])
+
+    async def stop(self, signum: int = signal.SIGINT, timeout: float = 15.0) -> int:
+        """Send the signal (Ctrl-C by default) and wait for the exit code."""
+        assert self.process is not None
+        self.process.send_signal(signum)
+        async with asyncio.timeout(timeout):
+            await asyncio.gather(self._reader, return_exceptions=True)
+            return await self.process.wait()

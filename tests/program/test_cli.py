@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
+import os
 import subprocess
 import sys
+from importlib import metadata
 
 import pytest
 
@@ -11,6 +14,7 @@ from controller import __main__ as entry
 from controller.cmd import cli
 from controller.jobs.reconciler import STUCK_TERMINATING_AFTER
 from controller.runtime import manager
+from controller.runtime.flags import BooleanFlag
 
 from .subprocesses import CLI
 
@@ -189,3 +193,68 @@ def test_secure_metrics_on_the_health_address_is_a_usage_error(capsys):
     assert "--no-metrics-secure" in capsys.readouterr().err
     plain = cli.manager_config(parse("--metrics-address", ":9000", "--health-address", ":9000", "--no-metrics-secure"))
     assert not plain.metrics_secure and plain.metrics_address == plain.health_address == ":9000"
+
+
+def boolean_flags(command: str) -> list[argparse.Action]:
+    parser = cli.build_parser({}).commands[command]
+    return [a for a in parser._actions if isinstance(a, BooleanFlag)]
+
+
+@pytest.mark.parametrize("command", ["run", "local"])
+def test_every_boolean_flag_takes_true_or_false_as_go_flags_do(command):
+    """`--leader-elect=false` is how manifests written for Go controllers pass booleans."""
+    parser = cli.build_parser({}).commands[command]
+    switches = [a for a in parser._actions if a.option_strings and a.nargs == 0 and a.dest != "help"]
+    assert not switches, f"flags that cannot take =true|false: {[a.option_strings for a in switches]}"
+    flags = boolean_flags(command)
+    assert flags
+    for action in flags:
+        name = action.option_strings[0]
+        for words, value in ([f"{name}=false"], False), ([f"{name}=true"], True), ([name], True), \
+                ([f"{name}=0"], False), ([name, "off"], False):
+            assert getattr(cli.parse_args([command, *words], {}), action.dest) is value, words
+        negation = f"--no-{name[2:]}"
+        if negation in action.option_strings:
+            assert getattr(cli.parse_args([command, negation], {}), action.dest) is False
+
+
+def test_booleans_as_go_controllers_pass_them_through_the_console_script(tmp_path):
+    done = subprocess.run([str(CLI), "run", "--leader-elect=false", "--metrics-secure=false",
+                           "--kubeconfig", str(tmp_path / "missing"), "--log-format", "json"],
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 1 and "no usable cluster configuration" in done.stderr  # parsed; then no cluster
+    done = subprocess.run([str(CLI), "run", "--leader-elect=maybe"], capture_output=True, text=True, timeout=30,
+                          check=False)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == ("genericjob-controller run: error: argument --leader-elect/"
+                                            "--no-leader-elect: invalid boolean (true or false) value: 'maybe'")
+
+
+def test_version_is_the_packages():
+    done = subprocess.run([str(CLI), "--version"], capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0
+    assert done.stdout.strip() == f"genericjob-controller {metadata.version('genericjob-controller')}"
+
+
+@pytest.mark.parametrize("command", ["run", "local"])
+def test_each_help_line_states_its_default_once(command):
+    done = subprocess.run([str(CLI), command, "--help"], capture_output=True, text=True, timeout=30, check=False,
+                          env={**os.environ, "COLUMNS": "1000"})
+    assert done.returncode == 0
+    options: list[str] = []  # each flag's entry: its first line and the deeper-indented ones after it
+    for line in done.stdout.partition("options:")[2].splitlines():
+        if line.startswith("  -"):
+            options.append(line.strip())
+        elif line.startswith("   ") and options:
+            options[-1] += " " + line.strip()
+    assert len(options) > 5
+    for line in options:
+        assert line.count("default") <= 1 + line.count("'default'"), line
+        assert "(default: None)" not in line and "(default: ())" not in line, line
+    assert any("--workers WORKERS" in line and "(default: 4)" in line for line in options)
+    if command == "run":
+        [elect] = [line for line in options if line.startswith("--leader-elect")]
+        assert elect.startswith("--leader-elect[=true|false], --no-leader-elect take a Lease")
+        assert "(default: true)" in elect
+        [kubeconfig] = [line for line in options if line.startswith("--kubeconfig")]
+        assert "$KUBECONFIG, then in-cluster config, then ~/.kube/config" in kubeconfig  # the code's order

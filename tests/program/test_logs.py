@@ -19,7 +19,8 @@ def restore_logging():
     """configure() changes process-wide state: put back what other tests expect."""
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
-    quiet = {name: logging.getLogger(name).level for name in ("kubernetes_asyncio", "aiohttp.access", "asyncio")}
+    quiet = {name: logging.getLogger(name).level
+             for name in ("kubernetes_asyncio", "aiohttp.access", "asyncio", *logs.OWN_LOGGERS)}
     yield
     structlog.reset_defaults()
     root.handlers[:] = handlers
@@ -78,3 +79,16 @@ def test_redact_keeps_ordinary_values():
     assert logs.redact(value) == {"job": "default/x", "nested": {"secretName": logs.REDACTED, "items": [1, "two"]},
                                   "note": "a bearer of news"}
     assert logs.redact("Authorization: Bearer abc.def.ghi") == f"Authorization: Bearer {logs.REDACTED}"
+
+
+@pytest.mark.parametrize(("deps", "shown"), [("warning", False), ("debug", True)])
+def test_other_libraries_log_from_their_own_level(restore_logging, deps, shown):
+    """At debug, the program's lines; a library's (the CEL library's, say) only when asked."""
+    stream = io.StringIO()
+    logs.configure("debug", "json", stream, deps_level=deps)
+    structlog.get_logger("controller.jobs").debug("ours")
+    logging.getLogger("informers.reflector").debug("ours too")
+    logging.getLogger("celpy.evaluation").debug("theirs")
+    logging.getLogger("celpy.evaluation").warning("theirs, a warning")
+    events = [line["event"] for line in lines(stream)]
+    assert events == ["ours", "ours too", *(["theirs"] if shown else []), "theirs, a warning"]

@@ -1,6 +1,6 @@
 """Pydantic models of the GenericJob API (batch.tensorstack.dev/v1beta1).
 
-Field names follow the generated API reference (spec/001) as `../shared/spec/README.md` decides.
+Field names follow the generated API reference, as docs/SPEC-DECISIONS.md says.
 Python attributes are snake_case; the JSON names are the camelCase aliases. The pod template is
 kept as a raw dict: the controller passes it through untouched (the CRD checks it against Kubernetes'
 PodTemplateSpec schema).

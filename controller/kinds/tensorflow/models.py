@@ -1,6 +1,6 @@
 """Pydantic models of the TensorFlowTrainingJob API (batch.tensorstack.dev/v1beta1, spec 003).
 
-`../shared/spec/README.md` ("TensorFlowTrainingJob (003)") settles what 003 leaves open: replica types
+docs/SPEC-DECISIONS.md ("TensorFlowTrainingJob") settles what 003 leaves open: replica types
 chief, worker, ps and evaluator; a string restartPolicy per type (Never by default, or OnFailure,
 Always, ExitCode); `runPolicy` with the deadline, the job-wide restart budget and the clean-up
 policy (Unfinished by default; 003's lowercase spellings accepted); `runMode` as GenericJob's, with

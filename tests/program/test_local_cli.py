@@ -1,0 +1,208 @@
+"""`genericjob-controller local` as a newcomer meets it, through the console script: its flags, its port and
+kubeconfig, its output in a pipe, its logs, and serving jobs applied with kubectl."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import os
+import re
+import signal
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from controller.devtools import local
+from controller.runtime import logs
+from tests.localcluster.kubectl import Kubectl
+
+from .subprocesses import CLI, ROOT, LocalProcess, until
+
+EXAMPLES = ROOT / "examples"
+DOCUMENTATION_ADDRESS = "192.0.2.1"  # TEST-NET-1: never an address of this machine
+
+
+def run_local(cwd: Path, *flags: str, timeout: float = 30.0) -> subprocess.CompletedProcess:
+    return subprocess.run([str(CLI), "local", *flags], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+@contextlib.contextmanager
+def listening(port: int = 0, host: str = "127.0.0.1"):
+    """A socket listening on host:port (another program holding it); yields the port, or None when another
+    program already holds it (it is taken either way)."""
+    holder = socket.socket()
+    try:
+        holder.bind((host, port))
+    except OSError as exc:
+        holder.close()
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        yield None
+        return
+    with holder:
+        holder.listen()
+        yield holder.getsockname()[1]
+
+
+# --- every bad flag: one line, exit 2 -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--port", "70000"], "argument --port: invalid port (0 to 65535) value: '70000'"),
+    (["--port", "http"], "argument --port: invalid port (0 to 65535) value: 'http'"),
+    (["--workers", "0"], "argument --workers: invalid positive integer value: '0'"),
+    (["--crds", "/nonexistent"], "argument --crds: /nonexistent is not a directory"),
+    (["--timeout", "5"], "--timeout needs --apply"),
+    (["--logs=maybe"], "argument --logs: invalid boolean (true or false) value: 'maybe'"),
+    (["--log-level-deps", "loud"], "argument --log-level-deps: invalid choice: 'loud'"),
+    (["--port", "0", "--host", DOCUMENTATION_ADDRESS],
+     f"cannot serve on {DOCUMENTATION_ADDRESS}: Cannot assign requested address (--host must be a name or address "
+     "of this machine)"),
+    (["--port", "0", "--host", "no-such-host.invalid"], "cannot serve on no-such-host.invalid: "),
+])
+def test_a_bad_flag_is_one_error_line_and_exit_2(tmp_path, flags, message):
+    done = run_local(tmp_path, *flags)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("genericjob-controller local: error: ") and message in last, done.stderr
+    assert "--port 0" not in last or "in use" in last  # a host that is not ours is no port problem
+    assert not (tmp_path / ".cache").exists() or not list((tmp_path / ".cache").iterdir())
+
+
+def test_a_crds_directory_without_the_job_kinds_crds_is_a_bad_flag(tmp_path):
+    (tmp_path / "crds").mkdir()
+    (tmp_path / "crds" / "notes.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    done = run_local(tmp_path, "--port", "0", "--crds", str(tmp_path / "crds"))
+    assert done.returncode == 2
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"genericjob-controller local: error: --crds {tmp_path / 'crds'}: no "
+                           "CustomResourceDefinition genericjobs.batch.tensorstack.dev, "), last
+
+
+def test_an_explicit_port_that_is_taken_is_an_error_not_a_surprise(tmp_path):
+    with listening() as port:
+        done = run_local(tmp_path, "--port", str(port))
+    assert done.returncode == 2
+    assert done.stderr.strip() == (f"genericjob-controller local: error: port {port} on 127.0.0.1 is in use: "
+                                   "choose another --port (0 picks a free one)")
+
+
+# --- the default port, one kubeconfig per instance ------------------------------------------------------
+
+
+async def test_the_default_port_taken_serves_on_a_free_one_with_a_kubeconfig_per_instance(tmp_path):
+    """6443 held by another program (a k3s, Docker Desktop): `local` says so and serves elsewhere; a second
+    `local` beside it gets its own port and kubeconfig, and the first one's kubectl keeps working."""
+    with listening(local.DEFAULT_PORT, "0.0.0.0"):
+        async with LocalProcess(tmp_path) as first, LocalProcess(tmp_path) as second:
+            for instance in (first, second):
+                assert f"port {local.DEFAULT_PORT} is in use (another cluster?): serving on a free port instead " \
+                       "(--port chooses one)" in instance.lines
+                assert instance.port != local.DEFAULT_PORT
+                assert instance.kubeconfig == tmp_path / ".cache" / f"kubeconfig-{instance.port}"
+            assert first.port != second.port
+            for instance in (first, second):
+                kubectl = Kubectl(instance.kubeconfig, tmp_path / str(instance.port))
+                shown = await kubectl.ok("config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}")
+                assert shown.out == f"http://127.0.0.1:{instance.port}"
+                await kubectl.ok("get", "namespaces")
+            assert await second.stop() == 0
+            assert not second.kubeconfig.exists()  # it pointed at a server that is gone
+            await Kubectl(first.kubeconfig, tmp_path / "again").ok("get", "genericjobs")
+            assert await first.stop() == 0
+            assert not first.kubeconfig.exists()
+
+
+async def test_an_explicit_kubeconfig_out_is_written_there_and_kept(tmp_path):
+    kubeconfig = tmp_path / "mine" / "config"
+    async with LocalProcess(tmp_path, "--port", "0", "--kubeconfig-out", str(kubeconfig)) as running:
+        assert running.kubeconfig == kubeconfig
+        await Kubectl(kubeconfig, tmp_path).ok("get", "namespaces")
+        assert await running.stop() == 0
+    assert kubeconfig.exists()
+
+
+# --- output that nobody reads any more ------------------------------------------------------------------
+
+
+async def test_a_closed_pipe_ends_the_run_quietly_and_promptly(tmp_path):
+    """`local --apply ... | head -5`: once head has gone, no BrokenPipeError traceback, and no run that goes on
+    (here nothing more would be printed for a minute: the closed pipe is noticed without a write)."""
+    pid_file = tmp_path / "pid"
+    job = tmp_path / "slow.yaml"
+    job.write_text("apiVersion: batch.tensorstack.dev/v1beta1\nkind: GenericJob\nmetadata: {name: slow}\nspec:\n"
+                   "  replicaSpecs:\n  - type: worker\n    template: {spec: {containers: [{name: c, image: i, command: "
+                   f"[sh, -c, 'echo $$$$ > {pid_file}; exec sleep 60']}}]}}}}\n")
+    read, write = os.pipe()
+    process = await asyncio.create_subprocess_exec(
+        str(CLI), "local", "--port", "0", "--apply", str(job), cwd=tmp_path, stdout=write,
+        stderr=asyncio.subprocess.PIPE)
+    os.close(write)
+    with os.fdopen(read) as reader:  # head -5, but only once the job runs: more lines are certain to come
+        lines = []
+        while not re.search(r"slow\s+Running", lines[-1] if lines else ""):
+            lines.append(await asyncio.to_thread(reader.readline))
+            assert lines[-1], f"the output ended early: {lines}"
+    async with asyncio.timeout(15):
+        err = (await process.stderr.read()).decode()
+        code = await process.wait()
+    assert code == local.EXIT_OUTPUT_CLOSED == 141
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+    with pytest.raises(ProcessLookupError):  # and the pods were stopped on the way out
+        os.kill(int(pid_file.read_text()), 0)
+
+
+# --- logs: the program's, not its libraries' ------------------------------------------------------------
+
+
+def logger_names(stderr: str) -> set[str]:
+    """The logger of every console log line (`... [debug    ] event   [logger] key=value`)."""
+    return {m[1] for m in re.finditer(r"^\S+ \[\w+\s*\] .*? \[([\w.]+)\]", stderr, re.MULTILINE)}
+
+
+def test_debug_logs_are_the_programs_and_other_libraries_only_when_asked(tmp_path):
+    example = str(EXAMPLES / "generic-example.yaml")
+    ours = run_local(tmp_path, "--port", "0", "--log-level", "debug", "--apply", example)
+    assert ours.returncode == 0, ours.stderr
+    assert "[debug    ] reconciled" in ours.stderr
+    names = logger_names(ours.stderr)
+    assert names and all(name.split(".")[0] in logs.OWN_LOGGERS for name in names), names
+    deps = run_local(tmp_path, "--port", "0", "--log-level", "debug", "--log-level-deps", "debug", "--apply", example)
+    assert deps.returncode == 0
+    assert any(name.startswith("celpy") for name in logger_names(deps.stderr))  # what the default keeps out
+
+
+# --- serving: every job applied with kubectl followed in the terminal -----------------------------------
+
+
+async def test_serving_follows_every_job_applied_with_kubectl_and_prints_logs(tmp_path):
+    async with LocalProcess(tmp_path, "--port", "0", "--logs", env={"TMPDIR": str(tmp_path)}) as running:
+        kubectl = Kubectl(running.kubeconfig, tmp_path)
+        await kubectl.ok("apply", "-f", str(EXAMPLES / "restart-on-failure.yaml"),
+                         "-f", str(EXAMPLES / "tensorflow-multi-worker.yaml"))
+        await running.line(r"finished: restart-on-failure\s+Succeeded\s+\S+s, 1 restart  The job is succeeded")
+        await running.line(r"finished: multi-worker-example\s+Succeeded .* The master replica "
+                           r"multi-worker-example-worker-0 has succeeded")
+        await running.line(r"restart-on-failure\s+Running\s+worker-0 Running \(1 restart\)")
+        await running.line(r"restart-on-failure\s+worker-1 \| worker 1: succeeding")  # --logs
+        await running.line(r"multi-worker-example\s+worker-0 \| worker 0 trained")
+        # A job deleted and made again under the same name is followed again.
+        await kubectl.ok("delete", "genericjob", "restart-on-failure")
+        await kubectl.ok("apply", "-f", str(EXAMPLES / "restart-on-failure.yaml"))
+        finished = await _finished_lines(running, "restart-on-failure", 2)
+        assert "1 restart" not in finished[1]  # the marker is there now: this one did not need a restart
+        assert await running.stop(signal.SIGTERM) == 0
+    assert running.lines[-1] == "stopping"
+
+
+async def _finished_lines(running: LocalProcess, job: str, count: int) -> list[str]:
+    def found() -> list[str] | None:
+        lines = [line for line in running.lines if f"finished: {job} " in line]
+        return lines if len(lines) >= count else None
+
+    return await until(found, timeout=30, what=f"{count} finished lines of {job}")

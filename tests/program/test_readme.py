@@ -1,0 +1,229 @@
+"""The README's commands, run as written: a newcomer follows them line by line.
+
+Every ```sh block of README.md runs here, in order, from the repository's root, except the blocks and
+lines listed in NOT_RUN_BLOCKS and NOT_RUN_LINES, each with the reason (a real cluster, this suite
+itself, minutes of benchmark). The README's Quick start has two terminals; so has the test:
+
+- a block that starts a server (`genericjob-controller local` without `--apply`, `localcluster serve`)
+  runs in the background, as in a terminal of its own, until the next server or the end, then gets
+  Ctrl-C (SIGINT) and must exit 0;
+- a block that sets KUBECONFIG runs against the last server started: its `$PWD/.cache/...` path is
+  replaced by the kubeconfig that server wrote (`local` may have found 6443 taken; a test must not
+  overwrite a file of the developer's);
+- any other block runs to its end and must exit 0.
+
+Substituted, and only this: `localcluster serve`'s `--kubeconfig-out` (a temporary file), and kubectl's
+discovery cache (a temporary directory, so that no port another test used answers from a stale cache).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from controller.cmd import cli
+from controller.runtime import manager
+
+from .subprocesses import ROOT, LocalProcess
+
+README = ROOT / "README.md"
+NOT_RUN_BLOCKS = {  # a text found in exactly one block -> why that block is not run here
+    "rollout status deployment/genericjob-controller":
+        "installs the controller into a real cluster: its Deployment needs a kubelet to pull the image and run it "
+        "(tests/program/test_manifests.py applies the same manifests to localcluster)",
+    "helm install genericjob-controller":
+        "installs the Helm release into a real cluster (tests/program/test_packaging.py renders the chart)",
+    "kubectl create clusterrolebinding genericjob-metrics-prometheus":
+        "grants a real cluster's Prometheus (ServiceAccount monitoring/prometheus-k8s) the right to scrape",
+    "helm upgrade genericjob-controller":
+        "upgrades an installed release in a real cluster",
+    "helm uninstall genericjob-controller":
+        "removes an installed release from a real cluster",
+    "bench/bench_localcluster.py --pods 10000":
+        "the benchmarks take minutes each (make bench); they are not tests",
+}
+NOT_RUN_LINES = {  # a command, as written (without its comment) -> why it is not run here
+    "make test": "it is this test suite (CI's command): it would run this test again",
+}
+SERVERS = {  # how a server command says it is ready
+    r"genericjob-controller local\s*$": r"^ready: ",
+    r"-m localcluster serve ": r"^localcluster listening on ",
+}
+
+
+@dataclass
+class Block:
+    text: str
+
+    @property
+    def commands(self) -> list[str]:
+        """The block's commands: comments and blank lines out, continuation lines joined."""
+        joined = re.sub(r"\\\n\s*", " ", self.text)
+        return [command(line) for line in joined.splitlines() if command(line)]
+
+    @property
+    def script(self) -> str:
+        """The block without the lines NOT_RUN_LINES names."""
+        return "".join(line for line in self.text.splitlines(keepends=True) if command(line) not in NOT_RUN_LINES)
+
+
+def command(line: str) -> str:
+    """The line without its comment."""
+    return "" if line.lstrip().startswith("#") else line.split(" #")[0].strip()
+
+
+def blocks() -> list[Block]:
+    return [Block(text) for text in re.findall(r"^```sh\n(.*?)^```", README.read_text(), re.MULTILINE | re.DOTALL)]
+
+
+def not_run_reason(block: Block) -> str | None:
+    reasons = [reason for marker, reason in NOT_RUN_BLOCKS.items() if marker in block.text]
+    return reasons[0] if reasons else None
+
+
+def test_the_lists_of_what_is_not_run_name_real_blocks():
+    """An entry that matches nothing (the README changed) or several blocks says nothing useful."""
+    found = blocks()
+    for marker in NOT_RUN_BLOCKS:
+        assert sum(marker in block.text for block in found) == 1, marker
+    for line in NOT_RUN_LINES:
+        assert sum(line in block.commands for block in found) == 1, line
+    runnable = [b for b in found if not_run_reason(b) is None]
+    assert any("genericjob-controller local" in " ".join(b.commands) for b in runnable)
+    assert any("kubectl" in " ".join(b.commands) for b in runnable)
+
+
+@pytest.mark.timeout(600)
+async def test_the_readmes_commands_work_as_written(tmp_path):
+    env = {**os.environ, "KUBECACHEDIR": str(tmp_path / "kubectl-cache"), "KUBERC": "off",
+           "TMPDIR": str(tmp_path)}  # the pods' $TMPDIR (the restart example's marker)
+    server: LocalProcess | None = None
+    kubeconfig: Path | None = None
+    ran: list[str] = []
+    try:
+        for index, block in enumerate(blocks()):
+            if not_run_reason(block):
+                continue
+            commands = [c for c in block.commands if c not in NOT_RUN_LINES]
+            if not commands:
+                continue
+            ready = next((ready for pattern, ready in SERVERS.items() if re.search(pattern, commands[0])), None)
+            if ready:
+                assert len(commands) == 1, f"a server's block holds only the server: {block.text}"
+                if server is not None:
+                    await _stop(server)
+                serve, kubeconfig = _server_command(commands[0], tmp_path / f"kubeconfig-{index}")
+                server = await LocalProcess(ROOT, argv=["bash", "-c", f"exec {serve}"], env=env,
+                                            ready=ready).__aenter__()
+                kubeconfig = kubeconfig or server.kubeconfig
+            else:
+                script = block.script
+                if "KUBECONFIG=" in script:
+                    assert server is not None and kubeconfig is not None, f"no server for: {block.text}"
+                    script = re.sub(r"\$PWD/\.cache/\S+", str(kubeconfig), script)
+                done = await _run(script, env)
+                assert done[0] == 0, f"README block failed (exit {done[0]}):\n{block.text}\n{done[1]}"
+            ran.extend(commands)
+        if server is not None:
+            await _stop(server)
+            server = None
+    finally:
+        if server is not None:
+            await server.__aexit__(None, None, None)
+    # What the Quick start promised was seen: the first terminal followed the job applied with kubectl.
+    for wanted in ("make local", ".venv/bin/genericjob-controller local",
+                   ".venv/bin/kubectl apply -f examples/restart-on-failure.yaml",
+                   ".venv/bin/genericjob-controller local --logs --apply examples/tensorflow-multi-worker.yaml",
+                   ".venv/bin/kubectl run demo --image=busybox --restart=Never -- sleep 1"):
+        assert wanted in ran, ran
+
+
+def _server_command(command: str, kubeconfig: Path) -> tuple[str, Path | None]:
+    """The command with its --kubeconfig-out replaced by a temporary file (then returned); `local` without one
+    writes its own, named in what it prints."""
+    if "--kubeconfig-out" not in command:
+        return command, None
+    return re.sub(r"--kubeconfig-out \S+", f"--kubeconfig-out {kubeconfig}", command), kubeconfig
+
+
+async def _run(script: str, env: dict[str, str]) -> tuple[int, str]:
+    process = await asyncio.create_subprocess_exec(
+        "bash", "-e", "-c", script, cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT)
+    async with asyncio.timeout(180):
+        out, _ = await process.communicate()
+    return process.returncode, out.decode(errors="replace")
+
+
+async def _stop(server: LocalProcess) -> None:
+    """Ctrl-C, as the README says."""
+    code = await server.stop(signal.SIGINT)
+    output = "\n".join(server.lines) + server.err.decode(errors="replace")
+    assert code == 0, output
+    if any("restart-on-failure" in line for line in server.lines):  # the Quick start's server
+        assert any(re.search(r"finished: restart-on-failure\s+Succeeded", line) for line in server.lines), output
+        assert not server.kubeconfig.exists()  # its own kubeconfig, gone with it
+
+
+def make_dry_run(*arguments: str) -> list[list[str]]:
+    done = subprocess.run(["make", "--dry-run", "local", *arguments], cwd=ROOT, capture_output=True, text=True,
+                          timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    return [line.split() for line in done.stdout.splitlines()]
+
+
+def test_make_local_installs_kubectl_and_passes_flags(tmp_path):
+    """On a fresh machine (no virtualenv yet), `make local` leaves the kubectl the Quick start uses."""
+    venv = tmp_path / "venv"
+    steps = make_dry_run(f"VENV={venv}")
+    assert [str(venv / "bin" / "python"), "scripts/install_kubectl.py", "--dest", str(venv / "bin")] in steps
+    local = str(venv / "bin" / "genericjob-controller")
+    assert steps[-1] == [local, "local", "--apply", "examples/generic-example.yaml"]
+    assert make_dry_run(f"VENV={venv}", "ARGS=--port 7443 --logs")[-1] == [
+        local, "local", "--apply", "examples/generic-example.yaml", "--port", "7443", "--logs"]
+    assert make_dry_run(f"VENV={venv}", "APPLY=", "ARGS=--port 7443")[-1] == [local, "local", "--port", "7443"]
+
+
+async def test_the_kubeconfig_order_of_the_readme_and_help_is_the_codes(tmp_path, monkeypatch):
+    """`run` without --kubeconfig: $KUBECONFIG first, then the in-cluster configuration, then ~/.kube/config."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "http://from-kubeconfig:6443"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    monkeypatch.setattr(manager, "in_cluster", lambda: True)
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    assert (await manager.client_configuration(None)).host == "http://from-kubeconfig:6443"  # before in-cluster
+    monkeypatch.delenv("KUBECONFIG")
+    monkeypatch.setenv("HOME", str(tmp_path))  # a ~/.kube/config there would not be read either
+    (tmp_path / ".kube").mkdir()
+    (tmp_path / ".kube" / "config").write_text(kubeconfig.read_text())
+    chosen = []
+    monkeypatch.setattr(manager.kube_config, "load_incluster_config", lambda **_: chosen.append("in-cluster"))
+    await manager.client_configuration(None)
+    assert chosen == ["in-cluster"]
+    order = ("$KUBECONFIG", "in-cluster", "~/.kube/config")
+    [row] = [line for line in README.read_text().splitlines() if line.startswith("| `--kubeconfig` |")]
+    [action] = [a for a in cli.build_parser({}).commands["run"]._actions if "--kubeconfig" in a.option_strings]
+    for text in (row, action.help):
+        assert sorted(order, key=text.index) == list(order), text
+
+
+def test_the_documentation_links_only_to_what_a_clone_has():
+    """A relative link (`[text](path)`) in README.md or docs/ names a file of the repository: a clone has no
+    ../shared/spec."""
+    for page in (README, *sorted((ROOT / "docs").glob("*.md"))):
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if not re.match(r"[a-z]+://", target):
+                assert (page.parent / target).resolve().is_relative_to(ROOT), (page.name, target)
+                assert (page.parent / target).exists(), (page.name, target)
+        assert "shared/spec" not in page.read_text(), page.name
