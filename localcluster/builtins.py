@@ -83,9 +83,22 @@ NAME_STYLE = {("", "services"): "dns1035", ("", "namespaces"): "label",
                                                                      "clusterrolebindings")}}
 
 
+ANNOTATIONS_LIMIT = 256 * 1024  # TotalAnnotationSizeLimitB: keys and values, in bytes
+
+
+def annotations_too_long(meta: dict) -> bool:
+    """ValidateAnnotationsSize: a client-side `kubectl apply` keeps the whole object in an annotation, so this
+    is what refuses an object too large for it."""
+    annotations = meta.get("annotations") or {}
+    return sum(len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items()) > ANNOTATIONS_LIMIT
+
+
 def metadata_errors(obj: dict, style: str) -> list[Cause]:
     meta = obj.get("metadata") or {}
     out = []
+    if annotations_too_long(meta):
+        out.append(("FieldValueTooLong", "metadata.annotations",
+                    f"metadata.annotations: Too long: may not be more than {ANNOTATIONS_LIMIT} bytes"))
     name = meta.get("name")
     if not name:
         out.append(required("metadata.name", "name or generateName is required"))

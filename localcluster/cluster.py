@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import logging
 import time
 from pathlib import Path
@@ -27,6 +28,17 @@ from .store import Store
 from .watch import WatchHub
 
 log = logging.getLogger("localcluster")
+
+
+@functools.lru_cache(maxsize=32)
+def _crds_in(path: str, mtime_ns: int, size: int) -> bytes:
+    """The CRDs of a YAML file as JSON, parsed once per version of the file: every test's cluster applies the
+    same large CRDs (they embed a pod template), and JSON is read back far sooner than YAML (libyaml's parser
+    too, when PyYAML has it)."""
+    with open(path) as f:
+        docs = yaml.load_all(f.read(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        return orjson.dumps([doc for doc in docs if doc and doc.get("kind") == "CustomResourceDefinition"],
+                            default=str)
 
 
 class LocalCluster:
@@ -199,9 +211,8 @@ class LocalCluster:
         rt = self.registry.get(*CRD_KEY[:1], "v1", CRD_KEY[1])
         names = []
         for path in sorted(Path(directory).glob("*.y*ml")):
-            for doc in yaml.safe_load_all(path.read_text()):
-                if not doc or doc.get("kind") != "CustomResourceDefinition":
-                    continue
+            stat = path.stat()
+            for doc in orjson.loads(_crds_in(str(path), stat.st_mtime_ns, stat.st_size)):
                 name = doc["metadata"]["name"]
                 try:
                     self.api.create(rt, None, doc)

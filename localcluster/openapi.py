@@ -1,10 +1,11 @@
-"""OpenAPI documents: /openapi/v3 (root and one document per group-version) and /openapi/v2 as JSON.
+"""OpenAPI documents: /openapi/v3 (root and one document per group-version) and /openapi/v2 (JSON, or
+protobuf for kubectl: openapi_v2.py).
 
 What kubectl reads from them:
 - `kubectl apply` (validation on by default) looks in the group-version's v3 document for the PATCH
   operation of the kind (`x-kubernetes-group-version-kind`) and its `fieldValidation` query
   parameter; finding it, it leaves validation to the server (`?fieldValidation=Strict`). Otherwise
-  it would fall back to /openapi/v2, which kubectl only reads as protobuf.
+  (a kind the server does not serve) it falls back to /openapi/v2, which kubectl only reads as protobuf.
 - Client-side apply of a built-in kind computes a strategic merge patch from the v3 schema of a
   component carrying `x-kubernetes-group-version-kind`, when the PATCH operation accepts
   strategic-merge-patch+json. Built-in schemas here are permissive (no merge keys), so they carry
@@ -21,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 import orjson
 from aiohttp import web
 
+from . import openapi_v2
 from .errors import ApiError
 from .resources import Registry, ResourceType
 
@@ -232,11 +234,11 @@ def root_document(registry: Registry) -> dict:
     return {"paths": paths}
 
 
-# --- v2 (JSON only) -----------------------------------------------------------------------------
+# --- v2 -----------------------------------------------------------------------------------------
 
 
 def swagger_document(registry: Registry) -> dict:
-    """Swagger 2.0 for JSON readers; kubectl asks for protobuf, gets 406 and relies on v3 instead."""
+    """Swagger 2.0, built from the v3 documents (served as JSON, or as protobuf by openapi_v2.py)."""
     definitions: dict = {}
     paths: dict = {}
     for group, version in _group_versions(registry):
@@ -279,16 +281,30 @@ def _accepts_json(request: web.Request) -> bool:
     return bool(types & {"application/json", "*/*", "application/*"})
 
 
+def _swagger(registry: Registry, request: web.Request) -> web.Response:
+    """/openapi/v2 as JSON or as gnostic's protobuf (what kubectl asks for), the first the Accept header
+    allows; else 406 with no body, as kube-openapi's handler answers."""
+    for media in (request.headers.get("Accept") or "*/*").split(","):
+        mime = media.split(";")[0].strip()
+        if mime in openapi_v2.MEDIA_TYPES:
+            body = openapi_v2.document(swagger_document(registry))
+            return web.Response(body=body, headers={"Content-Type": openapi_v2.CONTENT_TYPE, "Vary": "Accept"})
+        if mime in ("application/json", "application/*", "*/*"):
+            return web.Response(body=orjson.dumps(swagger_document(registry)), content_type="application/json",
+                                headers={"Vary": "Accept"})
+    return web.Response(status=406, headers={"Vary": "Accept"})
+
+
 def _not_found() -> ApiError:
     return ApiError(404, "NotFound", "the server could not find the requested resource")
 
 
 def handle(registry: Registry, request: web.Request, rest: list[str]) -> web.Response:
     """GET /openapi/v2, /openapi/v3 and /openapi/v3/{api/v1,apis/<group>/<version>}."""
+    if rest == ["v2"]:
+        return _swagger(registry, request)
     if not _accepts_json(request):
         raise ApiError(406, "NotAcceptable", "only application/json is served for OpenAPI documents")
-    if rest == ["v2"]:
-        return web.Response(body=orjson.dumps(swagger_document(registry)), content_type="application/json")
     if rest == ["v3"]:
         return web.Response(body=orjson.dumps(root_document(registry)), content_type="application/json")
     if len(rest) == 3 and rest[:2] == ["v3", "api"]:

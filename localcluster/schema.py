@@ -28,6 +28,8 @@ from typing import Any
 import celpy
 from celpy import celtypes
 
+from .builtins import ANNOTATIONS_LIMIT, annotations_too_long
+
 # CauseType values of k8s.io/apimachinery/pkg/apis/meta/v1 (= field.ErrorType) that this module emits.
 REQUIRED = "FieldValueRequired"
 INVALID = "FieldValueInvalid"
@@ -655,20 +657,23 @@ _DNS1123_SUBDOMAIN_MESSAGE = (
 
 
 def _metadata_name_errors(obj: dict) -> list[FieldError]:
-    """ValidateObjectMeta's name checks (a generateName stands in until the server picks a name)."""
+    """ValidateObjectMeta's name checks (a generateName stands in until the server picks a name), and the
+    size of the annotations."""
     metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    sized = [FieldError(TOO_LONG, "metadata.annotations", f"may not be more than {ANNOTATIONS_LIMIT} bytes")] \
+        if annotations_too_long(metadata) else []
     name = metadata.get("name")
     if not name:
         if metadata.get("generateName"):
-            return []
-        return [FieldError(REQUIRED, "metadata.name", "name or generateName is required")]
+            return sized
+        return [FieldError(REQUIRED, "metadata.name", "name or generateName is required"), *sized]
     text = str(name)
     problems = []
     if len(text) > 253:
         problems.append("must be no more than 253 characters")
     if not _DNS1123_SUBDOMAIN_RE.fullmatch(text):
         problems.append(_DNS1123_SUBDOMAIN_MESSAGE)
-    return [FieldError(INVALID, "metadata.name", problem, name) for problem in problems]
+    return [*(FieldError(INVALID, "metadata.name", problem, name) for problem in problems), *sized]
 
 
 # --- validation: CEL rules ------------------------------------------------------------------------

@@ -8,6 +8,8 @@ is unbounded.
 
 from __future__ import annotations
 
+import functools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,8 @@ def _structural(node: dict, defs: dict) -> dict:
         return _union(node, defs)
     if node.get("default", ...) is None:
         del node["default"]
+    if "default" in node:
+        node["description"] = _with_default(node.get("description", ""), node["default"])
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key == "properties":
@@ -54,6 +58,15 @@ def _structural(node: dict, defs: dict) -> dict:
         else:
             out[key] = value
     return out
+
+
+def _with_default(description: str, default: Any) -> str:
+    """The description saying the default, as Kubernetes' own fields do: `kubectl explain` prints
+    descriptions, never a schema's `default`."""
+    if "default" in description.lower():
+        return description
+    shown = default if isinstance(default, str) else json.dumps(default)
+    return f"{description.rstrip()} Defaults to {shown}.".lstrip()
 
 
 _TYPED_LIMITS = ("minimum", "maximum", "pattern", "maxLength", "minLength")
@@ -77,19 +90,26 @@ def _union(node: dict, defs: dict) -> dict:
     return out
 
 
+POD_TEMPLATE = Path(__file__).with_name("pod_template.json")
+
+
+@functools.cache
+def _pod_template() -> str:
+    return POD_TEMPLATE.read_text()
+
+
 def template_schema(description: str) -> dict:
-    preserved = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-    return {
-        **preserved,
-        "description": description,
-        "properties": {"spec": {
-            **preserved,
-            "description": "The pod spec: passed through to the pods as given.",
-            "properties": {"containers": {"type": "array", "minItems": 1, "items": preserved}},
-            "required": ["containers"],
-        }},
-        "required": ["spec"],
-    }
+    """A replica's pod template, checked at `kubectl apply` as a Deployment's is: Kubernetes 1.35's
+    PodTemplateSpec schema (pod_template.json, made by scripts/make_pod_template_schema.py: no descriptions, so
+    that a CRD stays small enough for a client-side apply), so an unknown field (`comand:`) is named under
+    fieldValidation=Strict (kubectl's default) and pruned otherwise, and a container needs a name and an image."""
+    schema = json.loads(_pod_template())
+    schema["description"] = description
+    schema["required"] = ["spec"]
+    spec = schema["properties"]["spec"]
+    spec["description"] = "The pod spec of every replica of the type (a Kubernetes 1.35 PodSpec)."
+    spec["properties"]["containers"]["minItems"] = 1
+    return schema
 
 
 UNIQUE_TYPES = {
@@ -149,6 +169,7 @@ def status_schema(kind: str, records: str) -> dict:
                                    "back-off from then.", **time),
         "restartStreak": integer("Quick restarts in a row (a pod that ran 10 minutes starts again at 1): the "
                                   "back-off doubles with each."),
+        "ready": {"type": "boolean", "description": "True while the pod is Running and Ready (absent otherwise)."},
     })
     task = obj("The state of the replicas of one type.", {
         "type": string("Replica type."),
@@ -165,10 +186,35 @@ def status_schema(kind: str, records: str) -> dict:
         "conditions": array("The latest observations of the job's state.", condition),
         "tasks": array("The state of the replicas, by type.", task),
         "aggregate": aggregate,
+        "readyReplicas": integer("Replicas whose pod is Running and Ready (its Ready condition True, or no "
+                                 "readiness reported)."),
+        "ready": string("readyReplicas/total replicas, as kubectl shows a Deployment's READY (the READY column)."),
         "backoffCount": integer("Restarts of all replicas of the job."),
+        "reason": string("Once the job has finished: the reason of its outcome (the reason of its Failed "
+                         "condition, such as InvalidSpec or DeadlineExceeded, or of Completed)."),
         "startTime": string("When the job started running.", **time),
         "completionTime": string("When the job finished (Succeeded or Failed).", **time),
     })
+
+
+def job_columns() -> list[dict]:
+    """`kubectl get` of a job, of any kind: what a Deployment's and a Job's columns tell, from the status.
+    `-o wide` adds when the job started and finished."""
+    return [
+        {"name": "Phase", "type": "string", "jsonPath": ".status.phase",
+         "description": "Pending, Running, Paused, Resuming, Succeeded, Failed or Unknown."},
+        {"name": "Ready", "type": "string", "jsonPath": ".status.ready",
+         "description": "Replicas Running and Ready, of all the job's replicas."},
+        {"name": "Restarts", "type": "integer", "jsonPath": ".status.backoffCount",
+         "description": "Restarts of all the job's replicas."},
+        {"name": "Reason", "type": "string", "jsonPath": ".status.reason",
+         "description": "Why the job finished as it did (InvalidSpec, DeadlineExceeded, Failed, Succeeded)."},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        {"name": "Started", "type": "date", "jsonPath": ".status.startTime", "priority": 1,
+         "description": "When the job started running."},
+        {"name": "Completed", "type": "date", "jsonPath": ".status.completionTime", "priority": 1,
+         "description": "When the job finished."},
+    ]
 
 
 def custom_resource(group: str, version: str, kind: str, plural: str, schema: dict, columns: list[dict], *,
@@ -211,5 +257,7 @@ def job_schema(description: str, spec: dict, status: dict, rules: list[dict]) ->
 
 
 def render(header: str, crd: dict) -> str:
-    """YAML with sorted keys (as controller-gen writes), so regenerating is byte-for-byte stable."""
-    return header + yaml.safe_dump(crd, sort_keys=True, width=120, allow_unicode=True)
+    """YAML with sorted keys (as controller-gen writes), so regenerating is byte-for-byte stable. libyaml's
+    emitter when PyYAML has it (the same text, five times sooner: the pod template makes CRDs large)."""
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return header + yaml.dump(crd, Dumper=dumper, sort_keys=True, width=120, allow_unicode=True)

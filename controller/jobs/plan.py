@@ -201,7 +201,8 @@ def plan_invalid(kind: JobKind, status: dict, pods: list[dict], message: str, no
         return Plan({**old, **records}, delete=delete, terminal=True, **removed)
     conditions = st.set_condition(conditions, st.RUNNING, False, "Failed", "The job has finished.", now)
     conditions = st.finished_conditions(conditions, succeeded=False, reason="InvalidSpec", message=message, now=now)
-    new = {**old, **records, "phase": str(JobPhase.FAILED), "conditions": conditions, "completionTime": now}
+    new = {**old, **records, "phase": str(JobPhase.FAILED), "conditions": conditions, "completionTime": now,
+           "reason": "InvalidSpec"}
     return Plan(new, delete=delete, events=[Event(WARNING, "InvalidSpec", message)], terminal=True, **removed)
 
 
@@ -359,12 +360,12 @@ def _finish(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observa
     # Initialized and ReplicaFailure describe the replicas as the job ended, before the clean-up.
     conditions = st.progress_conditions(old_conditions, phase=verdict.phase, records=[o.record for o in observations],
                                         now=now)
+    reason = verdict.reason or str(verdict.phase)
     conditions = st.finished_conditions(conditions, succeeded=verdict.phase == JobPhase.SUCCEEDED,
-                                        reason=verdict.reason or str(verdict.phase), message=verdict.message,
-                                        now=now)
+                                        reason=reason, message=verdict.message, now=now)
     new = st.assemble(old, kind.status, phase=verdict.phase, conditions=conditions,
                       records_by_type=_by_type(job, slots, [s.record for s in settled]),
-                      start_time=old.get("startTime") or now, completion_time=now)
+                      start_time=old.get("startTime") or now, completion_time=now, reason=reason)
     return Plan(new, delete=delete, events=events, terminal=True)
 
 

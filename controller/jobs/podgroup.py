@@ -26,6 +26,9 @@ VERSION = "v1beta1"
 API_VERSION = f"{GROUP}/{VERSION}"
 KIND = "PodGroup"
 PLURAL = "podgroups"
+# `kubectl get t9kpg`. Not `pg` or `podgroup`: Volcano's PodGroup (scheduling.volcano.sh) claims those, and a
+# cluster may serve both; kubectl would expand a shared short name to whichever group it lists first.
+SHORT_NAME = "t9kpg"
 RESOURCE = Resource(GROUP, VERSION, PLURAL)
 SCHEDULER_NAME = "t9k-scheduler"
 GROUP_NAME_KEY = f"{GROUP}/group-name"  # both a label (for selection) and an annotation (what schedulers read)
@@ -71,7 +74,7 @@ def podgroup_crd() -> dict:
                           "description": "The minimum number of pods to schedule together."},
             "queue": {"type": "string", "description": "The queue the group waits in."},
             "priority": {"type": "integer", "minimum": 0, "maximum": 100, "default": 0, "format": "int32",
-                         "description": "The priority of the group within its queue, 0-100."},
+                         "description": "The priority of the group within its queue, 0-100. Defaults to 0."},
         },
         "required": ["minMember", "queue"],
     }
@@ -95,4 +98,5 @@ def podgroup_crd() -> dict:
         {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]
-    return custom_resource(GROUP, VERSION, KIND, PLURAL, schema, columns, categories=("t9k",))
+    return custom_resource(GROUP, VERSION, KIND, PLURAL, schema, columns, short_names=[SHORT_NAME],
+                           categories=("t9k",))

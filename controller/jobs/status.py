@@ -50,6 +50,17 @@ def is_terminating(pod: dict) -> bool:
     return bool(pod["metadata"].get("deletionTimestamp"))
 
 
+def pod_ready(pod: dict) -> bool:
+    """The pod is Running and Ready (its Ready condition True), or Running with no readiness reported at
+    all (a kubelet that writes no conditions): what a replica must be to count in READY, as a
+    Deployment's READY counts its pods."""
+    status = pod.get("status") or {}
+    if status.get("phase") != "Running":
+        return False
+    ready = find_condition(status.get("conditions") or (), "Ready")
+    return ready is None or ready.get("status") == "True"
+
+
 def container_states(pod: dict) -> list[dict]:
     """`{name, state, exitCode}` per container, from the pod's containerStatuses."""
     states = []
@@ -89,6 +100,13 @@ class Replica:
     # Restart back-off (backoff.py): when the last restart was counted, and how many quick ones in a row.
     last_restart_time: str = ""
     restart_streak: int = 0
+    # The current pod was Running and Ready when last observed (pod_ready); it counts only while the record's
+    # phase is Running (`is_ready`), and is stored as `ready: true` only then.
+    ready: bool = False
+
+    @property
+    def is_ready(self) -> bool:
+        return self.ready and self.phase == "Running"
 
     def to_json(self) -> dict:
         out = {"name": self.name, "uid": self.uid, "phase": self.phase, "containers": list(self.containers),
@@ -96,25 +114,28 @@ class Replica:
         if self.last_restart_time:  # only once restarted: a record of a replica never restarted stays as it was
             out["lastRestartTime"] = self.last_restart_time
             out["restartStreak"] = self.restart_streak
+        if self.is_ready:
+            out["ready"] = True
         return out
 
-    def _with(self, uid: str, phase: str, containers: tuple[dict, ...], last_restart_uid: str) -> Replica:
+    def _with(self, uid: str, phase: str, containers: tuple[dict, ...], last_restart_uid: str,
+              ready: bool = False) -> Replica:
         return Replica(self.name, uid, phase, containers, self.restart_count, last_restart_uid,
-                       self.last_restart_time, self.restart_streak)
+                       self.last_restart_time, self.restart_streak, ready)
 
     def in_phase(self, phase: str) -> Replica:
-        return self._with(self.uid, phase, self.containers, self.last_restart_uid)
+        return self._with(self.uid, phase, self.containers, self.last_restart_uid, self.ready)
 
     def counted(self, now: str = "", streak: int = 0) -> Replica:
         """A restart counted at `now` (the `streak`-th quick one in a row), and the current pod retired with it."""
         return Replica(self.name, self.uid, self.phase, self.containers, self.restart_count + 1, self.uid,
-                       now, streak)
+                       now, streak, self.ready)
 
     def retired(self) -> Replica:
         """The current pod retired without counting a restart (policy Never's lost pod, pause): its
         replacement owes nothing to the back-off."""
         return Replica(self.name, self.uid, self.phase, self.containers, self.restart_count,
-                       self.uid or self.last_restart_uid, "", self.restart_streak)
+                       self.uid or self.last_restart_uid, "", self.restart_streak, self.ready)
 
     def awaiting(self) -> Replica:
         """A new pod is to be created for the replica."""
@@ -131,12 +152,13 @@ def read_record(raw: dict | None, name: str) -> Replica:
     raw = raw or {}
     return Replica(name, raw.get("uid") or "", raw.get("phase") or CREATING, tuple(raw.get("containers") or ()),
                    int(raw.get("restartCount") or 0), raw.get("lastRestartUid") or "", raw.get("lastRestartTime") or "",
-                   int(raw.get("restartStreak") or 0))
+                   int(raw.get("restartStreak") or 0), raw.get("ready") is True)
 
 
 def observed(record: Replica, pod: dict) -> Replica:
     """The record describing `pod` as the replica's current pod."""
-    return record._with(pod_uid(pod), pod_phase(pod), tuple(container_states(pod)), record.last_restart_uid)
+    return record._with(pod_uid(pod), pod_phase(pod), tuple(container_states(pod)), record.last_restart_uid,
+                        pod_ready(pod))
 
 
 # --- counts ------------------------------------------------------------------------------------
@@ -148,6 +170,14 @@ def aggregate(records: Iterable[Replica]) -> dict:
         key = record.phase.lower()
         counts[key if key in counts else "unknown"] += 1
     return counts
+
+
+def replica_counts(records: list[Replica]) -> dict:
+    """The counts every kind reports: `aggregate` (replicas by phase), `readyReplicas` (replicas whose pod is
+    Running and Ready: pod_ready) and `ready`, the same as "ready/total" for kubectl's READY column, as a
+    Deployment shows it (a printer column is one JSONPath, so the pair must be one field)."""
+    ready = sum(1 for record in records if record.is_ready)
+    return {"aggregate": aggregate(records), "readyReplicas": ready, "ready": f"{ready}/{len(records)}"}
 
 
 # --- conditions -------------------------------------------------------------------------------
@@ -284,12 +314,12 @@ def all_up(records: Iterable[Replica]) -> bool:
 
 def assemble(old: dict, codec: StatusCodec, *, phase: str, conditions: list[dict],
              records_by_type: list[tuple[str, list[Replica]]], start_time: str | None,
-             completion_time: str | None) -> dict:
+             completion_time: str | None, reason: str | None = None) -> dict:
     """The complete new status: the kind's replica fields (its codec says where they go) and the fields
     every kind has. Fields the controller's planning does not own (observedGeneration, written by the
-    reconciler) are carried over from `old`."""
+    reconciler) are carried over from `old`, and so are those set once (`reason`, when the job finished)."""
     status = {**old, "phase": str(phase), "conditions": conditions, **codec.replica_fields(records_by_type)}
-    for key, value in (("startTime", start_time), ("completionTime", completion_time)):
+    for key, value in (("startTime", start_time), ("completionTime", completion_time), ("reason", reason)):
         if value is not None:
             status[key] = value
     return status

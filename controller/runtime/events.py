@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-import uuid
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -44,8 +43,9 @@ class _Sent:
     settled: asyncio.Event = field(default_factory=asyncio.Event)  # set once the create was answered or failed
 
 
-def _stamp() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _stamp(ns: int | None = None) -> str:
+    when = datetime.now(UTC) if ns is None else datetime.fromtimestamp(ns / 1e9, UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class EventRecorder:
@@ -67,6 +67,7 @@ class EventRecorder:
         self._tasks: list[asyncio.Task] = []
         self.dropped = 0
         self.sent = 0
+        self._last_ns = 0  # the time in the last Event name made, so no two names are the same
 
     @property
     def pending(self) -> int:
@@ -110,10 +111,14 @@ class EventRecorder:
 
     def _event(self, job: dict, event_type: str, reason: str, message: str) -> dict:
         meta = job["metadata"]
-        stamp = _stamp()
+        # Named as client-go's recorder names Events, `<object>.<hex of the time in ns>`
+        # (fmt.Sprintf("%v.%x", ref.Name, t.UnixNano())), so `kubectl get events` lists them in order.
+        # Two Events in the same nanosecond (a coarse clock) get the next one: names stay unique.
+        self._last_ns = ns = max(time.time_ns(), self._last_ns + 1)
+        stamp = _stamp(ns)
         return {
             "apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}", "namespace": meta["namespace"]},
+            "metadata": {"name": f"{meta['name']}.{ns:x}", "namespace": meta["namespace"]},
             "involvedObject": {"apiVersion": job["apiVersion"], "kind": job["kind"], "name": meta["name"],
                                "namespace": meta["namespace"], "uid": meta["uid"],
                                "resourceVersion": meta.get("resourceVersion", "")},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from controller.jobs.podgroup import podgroup_crd
 from controller.kinds.genericjob import crd
 from controller.kinds.genericjob.models import GenericJob
 from controller.kinds.genericjob.validation import validate
+from controller.kinds.tensorflow.crd import tensorflow_crd
 from localcluster import LocalCluster
 from localcluster.errors import ApiError
 from tests.builders import JobBuilder
@@ -67,12 +69,15 @@ def test_names_scope_subresources_and_columns():
     version = spec["versions"][0]
     assert (version["name"], version["served"], version["storage"]) == ("v1beta1", True, True)
     assert version["subresources"] == {"status": {}}
-    assert [(c["name"], c["type"], c["jsonPath"]) for c in version["additionalPrinterColumns"]] == [
-        ("Phase", "string", ".status.phase"),
-        ("Running", "integer", ".status.aggregate.running"),
-        ("Succeeded", "integer", ".status.aggregate.succeeded"),
-        ("Failed", "integer", ".status.aggregate.failed"),
-        ("Age", "date", ".metadata.creationTimestamp"),
+    assert [(c["name"], c["type"], c["jsonPath"], c.get("priority", 0))
+            for c in version["additionalPrinterColumns"]] == [
+        ("Phase", "string", ".status.phase", 0),
+        ("Ready", "string", ".status.ready", 0),
+        ("Restarts", "integer", ".status.backoffCount", 0),
+        ("Reason", "string", ".status.reason", 0),
+        ("Age", "date", ".metadata.creationTimestamp", 0),
+        ("Started", "date", ".status.startTime", 1),
+        ("Completed", "date", ".status.completionTime", 1),
     ]
 
 
@@ -99,11 +104,17 @@ def test_spec_schema_details():
     replica = props["replicaSpecs"]["items"]
     assert replica["required"] == ["type", "template"]
     assert replica["properties"]["replicas"] == {"type": "integer", "minimum": 0, "maximum": 10000, "default": 1,
-                                                 "description": "The desired number of replicas of this type."}
+                                                 "description": "The desired number of replicas of this type. "
+                                                                "Defaults to 1."}
     assert replica["properties"]["restartPolicy"]["properties"]["policy"]["enum"] == ["Never", "OnFailure", "Always"]
     assert replica["properties"]["restartPolicy"]["properties"]["limit"]["minimum"] == 0
-    template = replica["properties"]["template"]
-    assert template["type"] == "object" and template["x-kubernetes-preserve-unknown-fields"] is True
+    template = replica["properties"]["template"]  # a PodTemplateSpec, not preserved as given any more
+    assert template["type"] == "object" and "x-kubernetes-preserve-unknown-fields" not in template
+    assert template["required"] == ["spec"] and set(template["properties"]) == {"metadata", "spec"}
+    containers = template["properties"]["spec"]["properties"]["containers"]
+    assert containers["minItems"] == 1 and containers["x-kubernetes-list-map-keys"] == ["name"]
+    assert containers["items"]["required"] == ["image", "name"]
+    assert {"command", "args", "env", "ports", "resources"} <= set(containers["items"]["properties"])
     assert props["cleanUpPolicy"]["enum"] == ["None", "Unfinished", "All"]
     t9k = props["scheduler"]["properties"]["t9kScheduler"]  # as spec/001 spells it
     assert t9k["required"] == ["queue"]
@@ -114,18 +125,26 @@ def test_spec_schema_details():
     assert props["service"]["properties"]["ports"]["items"]["properties"]["targetPort"][
         "x-kubernetes-int-or-string"] is True
     assert props["service"]["nullable"] is True
-    for path, node in nodes(spec, "spec"):
-        if path != "spec.replicaSpecs[].template.spec.containers" and not path.endswith(("[]", "{}")):
+    for path, node in nodes(spec, "spec"):  # Kubernetes' own types are left undescribed (size: see below)
+        if not path.startswith("spec.replicaSpecs[].template.") and not path.endswith(("[]", "{}")):
             assert node.get("description"), f"{path} has no description"
+
+
+@pytest.mark.parametrize("definition", [crd.genericjob_crd(), tensorflow_crd()], ids=["genericjob", "tensorflow"])
+def test_a_crd_fits_in_the_last_applied_annotation_of_a_client_side_apply(definition):
+    """`kubectl apply` (client-side) keeps the whole object as JSON in an annotation, and the API server allows
+    256 KiB of annotations: the embedded pod template leaves the CRDs well within it."""
+    assert len(json.dumps(definition, separators=(",", ":"))) < 128 * 1024
 
 
 def test_status_schema_is_full_with_preserved_containers():
     status = openapi(crd.genericjob_crd())["properties"]["status"]
     assert set(status["properties"]) == {"observedGeneration", "phase", "conditions", "tasks", "aggregate",
-                                         "backoffCount", "startTime", "completionTime"}
+                                         "readyReplicas", "ready", "backoffCount", "reason", "startTime",
+                                         "completionTime"}
     replica = status["properties"]["tasks"]["items"]["properties"]["replicas"]["items"]
     assert set(replica["properties"]) == {"name", "uid", "phase", "containers", "restartCount", "lastRestartUid",
-                                         "lastRestartTime", "restartStreak"}
+                                         "lastRestartTime", "restartStreak", "ready"}
     assert replica["properties"]["containers"]["items"]["x-kubernetes-preserve-unknown-fields"] is True
     assert set(status["properties"]["aggregate"]["properties"]) == {
         "creating", "pending", "running", "succeeded", "failed", "unknown", "deleted"}
@@ -171,6 +190,7 @@ def test_podgroup_crd():
     assert definition["metadata"]["name"] == "podgroups.scheduler.tensorstack.dev"
     assert definition["spec"]["scope"] == "Namespaced"
     assert definition["spec"]["names"]["kind"] == "PodGroup"
+    assert definition["spec"]["names"]["shortNames"] == ["t9kpg"]  # not Volcano's pg
     version = definition["spec"]["versions"][0]
     assert version["name"] == "v1beta1" and version["subresources"] == {"status": {}}
     schema = openapi(definition)
@@ -235,7 +255,17 @@ async def test_valid_jobs_are_stored_with_defaults_and_parse_cleanly(api):
     minimal = api.create(job_object("minimal", replicaSpecs=[{"type": "worker", "template": {"spec": {
         "containers": [CONTAINER], "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]}}}]))
     assert minimal["spec"]["replicaSpecs"][0]["replicas"] == 1
-    assert minimal["spec"]["replicaSpecs"][0]["template"]["spec"]["volumes"][0]["name"] == "dshm"  # not pruned
+    assert minimal["spec"]["replicaSpecs"][0]["template"]["spec"]["volumes"][0] == {  # not pruned
+        "name": "dshm", "emptyDir": {"medium": "Memory"}}
+    ported = api.create(job_object("ported", replicaSpecs=[{"type": "worker", "template": {
+        "metadata": {"labels": {"app": "x"}, "annotations": {"a": "b"}, "creationTimestamp": None},
+        "spec": {"containers": [{**CONTAINER, "ports": [{"containerPort": 2222, "name": "tfjob-port"}],
+                                 "resources": {"limits": {"cpu": 2, "memory": "1Gi"}}}]}}}]))
+    template = ported["spec"]["replicaSpecs"][0]["template"]
+    assert template["metadata"] == {"labels": {"app": "x"}, "annotations": {"a": "b"}}  # kept; a null pruned
+    container = template["spec"]["containers"][0]
+    assert container["ports"] == [{"containerPort": 2222, "name": "tfjob-port", "protocol": "TCP"}]  # defaulted
+    assert container["resources"] == {"limits": {"cpu": 2, "memory": "1Gi"}}
 
 
 @pytest.mark.parametrize(("spec", "field", "text"), [
@@ -285,6 +315,22 @@ async def test_valid_jobs_are_stored_with_defaults_and_parse_cleanly(api):
     ({"replicaSpecs": [{"type": "worker", "template": {"spec": {"containers": [CONTAINER]}}},
                        {"type": "worker", "template": {"spec": {"containers": [CONTAINER]}}}]},
      "spec.replicaSpecs", "replica types must be unique"),
+    # The pod template, as a Deployment's template is checked (unknown fields: test_kubectl.py in tests/e2e).
+    ({"replicaSpecs": [{"type": "worker", "template": {"spec": {"containers": [{"name": "main"}]}}}]},
+     "spec.replicaSpecs[0].template.spec.containers[0].image", "Required value"),
+    ({"replicaSpecs": [{"type": "worker", "template": {"spec": {"containers": [{"image": "busybox"}]}}}]},
+     "spec.replicaSpecs[0].template.spec.containers[0].name", "Required value"),
+    ({"replicaSpecs": [{"type": "worker", "template": {"spec": {"containers": [{"name": "Main", "image": "b"}]}}}]},
+     "spec.replicaSpecs[0].template.spec.containers[0].name", "should match"),
+    ({"replicaSpecs": [{"type": "worker", "template": {"spec": {"containers": [CONTAINER, CONTAINER]}}}]},
+     "spec.replicaSpecs[0].template.spec.containers[1]", "Duplicate value"),
+    ({"replicaSpecs": [{"type": "worker", "template": {"spec": {"containers": [{**CONTAINER, "command": "sleep"}]}}}]},
+     "spec.replicaSpecs[0].template.spec.containers[0].command", "must be of type array"),
+    ({"replicaSpecs": [{"type": "worker", "template": {"spec": {"containers": [
+        {**CONTAINER, "resources": {"limits": {"cpu": "lots"}}}]}}}]},
+     "spec.replicaSpecs[0].template.spec.containers[0].resources.limits.cpu", "should match"),
+    ({"replicaSpecs": [{"type": "worker", "template": {"spec": {"containers": [CONTAINER], "volumes": [{}]}}}]},
+     "spec.replicaSpecs[0].template.spec.volumes[0].name", "Required value"),
 ])
 async def test_invalid_jobs_are_rejected_naming_the_field(api, spec, field, text):
     error = rejected(api, job_object("bad", **spec))

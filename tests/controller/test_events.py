@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import re
+import time
 
 from controller.runtime.events import EventRecorder
 
@@ -47,6 +49,26 @@ async def test_an_event_is_created_once_and_repeats_bump_its_count():
     assert client.calls[0][2:] == ("SuccessfulCreate", "Created pod: job-worker-0", 1)
     assert patch == ("patch", name, 3)
     assert other[0] == "create" and other[3] == "Created pod: job-worker-1"
+
+
+async def test_events_are_named_as_client_go_names_them_so_they_sort_by_time():
+    """`<object>.<hex of the time in ns>` (client-go: fmt.Sprintf("%v.%x", ref.Name, t.UnixNano())), not a random
+    suffix: `kubectl get events` lists Events by name, so they read in the order they happened."""
+    client = FakeClient()
+    recorder = EventRecorder(client, senders=1)
+    recorder.start()
+    before = time.time_ns()
+    for index in range(20):
+        recorder.record(JOB, "Normal", "SuccessfulCreate", f"Created pod: job-worker-{index}")
+    after = time.time_ns()
+    await drained(recorder)
+    await recorder.stop()
+    names = [call[1] for call in client.calls]
+    assert len(set(names)) == 20  # unique even when the clock does not move between two Events
+    stamps = [int(name.removeprefix("job."), 16) for name in names]
+    assert all(re.fullmatch(r"job\.[0-9a-f]+", name) for name in names)
+    assert before <= stamps[0] and stamps == sorted(stamps) and stamps[-1] <= after + 20
+    assert names == sorted(names)  # same length in hex for the next 500 years: by name is by time
 
 
 async def test_repeats_after_the_window_make_a_new_event():

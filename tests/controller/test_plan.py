@@ -609,3 +609,32 @@ def test_plan_invalid_keeps_the_replica_records_in_step_with_the_pods():
     # The deleted pods terminating, then gone: nothing changes any more.
     again = plan_invalid(result.status, [p for p in live if p["status"]["phase"] == "Succeeded"], "bad", at(11))
     assert again.status == result.status and again.delete == [] and again.events == []
+
+
+# --- readiness and the outcome's reason -------------------------------------------------------------
+
+
+def test_ready_is_counted_from_the_pods():
+    job = make_job(("worker", 2, "OnFailure", 3))
+    pods = Pods()
+    status = start(job, pods)  # both pods Running (no readiness reported: ready)
+    assert (status["readyReplicas"], status["ready"]) == (2, "2/2")
+    assert record(status, "worker", 0)["ready"] is True
+    pods.get("worker", 1)["status"]["conditions"] = [{"type": "Ready", "status": "False"}]  # probe failing
+    result = step(job, status, pods, at(5))  # step checks that planning again changes nothing
+    assert (result.status["readyReplicas"], result.status["ready"]) == (1, "1/2")
+    assert "ready" not in record(result.status, "worker", 1)
+    # (test_stale_cache_after_the_replacement_was_recorded: a record whose pod the cache does not show yet keeps
+    # the readiness it was last seen with.)
+
+
+def test_a_finished_job_says_why_in_its_reason():
+    job = make_job(("worker", 1, "Never", 0))
+    pods = Pods()
+    status = start(job, pods)
+    assert "reason" not in status
+    pods.set("worker", 0, "Failed")
+    failed = step(job, status, pods, at(5)).status
+    assert failed["phase"] == "Failed" and failed["reason"] == condition(failed, "Failed")["reason"] == "Failed"
+    invalid = plan_invalid({}, [], "spec.successRules[0]: no such type", at(1)).status
+    assert invalid["reason"] == "InvalidSpec"

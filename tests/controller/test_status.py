@@ -156,3 +156,35 @@ def test_assemble_keeps_what_it_does_not_own():
     assert status["phase"] == "Running" and type(status["phase"]) is str
     assert status["backoffCount"] == 2 and status["aggregate"]["running"] == 1
     assert status["startTime"] == at(0) and "completionTime" not in status
+
+
+def _with_ready(pod: dict, value: str | None) -> dict:
+    if value is not None:
+        pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": value}]
+    return pod
+
+
+@pytest.mark.parametrize(("phase", "ready_condition", "ready"), [
+    ("Running", "True", True),
+    ("Running", "False", False),  # a readiness probe failing: running, not ready
+    ("Running", None, True),  # a kubelet that reports no conditions: running is all there is to go by
+    ("Pending", None, False),
+    ("Succeeded", "False", False),
+    ("Failed", None, False),
+])
+def test_a_replica_is_ready_while_its_pod_is_running_and_ready(phase, ready_condition, ready):
+    pod = _with_ready(make_pod("worker", 0, "u1", phase), ready_condition)
+    assert st.pod_ready(pod) is ready
+    record = st.observed(st.blank_record("n"), pod)
+    assert record.is_ready is ready
+    assert record.to_json().get("ready") is (True if ready else None)  # stored only when ready
+    assert st.read_record(record.to_json(), "n") == record
+    assert record.in_phase(st.DELETED).is_ready is False
+
+
+def test_ready_counts_are_ready_of_all_replicas():
+    records = [st.observed(st.blank_record(f"n{i}"), _with_ready(make_pod("worker", i, f"u{i}", phase), value))
+               for i, (phase, value) in enumerate([("Running", "True"), ("Running", "False"), ("Pending", None)])]
+    counts = st.replica_counts([*records, st.blank_record("n3")])
+    assert (counts["readyReplicas"], counts["ready"]) == (1, "1/4")
+    assert counts["aggregate"]["running"] == 2 and counts["aggregate"]["creating"] == 1

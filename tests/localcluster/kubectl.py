@@ -44,6 +44,18 @@ class Result:
         """Table output split into cells (columns are separated by two or more spaces)."""
         return [re.split(r"\s{2,}", line.strip()) for line in self.out.splitlines() if line.strip()]
 
+    def table(self) -> dict[str, dict[str, str]]:
+        """Table output as {NAME: {COLUMN: cell}}, cut at the header's column starts (kubectl's columns are
+        left-aligned), so an empty cell stays in its column."""
+        header, *lines = [line for line in self.out.splitlines() if line.strip()]
+        columns = list(re.finditer(r"\S+(?: \S+)*", header))  # "NOMINATED NODE" is one column
+        starts, names = [m.start() for m in columns], [m.group() for m in columns]
+        table = {}
+        for line in lines:
+            cells = [line[a:b].strip() for a, b in zip(starts, [*starts[1:], None], strict=True)]
+            table[cells[0]] = dict(zip(names, cells, strict=True))
+        return table
+
 
 class Kubectl:
     """kubectl with a kubeconfig for `cluster` and a cache directory of its own.

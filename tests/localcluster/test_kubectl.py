@@ -9,10 +9,13 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+from pathlib import Path
 
 import aiohttp
 import pytest
 import yaml
+from google.protobuf import empty_pb2
+from google.protobuf.unknown_fields import UnknownFieldSet
 
 from localcluster.table import go_string, human_duration, jsonpath
 from tests.builders import JobBuilder
@@ -20,6 +23,7 @@ from tests.builders import JobBuilder
 from .kubectl import Kubectl
 
 GROUP, VERSION, PLURAL = "batch.tensorstack.dev", "v1beta1", "genericjobs"
+CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"  # the project's own
 MERGE = "application/merge-patch+json"
 CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",
@@ -158,6 +162,32 @@ async def test_apply_with_an_unknown_field_fails_strictly(kubectl, crd):
     result = await kubectl.run("apply", "-f", "-", stdin=manifest(job))
     assert result.code == 1
     assert 'strict decoding error: unknown field "spec.foo"' in result.err, result.err
+
+
+async def test_client_side_apply_of_the_project_crds_fits_in_their_annotations(kubectl):
+    """The CRDs embed a pod template's schema, and a client-side apply keeps each whole in an annotation: they
+    must stay within the API server's 256 KiB of annotations (test_crd.py checks the margin)."""
+    crds = CRDS
+    applied = await kubectl.ok("apply", "-f", str(crds))
+    assert applied.out.count(" created") == 3, applied.out
+    again = await kubectl.ok("apply", "-f", str(crds))
+    assert again.out.count(" unchanged") == 3, again.out
+
+
+async def test_an_object_too_large_for_its_last_applied_annotation_is_refused(kubectl):
+    big = copy.deepcopy(CRD)
+    big["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["description"] = "x" * 300_000
+    result = await kubectl.run("apply", "-f", "-", stdin=manifest(big))
+    assert result.code == 1
+    assert (f'The CustomResourceDefinition "{PLURAL}.{GROUP}" is invalid: metadata.annotations: Too long: '
+            "may not be more than 262144 bytes") in result.err, result.err
+    created = await kubectl.ok("create", "-f", "-", stdin=manifest(big))  # no annotation made: it fits
+    assert "created" in created.out
+    job = genericjob("annotated")
+    job["metadata"]["annotations"] = {"note": "x" * 300_000}  # a custom object is held to the same limit
+    result = await kubectl.run("create", "-f", "-", stdin=manifest(job))
+    assert ('The GenericJob "annotated" is invalid: metadata.annotations: Too long: may not be more than 262144 '
+            "bytes") in result.err, result.err
 
 
 # --- get ----------------------------------------------------------------------------------------
@@ -306,9 +336,6 @@ async def test_openapi_v3_declares_field_validation(cluster, crd):
             doc = await resp.json()
         async with http.get(f"/openapi/v3/apis/{GROUP}/{VERSION}?hash=stale", allow_redirects=False) as resp:
             assert resp.status == 301 and resp.headers["Location"] == url
-        async with http.get("/openapi/v2", headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0"
-                                                              "+protobuf"}) as resp:
-            assert resp.status == 406  # kubectl then relies on v3
         async with http.get("/openapi/v2") as resp:
             assert (await resp.json())["swagger"] == "2.0"
     item = doc["paths"][f"/apis/{GROUP}/{VERSION}/namespaces/{{namespace}}/{PLURAL}/{{name}}"]
@@ -320,6 +347,51 @@ async def test_openapi_v3_declares_field_validation(cluster, crd):
     schema = doc["components"]["schemas"][f"dev.tensorstack.batch.{VERSION}.GenericJob"]
     assert schema["properties"]["spec"]["properties"]["replicaSpecs"]["items"]["properties"]["replicas"] == {
         "type": "integer", "minimum": 0}
+
+
+def _proto(data: bytes) -> dict[int, list]:
+    """A protobuf message's fields by number, as Google's parser reads them (bytes, or ints for varints)."""
+    message = empty_pb2.Empty()
+    message.ParseFromString(data)
+    fields: dict[int, list] = {}
+    for field in UnknownFieldSet(message):
+        fields.setdefault(field.field_number, []).append(field.data)
+    return fields
+
+
+def _named(entries: list[bytes]) -> dict[str, bytes]:
+    """gnostic's Named* messages ({1: name, 2: value}) as a dict."""
+    return {_proto(entry)[1][0].decode(): _proto(entry)[2][0] for entry in entries}
+
+
+async def test_openapi_v2_is_served_as_gnostic_protobuf(cluster, crd):
+    """What kubectl reads when v3 does not know a kind (a typo in kind or group: test_kubectl in tests/e2e)."""
+    async with aiohttp.ClientSession(cluster.url) as http:
+        async with http.get("/openapi/v2", headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0"
+                                                              "+protobuf"}) as resp:
+            assert resp.status == 200
+            assert resp.headers["Content-Type"] == "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+            body = await resp.read()
+        async with http.get("/openapi/v2", headers={"Accept": "text/html"}) as resp:
+            assert resp.status == 406 and await resp.read() == b""  # as kube-openapi's handler: no body
+    document = _proto(body)
+    assert document[1] == [b"2.0"]
+    paths = _named(_proto(document[8][0])[2])
+    patch = _proto(_proto(paths[f"/apis/{GROUP}/{VERSION}/namespaces/{{namespace}}/{PLURAL}/{{name}}"])[8][0])
+    extensions = {name: yaml.safe_load(_proto(value)[2][0]) for name, value in _named(patch[13]).items()}
+    assert extensions["x-kubernetes-group-version-kind"] == {"group": GROUP, "version": VERSION, "kind": "GenericJob"}
+    queries = [_proto(_proto(_proto(_proto(item)[1][0])[2][0])[3][0]) for item in patch[8]
+               if 3 in _proto(_proto(_proto(item)[1][0])[2][0])]
+    assert b"fieldValidation" in [query[4][0] for query in queries]
+    definitions = _named(_proto(document[9][0])[1])
+
+    def properties(schema: dict) -> dict[str, dict]:  # Schema.properties (25) -> NamedSchema (1)
+        return {name: _proto(value) for name, value in _named(_proto(schema[25][0])[1]).items()}
+
+    spec = properties(_proto(definitions[f"dev.tensorstack.batch.{VERSION}.GenericJob"]))["spec"]
+    assert _proto(spec[22][0])[1] == [b"object"]  # Schema.type (22): TypeItem
+    replica = _proto(_proto(properties(spec)["replicaSpecs"][23][0])[1][0])  # Schema.items (23): ItemsItem
+    assert _proto(properties(replica)["replicas"][22][0])[1] == [b"integer"]
 
 
 async def test_table_and_partial_metadata_views(cluster, crd, custom):

@@ -527,3 +527,4 @@ def test_the_image_wheel_holds_what_run_imports_and_nothing_of_the_test_server(t
     for needed in ("controller/cmd/cli.py", "controller/runtime/manager.py", "controller/jobs/reconciler.py",
                    "controller/kinds/genericjob/kind.py"):
         assert needed in modules
+    assert "controller/jobs/pod_template.json" in zipfile.ZipFile(wheel).namelist()  # the CRDs are made from it

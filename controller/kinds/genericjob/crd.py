@@ -5,8 +5,8 @@ a test fails when they differ from what the models generate.
 
 Kubernetes needs a structural schema: every node typed, no $ref, no anyOf with null. Pydantic's
 JSON schema is turned into one (`structural`), then what the models cannot say is added: rule
-ranks are int-or-string, the pod template is preserved as given (only "at least one container" is
-checked), and CEL rules reject at apply time what a schema alone cannot:
+ranks are int-or-string, the pod template is Kubernetes' PodTemplateSpec (`template_schema`: checked as
+a Deployment's template is), and CEL rules reject at apply time what a schema alone cannot:
 
 - replica types are unique;
 - `spec.runMode.pause.resumeSpecs` cannot change once set (004), nor be removed with its parents;
@@ -33,6 +33,7 @@ from controller.jobs.crd import (
     RESUME_SPECS_IMMUTABLE,
     UNIQUE_TYPES,
     custom_resource,
+    job_columns,
     job_schema,
     status_schema,
     structural,
@@ -122,15 +123,8 @@ def genericjob_crd() -> dict:
     root = job_schema("GenericJob: a distributed batch job of replica types, each a pod template and a count; "
                       "replicas are pods named [job]-[type]-[rank].", spec_schema(), status_schema(KIND, "replicas"),
                       copy.deepcopy(_NAME_RULES))
-    columns = [
-        {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
-        {"name": "Running", "type": "integer", "jsonPath": ".status.aggregate.running"},
-        {"name": "Succeeded", "type": "integer", "jsonPath": ".status.aggregate.succeeded"},
-        {"name": "Failed", "type": "integer", "jsonPath": ".status.aggregate.failed"},
-        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-    ]
     assert API_VERSION == f"{GROUP}/{VERSION}"
-    return custom_resource(GROUP, VERSION, KIND, PLURAL, root, columns, short_names=["gj"])
+    return custom_resource(GROUP, VERSION, KIND, PLURAL, root, job_columns(), short_names=["gj"])
 
 
 # --- files ------------------------------------------------------------------------------------

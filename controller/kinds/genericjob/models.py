@@ -2,7 +2,8 @@
 
 Field names follow the generated API reference, as docs/SPEC-DECISIONS.md says.
 Python attributes are snake_case; the JSON names are the camelCase aliases. The pod template is
-kept as a raw dict: the controller passes it through untouched, and the CRD preserves it.
+kept as a raw dict: the controller passes it through untouched (the CRD checks it against Kubernetes'
+PodTemplateSpec schema).
 The CRD in manifests/ is generated from these models (controller/kinds/genericjob/crd.py).
 """
 

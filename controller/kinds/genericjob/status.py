@@ -1,15 +1,16 @@
 """Where a GenericJob keeps its replicas in its status (the kind's `StatusCodec`).
 
     status.tasks[]: {type, restartCount, replicas: [{name, uid, phase, containers, restartCount,
-                     lastRestartUid}]}
-    status.aggregate: replicas by phase;  status.backoffCount: restarts of every replica
+                     lastRestartUid, ready}]}
+    status.aggregate: replicas by phase;  status.readyReplicas, status.ready ("3/4"): replicas Running and Ready
+    status.backoffCount: restarts of every replica
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from controller.jobs.status import Replica, aggregate
+from controller.jobs.status import Replica, replica_counts
 
 
 def tasks(records_by_type: Iterable[tuple[str, list[Replica]]]) -> list[dict]:
@@ -33,5 +34,5 @@ class GenericJobStatus:
     def replica_fields(self, records_by_type: Iterable[tuple[str, list[Replica]]]) -> dict:
         records_by_type = list(records_by_type)
         task_list = tasks(records_by_type)
-        return {"tasks": task_list, "aggregate": aggregate(r for _, records in records_by_type for r in records),
+        return {"tasks": task_list, **replica_counts([r for _, records in records_by_type for r in records]),
                 "backoffCount": sum(t["restartCount"] for t in task_list)}

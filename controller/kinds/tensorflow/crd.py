@@ -93,15 +93,9 @@ def tensorflow_crd() -> dict:
         "TensorFlowTrainingJob: distributed TensorFlow training of chief, worker, ps and evaluator replicas; pods "
         "named [job]-[type]-[rank], each told the cluster in TF_CONFIG.", spec_schema(), status_schema(),
         copy.deepcopy(_NAME_RULES))
-    columns = [
-        {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
-        {"name": "Running", "type": "integer", "jsonPath": ".status.aggregate.running"},
-        {"name": "Succeeded", "type": "integer", "jsonPath": ".status.aggregate.succeeded"},
-        {"name": "Restarts", "type": "integer", "jsonPath": ".status.backoffCount"},
-        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-    ]
     assert API_VERSION == f"{GROUP}/{VERSION}"
-    return generic.custom_resource(GROUP, VERSION, KIND, PLURAL, root, columns, short_names=[SHORT_NAME])
+    return generic.custom_resource(GROUP, VERSION, KIND, PLURAL, root, generic.job_columns(),
+                                   short_names=[SHORT_NAME])
 
 
 def render(crd: dict) -> str:

@@ -2,14 +2,15 @@
 GenericJob, but the per-type records are `tasks[].replicaStatus` (003's name).
 
     status.tasks[]: {type, restartCount, replicaStatus: [{name, uid, phase, containers, restartCount, ...}]}
-    status.aggregate: replicas by phase;  status.backoffCount: restarts of every replica (runPolicy.backoffLimit)
+    status.aggregate: replicas by phase;  status.readyReplicas, status.ready ("3/4"): replicas Running and Ready
+    status.backoffCount: restarts of every replica (runPolicy.backoffLimit)
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from controller.jobs.status import Replica, aggregate
+from controller.jobs.status import Replica, replica_counts
 
 RECORDS = "replicaStatus"
 
@@ -26,5 +27,5 @@ class TensorFlowStatus:
         records_by_type = list(records_by_type)
         tasks = [{"type": replica_type, "restartCount": sum(r.restart_count for r in records),
                   RECORDS: [r.to_json() for r in records]} for replica_type, records in records_by_type]
-        return {"tasks": tasks, "aggregate": aggregate(r for _, records in records_by_type for r in records),
+        return {"tasks": tasks, **replica_counts([r for _, records in records_by_type for r in records]),
                 "backoffCount": sum(t["restartCount"] for t in tasks)}
