@@ -82,10 +82,26 @@ def method_not_allowed(message: str = "the server does not allow this method on 
     return ApiError(405, "MethodNotAllowed", message)
 
 
-def unsupported_media_type(content_type: str) -> ApiError:
+def unsupported_media_type(content_type: str, accepted: tuple[str, ...] | None = None) -> ApiError:
+    accepted = accepted or ("application/json-patch+json", "application/merge-patch+json")
     return ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - "
-                    f"accepted media types include: application/json-patch+json, "
-                    f"application/merge-patch+json; got {content_type}")
+                    f"accepted media types include: {', '.join(accepted)}; got {content_type}")
+
+
+def apply_conflict(conflicts: list[tuple[str, str]]) -> ApiError:
+    """409 for server-side apply conflicts, from (manager as printed, field path) pairs (NewConflictError)."""
+    causes = [{"reason": "FieldManagerConflict", "message": f"conflict with {manager}", "field": path}
+              for manager, path in conflicts]
+    if len(conflicts) == 1:
+        manager, path = conflicts[0]
+        return ApiError(409, "Conflict", f"Apply failed with 1 conflict: conflict with {manager}: {path}",
+                        {"causes": causes})
+    lines = []
+    for manager in sorted({manager for manager, _ in conflicts}):
+        lines.append(f"conflicts with {manager}:")
+        lines += [f"- {path}" for other, path in conflicts if other == manager]
+    return ApiError(409, "Conflict", f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines),
+                    {"causes": causes})
 
 
 def too_many_requests(retry_after: int) -> ApiError:

@@ -54,7 +54,7 @@ from aiohttp import web
 from . import errors
 from .api import Api, now_rfc3339
 from .errors import ApiError
-from .runner import NODE, PODS, NoneRunner
+from .runner import KUBELET, NODE, PODS, NoneRunner
 from .store import ADDED, DELETED, Event, obj_key
 
 log = logging.getLogger("localcluster.process")
@@ -412,7 +412,7 @@ class ProcessRunner(NoneRunner):
             return
         status = self._status(run, pod, terminal)
         if status != pod.get("status"):
-            self.api.system_write(self.api.registry.get("", "v1", "pods"), {**pod, "status": status})
+            self.api.system_write(self.api.registry.get("", "v1", "pods"), {**pod, "status": status}, KUBELET, "status")
 
     def _status(self, run: PodRun, pod: dict, terminal: bool) -> dict:
         now = now_rfc3339()
@@ -485,7 +485,7 @@ class ProcessRunner(NoneRunner):
         run.start_time = now_rfc3339()
         status = self._status(run, pod, False)
         self.api.system_write(self.api.registry.get("", "v1", "pods"),
-                              {**pod, "spec": {**pod["spec"], "nodeName": NODE}, "status": status})
+                              {**pod, "spec": {**pod["spec"], "nodeName": NODE}, "status": status}, KUBELET, "status")
         return True
 
     async def _supervise(self, run: PodRun, box: Box) -> int | None:
