@@ -104,12 +104,12 @@ def _go_type(value: Any) -> str:
 
 
 def _untyped(rt: ResourceType, config: dict, err: SchemaError) -> ApiError:
-    """The configuration does not fit the schema (duplicate keys...): the server's 500, as it answers."""
+    """The configuration does not fit the schema (duplicate keys...): the server answers it as an error it
+    did not expect, 500 with reason Unknown (kubernetes#118476)."""
     meta = config.get("metadata") or {}
     group, _, version = rt.group_version.rpartition("/")
-    return errors.internal_error(f"failed to create typed patch object ({meta.get('namespace') or ''}/"
-                                 f"{meta.get('name') or ''}; {group + '/' if group else ''}{version}, Kind={rt.kind}): "
-                                 f"{err}")
+    return ApiError(500, "Unknown", f"failed to create typed patch object ({meta.get('namespace') or ''}/"
+                                    f"{meta.get('name') or ''}; {group}/{version}, Kind={rt.kind}): {err}")
 
 
 def _without_managed_fields(obj: dict) -> dict:
