@@ -361,8 +361,12 @@ class Api:
         if meta.get("uid") != old["metadata"]["uid"]:
             raise self._conflict(rt, name, f"Precondition failed: UID in precondition: {meta.get('uid')}, "
                                            f"UID in object meta: {old['metadata']['uid']}")
+        if rt.namespaced and meta.get("namespace") not in (None, "", old["metadata"].get("namespace")):
+            raise errors.bad_request("the namespace of the provided object does not match the namespace sent on "
+                                     "the request")
         if meta.get("name", name) != name:
-            raise errors.bad_request("the name of the object does not match the name on the URL")
+            raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL "
+                                     f"({name})")
         return self._replace(rt, old, self._check_body(rt, result), meta, subresource, dry_run, applied)
 
     def apply(self, rt: ResourceType, namespace: str | None, name: str, config, subresource: str | None = None,

@@ -170,11 +170,18 @@ async def test_force_is_for_apply_only(rest):
     ({**configmap({}), "apiVersion": "apps/v1"}, "invalid object type: apps/v1, Kind=ConfigMap"),
     ({"metadata": {"name": "c"}}, "invalid object type: /, Kind="),
     ({**configmap({}), "metadata": {"name": "c", "managedFields": []}}, "metadata.managedFields must be nil"),
+    ({**configmap({}), "metadata": {"name": "c", "namespace": "kube-system"}},
+     "the namespace of the provided object does not match the namespace sent on the request"),
+    ({**configmap({}), "metadata": {"name": "other"}},
+     "the name of the object (other) does not match the name on the URL (c)"),
     ("just text", "error decoding YAML: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal "
                   "string into Go value of type map[string]interface {}"),
 ])
 async def test_a_configuration_that_is_not_the_resources_object_is_a_400(rest, config, message):
-    status, answer = await rest.apply(f"{CONFIGMAPS}/c", config, "deployer")
+    status, answer = await rest.apply(f"{CONFIGMAPS}/c", config, "deployer")  # a create
+    assert (status, answer["reason"], answer["message"]) == (400, "BadRequest", message)
+    await rest.apply(f"{CONFIGMAPS}/c", configmap({}), "deployer")
+    status, answer = await rest.apply(f"{CONFIGMAPS}/c", config, "deployer")  # an update
     assert (status, answer["reason"], answer["message"]) == (400, "BadRequest", message)
 
 
