@@ -255,16 +255,6 @@ def has(s: dict, path: tuple[str, ...]) -> bool:
     return node is not None and is_member(node)
 
 
-def subtree(s: dict, path: tuple[str, ...]) -> dict:
-    """The set below `path` (EMPTY when nothing is there)."""
-    for element in path:
-        s = s.get(element)
-        if s is None:
-            return EMPTY
-        s = children(s)
-    return s
-
-
 def with_named_fields(s: dict, shape) -> dict:
     """`s` where every named (struct) field with something below it is a member too
     (EnsureNamedFieldsAreMembers): owning `.spec.replicas` then keeps `.spec` itself."""

@@ -39,6 +39,10 @@ class BuiltinShape:
         # The one defaulted key field of the built-in list keys: ports' protocol.
         return "TCP" if name == "protocol" else None
 
+    @staticmethod
+    def declares(name: str) -> bool:
+        return True  # the table knows tagged fields only: any other may exist
+
     def field(self, name: str) -> tuple[BuiltinShape, bool]:
         found = self._below.get(name)
         if found is None:
@@ -74,6 +78,12 @@ class SchemaShape:
         items = (self._schema or {}).get("items") or {}
         return ((items.get("properties") or {}).get(name) or {}).get("default")
 
+    def declares(self, name: str) -> bool:
+        """Whether an object here may have field `name` (an applied configuration must not have others)."""
+        schema = self._schema
+        return (schema is None or name in (schema.get("properties") or {}) or bool(schema.get("additionalProperties"))
+                or bool(schema.get("x-kubernetes-preserve-unknown-fields")))
+
     def field(self, name: str) -> tuple[Any, bool]:
         found = self._below.get(name)
         if found is None:
@@ -105,6 +115,9 @@ class _ResourceRoot(SchemaShape):
     """A custom resource's root: its metadata is ObjectMeta, whatever the CRD says of it."""
 
     __slots__ = ()
+
+    def declares(self, name: str) -> bool:
+        return name in ("apiVersion", "kind", "metadata") or super().declares(name)
 
     def _field(self, name: str) -> tuple[Any, bool]:
         if name == "metadata":

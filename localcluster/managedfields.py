@@ -53,11 +53,12 @@ def item_element(item: Any, shape) -> str:
             raise SchemaError(f"associative list with keys has an element that omits all key fields "
                               f"{_go_list(keys)} (and doesn't have default values for any key fields)")
         return fieldsets.key_element(found)
-    if isinstance(item, dict | list) or item is None:
-        raise SchemaError("associative list without keys has an element that's a map type"
-                          if isinstance(item, dict) else "associative list without keys has an element that's "
-                          "an explicit null" if item is None else "not supported: associative list with lists "
-                          "as elements")
+    if isinstance(item, dict):
+        raise SchemaError("associative list without keys has an element that's a map type")
+    if isinstance(item, list):
+        raise SchemaError("not supported: associative list with lists as elements")
+    if item is None:
+        raise SchemaError("associative list without keys has an element that's an explicit null")
     return fieldsets.value_element(item)
 
 
@@ -71,14 +72,6 @@ def grouped_items(items: list, shape) -> dict[str, list]:
     for item in items:
         out.setdefault(item_element(item, shape), []).append(item)
     return out
-
-
-def _granular_list(value: Any, shape) -> bool:
-    return isinstance(value, list) and bool(value) and shape.list_type != fieldshapes.ATOMIC
-
-
-def _granular_map(value: Any, shape) -> bool:
-    return isinstance(value, dict) and bool(value) and not shape.atomic
 
 
 # --- comparing two objects ----------------------------------------------------------------------
@@ -224,7 +217,8 @@ def _with_metadata(s: dict | None, node: dict | None) -> dict | None:
 
 def field_set(value: dict, shape, strict: bool = False) -> dict:
     """The fields of an object (typed.ToFieldSet): its leaves, list items, empty or null objects and map
-    entries. `strict` refuses duplicate list items, as an applied configuration must not have any."""
+    entries. `strict`, for an applied configuration: duplicate list items and fields the schema does not
+    declare are errors, as the server's conversion to a typed value finds them."""
     return _object_fields(value, shape, strict, ())
 
 
@@ -234,6 +228,8 @@ def _object_fields(value: dict, shape, strict: bool, path: tuple) -> dict:
         child_value = value[key]
         child, named = shape.field(key)
         element = field_element(key)
+        if strict and not shape.declares(key):
+            raise SchemaError(f"{fieldsets.path_string((*path, element))}: field not declared in schema")
         member = (child_value is None or child_value == {} or not named or _owned_whole(child_value, child)
                   or not isinstance(child_value, dict | list))
         node = fieldsets.make_node(member, _value_fields(child_value, child, strict, (*path, element)))

@@ -118,11 +118,15 @@ async def test_list_items_merge_by_their_keys_and_go_with_their_applier(rest, bo
     assert [item["name"] for item in dropped["spec"]["items"]] == ["b"]
 
 
-async def test_a_configuration_with_duplicate_list_keys_is_the_servers_500(rest, boxes):
-    status, answer = await rest.apply(f"{BOXES}/b", box([{"name": "a"}, {"name": "a"}]), "one")
+@pytest.mark.parametrize(("spec", "error"), [
+    ({"items": [{"name": "a"}, {"name": "a"}]}, '.spec.items: duplicate entries for key [name="a",slot=0]'),
+    ({"items": [{"name": "a", "colour": "red"}]}, '.spec.items[name="a",slot=0].colour: field not declared in schema'),
+])
+async def test_a_configuration_that_does_not_fit_the_schema_is_the_servers_500(rest, boxes, spec, error):
+    config = {"apiVersion": "example.dev/v1", "kind": "Box", "metadata": {"name": "b"}, "spec": spec}
+    status, answer = await rest.apply(f"{BOXES}/b", config, "one")
     assert (status, answer["reason"]) == (500, "Unknown")
-    assert answer["message"] == ('failed to create typed patch object (/b; example.dev/v1, Kind=Box): '
-                                 '.spec.items: duplicate entries for key [name="a",slot=0]')
+    assert answer["message"] == f"failed to create typed patch object (/b; example.dev/v1, Kind=Box): {error}"
 
 
 async def test_apply_to_status_owns_status_only(rest, cluster):
