@@ -378,6 +378,8 @@ def _capped(managed: Managed) -> Managed:
             first_of_version[entry.api_version] = identity
             continue
         bucket = Entry("ancient-changes", UPDATE, entry.api_version, "", entry.time, EMPTY)
+        if identity == bucket.identity:
+            continue  # the bucket itself: merged into, never into itself
         if bucket.identity not in managed:
             bucket.fields = managed.pop(first).fields
         else:
