@@ -102,6 +102,26 @@ def path_string(path: tuple[str, ...]) -> str:
     return "".join(element_string(element) for element in path)
 
 
+# --- sharing ------------------------------------------------------------------------------------
+
+_interned: dict[bytes, dict] = {}
+_INTERNED_LIMIT = 4096
+
+
+def interned(s: dict) -> dict:
+    """One shared copy of each distinct set: objects made from one template (a job's pods, their
+    statuses) then hold one tree between them instead of a tree each, which the cyclic GC would walk."""
+    if not s:
+        return s
+    key = orjson.dumps(s)
+    found = _interned.get(key)
+    if found is None:
+        if len(_interned) >= _INTERNED_LIMIT:
+            _interned.clear()
+        found = _interned[key] = s
+    return found
+
+
 # --- set algebra ---------------------------------------------------------------------------------
 
 

@@ -508,13 +508,10 @@ def field_manager(request: web.Request) -> str:
     (printable characters, at most 128 bytes), else "unknown" (managerOrUserAgent)."""
     name = request.query.get("fieldManager")
     if not name:
-        name = ""
-        for char in request.headers.get("User-Agent", "").split("/")[0]:
-            if not char.isprintable():
-                continue
-            if len((name + char).encode()) > MAX_FIELD_MANAGER:
-                break
-            name += char
+        name = request.headers.get("User-Agent", "").split("/", 1)[0]
+        if not name.isprintable() or len(name.encode()) > MAX_FIELD_MANAGER:
+            name = "".join(char for char in name if char.isprintable())
+            name = name.encode()[:MAX_FIELD_MANAGER].decode(errors="ignore")
     return name or "unknown"
 
 

@@ -119,11 +119,15 @@ def _compare_value(old: Any, new: Any, shape) -> tuple:
 
 
 def _compare_maps(old: dict, new: dict, shape, skip: tuple) -> tuple:
-    added, modified, removed = {}, {}, {}
     field = shape.field
+    if not old:  # all new (a create's metadata, say): no comparing to do
+        added = {"f:" + key: _every_path(value, field(key)[0]) if type(value) in _CONTAINERS else EMPTY
+                 for key, value in sorted(new.items()) if key not in skip}
+        return added or None, None, None
+    added, modified, removed = {}, {}, {}
     for key, new_value in new.items():
         old_value = old.get(key, _ABSENT)
-        if old_value is new_value or key in skip:
+        if old_value is new_value or key in skip or old_value == new_value:
             continue
         a, m, r = _compare_value(old_value, new_value, field(key)[0])
         if a is not None:
@@ -273,6 +277,7 @@ class Entry:
     subresource: str
     time: str | None
     fields: dict
+    stored: dict | None = None  # the stored entry it was read from, reused while unchanged
 
     @property
     def identity(self) -> tuple[str, str, str, str]:
@@ -281,6 +286,8 @@ class Entry:
                 self.subresource)
 
     def encoded(self) -> dict:
+        if self.stored is not None:
+            return self.stored
         out = {"manager": self.manager, "operation": self.operation, "apiVersion": self.api_version}
         if self.time is not None:
             out["time"] = self.time
@@ -301,8 +308,9 @@ class Entry:
 Managed = dict  # identity -> Entry
 
 
-def decode(entries: Any) -> Managed | None:
-    """Stored or requested entries by identity; None when they are not valid entries."""
+def decode(entries: Any, stored: bool = True) -> Managed | None:
+    """Stored or requested (`stored` False: written anew) entries by identity; None when they are not
+    valid entries."""
     if not isinstance(entries, list):
         return None
     out: Managed = {}
@@ -313,7 +321,7 @@ def decode(entries: Any) -> Managed | None:
         if not raw.get("apiVersion") or raw.get("fieldsType") != "FieldsV1" or not isinstance(fields, dict):
             return None
         entry = Entry(raw.get("manager") or "", raw["operation"], raw["apiVersion"], raw.get("subresource") or "",
-                      raw.get("time"), fields)
+                      raw.get("time"), fields, raw if stored else None)
         out[entry.identity] = entry
     return out
 
@@ -350,14 +358,16 @@ def take_fields(managed: Managed, comparison: Comparison, writer: Entry, now: st
     for identity, entry in managed.items():
         kept = fieldsets.difference(entry.fields, lost)
         if kept is not entry.fields:
-            entry = Entry(entry.manager, entry.operation, entry.api_version, entry.subresource, entry.time, kept)
+            entry = Entry(entry.manager, entry.operation, entry.api_version, entry.subresource, entry.time,
+                          fieldsets.interned(kept))
         if kept:
             out[identity] = entry
-    taken = fieldsets.difference(changed, STRIPPED)
+    taken = changed  # compare() leaves out what is never owned (STRIPPED)
     if taken:
         previous = out.get(writer.identity)
         fields = fieldsets.union(previous.fields, taken) if previous is not None else taken
-        out[writer.identity] = Entry(writer.manager, UPDATE, writer.api_version, writer.subresource, now, fields)
+        out[writer.identity] = Entry(writer.manager, UPDATE, writer.api_version, writer.subresource, now,
+                                     fieldsets.interned(fields))
     return _capped(out)
 
 
@@ -410,6 +420,8 @@ def on_write(rt: ResourceType, old: dict | None, new: dict, requested: Any, mana
                              reset_fields(rt, subresource))
     except SchemaError:
         return live
+    if not (comparison.added or comparison.modified or comparison.removed) and requested in (None, live):
+        return live  # nothing changed hands
     writer = Entry(manager or "unknown", UPDATE, rt.group_version, subresource or "", now, EMPTY)
     return encode(take_fields(managed, comparison, writer, now))
 
@@ -418,8 +430,8 @@ def _starting_entries(live: Any, requested: Any) -> Managed:
     """decodeLiveOrNew: the request's entries when it sets valid ones, else the stored ones."""
     if is_reset(requested):
         return {}
-    if requested:
-        decoded = decode(requested)
+    if requested and requested != live:  # a patch carries the stored entries along: keep those, shared
+        decoded = decode(requested, stored=False)
         if decoded:
             return decoded
     return (decode(live) or {}) if live else {}
