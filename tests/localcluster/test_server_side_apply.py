@@ -189,12 +189,13 @@ async def test_a_configuration_that_is_not_the_resources_object_is_a_400(rest, c
     assert (status, answer["reason"], answer["message"]) == (400, "BadRequest", message)
 
 
-async def test_a_patch_type_the_resource_does_not_take_is_a_415_listing_those_it_does(rest, boxes):
-    status, answer = await rest.call("PATCH", f"{CONFIGMAPS}/c", "{}", "application/xml")
+@pytest.mark.parametrize("content_type", ["application/xml", "application/apply-patch+json"])
+async def test_a_patch_type_the_resource_does_not_take_is_a_415_listing_those_it_does(rest, boxes, content_type):
+    status, answer = await rest.call("PATCH", f"{CONFIGMAPS}/c", "{}", content_type, fieldManager="m")
     assert (status, answer["message"]) == (415, (
         "the body of the request was in an unknown format - accepted media types include: "
         "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, "
-        "application/apply-patch+yaml; got application/xml"))
+        f"application/apply-patch+yaml; got {content_type}"))
     status, answer = await rest.call("PATCH", f"{BOXES}/b", "{}", STRATEGIC)
     assert status == 415 and answer["message"].endswith(
         "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml; "
