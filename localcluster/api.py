@@ -7,11 +7,12 @@ Every method is synchronous and raises `ApiError` on failure.
 from __future__ import annotations
 
 import random
+import time
 import uuid
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from . import builtins, deletion, errors, events, subresources
+from . import builtins, deletion, errors, events, managedfields, subresources
 from .errors import ApiError
 from .resources import Registry, ResourceType, types_from_crd
 from .store import ObjKey, Store
@@ -21,11 +22,22 @@ CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
 NAMESPACES = ("", "namespaces")
 PODS = ("", "pods")
 DEPLOYMENTS = ("apps", "deployments")
+# The field manager of the cluster's own writes (bootstrap objects, default namespaces).
+SERVER_MANAGER = "kube-apiserver"
+APPLY_PATCH = "application/apply-patch+yaml"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
+_this_second: list = [0, ""]  # (epoch second, its RFC 3339 text): most writes format the same second
+
+
 def now_rfc3339(delta: float = 0.0) -> str:
-    return deletion.rfc3339(datetime.now(UTC) + timedelta(seconds=delta))
+    if delta:
+        return deletion.rfc3339(datetime.now(UTC) + timedelta(seconds=delta))
+    second = int(time.time())
+    if second != _this_second[0]:
+        _this_second[:] = [second, deletion.rfc3339(datetime.fromtimestamp(second, UTC))]
+    return _this_second[1]
 
 
 # id(CRD schema) -> (that schema, the same schema reduced to its status subtree)
@@ -74,6 +86,8 @@ class Api:
         # (admission.Admission); None for the cluster's own writes (GC, pod runners), which skip it.
         self.user = None
         self.admission = None
+        # The field manager of the write being served (managedFields); the HTTP layer sets it per request.
+        self.manager = SERVER_MANAGER
 
     # --- helpers ---------------------------------------------------------------------------
 
@@ -226,7 +240,9 @@ class Api:
 
     # --- create ---------------------------------------------------------------------------
 
-    def create(self, rt: ResourceType, namespace: str | None, body: dict, dry_run: bool = False) -> dict:
+    def create(self, rt: ResourceType, namespace: str | None, body: dict, dry_run: bool = False,
+               applied: bool = False) -> dict:
+        """Create an object; `applied`: by server-side apply, which has set its managedFields already."""
         obj = self._check_body(rt, body)
         meta = obj["metadata"] = dict(obj.get("metadata") or {})
         if rt.namespaced:
@@ -240,7 +256,8 @@ class Api:
             raise errors.bad_request("resourceVersion should not be set on objects to be created")
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + "".join(random.choices(NAME_CHARS, k=5))
-        for transient in ("deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
+        requested = meta.pop("managedFields", None)
+        for transient in ("deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(transient, None)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_rfc3339()
@@ -252,7 +269,20 @@ class Api:
             self.admission.validate(self.user, rt, None, obj, None)
         if self.store.get(rt.storage_key, self._key(rt, meta.get("namespace"), meta["name"])) is not None:
             raise errors.already_exists(rt.qualified_resource, meta["name"], rt.group, rt.plural)
+        if applied:
+            meta["managedFields"] = requested
+        else:
+            self._track(rt, None, obj, requested, None, self.manager)
         return self.present(rt, self._commit(rt, obj, dry_run))
+
+    def _track(self, rt: ResourceType, old: dict | None, obj: dict, requested, subresource: str | None,
+               manager: str) -> None:
+        """Set obj's managedFields for a create or update by `manager` (managedfields.on_write)."""
+        entries = managedfields.on_write(rt, old, obj, requested, manager, subresource, now_rfc3339())
+        if entries is None:
+            obj["metadata"].pop("managedFields", None)
+        else:
+            obj["metadata"]["managedFields"] = entries
 
     def _check_body(self, rt: ResourceType, body) -> dict:
         if not isinstance(body, dict):
@@ -300,8 +330,9 @@ class Api:
         return self._replace(rt, old, obj, meta, subresource, dry_run)
 
     def _replace(self, rt: ResourceType, old: dict, obj: dict, meta: dict, subresource: str | None,
-                 dry_run: bool) -> dict:
+                 dry_run: bool, applied: bool = False) -> dict:
         old_meta = old["metadata"]
+        requested = meta.get("managedFields")  # a status write ignores it, unless apply computed it
         if subresource == "status":
             obj, meta = subresources.status_write(rt, old, obj, meta)
         elif rt.status_subresource:
@@ -327,6 +358,11 @@ class Api:
             self.admission.validate(self.user, rt, subresource, obj, old)
         if _without(obj, "metadata", "status") != _without(old, "metadata", "status"):
             meta["generation"] = old_meta.get("generation", 1) + 1
+        if applied:
+            if requested is not None:
+                meta["managedFields"] = requested
+        else:
+            self._track(rt, old, obj, requested, subresource, self.manager)
         if obj == old:
             return self.present(rt, old)  # a no-op update writes nothing, as etcd3's GuaranteedUpdate
         if meta.get("deletionTimestamp") and not meta.get("finalizers") and not self._waits_for_kubelet(rt, obj):
@@ -335,20 +371,48 @@ class Api:
 
     def patch(self, rt: ResourceType, namespace: str | None, name: str, content_type: str, patch,
               subresource: str | None = None, dry_run: bool = False) -> dict:
+        if content_type == APPLY_PATCH:
+            return self.apply(rt, namespace, name, patch, subresource, dry_run)[0]
         old = self.store.get(rt.storage_key, self._key(rt, namespace, name))
         if old is None:
             raise self._not_found(rt, name)
         seen = self.present(rt, old)  # a patch applies to the object in the request's version
         result = patched(seen, content_type, patch, rt.kind, rt.strategic, rt.patch_types)
+        return self._replace_patched(rt, old, name, result, subresource, dry_run, applied=False)
+
+    def _replace_patched(self, rt: ResourceType, old: dict, name: str, result: dict, subresource: str | None,
+                         dry_run: bool, applied: bool) -> dict:
         meta = dict(result.get("metadata") or {})
         if meta.get("resourceVersion") != old["metadata"]["resourceVersion"]:
             raise self._conflict(rt, name)
         if meta.get("uid") != old["metadata"]["uid"]:
             raise self._conflict(rt, name, f"Precondition failed: UID in precondition: {meta.get('uid')}, "
                                            f"UID in object meta: {old['metadata']['uid']}")
+        if rt.namespaced and meta.get("namespace") not in (None, "", old["metadata"].get("namespace")):
+            raise errors.bad_request("the namespace of the provided object does not match the namespace sent on "
+                                     "the request")
         if meta.get("name", name) != name:
-            raise errors.bad_request("the name of the object does not match the name on the URL")
-        return self._replace(rt, old, self._check_body(rt, result), meta, subresource, dry_run)
+            raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL "
+                                     f"({name})")
+        return self._replace(rt, old, self._check_body(rt, result), meta, subresource, dry_run, applied)
+
+    def apply(self, rt: ResourceType, namespace: str | None, name: str, config, subresource: str | None = None,
+              dry_run: bool = False, force: bool = False) -> tuple[dict, bool]:
+        """Server-side apply (apply.py); returns (object, created): a missing object is created by it."""
+        from . import apply as applying
+
+        old = self.store.get(rt.storage_key, self._key(rt, namespace, name))
+        if old is None and subresource is not None:
+            raise self._not_found(rt, name)  # subresources never create
+        live = self.present(rt, old) if old is not None else None
+        result = applying.apply(rt, live, config, self.manager, subresource, force, now_rfc3339())
+        if old is not None:
+            return self._replace_patched(rt, old, name, result, subresource, dry_run, applied=True), False
+        meta = result["metadata"]
+        if meta.setdefault("name", name) != name:
+            raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL "
+                                     f"({name})")
+        return self.create(rt, namespace, result, dry_run, applied=True), True
 
     # --- delete ---------------------------------------------------------------------------
 
@@ -395,13 +459,20 @@ class Api:
             self._unserve_crd(old)
         return final
 
-    def system_write(self, rt: ResourceType, obj: dict) -> dict:
-        """Store a new state without admission: what the scheduler, kubelet and GC may do.
+    def system_write(self, rt: ResourceType, obj: dict, manager: str | None = None,
+                     subresource: str | None = None) -> dict:
+        """Store a new state without admission: what the scheduler, kubelet and GC may do. With a
+        `manager`, its managedFields record the write as that component's (e.g. "kubelet" on "status").
 
         Writers build the new state from the stored one (`{**pod, "status": ...}`), so its metadata is
         the stored version's dict: it is copied before the new resourceVersion goes in, or the version
         already stored (and queued for watchers, and kept in the history) would change with it."""
-        return self._commit(rt, {**obj, "metadata": dict(obj["metadata"])}, False)
+        obj = {**obj, "metadata": dict(obj["metadata"])}
+        if manager is not None:
+            old = self.store.get(rt.storage_key, self._key(rt, obj["metadata"].get("namespace"),
+                                                          obj["metadata"]["name"]))
+            self._track(rt, old, obj, None, subresource, manager)
+        return self._commit(rt, obj, False)
 
     def remove_now(self, rt: ResourceType, obj: dict) -> None:
         """Delete immediately whatever its state: for the kubelet, GC and namespace clean-up."""

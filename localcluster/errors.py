@@ -88,6 +88,22 @@ def unsupported_media_type(accepted: tuple[str, ...]) -> ApiError:
                     "media types include: " + ", ".join(accepted))
 
 
+def apply_conflict(conflicts: list[tuple[str, str]]) -> ApiError:
+    """409 for server-side apply conflicts, from (manager as printed, field path) pairs (NewConflictError)."""
+    causes = [{"reason": "FieldManagerConflict", "message": f"conflict with {manager}", "field": path}
+              for manager, path in conflicts]
+    if len(conflicts) == 1:
+        manager, path = conflicts[0]
+        return ApiError(409, "Conflict", f"Apply failed with 1 conflict: conflict with {manager}: {path}",
+                        {"causes": causes})
+    lines = []
+    for manager in sorted({manager for manager, _ in conflicts}):
+        lines.append(f"conflicts with {manager}:")
+        lines += [f"- {path}" for other, path in conflicts if other == manager]
+    return ApiError(409, "Conflict", f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines),
+                    {"causes": causes})
+
+
 def too_many_requests(retry_after: int) -> ApiError:
     return ApiError(429, "TooManyRequests", "the server has received too many requests and has asked us "
                     "to try again later", {"retryAfterSeconds": retry_after},

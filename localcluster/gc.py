@@ -18,6 +18,7 @@ from .errors import ApiError
 from .store import ADDED, DELETED, Event, StorageKey, obj_key
 
 log = logging.getLogger("localcluster.gc")
+MANAGER = "kube-controller-manager"  # whose name its writes carry in managedFields, as a real collector's
 
 
 class GarbageCollector:
@@ -105,7 +106,7 @@ class GarbageCollector:
         meta = {**obj["metadata"], "ownerReferences": refs}
         if not refs:
             del meta["ownerReferences"]
-        self.api.system_write(rt, {**obj, "metadata": meta})
+        self.api.system_write(rt, {**obj, "metadata": meta}, MANAGER)
 
     # --- work items -----------------------------------------------------------------------
 
@@ -164,7 +165,7 @@ class GarbageCollector:
             if meta.get("deletionGracePeriodSeconds", 0) == 0:
                 self.api.remove_now(rt, obj)
                 return
-        self.api.system_write(rt, {**obj, "metadata": meta})
+        self.api.system_write(rt, {**obj, "metadata": meta}, MANAGER)
 
     def _namespace(self, name: str) -> None:
         """Delete everything in a terminating namespace, then the namespace itself."""

@@ -18,6 +18,7 @@ from aiohttp import web
 from apimachinery.selectors import SelectorError, parse_field_selector, parse_label_selector
 
 from . import discovery, errors, events, pod_exec, protobuf, reviews, scale, table
+from .api import APPLY_PATCH, SERVER_MANAGER
 from .auth import MASTERS, request_attributes
 from .errors import ApiError
 from .pod_connect import container_of, require_node
@@ -37,6 +38,7 @@ MAX_SNAPSHOTS = 256
 # Pod subresources that connect to a container: the runner's method serving each, and its HTTP methods.
 POD_CONNECT = {"log": ("pod_log", ("GET",)), "exec": ("pod_exec", ("GET", "POST")),
                "portforward": ("pod_portforward", ("GET", "POST"))}
+MAX_FIELD_MANAGER = 128  # bytes (FieldManagerMaxLength)
 USER = web.RequestKey("user", object)  # the authenticated auth.User of a request
 
 
@@ -146,6 +148,7 @@ class HttpApi:
                 return _negotiated(request, target.rt, self.list(request, target), is_list=True)
             if method == "POST":
                 body = await _read_body(request, target.rt.group_version, target.rt.kind)
+                _check_write_options(request, "CreateOptions")
                 return self._write(request, 201, self.api.create, target.rt, target.namespace, body,
                                    _dry_run(request))
             if method == "DELETE":
@@ -158,14 +161,11 @@ class HttpApi:
                                is_list=False)
         if method == "PUT":
             body = await _read_body(request, target.rt.group_version, target.rt.kind)
+            _check_write_options(request, "UpdateOptions")
             return self._write(request, 200, self.api.update, target.rt, target.namespace, target.name, body,
                                target.subresource, _dry_run(request))
         if method == "PATCH":
-            if request.content_type not in target.rt.patch_types:
-                raise errors.unsupported_media_type(target.rt.patch_types)
-            body = await _read_json(request)
-            return self._write(request, 200, self.api.patch, target.rt, target.namespace, target.name,
-                               request.content_type, body, target.subresource, _dry_run(request))
+            return await self._patch(request, target)
         if method == "DELETE" and target.subresource is None:
             options = await _read_options(request)
             obj, gone_now = self.api.delete(target.rt, target.namespace, target.name, options,
@@ -220,16 +220,38 @@ class HttpApi:
         if not allowed:
             raise request_forbidden(attrs, reason)
 
-    def _write(self, request: web.Request, status: int, verb, *args) -> web.Response:
-        """Run a create/update/patch under the request's fieldValidation, passing warnings on as headers."""
+    async def _patch(self, request: web.Request, target: Target) -> web.Response:
+        """PATCH: the body type first (415 lists those the resource takes), then the options, then the patch;
+        server-side apply answers 201 when it created the object."""
+        accepted = target.rt.patch_types
+        if request.content_type not in accepted:
+            raise errors.unsupported_media_type(accepted)
+        apply = request.content_type == APPLY_PATCH
+        body = await (_read_apply(request) if apply else _read_json(request))
+        _check_write_options(request, "PatchOptions", apply)
+        args = (target.rt, target.namespace, target.name)
+        if apply:
+            return self._write(request, None, self.api.apply, *args, body, target.subresource, _dry_run(request),
+                               _truthy(request.query.get("force")))
+        return self._write(request, 200, self.api.patch, *args, request.content_type, body, target.subresource,
+                           _dry_run(request))
+
+    def _write(self, request: web.Request, status: int | None, verb, *args) -> web.Response:
+        """Run a create/update/patch under the request's fieldValidation and field manager, passing
+        warnings on as headers. With `status` None, the verb answers (object, created)."""
         self.api.field_validation = request.query.get("fieldValidation", "Ignore")
         self.api.warnings = []
         self.api.user = request.get(USER)
+        self.api.manager = field_manager(request)
         try:
             obj = verb(*args)
             warnings = self.api.warnings
         finally:
             self.api.field_validation, self.api.warnings, self.api.user = "Ignore", [], None
+            self.api.manager = SERVER_MANAGER
+        if status is None:
+            obj, created = obj
+            status = 201 if created else 200
         response = json_response(obj, status)
         for text in warnings:
             response.headers.add("Warning", '299 - "' + text.replace('"', '\\"') + '"')
@@ -560,6 +582,50 @@ async def _read_body(request: web.Request, api_version: str, kind: str):
     return await _read_json(request)
 
 
+def field_manager(request: web.Request) -> str:
+    """The writer's name in managedFields: `fieldManager`, else the User-Agent up to its first "/"
+    (printable characters, at most 128 bytes), else "unknown" (managerOrUserAgent)."""
+    name = request.query.get("fieldManager")
+    if not name:
+        name = request.headers.get("User-Agent", "").split("/", 1)[0]
+        if not name.isprintable() or len(name.encode()) > MAX_FIELD_MANAGER:
+            name = "".join(char for char in name if char.isprintable())
+            name = name.encode()[:MAX_FIELD_MANAGER].decode(errors="ignore")
+    return name or "unknown"
+
+
+def _check_write_options(request: web.Request, kind: str, apply: bool = False) -> None:
+    """CreateOptions, UpdateOptions and PatchOptions as the server validates them (422 Invalid)."""
+    query = request.query
+    causes = []
+    if kind == "PatchOptions":
+        if apply and not query.get("fieldManager"):
+            causes.append(("FieldValueRequired", "fieldManager",
+                           "fieldManager: Required value: is required for apply patch"))
+        elif not apply and "force" in query:
+            causes.append(("FieldValueForbidden", "force",
+                           "force: Forbidden: may not be specified for non-apply patch"))
+    manager = query.get("fieldManager", "")
+    if len(manager.encode()) > MAX_FIELD_MANAGER:
+        causes.append(("FieldValueTooLong", "fieldManager",
+                       f"fieldManager: Too long: may not be more than {MAX_FIELD_MANAGER} bytes"))
+    causes += [("FieldValueInvalid", "fieldManager", f"fieldManager: Invalid value: {orjson.dumps(manager).decode()}: "
+                f"invalid character {_go_rune(char)} (at position {len(manager[:i].encode())})")
+               for i, char in enumerate(manager) if not char.isprintable()]
+    dry_run = query.getall("dryRun", [])
+    if any(value != "All" for value in dry_run):
+        listed = ", ".join(orjson.dumps(value).decode() for value in dry_run)
+        causes.append(("FieldValueNotSupported", "dryRun",
+                       f'dryRun: Unsupported value: []string{{{listed}}}: supported values: "All"'))
+    if causes:
+        raise errors.invalid(f"{kind}.meta.k8s.io", "", "meta.k8s.io", kind, causes)
+
+
+def _go_rune(char: str) -> str:
+    """Go's %#U of a character that is not printable: U+0007."""
+    return f"U+{ord(char):04X}"
+
+
 async def _read_json(request: web.Request):
     """A JSON or YAML body (Content-Type checked by the caller)."""
     raw = await request.read()
@@ -573,6 +639,18 @@ async def _read_json(request: web.Request):
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise errors.bad_request(f"the body of the request could not be decoded as JSON: {exc}") from exc
+
+
+async def _read_apply(request: web.Request):
+    """An apply configuration: YAML (JSON being YAML too); an empty body is an empty object."""
+    import yaml
+
+    raw = await request.read()
+    try:
+        config = yaml.safe_load(raw) if raw.strip() else {}
+    except yaml.YAMLError as exc:
+        raise errors.bad_request(f"error decoding YAML: {exc}") from exc
+    return {} if config is None else config
 
 
 async def _read_options(request: web.Request) -> dict:

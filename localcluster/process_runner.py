@@ -65,7 +65,7 @@ from .container_env import HOST_IP, POD_IP, ConfigError, container_command, miss
 from .kubelet_events import PodEvents, field_path
 from .pod_connect import container_of
 from .pod_exec import signal_group
-from .runner import NODE, PODS, NoneRunner, finish_deletion
+from .runner import KUBELET, NODE, PODS, NoneRunner, finish_deletion
 from .store import ADDED, DELETED, Event, obj_key
 
 log = logging.getLogger("localcluster.process")
@@ -333,7 +333,7 @@ class ProcessRunner(NoneRunner):
             return
         status = self._status(run, pod, terminal)
         if status != pod.get("status"):
-            self.api.system_write(self.api.registry.get("", "v1", "pods"), {**pod, "status": status})
+            self.api.system_write(self.api.registry.get("", "v1", "pods"), {**pod, "status": status}, KUBELET, "status")
 
     def _status(self, run: PodRun, pod: dict, terminal: bool) -> dict:
         now = now_rfc3339()
@@ -400,7 +400,8 @@ class ProcessRunner(NoneRunner):
         run.start_time = now_rfc3339()
         status = self._status(run, pod, False)
         bound = self.api.system_write(self.api.registry.get("", "v1", "pods"),
-                                      {**pod, "spec": {**pod["spec"], "nodeName": NODE}, "status": status})
+                                      {**pod, "spec": {**pod["spec"], "nodeName": NODE}, "status": status},
+                                      KUBELET, "status")
         self.events.scheduled(bound)
         return True
 

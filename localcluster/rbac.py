@@ -16,6 +16,7 @@ GROUP = "rbac.authorization.k8s.io"
 ROLES, ROLE_BINDINGS = (GROUP, "roles"), (GROUP, "rolebindings")
 CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS = (GROUP, "clusterroles"), (GROUP, "clusterrolebindings")
 CACHE_LIMIT = 100_000
+AGGREGATOR = "clusterrole-aggregation-controller"  # the field manager of aggregated rules
 
 
 # --- rule matching (rbac/v1 helpers) ------------------------------------------------------------
@@ -258,5 +259,6 @@ class Aggregator:
                     rules += [r for r in other.get("rules") or () if r not in rules]
             if rules != list(role.get("rules") or ()):
                 rt = self.api.registry.for_storage(CLUSTER_ROLES)
-                self.api.system_write(rt, {**role, "rules": rules, "metadata": dict(role["metadata"])})
+                self.api.system_write(rt, {**role, "rules": rules, "metadata": dict(role["metadata"])},
+                                      AGGREGATOR)
                 return  # that write ran sync() again with the new state

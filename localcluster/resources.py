@@ -69,9 +69,10 @@ class ResourceType:
 
     @property
     def patch_types(self) -> tuple[str, ...]:
-        """The Content-Types a PATCH may have, in the apiserver's order (server-side apply is not modelled)."""
+        """The Content-Types a PATCH may have, in the apiserver's order (custom resources: no strategic merge)."""
         strategic = ("application/strategic-merge-patch+json",) if self.strategic else ()
-        return ("application/json-patch+json", "application/merge-patch+json", *strategic)
+        return ("application/json-patch+json", "application/merge-patch+json", *strategic,
+                "application/apply-patch+yaml")
 
     @property
     def qualified_kind(self) -> str:

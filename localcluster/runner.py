@@ -28,6 +28,7 @@ from .store import ADDED, DELETED, Event, obj_key
 
 SCRIPT_ANNOTATION = "localcluster.dev/script"
 NODE = "localnode"
+KUBELET = "kubelet"  # the field manager of the status a pod runner writes, as a kubelet's
 PODS = ("", "pods")
 
 
@@ -123,7 +124,7 @@ class ScriptedRunner(NoneRunner):
             new["spec"] = {**pod["spec"], **spec}
         if status is not None:
             new["status"] = status
-        self.api.system_write(rt, new)
+        self.api.system_write(rt, new, KUBELET, "status")
 
     # --- the pod lifecycle -----------------------------------------------------------------
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from informers import PODS, Informer, InformerFactory
+from informers import PODS, InformerFactory
 
 from .support import Pods, Recorder, wait_until, watch_down
 
@@ -53,11 +53,20 @@ async def test_status_before_and_after_start(cluster, factory):
     assert not informer.healthy() and not factory.healthy()
 
 
-def test_managed_fields_are_stripped_before_caching(api_client):
-    # localcluster never sends managedFields, so this is checked where objects are prepared.
-    informer = Informer(api_client, PODS, transform=lambda obj: {**obj, "seen": sorted(obj["metadata"])})
-    prepared = informer._prepare({"metadata": {"name": "a", "managedFields": [{"manager": "kubectl"}]}})
-    assert prepared == {"metadata": {"name": "a"}, "seen": ["name"]}
+async def test_managed_fields_are_stripped_before_caching(cluster, factory):
+    # The server sends managedFields with every object, listed ("a") or watched ("b"); the cache (and
+    # the transform, which runs after the strip) never sees them.
+    seen: list[list[str]] = []
+    pods = Pods(cluster)
+    pods.create("a")
+    informer = factory.informer(PODS, transform=lambda obj: seen.append(sorted(obj["metadata"])) or obj)
+    factory.start()
+    await factory.wait_for_sync(timeout=5)
+    pods.create("b")
+    await wait_until(lambda: informer.lister.get("default/b") is not None, what="the watched pod")
+    assert all("managedFields" in pods.api.get(pods.rt, "default", name)["metadata"] for name in ("a", "b"))
+    assert len(seen) == 2 and not any("managedFields" in keys for keys in seen)
+    assert not any("managedFields" in obj["metadata"] for _, obj in informer.store.items())
 
 
 async def test_last_sync_age_is_absent_before_the_first_list_and_grows_while_watches_fail(cluster, api_client,

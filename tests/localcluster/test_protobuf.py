@@ -294,7 +294,8 @@ async def test_415_lists_the_types_the_endpoint_takes(cluster, api_client):
                               body("v1", "ConfigMap", {"metadata": {"name": "c"}}), method="PATCH")
     assert (code, status["message"]) == (415, "the body of the request was in an unknown format - accepted media "
                                               "types include: application/json-patch+json, application/merge-patch"
-                                              "+json, application/strategic-merge-patch+json")
+                                              "+json, application/strategic-merge-patch+json, "
+                                              "application/apply-patch+yaml")
     # Custom resources take neither protobuf nor strategic merge patches.
     await post(cluster, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", orjson.dumps(CRD),
                "application/json")
@@ -307,4 +308,4 @@ async def test_415_lists_the_types_the_endpoint_takes(cluster, api_client):
     code, status = await post(cluster, f"{path}/w", b"{}", "application/strategic-merge-patch+json", method="PATCH")
     assert (code, status["message"]) == (415, "the body of the request was in an unknown format - accepted media "
                                               "types include: application/json-patch+json, application/merge-patch"
-                                              "+json")
+                                              "+json, application/apply-patch+yaml")
