@@ -70,7 +70,10 @@ async def serve(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    # The level asked for is localcluster's own; other libraries (the CEL library's debug output is a flood)
+    # stay at warning, as the controller's commands keep them unless told otherwise.
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("localcluster").setLevel(args.log_level.upper())
     asyncio.run(serve(args))
 
 
