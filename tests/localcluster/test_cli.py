@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from pathlib import Path
 
 import yaml
 from kubernetes_asyncio import client, config
 
 from .test_crd import CRD
+
+CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"
 
 
 async def test_serve_writes_kubeconfig_and_installs_crds(tmp_path):
@@ -41,9 +44,7 @@ async def test_serve_writes_kubeconfig_and_installs_crds(tmp_path):
 
 async def test_debug_logs_are_localclusters_own(tmp_path):
     # A GenericJob's create runs the CRD's CEL rules, whose library logs every step at debug.
-    from pathlib import Path
-
-    crds = Path(__file__).resolve().parents[2] / "manifests" / "crds"
+    crds = CRDS
     kubeconfig = tmp_path / "kubeconfig"
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "localcluster", "serve", "--port", "0", "--kubeconfig-out", str(kubeconfig),
