@@ -174,8 +174,12 @@ async def _stop(server: LocalProcess) -> None:
 
 
 def make_dry_run(*arguments: str) -> list[list[str]]:
-    done = subprocess.run(["make", "--dry-run", "local", *arguments], cwd=ROOT, capture_output=True, text=True,
-                          timeout=30, check=False)
+    # Under `make test` (CI) the variables of the outer make would turn this into a sub-make that prints
+    # "Entering/Leaving directory" lines: run it as a user's own make.
+    outer = {"MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES"}
+    env = {name: value for name, value in os.environ.items() if name not in outer}
+    done = subprocess.run(["make", "--no-print-directory", "--dry-run", "local", *arguments], cwd=ROOT,
+                          capture_output=True, text=True, timeout=30, check=False, env=env)
     assert done.returncode == 0, done.stderr
     return [line.split() for line in done.stdout.splitlines()]
 
