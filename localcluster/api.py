@@ -12,8 +12,9 @@ import uuid
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from . import builtins, deletion, errors, events, managedfields, subresources
+from . import builtin_schemas, builtins, deletion, errors, events, managedfields, subresources
 from .errors import ApiError
+from .quantity import QuantityError
 from .resources import Registry, ResourceType, types_from_crd
 from .store import ObjKey, Store
 
@@ -207,15 +208,34 @@ class Api:
             name = (obj.get("metadata") or {}).get("name") or ""
             raise errors.invalid(rt.qualified_kind, name, rt.group, rt.kind, causes)
 
-    def _unknown_fields(self, rt: ResourceType, unknown: list[str]) -> None:
-        """What the apiserver's decoder does with fields the schema prunes, per fieldValidation."""
+    def _unknown_fields(self, rt: ResourceType, unknown: list[str], patch: tuple | None = None) -> None:
+        """What the apiserver's decoder does with fields the schema prunes, per fieldValidation. A built-in
+        kind's PATCH fails as the patch handlers fail it: 422, naming the patch (`patch` is its content
+        type and body) and the patched object's unknown fields."""
         if not unknown or self.field_validation == "Ignore":
             return
         listed = ", ".join(f'unknown field "{path}"' for path in unknown)
+        if self.field_validation == "Strict" and patch is not None:
+            raise errors.strict_patch_error(*patch, listed)  # (content type, patch, patched object)
         if self.field_validation == "Strict":
             raise errors.bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
                                      f"strict decoding error: {listed}")
         self.warnings.extend(f'unknown field "{path}"' for path in unknown)
+
+    def _decode(self, rt: ResourceType, body: dict, patch: tuple[str, object] | None) -> dict:
+        """What decoding a built-in object into its Go type does (builtin_schemas.py): every Quantity in its
+        canonical form, one that does not parse a 400 for the whole body (before defaulting and
+        validation), fields the type lacks reported per fieldValidation. Custom resources are pruned
+        by their schema at admission instead."""
+        if rt.crd_name is not None or not builtin_schemas.has_kind(rt.group, rt.version, rt.kind):
+            return body
+        try:
+            decoded, unknown = builtin_schemas.decode(body, rt.group, rt.version, rt.kind)
+        except QuantityError as exc:
+            raise errors.bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                                     f"{exc}") from exc
+        self._unknown_fields(rt, unknown, patch and (*patch, body))
+        return decoded
 
     def _initial_status(self, rt: ResourceType, obj: dict) -> None:
         key = rt.storage_key
@@ -284,7 +304,8 @@ class Api:
         else:
             obj["metadata"]["managedFields"] = entries
 
-    def _check_body(self, rt: ResourceType, body) -> dict:
+    def _check_body(self, rt: ResourceType, body, patch: tuple[str, object] | None = None) -> dict:
+        """The body as the kind's decoder leaves it; `patch` (content type, body) when it is a PATCH's result."""
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request was not a JSON object")
         kind, api_version = body.get("kind"), body.get("apiVersion")
@@ -292,13 +313,7 @@ class Api:
             raise errors.bad_request(f"the API version in the data ({api_version}) does not match the "
                                      f"expected API version ({rt.group_version})" if api_version else
                                      f"kind {kind} does not match {rt.kind}")
-        if rt.storage_key == ("", "pods"):
-            # The decoder turns resource quantities into resource.Quantity: a value that does not
-            # parse is a 400 for the whole body, before defaulting and validation.
-            error = builtins.pod_quantity_error(body)
-            if error:
-                raise errors.bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
-                                         f"{error}")
+        body = self._decode(rt, body, patch)
         if rt.storage_key == events.STORAGE:  # stored as core/v1, whichever API wrote it
             return events.convert(body, rt.group_version, events.CORE)
         obj = dict(body)
@@ -378,10 +393,11 @@ class Api:
             raise self._not_found(rt, name)
         seen = self.present(rt, old)  # a patch applies to the object in the request's version
         result = patched(seen, content_type, patch, rt.kind, rt.strategic, rt.patch_types)
-        return self._replace_patched(rt, old, name, result, subresource, dry_run, applied=False)
+        return self._replace_patched(rt, old, name, result, subresource, dry_run, applied=False,
+                                     patch=(content_type, patch))
 
     def _replace_patched(self, rt: ResourceType, old: dict, name: str, result: dict, subresource: str | None,
-                         dry_run: bool, applied: bool) -> dict:
+                         dry_run: bool, applied: bool, patch: tuple[str, object] | None = None) -> dict:
         meta = dict(result.get("metadata") or {})
         if meta.get("resourceVersion") != old["metadata"]["resourceVersion"]:
             raise self._conflict(rt, name)
@@ -394,7 +410,7 @@ class Api:
         if meta.get("name", name) != name:
             raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL "
                                      f"({name})")
-        return self._replace(rt, old, self._check_body(rt, result), meta, subresource, dry_run, applied)
+        return self._replace(rt, old, self._check_body(rt, result, patch), meta, subresource, dry_run, applied)
 
     def apply(self, rt: ResourceType, namespace: str | None, name: str, config, subresource: str | None = None,
               dry_run: bool = False, force: bool = False) -> tuple[dict, bool]:

@@ -127,50 +127,6 @@ def _valid_label_key(key: str) -> bool:
     return not qualified_name_errors(key)
 
 
-# --- quantities (resource.Quantity), checked by the decoder before any validation -----------------
-
-QUANTITY_FORMAT_ERROR = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-QUANTITY_SUFFIX_ERROR = "unable to parse quantity's suffix"
-_QUANTITY = re.compile(r"^[+-]?[0-9]*(\.[0-9]*)?([eEinumkKMGTP]*)([-+]?[0-9]*)$")
-_SUFFIXES = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T", "P", "E"}
-
-
-def quantity_error(value) -> str | None:
-    """What resource.ParseQuantity says of a JSON value, or None when it parses (null is zero)."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        text = "true" if value else "false"
-    else:
-        text = str(value).strip()
-    if text == "0":
-        return None
-    match = _QUANTITY.match(text)
-    if not text or match is None:
-        return QUANTITY_FORMAT_ERROR
-    suffix = match.group(2) + match.group(3)
-    if suffix in _SUFFIXES or (len(suffix) > 1 and suffix[0] in "eE" and re.fullmatch(r"[-+]?[0-9]+", suffix[1:])):
-        return None
-    return QUANTITY_SUFFIX_ERROR
-
-
-def pod_quantity_error(pod: dict) -> str | None:
-    """The first quantity of a pod that does not parse: resources, overhead, emptyDir size limits."""
-    spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
-    found = []
-    for group in ("initContainers", "containers", "ephemeralContainers"):
-        for container in spec.get(group) or ():
-            resources = container.get("resources") if isinstance(container, dict) else None
-            for part in ("limits", "requests"):
-                found.extend(((resources or {}).get(part) or {}).values() if isinstance(resources, dict) else ())
-    found.extend((spec.get("overhead") or {}).values() if isinstance(spec.get("overhead"), dict) else ())
-    for volume in spec.get("volumes") or ():
-        empty_dir = volume.get("emptyDir") if isinstance(volume, dict) else None
-        if isinstance(empty_dir, dict) and "sizeLimit" in empty_dir:
-            found.append(empty_dir["sizeLimit"])
-    return next((error for error in map(quantity_error, found) if error), None)
-
-
 # --- pods ---------------------------------------------------------------------------------------
 
 RESTART_POLICIES = ["Always", "OnFailure", "Never"]

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
+import orjson
+
+from .quantity import go_float
+
 
 class ApiError(Exception):
     """Raised anywhere in a request; the server turns it into a Status response."""
@@ -132,3 +138,36 @@ def invalid(qualified_kind: str, name: str, group: str, kind: str, causes: list[
 def _cause_message(field: str, text: str) -> str:
     prefix = field + ": "
     return text[len(prefix):] if text.startswith(prefix) else text
+
+
+def strict_patch_error(content_type: str, patch, patched: dict, unknown: str) -> ApiError:
+    """A PATCH of a built-in kind whose result has unknown fields, under fieldValidation=Strict: the patch
+    handlers' 422 with no kind or name, whose field `patch` holds the strategic merge patch as Go prints
+    it (`%+v` of its map) or, for JSON and merge patches, the patched object's JSON (here with sorted
+    keys, where Go writes a struct's fields in their declared order)."""
+    if content_type == "application/strategic-merge-patch+json":
+        shown = go_print(patch)
+    else:
+        shown = orjson.dumps(patched, option=orjson.OPT_SORT_KEYS).decode()
+    text = f"patch: Invalid value: {_go_quote(shown)}: strict decoding error: {unknown}"
+    return invalid("", "", "", "", [("FieldValueInvalid", "patch", text)])
+
+
+def go_print(value) -> str:
+    """fmt's %+v of what sigs.k8s.io/json decodes JSON into: map[k:v ...] with sorted keys, [a b], <nil>."""
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{key}:{go_print(value[key])}" for key in sorted(value)) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(go_print(item) for item in value) + "]"
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return go_float(value, printf=True)
+    return str(value)
+
+
+def _go_quote(text: str) -> str:
+    """strconv.Quote, as field.Error prints a string value (control characters aside)."""
+    return json.dumps(text, ensure_ascii=False)

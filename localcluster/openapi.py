@@ -6,39 +6,33 @@ What kubectl reads from them:
   operation of the kind (`x-kubernetes-group-version-kind`) and its `fieldValidation` query
   parameter; finding it, it leaves validation to the server (`?fieldValidation=Strict`). Otherwise
   (a kind the server does not serve) it falls back to /openapi/v2, which kubectl only reads as protobuf.
-- Client-side apply of a built-in kind computes a strategic merge patch from the v3 schema of a
-  component carrying `x-kubernetes-group-version-kind`, when the PATCH operation accepts
-  strategic-merge-patch+json. Built-in schemas here are permissive (no merge keys), so they carry
-  no kind extension: kubectl then uses its compiled-in Go types, which are exact.
-Custom resources get their CRD version's openAPIV3Schema, as `kubectl explain` expects.
+- Client-side apply of a built-in kind computes a strategic merge patch from the v3 schema of the
+  component carrying the kind's `x-kubernetes-group-version-kind` (its merge keys and strategies), when
+  the PATCH operation accepts strategic-merge-patch+json.
+- `kubectl explain` reads the descriptions and types of the kind's schema and the schemas it refers to.
+Built-in kinds get Kubernetes' own schemas (builtin_schemas.py, from the published spec), and so do
+the meta/v1 types every document refers to (ObjectMeta, Status...); custom resources get their CRD
+version's openAPIV3Schema.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 from datetime import UTC, datetime, timedelta
 
 import orjson
 from aiohttp import web
 
-from . import openapi_v2
+from . import builtin_schemas, openapi_v2
 from .errors import ApiError
 from .resources import Registry, ResourceType
 
 META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 PERMISSIVE = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-# Shared meta.k8s.io types the operations refer to; permissive, as nothing here validates with them.
-META_SCHEMAS = {
-    META + "ObjectMeta": {**PERMISSIVE, "description": "Standard object's metadata."},
-    META + "ListMeta": {**PERMISSIVE, "description": "Standard list metadata."},
-    META + "Status": {**PERMISSIVE, "description": "Status is a return value for calls that don't return "
-                                                   "other objects."},
-    META + "DeleteOptions": {**PERMISSIVE, "description": "DeleteOptions may be provided when deleting an "
-                                                          "API object."},
-    META + "Patch": {"type": "object", "description": "Patch is provided to give a concrete name and type to the "
-                                                      "Kubernetes PATCH request body."},
-}
+# The meta.k8s.io types a document's operations and custom resources refer to.
+META_TYPES = (META + "ObjectMeta", META + "ListMeta", META + "Status", META + "DeleteOptions", META + "Patch")
 QUERY_PARAMS = {
     "dryRun": "When present, indicates that modifications should not be persisted.",
     "fieldManager": "fieldManager is a name associated with the actor or entity that is making these changes.",
@@ -63,9 +57,7 @@ def schema_name(rt: ResourceType, kind: str | None = None) -> str:
     """Component names as the apiserver's: Go package paths for built-ins, reversed group for CRDs."""
     kind = kind or rt.kind
     if rt.crd_name is None:
-        if rt.group == "apiextensions.k8s.io":
-            return f"io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.{rt.version}.{kind}"
-        return f"io.k8s.api.{rt.group.split('.')[0] or 'core'}.{rt.version}.{kind}"
+        return builtin_schemas.definition_name(rt.group, rt.version, kind)
     return ".".join([*reversed(rt.group.split(".")), rt.version, kind])
 
 
@@ -186,7 +178,7 @@ def _kind_schema(rt: ResourceType) -> dict:
 
 
 def _list_schema(rt: ResourceType) -> dict:
-    schema = {
+    return {
         "type": "object",
         "description": f"{rt.list_kind} is a list of {rt.kind}",
         "required": ["items"],
@@ -196,11 +188,12 @@ def _list_schema(rt: ResourceType) -> dict:
             "items": {"type": "array", "items": _ref(schema_name(rt))},
             "metadata": {"allOf": [_ref(META + "ListMeta")]},
         },
+        "x-kubernetes-group-version-kind": [{"group": rt.group, "version": rt.version, "kind": rt.list_kind}],
     }
-    if rt.crd_name is not None:
-        schema["x-kubernetes-group-version-kind"] = [{"group": rt.group, "version": rt.version,
-                                                      "kind": rt.list_kind}]
-    return schema
+
+
+def _builtin(rt: ResourceType) -> bool:
+    return rt.crd_name is None and builtin_schemas.has_kind(rt.group, rt.version, rt.kind)
 
 
 def group_version_document(registry: Registry, group: str, version: str) -> dict | None:
@@ -208,13 +201,32 @@ def group_version_document(registry: Registry, group: str, version: str) -> dict
     if not types:
         return None
     paths: dict = {}
-    schemas = dict(META_SCHEMAS)
+    schemas: dict = {}
+    builtin_roots = list(META_TYPES)
     for rt in types:
         paths.update(_paths(rt))
-        schemas[schema_name(rt)] = _kind_schema(rt)
-        schemas[schema_name(rt, rt.list_kind)] = _list_schema(rt)
+        if _builtin(rt):
+            builtin_roots += [schema_name(rt), schema_name(rt, rt.list_kind)]
+        else:
+            schemas[schema_name(rt)] = _kind_schema(rt)
+            schemas[schema_name(rt, rt.list_kind)] = _list_schema(rt)
+    schemas.update(_builtin_components(tuple(builtin_roots)))
     return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.35.0"}, "paths": paths,
-            "components": {"schemas": schemas}}
+            "components": {"schemas": dict(sorted(schemas.items()))}}
+
+
+@functools.lru_cache(maxsize=64)
+def _builtin_components(roots: tuple[str, ...]) -> dict:
+    """The built-in schemas `roots` name (those that exist: review kinds have no list) and all they refer to."""
+    components = builtin_schemas.components()
+    out: dict = {}
+    todo = [name for name in roots if name in components]
+    while todo:
+        name = todo.pop()
+        if name not in out:
+            out[name] = components[name]
+            todo += builtin_schemas.references(components[name])
+    return out
 
 
 def _group_versions(registry: Registry) -> list[tuple[str, str]]:
@@ -247,9 +259,14 @@ def swagger_document(registry: Registry) -> dict:
         for path, item in doc["paths"].items():
             paths[path] = {verb: _v2_operation(op) if verb != "parameters" else [_v2_param(p) for p in op]
                            for verb, op in item.items()}
-    raw = orjson.dumps(definitions).replace(b"#/components/schemas/", b"#/definitions/")
+    published = builtin_schemas.definitions()
+    custom = {name: schema for name, schema in definitions.items() if name not in published}
+    raw = orjson.dumps(custom).replace(b"#/components/schemas/", b"#/definitions/")
+    converted = orjson.loads(raw)
+    # Built-in kinds' definitions as the apiserver publishes them in v2 (their v3 form is derived from these).
+    definitions = {name: published.get(name) or converted[name] for name in sorted(definitions)}
     return {"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.35.0"}, "paths": paths,
-            "definitions": orjson.loads(raw)}
+            "definitions": definitions}
 
 
 def _v2_param(param: dict) -> dict:

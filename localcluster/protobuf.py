@@ -22,8 +22,8 @@ from datetime import UTC, datetime, timedelta
 import orjson
 
 from . import errors
-from .builtins import quantity_error
 from .k8s_protobuf import KINDS, PACKAGES, REF
+from .quantity import QuantityError, parse
 
 MAGIC = b"k8s\x00"
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
@@ -240,10 +240,10 @@ def _custom(message, form: str, path: str):
     if form == "quantity":
         if not message.HasField("string"):
             return "0"
-        error = quantity_error(message.string)
-        if error:
-            raise DecodeError(error)
-        return message.string
+        try:  # Quantity's protobuf Unmarshal: ParseQuantity of the string as it is (not trimmed)
+            return str(parse(message.string))
+        except QuantityError as exc:
+            raise DecodeError(str(exc)) from exc
     if form == "intorstring":
         if message.type not in (0, 1):
             raise DecodeError(f"{path}: impossible IntOrString.Type")

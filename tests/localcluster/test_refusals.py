@@ -6,19 +6,7 @@ from __future__ import annotations
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from localcluster.builtins import QUANTITY_FORMAT_ERROR, QUANTITY_SUFFIX_ERROR, quantity_error
-
 from .test_crud import pod, status_of
-
-
-@pytest.mark.parametrize(("value", "error"), [
-    ("1", None), ("500m", None), ("1.5Gi", None), ("2e3", None), ("1E", None), (".5", None), (4, None),
-    (0.25, None), (None, None), ("+1", None), ("0", None),
-    ("lots", QUANTITY_FORMAT_ERROR), ("", QUANTITY_FORMAT_ERROR), ("1x", QUANTITY_FORMAT_ERROR),
-    (True, QUANTITY_FORMAT_ERROR), ("32MMi", QUANTITY_SUFFIX_ERROR), ("1e", QUANTITY_SUFFIX_ERROR),
-])
-def test_quantities_parse_as_resource_parse_quantity_does(value, error):
-    assert quantity_error(value) == error
 
 
 def with_resources(name: str, **resources) -> dict:
