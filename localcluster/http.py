@@ -239,7 +239,7 @@ class HttpApi:
     def _write(self, request: web.Request, status: int | None, verb, *args) -> web.Response:
         """Run a create/update/patch under the request's fieldValidation and field manager, passing
         warnings on as headers. With `status` None, the verb answers (object, created)."""
-        self.api.field_validation = request.query.get("fieldValidation", "Ignore")
+        self.api.field_validation = request.query.get("fieldValidation", "Warn")  # the default since 1.23 (KEP-2885)
         self.api.warnings = []
         self.api.user = request.get(USER)
         self.api.manager = field_manager(request)

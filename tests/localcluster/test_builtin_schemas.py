@@ -190,7 +190,7 @@ async def test_unknown_fields_per_field_validation(cluster):
                                         f'299 - "unknown field \\"{TYPO}\\""']
     assert "colour" not in made["metadata"] and "imagee" not in made["spec"]["template"]["spec"]["containers"][0]
     code, _, warnings = await request(cluster, "POST", base, deployment("quiet", imagee="x"))
-    assert (code, warnings) == (201, [])  # no fieldValidation: localcluster ignores (a real server warns)
+    assert (code, warnings) == (201, [f'299 - "unknown field \\"{TYPO}\\""'])  # no fieldValidation: Warn, the default
 
     made["spec"]["replica"] = 2
     code, status, _ = await request(cluster, "PUT", base + "/web?fieldValidation=Strict", made)
