@@ -281,7 +281,8 @@ class Api:
             meta.pop(transient, None)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_rfc3339()
-        meta["generation"] = 1
+        if rt.tracks_generation:  # other kinds keep the generation the request gave, if any (BeforeCreate)
+            meta["generation"] = 1
         self._initial_status(rt, obj)
         self._admit(rt, obj, None)
         self._check_namespace(rt, meta.get("namespace"))
@@ -371,7 +372,7 @@ class Api:
             self._refuse(rt, obj, builtins.metadata_errors(obj, builtins.NAME_STYLE.get(rt.storage_key, "subdomain")))
         if self.user is not None and self.admission is not None:
             self.admission.validate(self.user, rt, subresource, obj, old)
-        if _without(obj, "metadata", "status") != _without(old, "metadata", "status"):
+        if rt.tracks_generation and _without(obj, "metadata", "status") != _without(old, "metadata", "status"):
             meta["generation"] = old_meta.get("generation", 1) + 1
         if applied:
             if requested is not None:

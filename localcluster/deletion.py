@@ -2,9 +2,10 @@
 
 An object with finalizers, or a pod given a grace period for its kubelet, is not removed but marked:
 a deletionTimestamp, a deletionGracePeriodSeconds, the finalizers the propagation policy asks for and,
-the first time, a new generation. A pod deleted with no grace left (never scheduled, finished, forced,
-or its kubelet done with it) is marked and removed in the same request, so a watch sees MODIFIED, then
-DELETED. Anything else is removed as it is.
+the first time, a new generation if the object has one (its kind tracks it, or its create request gave
+one). A pod deleted with no grace left (never scheduled, finished, forced, or its kubelet done with it)
+is marked and removed in the same request, so a watch sees MODIFIED, then DELETED. Anything else is
+removed as it is.
 """
 
 from __future__ import annotations

@@ -50,6 +50,10 @@ class ResourceType:
     # Whether a DELETE that removes the object at once answers with it (the registry's
     # ReturnDeletedObject); otherwise with a Status of kind Success.
     returns_deleted: bool = False
+    # Whether the server keeps metadata.generation (1 on create, +1 on a spec change or a deletion mark):
+    # the registry strategies of Pods, Deployments, Jobs, CronJobs, PodDisruptionBudgets and CRDs do, and
+    # every custom resource; for other kinds it is whatever the create request gave, never changed after.
+    tracks_generation: bool = False
 
     def __post_init__(self) -> None:
         if not self.singular:
@@ -130,7 +134,7 @@ def builtin_types() -> list[ResourceType]:
         _builtin("", "v1", "namespaces", "Namespace", False, short_names=("ns",), status_subresource=True,
                  returns_deleted=True),
         _builtin("", "v1", "pods", "Pod", short_names=("po",), status_subresource=True, categories=("all",),
-                 returns_deleted=True),
+                 returns_deleted=True, tracks_generation=True),
         _builtin("", "v1", "services", "Service", short_names=("svc",), status_subresource=True,
                  categories=("all",), returns_deleted=True),
         _builtin("", "v1", "events", "Event", short_names=("ev",), create_on_update=True),
@@ -143,19 +147,19 @@ def builtin_types() -> list[ResourceType]:
                  stored_as=("", "events")),
         _builtin("coordination.k8s.io", "v1", "leases", "Lease"),
         _builtin("apps", "v1", "deployments", "Deployment", short_names=("deploy",),
-                 status_subresource=True, categories=("all",), scale=DEPLOYMENT_SCALE),
-        _builtin("batch", "v1", "jobs", "Job", status_subresource=True, categories=("all",)),
+                 status_subresource=True, categories=("all",), scale=DEPLOYMENT_SCALE, tracks_generation=True),
+        _builtin("batch", "v1", "jobs", "Job", status_subresource=True, categories=("all",), tracks_generation=True),
         _builtin("batch", "v1", "cronjobs", "CronJob", short_names=("cj",), status_subresource=True,
-                 categories=("all",)),
+                 categories=("all",), tracks_generation=True),
         _builtin("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", short_names=("pdb",),
-                 status_subresource=True),
+                 status_subresource=True, tracks_generation=True),
         _builtin("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, short_names=("pc",)),
         _builtin("rbac.authorization.k8s.io", "v1", "roles", "Role"),
         _builtin("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
         _builtin("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
         _builtin("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
         _builtin("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
-                 False, short_names=("crd", "crds"), status_subresource=True),
+                 False, short_names=("crd", "crds"), status_subresource=True, tracks_generation=True),
         _builtin("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False, verbs=("create",)),
         _builtin("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", False,
                  verbs=("create",)),
@@ -193,6 +197,7 @@ def types_from_crd(crd: dict) -> list[ResourceType]:
             schema=(version.get("schema") or {}).get("openAPIV3Schema"),
             printer_columns=list(version.get("additionalPrinterColumns") or []),
             crd_name=crd["metadata"]["name"],
+            tracks_generation=True,
         ))
     return out
 

@@ -101,12 +101,28 @@ async def test_update_without_change_keeps_resource_version(core):
     assert again.metadata.resource_version == created.metadata.resource_version
 
 
-async def test_generation_bumps_only_on_spec_changes(custom, core):
-    await core.create_namespaced_service("default", {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}})
-    labelled = await core.patch_namespaced_service("s", "default", {"metadata": {"labels": {"a": "b"}}})
+async def test_generation_bumps_only_on_spec_changes(core):
+    await core.create_namespaced_pod("default", pod("a"))
+    labelled = await core.patch_namespaced_pod("a", "default", {"metadata": {"labels": {"a": "b"}}})
     assert labelled.metadata.generation == 1
-    changed = await core.patch_namespaced_service("s", "default", {"spec": {"sessionAffinity": "ClientIP"}})
+    changed = await core.patch_namespaced_pod(
+        "a", "default", {"spec": {"containers": [{"name": "main", "image": "busybox:1.37"}]}})
     assert changed.metadata.generation == 2
+
+
+async def test_kinds_whose_strategy_keeps_no_generation_have_none(core):
+    """Services, ConfigMaps (and Secrets, Namespaces, RBAC...) get no generation, on create or on any change."""
+    await core.create_namespaced_service("default", {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}})
+    changed = await core.patch_namespaced_service("s", "default", {"spec": {"sessionAffinity": "ClientIP"}})
+    assert changed.metadata.generation is None
+    created = await core.create_namespaced_config_map("default", {"metadata": {"name": "c"}, "data": {"k": "v"}})
+    changed = await core.patch_namespaced_config_map("c", "default", {"data": {"k": "w"}})
+    assert created.metadata.generation is None and changed.metadata.generation is None
+    # What the create gave stays, and an update can change it no more than on a real server (rest.BeforeUpdate).
+    await core.create_namespaced_config_map("default", {"metadata": {"name": "g", "generation": 7}})
+    changed = await core.patch_namespaced_config_map("g", "default", {"metadata": {"generation": 9},
+                                                                        "data": {"k": "v"}})
+    assert changed.metadata.generation == 7
 
 
 async def test_pod_spec_is_immutable(core):

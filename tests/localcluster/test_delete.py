@@ -234,9 +234,18 @@ async def test_an_object_left_waiting_on_finalizers_answers_200_with_it_marked(c
     assert code == 200  # not 202: the real handler keeps 202 for orphanDependents=false alone
     meta = body["metadata"]
     assert body["kind"] == "ConfigMap" and meta["deletionTimestamp"] and meta["deletionGracePeriodSeconds"] == 0
-    assert meta["generation"] == 2  # marking an object for deletion makes a new generation
+    assert "generation" not in meta  # a ConfigMap has none: its strategy never sets one
     code, again = await call(cluster, "DELETE", f"{CONFIGMAPS}/held")
     assert code == 200 and again["metadata"]["resourceVersion"] == meta["resourceVersion"]  # nothing new to write
+
+
+async def test_marking_for_deletion_makes_a_new_generation_of_an_object_that_has_one(cluster, core):
+    # A kind that does not track it keeps the generation its create gave (rest.BeforeCreate leaves it), and
+    # marking bumps whatever generation is there (markAsDeleting); pods' own: test_an_unscheduled_pod_...
+    await core.create_namespaced_config_map("default", {"metadata": {"name": "given", "generation": 3,
+                                                                     "finalizers": ["x.dev/hold"]}})
+    code, body = await call(cluster, "DELETE", f"{CONFIGMAPS}/given")
+    assert code == 200 and body["metadata"]["generation"] == 4
 
 
 async def test_foreground_deletion_and_a_namespace_answer_200_with_the_object(cluster, core):
