@@ -1,10 +1,11 @@
 """What server-side apply needs to know of a kind's schema: which values are owned whole, how list
 items are told apart, and which object fields are named (struct fields) rather than map keys.
 
-Two sources, one interface (`atomic`, `list_type`, `keys`, `key_default`, `field`, `item`):
+Two sources, one interface (`atomic`, `list_type`, `keys`, `key_default`, `declares`, `field`, `item`):
 - built-in kinds: the tagged-field table of patch.py (patch strategies plus the apply tags),
   with every object key a named field and untagged lists atomic, as kube-openapi's schemas make
-  them for the Go types;
+  them for the Go types; which fields a struct declares, from the kind's OpenAPI schema
+  (builtin_schemas.py);
 - custom resources: the CRD version's openAPIV3Schema (`x-kubernetes-list-type`,
   `x-kubernetes-list-map-keys`, `x-kubernetes-map-type`), metadata being ObjectMeta; fields the
   schema does not declare get structured-merge-diff's deduced type (map keys, atomic lists).
@@ -12,9 +13,11 @@ Two sources, one interface (`atomic`, `list_type`, `keys`, `key_default`, `field
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from typing import Any
 
+from . import builtin_schemas
 from .patch import METADATA_FIELD, kind_field
 from .resources import ResourceType
 
@@ -22,13 +25,16 @@ ATOMIC, SET, MAP = "atomic", "set", "map"
 
 
 class BuiltinShape:
-    """A value of a built-in kind, described by a patch.py `_Field`. Shapes below are made once."""
+    """A value of a built-in kind, described by a patch.py `_Field` and its OpenAPI schema node (None: not
+    known, any field may exist). Shapes below are made once."""
 
-    __slots__ = ("_below", "_field", "_item", "atomic", "keys", "list_type")
+    __slots__ = ("_below", "_entry", "_field", "_item", "_schema", "atomic", "keys", "list_type")
 
-    def __init__(self, described) -> None:
+    def __init__(self, described, schema: dict | None = None) -> None:
         self._field = described
+        self._schema = schema
         self._below: dict[str, tuple[BuiltinShape, bool]] = {}
+        self._entry: tuple[BuiltinShape, bool] | None = None  # a map's value, whatever its key
         self._item: BuiltinShape | None = None
         self.atomic: bool = described.atomic
         self.keys: tuple[str, ...] = described.keys or ((described.merge_key,) if described.merge_key else ())
@@ -39,25 +45,44 @@ class BuiltinShape:
         # The one defaulted key field of the built-in list keys: ports' protocol.
         return "TCP" if name == "protocol" else None
 
-    @staticmethod
-    def declares(name: str) -> bool:
-        return True  # the table knows tagged fields only: any other may exist
+    def declares(self, name: str) -> bool:
+        """Whether an object here may have field `name`: any, unless the schema makes it a struct (a Go
+        struct has its fields; a map or a type that reads its own JSON takes any key)."""
+        properties = (self._schema or {}).get("properties")
+        return properties is None or name in properties
 
     def field(self, name: str) -> tuple[BuiltinShape, bool]:
         found = self._below.get(name)
-        if found is None:
-            described = self._field.fields.get(name)
-            if described is None:
-                return _UNTAGGED_FIELD  # not cached: map keys (labels, data) are unbounded
-            found = self._below[name] = (BuiltinShape(described), True)
-        return found
+        if found is not None:
+            return found
+        described = self._field.fields.get(name)
+        properties = (self._schema or {}).get("properties")
+        if described is not None or (properties is not None and name in properties):
+            schema = _resolved(properties.get(name)) if properties is not None else None
+            found = self._below[name] = (BuiltinShape(described or _NO_TAGS, schema), True)
+            return found
+        values = (self._schema or {}).get("additionalProperties")
+        if not isinstance(values, dict):
+            return _UNTAGGED_FIELD  # not cached: undeclared names are unbounded
+        if self._entry is None:  # map keys (labels, data) are unbounded: one shape for them all
+            self._entry = (BuiltinShape(_NO_TAGS, _resolved(values)), True)
+        return self._entry
 
     def item(self) -> BuiltinShape:
         if self._item is None:
             described = self._field
             self._item = BuiltinShape(replace(described, merge=False, merge_key="", keys=(),
-                                              atomic=described.atomic_items, atomic_items=False))
+                                              atomic=described.atomic_items, atomic_items=False),
+                                      _resolved((self._schema or {}).get("items")))
         return self._item
+
+
+def _resolved(node: dict | None) -> dict | None:
+    """A schema node, its `$ref` followed to the definition it names."""
+    ref = (node or {}).get("$ref")
+    if ref is None:
+        return node
+    return builtin_schemas.definitions().get(ref.removeprefix(builtin_schemas.V2_PREFIX))
 
 
 class SchemaShape:
@@ -125,27 +150,35 @@ class _ResourceRoot(SchemaShape):
         return super()._field(name)
 
 
-_UNTAGGED = BuiltinShape(type(METADATA_FIELD)())  # a field without tags
+_NO_TAGS = type(METADATA_FIELD)()
+_UNTAGGED = BuiltinShape(_NO_TAGS)  # a field without tags, whose schema is not known
 _UNTAGGED_FIELD = (_UNTAGGED, True)
 _DEDUCED = SchemaShape(None)
 _DEDUCED_FIELD = (_DEDUCED, False)
 _METADATA = BuiltinShape(METADATA_FIELD)
-_roots: dict[object, tuple[object, Any]] = {}  # kind or id(schema) -> (what it was built from, shape)
+_roots: dict[int, tuple[object, Any]] = {}  # id(schema) -> (the CRD schema it was built from, shape)
 
 
 def root(rt: ResourceType):
     """The shape of a whole object of `rt`, built once per kind or CRD schema (a changed CRD brings a
     new schema dict; the cache holds the dict, so its id is not reused while cached)."""
-    source = rt.schema if rt.crd_name is not None else rt.kind
-    key = id(source) if rt.crd_name is not None else source
-    hit = _roots.get(key)
+    if rt.crd_name is None:
+        return _builtin_root(rt.group, rt.version, rt.kind)
+    source = rt.schema
+    hit = _roots.get(id(source))
     if hit is not None and hit[0] is source:
         return hit[1]
     if len(_roots) >= 512:
         _roots.clear()
-    shape = _ResourceRoot(source) if rt.crd_name is not None else BuiltinShape(kind_field(source))
-    _roots[key] = (source, shape)
+    shape = _ResourceRoot(source)
+    _roots[id(source)] = (source, shape)
     return shape
+
+
+@functools.cache
+def _builtin_root(group: str, version: str, kind: str) -> BuiltinShape:
+    schema = builtin_schemas.definitions().get(builtin_schemas.definition_name(group, version, kind))
+    return BuiltinShape(kind_field(kind), schema)
 
 
 # What a built-in object is before anything is set: the JSON of the Go type's zero value, keeping its

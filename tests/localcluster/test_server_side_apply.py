@@ -13,6 +13,7 @@ from .test_managed_fields import LISTS_CRD
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 BOXES = "/apis/example.dev/v1/namespaces/default/boxes"
 JOBS = "/apis/batch.tensorstack.dev/v1beta1/namespaces/default/genericjobs"
+DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 
 
 @pytest.fixture
@@ -127,6 +128,38 @@ async def test_a_configuration_that_does_not_fit_the_schema_is_the_servers_500(r
     status, answer = await rest.apply(f"{BOXES}/b", config, "one")
     assert (status, answer["reason"]) == (500, "Unknown")
     assert answer["message"] == f"failed to create typed patch object (/b; example.dev/v1, Kind=Box): {error}"
+
+
+def deployment(name: str = "web", **container) -> dict:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}, "spec": {
+        "selector": {"matchLabels": {"app": name}},
+        "template": {"metadata": {"labels": {"app": name}},
+                     "spec": {"containers": [{"name": "c", "image": "busybox", **container}]}}}}
+
+
+@pytest.mark.parametrize("exists", [False, True], ids=["create", "update"])
+async def test_a_misspelt_field_of_a_builtin_kind_is_the_servers_500_as_for_a_custom_resource(rest, exists):
+    """The built-in kinds' schemas declare their fields: the applied configuration's conversion to a typed
+    value fails before any decoding into the Go type (which would answer a 400 for the create)."""
+    if exists:
+        await rest.apply(f"{DEPLOYMENTS}/web", deployment(), "deployer")
+    misspelt = deployment()
+    misspelt["spec"]["foo"] = 1
+    status, answer = await rest.apply(f"{DEPLOYMENTS}/web", misspelt, "deployer")
+    assert (status, answer["reason"]) == (500, "Unknown")
+    assert answer["message"] == ("failed to create typed patch object (/web; apps/v1, Kind=Deployment): .spec.foo: "
+                                 "field not declared in schema")
+    status, answer = await rest.apply(f"{DEPLOYMENTS}/web", deployment(imagee="busybox"), "deployer")
+    assert status == 500 and answer["message"].endswith(
+        '.spec.template.spec.containers[name="c"].imagee: field not declared in schema')
+    status, answer = await rest.apply(f"{CONFIGMAPS}/c", {**configmap({"a": "1"}), "datas": {}}, "deployer")
+    assert status == 500 and answer["message"].endswith("): .datas: field not declared in schema")
+    # Maps take any key, and a type that reads its own JSON any content.
+    labelled = deployment()
+    labelled["metadata"]["labels"] = {"any": "key"}
+    labelled["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {"example.dev/gpu": "1"}}
+    status, _ = await rest.apply(f"{DEPLOYMENTS}/web", labelled, "deployer")
+    assert status == (200 if exists else 201)
 
 
 async def test_apply_to_status_owns_status_only(rest, cluster):
