@@ -372,7 +372,10 @@ class Api:
             self._refuse(rt, obj, builtins.metadata_errors(obj, builtins.NAME_STYLE.get(rt.storage_key, "subdomain")))
         if self.user is not None and self.admission is not None:
             self.admission.validate(self.user, rt, subresource, obj, old)
-        if rt.tracks_generation and _without(obj, "metadata", "status") != _without(old, "metadata", "status"):
+        if rt.tracks_generation and (_without(obj, "metadata", "status") != _without(old, "metadata", "status")
+                                     or (rt.storage_key == DEPLOYMENTS
+                                         and meta.get("annotations") != old_meta.get("annotations"))):
+            # The deployment strategy also counts annotation changes (its rollback and change-cause annotations).
             meta["generation"] = old_meta.get("generation", 1) + 1
         if applied:
             if requested is not None:

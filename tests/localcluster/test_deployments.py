@@ -163,3 +163,14 @@ async def test_strategic_merge_patch_merges_the_templates_containers_by_name(app
     containers = patched.spec.template.spec.containers
     assert [(c.name, c.image) for c in containers] == [("c", "busybox:1.36"), ("side", "busybox:1.36")]
     assert sorted((e.name, e.value) for e in containers[1].env) == [("A", "1"), ("B", "2")]
+
+
+async def test_an_annotation_change_bumps_a_deployments_generation(apps):
+    # The deployment strategy counts annotations too (kubectl rollout's change-cause, say); a pod's does not.
+    await apps.create_namespaced_deployment("default", deployment(replicas=0))
+    annotated = await apps.patch_namespaced_deployment("web", "default", {"metadata": {"annotations": {
+        "kubernetes.io/change-cause": "v2"}}}, _content_type=MERGE)
+    assert annotated.metadata.generation == 2
+    labelled = await apps.patch_namespaced_deployment("web", "default", {"metadata": {"labels": {"tier": "x"}}},
+                                                      _content_type=MERGE)
+    assert labelled.metadata.generation == 2
