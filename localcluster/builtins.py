@@ -120,6 +120,9 @@ def metadata_errors(obj: dict, style: str) -> list[Cause]:
     if sum(1 for ref in meta.get("ownerReferences") or () if ref.get("controller")) > 1:
         out.append(invalid_value("metadata.ownerReferences", "", "Only one reference can have Controller set "
                                  "to true"))
+    generation = meta.get("generation")
+    if isinstance(generation, int) and generation < 0:  # kept as given by kinds that track none
+        out.append(invalid_value("metadata.generation", generation, "must be greater than or equal to 0"))
     return out
 
 

@@ -123,6 +123,11 @@ async def test_kinds_whose_strategy_keeps_no_generation_have_none(core):
     changed = await core.patch_namespaced_config_map("g", "default", {"metadata": {"generation": 9},
                                                                         "data": {"k": "v"}})
     assert changed.metadata.generation == 7
+    with pytest.raises(ApiException) as exc:  # ValidateObjectMeta's nonnegative check
+        await core.create_namespaced_config_map("default", {"metadata": {"name": "n", "generation": -1}})
+    assert exc.value.status == 422
+    message = status_of(exc.value)["message"]
+    assert "metadata.generation: Invalid value: -1: must be greater than or equal to 0" in message
 
 
 async def test_pod_spec_is_immutable(core):
