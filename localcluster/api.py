@@ -227,7 +227,11 @@ class Api:
         canonical form, one that does not parse a 400 for the whole body (before defaulting and
         validation), fields the type lacks reported per fieldValidation. Custom resources are pruned
         by their schema at admission instead."""
-        if rt.crd_name is not None or not builtin_schemas.has_kind(rt.group, rt.version, rt.kind):
+        if rt.crd_name is not None:  # its metadata is an ObjectMeta; the rest is pruned by its schema at admission
+            decoded, unknown = builtin_schemas.decode_metadata(body)
+            self._unknown_fields(rt, unknown)
+            return decoded
+        if not builtin_schemas.has_kind(rt.group, rt.version, rt.kind):
             return body
         try:
             decoded, unknown = builtin_schemas.decode(body, rt.group, rt.version, rt.kind)

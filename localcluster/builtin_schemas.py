@@ -24,6 +24,7 @@ from .quantity import canonical
 DATA = Path(__file__).with_name("k8s_openapi.json.gz")
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 V2_PREFIX, V3_PREFIX = "#/definitions/", "#/components/schemas/"
 # kube-openapi's OpenAPIV3OneOfTypes: the types whose v3 schema lists the JSON types they read.
 V3_ONE_OF = {QUANTITY: [{"type": "string"}, {"type": "number"}],
@@ -101,6 +102,17 @@ def decode(obj: dict, group: str, version: str, kind: str) -> tuple[dict, list[s
     unknown: list[str] = []
     decoded = _decode(obj, {"$ref": V2_PREFIX + definition_name(group, version, kind)}, "", unknown, False)
     return decoded, unknown[:STRICT_ERRORS_KEPT]
+
+
+def decode_metadata(obj: dict) -> tuple[dict, list[str]]:
+    """A custom resource's object as the apiextensions server leaves it: its `metadata` is decoded as an
+    ObjectMeta (unknown fields dropped and reported, as `metadata.colour`); the rest is its schema's business."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return obj, []
+    unknown: list[str] = []
+    decoded = _decode(meta, {"$ref": V2_PREFIX + OBJECT_META}, "metadata", unknown, False)
+    return (obj if decoded is meta else {**obj, "metadata": decoded}), unknown[:STRICT_ERRORS_KEPT]
 
 
 def _decode(value, schema: dict, path: str, unknown: list[str], in_map: bool):

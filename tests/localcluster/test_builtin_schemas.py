@@ -215,3 +215,28 @@ async def test_unknown_fields_per_field_validation(cluster):
     code, patched, warnings = await request(cluster, "PATCH", base + "/web?fieldValidation=Warn", smp,
                                             "application/merge-patch+json")
     assert (code, warnings) == (200, ['299 - "unknown field \\"spec.replica\\""']) and "replica" not in patched["spec"]
+
+
+async def test_a_custom_resources_metadata_is_an_object_meta(cluster):
+    # The apiextensions server decodes a custom resource's metadata as an ObjectMeta: a field it lacks is
+    # dropped, and named per fieldValidation (Warn when none is given), as a built-in kind's.
+    from .test_crd import CRD, widget
+
+    await request(cluster, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CRD)
+    group, version, plural = CRD["spec"]["group"], CRD["spec"]["versions"][0]["name"], CRD["spec"]["names"]["plural"]
+    base = f"/apis/{group}/{version}/namespaces/default/{plural}"
+
+    async def create(name: str, validation: str):
+        body = widget(name, size=1)
+        body["metadata"].update(colour="red", labels={"a": "b"})
+        query = f"?fieldValidation={validation}" if validation else ""
+        return await request(cluster, "POST", base + query, body)
+
+    code, status, _ = await create("strict", "Strict")
+    assert (code, status["message"]) == (400, f'{CRD["spec"]["names"]["kind"]} in version "{version}" cannot be '
+                                               'handled as a Widget: strict decoding error: unknown field '
+                                               '"metadata.colour"')
+    for name, validation in (("warned", "Warn"), ("default", "")):
+        code, made, warnings = await create(name, validation)
+        assert (code, warnings) == (201, ['299 - "unknown field \\"metadata.colour\\""'])
+        assert "colour" not in made["metadata"] and made["metadata"]["labels"] == {"a": "b"}
