@@ -19,7 +19,7 @@ import pytest
 
 from localcluster import spdy
 from localcluster.pod_connect import MAX_MESSAGE_BYTES
-from localcluster.portforward import MAX_STREAMS, PROTOCOL, declared_ports
+from localcluster.portforward import MAX_BUFFERED, MAX_STREAMS, PROTOCOL, declared_ports
 
 from .kubectl import Kubectl
 from .rest import connect
@@ -172,6 +172,25 @@ async def test_a_port_forward_session_holds_a_bounded_number_of_streams(cluster,
             replies += framer.feed(await asyncio.wait_for(ws.receive_bytes(), 10))
     assert [f.kind for f in replies] == [spdy.SYN_REPLY] * MAX_STREAMS + [spdy.RST_STREAM]
     assert replies[-1].stream_id == 2 * MAX_STREAMS + 1
+
+
+async def test_bytes_no_connection_will_take_are_bounded_by_resetting_their_stream(cluster, core):
+    """A data stream whose error stream never comes is forwarded nowhere: past MAX_BUFFERED bytes it is reset,
+    rather than the server holding whatever the client sends; the session goes on."""
+    await idle_pod(core)
+    async with connect(cluster) as rest, rest.websocket(PORTFORWARD, (PROTOCOL,)) as ws:
+        compressor, framer = spdy_compressor(), spdy.Framer()
+        await ws.send_bytes(syn_stream(compressor, 1, streamtype="data", port="80", requestid="0"))
+        (reply,) = framer.feed(await asyncio.wait_for(ws.receive_bytes(), 10))
+        assert (reply.kind, reply.stream_id) == (spdy.SYN_REPLY, 1)
+        chunk = framer.data(1, bytes(32 * 1024))
+        for _ in range(MAX_BUFFERED // (32 * 1024) + 1):
+            await ws.send_bytes(chunk)
+        await ws.send_bytes(framer.ping(9))
+        answers: list = []
+        while not any(f.kind == spdy.PING for f in answers):
+            answers += framer.feed(await asyncio.wait_for(ws.receive_bytes(), 10))
+    assert [(f.kind, f.stream_id) for f in answers] == [(spdy.RST_STREAM, 1), (spdy.PING, 0)]
 
 
 def test_spdy_frames_and_header_blocks_are_bounded():
