@@ -14,7 +14,7 @@ namespace of their own), only the TCP ports the pod's containers declare (`ports
 are dialled; any other is refused as a failed forward is, on the error stream, in the kubelet's
 words. kubectl prints it and drops the connection.
 
-Client data is bounded: a WebSocket message is at most MAX_MESSAGE bytes (a larger one closes the
+Client data is bounded: a WebSocket message is at most MAX_MESSAGE_BYTES (a larger one closes the
 connection with 1009, message too big) and so is a SPDY frame; a session holds at most MAX_STREAMS
 streams; and a stream holds at most about MAX_BUFFERED bytes the pod's port has not taken yet: past
 that the session reads no more until it has (back-pressure, as a TCP window gives), and a stream
@@ -152,7 +152,9 @@ class _Session:
         headers = {name: values[0] for name, values in (frame.headers or {}).items() if values}
         port_text, kind = headers.get("port", ""), headers.get("streamtype", "")
         valid = port_text.isdigit() and 0 < int(port_text) < 65536 and kind in ("error", "data")
-        if not valid or len(self.streams) >= MAX_STREAMS:  # the kubelet rejects the stream; spdystream resets it
+        # Pairs still waiting for their other stream count too: a stream reset before its pair completed leaves one.
+        full = max(len(self.streams), len(self.pairs)) >= MAX_STREAMS
+        if not valid or full:  # the kubelet rejects the stream, and spdystream resets a rejected one
             await self.send(self.framer.rst_stream(frame.stream_id))
             return
         stream = self.streams[frame.stream_id] = _Stream(frame.stream_id, kind)
