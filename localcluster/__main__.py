@@ -10,6 +10,7 @@ import signal
 
 import orjson
 
+from .audit import DEFAULT_SIZE as AUDIT_SIZE
 from .cluster import LocalCluster
 
 
@@ -26,6 +27,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     serve.add_argument("--default-script", help="JSON script for pods without one (scripted runner)")
     serve.add_argument("--crds", help="directory of CustomResourceDefinition YAML files to install at start")
     serve.add_argument("--history-size", type=int, default=10_000, help="watch events kept for re-watching")
+    serve.add_argument("--audit-size", type=int, default=AUDIT_SIZE, help="writes kept for GET /_localcluster/audit")
     serve.add_argument("--bookmark-interval", type=float, default=60.0, help="seconds between watch bookmarks")
     serve.add_argument("--disable-admission-plugins", default="",
                        help="comma-separated admission plugins to switch off (OwnerReferencesPermissionEnforcement)")
@@ -47,6 +49,7 @@ async def serve(args: argparse.Namespace) -> None:
     cluster = LocalCluster(args.host, args.port, args.runner, args.history_size, args.bookmark_interval,
                            default_script=default_script, disable_admission_plugins=disabled, tls=args.tls,
                            require_token=args.require_token)
+    cluster.audit.resize(args.audit_size)
     await cluster.start()
     for account in args.service_account_token:
         namespace, _, name = account.partition("/")

@@ -6,7 +6,6 @@ import asyncio
 import base64
 import functools
 import logging
-import time
 from pathlib import Path
 
 import orjson
@@ -15,6 +14,8 @@ from aiohttp import web
 
 from .access import Access
 from .api import CRD_KEY, SYSTEM_NAMESPACES, Api
+from .audit import DEFAULT_SIZE as AUDIT_SIZE
+from .audit import AuditLog
 from .auth import DEFAULT_TOKEN
 from .deployments import DeploymentController
 from .errors import ApiError
@@ -45,7 +46,7 @@ class LocalCluster:
     def __init__(self, host: str = "127.0.0.1", port: int = 0, runner: str = "none",
                  history_size: int = 10_000, bookmark_interval: float = 60.0, watch_buffer: int = 100_000,
                  default_script: dict | list | None = None, disable_admission_plugins: tuple[str, ...] = (),
-                 tls: bool = False, require_token: bool = False) -> None:
+                 tls: bool = False, require_token: bool = False, audit_size: int = AUDIT_SIZE) -> None:
         self.host = host
         # HTTPS with a self-signed certificate (kubeconfig() carries it): clients then must send a token.
         self.tls = tls
@@ -64,11 +65,9 @@ class LocalCluster:
         self.runner = make_runner(runner, self.api, default_script)
         for listener in (self.hub.on_event, self.gc.on_event, self.deployments.on_event, self.runner.on_event):
             self.store.subscribe(listener)
-        # Every write to pods and custom objects, in resourceVersion order, for checkers in other
-        # processes (GET /_localcluster/audit): unlike a watch, never dropped nor expired.
-        self.audit: list[dict] = []
-        self.audit_limit = 1_000_000
-        self.store.subscribe(self._audit)
+        # The last audit_size writes to pods, Services and custom objects (GET /_localcluster/audit).
+        self.audit = AuditLog(audit_size)
+        self.store.subscribe(self.audit.on_event)
         # The oldest version a watch may start from: an apiserver's watch cache starts empty at the
         # latest revision each time the server starts, whatever etcd's history still holds.
         self.watch_cache_rv = 0
@@ -145,20 +144,6 @@ class LocalCluster:
 
     def drop_watches(self) -> int:
         return self.hub.close_all()
-
-    def _audit(self, ev) -> None:
-        group, plural = ev.key
-        custom = "." in group and not group.endswith("k8s.io")
-        if plural not in ("pods", "services") and not custom:
-            return
-        if len(self.audit) >= self.audit_limit:
-            return
-        meta = ev.obj["metadata"]
-        self.audit.append({
-            "rv": ev.rv, "type": ev.type, "resource": plural, "namespace": meta.get("namespace") or "",
-            "name": meta["name"], "uid": meta.get("uid", ""), "labels": meta.get("labels") or {},
-            "phase": (ev.obj.get("status") or {}).get("phase"), "deleting": bool(meta.get("deletionTimestamp")),
-            "time": time.time()})
 
     async def __aenter__(self) -> LocalCluster:
         await self.start()
@@ -270,8 +255,7 @@ class LocalCluster:
                     for (v, r, c), n in sorted(self.faults.requests.items())]
             return json_response({"requests": rows})
         if action == "audit":
-            since = int(request.query.get("since", "0"))
-            return json_response({"next": len(self.audit), "records": self.audit[since:]})
+            return json_response(self.audit.since(request.query.get("since", "0")))
         if action == "stats":
             return json_response({"resourceVersion": self.store.rv, "watchCacheResourceVersion": self.watch_cache_rv,
                                   "compactedResourceVersion": self.store.compacted_rv, "watchers": self.hub.count(),

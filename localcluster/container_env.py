@@ -9,6 +9,15 @@ Secret ns/x`); a source or key marked `optional` may be missing. The runner repo
 as CreateContainerConfigError and tries again later, as the kubelet does: the container starts
 once the Secret appears.
 
+The process starts with a minimal environment, not the server's (which may hold cloud keys and
+tokens that anyone allowed to create a pod could read): `base_environment()` gives PATH, HOME and
+LANG from the server's environment (so the commands and the interpreter the developer runs are
+found), or a container runtime's defaults where unset, and TMPDIR if set (a container has a /tmp
+of its own; these processes share the host's, so their temporary files go where the developer's
+do); then `HOSTNAME` and what the spec declares.
+A kubelet's service-link variables (`KUBERNETES_SERVICE_HOST`, ...) are not set: pods of the
+process runner reach no Service.
+
 Volumes are not mounted (a process sees the host's files), but a Secret or ConfigMap volume whose
 object is missing holds the pod in ContainerCreating until it exists, as the kubelet's mount does
 (`missing_volume_source`).
@@ -18,7 +27,9 @@ from __future__ import annotations
 
 import base64
 import errno
-from collections.abc import Callable
+import os
+import pwd
+from collections.abc import Callable, Mapping
 
 from .runner import NODE
 
@@ -30,6 +41,27 @@ Objects = Callable[[str, str], dict | None]
 
 class ConfigError(Exception):
     """What a kubelet reports as CreateContainerConfigError."""
+
+
+# What a pod's process takes from the server's environment; nothing else of it reaches a pod.
+INHERITED = ("PATH", "HOME", "LANG", "TMPDIR")
+# containerd's default PATH for an image that sets none (oci.DefaultEnv), and a locale every libc has.
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+DEFAULT_LANG = "C.UTF-8"
+
+
+def base_environment(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """PATH, HOME, LANG (and TMPDIR) as the server has them, or defaults: what every container's process
+    starts with."""
+    env = {name: environ[name] for name in INHERITED if environ.get(name)}
+    env.setdefault("PATH", DEFAULT_PATH)
+    env.setdefault("LANG", DEFAULT_LANG)
+    if "HOME" not in env:
+        try:
+            env["HOME"] = pwd.getpwuid(os.getuid()).pw_dir
+        except KeyError:  # a uid without a passwd entry: runc's fallback
+            env["HOME"] = "/"
+    return env
 
 
 # --- $(VAR) expansion, as k8s.io/kubernetes/third_party/forked/golang/expansion ----------------------

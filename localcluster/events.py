@@ -7,7 +7,8 @@ listed, read and watched through the other, with one resourceVersion. The field 
 write is validated strictly (eventTime, reportingController, action... are required), a core/v1 write
 only by the legacy rules (pkg/apis/core/validation/events.go). Field selectors are the Event
 strategy's selectable fields (pkg/registry/core/event), named in events.k8s.io/v1 by that API's
-field label conversion.
+field label conversion. Length limits count bytes of UTF-8, as Go's len() does: a `note` of 1,000
+Chinese characters (3,000 bytes) is over the 1024 limit.
 """
 
 from __future__ import annotations
@@ -79,7 +80,15 @@ def convert(event: dict, source: str, target: str) -> dict:
 # --- validation (pkg/apis/core/validation/events.go), on the stored core/v1 form ----------------------
 # Errors name the fields as the internal type does: reportingController, message, involvedObject.
 
+# Limits in bytes of UTF-8, as Go's len() counts them, though the messages say "characters".
 REQUIRED_WITH_LIMIT = (("reportingInstance", 128), ("action", 128), ("reason", 128))
+NOTE_LENGTH_LIMIT = 1024
+
+
+def _length(value: str) -> int:
+    """Go's len(string): bytes of UTF-8 (a lone surrogate, which Go's decoder makes U+FFFD, counts 3)."""
+    return len(value.encode("utf-8", "surrogatepass"))
+
 # (error path, stored field) of what an events.k8s.io/v1 update may not change, in the order checked.
 IMMUTABLE = (("involvedObject", "involvedObject"), ("reason", "reason"), ("message", "message"),
              ("source", "source"), ("firstTimestamp", "firstTimestamp"), ("lastTimestamp", "lastTimestamp"),
@@ -120,10 +129,10 @@ def _legacy(event: dict) -> list[Cause]:
             value = event.get(field) or ""
             if not value:
                 out.append(builtins.required(field))
-            if len(value) > limit:
+            if _length(value) > limit:
                 out.append(builtins.invalid_value(field, "", f"can have at most {limit} characters"))
-        if len(event.get("message") or "") > 1024:
-            out.append(builtins.invalid_value("message", "", "can have at most 1024 characters"))
+        if _length(event.get("message") or "") > NOTE_LENGTH_LIMIT:
+            out.append(builtins.invalid_value("message", "", f"can have at most {NOTE_LENGTH_LIMIT} characters"))
     return out + builtins.name_errors(namespace, "namespace", "subdomain")
 
 

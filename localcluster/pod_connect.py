@@ -3,7 +3,8 @@
 As pkg/registry/core/pod/strategy.go: the container named (or the only one), the pod bound to a
 node; and, for the streaming subresources, a connection upgrade (a WebSocket here: kubectl 1.30+
 tries one first). Errors a connection meets after the upgrade travel as a metav1.Status written
-with encoding/json, so without kind and apiVersion.
+with encoding/json, so without kind and apiVersion. A client's WebSocket messages are bounded
+(MAX_MESSAGE_BYTES).
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ from aiohttp import web
 from . import errors
 
 UPGRADE_REQUIRED = "Upgrade request required"
+# The largest WebSocket message a client may send to exec or port-forward (aiohttp's max_msg_size): a larger
+# one closes the connection with 1009 (message too big). kubectl writes stdin and forwarded bytes in chunks
+# of 32 KiB, so it never comes near; without a bound, one message could hold the server's memory.
+MAX_MESSAGE_BYTES = 1024 * 1024
 
 
 def container_of(pod: dict, requested: str | None) -> str:

@@ -10,7 +10,8 @@ message on the first output channel, and ends by writing the Status and closing 
 What the command gets is what the container's process got (process_runner.Box): its environment
 (HOSTNAME, the declared env), its working directory, the host's files; with `tty` it runs under a
 pseudo-terminal that leads its session, stderr merged into stdout. An exec dies with its container,
-and when its client goes away.
+and when its client goes away. A client message larger than MAX_MESSAGE_BYTES closes the WebSocket
+(1009); stdin is written with back-pressure, so no more than one message is held.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from aiohttp import WSMsgType, web
 
 from . import errors
 from .container_env import start_error
-from .pod_connect import stream_status, websocket_protocol
+from .pod_connect import MAX_MESSAGE_BYTES, stream_status, websocket_protocol
 
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
 STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
@@ -79,7 +80,7 @@ async def serve(request: web.Request, options: ExecOptions, target: Target | Non
                 container: str) -> web.WebSocketResponse:
     """Upgrade the request and run the command; `target` None: the container is not running."""
     protocol = websocket_protocol(request, PROTOCOLS, "exec")
-    ws = web.WebSocketResponse(protocols=(protocol,), max_msg_size=0)
+    ws = web.WebSocketResponse(protocols=(protocol,), max_msg_size=MAX_MESSAGE_BYTES)
     await ws.prepare(request)
     channels = _Channels(ws, protocol)
     try:

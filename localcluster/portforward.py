@@ -8,7 +8,17 @@ and copies bytes both ways until one side is done (then gives the other a second
 both streams; a failure is written on the error stream first, which makes kubectl drop the
 whole connection. A stream without a valid `port` or `streamType` is reset.
 
-Pods here share the host's network, so the pod's port is 127.0.0.1:PORT (or [::1]:PORT).
+Pods here share the host's network, so the pod's port is 127.0.0.1:PORT (or [::1]:PORT). That
+makes every port of the host a "port of the pod": so, unlike a kubelet (whose pods have a network
+namespace of their own), only the TCP ports the pod's containers declare (`ports[].containerPort`)
+are dialled; any other is refused as a failed forward is, on the error stream, in the kubelet's
+words. kubectl prints it and drops the connection.
+
+Client data is bounded: a WebSocket message is at most MAX_MESSAGE_BYTES (a larger one closes the
+connection with 1009, message too big) and so is a SPDY frame; a session holds at most MAX_STREAMS
+streams; and a stream holds at most about MAX_BUFFERED bytes the pod's port has not taken yet: past
+that the session reads no more until it has (back-pressure, as a TCP window gives), and a stream
+with no connection yet to take them is reset.
 """
 
 from __future__ import annotations
@@ -20,11 +30,13 @@ from dataclasses import dataclass, field
 from aiohttp import WSMsgType, web
 
 from . import spdy
-from .pod_connect import websocket_protocol
+from .pod_connect import MAX_MESSAGE_BYTES, websocket_protocol
 
 PROTOCOL = "SPDY/3.1+portforward.k8s.io"
 READ_CHUNK = 32 * 1024
 LINGER = 1.0  # seconds the second direction gets once the first is done (as containerd's PortForward)
+MAX_STREAMS = 128  # streams open at once in a session (two per forwarded connection); more are reset
+MAX_BUFFERED = 1024 * 1024  # bytes from the client waiting for a stream's port before the session stops reading
 
 
 @dataclass(eq=False)
@@ -32,6 +44,18 @@ class _Stream:
     stream_id: int
     kind: str
     inbound: asyncio.Queue = field(default_factory=asyncio.Queue)  # data from the client; None: its end
+    queued: int = 0  # bytes in `inbound`
+    forwarding: bool = False  # whether a connection to the port is taking `inbound`
+    room: asyncio.Event = field(default_factory=asyncio.Event)  # set while `queued` is under MAX_BUFFERED
+
+    def __post_init__(self) -> None:
+        self.room.set()
+
+    def take(self, chunk: bytes) -> None:
+        """Account for a chunk the port has taken."""
+        self.queued -= len(chunk)
+        if self.queued < MAX_BUFFERED:
+            self.room.set()
 
 
 @dataclass(eq=False)
@@ -44,7 +68,7 @@ class _Pair:
 async def serve(request: web.Request, pod: dict) -> web.WebSocketResponse:
     """Upgrade the request and forward every connection kubectl opens to the pod's ports."""
     protocol = websocket_protocol(request, (PROTOCOL,), "port-forward")
-    ws = web.WebSocketResponse(protocols=(protocol,), max_msg_size=0)
+    ws = web.WebSocketResponse(protocols=(protocol,), max_msg_size=MAX_MESSAGE_BYTES)
     await ws.prepare(request)
     session = _Session(ws, pod)
     try:
@@ -60,7 +84,8 @@ class _Session:
         meta = pod["metadata"]
         self.pod = f"{meta.get('namespace')}/{meta['name']}"
         self.uid = meta.get("uid", "")
-        self.framer = spdy.Framer()
+        self.ports = declared_ports(pod)
+        self.framer = spdy.Framer(max_length=MAX_MESSAGE_BYTES)
         self.streams: dict[int, _Stream] = {}
         self.pairs: dict[str, _Pair] = {}
         self.tasks: set[asyncio.Task] = set()
@@ -95,11 +120,10 @@ class _Session:
             await self._open(frame)
         elif frame.kind == 0:
             stream = self.streams.get(frame.stream_id)
-            if stream is not None:
-                if frame.data:
-                    stream.inbound.put_nowait(frame.data)
-                if frame.fin:
-                    stream.inbound.put_nowait(None)
+            if stream is not None and frame.data:
+                await self._queue(stream, frame.data)
+            if stream is not None and frame.fin:
+                stream.inbound.put_nowait(None)
         elif frame.kind == spdy.RST_STREAM:
             stream = self.streams.pop(frame.stream_id, None)
             if stream is not None:
@@ -110,11 +134,27 @@ class _Session:
             return False
         return True
 
+    async def _queue(self, stream: _Stream, data: bytes) -> None:
+        """Hold data for the stream's port; wait while the port is behind (back-pressure on the session)."""
+        if stream.queued >= MAX_BUFFERED:
+            if not stream.forwarding:  # nothing will take it: the stream goes, rather than the session's memory
+                self.streams.pop(stream.stream_id, None)
+                await self.send(self.framer.rst_stream(stream.stream_id))
+                return
+            stream.room.clear()
+            await stream.room.wait()
+            if self.streams.get(stream.stream_id) is not stream:  # the connection ended meanwhile
+                return
+        stream.inbound.put_nowait(data)
+        stream.queued += len(data)
+
     async def _open(self, frame: spdy.Frame) -> None:
         headers = {name: values[0] for name, values in (frame.headers or {}).items() if values}
         port_text, kind = headers.get("port", ""), headers.get("streamtype", "")
         valid = port_text.isdigit() and 0 < int(port_text) < 65536 and kind in ("error", "data")
-        if not valid:  # the kubelet rejects the stream, and spdystream resets a rejected one
+        # Pairs still waiting for their other stream count too: a stream reset before its pair completed leaves one.
+        full = max(len(self.streams), len(self.pairs)) >= MAX_STREAMS
+        if not valid or full:  # the kubelet rejects the stream, and spdystream resets a rejected one
             await self.send(self.framer.rst_stream(frame.stream_id))
             return
         stream = self.streams[frame.stream_id] = _Stream(frame.stream_id, kind)
@@ -130,8 +170,13 @@ class _Session:
 
     async def _forward(self, pair: _Pair) -> None:
         assert pair.error is not None and pair.data is not None
+        pair.data.forwarding = True
         try:
             try:
+                if pair.port not in self.ports:
+                    raise UndeclaredPort(f"port {pair.port} is not a declared container port of the pod (pods "
+                                         f"share the host's network here: only spec.containers[*].ports are "
+                                         f"forwarded)")
                 reader, writer = await _dial(pair.port)
             except OSError as exc:
                 message = f"error forwarding port {pair.port} to pod {self.pod}, uid {self.uid}: {exc}"
@@ -144,6 +189,8 @@ class _Session:
         finally:  # the kubelet closes the error stream, then the data stream
             for stream in (pair.error, pair.data):
                 self.streams.pop(stream.stream_id, None)
+                stream.forwarding = False
+                stream.room.set()  # a session waiting to queue more for it reads on
                 await self.send(self.framer.data(stream.stream_id, b"", fin=True))
 
     async def _copy(self, stream: _Stream, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -155,6 +202,7 @@ class _Session:
 
         async def up() -> None:  # kubectl to the pod's port
             while (chunk := await stream.inbound.get()) is not None:
+                stream.take(chunk)
                 writer.write(chunk)
                 await writer.drain()
 
@@ -171,6 +219,19 @@ class _Session:
 
 class DialError(OSError):
     pass
+
+
+class UndeclaredPort(OSError):
+    """A port no container of the pod declares: not forwarded, since the pod's network is the host's."""
+
+
+def declared_ports(pod: dict) -> frozenset[int]:
+    """The TCP ports the pod's containers (and init containers: sidecars serve too) declare."""
+    spec = pod.get("spec") or {}
+    return frozenset(int(port["containerPort"])
+                     for container in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]
+                     for port in container.get("ports") or ()
+                     if (port.get("protocol") or "TCP") == "TCP" and port.get("containerPort"))
 
 
 async def _dial(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:

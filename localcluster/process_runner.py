@@ -4,10 +4,11 @@ Each pod is bound to the node `localnode`; its init containers run one after the
 its containers run together, each container's `command` + `args` as a process of its own
 (`asyncio.create_subprocess_exec`, in a new session, so its process group is the container).
 Images are ignored: with no `command`, `args` alone is run, as with an image without an
-ENTRYPOINT (so `kubectl run NAME --image=any -- CMD ARG...` works). Nothing is isolated: a
-process sees the server's environment (standing in for the image's), `HOSTNAME` (the pod's
-name) and the container's `env`, and shares the host's network (pod IP 127.0.0.1); networking
-between pods is not emulated.
+ENTRYPOINT (so `kubectl run NAME --image=any -- CMD ARG...` works). Little is isolated: a
+process starts with a minimal environment (PATH, HOME, LANG and TMPDIR from the server's, standing
+in for the image's; `HOSTNAME`, the pod's name; and the container's `env`/`envFrom`), never the server's
+whole environment, but it runs as the server's user, sees the host's files and shares the
+host's network (pod IP 127.0.0.1); networking between pods is not emulated.
 
 What a kubelet would report comes back through the pod's status: Pending, then Running with
 the containers' states, then each container's exit code, reason and times, and Succeeded or
@@ -59,7 +60,7 @@ from typing import BinaryIO
 
 from aiohttp import web
 
-from . import errors, pod_exec, portforward
+from . import container_env, errors, pod_exec, portforward
 from .api import Api, now_rfc3339
 from .container_env import HOST_IP, POD_IP, ConfigError, container_command, missing_volume_source, start_error
 from .kubelet_events import PodEvents, field_path
@@ -484,7 +485,9 @@ class ProcessRunner(NoneRunner):
             box.restarts += 1
         box.instances += 1
         box.log = self._open_log(run, box)
-        box.env, box.cwd = {**os.environ, "HOSTNAME": run.key[1], **env}, box.spec.get("workingDir") or None
+        # A minimal environment, never the server's own (its keys and tokens): container_env.base_environment.
+        box.env = {**container_env.base_environment(), "HOSTNAME": run.key[1], **env}
+        box.cwd = box.spec.get("workingDir") or None
         self._record(run, box, "Normal", "Created", "Container created")
         started = now_rfc3339()
         read_fd, write_fd = os.pipe()

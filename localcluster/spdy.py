@@ -10,6 +10,9 @@ ignored.
 
 Header blocks are compressed with zlib and the dictionary of the SPDY/3 draft (section 2.6.10.1),
 one compression context per direction for the whole session.
+
+What a peer can make the reader hold is bounded: a frame longer than the Framer's `max_length` and a
+header block inflating past MAX_HEADERS are protocol errors, which end the session.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ SYN_STREAM, SYN_REPLY, RST_STREAM, SETTINGS, PING, GOAWAY, HEADERS, WINDOW_UPDAT
 FLAG_FIN = 0x01
 CANCEL = 5  # the RST_STREAM status spdystream's Stream.Reset sends
 MAX_DATA = 32 * 1024  # bytes per DATA frame written (the format allows up to 2^24 - 1)
+MAX_LENGTH = 0xFFFFFF  # the longest frame the format can carry (24 bits of length)
+MAX_HEADERS = 64 * 1024  # bytes a header block may inflate to: a few zlib bytes could otherwise become gigabytes
 
 # The SPDY/3 header dictionary: length-prefixed words, then a plain tail.
 _WORDS = [*("options head post put delete trace accept accept-charset accept-encoding accept-language accept-ranges "
@@ -64,7 +69,8 @@ class Frame:
 class Framer:
     """Turns the bytes of a session into frames, and frames into bytes."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_length: int = MAX_LENGTH) -> None:
+        self.max_length = max_length
         self._buffer = bytearray()
         self._inflate = zlib.decompressobj(zdict=DICTIONARY)
         self._deflate = zlib.compressobj(9, zlib.DEFLATED, 15, 8, zlib.Z_DEFAULT_STRATEGY, zdict=DICTIONARY)
@@ -78,6 +84,8 @@ class Framer:
         while len(self._buffer) >= 8:
             word, flags_length = struct.unpack_from(">II", self._buffer)
             length = flags_length & 0xFFFFFF
+            if length > self.max_length:
+                raise ProtocolError(f"frame of {length} bytes, more than {self.max_length}")
             if len(self._buffer) < 8 + length:
                 break
             payload = bytes(self._buffer[8:8 + length])
@@ -107,7 +115,9 @@ class Framer:
 
     def _headers(self, block: bytes) -> dict[str, list[str]]:
         try:
-            raw = self._inflate.decompress(block)
+            raw = self._inflate.decompress(block, MAX_HEADERS + 1)
+            if len(raw) > MAX_HEADERS:
+                raise ProtocolError(f"header block inflating past {MAX_HEADERS} bytes")
             (count,) = struct.unpack_from(">I", raw)
             at, headers = 4, {}
             for _ in range(count):

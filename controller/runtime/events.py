@@ -9,6 +9,10 @@ gets its `count` and `lastTimestamp` bumped, as client-go's correlator does, so 
 shows "x2" for a pod created twice instead of losing the second. Repeats that arrive before their
 PATCH is sent share it, and the queue is bounded, so a conflict storm or a flapping replica cannot
 flood the API server.
+
+A message is cut to MESSAGE_LIMIT bytes of UTF-8, the API server's limit on an Event's note (Go's
+len(), so bytes, though its error says "characters"), at a character boundary: 1,000 Chinese
+characters keep 341 of them, not a split one.
 """
 
 from __future__ import annotations
@@ -27,6 +31,14 @@ from controller.runtime.metrics import EventMetrics
 
 log = structlog.get_logger("controller.runtime.events")
 COMPONENT = "genericjob-controller"
+MESSAGE_LIMIT = 1024  # bytes: NoteLengthLimit of k8s.io/kubernetes pkg/apis/core/validation/events.go
+
+
+def truncate_utf8(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` bytes of UTF-8, never inside a character (a lone surrogate, which no
+    JSON encoder would send, becomes "?")."""
+    raw = text.encode("utf-8", "replace")
+    return raw[:limit].decode("utf-8", "ignore")  # "ignore" drops only the leading bytes of a character cut
 
 
 @dataclass
@@ -76,7 +88,7 @@ class EventRecorder:
 
     def record(self, job: dict, event_type: str, reason: str, message: str) -> None:
         meta = job["metadata"]
-        message = message[:1024]
+        message = truncate_utf8(message, MESSAGE_LIMIT)
         key = (meta["uid"], event_type, reason, message)
         now = time.monotonic()
         sent = self._recent.get(key)

@@ -1,7 +1,8 @@
 """The chaos run: localcluster and two `genericjob-controller run` processes (leader election) as
 subprocesses, seeded jobs with scripted pods, a seeded fault loop, and invariants checked from
 localcluster's audit log (every pod and custom-object write in resourceVersion order, which no
-dropped watch or expired history can lose) and from the API once things settle.
+dropped watch or expired history can lose; it keeps the last --audit-size writes, and a gap in what
+was read is a violation) and from the API once things settle.
 
     report = await run_chaos(Settings(jobs=50, chaos_seconds=40, seed=7), workdir)
     assert not report.violations, report.describe()
@@ -87,6 +88,16 @@ class Audit:
         self.natural: dict[str, str] = {}  # uid -> phase it finished in by itself (not while deleting)
         self.job_terminal: dict[str, tuple[int, str]] = {}  # job -> (rv, phase)
         self.job_phases: dict[str, list[str]] = {}
+
+    def read(self, answer: dict) -> None:
+        """Take an answer of `GET audit?since=self.next`. The log is a ring: records older than its `first`
+        are gone, and a gap means invariants went unchecked, which is a violation, never a silent miss."""
+        first = answer.get("first", 0)
+        if first > self.next:
+            self.violate("", f"the audit log dropped records {self.next}..{first - 1} before they were read "
+                             f"(raise localcluster's --audit-size): the invariants over them went unchecked")
+        self.feed(answer["records"])
+        self.next = answer["next"]
 
     def feed(self, records: list[dict]) -> None:
         for r in records:
@@ -231,9 +242,7 @@ class Chaos:
 
     async def observe(self, stop: asyncio.Event) -> None:
         while True:
-            answer = await self.admin("GET", f"audit?since={self.audit.next}")
-            self.audit.feed(answer["records"])
-            self.audit.next = answer["next"]
+            self.audit.read(await self.admin("GET", f"audit?since={self.audit.next}"))
             await self.scrape()
             if stop.is_set():
                 return
@@ -429,9 +438,7 @@ class Chaos:
                 await observer
                 settled = [n for n in self.plans if n not in self.bad_jobs]
                 await self.check_agreement(settled)
-                answer = await self.admin("GET", f"audit?since={self.audit.next}")
-                self.audit.feed(answer["records"])
-                self.audit.next = answer["next"]
+                self.audit.read(await self.admin("GET", f"audit?since={self.audit.next}"))
                 for name in settled:
                     self.check_restarts(self.plans[name], await self.get_job(name))
                 lease = await cluster.lease()

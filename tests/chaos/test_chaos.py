@@ -55,3 +55,14 @@ def test_the_oracle():
             succeeded, failed = verdicts(plan.replicas, plan.body["spec"].get("successRules") or [],
                                          plan.body["spec"].get("failureRules") or [])
             assert succeeded != failed and plan.expected == ("Succeeded" if succeeded else "Failed")
+
+
+def test_a_gap_in_the_audit_log_is_a_violation_not_a_silent_miss():
+    found: list[str] = []
+    audit = Audit({}, lambda job, message: found.append(message))
+    audit.read({"first": 0, "next": 1, "records": [pod_record(1, "ADDED", "j-w-0", "a")]})
+    assert (found, audit.next, audit.live) == ([], 1, {"j-w-0": "a"})
+    audit.read({"first": 4, "next": 5, "records": [pod_record(9, "MODIFIED", "j-w-0", "a", "Running")]})
+    assert found == ["the audit log dropped records 1..3 before they were read (raise localcluster's "
+                     "--audit-size): the invariants over them went unchecked"]
+    assert audit.next == 5

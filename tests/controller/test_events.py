@@ -6,7 +6,8 @@ import asyncio
 import re
 import time
 
-from controller.runtime.events import EventRecorder
+from controller.runtime.client import KubeClient
+from controller.runtime.events import MESSAGE_LIMIT, EventRecorder, truncate_utf8
 
 JOB = {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "GenericJob",
        "metadata": {"name": "job", "namespace": "ns", "uid": "u1", "resourceVersion": "7"}}
@@ -176,3 +177,26 @@ async def test_stop_cancels_a_patch_waiting_for_its_create():
     await until(lambda: client.in_flight == 1)
     await recorder.stop(drain_timeout=0.0)
     assert client.calls == [] and recorder._tasks == []
+
+
+def test_a_message_is_cut_at_a_character_boundary_to_at_most_1024_bytes():
+    assert truncate_utf8("中" * 1000, MESSAGE_LIMIT) == "中" * 341  # 1023 bytes: a 342nd would need 1026
+    assert truncate_utf8("a" + "中" * 1000, MESSAGE_LIMIT) == "a" + "中" * 341  # 1024 exactly
+    assert truncate_utf8("ab" + "中" * 1000, MESSAGE_LIMIT) == "ab" + "中" * 340  # the cut character goes whole
+    assert truncate_utf8("x" * 1023 + "é", MESSAGE_LIMIT) == "x" * 1023
+    assert truncate_utf8("x" * 1021 + "🙂", MESSAGE_LIMIT) == "x" * 1021  # 4 bytes: 1025 in all
+    assert truncate_utf8("short 中文", MESSAGE_LIMIT) == "short 中文"
+    assert truncate_utf8("bad \udc80 byte", MESSAGE_LIMIT) == "bad ? byte"  # a lone surrogate could not be sent
+
+
+async def test_a_long_multibyte_message_reaches_the_server_cut_by_bytes(cluster, api_client, core):
+    recorder = EventRecorder(KubeClient(api_client, qps=100, burst=100))
+    recorder.start()
+    job = {**JOB, "metadata": {**JOB["metadata"], "namespace": "default"}}
+    recorder.record(job, "Warning", "Failed", "任务失败" + "错" * 1000)
+    await drained(recorder)
+    await recorder.stop()
+    assert recorder.sent == 1
+    (event,) = (await core.list_namespaced_event("default")).items
+    assert event.message == "任务失败" + "错" * 337  # 341 characters of 3 bytes: 1023 bytes, a 342nd would not fit
+    assert len(event.message.encode()) <= MESSAGE_LIMIT

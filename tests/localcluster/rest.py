@@ -1,5 +1,6 @@
 """Raw HTTP to a LocalCluster, for tests that need what typed clients hide: query parameters such as
-fieldManager, force and dryRun, any Content-Type (apply-patch+yaml), the User-Agent, and error bodies."""
+fieldManager, force and dryRun, any Content-Type (apply-patch+yaml), the User-Agent, and error bodies;
+and raw WebSockets (exec, port-forward) for what kubectl never sends."""
 
 from __future__ import annotations
 
@@ -39,6 +40,10 @@ class Rest:
 
     async def apply(self, path: str, config, manager: str, **query: str) -> tuple[int, dict]:
         return await self.call("PATCH", path, config, APPLY, fieldManager=manager, **query)
+
+    def websocket(self, path: str, protocols: tuple[str, ...], query: list[tuple[str, str]] | None = None):
+        """A WebSocket upgrade of `path` (exec, port-forward), as `async with rest.websocket(...) as ws`."""
+        return self.session.ws_connect(self.url + path, protocols=protocols, params=query or [])
 
 
 @contextlib.asynccontextmanager

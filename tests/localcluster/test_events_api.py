@@ -98,6 +98,24 @@ async def test_core_v1_events_keep_the_legacy_rules(cluster):
     assert code == 422 and status["details"]["causes"][0]["field"] == "involvedObject.namespace"
 
 
+async def test_a_note_is_limited_to_1024_bytes_not_characters(cluster):
+    """pkg/apis/core/validation/events.go checks len(event.Message), Go's byte length, though its message says
+    "characters": 342 Chinese characters (1026 bytes) are too many, 341 (1023 bytes) fit."""
+    cause = {"reason": "FieldValueInvalid", "message": 'Invalid value: "": can have at most 1024 characters',
+             "field": "message"}
+    code, status = await call(cluster, "POST", EVENTS, v1_event("long", note="中" * 1000))
+    assert code == 422 and status["reason"] == "Invalid" and status["details"]["causes"] == [cause]
+    code, status = await call(cluster, "POST", EVENTS, v1_event("over", note="中" * 342))
+    assert code == 422 and status["details"]["causes"] == [cause]
+    code, _ = await call(cluster, "POST", EVENTS, v1_event("fits", note="中" * 341))
+    assert code == 201
+    code, status = await call(cluster, "POST", CORE, core_event("job.9", eventTime=MICRO, action="Create",
+                                                                 message="中" * 342))
+    assert code == 422 and status["details"]["causes"] == [cause]
+    code, status = await call(cluster, "POST", EVENTS, v1_event("why", reason="原" * 43))  # 129 bytes
+    assert code == 422 and status["details"]["causes"][0]["field"] == "reason"
+
+
 # --- one store, two APIs ------------------------------------------------------------------------
 
 async def test_an_event_written_through_core_v1_reads_through_events_v1(cluster):

@@ -1,16 +1,18 @@
 """The request body limit (the apiserver's 3 MiB: 413) and the audit log of writes that checkers in
-other processes read from `GET /_localcluster/audit`."""
+other processes read from `GET /_localcluster/audit`: a ring of the last writes at absolute positions."""
 
 from __future__ import annotations
 
 import json
 
-import aiohttp
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from localcluster.audit import AuditLog
 from localcluster.http import MAX_REQUEST_BYTES
+from localcluster.store import MODIFIED, Event
 
+from .rest import connect
 from .test_crud import pod
 
 
@@ -35,13 +37,41 @@ async def test_the_audit_log_keeps_every_pod_write_across_dropped_watches_and_ex
     cluster.drop_watches()
     cluster.expire_history()
     await core.delete_namespaced_pod("a", "default", grace_period_seconds=0)
-    async with aiohttp.ClientSession() as session:
-        async with session.get(f"{cluster.url}/_localcluster/audit") as answer:
-            first = await answer.json()
-        async with session.get(f"{cluster.url}/_localcluster/audit?since={first['next']}") as answer:
-            rest = await answer.json()
+    async with connect(cluster) as rest:
+        first = await rest.ok("GET", "/_localcluster/audit")
+        after = await rest.ok("GET", "/_localcluster/audit", since=str(first["next"]))
     records = [r for r in first["records"] if r["name"] == "a"]
     assert records[0]["type"] == "ADDED" and records[-1]["type"] == "DELETED"
     assert len({r["uid"] for r in records}) == 1 and records[0]["resource"] == "pods"
     assert [r["rv"] for r in records] == sorted(r["rv"] for r in records)
-    assert rest == {"next": first["next"], "records": []}
+    assert after == {"first": 0, "next": first["next"], "records": []}
+
+
+async def test_the_audit_log_is_a_ring_whose_positions_stay_absolute(cluster, core):
+    cluster.audit.resize(3)
+    async with connect(cluster) as rest:
+        for name in ("p0", "p1"):
+            await core.create_namespaced_pod("default", pod(name))
+        seen = await rest.ok("GET", "/_localcluster/audit")
+        assert (seen["first"], seen["next"]) == (0, 2)
+        assert [r["name"] for r in seen["records"]] == ["p0", "p1"]
+        for name in ("p2", "p3", "p4", "p5"):
+            await core.create_namespaced_pod("default", pod(name))
+        late = await rest.ok("GET", "/_localcluster/audit", since=str(seen["next"]))
+        # positions 2 and 3 (p2, p3) are gone: `first` tells the reader it missed them
+        assert (late["first"], late["next"]) == (3, 6)
+        assert [r["name"] for r in late["records"]] == ["p3", "p4", "p5"]
+        assert (await rest.ok("GET", "/_localcluster/audit", since="5"))["records"][0]["name"] == "p5"
+        assert (await rest.ok("GET", "/_localcluster/audit", since="6"))["records"] == []
+        status, answer = await rest.call("GET", "/_localcluster/audit", since="soon")
+        assert (status, answer["reason"]) == (400, "BadRequest")
+
+
+def test_the_audit_log_keeps_its_newest_records_when_it_shrinks():
+    log = AuditLog(size=10)
+    for rv in range(1, 6):
+        log.on_event(Event(rv, ("", "pods"), MODIFIED, {"metadata": {"name": f"p{rv}"}}, None))
+    log.resize(2)
+    assert (log.first, log.next, [r["name"] for r in log.since(0)["records"]]) == (3, 5, ["p4", "p5"])
+    log.on_event(Event(6, ("", "configmaps"), MODIFIED, {"metadata": {"name": "c"}}, None))  # not audited
+    assert log.next == 5

@@ -15,9 +15,13 @@ import struct
 import termios
 import time
 
+import aiohttp
 import pytest
 
+from localcluster.pod_connect import MAX_MESSAGE_BYTES
+
 from .kubectl import ENV, Kubectl
+from .rest import connect
 from .test_delete import eventually, gone
 from .test_process_runner import alive, process_pod, running, wait_phase, wait_pod
 
@@ -175,3 +179,16 @@ async def test_exec_needs_get_and_create_on_pods_exec(cluster, core, tmp_path):
                            'resource "pods/exec" in API group "" in the namespace "default"\n')
     allowed = await kubectl.run("--as", "execer", "exec", "box", "--", "echo", "ok")
     assert (allowed.code, allowed.out) == (0, "ok\n")
+
+
+async def test_an_oversized_exec_message_closes_the_connection_and_the_server_goes_on(cluster, core, tmp_path):
+    await sleeper(core, tmp_path)
+    query = [("command", "cat"), ("stdin", "true"), ("stdout", "true")]
+    async with connect(cluster) as rest:
+        async with rest.websocket("/api/v1/namespaces/default/pods/box/exec", ("v5.channel.k8s.io",), query) as ws:
+            await ws.send_bytes(bytes([0]) + b"x" * MAX_MESSAGE_BYTES)  # stdin, one byte past the bound
+            while (msg := await asyncio.wait_for(ws.receive(), 10)).type == aiohttp.WSMsgType.BINARY:
+                pass  # the opening empty message
+            assert (msg.type, msg.data) == (aiohttp.WSMsgType.CLOSE, aiohttp.WSCloseCode.MESSAGE_TOO_BIG)
+    done = await Kubectl(cluster, tmp_path).ok("exec", "-i", "box", "--", "cat", stdin="x" * 100_000)
+    assert done.out == "x" * 100_000  # a large stdin in kubectl's chunks still passes

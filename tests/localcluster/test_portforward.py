@@ -18,22 +18,40 @@ import aiohttp
 import pytest
 
 from localcluster import spdy
+from localcluster.pod_connect import MAX_MESSAGE_BYTES
+from localcluster.portforward import MAX_BUFFERED, MAX_STREAMS, PROTOCOL, declared_ports
 
 from .kubectl import Kubectl
+from .rest import connect
 from .test_process_runner import log_contains, process_pod, running, wait_pod
 
 pytestmark = pytest.mark.runner("process")
 
 
-async def web_server(core, tmp_path) -> int:
-    """A pod serving tmp_path over HTTP on 127.0.0.1; its port."""
+def free_port() -> int:
+    """A port nothing listens on once the probe is closed."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def declaring(body: dict, *ports: int) -> dict:
+    """The pod with its container declaring `ports` (only those are forwarded)."""
+    body["spec"]["containers"][0]["ports"] = [{"containerPort": port} for port in ports]
+    return body
+
+
+async def web_server(core, tmp_path, name: str = "web") -> int:
+    """A pod serving tmp_path over HTTP on 127.0.0.1, on a port it declares; that port."""
     (tmp_path / "index.html").write_text("served from the pod\n")
-    body = process_pod("web", sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory",
-                       str(tmp_path))
-    await core.create_namespaced_pod("default", body)
-    await wait_pod(core, "web", running)
-    line = await log_contains(core, "web", "Serving HTTP")
-    return int(re.search(r"port (\d+)", line)[1])
+    port = free_port()
+    body = process_pod(name, sys.executable, "-u", "-m", "http.server", str(port), "--bind", "127.0.0.1",
+                       "--directory", str(tmp_path))
+    await core.create_namespaced_pod("default", declaring(body, port))
+    await wait_pod(core, name, running)
+    line = await log_contains(core, name, "Serving HTTP")
+    assert int(re.search(r"port (\d+)", line)[1]) == port
+    return port
 
 
 async def test_port_forward_reaches_a_replicas_port(cluster, core, tmp_path):
@@ -52,11 +70,9 @@ async def test_port_forward_reaches_a_replicas_port(cluster, core, tmp_path):
 
 async def test_port_forward_to_a_closed_port_reports_the_refusal(cluster, core, tmp_path):
     kubectl = Kubectl(cluster, tmp_path)
-    await core.create_namespaced_pod("default", process_pod("idle", "sleep", "60"))
+    closed = free_port()
+    await core.create_namespaced_pod("default", declaring(process_pod("idle", "sleep", "60"), closed))
     pod = await wait_pod(core, "idle", running)
-    with socket.socket() as probe:  # a port nothing listens on once the probe is closed
-        probe.bind(("127.0.0.1", 0))
-        closed = probe.getsockname()[1]
     async with kubectl.stream("port-forward", "--address", "127.0.0.1", "pod/idle", f":{closed}") as lines:
         forwarding = await lines.until(rf"Forwarding from 127\.0\.0\.1:\d+ -> {closed}")
         local = int(re.search(r":(\d+) ->", forwarding)[1])
@@ -69,6 +85,121 @@ async def test_port_forward_to_a_closed_port_reports_the_refusal(cluster, core, 
     assert (f"error forwarding port {closed} to pod default/idle, uid {pod.metadata.uid}: failed to connect to "
             f"localhost:{closed}, IPv4: dial tcp4 127.0.0.1:{closed}: connect: connection refused") in err
     assert "lost connection to pod" in err
+
+
+async def test_port_forward_to_an_undeclared_port_is_refused_on_the_error_stream(cluster, core, tmp_path):
+    """Pods share the host's network: a port the pod does not declare (here another pod's, listening) is
+    refused as a failed forward, and kubectl says why; the declared port of the same pod still works."""
+    kubectl = Kubectl(cluster, tmp_path)
+    (tmp_path / "other").mkdir()
+    other = await web_server(core, tmp_path / "other", "other")  # listening, but not a port of `web`
+    port = await web_server(core, tmp_path, "web")
+    pod = await core.read_namespaced_pod("web", "default")
+    async with kubectl.stream("port-forward", "--address", "127.0.0.1", "pod/web", f":{port}") as lines:
+        forwarding = await lines.until(rf"Forwarding from 127\.0\.0\.1:\d+ -> {port}")
+        local = int(re.search(r":(\d+) ->", forwarding)[1])
+        async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{local}/") as response:
+            assert response.status == 200
+    async with kubectl.stream("port-forward", "--address", "127.0.0.1", "pod/web", f":{other}") as lines:
+        forwarding = await lines.until(rf"Forwarding from 127\.0\.0\.1:\d+ -> {other}")
+        local = int(re.search(r":(\d+) ->", forwarding)[1])
+        async with aiohttp.ClientSession() as session:
+            with pytest.raises(aiohttp.ClientError):
+                async with session.get(f"http://127.0.0.1:{local}/"):
+                    pass
+        assert lines.proc.stderr is not None
+        err = (await asyncio.wait_for(lines.proc.stderr.read(), 10)).decode()
+    assert (f"error forwarding port {other} to pod default/web, uid {pod.metadata.uid}: port {other} is not a "
+            f"declared container port of the pod") in err
+    assert "lost connection to pod" in err
+    assert "served from the pod" not in err
+
+
+def test_only_declared_tcp_ports_are_forwarded():
+    pod = {"spec": {"initContainers": [{"name": "sidecar", "ports": [{"containerPort": 9000}]}],
+                    "containers": [{"name": "a", "ports": [{"containerPort": 8080}, {"containerPort": 53,
+                                                                                     "protocol": "UDP"}]},
+                                   {"name": "b"}]}}
+    assert declared_ports(pod) == {8080, 9000}
+    assert declared_ports({"spec": {"containers": [{"name": "a"}]}}) == frozenset()
+
+
+def syn_stream(compressor, stream_id: int, **headers: str) -> bytes:
+    """A SYN_STREAM as spdystream writes it (headers zlib-compressed with the SPDY/3 dictionary)."""
+    raw = struct.pack(">I", len(headers)) + b"".join(
+        struct.pack(">I", len(k)) + k.encode() + struct.pack(">I", len(v)) + v.encode() for k, v in headers.items())
+    block = compressor.compress(raw) + compressor.flush(zlib.Z_SYNC_FLUSH)
+    payload = struct.pack(">IIBB", stream_id, 0, 0, 0) + block
+    return struct.pack(">HHI", 0x8003, spdy.SYN_STREAM, len(payload)) + payload
+
+
+def spdy_compressor():
+    return zlib.compressobj(9, zlib.DEFLATED, 15, 8, zlib.Z_DEFAULT_STRATEGY, zdict=spdy.DICTIONARY)
+
+
+async def idle_pod(core) -> None:
+    await core.create_namespaced_pod("default", process_pod("idle", "sleep", "60"))
+    await wait_pod(core, "idle", running)
+
+
+PORTFORWARD = "/api/v1/namespaces/default/pods/idle/portforward"
+
+
+async def test_an_oversized_port_forward_message_closes_the_connection_and_the_server_goes_on(cluster, core):
+    await idle_pod(core)
+    async with connect(cluster) as rest:
+        async with rest.websocket(PORTFORWARD, (PROTOCOL,)) as ws:
+            await ws.send_bytes(bytes(MAX_MESSAGE_BYTES + 1))
+            closing = await asyncio.wait_for(ws.receive(), 10)
+            assert (closing.type, closing.data) == (aiohttp.WSMsgType.CLOSE, aiohttp.WSCloseCode.MESSAGE_TOO_BIG)
+        async with rest.websocket(PORTFORWARD, (PROTOCOL,)) as ws:  # the server still serves: a PING is echoed
+            framer = spdy.Framer()
+            await ws.send_bytes(framer.ping(7))
+            (echo,) = framer.feed(await asyncio.wait_for(ws.receive_bytes(), 10))
+            assert (echo.kind, echo.status) == (spdy.PING, 7)
+
+
+async def test_a_port_forward_session_holds_a_bounded_number_of_streams(cluster, core):
+    await idle_pod(core)
+    async with connect(cluster) as rest, rest.websocket(PORTFORWARD, (PROTOCOL,)) as ws:
+        compressor, framer = spdy_compressor(), spdy.Framer()
+        # error streams waiting for their data stream: each is held until its pair is complete
+        opened = [syn_stream(compressor, 2 * i + 1, streamtype="error", port="80", requestid=str(i))
+                  for i in range(MAX_STREAMS + 1)]
+        await ws.send_bytes(b"".join(opened))
+        replies: list = []
+        while len(replies) < MAX_STREAMS + 1:
+            replies += framer.feed(await asyncio.wait_for(ws.receive_bytes(), 10))
+    assert [f.kind for f in replies] == [spdy.SYN_REPLY] * MAX_STREAMS + [spdy.RST_STREAM]
+    assert replies[-1].stream_id == 2 * MAX_STREAMS + 1
+
+
+async def test_bytes_no_connection_will_take_are_bounded_by_resetting_their_stream(cluster, core):
+    """A data stream whose error stream never comes is forwarded nowhere: past MAX_BUFFERED bytes it is reset,
+    rather than the server holding whatever the client sends; the session goes on."""
+    await idle_pod(core)
+    async with connect(cluster) as rest, rest.websocket(PORTFORWARD, (PROTOCOL,)) as ws:
+        compressor, framer = spdy_compressor(), spdy.Framer()
+        await ws.send_bytes(syn_stream(compressor, 1, streamtype="data", port="80", requestid="0"))
+        (reply,) = framer.feed(await asyncio.wait_for(ws.receive_bytes(), 10))
+        assert (reply.kind, reply.stream_id) == (spdy.SYN_REPLY, 1)
+        chunk = framer.data(1, bytes(32 * 1024))
+        for _ in range(MAX_BUFFERED // (32 * 1024) + 1):
+            await ws.send_bytes(chunk)
+        await ws.send_bytes(framer.ping(9))
+        answers: list = []
+        while not any(f.kind == spdy.PING for f in answers):
+            answers += framer.feed(await asyncio.wait_for(ws.receive_bytes(), 10))
+    assert [(f.kind, f.stream_id) for f in answers] == [(spdy.RST_STREAM, 1), (spdy.PING, 0)]
+
+
+def test_spdy_frames_and_header_blocks_are_bounded():
+    with pytest.raises(spdy.ProtocolError, match="more than 1024"):
+        spdy.Framer(max_length=1024).feed(struct.pack(">II", 1, 1025))  # a DATA frame's header is enough
+    bomb = syn_stream(spdy_compressor(), 1, streamtype="data", port="1", requestid="x" * (spdy.MAX_HEADERS + 1))
+    assert len(bomb) < 1024  # a few bytes that inflate past the bound
+    with pytest.raises(spdy.ProtocolError, match="header block"):
+        spdy.Framer().feed(bomb)
 
 
 def test_spdy_frames_round_trip():
