@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import io
+import os
 import re
 import subprocess
 import sys
@@ -134,3 +135,145 @@ def test_download_asks_pip_for_the_pinned_version_with_its_hash(tmp_path, monkey
     assert "--require-hashes" in argv and "--no-deps" in argv
     assert (tmp_path / "requirements.txt").read_text() == (
         f"{script.PACKAGE}=={script.PINNED.version} --hash=sha256:{script.PINNED.wheel_sha256}\n")
+
+
+# --- the development install ---------------------------------------------------------------------
+
+MAKE_EXTRAS = ("local", "test", "bench", "dev")
+
+
+def lock(name: str) -> dict[str, tuple[str, list[str]]]:
+    """A pip-compile lock as {name: (version, [hashes])}."""
+    text = (ROOT / name).read_text().replace("\\\n", " ")
+    pins = {}
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        requirement, *options = line.split()
+        package, _, version = requirement.partition("==")
+        assert version, f"{name}: not pinned with ==: {requirement}"
+        pins[canonicalize_name(package)] = (version, [o.removeprefix("--hash=") for o in options])
+    return pins
+
+
+def wanted() -> list[Requirement]:
+    """What `make install` needs: the dependencies, the build backend and every extra the Makefile names."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    extras = project["project"]["optional-dependencies"]
+    assert set(MAKE_EXTRAS) == set(extras), "an extra the dev lock does not cover (or the lock names a gone one)"
+    return [Requirement(r) for r in (project["project"]["dependencies"] + project["build-system"]["requires"]
+                                     + [r for extra in MAKE_EXTRAS for r in extras[extra]])]
+
+
+def test_dev_lock_pins_every_dependency_of_the_extras_with_hashes():
+    pins = lock("requirements-dev.lock")
+    for requirement in wanted():
+        name = canonicalize_name(requirement.name)
+        assert name in pins, f"{requirement} is not in requirements-dev.lock: run `make lock`"
+        assert requirement.specifier.contains(pins[name][0], prereleases=True), \
+            f"requirements-dev.lock pins {name}=={pins[name][0]}, outside {requirement}: run `make lock`"
+    for name, (_, hashes) in pins.items():
+        assert hashes and all(re.fullmatch(r"sha256:[0-9a-f]{64}", h) for h in hashes), f"{name}: no sha256 hashes"
+    assert {"pip", "pip-tools", "setuptools"} <= pins.keys(), "pip, pip-tools and the build backend are pinned"
+
+
+def test_dev_lock_is_closed_under_the_dependencies_of_what_it_pins():
+    """Transitively: every requirement of every installed distribution reached from pyproject.toml (this venv
+    was installed from the lock) is pinned too, at the version installed. A dependency added upstream or in
+    pyproject.toml cannot slip in unpinned; `--require-hashes` would refuse it anyway, this says which."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    pins = lock("requirements-dev.lock")
+    todo, seen = [(r, ()) for r in wanted()], set()
+    while todo:
+        requirement, extras = todo.pop()
+        if requirement.marker and not any(requirement.marker.evaluate({"extra": e}) for e in (extras or ("",))):
+            continue
+        name = canonicalize_name(requirement.name)
+        assert name in pins, f"{requirement} (needed by what is locked) is not in requirements-dev.lock"
+        if (name, tuple(sorted(requirement.extras))) in seen:
+            continue
+        seen.add((name, tuple(sorted(requirement.extras))))
+        try:
+            dist = distribution(name)
+        except PackageNotFoundError:
+            continue  # a build-only requirement not installed here (its pin is checked above)
+        assert dist.version == pins[name][0], f"{name} {dist.version} installed, {pins[name][0]} locked: `make install`"
+        todo += [(Requirement(r), tuple(requirement.extras)) for r in dist.requires or ()]
+
+
+def test_the_two_locks_agree():
+    """requirements-dev.lock is compiled with requirements.lock as its constraint: tests run the image's versions."""
+    image, dev = lock("requirements.lock"), lock("requirements-dev.lock")
+    assert image.keys() <= dev.keys()
+    assert {name: image[name][0] for name in image} == {name: dev[name][0] for name in image}
+
+
+def make_dry_run(target: str, tmp_path: Path) -> list[str]:
+    done = subprocess.run(["make", "--no-print-directory", "--dry-run", target, f"VENV={tmp_path / 'venv'}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=30,
+                          env={k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k != "MFLAGS"})
+    assert done.returncode == 0, done.stderr
+    return done.stdout.replace("\\\n", " ").splitlines()
+
+
+def test_make_install_installs_only_from_the_lock(tmp_path):
+    installs = [cmd for cmd in make_dry_run("install", tmp_path) if re.search(r"\bpip install\b", cmd)]
+    assert installs, "make install installs nothing?"
+    assert any("--require-hashes" in cmd and "-r requirements-dev.lock" in cmd for cmd in installs), installs
+    for cmd in installs:
+        # The project itself adds nothing: no dependencies, and the lock's setuptools builds it.
+        assert "requirements-dev.lock" in cmd or ("--no-deps" in cmd and "--no-build-isolation" in cmd), cmd
+    assert not [cmd for cmd in installs if "--upgrade" in cmd or "-U " in cmd], "an unpinned upgrade"
+
+
+def test_make_lock_regenerates_both_locks(tmp_path):
+    compiles = [cmd for cmd in make_dry_run("lock", tmp_path) if "pip-compile" in cmd]
+    outputs = [re.search(r"--output-file=(\S+)", cmd).group(1) for cmd in compiles]
+    assert outputs == ["requirements.lock", "requirements-dev.lock"]
+    for cmd in compiles:
+        assert "--generate-hashes" in cmd and "PIP_CONFIG_FILE=/dev/null" in cmd  # PyPI's hashes, not a mirror's
+    assert all(f"--extra {extra}" in compiles[1] for extra in MAKE_EXTRAS)
+    assert "--constraint requirements.lock" in compiles[1]
+
+
+# --- the image -----------------------------------------------------------------------------------
+
+# python:3.11-slim's multi-arch index digest as published (the tag pushed 2026-08-16; docs/install.md says
+# how to bump it). A bump changes this line too: a deliberate, reviewed change.
+BASE = "python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7"
+
+
+def test_dockerfile_base_image_is_pinned_by_digest_in_every_stage():
+    from .test_manifests import args_of, dockerfile_stages
+
+    froms = [args.split()[0] for stage in dockerfile_stages() for args in args_of(stage, "FROM")]
+    assert froms and all(re.fullmatch(r"[a-z0-9./-]+:[\w.-]+@sha256:[0-9a-f]{64}", f) for f in froms), froms
+    assert set(froms) == {BASE}, "one base image, by the digest of its tag"
+    # The comment says how to bump it, and the guide too.
+    text = (ROOT / "Dockerfile").read_text()
+    assert "docker buildx imagetools inspect python:3.11-slim" in text and "crane digest python:3.11-slim" in text
+    guide = (ROOT / "docs" / "install.md").read_text()
+    assert "docker buildx imagetools inspect python:3.11-slim" in guide and "crane digest" in guide
+
+
+DIGEST = "sha256:" + "ab" * 32
+
+
+def test_helm_image_digest_pins_the_controller_image():
+    def image(*values: str) -> str:
+        [container] = find(template(*values), "Deployment")["spec"]["template"]["spec"]["containers"]
+        return container["image"]
+
+    assert image() == "ghcr.io/t9k/genericjob-controller:0.1.0"  # the tag (appVersion) when no digest is set
+    assert image(f"image.digest={DIGEST}") == f"ghcr.io/t9k/genericjob-controller@{DIGEST}"
+    assert image(f"image.digest={DIGEST}", "image.tag=1.2.3", "image.repository=registry.example/c") == \
+        f"registry.example/c@{DIGEST}"
+
+
+@pytest.mark.parametrize("digest", ["ab" * 32, "sha256:abc", "sha512:" + "ab" * 64, f"{DIGEST} "])
+def test_helm_refuses_a_digest_that_is_not_one(digest):
+    refused = subprocess.run([str(BIN / "helm"), "template", "x", str(ROOT / "charts" / "genericjob-controller"),
+                              "--set-string", f"image.digest={digest}"], capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "digest" in refused.stderr, refused.stderr
