@@ -297,3 +297,11 @@ def test_helm_refuses_networkpolicy_and_cert_manager_values_that_cannot_work(val
     refused = subprocess.run([str(BIN / "helm"), "template", NAME, str(CHART), "--set", value],
                              capture_output=True, text=True, timeout=60)
     assert refused.returncode != 0, refused.stdout[-500:]
+
+
+def test_helm_lint_with_cert_manager_and_networkpolicy():
+    from .test_packaging import CHART, helm
+
+    out = helm("lint", "--strict", str(CHART), "--set", "metrics.serviceMonitor.enabled=true",
+               "--set", "metrics.certManager.enabled=true", "--set", "networkPolicy.enabled=true")
+    assert "0 chart(s) failed" in out, out
