@@ -2,8 +2,14 @@
 # The GenericJob controller image: `docker build -t ghcr.io/t9k/genericjob-controller:0.1.0 .`
 # Entry point: `genericjob-controller run` (see manifests/deployment.yaml for the flags used in-cluster).
 
+# The base image by digest, not by tag: a tag moves with every Debian or Python patch release, a digest
+# is one image (a multi-arch index: the same digest on amd64 and arm64), so every build starts from the
+# same bytes. The tag stays beside it for people (with a digest, Docker ignores it). Both stages use the
+# same one. To bump it (a reviewed change, as a dependency bump):
+#   docker buildx imagetools inspect python:3.11-slim   (the "Digest:" line)   or   crane digest python:3.11-slim
+# then replace the digest in both FROM lines (docs/install.md, "The image's base").
 # --- builder: a wheel of the project, installed with its runtime dependencies into /opt/venv ---------
-FROM python:3.11-slim AS builder
+FROM python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7 AS builder
 
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -35,7 +41,7 @@ RUN /opt/venv/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /wheels .
     && /opt/venv/bin/pip uninstall --yes pip setuptools
 
 # --- final: the interpreter and the installed venv, nothing else -----------------------------------
-FROM python:3.11-slim
+FROM python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7
 
 ENV PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \

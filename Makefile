@@ -7,10 +7,13 @@ BIN := $(VENV)/bin
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
 
+# Everything from requirements-dev.lock (the extras local, test, bench and dev, pip itself and the build
+# backend, each at a pinned version with PyPI's hashes), then the project alone: nothing is resolved here,
+# so nothing unpinned is installed. The venv's bundled pip only reads the lock; the lock's pip replaces it.
 install: $(BIN)/python
-	$(BIN)/pip install -q -e '.[local,test,bench]'
+	$(BIN)/python -m pip install -q --require-hashes -r requirements-dev.lock
+	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
 
 # Install (kubectl too, for the README's kubectl commands), then run the controller on its embedded local
 # cluster with the user guide's example. `make local APPLY=` serves for kubectl until Ctrl-C instead of
@@ -35,9 +38,13 @@ bench: install
 	$(BIN)/python bench/bench_informers.py
 	$(BIN)/python bench/bench_reconcile.py
 
-# Regenerate requirements.lock (the image's pinned, hashed dependencies) from pyproject.toml. Against
-# PyPI itself, so that the hashes are PyPI's; the build backend is pinned too (--all-build-deps).
-lock: $(BIN)/python
-	$(BIN)/pip install -q pip-tools
-	PIP_CONFIG_FILE=/dev/null $(BIN)/pip-compile --quiet --generate-hashes --strip-extras --all-build-deps \
-		--allow-unsafe --no-emit-index-url --no-emit-find-links --output-file=requirements.lock pyproject.toml
+# Regenerate requirements.lock (the image's pinned, hashed dependencies) and requirements-dev.lock (the same
+# pins plus the extras', for `make install`) from pyproject.toml. Against PyPI itself, so that the hashes
+# are PyPI's; the build backend is pinned too (--all-build-deps), and pip and pip-tools (--allow-unsafe).
+# pip-compile keeps a lock's existing pins: delete the lock (or pass --upgrade) to move them.
+COMPILE := PIP_CONFIG_FILE=/dev/null PIP_FIND_LINKS= $(BIN)/pip-compile --quiet --generate-hashes --strip-extras \
+	--all-build-deps --allow-unsafe --no-emit-index-url --no-emit-find-links
+lock: install
+	$(COMPILE) --output-file=requirements.lock pyproject.toml
+	$(COMPILE) --extra local --extra test --extra bench --extra dev --constraint requirements.lock \
+		--output-file=requirements-dev.lock pyproject.toml

