@@ -9,6 +9,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from apimachinery.errors import ApiStatusError
+from controller.jobs import oversize
 from controller.jobs import status as st
 from controller.jobs.api import MAX_REPLICAS, MAX_TOTAL_REPLICAS
 from controller.jobs.crd import MAX_REPLICA_TYPES
@@ -157,3 +159,31 @@ def test_the_controllers_validation_refuses_a_job_over_the_cap(kind_name, counts
                                     "the job's status, which must fit in one object of the API server")
     assert kind.invalid_spec_message(problems).startswith(
         f"spec.replicaSpecs: the total of replicas over all replica types must be at most {MAX_TOTAL_REPLICAS}")
+
+
+# --- a status too large to store ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("code", "message", "too_large"), [
+    (413, "Request entity too large: limit is 3145728", True),
+    (500, "etcdserver: request is too large", True),
+    (500, "rpc error: code = ResourceExhausted desc = trying to send message larger than max (2 vs. 1)", True),
+    (500, "Internal error occurred: something else", False),
+    (422, "etcdserver: request is too large", False),
+])
+def test_what_counts_as_too_large(code, message, too_large):
+    assert ApiStatusError(code, "", message).too_large is too_large
+
+
+@pytest.mark.parametrize("kind_name", ["GenericJob", "TensorFlowTrainingJob"])
+def test_the_compact_status_keeps_the_counts_and_says_why(kind_name):
+    kind = KINDS[kind_name]
+    big = worst_status(kind, [("worker", 300)])
+    compact = oversize.compact_status(kind.status, big, "why", TIME)
+    assert "tasks" not in compact and kind.status.stored_types(compact) == []
+    assert compact["aggregate"] == big["aggregate"] and compact["backoffCount"] == big["backoffCount"]
+    assert (compact["phase"], compact["reason"]) == ("Failed", "StatusTooLarge")
+    assert st.find_condition(compact["conditions"], "Failed") == {
+        "type": "Failed", "status": "True", "reason": "StatusTooLarge", "message": "why", "lastTransitionTime": TIME}
+    assert oversize.failed_too_large(compact) and not oversize.failed_too_large(big)
+    assert len(orjson.dumps(compact)) < 4096
