@@ -23,6 +23,16 @@ class ApiStatusError(Exception):
         return self.code == 410
 
     @property
+    def too_large(self) -> bool:
+        """The object or the request is larger than the server stores or reads: 413 (a body over the apiserver's
+        3 MiB), or etcd's refusal of an object over its 1.5 MiB, which the apiserver answers as a 500 with etcd's
+        message (or gRPC's, for a message over its transport limit). Never worth a retry unchanged."""
+        if self.code == 413:
+            return True
+        return self.code == 500 and ("etcdserver: request is too large" in self.message
+                                     or "trying to send message larger than max" in self.message)
+
+    @property
     def version_too_large(self) -> bool:
         """504: a read at a resourceVersion the server (its watch cache) has not reached."""
         return self.code == 504 and "Too large resource version" in self.message

@@ -12,6 +12,8 @@ import uuid
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import orjson
+
 from . import builtin_schemas, builtins, deletion, errors, events, managedfields, subresources
 from .errors import ApiError
 from .quantity import QuantityError
@@ -89,6 +91,8 @@ class Api:
         self.admission = None
         # The field manager of the write being served (managedFields); the HTTP layer sets it per request.
         self.manager = SERVER_MANAGER
+        # The largest object etcd stores (its --max-request-bytes); a test may lower it.
+        self.max_object_bytes = errors.ETCD_MAX_REQUEST_BYTES
 
     # --- helpers ---------------------------------------------------------------------------
 
@@ -126,13 +130,24 @@ class Api:
 
     def _commit(self, rt: ResourceType, obj: dict, dry_run: bool) -> dict:
         if dry_run:
-            return obj
+            return obj  # a dry run never reaches etcd, nor its size limit
+        self._check_size(obj)
         rv = self.store.next_rv()
         obj["metadata"]["resourceVersion"] = str(rv)
         self.store.put(rt.storage_key, obj, rv)
         if rt.storage_key == CRD_KEY:
             self._serve_crd(obj)
         return obj
+
+    def _check_size(self, obj: dict) -> None:
+        """etcd refuses an object larger than its request limit. The handlers then try the write once more
+        without managedFields (rest.go's isTooLargeError), and answer etcd's error if it is still too large.
+        Measured as JSON: how custom resources are stored (built-ins are protobuf, smaller: stricter here)."""
+        if len(orjson.dumps(obj)) <= self.max_object_bytes:
+            return
+        if obj["metadata"].pop("managedFields", None) is not None and len(orjson.dumps(obj)) <= self.max_object_bytes:
+            return
+        raise errors.etcd_request_too_large()
 
     # --- admission: defaults and validation per kind ---------------------------------------
 

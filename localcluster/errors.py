@@ -35,6 +35,8 @@ def status_body(code: int, reason: str, message: str, details: dict | None = Non
         "reason": reason,
         "code": code,
     }
+    if not reason:  # StatusReasonUnknown is "", which metav1.Status omits (omitempty)
+        del body["reason"]
     if details is not None:
         body["details"] = details
     return body
@@ -114,6 +116,16 @@ def too_many_requests(retry_after: int) -> ApiError:
     return ApiError(429, "TooManyRequests", "the server has received too many requests and has asked us "
                     "to try again later", {"retryAfterSeconds": retry_after},
                     headers={"Retry-After": str(retry_after)})
+
+
+# etcd's --max-request-bytes by default: a write whose object is larger is refused by etcd.
+ETCD_MAX_REQUEST_BYTES = 1536 * 1024
+
+
+def etcd_request_too_large() -> ApiError:
+    """What the apiserver answers when etcd refuses a write as too large: the storage error is no Status, so
+    ErrorToAPIStatus makes it a 500 of reason Unknown (omitted) with etcd's message (kubernetes#112152)."""
+    return ApiError(500, "", "etcdserver: request is too large")
 
 
 def internal_error(message: str) -> ApiError:

@@ -28,6 +28,7 @@ from typing import Any
 import celpy
 from celpy import celtypes
 
+from . import cel_lists
 from .builtins import ANNOTATIONS_LIMIT, annotations_too_long
 
 # CauseType values of k8s.io/apimachinery/pkg/apis/meta/v1 (= field.ErrorType) that this module emits.
@@ -700,7 +701,7 @@ def _cel_program(expression: str) -> tuple[Any, str, bool]:
     except celpy.CELParseError as err:
         return None, " ".join(str(err).split()), False
     names = ast.scan_values(lambda token: getattr(token, "type", None) == "IDENT")
-    return environment.program(ast), "", any(name == "oldSelf" for name in names)
+    return environment.program(ast, functions=cel_lists.FUNCTIONS), "", any(name == "oldSelf" for name in names)
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,9 +42,14 @@ class CleanUpPolicy(StrEnum):
     ALL = "All"
 
 
-# Replicas of one type at most: every rank is a pod made and tracked one by one, so an unbounded
-# count (1e11 in the bad-input corpus) would stall the controller in a single reconcile.
-MAX_REPLICAS = 10_000
+# Replicas of a whole job at most (the CRD's rule over spec.replicaSpecs, and validation.py for jobs admitted
+# before it): every replica has a record in the job's status, and the status must fit, with the spec, in one
+# etcd object (1.5 MiB). A 1000-replica status at its largest (finished, four containers, names at their
+# limits) is ~0.9 MB: tests/controller/test_job_size.py measures it.
+MAX_TOTAL_REPLICAS = 1000
+# Replicas of one type at most: no type can have more than the whole job (an unbounded count, 1e11 in the
+# bad-input corpus, would stall the controller in a single reconcile).
+MAX_REPLICAS = MAX_TOTAL_REPLICAS
 
 
 class JobPhase(StrEnum):

@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from controller.jobs.api import MAX_TOTAL_REPLICAS
+
 MANIFEST_DIR = Path(__file__).resolve().parents[2] / "manifests" / "crds"
 MAX_REPLICA_TYPES = 64  # bounds the cost of the CEL rules over spec.replicaSpecs
 NAME_MAX = 63  # a label value, and a DNS-1035 label (Service names)
@@ -115,6 +117,14 @@ def template_schema(description: str) -> dict:
 UNIQUE_TYPES = {
     "rule": "self.all(x, self.exists_one(y, y.type == x.type))",
     "message": "replica types must be unique within spec.replicaSpecs",
+}
+
+# On spec.replicaSpecs (the field the error names). `sum()` is the Kubernetes CEL lists library's (served
+# since 1.24); over at most MAX_REPLICA_TYPES entries its estimated cost is small.
+TOTAL_REPLICAS = {
+    "rule": f"self.map(r, has(r.replicas) ? r.replicas : 1).sum() <= {MAX_TOTAL_REPLICAS}",
+    "message": f"the total of replicas over all replica types must be at most {MAX_TOTAL_REPLICAS}: each replica "
+               "is a record in the job's status, which must fit in one object of the API server",
 }
 
 RESUME_SPECS_IMMUTABLE = {

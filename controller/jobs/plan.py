@@ -178,12 +178,13 @@ def _soonest(*delays: float | None) -> float | None:
 
 
 def plan_invalid(kind: JobKind, status: dict, pods: list[dict], message: str, now: str, *,
-                 services: list[dict] | None = None, podgroups: list[dict] | None = None, clock: float | None = None,
-                 stuck_after: float = STUCK_TERMINATING_AFTER) -> Plan:
-    """For a job whose spec the controller cannot run (its kind's parse found problems): Failed with
-    reason InvalidSpec, a Warning event, its unfinished pods deleted (a spec edited into an invalid one
-    must not leave pods running), and its Services and PodGroup removed. Finished pods are kept for
-    their logs. A job that had already finished for another reason keeps its status and its pods."""
+                 reason: str = "InvalidSpec", services: list[dict] | None = None, podgroups: list[dict] | None = None,
+                 clock: float | None = None, stuck_after: float = STUCK_TERMINATING_AFTER) -> Plan:
+    """For a job the controller cannot run (its kind's parse found problems: reason InvalidSpec; or its status
+    does not fit in the API server: StatusTooLarge, oversize.py): Failed with `reason`, a Warning event, its
+    unfinished pods deleted (a spec edited into an invalid one must not leave pods running), and its Services
+    and PodGroup removed. Finished pods are kept for their logs. A job that had already finished for another
+    reason keeps its status and its pods."""
     old = status or {}
     conditions = old.get("conditions") or []
     failed = st.find_condition(conditions, st.FAILED)
@@ -192,7 +193,7 @@ def plan_invalid(kind: JobKind, status: dict, pods: list[dict], message: str, no
                "podgroup": children.remove_all(PODGROUPS, podgroups or ())}
     force, requeue_after = _stuck_pods(pods, clock, stuck_after)
     removed.update(force_delete=force, requeue_after=requeue_after)
-    if already_finished and not (failed and failed.get("reason") == "InvalidSpec"):
+    if already_finished and not (failed and failed.get("reason") == reason):
         return Plan(old, terminal=True, **removed)
     delete = [DeletePod(p["metadata"]["name"], st.pod_uid(p), CLEANUP) for p in pods
               if st.pod_phase(p) not in st.FINISHED and not st.is_terminating(p)]
@@ -200,10 +201,10 @@ def plan_invalid(kind: JobKind, status: dict, pods: list[dict], message: str, no
     if already_finished:
         return Plan({**old, **records}, delete=delete, terminal=True, **removed)
     conditions = st.set_condition(conditions, st.RUNNING, False, "Failed", "The job has finished.", now)
-    conditions = st.finished_conditions(conditions, succeeded=False, reason="InvalidSpec", message=message, now=now)
+    conditions = st.finished_conditions(conditions, succeeded=False, reason=reason, message=message, now=now)
     new = {**old, **records, "phase": str(JobPhase.FAILED), "conditions": conditions, "completionTime": now,
-           "reason": "InvalidSpec"}
-    return Plan(new, delete=delete, events=[Event(WARNING, "InvalidSpec", message)], terminal=True, **removed)
+           "reason": reason}
+    return Plan(new, delete=delete, events=[Event(WARNING, reason, message)], terminal=True, **removed)
 
 
 def _stuck_pods(pods: list[dict], clock: float | None, stuck_after: float) -> tuple[list[ForceDeletePod], float | None]:

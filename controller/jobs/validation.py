@@ -1,6 +1,6 @@
 """Validation every job kind shares: the `SpecError` that names a field, the InvalidSpec message, turning
-a pydantic error into field paths (`parse`), and the checks of what every kind's spec has (unique
-replica types, templates a pod can be made from, run-mode overrides naming known types).
+a pydantic error into field paths (`parse`), and the checks of what every kind's spec has (the total of
+replicas, unique replica types, templates a pod can be made from, run-mode overrides naming known types).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from controller.jobs.api import MAX_TOTAL_REPLICAS
 from controller.jobs.kind import KindApi, ParsedJob
 from controller.jobs.naming import label, replica_name
 
@@ -48,13 +49,39 @@ def invalid_spec_message(errors: list[SpecError]) -> str:
 
 def parse(obj: dict, model: type):
     """The job's model (a kind's `model`, built by its `from_object`), or the reasons it cannot be built,
-    with JSON field paths."""
+    with JSON field paths. The total of replicas is checked first, on the object as stored: a job admitted
+    before the CRD capped it must fail on it, whatever else the model finds."""
+    too_many = total_replicas_errors(obj)
     try:
-        return model.from_object(obj)
+        job = model.from_object(obj)
     except ValidationError as err:
-        return _spec_errors(err, {**obj, **(obj.get("metadata") or {})})
+        return too_many + _spec_errors(err, {**obj, **(obj.get("metadata") or {})})
     except (KeyError, TypeError, AttributeError) as err:  # no metadata, or metadata not an object
-        return [SpecError("metadata", f"malformed object metadata: {err!r}")]
+        return [*too_many, SpecError("metadata", f"malformed object metadata: {err!r}")]
+    return too_many or job
+
+
+def total_replicas_errors(obj: dict) -> list[SpecError]:
+    """The CRD's cap on the replicas of a whole job (MAX_TOTAL_REPLICAS), counted as the CRD's rule counts
+    them: an entry without `replicas` has one. Values that are not counts are left to the model."""
+    spec = obj.get("spec") if isinstance(obj, dict) else None
+    entries = spec.get("replicaSpecs") if isinstance(spec, dict) else None
+    if not isinstance(entries, list):
+        return []
+    total = sum(_count(entry.get("replicas", 1)) for entry in entries if isinstance(entry, dict))
+    if total <= MAX_TOTAL_REPLICAS:
+        return []
+    return [SpecError("spec.replicaSpecs", total_replicas_message(total))]
+
+
+def total_replicas_message(total: int | None = None) -> str:
+    asked = f" (it asks for {total})" if total is not None else ""
+    return (f"the total of replicas over all replica types must be at most {MAX_TOTAL_REPLICAS}{asked}: "
+            "each replica is a record in the job's status, which must fit in one object of the API server")
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _spec_errors(err: ValidationError, source: dict) -> list[SpecError]:

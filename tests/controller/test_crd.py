@@ -103,7 +103,7 @@ def test_spec_schema_details():
                           "replicaSpecs"}
     replica = props["replicaSpecs"]["items"]
     assert replica["required"] == ["type", "template"]
-    assert replica["properties"]["replicas"] == {"type": "integer", "minimum": 0, "maximum": 10000, "default": 1,
+    assert replica["properties"]["replicas"] == {"type": "integer", "minimum": 0, "maximum": 1000, "default": 1,
                                                  "description": "The desired number of replicas of this type. "
                                                                 "Defaults to 1."}
     assert replica["properties"]["restartPolicy"]["properties"]["policy"]["enum"] == ["Never", "OnFailure", "Always"]

@@ -1,5 +1,6 @@
-"""The request body limit (the apiserver's 3 MiB: 413) and the audit log of writes that checkers in
-other processes read from `GET /_localcluster/audit`: a ring of the last writes at absolute positions."""
+"""The request body limit (the apiserver's 3 MiB: 413), etcd's object limit (1.5 MiB: a 500 with etcd's
+message), and the audit log of writes that checkers in other processes read from `GET /_localcluster/audit`:
+a ring of the last writes at absolute positions."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from localcluster.audit import AuditLog
+from localcluster.errors import ETCD_MAX_REQUEST_BYTES
 from localcluster.http import MAX_REQUEST_BYTES
 from localcluster.store import MODIFIED, Event
 
@@ -25,11 +27,45 @@ async def test_a_body_over_the_limit_gets_413_with_a_status(cluster, core):
     status = json.loads(caught.value.body)
     assert (status["kind"], status["reason"], status["code"]) == ("Status", "RequestEntityTooLarge", 413)
     assert str(MAX_REQUEST_BYTES) in status["message"]
-    # Just under the limit is served as before (and the server is still fine). Not in an annotation: those are
-    # held to 256 KiB (test_an_object_too_large_for_its_last_applied_annotation_is_refused).
+    # Under the limit is served as before (and the server is still fine), as long as etcd can store the object.
+    # Not in an annotation: those are held to 256 KiB (test_an_object_too_large_for_its_last_applied_annotation_...).
     fits = pod("fits")
-    fits["spec"]["containers"][0]["args"] = ["x" * (MAX_REQUEST_BYTES // 2)]
+    fits["spec"]["containers"][0]["args"] = ["x" * (ETCD_MAX_REQUEST_BYTES - 4096)]
     await core.create_namespaced_pod("default", fits)
+
+
+async def test_an_object_larger_than_etcd_stores_gets_etcds_error_as_a_500(cluster, core):
+    """The body is within the apiserver's limit, the object is not within etcd's: etcd's error is no Status, so
+    the apiserver answers 500 with etcd's message and no reason (ErrorToAPIStatus; kubernetes#112152)."""
+    big = pod("big")
+    big["spec"]["containers"][0]["args"] = ["x" * ETCD_MAX_REQUEST_BYTES]
+    with pytest.raises(ApiException) as caught:
+        await core.create_namespaced_pod("default", big)
+    assert caught.value.status == 500
+    status = json.loads(caught.value.body)
+    assert status == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                      "message": "etcdserver: request is too large", "code": 500}
+    assert (await core.list_namespaced_pod("default")).items == []
+    # An update that grows an object past the limit is refused alike, and the stored object is unchanged.
+    await core.create_namespaced_pod("default", pod("grows"))
+    with pytest.raises(ApiException) as caught:
+        await core.patch_namespaced_pod_status("grows", "default",
+                                               {"status": {"message": "x" * ETCD_MAX_REQUEST_BYTES}})
+    assert (caught.value.status, json.loads(caught.value.body)["message"]) == (500, "etcdserver: request is too large")
+    assert (await core.read_namespaced_pod("grows", "default")).status.message is None
+
+
+async def test_an_object_too_large_only_with_its_managed_fields_is_stored_without_them(cluster, core):
+    """The handlers try a write etcd refused once more without managedFields (rest.go's isTooLargeError)."""
+    await core.create_namespaced_pod("default", pod("first"))
+    pods = cluster.registry.get("", "v1", "pods")
+    stored = cluster.api.get(pods, "default", "first")
+    assert stored["metadata"]["managedFields"]
+    bare = {**stored, "metadata": {k: v for k, v in stored["metadata"].items() if k != "managedFields"}}
+    cluster.api.max_object_bytes = len(json.dumps(bare, separators=(",", ":"))) + 64  # room for another name
+    second = await core.create_namespaced_pod("default", pod("second"))
+    assert second.metadata.managed_fields is None
+    assert "managedFields" not in cluster.api.get(pods, "default", "second")["metadata"]
 
 
 async def test_the_audit_log_keeps_every_pod_write_across_dropped_watches_and_expired_history(cluster, core):

@@ -8,7 +8,7 @@ JSON schema is turned into one (`structural`), then what the models cannot say i
 ranks are int-or-string, the pod template is Kubernetes' PodTemplateSpec (`template_schema`: checked as
 a Deployment's template is), and CEL rules reject at apply time what a schema alone cannot:
 
-- replica types are unique;
+- replica types are unique, and the job has at most MAX_TOTAL_REPLICAS replicas in all;
 - `spec.runMode.pause.resumeSpecs` cannot change once set (004), nor be removed with its parents;
 - names: the job name is a label value on every pod (<= 63 characters) and, with spec.service,
   `[job]-[type]-[rank]` is a Service name (a DNS-1035 label of <= 63 characters). A rule at the
@@ -31,6 +31,7 @@ from controller.jobs.crd import (
     MAX_REPLICA_TYPES,
     NAME_MAX,
     RESUME_SPECS_IMMUTABLE,
+    TOTAL_REPLICAS,
     UNIQUE_TYPES,
     custom_resource,
     job_columns,
@@ -108,7 +109,7 @@ def spec_schema() -> dict:
         props[name]["items"] = _finish_rule_schema()
     replica_specs = props["replicaSpecs"]
     replica_specs["maxItems"] = MAX_REPLICA_TYPES
-    replica_specs["x-kubernetes-validations"] = [UNIQUE_TYPES]
+    replica_specs["x-kubernetes-validations"] = [UNIQUE_TYPES, copy.deepcopy(TOTAL_REPLICAS)]
     template = replica_specs["items"]["properties"]["template"]
     replica_specs["items"]["properties"]["template"] = template_schema(template["description"])
     run_mode = props["runMode"]["properties"]

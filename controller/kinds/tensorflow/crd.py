@@ -2,8 +2,9 @@
 
 `python -m controller.kinds.tensorflow.crd` writes manifests/crds/tensorflowtrainingjob.yaml; a test
 fails when it differs from what the models generate. Beyond the models, CEL rules reject at apply
-time: duplicate replica types, more than one chief or evaluator replica, a template without a
-container named `tensorflow`, and a job name that makes an invalid Service name (every replica has one).
+time: duplicate replica types, more than one chief or evaluator replica, more replicas in all than the cap
+(MAX_TOTAL_REPLICAS), a template without a container named `tensorflow`, and a job name that makes an
+invalid Service name (every replica has one).
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ def spec_schema() -> dict:
     props = schema["properties"]
     replica_specs = props["replicaSpecs"]
     replica_specs["maxItems"] = 4  # one entry per type at most
-    replica_specs["x-kubernetes-validations"] = [copy.deepcopy(generic.UNIQUE_TYPES), _SINGLE]
+    replica_specs["x-kubernetes-validations"] = [copy.deepcopy(generic.UNIQUE_TYPES), _SINGLE,
+                                                 copy.deepcopy(generic.TOTAL_REPLICAS)]
     item = replica_specs["items"]["properties"]
     template = generic.template_schema(item["template"]["description"])
     template["x-kubernetes-validations"] = [_TENSORFLOW_CONTAINER]
