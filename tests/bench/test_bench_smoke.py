@@ -11,7 +11,8 @@ from bench.scale.__main__ import main
 
 @pytest.mark.timeout(180)
 def test_every_scenario_runs_at_tiny_sizes(tmp_path, capsys):
-    only = "burst,floor,cold,idle,latency,peer,mix,strangers"  # kopf comes with the `bench` extra that `make test` installs
+    # kopf comes with the `bench` extra that `make test` installs
+    only = "burst,floor,cold,idle,latency,peer,mix,strangers"
     out = tmp_path / "bench.json"
     results = main(["--jobs", "6", "--replicas", "2", "--qps", "50", "--repeat", "2",
                     "--cold-jobs", "5", "--cold-replicas", "3", "--idle-jobs", "3", "--idle-seconds", "1",
