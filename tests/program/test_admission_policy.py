@@ -9,6 +9,7 @@ job asks for, with the server's message, and lets through everyone else and ever
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import yaml
@@ -20,7 +21,7 @@ from localcluster.validating_policies import compile_expression
 from tests.e2e.conftest import CRDS, genericjob
 from tests.e2e.test_tensorflow import tfjob
 
-from .test_manifests import MANIFESTS
+from .test_manifests import MANIFESTS, ROOT
 from .test_packaging import CHART, OVERLAYS, helm, render
 
 COMPONENT = MANIFESTS / "components" / "creator-privilege"
@@ -115,17 +116,21 @@ async def team(cluster, api_client):
          "verbs": ["create", "get", "update", "patch"]}]))
     await rbac_api.create_namespaced_role(TEAM, rbac("Role", "boards", [
         {"apiGroups": ["tensorstack.dev"], "resources": ["tensorboards"], "verbs": ["create"]}], TEAM))
-    await rbac_api.create_cluster_role(rbac("ClusterRole", "queue-team-a", [
-        {"apiGroups": ["scheduler.tensorstack.dev"], "resources": ["queues"], "resourceNames": ["team-a"],
-         "verbs": ["use"]}]))
     for user in ("alice", "bob"):
         await rbac_api.create_namespaced_role_binding(TEAM, bind(f"jobs-{user}", "ClusterRole", "jobs", user))
     await rbac_api.create_namespaced_role_binding(TEAM, bind("boards-alice", "Role", "boards", "alice"))
-    await rbac_api.create_namespaced_role_binding(TEAM, bind("queue-alice", "ClusterRole", "queue-team-a", "alice"))
+    queue_role, queue_binding = documented_queue_grant()  # docs/security.md's example: alice may use team-a
+    await rbac_api.create_cluster_role(queue_role)
+    await rbac_api.create_namespaced_role_binding(TEAM, queue_binding)
     users = {name: await as_user(cluster, name) for name in ("alice", "bob")}
     yield {name: client.CustomObjectsApi(api) for name, api in users.items()}
     for api in users.values():
         await api.close()
+
+
+def documented_queue_grant() -> list[dict]:
+    [block] = re.findall(r"```yaml\n(.*?)```", (ROOT / "docs" / "security.md").read_text(), re.DOTALL)
+    return list(yaml.safe_load_all(block))
 
 
 def queue(name: str) -> dict:
