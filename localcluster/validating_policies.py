@@ -31,6 +31,7 @@ from apimachinery.selectors import SelectorError, label_selector_from_dict
 from .auth import Attributes, User
 from .builtins import invalid_value
 from .rbac import forbidden
+from .schema import CEL_ERROR_REWRITES
 
 GROUP = "admissionregistration.k8s.io"
 POLICIES = (GROUP, "validatingadmissionpolicies")
@@ -265,7 +266,14 @@ def _run(program, activation: dict) -> Any:
 
 
 def _error_text(err: Exception) -> str:
-    return " ".join(str(err.args[0] if getattr(err, "args", None) else err).split())
+    """cel-go's wording of an evaluation error (as the CRD rules' messages, schema.py)."""
+    text = str(err.args[0]) if getattr(err, "args", None) else str(err)
+    text = text.split(" (in activation", 1)[0]
+    for pattern, replacement in CEL_ERROR_REWRITES:
+        text = pattern.sub(replacement, text)
+    if text == "no such key" and len(err.args) > 2 and err.args[2]:  # an index: celpy keeps the key apart
+        text = f"no such key: {err.args[2][0]}"
+    return " ".join(text.split())
 
 
 def _message(validation: dict, text: str, activation: dict) -> str:
