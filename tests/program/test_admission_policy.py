@@ -77,6 +77,7 @@ def test_the_overlay_and_the_helm_value_render_the_policy_and_nothing_else_chang
         == [policy(), binding()]  # the same objects, with the chart's labels
     off = helm("template", "genericjob-controller", str(CHART))  # off by default
     assert "ValidatingAdmissionPolicy" not in off
+    assert "0 chart(s) failed" in helm("lint", "--strict", str(CHART), "--set", "admissionPolicy.enabled=true")
 
 
 # --- end to end, with users of different rights ---------------------------------------------------------------
