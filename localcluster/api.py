@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 import orjson
 
-from . import builtin_schemas, builtins, deletion, errors, events, managedfields, subresources
+from . import builtin_schemas, builtins, deletion, errors, events, managedfields, subresources, validating_policies
 from .errors import ApiError
 from .quantity import QuantityError
 from .resources import Registry, ResourceType, types_from_crd
@@ -93,6 +93,8 @@ class Api:
         self.manager = SERVER_MANAGER
         # The largest object etcd stores (its --max-request-bytes); a test may lower it.
         self.max_object_bytes = errors.ETCD_MAX_REQUEST_BYTES
+        self.policies = validating_policies.ValidatingPolicies(
+            store, lambda name: store.get(NAMESPACES, ("", name)))
 
     # --- helpers ---------------------------------------------------------------------------
 
@@ -205,6 +207,8 @@ class Api:
             causes += builtins.validate_deployment(obj)
         elif key == CRD_KEY:
             causes += builtins.validate_crd(obj)
+        elif key == validating_policies.POLICIES:
+            causes += validating_policies.policy_errors(obj)
         elif key == events.STORAGE:
             causes += events.validate(obj, old, strict=rt.group == events.GROUP)
         if rt.schema is not None:
@@ -216,6 +220,13 @@ class Api:
         elif key != events.STORAGE:  # an Event's own checks end with the metadata's
             causes = builtins.metadata_errors(obj, builtins.NAME_STYLE.get(key, "subdomain")) + causes
         self._refuse(rt, obj, causes)
+
+    def _policies(self, rt: ResourceType, subresource: str | None, obj: dict, old: dict | None) -> None:
+        """The ValidatingAdmissionPolicy plugin, after the other validating admission (as the server orders
+        them); never on the policies and bindings themselves, as the server exempts them."""
+        if rt.group == validating_policies.GROUP:
+            return
+        self.policies.admit(self.user, self.admission.authorizer.authorize, rt, subresource, obj, old)
 
     def _refuse(self, rt: ResourceType, obj: dict, causes: list) -> None:
         """422 Invalid when there is anything wrong."""
@@ -307,6 +318,7 @@ class Api:
         self._check_namespace(rt, meta.get("namespace"))
         if self.user is not None and self.admission is not None:
             self.admission.validate(self.user, rt, None, obj, None)
+            self._policies(rt, None, obj, None)
         if self.store.get(rt.storage_key, self._key(rt, meta.get("namespace"), meta["name"])) is not None:
             raise errors.already_exists(rt.qualified_resource, meta["name"], rt.group, rt.plural)
         if applied:
@@ -391,6 +403,7 @@ class Api:
             self._refuse(rt, obj, builtins.metadata_errors(obj, builtins.NAME_STYLE.get(rt.storage_key, "subdomain")))
         if self.user is not None and self.admission is not None:
             self.admission.validate(self.user, rt, subresource, obj, old)
+            self._policies(rt, subresource, obj, old)
         if rt.tracks_generation and (_without(obj, "metadata", "status") != _without(old, "metadata", "status")
                                      or (rt.storage_key == DEPLOYMENTS
                                          and meta.get("annotations") != old_meta.get("annotations"))):

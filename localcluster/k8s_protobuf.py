@@ -9,6 +9,10 @@ REF = 'v0.35.7'
 
 # (apiVersion, kind) -> the message of that kind
 KINDS = {
+    ('admissionregistration.k8s.io/v1', 'ValidatingAdmissionPolicy'):
+        'k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicy',
+    ('admissionregistration.k8s.io/v1', 'ValidatingAdmissionPolicyBinding'):
+        'k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding',
     ('apps/v1', 'Deployment'): 'k8s.io.api.apps.v1.Deployment',
     ('authentication.k8s.io/v1', 'SelfSubjectReview'): 'k8s.io.api.authentication.v1.SelfSubjectReview',
     ('authentication.k8s.io/v1', 'TokenReview'): 'k8s.io.api.authentication.v1.TokenReview',
@@ -146,6 +150,93 @@ PACKAGES = {
             (1, 'type', 'int64', '', ''),
             (2, 'intVal', 'int32', '', ''),
             (3, 'strVal', 'string', '', ''),
+        )),
+    },
+    'k8s.io.api.admissionregistration.v1': {
+        'AuditAnnotation': ('struct', (
+            (1, 'key', 'string', 'key', ''),
+            (2, 'valueExpression', 'string', 'valueExpression', ''),
+        )),
+        'ExpressionWarning': ('struct', (
+            (2, 'fieldRef', 'string', 'fieldRef', ''),
+            (3, 'warning', 'string', 'warning', ''),
+        )),
+        'MatchCondition': ('struct', (
+            (1, 'name', 'string', 'name', ''),
+            (2, 'expression', 'string', 'expression', ''),
+        )),
+        'MatchResources': ('struct', (
+            (1, 'namespaceSelector', 'k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector', 'namespaceSelector', 'ep'),
+            (2, 'objectSelector', 'k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector', 'objectSelector', 'ep'),
+            (3, 'resourceRules', '[]NamedRuleWithOperations', 'resourceRules', 'e'),
+            (4, 'excludeResourceRules', '[]NamedRuleWithOperations', 'excludeResourceRules', 'e'),
+            (7, 'matchPolicy', 'string', 'matchPolicy', 'ep'),
+        )),
+        'NamedRuleWithOperations': ('struct', (
+            (1, 'resourceNames', '[]string', 'resourceNames', 'e'),
+            (2, 'ruleWithOperations', 'RuleWithOperations', '', 'i'),
+        )),
+        'ParamKind': ('struct', (
+            (1, 'apiVersion', 'string', 'apiVersion', 'e'),
+            (2, 'kind', 'string', 'kind', 'e'),
+        )),
+        'ParamRef': ('struct', (
+            (1, 'name', 'string', 'name', 'e'),
+            (2, 'namespace', 'string', 'namespace', 'e'),
+            (3, 'selector', 'k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector', 'selector', 'ep'),
+            (4, 'parameterNotFoundAction', 'string', 'parameterNotFoundAction', 'ep'),
+        )),
+        'Rule': ('struct', (
+            (1, 'apiGroups', '[]string', 'apiGroups', 'e'),
+            (2, 'apiVersions', '[]string', 'apiVersions', 'e'),
+            (3, 'resources', '[]string', 'resources', 'e'),
+            (4, 'scope', 'string', 'scope', 'ep'),
+        )),
+        'RuleWithOperations': ('struct', (
+            (1, 'operations', '[]string', 'operations', 'e'),
+            (2, 'rule', 'Rule', '', 'i'),
+        )),
+        'TypeChecking': ('struct', (
+            (1, 'expressionWarnings', '[]ExpressionWarning', 'expressionWarnings', 'e'),
+        )),
+        'ValidatingAdmissionPolicy': ('struct', (
+            (1, 'metadata', 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta', 'metadata', 'e'),
+            (2, 'spec', 'ValidatingAdmissionPolicySpec', 'spec', 'e'),
+            (3, 'status', 'ValidatingAdmissionPolicyStatus', 'status', 'e'),
+        )),
+        'ValidatingAdmissionPolicyBinding': ('struct', (
+            (1, 'metadata', 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta', 'metadata', 'e'),
+            (2, 'spec', 'ValidatingAdmissionPolicyBindingSpec', 'spec', 'e'),
+        )),
+        'ValidatingAdmissionPolicyBindingSpec': ('struct', (
+            (1, 'policyName', 'string', 'policyName', 'e'),
+            (2, 'paramRef', 'ParamRef', 'paramRef', 'ep'),
+            (3, 'matchResources', 'MatchResources', 'matchResources', 'ep'),
+            (4, 'validationActions', '[]string', 'validationActions', 'e'),
+        )),
+        'ValidatingAdmissionPolicySpec': ('struct', (
+            (1, 'paramKind', 'ParamKind', 'paramKind', 'ep'),
+            (2, 'matchConstraints', 'MatchResources', 'matchConstraints', 'ep'),
+            (3, 'validations', '[]Validation', 'validations', 'e'),
+            (4, 'failurePolicy', 'string', 'failurePolicy', 'ep'),
+            (5, 'auditAnnotations', '[]AuditAnnotation', 'auditAnnotations', 'e'),
+            (6, 'matchConditions', '[]MatchCondition', 'matchConditions', 'e'),
+            (7, 'variables', '[]Variable', 'variables', 'e'),
+        )),
+        'ValidatingAdmissionPolicyStatus': ('struct', (
+            (1, 'observedGeneration', 'int64', 'observedGeneration', 'e'),
+            (2, 'typeChecking', 'TypeChecking', 'typeChecking', 'ep'),
+            (3, 'conditions', '[]k8s.io.apimachinery.pkg.apis.meta.v1.Condition', 'conditions', 'e'),
+        )),
+        'Validation': ('struct', (
+            (1, 'Expression', 'string', 'expression', ''),
+            (2, 'message', 'string', 'message', 'e'),
+            (3, 'reason', 'string', 'reason', 'ep'),
+            (4, 'messageExpression', 'string', 'messageExpression', 'e'),
+        )),
+        'Variable': ('struct', (
+            (1, 'Name', 'string', 'name', ''),
+            (2, 'Expression', 'string', 'expression', ''),
         )),
     },
     'k8s.io.api.authentication.v1': {

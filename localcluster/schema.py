@@ -680,7 +680,7 @@ def _metadata_name_errors(obj: dict) -> list[FieldError]:
 # --- validation: CEL rules ------------------------------------------------------------------------
 
 _REASONS = frozenset({REQUIRED, FORBIDDEN, DUPLICATE, INVALID})
-_CEL_ERROR_REWRITES = (  # celpy's wording of runtime errors -> cel-go's, which the server prints
+CEL_ERROR_REWRITES = (  # celpy's wording of runtime errors -> cel-go's, which the server prints
     (re.compile(r"no such member in mapping: '(.*)'", re.DOTALL), r"no such key: \1"),
     (re.compile(r"found no matching overload.*", re.DOTALL), "no such overload"),
     (re.compile(r"modulus or divide by zero"), "division by zero"),
@@ -814,7 +814,7 @@ def _evaluated_message(rule: _Rule, activation: dict) -> str:
 def _evaluation_failure(err: Exception, rule: _Rule) -> str:
     text = str(err.args[0]) if err.args else str(err)
     text = text.split(" (in activation", 1)[0]
-    for pattern, replacement in _CEL_ERROR_REWRITES:
+    for pattern, replacement in CEL_ERROR_REWRITES:
         text = pattern.sub(replacement, text)
     label = rule.message or rule.text
     if text.startswith("no such overload"):

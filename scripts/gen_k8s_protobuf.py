@@ -287,7 +287,9 @@ def generate(sources: Sources) -> str:
              "",
              "# (apiVersion, kind) -> the message of that kind",
              "KINDS = {"]
-    lines += [f"    {key!r}: {value!r}," for key, value in sorted(kinds.items())]
+    for key, value in sorted(kinds.items()):  # within the project's line length
+        entry = f"    {key!r}: {value!r},"
+        lines += [entry] if len(entry) <= 120 else [f"    {key!r}:", f"        {value!r},"]
     lines += ["}",
               "",
               "# package -> message -> (JSON form, fields); packages in dependency order. The JSON form is",

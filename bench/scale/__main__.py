@@ -3,7 +3,8 @@
     python -m bench.scale [--jobs 1000] [--replicas 4] [--qps 20] [--burst 30] [--workers 4] [--repeat 3]
                           [--cold-jobs 2000] [--cold-replicas 5] [--idle-jobs 1000] [--idle-seconds 60]
                           [--latency-jobs 200] [--latency-replicas 10]
-                          [--latency-rate 100] [--only burst,floor,...] [--json bench-scale.json]
+                          [--latency-rate 100] [--strangers 10000] [--stranger-jobs 20]
+                          [--only burst,floor,...] [--json bench-scale.json]
 
 Scenarios (each on a fresh localcluster in its own process, scripted pod runner):
   burst     N jobs x R replicas (a Service each) at once, controller at --qps/--burst, then at --qps 0
@@ -16,6 +17,7 @@ Scenarios (each on a fresh localcluster in its own process, scripted pod runner)
   latency   J jobs whose pods change phase at --latency-rate per second: pod change -> job status
   peer      the --qps 0 burst served by bench/kopf_peer.py (kopf): time to all pods, memory
   mix       the --qps 0 burst with every other job a TensorFlowTrainingJob: one process serving both kinds
+  strangers the controller's RSS with --strangers unrelated pods in the cluster against none (strangers.py)
 """
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ from pathlib import Path
 
 from . import procs
 from .procs import Cluster, Controller, Kopf, diff, writes
+from .strangers import row as strangers_row
+from .strangers import run_strangers
 from .workload import PLURAL, TF_PLURAL, Tracker, genericjob, percentile, submit, tensorflowjob
 
-SCENARIOS = ("burst", "floor", "cold", "idle", "latency", "peer", "mix")
+SCENARIOS = ("burst", "floor", "cold", "idle", "latency", "peer", "mix", "strangers")
 BURST_SCRIPT = {"start_after": 0.5, "run_for": 2}
 
 
@@ -326,6 +330,8 @@ def table(results: dict) -> str:
         rows.append(("latency", f"{lat['jobs']} jobs, {lat['changes_per_s']} changes/s: external p50 "
                                 f"{lat['external_p50_ms']} ms p99 {lat['external_p99_ms']} ms; metric p50 "
                                 f"{lat['metric_p50_ms']} ms p99 {lat['metric_p99_ms']} ms"))
+    if "strangers" in results:
+        rows.append(strangers_row(results["strangers"]))
     width = max((len(r[0]) for r in rows), default=10)
     return "\n".join(f"{name:<{width}}  {text}" for name, text in rows)
 
@@ -379,6 +385,9 @@ async def main_async(args) -> dict:
     if "latency" in only:
         results["latency"] = await run_latency(args)
         show(results["latency"])
+    if "strangers" in only:
+        results["strangers"] = await run_strangers(args)
+        show(results["strangers"])
     return results
 
 
@@ -410,6 +419,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     add("--latency-jobs", type=int, default=200)
     add("--latency-replicas", type=int, default=10)
     add("--latency-rate", type=float, default=100.0, help="pod phase changes per second")
+    add("--strangers", type=int, default=10_000, help="strangers: unrelated pods in the cluster")
+    add("--stranger-jobs", type=int, default=20, help="strangers: GenericJobs served in each run")
     add("--timeout", type=float, default=1800.0, help="seconds any one wait may take")
     add("--only", default="", help=f"comma-separated subset of {','.join(SCENARIOS)}")
     add("--json", default="bench-scale.json", help="write the results here")

@@ -4,9 +4,10 @@ children's, reconciling each job with the engine's Reconciler.
     controller = JobController(GENERICJOB, api_client, ControllerConfig(workers=4))
     await controller.start()     # or start_informers / wait_for_sync / run_workers, as the manager does
 
-The job informer enqueues the job; the pod, Service and PodGroup informers enqueue their owner
-(when it is a job of this kind). Handlers only compute a key and enqueue it; pod events also lower
-the reconciler's expectations and time the status latency. All the work is in `Reconciler.reconcile`.
+The job informer enqueues the job; the pod, Service and PodGroup informers, which select only this
+kind's children (`KindApi.children_selector`), enqueue their owner (when it is a job of this kind).
+Handlers only compute a key and enqueue it; pod events also lower the reconciler's expectations and
+time the status latency. All the work is in `Reconciler.reconcile`.
 """
 
 from __future__ import annotations
@@ -47,9 +48,11 @@ class JobController(Controller):
         self.client.register(kind.api.resource)
         self.client.register(podgroup.RESOURCE)
         self.jobs = self.informer(kind.api.resource)
-        self.pods = self.informer(PODS)
-        self.services = self.informer(SERVICES)
-        self.podgroups = self.informer(podgroup.RESOURCE) if config.podgroups else None
+        # Children only: an unrelated pod or Service of the cluster never enters the cache.
+        children = kind.api.children_selector
+        self.pods = self.informer(PODS, children)
+        self.services = self.informer(SERVICES, children)
+        self.podgroups = self.informer(podgroup.RESOURCE, children) if config.podgroups else None
         self.reconciler = Reconciler(kind, self.client, self.jobs.lister, self.pods.lister, self.services.lister,
                                      self.podgroups.lister if self.podgroups else None, self.recorder,
                                      stuck_after=config.stuck_terminating_after, latency=self.status_latency,
@@ -79,7 +82,7 @@ class JobController(Controller):
         for resource in self.kind.dependent_resources:
             if resource in self.reconciler.dependent_listers or not await self._served(resource):
                 continue
-            informer = self.informer(resource)
+            informer = self.informer(resource, self.kind.api.children_selector)
             informer.add_handler(on_add=self._child_changed, on_update=self._child_updated,
                                  on_delete=self._child_changed)
             self.factory.start()  # starts only the new informer

@@ -50,6 +50,13 @@ class KindApi:
     def resource(self) -> Resource:
         return Resource(self.group, self.version, self.plural)
 
+    @property
+    def children_selector(self) -> str:
+        """The label selector of this kind's children (pods, Services, PodGroups, dependents): they all carry
+        `<prefix>/uid`, and always have, so children made by any earlier version are selected too. The child
+        informers list and watch with it, so the controller's memory follows its jobs, not the cluster."""
+        return self.uid_label
+
     def owns(self, ref: Mapping) -> bool:
         """Is this ownerReference one of this kind's jobs?"""
         return ref.get("kind") == self.kind and str(ref.get("apiVersion", "")).startswith(f"{self.group}/")

@@ -256,9 +256,23 @@ class Reconciler:
                 if err.code == 404:
                     continue
                 raise
-            if live["metadata"]["uid"] == uid:
+            if live["metadata"]["uid"] == uid and self._selected(live):
                 return True
+            # Not a lag: its label was removed by hand, so the pod informer no longer selects it; the plan
+            # counts it lost, and the create of its replacement reports the pod holding the name.
         return False
+
+    def _selected(self, pod: dict) -> bool:
+        """Does the pod informer's selector (the kind's children selector) take this pod?"""
+        return self.kind.api.children_selector in (pod["metadata"].get("labels") or {})
+
+    async def _live_pod(self, namespace: str, name: str) -> dict | None:
+        try:
+            return await self.client.get("pods", namespace, name)
+        except ApiStatusError as err:
+            if err.code == 404:
+                return None
+            raise
 
     # --- pods -----------------------------------------------------------------------------
 
@@ -306,12 +320,19 @@ class Reconciler:
                 if err.code == 409:
                     # The cache lags (our pod's event is on its way), or another owner holds the name:
                     # that pod is never touched, and only a retry notices when it has gone.
-                    holder = self.pods.get(f"{job.namespace}/{name}")
+                    # The cache holds only the kind's children: another's pod is asked of the server.
+                    holder = self.pods.get(f"{job.namespace}/{name}") or await self._live_pod(job.namespace, name)
                     if holder is None or controller_uid(holder) != job_uid:
                         all_made = False
                         if holder is not None:
                             self.recorder.record(obj, WARNING, "FailedCreate", f"Error creating pod {name}: a pod "
                                                  "of that name exists and is not controlled by this job")
+                    elif not self._selected(holder):
+                        all_made = False
+                        self.recorder.record(obj, WARNING, "FailedCreate", f"Error creating pod {name}: the job's "
+                                             f"pod of that name has lost its label {self.kind.api.children_selector}"
+                                             ", so the controller no longer sees it: restore the label or delete "
+                                             "the pod")
                     continue
                 refused_types.add(replica_type)
                 self._refused(obj, failed, "FailedCreate", f"Error creating pod {name}: {err.message}")

@@ -82,13 +82,15 @@ class Controller:
                                       metrics=EventMetrics(registry, name))
         self._workers: list[asyncio.Task] = []
 
-    def informer(self, resource: Resource) -> Informer | InformerGroup:
+    def informer(self, resource: Resource, label_selector: str | None = None) -> Informer | InformerGroup:
         """The resource in every namespace, in the one watched, or in each of several (one informer
-        per namespace, as controller-runtime's multi-namespace cache: RBAC may allow no more)."""
+        per namespace, as controller-runtime's multi-namespace cache: RBAC may allow no more); with
+        `label_selector`, only the objects it selects are listed, watched and cached."""
         namespaces = self.config.watched_namespaces()
         if len(namespaces) < 2:
-            return self.factory.informer(resource, namespaces[0] if namespaces else None)
-        return InformerGroup({namespace: self.factory.informer(resource, namespace) for namespace in namespaces})
+            return self.factory.informer(resource, namespaces[0] if namespaces else None, label_selector)
+        return InformerGroup({namespace: self.factory.informer(resource, namespace, label_selector)
+                              for namespace in namespaces})
 
     async def reconcile(self, key: str) -> Result:
         raise NotImplementedError

@@ -1,8 +1,9 @@
 """Several controllers run as one: what the manager runs when `run` serves more than one job kind.
 
-The members share one informer factory (so one pod informer feeds every kind's handlers, each of
-which enqueues only its own jobs), and each keeps its own work queue, workers, write budget and
-Event recorder. The group has the lifecycle of one controller, so the manager cannot tell them apart.
+The members share one informer factory (one informer per resource, namespace and label selector,
+however many ask for it; each kind's child informers select that kind's children only), and each keeps
+its own work queue, workers, write budget and Event recorder. The group has the lifecycle of one
+controller, so the manager cannot tell them apart.
 """
 
 from __future__ import annotations

@@ -11,11 +11,13 @@ from bench.scale.__main__ import main
 
 @pytest.mark.timeout(180)
 def test_every_scenario_runs_at_tiny_sizes(tmp_path, capsys):
-    only = "burst,floor,cold,idle,latency,peer,mix"  # kopf comes with the `bench` extra that `make test` installs
+    # kopf comes with the `bench` extra that `make test` installs
+    only = "burst,floor,cold,idle,latency,peer,mix,strangers"
     out = tmp_path / "bench.json"
     results = main(["--jobs", "6", "--replicas", "2", "--qps", "50", "--repeat", "2",
                     "--cold-jobs", "5", "--cold-replicas", "3", "--idle-jobs", "3", "--idle-seconds", "1",
                     "--latency-jobs", "3", "--latency-replicas", "2", "--latency-rate", "20", "--timeout", "30",
+                    "--strangers", "40", "--stranger-jobs", "2",
                     "--only", only, "--json", str(out)])
     assert json.loads(out.read_text()) == json.loads(json.dumps(results))
     bursts = {(b["actor"], b["qps"]): b for b in results["bursts"]}
@@ -37,4 +39,8 @@ def test_every_scenario_runs_at_tiny_sizes(tmp_path, capsys):
     mix = bursts[("controller mix", 0.0)]  # half GenericJobs, half TensorFlowTrainingJobs, one process
     assert mix["failed_jobs"] == 0 and mix["requests_per_job"]["create pods"] == 2
     assert mix["requests_per_job"]["update tensorflowtrainingjobs/status"] > 0
-    assert "overhead ratio" in capsys.readouterr().out
+    none, many = results["strangers"]["runs"]  # the controller's RSS with unrelated pods and without
+    assert (none["strangers"], many["strangers"], many["stranger_services"]) == (0, 40, 4)
+    assert none["rss_mib"] > 0 and many["rss_mib"] > 0 and "rss_delta_mib" in results["strangers"]
+    out = capsys.readouterr().out
+    assert "overhead ratio" in out and "unrelated" in out

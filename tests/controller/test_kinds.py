@@ -41,7 +41,10 @@ async def test_several_kinds_run_as_one_group_sharing_their_informers():
         assert isinstance(served, ControllerGroup)
         first, second = served.members
         assert isinstance(first, JobController) and first.factory is second.factory is served.factory
-        assert first.pods is second.pods  # one pod informer feeds both kinds' handlers
+        # Each kind's child informers select its own children only (memory follows the jobs, not the cluster).
+        assert first.pods is not second.pods and first.services is not second.services
+        assert (first.pods.label_selector, second.pods.label_selector) == (
+            "genericjob.batch.tensorstack.dev/uid", "otherjob.batch.example.dev/uid")
         assert first.jobs is not second.jobs and first.queue is not second.queue
         # Metrics of both share one registry, told apart by their labels.
         first.metrics.observe_reconcile(0.01, "success")

@@ -108,3 +108,31 @@ def test_the_checked_in_crd_is_up_to_date():
     assert path.read_text() == crd.manifests()[crd.FILE], "run python -m controller.kinds.tensorflow.crd"
     names = crd.tensorflow_crd()["spec"]["names"]
     assert names["shortNames"] == ["tftj"] and names["kind"] == "TensorFlowTrainingJob"
+
+
+# Every field of T9k's TensorBoardSpec (its API reference), as a user may write them.
+DOCUMENTED_BOARD = {
+    "image": "tensorflow/tensorflow:2.11.0", "trainingLogFilesets": ["t9k://pvc/logs/run1"],
+    "logDir": {"pvc": [{"name": "logs", "subPath": ["run1"]}], "s3": {"secretRef": {"name": "s3"}, "uri": ["s3://b/r"]},
+               "http": {"url": ["http://logs/run1"]}},
+    "suspend": False, "runMode": "running", "scheduler": {"t9kScheduler": {"queue": "default"}},
+    "resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m"}}}
+HOST_NETWORK = {"template": {"spec": {"hostNetwork": True, "containers": [{"name": "x", "image": "x"}]}},
+                "volumes": [{"name": "other-team", "persistentVolumeClaim": {"claimName": "theirs"}}]}
+
+
+def test_the_tensorboard_gets_the_documented_fields_as_given_and_nothing_else():
+    from controller.kinds.tensorflow.tensorboard import desired
+
+    job = parsed(("worker", 1), tensorboardSpec={**DOCUMENTED_BOARD, **HOST_NETWORK})
+    assert desired(job)["spec"] == DOCUMENTED_BOARD
+    # A field left out stays out (no defaults added).
+    assert desired(parsed(("worker", 1), tensorboardSpec={"image": "tb"}))["spec"] == {"image": "tb"}
+
+
+def test_the_crd_gives_tensorboard_spec_the_documented_fields_only():
+    board = crd.spec_schema()["properties"]["tensorboardSpec"]
+    assert set(board["properties"]) == set(DOCUMENTED_BOARD)
+    assert "x-kubernetes-preserve-unknown-fields" not in json.dumps(board)
+    # resources is a container's ResourceRequirements: a quantity is checked.
+    assert board["properties"]["resources"]["properties"]["limits"]["additionalProperties"]["pattern"]

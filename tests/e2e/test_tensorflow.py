@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from controller.kinds.tensorflow.kind import TensorFlowJobController
 from controller.kinds.tensorflow.models import PLURAL
@@ -261,6 +262,35 @@ async def test_the_tensorboard_is_made_kept_in_step_reported_and_left_after_the_
                                  if p["metadata"]["name"] == "board-worker-0"
                                  and (p.get("status") or {}).get("phase") != "Succeeded"], 10.0, "settled")
         assert "board" in boards(cluster)
+    finally:
+        await made.stop()
+
+
+async def test_a_pod_template_under_tensorboard_spec_never_reaches_the_tensorboard(cluster, api_client, config,
+                                                                                    tfjobs, tmp_path):
+    """tensorboardSpec has T9k's TensorBoardSpec fields only: the API server prunes a privileged pod template
+    (fieldValidation Warn, a client's default), and the TensorBoard gets the documented fields as given."""
+    from tests.controller.test_tensorflow_kind import DOCUMENTED_BOARD, HOST_NETWORK
+
+    from .conftest import until
+
+    install_tensorboard_api(cluster, tmp_path)
+    made = TensorFlowJobController(api_client, config)
+    await made.start(sync_timeout=10)
+    try:
+        scripts(cluster, "hostnet", {"*": FOREVER})
+        created = await tfjobs.submit(tfjob("hostnet", {"worker": 1},
+                                            tensorboardSpec={**DOCUMENTED_BOARD, **HOST_NETWORK}))
+        assert created["spec"]["tensorboardSpec"] == DOCUMENTED_BOARD
+        await until(lambda: "hostnet" in boards(cluster), 10.0, "the TensorBoard")
+        assert boards(cluster)["hostnet"]["spec"] == DOCUMENTED_BOARD
+        # Under fieldValidation=Strict (kubectl's default) it is refused, naming the field.
+        with pytest.raises(ApiException) as refused:
+            await tfjobs.custom.create_namespaced_custom_object(
+                "batch.tensorstack.dev", "v1beta1", "default", "tensorflowtrainingjobs",
+                tfjob("strict", {"worker": 1}, tensorboardSpec=HOST_NETWORK), field_validation="Strict")
+        assert refused.value.status == 400
+        assert 'unknown field "spec.tensorboardSpec.template"' in json.loads(refused.value.body)["message"]
     finally:
         await made.stop()
 

@@ -8,12 +8,15 @@ import json
 import pytest
 from kubernetes_asyncio import client
 
+from controller.kinds.genericjob.models import API
 from controller.runtime import logs
 from controller.runtime.manager import Manager
 from tests.e2e.conftest import QUICK, Jobs, genericjob
 
 from .inprocess import Running, cluster_with_crds, manager_config
 from .test_logs import restore_logging  # noqa: F401 (a fixture)
+
+UID_LABEL = API.children_selector  # what the child informers select on
 
 
 @pytest.fixture
@@ -45,7 +48,7 @@ async def test_healthz_fails_when_an_informer_task_dies(running):
     await running.start()
     await running.answers("/readyz", 200)
     running.manager.controller.services._task.cancel()
-    _, text = await running.answers("/healthz", 500, "informer services: task not running")
+    _, text = await running.answers("/healthz", 500, f"informer services with labels {UID_LABEL}: task not running")
     assert text.count("\n") == 1  # only the dead one is named
     assert (await running.get("/readyz"))[0] == 200  # liveness, not readiness
 
@@ -61,8 +64,9 @@ async def test_healthz_fails_while_an_informer_keeps_crashing_and_recovers(api_c
     # Every event and every relist now crashes the reflector, this one and each one started after it.
     informer._apply = informer._replace = informer._reflector._apply = broken
     await client.CoreV1Api(api_client).create_namespaced_service(
-        "default", {"metadata": {"name": "poke"}, "spec": {"ports": [{"port": 80}]}})
-    _, text = await running.answers("/healthz", 500, "informer services: crashed")
+        "default", {"metadata": {"name": "poke", "labels": {UID_LABEL: "poke"}},  # selected: a child's label
+                    "spec": {"ports": [{"port": 80}]}})
+    _, text = await running.answers("/healthz", 500, f"informer services with labels {UID_LABEL}: crashed")
     assert "index function failed" in text
     del informer._apply, informer._replace  # fixed: the next restart lists, and the informer is healthy again
     await running.answers("/healthz", 200, "ok")

@@ -13,11 +13,15 @@ import time
 import pytest
 
 from controller.cmd import cli
+from controller.kinds.genericjob.models import API
 from controller.runtime.controller import INFORMER_STALE_AFTER
 from controller.runtime.manager import Manager
 
 from .inprocess import Running, cluster_with_crds, manager_config
 from .subprocesses import until
+
+UID_LABEL = API.children_selector  # what the child informers select on
+STALE = f"informer services with labels {UID_LABEL}: no list or watch event for"
 
 STALE_AFTER = 3.0
 
@@ -59,7 +63,8 @@ async def test_healthz_fails_while_an_informer_cannot_watch_and_recovers(cluster
     cluster.faults.configure(error_rate=1.0, verbs=["watch"], resources=["services"])
     cluster.drop_watches()
     blind_from = time.monotonic()
-    _, text = await running.answers("/healthz", 500, "informer services: no list or watch event for")
+    _, text = await running.answers("/healthz", 500, f"informer services with labels {UID_LABEL}: no list or watch "
+                                                     "event for")
     assert time.monotonic() - blind_from >= STALE_AFTER - 1.0  # not before the flag's value (less a bookmark)
     assert text.count("\n") == 1  # only the blind one is named
     assert f"more than --informer-stale-after {STALE_AFTER:g} s" in text and "500" in text  # and why
@@ -77,7 +82,8 @@ async def test_healthz_fails_on_a_relist_loop(cluster, running):
     services = running.manager.controller.services
     cluster.faults.configure(error_rate=1.0, error_code=410, verbs=["watch"], resources=["services"])
     cluster.drop_watches()
-    _, text = await running.answers("/healthz", 500, "informer services: no list or watch event for")
+    _, text = await running.answers("/healthz", 500, f"informer services with labels {UID_LABEL}: no list or watch "
+                                                     "event for")
     assert "410" in text and services.stats.relists >= 2
     cluster.faults.clear()
     await running.answers("/healthz", 200, "ok")

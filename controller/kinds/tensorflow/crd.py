@@ -5,6 +5,7 @@ fails when it differs from what the models generate. Beyond the models, CEL rule
 time: duplicate replica types, more than one chief or evaluator replica, more replicas in all than the cap
 (MAX_TOTAL_REPLICAS), a template without a container named `tensorflow`, and a job name that makes an
 invalid Service name (every replica has one).
+`tensorboardSpec` takes the fields of T9k's TensorBoardSpec only (no pod template).
 """
 
 from __future__ import annotations
@@ -67,8 +68,7 @@ def spec_schema() -> dict:
     template = generic.template_schema(item["template"]["description"])
     template["x-kubernetes-validations"] = [_TENSORFLOW_CONTAINER]
     item["template"] = template
-    props["tensorboardSpec"] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
-                                "description": props.get("tensorboardSpec", {}).get("description", "")}
+    props["tensorboardSpec"] = tensorboard_spec_schema(props["tensorboardSpec"])
     run_mode = props["runMode"]["properties"]
     for mode, entries in (("debug", "replicaSpecs"), ("pause", "resumeSpecs")):
         run_mode[mode]["properties"][entries]["maxItems"] = generic.MAX_REPLICA_TYPES
@@ -79,6 +79,17 @@ def spec_schema() -> dict:
     props["runPolicy"]["properties"]["cleanUpPolicy"]["enum"] = ["All", "Unfinished", "None", "all", "unfinished",
                                                                   "none"]
     schema["x-kubernetes-validations"] = [copy.deepcopy(generic.RESUME_SPECS_IMMUTABLE)]
+    return schema
+
+
+def tensorboard_spec_schema(generated: dict) -> dict:
+    """T9k's TensorBoardSpec fields and no others (tensorboard_spec.py): an unknown field, such as a pod
+    template, is pruned by the API server, or refused under fieldValidation=Strict. `resources` is a
+    Kubernetes ResourceRequirements, checked as a container's is."""
+    schema = copy.deepcopy(generated)
+    resources = generic.template_schema("")["properties"]["spec"]["properties"]["containers"]["items"]
+    schema["properties"]["resources"] = {**resources["properties"]["resources"],
+                                         "description": schema["properties"]["resources"]["description"]}
     return schema
 
 

@@ -18,6 +18,7 @@ from pydantic import Field, field_validator
 
 from controller.jobs.api import MAX_REPLICAS, CleanUpPolicy, JobObject, Model, RunMode, SchedulePolicy
 from controller.jobs.kind import KindApi
+from controller.kinds.tensorflow.tensorboard_spec import TensorBoardSpec
 
 GROUP = "batch.tensorstack.dev"
 VERSION = "v1beta1"
@@ -87,8 +88,9 @@ def _enable_is_enabled(value: Any) -> Any:
 class TensorFlowTrainingJobSpec(Model):
     replica_specs: Annotated[list[ReplicaSpec], Field(min_length=1)] = Field(
         description="The replicas of the job, by type.")
-    tensorboard_spec: dict[str, Any] | None = Field(None, description=(
-        "The TensorBoard showing the training logs (tensorstack.dev/v1beta1 TensorBoard spec, kept as given)."))
+    tensorboard_spec: TensorBoardSpec | None = Field(None, description=(
+        "The TensorBoard showing the training logs: the fields of a tensorstack.dev/v1beta1 TensorBoard's spec, "
+        "copied into it as given."))
     run_policy: RunPolicy = Field(default_factory=RunPolicy, description="Deadline, restart budget and clean-up.")
     scheduler: SchedulePolicy | None = Field(None, description="The scheduler that dispatches the pods.")
     run_mode: RunMode = Field(default_factory=RunMode, description="Debug or pause the job.")

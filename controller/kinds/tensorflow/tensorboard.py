@@ -4,14 +4,16 @@ left in place when the job finishes: it goes with the job), reported in `status.
 DependentStatus. The API is the platform's; where the cluster has none, the status says so as a
 Warning and the job runs anyway.
 
-`tensorboard_crd()` is a minimal CRD of that API for `genericjob-controller local` and the tests only:
-the default install never claims a kind the platform owns.
+`tensorboard_crd()` is a minimal CRD of that API for `genericjob-controller local` and the tests only (its spec
+has the fields of T9k's TensorBoardSpec, as the job's tensorboardSpec): the default install never claims a kind
+the platform owns.
 """
 
 from __future__ import annotations
 
 from apimachinery.resource import Resource
 from controller.jobs.naming import job_labels, owner_reference
+from controller.kinds.tensorflow.crd import spec_schema
 from controller.kinds.tensorflow.models import API, TensorFlowTrainingJob
 
 GROUP = "tensorstack.dev"
@@ -30,7 +32,7 @@ def desired(job: TensorFlowTrainingJob) -> dict | None:
         "kind": KIND,
         "metadata": {"name": job.name, "namespace": job.namespace, "labels": job_labels(API, job.name, job.uid),
                      "ownerReferences": [owner_reference(API, job.name, job.uid)]},
-        "spec": job.spec.tensorboard_spec,
+        "spec": job.spec.tensorboard_spec.as_given(),
     }
 
 
@@ -70,7 +72,8 @@ def tensorboard_crd() -> dict:
                           "schema": {"openAPIV3Schema": {"type": "object", "properties": {
                               "apiVersion": {"type": "string"}, "kind": {"type": "string"},
                               "metadata": {"type": "object"},
-                              "spec": {**preserved, "description": "As the platform's TensorBoard spec."},
+                              "spec": {**spec_schema()["properties"]["tensorboardSpec"],
+                                       "description": "As the platform's TensorBoard spec (its fields only)."},
                               "status": {**preserved, "properties": {"ready": {"type": "boolean"}}}}}}}],
         },
     }
