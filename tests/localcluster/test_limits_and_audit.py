@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import aiohttp
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -35,7 +34,7 @@ async def test_the_audit_log_keeps_every_pod_write_across_dropped_watches_and_ex
     cluster.drop_watches()
     cluster.expire_history()
     await core.delete_namespaced_pod("a", "default", grace_period_seconds=0)
-    async with aiohttp.ClientSession() as session:
+    async with cluster.session() as session:
         async with session.get(f"{cluster.url}/_localcluster/audit") as answer:
             first = await answer.json()
         async with session.get(f"{cluster.url}/_localcluster/audit?since={first['next']}") as answer:

@@ -109,7 +109,7 @@ async def test_the_default_port_taken_serves_on_a_free_one_with_a_kubeconfig_per
             for instance in (first, second):
                 kubectl = Kubectl(instance.kubeconfig, tmp_path / str(instance.port))
                 shown = await kubectl.ok("config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}")
-                assert shown.out == f"http://127.0.0.1:{instance.port}"
+                assert shown.out == f"https://127.0.0.1:{instance.port}"
                 await kubectl.ok("get", "namespaces")
             assert await second.stop() == 0
             assert not second.kubeconfig.exists()  # it pointed at a server that is gone
