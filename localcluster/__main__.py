@@ -61,10 +61,10 @@ async def serve(args: argparse.Namespace) -> None:
         for name in cluster.apply_crds(args.crds):
             print(f"installed CRD {name}", flush=True)
     if args.kubeconfig_out:
-        kubeconfig = cluster.write_kubeconfig(args.kubeconfig_out)
+        kubeconfig = cluster.write_kubeconfig(args.kubeconfig_out).resolve()
     else:
         kubeconfig = cluster.write_kubeconfig(private_directory(KUBECONFIG_DIR) /
-                                              f"localcluster-{cluster.port}.kubeconfig")
+                                              f"localcluster-{cluster.port}.kubeconfig").resolve()
     warning = exposure_warning(args.host, cluster.port, str(kubeconfig))
     if warning:
         print(warning, file=sys.stderr, flush=True)
