@@ -35,6 +35,8 @@ def listening(port: int = 0, host: str = "127.0.0.1"):
     """A socket listening on host:port (another program holding it); yields the port, or None when another
     program already holds it (it is taken either way)."""
     holder = socket.socket()
+    # As a server would: connections in TIME_WAIT on the port (a `local` just stopped) must not stop the bind.
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         holder.bind((host, port))
     except OSError as exc:
