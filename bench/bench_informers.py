@@ -162,11 +162,12 @@ class Server:
 
 
 async def serve() -> None:
-    cluster = LocalCluster(bookmark_interval=60.0, history_size=200_000, watch_buffer=1_000_000)
+    # Plain HTTP (benchmarks only): the figures are the informers' own, not TLS's. The token is still needed.
+    cluster = LocalCluster(bookmark_interval=60.0, history_size=200_000, watch_buffer=1_000_000, tls=False)
     await cluster.start()
     cluster.api.ensure_namespace(NAMESPACE)
     server = Server(cluster)
-    print(json.dumps({"url": cluster.url}), flush=True)
+    print(json.dumps({"url": cluster.url, "token": cluster.admin_token}), flush=True)  # over our private pipe
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
@@ -192,7 +193,8 @@ class Remote:
     def __init__(self) -> None:
         self.proc = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
-        self.url = self._reply()["url"]
+        first = self._reply()
+        self.url, self.token = first["url"], first["token"]
 
     def _reply(self) -> dict:
         return json.loads(self.proc.stdout.readline())
@@ -207,13 +209,21 @@ class Remote:
         self.proc.wait(timeout=10)
 
 
+# The server subprocess's admin token (it prints it on its stdout, a pipe only we read): set by main.
+TOKEN = ""
+
+
+def headers() -> dict[str, str]:
+    return {"Authorization": f"Bearer {TOKEN}"}
+
+
 async def api_client(url: str) -> client.ApiClient:
-    return client.ApiClient(client.Configuration(host=url))
+    return client.ApiClient(client.Configuration(host=url, api_key={"BearerToken": f"Bearer {TOKEN}"}))
 
 
 async def baseline(url: str, resource: Resource) -> tuple[float, float]:
     """Seconds for localcluster to serve the whole list in one response, and for json.loads to parse it."""
-    async with aiohttp.ClientSession() as session:
+    async with aiohttp.ClientSession(headers=headers()) as session:
         start = time.perf_counter()
         async with session.get(url + resource.path(NAMESPACE)) as response:
             body = await response.read()
@@ -316,7 +326,9 @@ def rss() -> int:
 
 
 async def main(args: argparse.Namespace) -> None:
+    global TOKEN
     remote = Remote()
+    TOKEN = remote.token
     try:
         pods = await remote.call("pods", args.pods)
         jobs = await remote.call("jobs", args.jobs)

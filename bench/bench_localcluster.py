@@ -14,10 +14,14 @@ import asyncio
 import contextlib
 import json
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import aiohttp
 import orjson
+
+from localcluster import Credentials
 
 
 def pod(name: str) -> bytes:
@@ -29,15 +33,17 @@ def pod(name: str) -> bytes:
     })
 
 
-async def start_server(history: int) -> tuple[asyncio.subprocess.Process, str]:
+async def start_server(history: int, directory: Path) -> tuple[asyncio.subprocess.Process, Credentials]:
+    """The server and how to reach it (HTTPS, its admin token: from the kubeconfig it writes)."""
+    kubeconfig = directory / "kubeconfig"
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "localcluster", "serve", "--port", "0", "--history-size", str(history),
-        stdout=asyncio.subprocess.PIPE)
+        "--kubeconfig-out", str(kubeconfig), stdout=asyncio.subprocess.PIPE)
     async with asyncio.timeout(30):
         while True:
             line = (await proc.stdout.readline()).decode()
             if "listening on" in line:
-                return proc, line.split("listening on ")[1].split()[0]
+                return proc, Credentials.from_kubeconfig(kubeconfig)
 
 
 async def create_pods(session: aiohttp.ClientSession, url: str, names: list[str], concurrency: int) -> float:
@@ -118,11 +124,12 @@ async def watch_throughput(session: aiohttp.ClientSession, url: str, watchers: i
 
 
 async def run(args: argparse.Namespace) -> dict:
-    proc, url = await start_server(history=max(args.pods * 2, 10_000))
-    connector = aiohttp.TCPConnector(limit=args.concurrency + 16)
+    directory = tempfile.TemporaryDirectory(prefix="bench-localcluster-")
+    proc, credentials = await start_server(max(args.pods * 2, 10_000), Path(directory.name))
+    url = credentials.url
     results: dict = {"pods": args.pods, "concurrency": args.concurrency}
     try:
-        async with aiohttp.ClientSession(connector=connector) as session:
+        async with credentials.session(limit=args.concurrency + 16) as session:
             names = [f"bench-{i}" for i in range(args.pods)]
             seconds = await create_pods(session, url, names, args.concurrency)
             results["creates_per_second"] = args.pods / seconds
@@ -139,6 +146,7 @@ async def run(args: argparse.Namespace) -> dict:
         proc.terminate()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(proc.wait(), 10)
+        directory.cleanup()
     return results
 
 

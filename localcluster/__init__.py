@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .cluster import LocalCluster
+    from .credentials import Credentials
 
-__all__ = ["LocalCluster"]
+__all__ = ["Credentials", "LocalCluster"]
 
 
 def __getattr__(name: str):
@@ -24,4 +25,8 @@ def __getattr__(name: str):
         from .cluster import LocalCluster
 
         return LocalCluster
+    if name == "Credentials":
+        from .credentials import Credentials
+
+        return Credentials
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

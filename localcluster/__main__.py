@@ -1,4 +1,9 @@
-"""`python -m localcluster serve ...`: run the in-memory API server until interrupted."""
+"""`python -m localcluster serve ...`: run the in-memory API server until interrupted.
+
+It always serves HTTPS (a self-signed certificate) and lets in only requests with a token: its
+random admin token is in the kubeconfig it writes (0600; `.cache/localcluster-PORT.kubeconfig`,
+removed at exit, unless `--kubeconfig-out` names a file to keep), the only way to obtain it.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,16 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sys
+from pathlib import Path
 
 import orjson
 
 from .audit import DEFAULT_SIZE as AUDIT_SIZE
-from .cluster import LocalCluster
+from .cluster import LocalCluster, private_directory
+from .exposure import exposure_warning
+
+KUBECONFIG_DIR = Path(".cache")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -20,7 +30,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     serve = sub.add_parser("serve", help="serve the Kubernetes API on a local port")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=6443, help="0 picks a free port")
-    serve.add_argument("--kubeconfig-out", help="write a kubeconfig for kubectl and clients here")
+    serve.add_argument("--kubeconfig-out",
+                       help="write the kubeconfig (server, CA, admin token; mode 0600) here and keep it (default: "
+                            f"{KUBECONFIG_DIR}/localcluster-PORT.kubeconfig, removed at exit)")
     serve.add_argument("--runner", choices=["none", "scripted", "process"], default="none",
                        help="none: pods stay Pending; scripted: pods follow scripts (see localcluster/runner.py); "
                             "process: containers run as local processes (see localcluster/process_runner.py)")
@@ -31,12 +43,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     serve.add_argument("--bookmark-interval", type=float, default=60.0, help="seconds between watch bookmarks")
     serve.add_argument("--disable-admission-plugins", default="",
                        help="comma-separated admission plugins to switch off (OwnerReferencesPermissionEnforcement)")
-    serve.add_argument("--tls", action="store_true",
-                       help="serve HTTPS with a self-signed certificate (in the kubeconfig): kubectl sends tokens "
-                            "only over TLS")
-    serve.add_argument("--require-token", action="store_true",
-                       help="answer 401 to plain-HTTP requests without a token too (by default they are served as "
-                            "the old insecure port served them, with no authorization)")
     serve.add_argument("--service-account-token", action="append", default=[], metavar="NAMESPACE/NAME",
                        help="issue a token for this ServiceAccount (created if missing) and print it; repeatable")
     serve.add_argument("--log-level", default="WARNING")
@@ -47,8 +53,7 @@ async def serve(args: argparse.Namespace) -> None:
     default_script = orjson.loads(args.default_script) if args.default_script else None
     disabled = tuple(p for p in args.disable_admission_plugins.split(",") if p)
     cluster = LocalCluster(args.host, args.port, args.runner, args.history_size, args.bookmark_interval,
-                           default_script=default_script, disable_admission_plugins=disabled, tls=args.tls,
-                           require_token=args.require_token)
+                           default_script=default_script, disable_admission_plugins=disabled)
     cluster.audit.resize(args.audit_size)
     await cluster.start()
     for account in args.service_account_token:
@@ -59,16 +64,25 @@ async def serve(args: argparse.Namespace) -> None:
         for name in cluster.apply_crds(args.crds):
             print(f"installed CRD {name}", flush=True)
     if args.kubeconfig_out:
-        cluster.write_kubeconfig(args.kubeconfig_out)
-    where = f" (kubeconfig: {args.kubeconfig_out})" if args.kubeconfig_out else ""
-    print(f"localcluster listening on {cluster.url}{where}", flush=True)
+        kubeconfig = cluster.write_kubeconfig(args.kubeconfig_out).resolve()
+    else:
+        kubeconfig = cluster.write_kubeconfig(private_directory(KUBECONFIG_DIR) /
+                                              f"localcluster-{cluster.port}.kubeconfig").resolve()
+    warning = exposure_warning(args.host, cluster.port, str(kubeconfig))
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
+    print(f"localcluster listening on {cluster.url} (kubeconfig: {kubeconfig})", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    await cluster.stop()
+    try:
+        await stop.wait()
+    finally:
+        await cluster.stop()
+        if not args.kubeconfig_out:  # this instance's own: its token dies with it
+            kubeconfig.unlink(missing_ok=True)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,8 +1,14 @@
 """Access control of every API request: authentication, impersonation, RBAC authorization, admission.
 
 `Access.check` runs first for every request but localcluster's own admin endpoints; it answers 401
-or 403 as a kube-apiserver with anonymous authentication off, the RBAC authorizer and the default
-admission plugins would, and returns the request's user and attributes.
+or 403 as a kube-apiserver with anonymous authentication on (its default), the RBAC authorizer and
+the default admission plugins would, and returns the request's user and attributes. There is no
+unauthenticated path: a request without a token is `system:anonymous`, whom the bootstrap policy
+lets read only /healthz, /livez, /readyz and /version.
+
+`Access.check_admin` guards localcluster's own endpoints (`/_localcluster/*`: faults, tokens,
+restart, audit...), which no RBAC rule reaches: they need a token of a `system:masters` user (the
+cluster's admin token, or one it minted into that group), as such a user may already do anything.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from aiohttp import web
 
 from . import policy
 from .admission import Admission
-from .auth import INSECURE, MASTERS, Attributes, Authenticator, User, impersonated, request_attributes, unauthorized
+from .auth import ANONYMOUS, MASTERS, Attributes, Authenticator, User, impersonated, request_attributes, unauthorized
 from .rbac import Aggregator, Authorizer, request_forbidden
 
 if TYPE_CHECKING:
@@ -24,13 +30,9 @@ REVIEW_PATHS = ("/apis/authentication.k8s.io/", "/apis/authorization.k8s.io/")
 
 
 class Access:
-    def __init__(self, api: Api, disabled_admission: tuple[str, ...] = (), require_token: bool = False) -> None:
+    def __init__(self, api: Api, admin_token: str, disabled_admission: tuple[str, ...] = ()) -> None:
         self.api = api
-        # Over plain HTTP a request without credentials is served as the insecure port of kube-apiservers up
-        # to 1.19 served it (no authentication, no authorization): kubectl never sends a token over plain
-        # HTTP, and localcluster serves plain HTTP unless asked for TLS. With TLS, or require_token, it is 401.
-        self.require_token = require_token
-        self.authenticator = Authenticator(api.store)
+        self.authenticator = Authenticator(api.store, admin_token)
         self.authorizer = Authorizer(api.store)
         self.aggregator = Aggregator(api)
         self.admission = Admission(self.authorizer, api.registry, disabled_admission)
@@ -59,13 +61,9 @@ class Access:
     def check(self, request: web.Request) -> Attributes:
         """The request's user and attributes (only the user and path for system:masters outside the reviews),
         or 401/403."""
-        header = request.headers.get("Authorization")
-        if header is None and not self.require_token and not request.secure:
-            user = INSECURE
-        else:
-            user = self.authenticator.authenticate(header)
-            if user is None:
-                raise unauthorized()
+        user = self.authenticator.authenticate(request.headers.get("Authorization"))
+        if user is None:
+            raise unauthorized()
         if "Impersonate-User" in request.headers:
             user = self._impersonate(user, request)
         elif MASTERS in user.groups and not request.path.startswith(REVIEW_PATHS):
@@ -76,6 +74,17 @@ class Access:
         if not allowed:
             raise request_forbidden(attrs, reason)
         return attrs
+
+    def check_admin(self, request: web.Request) -> User:
+        """The system:masters user a request to /_localcluster/* comes from: 401 without a valid token,
+        403 for any other user (impersonation is not honoured there)."""
+        user = self.authenticator.authenticate(request.headers.get("Authorization"))
+        if user is None or user is ANONYMOUS:
+            raise unauthorized()
+        if MASTERS not in user.groups:
+            attrs = Attributes(user, request.method.lower(), False, path=request.path)
+            raise request_forbidden(attrs, "localcluster's admin endpoints are for system:masters")
+        return user
 
     def _impersonate(self, user: User, request: web.Request) -> User:
         target, checks = impersonated(user, request.headers, request.headers.getall("Impersonate-Group", []))

@@ -1,8 +1,10 @@
 """Authentication (bearer tokens, impersonation) and a request's attributes as the apiserver's RequestInfo.
 
-The default token `localcluster` is user `admin` in `system:masters`, so clients built from
-`LocalCluster.kubeconfig()` may do anything. A request with no token or an unknown one gets 401,
-as from a kube-apiserver with anonymous authentication off.
+Each LocalCluster has a random admin token (user `admin` in `system:masters`), which
+`LocalCluster.kubeconfig()` carries. As a kube-apiserver with anonymous authentication on (its
+default): a request without a bearer token is user `system:anonymous` in `system:unauthenticated`
+(the bootstrap policy lets it read /healthz, /livez, /readyz and /version, nothing else), and one
+with a token no authenticator knows gets 401.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from dataclasses import dataclass
 from .errors import ApiError
 from .store import Store
 
-DEFAULT_TOKEN = "localcluster"
 AUTHENTICATED = "system:authenticated"
 MASTERS = "system:masters"
 SA_PREFIX = "system:serviceaccount:"
@@ -47,8 +48,9 @@ def split_service_account(username: str) -> tuple[str, str] | None:
 
 
 ADMIN = User("admin", (MASTERS, AUTHENTICATED))
-# Who a credential-less request on the insecure (plain HTTP) port is: anything is allowed there.
-INSECURE = User("system:unsecured", (MASTERS, AUTHENTICATED))
+# Who a request without credentials is: the apiserver's anonymous authenticator's user.Anonymous in
+# user.AllUnauthenticated (never system:authenticated).
+ANONYMOUS = User("system:anonymous", ("system:unauthenticated",))
 
 
 def unauthorized() -> ApiError:
@@ -125,9 +127,9 @@ def _exact_name(field_selector: str) -> str:
 class Authenticator:
     """Bearer tokens to users; service-account tokens stop working when the ServiceAccount is deleted."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, admin_token: str) -> None:
         self.store = store
-        self.tokens: dict[str, User] = {DEFAULT_TOKEN: ADMIN}
+        self.tokens: dict[str, User] = {admin_token: ADMIN}
         self._service_accounts: dict[str, tuple[str, str]] = {}  # token -> (namespace, name)
         self._issued: dict[tuple[str, str], str] = {}
 
@@ -145,10 +147,14 @@ class Authenticator:
         return token
 
     def authenticate(self, header: str | None) -> User | None:
-        if not header or not header.startswith("Bearer "):
-            return None
-        token = header[7:].strip()
-        return self.review(token)
+        """The request's user: ANONYMOUS without a bearer token, None (a 401) for a token nobody issued.
+
+        As the apiserver's bearertoken authenticator, then its anonymous one: a header that is not
+        `Bearer TOKEN` (case-insensitive scheme) is no credential at all, an unknown token an error."""
+        parts = (header or "").strip().split(" ")
+        if len(parts) < 2 or parts[0].lower() != "bearer" or not parts[1]:
+            return ANONYMOUS
+        return self.review(parts[1])
 
     def review(self, token: str) -> User | None:
         """The user a token stands for (as a TokenReview answers), or None."""
@@ -178,7 +184,3 @@ def impersonated(user: User, headers: Mapping[str, str], groups: list[str]) -> t
         target = User(name, tuple(dict.fromkeys([*groups, AUTHENTICATED])) if name != "system:anonymous"
                       else tuple(groups))
     return target, checks
-
-
-# For raw HTTP clients of a LocalCluster (tests, benchmarks): the default token's header.
-ADMIN_HEADERS = {"Authorization": f"Bearer {DEFAULT_TOKEN}"}

@@ -6,6 +6,8 @@ import asyncio
 import base64
 import functools
 import logging
+import os
+import secrets
 from pathlib import Path
 
 import orjson
@@ -16,7 +18,7 @@ from .access import Access
 from .api import CRD_KEY, SYSTEM_NAMESPACES, Api
 from .audit import DEFAULT_SIZE as AUDIT_SIZE
 from .audit import AuditLog
-from .auth import DEFAULT_TOKEN
+from .credentials import Credentials
 from .deployments import DeploymentController
 from .errors import ApiError
 from .faults import Faults
@@ -42,14 +44,25 @@ def _crds_in(path: str, mtime_ns: int, size: int) -> bytes:
                             default=str)
 
 
+def private_directory(path: str | Path) -> Path:
+    """`path` as a directory only this user may enter (made, or its mode set, to 0700): for kubeconfigs."""
+    path = Path(path)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.chmod(0o700)
+    return path
+
+
 class LocalCluster:
     def __init__(self, host: str = "127.0.0.1", port: int = 0, runner: str = "none",
                  history_size: int = 10_000, bookmark_interval: float = 60.0, watch_buffer: int = 100_000,
                  default_script: dict | list | None = None, disable_admission_plugins: tuple[str, ...] = (),
-                 tls: bool = False, require_token: bool = False, audit_size: int = AUDIT_SIZE) -> None:
+                 tls: bool = True, audit_size: int = AUDIT_SIZE) -> None:
         self.host = host
-        # HTTPS with a self-signed certificate (kubeconfig() carries it): clients then must send a token.
+        # HTTPS with a self-signed certificate (kubeconfig() carries it). `tls=False` (plain HTTP) is for
+        # benchmarks only: the token is required all the same, and kubectl sends none over plain HTTP.
         self.tls = tls
+        # The only key to everything (user admin in system:masters): random, this instance's own.
+        self.admin_token = secrets.token_urlsafe(32)
         self.certificate: bytes | None = None
         self._ssl = None
         self.port = port
@@ -72,7 +85,7 @@ class LocalCluster:
         # latest revision each time the server starts, whatever etcd's history still holds.
         self.watch_cache_rv = 0
         # Subscribed last: the aggregation controller writes from its listener, after the others saw the event.
-        self.access = Access(self.api, tuple(disable_admission_plugins), require_token)
+        self.access = Access(self.api, self.admin_token, tuple(disable_admission_plugins))
         self.http = HttpApi(self)
         self._site_runner: web.AppRunner | None = None
         self._started = False
@@ -168,12 +181,26 @@ class LocalCluster:
                                             "metadata": {"name": name, "namespace": namespace}})
         return self.access.authenticator.service_account_token(namespace, name)
 
+    @property
+    def credentials(self) -> Credentials:
+        """URL, admin token and certificate, for raw HTTP clients (tests, benchmarks)."""
+        return Credentials(self.url, self.admin_token, self.certificate)
+
+    @property
+    def admin_headers(self) -> dict[str, str]:
+        """The admin token's Authorization header."""
+        return {"Authorization": f"Bearer {self.admin_token}"}
+
+    def session(self, base_url: bool = False, **kwargs):
+        """An aiohttp.ClientSession as the admin (token sent, certificate trusted); see Credentials.session."""
+        return self.credentials.session(base_url, **kwargs)
+
     def kubeconfig(self, namespace: str = "default", token: str | None = None) -> dict:
         return {
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": "localcluster", "cluster": self._cluster_entry()}],
-            "users": [{"name": "localcluster", "user": {"token": token or DEFAULT_TOKEN}}],
+            "users": [{"name": "localcluster", "user": {"token": token or self.admin_token}}],
             "contexts": [{"name": "localcluster",
                           "context": {"cluster": "localcluster", "user": "localcluster", "namespace": namespace}}],
             "current-context": "localcluster",
@@ -186,9 +213,14 @@ class LocalCluster:
         return entry
 
     def write_kubeconfig(self, path: str | Path, token: str | None = None, namespace: str = "default") -> Path:
+        """Write kubeconfig() readable by this user only (0600; a directory made for it is 0700): its token
+        lets whoever reads it run processes as this user."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(self.kubeconfig(namespace, token)))
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT
+            f.write(yaml.safe_dump(self.kubeconfig(namespace, token)))
         return path
 
     def apply_crds(self, directory: str | Path) -> list[str]:
@@ -221,8 +253,6 @@ class LocalCluster:
             return self.service_account_token(namespace, name)
         if not body.get("user"):
             raise ApiError(400, "BadRequest", 'give "serviceAccount": "NS/NAME" or "user" (and "groups")')
-        import secrets
-
         return self.add_token(body.get("token") or "u." + secrets.token_urlsafe(24), str(body["user"]),
                               tuple(body.get("groups") or ()))
 

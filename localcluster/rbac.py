@@ -85,7 +85,9 @@ def forbidden(group: str, resource: str, name: str, message: str) -> ApiError:
         text = f'{qualified} "{name}" is forbidden: {message}'
     else:
         text = f"{qualified} is forbidden: {message}"
-    details = {"name": name, "kind": resource} if name else {"kind": resource}
+    details = {"name": name} if name else {}
+    if resource:  # StatusDetails' kind and group are omitempty: a non-resource path's details are {}
+        details["kind"] = resource
     if group:
         details["group"] = group
     return ApiError(403, "Forbidden", text, details)

@@ -1,17 +1,22 @@
-"""A self-signed serving certificate for `LocalCluster(tls=True)`, made with the openssl command.
+"""The self-signed serving certificate of a LocalCluster, made with the openssl command.
 
-kubectl sends bearer tokens only over TLS (client-go drops credentials for plain-HTTP servers),
-so a test that runs kubectl as a user other than the insecure port's needs HTTPS.
+Every LocalCluster serves HTTPS (unless a benchmark asks for `tls=False`): kubectl sends bearer
+tokens only over TLS, and there is no way in without one. One key and certificate per process and
+host, made at the first cluster's start and reused by the next ones: running openssl for each of
+the test suite's clusters would cost a second every twenty tests. `local` and `serve` run one
+cluster per process, so theirs is that instance's own.
 """
 
 from __future__ import annotations
 
+import functools
 import ssl
 import subprocess
 import tempfile
 from pathlib import Path
 
 
+@functools.lru_cache(maxsize=8)
 def self_signed(host: str) -> tuple[ssl.SSLContext, bytes]:
     """A server SSL context and its certificate (PEM), valid for `host`, localhost and 127.0.0.1."""
     with tempfile.TemporaryDirectory(prefix="localcluster-tls-") as tmp:
@@ -25,3 +30,9 @@ def self_signed(host: str) -> tuple[ssl.SSLContext, bytes]:
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(cert, key)
         return context, cert.read_bytes()
+
+
+@functools.lru_cache(maxsize=8)
+def trusting(certificate: bytes) -> ssl.SSLContext:
+    """A client SSL context that trusts only `certificate` (the cluster's CA, as its kubeconfig's)."""
+    return ssl.create_default_context(cadata=certificate.decode())

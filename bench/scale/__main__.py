@@ -72,7 +72,7 @@ async def run_burst(args, actor: str, qps: float, burst: int, keep: bool = False
         elif actor == "floor":
             runner = procs.Measured()
             runner.process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "bench.scale.floor", "--url", cluster.url, "--qps", str(qps),
+                sys.executable, "-m", "bench.scale.floor", "--kubeconfig", str(cluster.kubeconfig), "--qps", str(qps),
                 "--burst", str(burst), "--workers", str(args.workers), cwd=procs.ROOT)
             await wait_watching(cluster, "pods")
         else:

@@ -6,7 +6,7 @@ all have finished). Same concurrency (`--workers` jobs at a time, writes sequent
 as the controller's reconciles) and the same client-side limit (the controller's own TokenBucket).
 It keeps the state it needs from two watches (jobs, pods) and never reads anything else.
 
-    python -m bench.scale.floor --url URL [--workers 4] [--qps 20] [--burst 30]
+    python -m bench.scale.floor --kubeconfig FILE [--workers 4] [--qps 20] [--burst 30]
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import aiohttp
 import orjson
 
 from controller.runtime.client import TokenBucket
+from localcluster import Credentials
 
 from .workload import JOBS_PATH
 
@@ -165,13 +166,14 @@ def _service(job: dict, kind: str, rank: int) -> dict:
 
 
 async def main_async(args: argparse.Namespace) -> None:
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_read=None)) as session:
-        await Floor(session, args.url, args.workers, args.qps, args.burst).run()
+    credentials = Credentials.from_kubeconfig(args.kubeconfig)
+    async with credentials.session(timeout=aiohttp.ClientTimeout(total=None, sock_read=None)) as session:
+        await Floor(session, credentials.url, args.workers, args.qps, args.burst).run()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--url", required=True)
+    parser.add_argument("--kubeconfig", required=True, help="the kubeconfig `localcluster serve` wrote")
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--qps", type=float, default=20.0)
     parser.add_argument("--burst", type=int, default=30)

@@ -14,6 +14,8 @@ from pathlib import Path
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
+from localcluster import Credentials
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -90,8 +92,9 @@ class Cluster(Measured):
                 if line.startswith("localcluster listening on "):
                     self.url = line.split()[3]
                     break
-        self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=256),
-                                             timeout=aiohttp.ClientTimeout(total=None, sock_read=None))
+        # As the cluster's admin: the token and certificate are in the kubeconfig it wrote.
+        self.session = Credentials.from_kubeconfig(self.kubeconfig).session(
+            limit=256, timeout=aiohttp.ClientTimeout(total=None, sock_read=None))
         return self
 
     async def __aexit__(self, *exc) -> None:

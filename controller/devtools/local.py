@@ -3,9 +3,13 @@
 localcluster (the in-memory API server) with its `process` pod runner (each container's command
 runs as a local process; images are ignored, replicas share the host's network), the CRDs of
 manifests/crds/, and the controller reconciling against it. It serves on port 6443, or on a free
-port when 6443 is taken and no `--port` was given. A kubeconfig is written so kubectl can look at
-the cluster while it runs: one per instance (`.cache/kubeconfig-PORT`, removed at exit), so a
-second `local` never breaks the first one's kubectl session.
+port when 6443 is taken and no `--port` was given, always over HTTPS (a self-signed certificate)
+and only to requests with a token: pods run as this user, so whoever may create one may run
+anything as them. A kubeconfig carrying the certificate and the instance's random admin token is
+written so kubectl can look at the cluster while it runs, readable by this user only (0600 in the
+0700 `.cache/`): one per instance (`.cache/kubeconfig-PORT`, removed at exit), so a second `local`
+never breaks the first one's kubectl session. A `--host` that is not a loopback address prints a
+warning naming what it exposes.
 
 With `--apply FILE...` the objects in the files are created, each job's phase and replica states
 are printed as they change, and the command exits when every job has finished:
@@ -52,6 +56,8 @@ from controller.runtime.controller import ControllerConfig
 from controller.runtime.flags import BooleanFlag, add_log_level_deps, port, positive_int
 from informers import ApiStatusError
 from localcluster import LocalCluster
+from localcluster.cluster import private_directory
+from localcluster.exposure import exposure_warning
 
 EXIT_OK, EXIT_FAILED, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_USAGE = 2  # a bad flag, as argparse exits
@@ -217,10 +223,15 @@ async def _with_cluster(cluster: LocalCluster, args: argparse.Namespace, objects
     say(f"installed CRDs: {', '.join(_install_crds(cluster, args.crds))}")
     path = args.kubeconfig_out or KUBECONFIG_DIR / f"kubeconfig-{cluster.port}"
     try:
+        if args.kubeconfig_out is None:
+            private_directory(KUBECONFIG_DIR)  # ours: 0700, whatever made it before
         kubeconfig = cluster.write_kubeconfig(path).resolve()
     except OSError as exc:
         raise UsageError(f"cannot write the kubeconfig to {path}: {exc.strerror or exc} "
                          "(--kubeconfig-out chooses where)") from None
+    warning = exposure_warning(args.host, cluster.port, str(kubeconfig))
+    if warning:
+        say(warning)
     try:
         say(f"kubeconfig for kubectl: export KUBECONFIG={kubeconfig}")
         return await _run_controller(kubeconfig, cluster, args, objects, stop)

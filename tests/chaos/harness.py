@@ -422,7 +422,7 @@ class Chaos:
         began = time.monotonic()
         self.workdir.mkdir(parents=True, exist_ok=True)
         rng = random.Random(self.settings.seed * 7919 + 1)
-        async with LocalClusterProcess(self.workdir) as cluster, aiohttp.ClientSession() as session:
+        async with LocalClusterProcess(self.workdir) as cluster, cluster.session() as session:
             self.cluster, self.session = cluster, session
             try:
                 await asyncio.gather(self.start_controller(), self.start_controller())

@@ -48,7 +48,7 @@ class Rest:
 
 @contextlib.asynccontextmanager
 async def connect(cluster: LocalCluster) -> AsyncIterator[Rest]:
-    async with aiohttp.ClientSession() as session:
+    async with cluster.session() as session:
         yield Rest(session, cluster)
 
 

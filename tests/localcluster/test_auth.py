@@ -32,15 +32,16 @@ class As:
 
 
 @pytest.fixture
-async def http():
-    async with aiohttp.ClientSession() as session:
+async def http(cluster):
+    """A session that trusts the cluster's certificate and sends no token of its own."""
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=cluster.credentials.ssl_context)) as session:
         yield session
 
 
 @pytest.fixture
 async def admin(http, cluster):
     cluster.api.ensure_namespace("team")
-    return As(http, cluster, "localcluster")
+    return As(http, cluster, cluster.admin_token)
 
 
 def role(name: str, rules: list[dict], namespace: str | None = "team", labels: dict | None = None) -> dict:
@@ -82,14 +83,35 @@ def pod(name: str, owner: dict | None = None) -> dict:
 # --- authentication ------------------------------------------------------------------------------
 
 
-async def test_unknown_or_missing_token_is_401(http, cluster, admin):
+async def test_an_unknown_token_is_401(http, cluster, admin):
     code, body = await As(http, cluster, "nope").call("GET", PODS)
     assert (code, body["reason"], body["message"]) == (401, "Unauthorized", "Unauthorized")
-    # kubectl sends no credentials over plain HTTP: there, as on the old insecure port, none means admin.
-    assert (await As(http, cluster, None).call("GET", PODS))[0] == 200
-    async with LocalCluster(require_token=True) as strict:
-        assert (await As(http, strict, None).call("GET", "/version"))[0] == 401
-        assert (await As(http, strict, "localcluster").call("GET", "/version"))[0] == 200
+    assert (await As(http, cluster, "nope").call("GET", "/version"))[0] == 401  # even where anonymous may read
+    assert (await As(http, cluster, cluster.admin_token).call("GET", PODS))[0] == 200
+
+
+async def test_no_token_is_system_anonymous_who_may_read_only_the_public_info(http, cluster, admin):
+    """As a kube-apiserver with anonymous auth on and the bootstrap RBAC policy (system:public-info-viewer)."""
+    anonymous = As(http, cluster, None)
+    for path in ("/version", "/healthz", "/livez", "/readyz"):
+        async with http.get(cluster.url + path) as r:
+            assert r.status == 200, path
+    code, body = await anonymous.call("GET", PODS)
+    assert (code, body["reason"], body["message"]) == (403, "Forbidden", 'pods is forbidden: User "system:anonymous" '
+                                                       'cannot list resource "pods" in API group "" in the namespace '
+                                                       '"team"')
+    code, body = await anonymous.call("GET", "/apis")  # system:discovery is bound to system:authenticated only
+    assert (code, body["message"], body["details"]) == (403, 'forbidden: User "system:anonymous" cannot get path '
+                                                        '"/apis"', {})
+    code, _ = await anonymous.call("POST", PODS, pod("p"))
+    assert code == 403 and cluster.store.get(("", "pods"), ("team", "p")) is None
+    # Not a bearer token, or an empty one: no credentials at all, as the apiserver's bearertoken authenticator.
+    for header in ("Basic YWRtaW46YWRtaW4=", "Bearer ", "bearer"):
+        code, body = await anonymous.call("GET", PODS, headers={"Authorization": header})
+        assert code == 403 and 'User "system:anonymous"' in body["message"], header
+    code, body = await anonymous.call("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                                      {"kind": "SelfSubjectReview"})
+    assert code == 403 and 'User "system:anonymous" cannot create resource "selfsubjectreviews"' in body["message"]
 
 
 async def test_service_account_token_names_the_account_and_dies_with_it(http, cluster, admin):
@@ -105,14 +127,36 @@ async def test_service_account_token_names_the_account_and_dies_with_it(http, cl
 
 
 async def test_tokens_over_the_admin_endpoint(http, cluster, admin):
-    async with http.post(cluster.url + "/_localcluster/tokens", json={"user": "carol", "groups": ["devs"]}) as r:
+    async with http.post(cluster.url + "/_localcluster/tokens", json={"user": "carol", "groups": ["devs"]},
+                         headers=cluster.admin_headers) as r:
         token = (await r.json())["token"]
     code, body = await As(http, cluster, token).call(
         "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", {"kind": "SelfSubjectReview"})
     assert code == 201 and body["status"]["userInfo"] == {"username": "carol",
                                                           "groups": ["devs", "system:authenticated"]}
-    async with http.post(cluster.url + "/_localcluster/tokens", json={"serviceAccount": "team/bot"}) as r:
+    async with http.post(cluster.url + "/_localcluster/tokens", json={"serviceAccount": "team/bot"},
+                         headers=cluster.admin_headers) as r:
         assert (await r.json())["token"] == cluster.service_account_token("team", "bot")
+
+
+async def test_the_admin_endpoints_are_for_system_masters_only(http, cluster, admin):
+    """401 without a valid token, 403 for a user outside system:masters; one inside it may use them."""
+    carol = cluster.add_token("carol-token", "carol", ["devs"])
+    root = cluster.add_token("root-token", "root", ["system:masters"])
+    faults, tokens = cluster.faults.describe(), dict(cluster.access.authenticator.tokens)
+    for method, path in (("GET", "stats"), ("GET", "audit"), ("POST", "faults"), ("POST", "restart"),
+                         ("POST", "tokens")):
+        url = f"{cluster.url}/_localcluster/{path}"
+        for headers, wanted in (({}, 401), ({"Authorization": "Bearer nope"}, 401),
+                                ({"Authorization": f"Bearer {carol}"}, 403)):
+            async with http.request(method, url, json={"error_rate": 1.0}, headers=headers) as r:
+                body = await r.json()
+            assert r.status == wanted, (method, path, headers, body)
+        assert body["message"] == (f'forbidden: User "carol" cannot {method.lower()} path "/_localcluster/{path}": '
+                                   "localcluster's admin endpoints are for system:masters")
+    assert (cluster.faults.describe(), cluster.access.authenticator.tokens) == (faults, tokens)  # none took effect
+    assert (await As(http, cluster, root).call("GET", "/_localcluster/stats"))[0] == 200
+    assert (await As(http, cluster, root).call("GET", PODS))[0] == 200
 
 
 # --- authorization -------------------------------------------------------------------------------
@@ -270,7 +314,8 @@ async def test_block_owner_deletion_with_the_finalizers_rule(http, cluster, admi
 async def test_the_admission_plugin_can_be_switched_off(http):
     async with LocalCluster(disable_admission_plugins=("OwnerReferencesPermissionEnforcement",)) as cluster:
         cluster.api.ensure_namespace("team")
-        owner, creator = await _owner_and_creator(http, cluster, As(http, cluster, "localcluster"), finalizers=False)
+        admin = As(http, cluster, cluster.admin_token)
+        owner, creator = await _owner_and_creator(http, cluster, admin, finalizers=False)
         assert (await creator.call("POST", PODS, pod("child", owner)))[0] == 201
     with pytest.raises(ValueError):
         LocalCluster(disable_admission_plugins=("NoSuchPlugin",))
@@ -321,7 +366,7 @@ async def test_reviews_in_discovery(admin):
 async def test_kubectl_auth_can_i_and_whoami(tmp_path):
     from .kubectl import Kubectl
 
-    async with LocalCluster(tls=True) as cluster:
+    async with LocalCluster() as cluster:
         cluster.api.ensure_namespace("team")
         admin = Kubectl(cluster, tmp_path / "admin")
         bindings = [binding(name, "ClusterRole", role_name, [user(name)]) for name, role_name in (("ed", "edit"),
@@ -346,7 +391,7 @@ async def test_kubectl_auth_can_i_and_whoami(tmp_path):
         assert (await vi.run("auth", "can-i", "create", "pods", "-n", "team")).out == "no\n"
 
 
-async def test_serve_with_tls_prints_service_account_tokens(tmp_path):
+async def test_serve_prints_service_account_tokens(tmp_path):
     import asyncio
     import signal
     import sys
@@ -355,7 +400,7 @@ async def test_serve_with_tls_prints_service_account_tokens(tmp_path):
 
     kubeconfig = tmp_path / "kubeconfig"
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "localcluster", "serve", "--port", "0", "--kubeconfig-out", str(kubeconfig), "--tls",
+        sys.executable, "-m", "localcluster", "serve", "--port", "0", "--kubeconfig-out", str(kubeconfig),
         "--service-account-token", "team/robot", stdout=asyncio.subprocess.PIPE)
     try:
         lines: list[str] = []

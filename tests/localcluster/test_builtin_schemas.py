@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import aiohttp
 import orjson
 import yaml
 
@@ -26,7 +25,7 @@ def deployment(name: str = "web", **container) -> dict:
 
 
 async def request(cluster, method: str, path: str, body=None, content_type: str = "application/json"):
-    async with aiohttp.ClientSession(cluster.url) as http, http.request(
+    async with cluster.session(base_url=True) as http, http.request(
             method, path, data=None if body is None else orjson.dumps(body),
             headers={"Content-Type": content_type}) as resp:
         return resp.status, orjson.loads(await resp.read()), resp.headers.getall("Warning", [])
@@ -130,7 +129,7 @@ def test_every_served_built_in_kind_has_its_schema(cluster):
 
 
 async def test_v3_documents_carry_the_real_schemas(cluster):
-    async with aiohttp.ClientSession(cluster.url) as http:
+    async with cluster.session(base_url=True) as http:
         async with http.get("/openapi/v3") as resp:
             root = (await resp.json())["paths"]
         assert {"api/v1", "apis/apps/v1", "apis/batch/v1", "apis/rbac.authorization.k8s.io/v1",
@@ -160,7 +159,7 @@ async def test_v3_documents_carry_the_real_schemas(cluster):
 
 async def test_custom_resource_documents_and_v2_use_the_real_meta_types(cluster):
     cluster.apply_crds(CRDS)
-    async with aiohttp.ClientSession(cluster.url) as http:
+    async with cluster.session(base_url=True) as http:
         async with http.get("/openapi/v3/apis/batch.tensorstack.dev/v1beta1") as resp:
             custom = (await resp.json())["components"]["schemas"]
         async with http.get("/openapi/v2") as resp:

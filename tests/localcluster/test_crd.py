@@ -94,10 +94,9 @@ async def test_schema_violation_is_422_naming_the_field(crd, custom):
 
 
 async def test_strategic_merge_is_unsupported_for_custom_resources(crd, cluster):
-    import aiohttp
 
     await _create(cluster, widget("w", size=1))
-    async with aiohttp.ClientSession() as s:
+    async with cluster.session() as s:
         url = f"{cluster.url}/apis/{GROUP}/{VERSION}/namespaces/default/{PLURAL}/w"
         async with s.patch(url, data=b'{"spec":{"size":2}}',
                            headers={"Content-Type": "application/strategic-merge-patch+json"}) as r:

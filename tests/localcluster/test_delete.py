@@ -218,9 +218,8 @@ async def _all_gone(core, *names: str) -> bool:
 # --- the answer to a DELETE: status code and body, as DeleteResource and Store.Delete give them -----
 
 async def call(cluster, method: str, path: str, body: dict | None = None, **params) -> tuple[int, dict]:
-    import aiohttp
 
-    async with aiohttp.ClientSession() as session, session.request(
+    async with cluster.session() as session, session.request(
             method, cluster.url + path, json=body, params={k: str(v) for k, v in params.items()}) as answer:
         return answer.status, await answer.json()
 

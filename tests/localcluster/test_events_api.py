@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import aiohttp
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -20,7 +19,7 @@ MICRO = "2026-01-01T00:00:00.000000Z"
 
 async def merge_patch(cluster, path: str, patch: dict) -> tuple[int, dict]:
     headers = {"Content-Type": "application/merge-patch+json"}
-    async with aiohttp.ClientSession() as session, session.patch(
+    async with cluster.session() as session, session.patch(
             cluster.url + path, data=json.dumps(patch), headers=headers) as answer:
         return answer.status, await answer.json()
 

@@ -35,7 +35,7 @@ async def test_429_carries_retry_after(cluster, core):
 
 async def test_410_as_a_watch_from_before_a_restart_gets(cluster):
     cluster.faults.configure(error_rate=1.0, error_code=410, verbs=["watch"])
-    async with aiohttp.ClientSession() as session, session.get(
+    async with cluster.session() as session, session.get(
             cluster.url + PODS, params={"watch": "true", "resourceVersion": str(cluster.store.rv)}) as answer:
         body = await answer.json()
     assert answer.status == 410 and body["reason"] == "Expired" and "too old resource version" in body["message"]
@@ -105,7 +105,7 @@ async def test_restart_keeps_state_and_versions(cluster, core):
 async def test_server_down_refuses_connections(cluster):
     await cluster._unlisten()
     try:
-        async with aiohttp.ClientSession() as session:
+        async with cluster.session() as session:
             with pytest.raises(aiohttp.ClientConnectionError):
                 await session.get(cluster.url + "/api/v1/namespaces/default/pods")
     finally:
@@ -113,7 +113,7 @@ async def test_server_down_refuses_connections(cluster):
 
 
 async def test_admin_endpoints(cluster, core):
-    async with aiohttp.ClientSession() as session:
+    async with cluster.session() as session:
         async with session.post(cluster.url + "/_localcluster/faults", json={"error_rate": 1.0}) as r:
             assert (await r.json())["config"]["error_rate"] == 1.0
         with pytest.raises(ApiException):

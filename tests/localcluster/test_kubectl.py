@@ -11,7 +11,6 @@ import copy
 import json
 from pathlib import Path
 
-import aiohttp
 import pytest
 import yaml
 from google.protobuf import empty_pb2
@@ -325,7 +324,7 @@ async def _gone(name: str, core) -> bool:
 
 
 async def test_openapi_v3_declares_field_validation(cluster, crd):
-    async with aiohttp.ClientSession(cluster.url) as http:
+    async with cluster.session(base_url=True) as http:
         async with http.get("/openapi/v3") as resp:
             root = await resp.json()
         url = root["paths"][f"apis/{GROUP}/{VERSION}"]["serverRelativeURL"]
@@ -366,7 +365,7 @@ def _named(entries: list[bytes]) -> dict[str, bytes]:
 
 async def test_openapi_v2_is_served_as_gnostic_protobuf(cluster, crd):
     """What kubectl reads when v3 does not know a kind (a typo in kind or group: test_kubectl in tests/e2e)."""
-    async with aiohttp.ClientSession(cluster.url) as http:
+    async with cluster.session(base_url=True) as http:
         async with http.get("/openapi/v2", headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0"
                                                               "+protobuf"}) as resp:
             assert resp.status == 200
@@ -398,7 +397,7 @@ async def test_table_and_partial_metadata_views(cluster, crd, custom):
     await custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, genericjob("a", labels={"k": "v"}))
     path = f"/apis/{GROUP}/{VERSION}/namespaces/default/{PLURAL}"
     table_v1 = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
-    async with aiohttp.ClientSession(cluster.url) as http:
+    async with cluster.session(base_url=True) as http:
         async with http.get(path, headers={"Accept": table_v1}) as resp:
             table = await resp.json()
         async with http.get(path + "/a", params={"includeObject": "Object"}, headers={"Accept": table_v1}) as resp:
@@ -431,7 +430,7 @@ async def test_table_watch_sends_columns_once(cluster, crd, custom):
     path = f"/apis/{GROUP}/{VERSION}/namespaces/default/{PLURAL}"
     await custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, genericjob("a"))
     accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
-    async with aiohttp.ClientSession(cluster.url) as http:
+    async with cluster.session(base_url=True) as http:
         async with http.get(path, params={"watch": "true", "resourceVersion": "0", "timeoutSeconds": "5"},
                             headers={"Accept": accept}) as resp:
             first = json.loads(await resp.content.readline())

@@ -14,7 +14,6 @@ import re
 import sys
 from pathlib import Path
 
-import aiohttp
 import orjson
 import pytest
 import pytest_asyncio
@@ -51,7 +50,7 @@ def job(name: str, replicas: int = 1) -> dict:
 
 
 async def http(cluster, method: str, path: str, body=None, content_type: str = "application/json") -> tuple[int, dict]:
-    async with aiohttp.ClientSession(cluster.url) as session:
+    async with cluster.session(base_url=True) as session:
         data = orjson.dumps(body) if body is not None else None
         async with session.request(method, path, data=data, headers={"Content-Type": content_type}) as resp:
             return resp.status, await resp.json()

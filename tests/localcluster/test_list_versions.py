@@ -7,7 +7,6 @@ without a limit, or at "0", is served by the watch cache with the latest state. 
 
 from __future__ import annotations
 
-import aiohttp
 import pytest
 
 from tests.informers.support import wait_until
@@ -17,7 +16,7 @@ from .test_watch import PODS, RawWatch
 
 
 async def get_list(cluster, **params) -> tuple[int, dict]:
-    async with aiohttp.ClientSession() as session, session.get(cluster.url + PODS, params=params) as answer:
+    async with cluster.session() as session, session.get(cluster.url + PODS, params=params) as answer:
         return answer.status, await answer.json()
 
 
@@ -168,11 +167,11 @@ async def test_restart_resets_the_watch_cache_and_keeps_etcd(cluster, pods):
 async def test_restart_over_http_resets_the_watch_cache(cluster, pods):
     then = pods.create("a")
     pods.create("b")
-    async with aiohttp.ClientSession() as session:
+    async with cluster.session() as session:
         async with session.post(cluster.url + "/_localcluster/restart", json={"downtime": 0.1}) as answer:
             assert answer.status == 200
     await wait_until(lambda: cluster.serving and cluster.watch_cache_rv == cluster.store.rv, what="the restart")
-    async with aiohttp.ClientSession() as session, session.get(cluster.url + "/_localcluster/stats") as answer:
+    async with cluster.session() as session, session.get(cluster.url + "/_localcluster/stats") as answer:
         stats = await answer.json()
     assert stats["watchCacheResourceVersion"] == stats["resourceVersion"] > int(then)
     async with RawWatch(cluster, PODS, resourceVersion=then) as w:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 
-import aiohttp
 import orjson
 import pytest
 from google.protobuf import json_format
@@ -221,7 +220,7 @@ def _length_delimited(number: int, payload: bytes) -> bytes:
 
 
 async def post(cluster, path: str, data: bytes, content_type: str = PB, method: str = "POST") -> tuple[int, dict]:
-    async with aiohttp.ClientSession() as http, http.request(method, cluster.url + path, data=data,
+    async with cluster.session() as http, http.request(method, cluster.url + path, data=data,
                                                              headers={"Content-Type": content_type}) as resp:
         return resp.status, orjson.loads(await resp.read())
 

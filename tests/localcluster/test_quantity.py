@@ -11,7 +11,6 @@ import re
 from decimal import Decimal
 from pathlib import Path
 
-import aiohttp
 import orjson
 import pytest
 
@@ -166,7 +165,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 async def request(cluster, method: str, path: str, body=None, content_type: str = "application/json"):
     data = body if isinstance(body, bytes) or body is None else orjson.dumps(body)
-    async with aiohttp.ClientSession(cluster.url) as http, http.request(
+    async with cluster.session(base_url=True) as http, http.request(
             method, path, data=data, headers={"Content-Type": content_type}) as resp:
         return resp.status, orjson.loads(await resp.read())
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import aiohttp
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -73,7 +72,7 @@ async def test_deployment_scale_reads_and_writes_replicas(apps, cluster):
     assert missing.value.status == 404 and status_of(missing.value)["message"] == (
         'deployments.apps "nothing" not found')
 
-    async with aiohttp.ClientSession(cluster.url) as http:
+    async with cluster.session(base_url=True) as http:
         async with http.delete("/apis/apps/v1/namespaces/default/deployments/web/scale") as resp:
             assert resp.status == 405  # get, update and patch only
         async with http.get("/apis/apps/v1") as resp:

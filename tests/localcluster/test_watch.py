@@ -15,9 +15,8 @@ class RawWatch:
     """A watch stream read line by line with aiohttp, to see exactly what the server sends."""
 
     def __init__(self, cluster, path: str, **params):
-        import aiohttp
 
-        self.session = aiohttp.ClientSession()
+        self.session = cluster.session()
         self.url = cluster.url + path
         self.params = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in params.items()}
         self.params["watch"] = "true"
@@ -208,9 +207,8 @@ async def test_slow_watcher_is_closed_not_buffered_forever(core):
 
 @pytest.mark.parametrize("bad", ["abc", "-1"])
 async def test_bad_resource_version_is_400(cluster, bad):
-    import aiohttp
 
-    async with aiohttp.ClientSession() as s, s.get(cluster.url + PODS,
+    async with cluster.session() as s, s.get(cluster.url + PODS,
                                                    params={"watch": "1", "resourceVersion": bad}) as r:
         assert r.status == 400
 

@@ -25,6 +25,7 @@ from kubernetes_asyncio import client, config
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.scale.procs import terminate
+from localcluster import Credentials
 from tests.e2e.conftest import Jobs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,6 +64,7 @@ class LocalClusterProcess:
         self.crds = crds
         self.process: asyncio.subprocess.Process | None = None
         self.url = ""
+        self.credentials: Credentials  # from the kubeconfig it wrote: the only way to its token
         self._stack = contextlib.AsyncExitStack()
         self.api: client.ApiClient
         self.jobs: Jobs
@@ -80,6 +82,7 @@ class LocalClusterProcess:
                 if line.startswith("localcluster listening on "):
                     self.url = line.split()[3]
                     break
+        self.credentials = Credentials.from_kubeconfig(self.kubeconfig)
         configuration = client.Configuration()
         await config.load_kube_config(str(self.kubeconfig), client_configuration=configuration)
         self.api = await self._stack.enter_async_context(client.ApiClient(configuration))
@@ -90,9 +93,13 @@ class LocalClusterProcess:
         await self._stack.aclose()
         await terminate(self.process)
 
+    def session(self, **kwargs) -> aiohttp.ClientSession:
+        """A raw HTTP session as the cluster's admin (its token sent, its certificate trusted)."""
+        return self.credentials.session(**kwargs)
+
     async def requests(self) -> dict[tuple[str, str], int]:
         """What every client asked of the API server so far: (verb, resource) -> count."""
-        async with aiohttp.ClientSession() as session, session.get(f"{self.url}/_localcluster/requests") as answer:
+        async with self.session() as session, session.get(f"{self.url}/_localcluster/requests") as answer:
             rows = (await answer.json())["requests"]
         counts: dict[tuple[str, str], int] = {}
         for row in rows:

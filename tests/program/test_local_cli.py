@@ -35,6 +35,8 @@ def listening(port: int = 0, host: str = "127.0.0.1"):
     """A socket listening on host:port (another program holding it); yields the port, or None when another
     program already holds it (it is taken either way)."""
     holder = socket.socket()
+    # As a server would: connections in TIME_WAIT on the port (a `local` just stopped) must not stop the bind.
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         holder.bind((host, port))
     except OSError as exc:
@@ -109,7 +111,7 @@ async def test_the_default_port_taken_serves_on_a_free_one_with_a_kubeconfig_per
             for instance in (first, second):
                 kubectl = Kubectl(instance.kubeconfig, tmp_path / str(instance.port))
                 shown = await kubectl.ok("config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}")
-                assert shown.out == f"http://127.0.0.1:{instance.port}"
+                assert shown.out == f"https://127.0.0.1:{instance.port}"
                 await kubectl.ok("get", "namespaces")
             assert await second.stop() == 0
             assert not second.kubeconfig.exists()  # it pointed at a server that is gone

@@ -598,7 +598,7 @@ async def test_namespace_users_get_genericjobs_through_edit_and_view(tmp_path, r
     """user-rbac.yaml's ClusterRoles are aggregated into the built-in roles users are bound to."""
     from localcluster import LocalCluster
 
-    async with LocalCluster(tls=True) as cluster:  # kubectl sends credentials (and --as) only over TLS
+    async with LocalCluster() as cluster:
         cluster.apply_crds(CRDS)
         cluster.api.ensure_namespace("team")
         admin = Kubectl(cluster, tmp_path / "admin")

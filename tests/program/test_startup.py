@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-import aiohttp
 import pytest
 import yaml
 from kubernetes_asyncio import client, config
@@ -68,7 +67,7 @@ async def run_to_exit(kubeconfig: Path, *flags: str, timeout: float = 60.0) -> E
 
 
 async def token(cluster: LocalClusterProcess, user: str) -> str:
-    async with aiohttp.ClientSession() as session, \
+    async with cluster.session() as session, \
             session.post(f"{cluster.url}/_localcluster/tokens", json={"user": user}) as answer:
         assert answer.status == 200, await answer.text()
         return (await answer.json())["token"]

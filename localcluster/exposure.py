@@ -1,0 +1,35 @@
+"""The warning a LocalCluster served beyond this machine's loopback prints at start.
+
+Pods of `local` and `serve --runner process` are processes of the user who started them, and
+exec and port-forward reach into them: whoever holds the admin token can run anything as that
+user. On a loopback address only this machine's users can try; on any other, the network can.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+
+
+def is_loopback(host: str) -> bool:
+    """Whether every address `host` names is a loopback one (an unresolvable name is not)."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
+
+
+def exposure_warning(host: str, port: int, kubeconfig: str | None) -> str | None:
+    """What serving on host:port exposes, or None on a loopback address."""
+    if is_loopback(host):
+        return None
+    where = f"the token in {kubeconfig}" if kubeconfig else "the admin token"
+    return (f"WARNING: serving on {host}:{port}, not a loopback address: anyone who can reach it may try the "
+            f"Kubernetes API, and pods, exec and port-forward run processes as this user (uid {os.getuid()}); "
+            f"{where} is the only key.")
