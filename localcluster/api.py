@@ -204,7 +204,9 @@ class Api:
             builtins.default_deployment(obj)
             causes += builtins.validate_deployment(obj)
         elif key == CRD_KEY:
-            causes += builtins.validate_crd(obj)
+            from .crd_cel import errors as rule_errors
+
+            causes += builtins.validate_crd(obj) + rule_errors(obj)
         elif key == events.STORAGE:
             causes += events.validate(obj, old, strict=rt.group == events.GROUP)
         if rt.schema is not None:
