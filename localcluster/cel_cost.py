@@ -306,12 +306,48 @@ class _Coster:
         if name in ("lowerAscii", "upperAscii", "substring", "trim") and target is not None:
             size = self._library_size(target)
             return size.factor(STRING_TRAVERSAL), size
+        if name == "replace" and target is not None and len(args) >= 2:
+            size = self._library_size(target)
+            old, new = (self._library_size(arg) for arg in args[:2])
+            return size.factor(2 * STRING_TRAVERSAL), self._replaced_size(size, old, new)
+        if name == "split" and target is not None:
+            size = self._library_size(target)
+            return size.factor(2 * STRING_TRAVERSAL), Range(0, size.hi)
+        if name == "join" and target is not None:
+            items = self.schema_size([*self.path(target), "@items"]) or UNKNOWN
+            size = self._library_size(target).times(items)
+            if args:
+                count = self._library_size(target)
+                separators = Range(max(count.lo - 1, 0), max(count.hi - 1, 0))
+                size = size + self._library_size(args[0]).times(separators)
+            return size.factor(STRING_TRAVERSAL), size
+        if name in ("find", "findAll") and target is not None and args:
+            size = self._library_size(target)
+            text = (size + fixed(1)).factor(STRING_TRAVERSAL)
+            return text.times(self._library_size(args[0]).factor(REGEX_LENGTH)), Range(0, size.hi)
         if name in ("quantity", "isQuantity", "cidr", "isIP", "isCIDR") and args:
             return self._library_size(args[0]).factor(STRING_TRAVERSAL), None
         if name in ("sign", "asInteger", "isInteger", "asApproximateFloat", "isGreaterThan", "isLessThan",
                     "compareTo", "add", "sub"):
             return fixed(1), None
         return None
+
+    @staticmethod
+    def _replaced_size(size: Range, old: Range, new: Range) -> Range:
+        """The longest and shortest results of replace(old, new) on a string of `size`."""
+        if old.lo == 0:
+            count_hi, kept_hi = (size.hi + 1 if size.hi < U64 else size.hi), size.hi
+        elif new.hi <= old.lo:
+            count_hi, kept_hi = 0, size.hi
+        else:
+            count_hi, kept_hi = math.ceil(size.hi / old.lo), 0
+        if old.hi == 0:
+            count_lo, kept_lo = (size.lo + 1 if size.lo < U64 else size.lo), size.lo
+        elif old.hi <= new.lo:
+            count_lo, kept_lo = 0, size.lo
+        else:
+            count_lo, kept_lo = math.ceil(size.lo / old.hi), 0
+        return Range(count_lo, count_hi).times(new) + Range(kept_lo, kept_hi)
 
     def _library_size(self, expr: Expr) -> Range:
         """The library's sizeEstimate: computed, else from the schema, else unknown (no scalar rule)."""

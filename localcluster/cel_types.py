@@ -201,11 +201,16 @@ _RESULTS = {
 }
 
 
+# The type identifiers every CEL environment declares (`type(self) == string`).
+_TYPE_NAMES = {name: CelType("type") for name in ("int", "uint", "double", "bool", "string", "bytes", "list", "map",
+                                                   "null_type", "type")}
+
+
 class Checker:
     """Types every node of one expression (types and overloads keyed by node identity)."""
 
     def __init__(self, variables: dict[str, CelType], minimum: tuple[int, int] | None = None) -> None:
-        self.scopes: list[dict[str, CelType]] = [dict(variables)]
+        self.scopes: list[dict[str, CelType]] = [dict(_TYPE_NAMES), dict(variables)]
         self.minimum = minimum
         self.types: dict[int, CelType] = {}
         self.overloads: dict[int, list[str]] = {}

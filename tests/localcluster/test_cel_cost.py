@@ -91,6 +91,8 @@ def test_a_macros_result_has_no_size_before_1_31():
     # all over 10 items: per item the loop condition (2) and `@result && inner` (1 + inner); exists_one
     # over 10 items: per item `y.n == x.n ? @result + 1 : @result` (4 + 2), then `@result == 1` (2).
     ("self.all(x, self.exists_one(y, y.n == x.n))", INTS, 1 + 1 + 10 * (2 + 1 + (1 + 2 + 10 * 6))),
+    # the strings library prices split by its target: 40 x 0.2; size() and < cost 1 each
+    ("self.split(',').size() < 3", {"type": "string", "maxLength": 10}, 1 + 8 + 1 + 1),
 ])
 def test_costs_of_single_rules(rule, schema, expected):
     assert cost(rule, schema) == expected
@@ -154,3 +156,11 @@ def test_a_rule_under_an_unbounded_list_runs_once_per_item_that_fits():
     bounded["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["maxItems"] = 5
     [(_, [rule])] = crd_cel.rule_costs(bounded)
     assert rule.cardinality == 5
+
+
+def test_type_names_and_int_or_string_values_compile():
+    rule = {"rule": "type(self.port) == string ? self.port.matches('^[a-z]+$') : self.port > 0"}
+    spec = {"type": "object", "properties": {"port": {"x-kubernetes-int-or-string": True}},
+            "x-kubernetes-validations": [rule]}
+    [(_, [found])] = crd_cel.rule_costs(widget_crd({}, spec))
+    assert found.error == ""
