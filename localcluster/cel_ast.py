@@ -225,10 +225,9 @@ class _Builder:
         kind, text = token.type, str(token)
         offset = token.start_pos or 0
         if kind == "INT_LIT":
-            return Expr("literal", offset, value=int(text, 0) if "x" not in text else int(text, 16),
-                        literal_type="int")
+            return Expr("literal", offset, value=_integer(text), literal_type="int")
         if kind == "UINT_LIT":
-            return Expr("literal", offset, value=int(text[:-1], 0), literal_type="uint")
+            return Expr("literal", offset, value=_integer(text[:-1]), literal_type="uint")
         if kind == "FLOAT_LIT":
             return Expr("literal", offset, value=float(text), literal_type="double")
         if kind == "BOOL_LIT":
@@ -238,6 +237,10 @@ class _Builder:
         if kind == "BYTES_LIT":
             return Expr("literal", offset, value=_string_value(text[1:]).encode(), literal_type="bytes")
         return Expr("literal", offset, value=_string_value(text), literal_type="string")
+
+
+def _integer(text: str) -> int:
+    return int(text, 16) if "x" in text.lower() else int(text)  # decimals may have leading zeros: 010
 
 
 def _string_value(text: str) -> str:
