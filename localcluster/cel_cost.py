@@ -88,9 +88,16 @@ def fixed(value: int) -> Range:
     return Range(value, value)
 
 
-def estimate(expr: Expr, checker: Checker, root: CelType, estimator: Estimator = WORST) -> Range:
-    """The cost range of a checked expression whose `self` (and `oldSelf`) is `root`."""
-    return _Coster(checker, root, estimator).cost(expr)
+def estimate(expr: Expr, checker: Checker, root: CelType, estimator: Estimator = WORST,
+             unbounded: set[str] | None = None) -> Range:
+    """The cost range of a checked expression whose `self` (and `oldSelf`) is `root`. `unbounded`, if
+    given, collects the paths (`self.spec.name`) whose size the estimate took from the request size
+    because the schema declares no maxLength, maxItems or maxProperties."""
+    coster = _Coster(checker, root, estimator)
+    result = coster.cost(expr)
+    if unbounded is not None:
+        unbounded.update(coster.unbounded)
+    return result
 
 
 class _Coster:
@@ -101,6 +108,7 @@ class _Coster:
         self.paths: dict[int, list[str]] = {}
         self.sizes: dict[int, Range] = {}
         self.locals: dict[str, list[tuple[list[str], Range | None]]] = {}
+        self.unbounded: set[str] = set()
 
     # --- sizes --------------------------------------------------------------------------------
 
@@ -123,6 +131,8 @@ class _Coster:
                 node = node.fields.get(name) if node.kind == "object" else None
             if node is None:
                 return None
+        if not node.bounded:
+            self.unbounded.add(".".join(path))
         return Range(0, node.max_elements)
 
     def size(self, expr: Expr) -> Range | None:

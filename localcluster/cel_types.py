@@ -36,6 +36,7 @@ class CelType:
     max_elements: int = 0
     min_size: int = 0
     name: str = ""  # opaque types: kubernetes.URL, kubernetes.Quantity, ...
+    bounded: bool = True  # False: max_elements is what fits in a request, not a bound the schema declares
 
     def __str__(self) -> str:
         if self.kind == "list":
@@ -69,7 +70,7 @@ class SizeRules:
 
 def decl_type(schema: dict, resource_root: bool = False, rules: SizeRules = SizeRules()) -> CelType | None:
     if schema.get("x-kubernetes-int-or-string"):
-        return CelType("dyn", max_elements=MAX_REQUEST_SIZE - 2, min_size=1)
+        return CelType("dyn", max_elements=MAX_REQUEST_SIZE - 2, min_size=1, bounded=False)
     if resource_root:
         schema = _with_type_and_object_meta(schema)
     kind = schema.get("type")
@@ -79,18 +80,19 @@ def decl_type(schema: dict, resource_root: bool = False, rules: SizeRules = Size
             if isinstance(items, dict) else None
         if item_type is None:
             return None
-        bound = schema.get("maxItems")
-        bound = max(bound, 0) if bound is not None else (MAX_REQUEST_SIZE - 2) // (item_type.min_size + 1)
-        return CelType("list", elem=item_type, max_elements=bound, min_size=2)
+        declared = schema.get("maxItems")
+        bound = max(declared, 0) if declared is not None else (MAX_REQUEST_SIZE - 2) // (item_type.min_size + 1)
+        return CelType("list", elem=item_type, max_elements=bound, min_size=2, bounded=declared is not None)
     if kind == "object":
         extra = schema.get("additionalProperties")
         if isinstance(extra, dict):
             value_type = decl_type(extra, bool(extra.get("x-kubernetes-embedded-resource")), rules)
             if value_type is None:
                 return None
-            bound = schema.get("maxProperties")
-            bound = max(bound, 0) if bound is not None else (MAX_REQUEST_SIZE - 2) // (value_type.min_size + 6)
-            return CelType("map", key=STRING, elem=value_type, max_elements=bound, min_size=2)
+            declared = schema.get("maxProperties")
+            bound = max(declared, 0) if declared is not None else (MAX_REQUEST_SIZE - 2) // (value_type.min_size + 6)
+            return CelType("map", key=STRING, elem=value_type, max_elements=bound, min_size=2,
+                           bounded=declared is not None)
         required = set(schema.get("required") or ())
         fields: dict[str, CelType] = {}
         min_size = 2
@@ -120,7 +122,8 @@ def _string_type(schema: dict, rules: SizeRules) -> CelType:
     longest = MAX_REQUEST_SIZE - 2  # subtract 2 for ""
     if fmt == "byte":
         bound = schema.get("maxLength")
-        return CelType("bytes", max_elements=longest if bound is None else max(bound, 0), min_size=MIN_STRING_SIZE)
+        return CelType("bytes", max_elements=longest if bound is None else max(bound, 0), min_size=MIN_STRING_SIZE,
+                       bounded=bound is not None)
     if fmt == "duration":
         return CelType("duration", max_elements=MAX_DURATION_SIZE_JSON, min_size=MIN_DURATION_SIZE_JSON)
     if fmt == "date":
@@ -132,7 +135,7 @@ def _string_type(schema: dict, rules: SizeRules) -> CelType:
     elif schema.get("enum") and rules.enum_bounds_strings:
         bound = max((len(value) for value in schema["enum"] if isinstance(value, str)), default=0)
     else:
-        bound = longest
+        return CelType("string", max_elements=longest, min_size=MIN_STRING_SIZE, bounded=False)
     return CelType("string", max_elements=bound, min_size=MIN_STRING_SIZE)
 
 

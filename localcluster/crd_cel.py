@@ -35,6 +35,7 @@ class RuleCost:
     cost: int  # the estimated cost times the cardinality: what counts against both limits
     cardinality: int
     error: str = ""  # a compile error (cel-go's text)
+    unbounded: tuple[str, ...] = ()  # what the rule reads with no declared bound (sized by the request)
 
 
 def exceeds_message(name: str, cost: int, limit: int) -> str:
@@ -101,12 +102,13 @@ def _walk(schema: dict, path: str, cardinality: int | None, root: bool, estimato
         where = f"{path}.x-kubernetes-validations[{index}].rule"
         if not text or self_type is None:
             continue
+        unbounded: set[str] = set()
         try:
-            cost, error = compile_cost(text, self_type, estimator, minimum)
+            cost, error = compile_cost(text, self_type, estimator, minimum, unbounded)
         except Exception as err:  # a gap in this port: said, never a crash of the server nor a silent pass
             cost, error = 0, f"ERROR: <input>:1:1: localcluster cannot check this rule: {err!r}"
         total = 0 if cost == 0 else min(cost * times, U64)
-        found.append(RuleCost(where, text, total, times, error))
+        found.append(RuleCost(where, text, total, times, error, tuple(sorted(unbounded))))
 
 
 def _unbounded_cardinality(self_type: CelType | None) -> int:
@@ -114,8 +116,8 @@ def _unbounded_cardinality(self_type: CelType | None) -> int:
     return MAX_REQUEST_SIZE // ((self_type.min_size if self_type else 0) + 1)
 
 
-def compile_cost(text: str, self_type: CelType, estimator: Estimator,
-                 minimum: tuple[int, int] | None) -> tuple[int, str]:
+def compile_cost(text: str, self_type: CelType, estimator: Estimator, minimum: tuple[int, int] | None,
+                 unbounded: set[str] | None = None) -> tuple[int, str]:
     """(max cost, compile error) of one rule whose `self` is `self_type`."""
     try:
         expr = parse(text)
@@ -130,7 +132,7 @@ def compile_cost(text: str, self_type: CelType, estimator: Estimator,
         return 0, "ERROR: <input>:1:1: expression recursion limit exceeded"
     if result.kind not in ("bool", "dyn"):  # dyn: where this checker infers less than cel-go's
         return 0, "cel expression must evaluate to a bool"
-    return estimate(expr, checker, self_type, estimator).hi, ""
+    return estimate(expr, checker, self_type, estimator, unbounded).hi, ""
 
 
 def _located(text: str, err: CelTypeError) -> str:

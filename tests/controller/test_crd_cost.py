@@ -53,6 +53,27 @@ def test_the_crds_compile_on_the_minimum_version(name):
     assert crd_cel.errors(load(name)) == []
 
 
+@pytest.mark.parametrize("name", CRDS)
+def test_every_string_list_and_map_a_rule_reads_is_bounded(name):
+    """Bounded by the schema (maxLength, maxItems, maxProperties, or an enum from 1.29 on), not by the
+    request size: the one exception is metadata.name, whose schema a CRD may restrict only at the cost of
+    the name's own errors (the DNS-1035 rule reads it with two cheap scans instead)."""
+    for _, costs in crd_cel.rule_costs(load(name), WORST):
+        for cost in costs:
+            assert set(cost.unbounded) <= {"self.metadata.name"}, (cost.path, cost.unbounded)
+
+
+def test_the_check_of_bounds_sees_an_unbounded_read():
+    """The old GenericJob CRD read `protocol`, an enum string with no maxLength."""
+    import gzip
+    from pathlib import Path
+
+    old = yaml.safe_load(gzip.decompress((Path(__file__).parents[1] / "data" / "genericjob-dabcc66.yaml.gz")
+                                         .read_bytes()))
+    reads = {read for _, costs in crd_cel.rule_costs(old, WORST) for cost in costs for read in cost.unbounded}
+    assert reads == {"self.@items.protocol", "self.metadata.name"}
+
+
 def test_every_rule_is_costed():
     """The walk finds every x-kubernetes-validations rule of the files (none is left out of the sums)."""
     for name in CRDS:
