@@ -36,6 +36,7 @@ class RuleCost:
     cardinality: int
     error: str = ""  # a compile error (cel-go's text)
     unbounded: tuple[str, ...] = ()  # what the rule reads with no declared bound (sized by the request)
+    kind: str = "rule"  # or messageExpression (priced once: the server does not multiply it by the cardinality)
 
 
 def exceeds_message(name: str, cost: int, limit: int) -> str:
@@ -109,6 +110,11 @@ def _walk(schema: dict, path: str, cardinality: int | None, root: bool, estimato
             cost, error = 0, f"ERROR: <input>:1:1: localcluster cannot check this rule: {err!r}"
         total = 0 if cost == 0 else min(cost * times, U64)
         found.append(RuleCost(where, text, total, times, error, tuple(sorted(unbounded))))
+        message = (rule.get("messageExpression") or "").strip()
+        if message and not error:
+            cost, error = compile_cost(message, self_type, estimator, minimum, result="string")
+            found.append(RuleCost(where.removesuffix(".rule") + ".messageExpression", message, cost, 1, error,
+                                  kind="messageExpression"))
 
 
 def _unbounded_cardinality(self_type: CelType | None) -> int:
@@ -117,21 +123,23 @@ def _unbounded_cardinality(self_type: CelType | None) -> int:
 
 
 def compile_cost(text: str, self_type: CelType, estimator: Estimator, minimum: tuple[int, int] | None,
-                 unbounded: set[str] | None = None) -> tuple[int, str]:
-    """(max cost, compile error) of one rule whose `self` is `self_type`."""
+                 unbounded: set[str] | None = None, result: str = "bool") -> tuple[int, str]:
+    """(max cost, compile error) of one rule (or messageExpression: result string) whose `self` is
+    `self_type`."""
     try:
         expr = parse(text)
     except CelSyntaxError as err:
         return 0, f"ERROR: <input>:1:1: Syntax error: {err}"
     checker = Checker({"self": self_type, "oldSelf": self_type}, minimum)
     try:
-        result = checker.check(expr)
+        found = checker.check(expr)
     except CelTypeError as err:
         return 0, _located(text, err)
     except RecursionError:
         return 0, "ERROR: <input>:1:1: expression recursion limit exceeded"
-    if result.kind not in ("bool", "dyn"):  # dyn: where this checker infers less than cel-go's
-        return 0, "cel expression must evaluate to a bool"
+    if found.kind not in (result, "dyn"):  # dyn: where this checker infers less than cel-go's
+        return 0, ("cel expression must evaluate to a bool" if result == "bool"
+                   else "messageExpression must evaluate to a string")
     return estimate(expr, checker, self_type, estimator, unbounded).hi, ""
 
 
@@ -168,14 +176,16 @@ def errors(crd: dict, estimator: Estimator = K8S_1_28,
         expensive: list[RuleCost] = []
         for cost in costs:
             if cost.cost > STATIC_ESTIMATED_COST_LIMIT:
-                message = exceeds_message("estimated rule cost", cost.cost, STATIC_ESTIMATED_COST_LIMIT)
+                name = "estimated rule cost" if cost.kind == "rule" else "estimated messageExpression cost"
+                message = exceeds_message(name, cost.cost, STATIC_ESTIMATED_COST_LIMIT)
                 out.append(("FieldValueForbidden", cost.path, f"{cost.path}: Forbidden: {message}"))
             total = min(total + cost.cost, U64)
             if cost.cost >= STATIC_ESTIMATED_CRD_COST_LIMIT // 100:
                 expensive = sorted([*expensive, cost], key=lambda c: -c.cost)[:4]
             if cost.error:
                 rule = _rule_at(crd, path, cost.path)
-                detail = cost.error if cost.error.startswith("cel expression") else f"compilation failed: {cost.error}"
+                detail = cost.error if cost.error.startswith(("cel expression", "messageExpression must")) else \
+                    f"{'' if cost.kind == 'rule' else 'messageExpression '}compilation failed: {cost.error}"
                 out.append(("FieldValueInvalid", cost.path,
                             f"{cost.path}: Invalid value: {_go_rule(rule)}: {detail}"))
         if total > STATIC_ESTIMATED_CRD_COST_LIMIT:
@@ -189,7 +199,7 @@ def errors(crd: dict, estimator: Estimator = K8S_1_28,
 
 def _rule_at(crd: dict, schema_path: str, rule_path: str) -> dict:
     schema = dict(_schemas(crd))[schema_path]
-    rest = rule_path[len(schema_path):].removesuffix(".rule")
+    rest = rule_path[len(schema_path):].removesuffix(".rule").removesuffix(".messageExpression")
     node: dict = schema
     for part in rest.strip(".").replace("].", "]\0").replace(".", "\0").split("\0"):
         if not part:

@@ -77,7 +77,7 @@ def test_the_check_of_bounds_sees_an_unbounded_read():
 def test_every_rule_is_costed():
     """The walk finds every x-kubernetes-validations rule of the files (none is left out of the sums)."""
     for name in CRDS:
-        found = sum(len(costs) for _, costs in crd_cel.rule_costs(load(name)))
+        found = sum(1 for _, costs in crd_cel.rule_costs(load(name)) for cost in costs if cost.kind == "rule")
         assert found == sum(len(block) for block in _rule_lists(load(name))), name
 
 

@@ -164,3 +164,15 @@ def test_type_names_and_int_or_string_values_compile():
             "x-kubernetes-validations": [rule]}
     [(_, [found])] = crd_cel.rule_costs(widget_crd({}, spec))
     assert found.error == ""
+
+
+def test_a_message_expression_is_compiled_and_priced_once():
+    bad = crd_cel.errors(widget_crd({"rule": "self.size > 1", "messageExpression": "self.size"}))
+    assert [(reason, path.rsplit(".", 1)[-1]) for reason, path, _ in bad] == [("FieldValueInvalid",
+                                                                             "messageExpression")]
+    assert bad[0][2].endswith(": messageExpression must evaluate to a string")
+    items = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8}},
+             "x-kubernetes-validations": [{"rule": "self.name != ''", "messageExpression": "self.name + ' is bad'"}]}
+    [(_, [rule, message])] = crd_cel.rule_costs(widget_crd({}, {"type": "array", "maxItems": 100, "items": items}))
+    assert (rule.cardinality, message.cardinality, message.kind) == (100, 1, "messageExpression")
+    assert message.cost == 2 + 4  # self.name (2), then the concatenation's 32 + 7 characters x 0.1 (4)
