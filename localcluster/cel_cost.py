@@ -174,7 +174,7 @@ class _Coster:
                 return ZERO
             return fixed(self.estimator.presence_test_cost) + self.cost(expr.operand)
         total = self.cost(expr.operand)
-        if self.checker.type_of(expr.operand).kind in ("map", "object", "dyn"):
+        if self.checker.type_of(expr.operand).kind in ("map", "object"):  # not dyn: cel-go adds none for it
             total = total + fixed(1)
         self.paths[id(expr)] = [*self.path(expr.operand), expr.value]
         return total
