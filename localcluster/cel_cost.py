@@ -36,6 +36,8 @@ class Estimator:
       Kubernetes 1.31+); before, it has no known size, so `self.map(...).sum()` costs 2^64-1.
     - presence_test_cost: what `has()` adds (cel-go 0.16+ counts its operand too; Kubernetes zeroes
       the test itself from 1.29, cel-go 0.17.7); `None`: cel-go before 0.16, where `has()` is free.
+    - max_length_factor: a maxLength counts 4 bytes a character (apiserver's SchemaDeclType; whether
+      1.24 already did is not known here, and its data point does not depend on it).
     """
 
     name: str
