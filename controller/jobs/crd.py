@@ -2,8 +2,9 @@
 the CEL rules every job kind has, the status every job kind reports, and how a CRD file is written.
 
 Kubernetes needs a structural schema: every node typed, no $ref, no anyOf with null (`structural`).
-Lists that CEL rules iterate get a maxItems, since the API server rejects rules whose estimated cost
-is unbounded.
+Lists that CEL rules iterate get a maxItems and strings they read a maxLength, since the API server
+refuses a CRD whose rules' estimated cost is over its budget; tests/controller/test_crd_cost.py prices
+every rule as each supported Kubernetes version does.
 """
 
 from __future__ import annotations
