@@ -198,14 +198,15 @@ async def test_kubectl_apply_of_a_crd_over_the_cost_budget_is_refused(cluster, t
     maxLength, refused as a real server of the minimum version (1.28) refuses it."""
     manifest = tmp_path / "genericjob.yaml"
     manifest.write_bytes(gzip.decompress(OLD_GENERICJOB.read_bytes()))
-    result = await Kubectl(cluster, tmp_path).run("apply", "-f", str(manifest))
-    assert result.code == 1
     ports = "spec.validation.openAPIV3Schema.properties[spec].properties[service].properties[ports]"
-    assert result.err.startswith('The CustomResourceDefinition "genericjobs.batch.tensorstack.dev" is invalid: \n'), \
-        result.err
-    assert f"* {ports}.x-kubernetes-validations[2].rule: Forbidden: estimated rule cost exceeds budget by factor of " \
-           "more than 100x" in result.err
-    assert f"* {RULE_COST_TOTAL}" in result.err
+    for mode in ("--server-side=false", "--server-side"):
+        result = await Kubectl(cluster, tmp_path).run("apply", mode, "-f", str(manifest))
+        assert result.code == 1
+        refused = 'The CustomResourceDefinition "genericjobs.batch.tensorstack.dev" is invalid: \n'
+        assert result.err.startswith(refused), result.err
+        assert f"* {ports}.x-kubernetes-validations[2].rule: Forbidden: estimated rule cost exceeds budget by factor " \
+               "of more than 100x" in result.err
+        assert f"* {RULE_COST_TOTAL}" in result.err
     listed = await Kubectl(cluster, tmp_path).ok("get", "crd", "-o", "name")
     assert "genericjobs.batch.tensorstack.dev" not in listed.out
 
