@@ -214,17 +214,15 @@ def _rule_at(crd: dict, schema_path: str, rule_path: str) -> dict:
 
 
 def _field_errors(crd: dict, schema_path: str, minimum: tuple[int, int] | None) -> list[tuple[str, str, str]]:
-    """Rule fields a server of the minimum version drops as unknown: refused here, since a rule that
-    loses its fieldPath or reason on that server says something else there."""
-    if minimum is None:
-        return []
+    """Rules without a rule, and rule fields a server of the minimum version drops as unknown: refused
+    here, since a rule that loses its fieldPath or reason on that server says something else there."""
     schema = dict(_schemas(crd))[schema_path]
     out: list[tuple[str, str, str]] = []
     _rule_fields(schema, schema_path, minimum, out)
     return out
 
 
-def _rule_fields(schema: dict, path: str, minimum: tuple[int, int], out: list) -> None:
+def _rule_fields(schema: dict, path: str, minimum: tuple[int, int] | None, out: list) -> None:
     for name in sorted(schema.get("properties") or {}):
         if isinstance(schema["properties"][name], dict):
             _rule_fields(schema["properties"][name], f"{path}.properties[{name}]", minimum, out)
@@ -232,7 +230,10 @@ def _rule_fields(schema: dict, path: str, minimum: tuple[int, int], out: list) -
         if isinstance(schema.get(key), dict):
             _rule_fields(schema[key], f"{path}.{key}", minimum, out)
     for index, rule in enumerate(schema.get("x-kubernetes-validations") or []):
-        for key in rule if isinstance(rule, dict) else ():
+        if not (rule.get("rule") or "").strip() if isinstance(rule, dict) else True:
+            where = f"{path}.x-kubernetes-validations[{index}].rule"
+            out.append(("FieldValueRequired", where, f"{where}: Required value: rule is not specified"))
+        for key in rule if isinstance(rule, dict) and minimum is not None else ():
             first = cel_versions.RULE_FIELDS.get(key)
             if first is not None and first > minimum:
                 where = f"{path}.x-kubernetes-validations[{index}].{key}"

@@ -176,3 +176,8 @@ def test_a_message_expression_is_compiled_and_priced_once():
     [(_, [rule, message])] = crd_cel.rule_costs(widget_crd({}, {"type": "array", "maxItems": 100, "items": items}))
     assert (rule.cardinality, message.cardinality, message.kind) == (100, 1, "messageExpression")
     assert message.cost == 2 + 4  # self.name (2), then the concatenation's 32 + 7 characters x 0.1 (4)
+
+
+def test_a_rule_without_a_rule_is_required():
+    [(reason, path, text)] = crd_cel.errors(widget_crd({"rule": " ", "message": "m"}))
+    assert (reason, text) == ("FieldValueRequired", f"{path}: Required value: rule is not specified")
