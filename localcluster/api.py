@@ -206,7 +206,9 @@ class Api:
             builtins.default_deployment(obj)
             causes += builtins.validate_deployment(obj)
         elif key == CRD_KEY:
-            causes += builtins.validate_crd(obj)
+            from .crd_cel import errors as rule_errors
+
+            causes += builtins.validate_crd(obj) + rule_errors(obj)
         elif key == validating_policies.POLICIES:
             causes += validating_policies.policy_errors(obj)
         elif key == events.STORAGE:

@@ -2,8 +2,9 @@
 the CEL rules every job kind has, the status every job kind reports, and how a CRD file is written.
 
 Kubernetes needs a structural schema: every node typed, no $ref, no anyOf with null (`structural`).
-Lists that CEL rules iterate get a maxItems, since the API server rejects rules whose estimated cost
-is unbounded.
+Lists that CEL rules iterate get a maxItems and strings they read a maxLength, since the API server
+refuses a CRD whose rules' estimated cost is over its budget; tests/controller/test_crd_cost.py prices
+every rule as each supported Kubernetes version does.
 """
 
 from __future__ import annotations
@@ -119,13 +120,33 @@ UNIQUE_TYPES = {
     "message": "replica types must be unique within spec.replicaSpecs",
 }
 
-# On spec.replicaSpecs (the field the error names). `sum()` is the Kubernetes CEL lists library's (served
-# since 1.24); over at most MAX_REPLICA_TYPES entries its estimated cost is small.
-TOTAL_REPLICAS = {
-    "rule": f"self.map(r, has(r.replicas) ? r.replicas : 1).sum() <= {MAX_TOTAL_REPLICAS}",
-    "message": f"the total of replicas over all replica types must be at most {MAX_TOTAL_REPLICAS}: each replica "
-               "is a record in the job's status, which must fit in one object of the API server",
-}
+
+
+def total_replicas(max_types: int) -> dict:
+    """On spec.replicaSpecs (the field the error names): the sum of the replicas, one term per possible
+    entry. Not `self.map(...).sum()`: before Kubernetes 1.31 (cel-go 0.20) the estimator knows no size
+    for a macro's result, prices the sum at 2^64-1 and refuses the CRD; a list's own entries it sizes."""
+    terms = "+".join(f"(size(self)>{i}?(has(self[{i}].replicas)?self[{i}].replicas:1):0)" for i in range(max_types))
+    return {
+        "rule": f"{terms} <= {MAX_TOTAL_REPLICAS}",
+        "message": f"the total of replicas over all replica types must be at most {MAX_TOTAL_REPLICAS}: each "
+                   "replica is a record in the job's status, which must fit in one object of the API server",
+    }
+
+
+def enum_max_length(schema: dict) -> dict:
+    """A string enum that a CEL rule reads gets the length of its longest value as maxLength: servers
+    before 1.29 price an enum string as long as a request (3 MiB)."""
+    schema["maxLength"] = max(len(value) for value in schema["enum"])
+    return schema
+
+
+def dns1035_name_rule() -> str:
+    """metadata.name is a DNS-1035 label (a Service name): a DNS-1123 subdomain (what the server already
+    requires of a name) with no '.' that does not start with a digit. Two cheap scans rather than one
+    regex over the name, which the estimator must take as a 3 MiB string (metadata.name has no maxLength
+    a CRD may declare without changing the name's errors)."""
+    return r"!self.metadata.name.contains('.') && !self.metadata.name.matches(r'^\d')"
 
 RESUME_SPECS_IMMUTABLE = {
     # On spec rather than on runMode.pause, so removing pause or runMode cannot drop them either.

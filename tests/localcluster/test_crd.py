@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import copy
+import gzip
 import json
+from pathlib import Path
 
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
+
+from .kubectl import Kubectl
 
 GROUP, VERSION, PLURAL = "example.dev", "v1", "widgets"
 # kubernetes_asyncio picks JSON patch for custom objects unless told; a real apiserver would reject it too.
@@ -178,3 +182,68 @@ async def test_status_writes_validate_only_the_status(api_client, custom):
                                                            {"status": {"phase": 3}}, _content_type=MERGE)
     assert exc.value.status == 422
     assert json.loads(exc.value.body)["details"]["causes"][0]["field"] == "status.phase"
+
+
+# --- CEL rules when a CRD is written (localcluster/crd_cel.py) -------------------------------------
+
+OLD_GENERICJOB = Path(__file__).parents[1] / "data" / "genericjob-dabcc66.yaml.gz"  # as commit dabcc66 shipped it
+RULE_COST_TOTAL = ("spec.validation.openAPIV3Schema: Forbidden: x-kubernetes-validations estimated rule cost total "
+                   "for entire OpenAPIv3 schema exceeds budget by factor of 12.9x (try simplifying the rule, or adding "
+                   "maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)")
+
+
+async def test_kubectl_apply_of_a_crd_over_the_cost_budget_is_refused(cluster, tmp_path):
+    """The issue's data point: the GenericJob CRD whose Service-port rule compares protocol strings with no
+    maxLength, refused as a real server of the minimum version (1.28) refuses it."""
+    manifest = tmp_path / "genericjob.yaml"
+    manifest.write_bytes(gzip.decompress(OLD_GENERICJOB.read_bytes()))
+    ports = "spec.validation.openAPIV3Schema.properties[spec].properties[service].properties[ports]"
+    for mode in ("--server-side=false", "--server-side"):
+        result = await Kubectl(cluster, tmp_path).run("apply", mode, "-f", str(manifest))
+        assert result.code == 1
+        refused = 'The CustomResourceDefinition "genericjobs.batch.tensorstack.dev" is invalid: \n'
+        assert result.err.startswith(refused), result.err
+        assert f"* {ports}.x-kubernetes-validations[2].rule: Forbidden: estimated rule cost exceeds budget by factor " \
+               "of more than 100x" in result.err
+        assert f"* {RULE_COST_TOTAL}" in result.err
+    listed = await Kubectl(cluster, tmp_path).ok("get", "crd", "-o", "name")
+    assert "genericjobs.batch.tensorstack.dev" not in listed.out
+
+
+async def test_the_projects_crds_are_accepted(cluster, tmp_path):
+    from controller.jobs.crd import MANIFEST_DIR
+
+    for name in ("genericjob.yaml", "tensorflowtrainingjob.yaml", "podgroup.yaml"):
+        await Kubectl(cluster, tmp_path).ok("apply", "--server-side", "-f", str(MANIFEST_DIR / name))
+    listed = await Kubectl(cluster, tmp_path).ok("get", "crd", "-o", "name")
+    assert {"customresourcedefinition.apiextensions.k8s.io/genericjobs.batch.tensorstack.dev",
+            "customresourcedefinition.apiextensions.k8s.io/tensorflowtrainingjobs.batch.tensorstack.dev"} \
+        <= set(listed.out.split())
+
+
+async def test_a_rule_that_does_not_compile_is_refused(api_client):
+    crd = copy.deepcopy(CRD)
+    spec_schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec_schema["x-kubernetes-validations"] = [{"rule": "self.sise < 100", "message": "size too big"}]
+    with pytest.raises(ApiException) as exc:
+        await client.ApiextensionsV1Api(api_client).create_custom_resource_definition(crd)
+    assert exc.value.status == 422
+    body = json.loads(exc.value.body)
+    path = "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
+    assert [(c["reason"], c["field"]) for c in body["details"]["causes"]] == [("FieldValueInvalid", path)]
+    assert body["message"] == (
+        f'CustomResourceDefinition.apiextensions.k8s.io "{PLURAL}.{GROUP}" is invalid: {path}: Invalid value: '
+        'apiextensions.ValidationRule{Rule:"self.sise < 100", Message:"size too big", MessageExpression:"", '
+        'Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: '
+        "compilation failed: ERROR: <input>:1:5: undefined field 'sise'\n | self.sise < 100\n | ....^")
+
+
+async def test_a_rule_calling_what_the_minimum_version_lacks_is_refused(api_client):
+    """isIP() is served from 1.31: a 1.28 server does not know it."""
+    crd = copy.deepcopy(CRD)
+    spec_schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec_schema["properties"]["address"] = {"type": "string", "maxLength": 45,
+                                            "x-kubernetes-validations": [{"rule": "isIP(self)"}]}
+    with pytest.raises(ApiException) as exc:
+        await client.ApiextensionsV1Api(api_client).create_custom_resource_definition(crd)
+    assert "undeclared reference to 'isIP' (in container '')" in json.loads(exc.value.body)["message"]

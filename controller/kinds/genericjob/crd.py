@@ -31,14 +31,16 @@ from controller.jobs.crd import (
     MAX_REPLICA_TYPES,
     NAME_MAX,
     RESUME_SPECS_IMMUTABLE,
-    TOTAL_REPLICAS,
     UNIQUE_TYPES,
     custom_resource,
+    dns1035_name_rule,
+    enum_max_length,
     job_columns,
     job_schema,
     status_schema,
     structural,
     template_schema,
+    total_replicas,
 )
 from controller.jobs.crd import render as render_with
 from controller.jobs.podgroup import podgroup_crd
@@ -81,7 +83,7 @@ _NAME_RULES = [
         "fieldPath": ".metadata",
     },
     {
-        "rule": "!has(self.spec.service) || self.metadata.name.matches('^[a-z][-a-z0-9]*$')",
+        "rule": f"!has(self.spec.service) || ({dns1035_name_rule()})",
         "message": ("with spec.service set, the job name must start with a lower case letter and contain no '.': "
                     "Service names are DNS-1035 labels"),
         "fieldPath": ".metadata",
@@ -109,13 +111,15 @@ def spec_schema() -> dict:
         props[name]["items"] = _finish_rule_schema()
     replica_specs = props["replicaSpecs"]
     replica_specs["maxItems"] = MAX_REPLICA_TYPES
-    replica_specs["x-kubernetes-validations"] = [UNIQUE_TYPES, copy.deepcopy(TOTAL_REPLICAS)]
+    replica_specs["x-kubernetes-validations"] = [UNIQUE_TYPES, total_replicas(MAX_REPLICA_TYPES)]
     template = replica_specs["items"]["properties"]["template"]
     replica_specs["items"]["properties"]["template"] = template_schema(template["description"])
     run_mode = props["runMode"]["properties"]
     run_mode["debug"]["properties"]["replicaSpecs"]["maxItems"] = MAX_REPLICA_TYPES
     run_mode["pause"]["properties"]["resumeSpecs"]["maxItems"] = MAX_REPLICA_TYPES
-    props["service"]["properties"]["ports"]["x-kubernetes-validations"] = copy.deepcopy(_SERVICE_PORT_RULES)
+    ports = props["service"]["properties"]["ports"]
+    ports["x-kubernetes-validations"] = copy.deepcopy(_SERVICE_PORT_RULES)
+    enum_max_length(ports["items"]["properties"]["protocol"])  # compared by the rules: TCP, UDP or SCTP
     schema["x-kubernetes-validations"] = [RESUME_SPECS_IMMUTABLE]
     return schema
 
