@@ -91,8 +91,11 @@ async def test_status_follows_the_pods(apps, core):
                                   "Progressing": ("True", "ReplicaSetUpdated")}
     made = await pods(core)
     assert len(made) == 3 and {p.status.phase for p in made} == {"Pending"}
-    assert all(p.metadata.owner_references[0].kind == "Deployment" and p.metadata.owner_references[0].controller
-               for p in made)
+    # Owned by the Deployment's ReplicaSet (the ReplicaSet controller's pods), which the Deployment owns.
+    [rs] = (await apps.list_namespaced_replica_set("default")).items
+    assert all(p.metadata.owner_references[0].kind == "ReplicaSet" and p.metadata.owner_references[0].controller
+               and p.metadata.owner_references[0].name == rs.metadata.name for p in made)
+    assert (rs.metadata.owner_references[0].kind, rs.metadata.owner_references[0].name) == ("Deployment", "web")
 
     for pod in made[:2]:
         await make_ready(core, pod)
@@ -140,8 +143,25 @@ async def test_a_new_template_replaces_the_pods_unless_paused(apps, core):
     assert conditions(status)["Progressing"] == ("Unknown", "DeploymentPaused")
     assert {p.metadata.name for p in await pods(core)} == first and status.updated_replicas is None
 
+    # Resumed: a rolling update (the default strategy), which needs the new pods to become available before
+    # it removes old ones (maxUnavailable 25% of 2 rounds down to 0) and runs at most one pod more than wanted
+    # (maxSurge 25% of 2 rounds up to 1). The kubelet's part, reporting each new pod Ready, is played here.
     await apps.patch_namespaced_deployment("web", "default", {"spec": {"paused": False}}, _content_type=MERGE)
-    await status_when(apps, lambda s: s.observed_generation == 4 and s.updated_replicas == 2 and s.replicas == 2)
+    most = 0
+
+    async def rolled_out():
+        nonlocal most
+        current = await pods(core)
+        most = max(most, len(current))
+        for pod in current:
+            if pod.status.phase == "Pending" and not pod.metadata.deletion_timestamp:
+                await make_ready(core, pod)
+        status = (await apps.read_namespaced_deployment_status("web", "default")).status
+        return (status.observed_generation, status.updated_replicas, status.replicas,
+                status.available_replicas) == (4, 2, 2, 2)
+
+    await eventually(rolled_out)
+    assert most <= 3
     now = await pods(core)
     assert not {p.metadata.name for p in now} & first
     assert {p.spec.containers[0].image for p in now} == {"busybox:1.37"}
