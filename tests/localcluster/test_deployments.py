@@ -194,3 +194,98 @@ async def test_an_annotation_change_bumps_a_deployments_generation(apps):
     labelled = await apps.patch_namespaced_deployment("web", "default", {"metadata": {"labels": {"tier": "x"}}},
                                                       _content_type=MERGE)
     assert labelled.metadata.generation == 2
+
+
+# --- the ReplicaSets: strategies, scaling, history --------------------------------------------------
+
+IMAGE_137 = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox:1.37"}]}}}}
+
+
+async def replica_sets(apps) -> dict[str, object]:
+    return {rs.metadata.name: rs for rs in (await apps.list_namespaced_replica_set("default")).items}
+
+
+async def scaling_messages(core) -> list[str]:
+    events = (await core.list_namespaced_event("default", field_selector="reason=ScalingReplicaSet")).items
+    return [e.message for e in sorted(events, key=lambda e: e.metadata.resource_version.zfill(20))]
+
+
+async def test_recreate_removes_the_old_pods_before_making_new_ones(apps, core):
+    recreate = deployment(replicas=2)
+    recreate["spec"]["strategy"] = {"type": "Recreate"}
+    await apps.create_namespaced_deployment("default", recreate)
+    await eventually(lambda: _pods_if(core, 2))
+    [first] = await replica_sets(apps)
+    await apps.patch_namespaced_deployment("web", "default", IMAGE_137)
+    mixed = False
+
+    async def replaced():
+        nonlocal mixed
+        images = [p.spec.containers[0].image for p in await pods(core)]
+        mixed = mixed or len(set(images)) > 1
+        return images == ["busybox:1.37"] * 2
+
+    await eventually(replaced)
+    assert not mixed  # never old and new pods at once, though none ever got ready
+    [second] = set(await replica_sets(apps)) - {first}
+    await eventually(lambda: _messages_are(core, [
+        f"Scaled up replica set {first} from 0 to 2", f"Scaled down replica set {first} from 2 to 0",
+        f"Scaled up replica set {second} from 0 to 2"]))
+
+
+async def _messages_are(core, expected: list[str]) -> bool:
+    return await scaling_messages(core) == expected
+
+
+async def test_old_replicasets_beyond_the_revision_history_limit_are_deleted(apps):
+    kept = deployment(replicas=0)
+    kept["spec"]["revisionHistoryLimit"] = 1
+    await apps.create_namespaced_deployment("default", kept)
+    for image in ("busybox:1.37", "busybox:1.38"):
+        await apps.patch_namespaced_deployment("web", "default", {"spec": {"template": {"spec": {"containers": [
+            {"name": "c", "image": image}]}}}})
+
+    async def revisions():
+        found = await replica_sets(apps)
+        return sorted(rs.metadata.annotations["deployment.kubernetes.io/revision"] for rs in found.values())
+
+    await eventually(lambda: _equal(revisions(), ["2", "3"]))
+    status = await status_when(apps, lambda s: s.observed_generation == 3)
+    assert conditions(status)["Progressing"] == ("True", "NewReplicaSetAvailable")
+    stored = await apps.read_namespaced_deployment("web", "default")
+    assert stored.metadata.annotations == {"deployment.kubernetes.io/revision": "3"}
+
+
+async def _equal(value, expected) -> bool:
+    return await value == expected
+
+
+async def test_scaling_during_a_rollout_is_proportional(apps, core):
+    # 4 replicas, maxSurge 1 and maxUnavailable 1 (25%): the rollout of a new image, with pods that never get
+    # ready, stops at 3 old + 2 new (5 = 4 + maxSurge; no old pod may go while 3 must be available).
+    await apps.create_namespaced_deployment("default", deployment(replicas=4))
+    await eventually(lambda: _pods_if(core, 4))
+    [old] = await replica_sets(apps)
+    await apps.patch_namespaced_deployment("web", "default", IMAGE_137)
+    [new] = set(await eventually(lambda: _two(apps))) - {old}
+    await eventually(lambda: _sizes(apps, {old: 3, new: 2}))
+    # Scaled to 8 mid-rollout: the 5 more (8 + 2 surge - 5) go to each ReplicaSet by its share (6 and 4), as
+    # the real controller's proportional scaling.
+    await apps.patch_namespaced_deployment_scale("web", "default", {"spec": {"replicas": 8}}, _content_type=MERGE)
+    await eventually(lambda: _sizes(apps, {old: 6, new: 4}))
+    for rs in (await replica_sets(apps)).values():
+        assert (rs.metadata.annotations["deployment.kubernetes.io/desired-replicas"],
+                rs.metadata.annotations["deployment.kubernetes.io/max-replicas"]) == ("8", "10")
+    await eventually(lambda: _pods_if(core, 10))
+    messages = await scaling_messages(core)
+    assert f"Scaled up replica set {old} from 3 to 6" in messages
+    assert f"Scaled up replica set {new} from 2 to 4" in messages
+
+
+async def _two(apps):
+    found = await replica_sets(apps)
+    return found if len(found) == 2 else None
+
+
+async def _sizes(apps, expected: dict[str, int]) -> bool:
+    return {name: rs.spec.replicas for name, rs in (await replica_sets(apps)).items()} == expected
