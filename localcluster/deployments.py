@@ -19,7 +19,7 @@ replicas, updatedReplicas, readyReplicas, availableReplicas, unavailableReplicas
 and Progressing conditions (ProgressDeadlineExceeded after progressDeadlineSeconds without progress),
 which `kubectl rollout status` reads. Whether pods become ready is the pod runner's part: with the
 `none` runner they stay Pending and a rollout never completes, as on a cluster whose nodes run nothing.
-Not modelled: adopting orphan ReplicaSets, collisionCount, the terminatingReplicas counts.
+terminatingReplicas is summed from the ReplicaSets'. Not modelled: adopting orphan ReplicaSets, collisionCount.
 """
 
 from __future__ import annotations
@@ -506,6 +506,10 @@ class _Sync:
         old = self.deployment.get("status") or {}
         status: dict = {"observedGeneration": self.deployment["metadata"].get("generation", 1)}
         status.update({k: v for k, v in counts.items() if v})
+        # A pointer in 1.35 (DeploymentReplicaSetTerminatingReplicas, beta): the sum, once every ReplicaSet has one.
+        terminating = [(rs.get("status") or {}).get("terminatingReplicas") for rs in self.all]
+        if None not in terminating:
+            status["terminatingReplicas"] = sum(terminating)
         if old.get("collisionCount"):
             status["collisionCount"] = old["collisionCount"]
         status["conditions"] = self._conditions(old, counts)

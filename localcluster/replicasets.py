@@ -7,8 +7,11 @@ creates the missing ones from the template, named `<replicaset>-<random>` and ow
 `SuccessfulCreate` ("Created pod: NAME") and `SuccessfulDelete` ("Deleted pod: NAME") on the ReplicaSet,
 or `FailedCreate` ("Error creating: ...") and a ReplicaFailure condition when a create is refused. Its
 status is counted from the pods it found, as the real controller's calculateStatus: replicas,
-fullyLabeledReplicas, readyReplicas, availableReplicas (Ready for minReadySeconds) and observedGeneration.
-Orphan pods that match its selector are not adopted (the real controller adopts them).
+fullyLabeledReplicas, readyReplicas, availableReplicas (Ready for minReadySeconds), terminatingReplicas
+(pods being deleted, not finished: DeploymentReplicaSetTerminatingReplicas is on by default in 1.35) and
+observedGeneration. As the real one's ControllerRefManager, it adopts an orphan pod its selector matches and
+releases a pod of its own that the selector no longer matches (a strategic merge patch of the pod's
+ownerReferences, either way), so relabelling a pod out of a ReplicaSet has it replaced.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from __future__ import annotations
 import logging
 
 import orjson
+
+from apimachinery.selectors import SelectorError, label_selector_from_dict
 
 from .api import REPLICA_SETS, Api, now_rfc3339
 from .errors import ApiError
@@ -61,20 +66,66 @@ class ReplicaSetController:
             self.queue.add(obj_key(ev.obj))
         elif ev.key == PODS:
             ref = controller_of(ev.obj, "apps/v1", "ReplicaSet")
+            namespace = ev.obj["metadata"].get("namespace", "")
             if ref is not None:
-                self.queue.add((ev.obj["metadata"].get("namespace", ""), ref.get("name", "")))
+                self.queue.add((namespace, ref.get("name", "")))
+            elif ev.type != DELETED and not _has_controller(ev.obj):
+                for rs in self._selecting(ev.obj):  # an orphan: the ReplicaSets that may adopt it
+                    self.queue.add((namespace, rs["metadata"]["name"]))
+
+    def _selecting(self, pod: dict) -> list[dict]:
+        labels = pod["metadata"].get("labels") or {}
+        return [rs for rs in self.store.objects(REPLICA_SETS, pod["metadata"].get("namespace", ""))
+                if _selects(rs, labels)]
 
     def _sync(self, key: Key) -> None:
         rs = self.store.get(REPLICA_SETS, key)
         if rs is None:
             self.queue.forget(key)
             return
-        pods = [p for p in owned(self.api, rs, PODS) if active(p)]
         error = None
         with as_controller(self.api):
+            mine = self._claim(rs)
+            pods = [p for p in mine if active(p)]
+            terminating = sum(1 for p in mine if p["metadata"].get("deletionTimestamp") and
+                              (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
             if not rs["metadata"].get("deletionTimestamp"):
                 error = self._manage(rs, pods)
-            self._write_status(key, rs, pods, error)
+            self._write_status(key, rs, pods, terminating, error)
+
+    def _claim(self, rs: dict) -> list[dict]:
+        """ClaimPods: its own pods the selector matches, after adopting orphans and releasing the others."""
+        meta = rs["metadata"]
+        pods_rt = self.api.registry.get("", "v1", "pods")
+        mine = []
+        for pod in owned(self.api, rs, PODS):
+            if _selects(rs, pod["metadata"].get("labels") or {}) or meta.get("deletionTimestamp"):
+                mine.append(pod)
+                continue
+            release = {"metadata": {"ownerReferences": [{"$patch": "delete", "uid": meta["uid"]}],
+                                    "uid": pod["metadata"]["uid"]}}
+            self._patch_pod(pods_rt, pod, release)
+        if meta.get("deletionTimestamp"):
+            return mine
+        for pod in self.store.objects(PODS, meta["namespace"]):
+            pod_meta = pod["metadata"]
+            if _has_controller(pod) or pod_meta.get("deletionTimestamp") or \
+                    not _selects(rs, pod_meta.get("labels") or {}):
+                continue
+            adopt = {"metadata": {"ownerReferences": [controller_ref(rs)], "uid": pod_meta["uid"]}}
+            adopted = self._patch_pod(pods_rt, pod, adopt)
+            if adopted is not None:
+                mine.append(adopted)
+        return mine
+
+    def _patch_pod(self, pods_rt, pod: dict, patch: dict) -> dict | None:
+        meta = pod["metadata"]
+        try:
+            return self.api.patch(pods_rt, meta["namespace"], meta["name"], "application/strategic-merge-patch+json",
+                                  patch)
+        except ApiError as err:  # gone or changed meanwhile: its event syncs again
+            log.debug("pod %s/%s: %s", meta["namespace"], meta["name"], err.message)
+            return None
 
     def _manage(self, rs: dict, pods: list[dict]) -> str | None:
         """Create or delete pods toward spec.replicas; the first refusal's message, if any."""
@@ -114,7 +165,7 @@ class ReplicaSetController:
                 meta[field] = template_meta[field]
         return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": template.get("spec") or {}}
 
-    def _write_status(self, key: Key, rs: dict, pods: list[dict], error: str | None) -> None:
+    def _write_status(self, key: Key, rs: dict, pods: list[dict], terminating: int, error: str | None) -> None:
         spec = rs.get("spec") or {}
         template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
         min_ready = spec.get("minReadySeconds") or 0
@@ -138,6 +189,7 @@ class ReplicaSetController:
             if count:
                 status[field] = count
         status["observedGeneration"] = rs["metadata"].get("generation", 1)
+        status["terminatingReplicas"] = terminating  # a pointer: 0 is written
         conditions = [c for c in old.get("conditions") or () if c.get("type") != "ReplicaFailure"]
         failure = next((c for c in old.get("conditions") or () if c.get("type") == "ReplicaFailure"), None)
         if error is not None:
@@ -151,6 +203,21 @@ class ReplicaSetController:
         if status != old:
             rt = self.api.registry.get("apps", "v1", "replicasets")
             self.api.system_write(rt, {**rs, "status": status}, MANAGER, "status")
+
+
+def _has_controller(obj: dict) -> bool:
+    return any(ref.get("controller") for ref in obj["metadata"].get("ownerReferences") or ())
+
+
+def _selects(rs: dict, labels: dict) -> bool:
+    """Whether the ReplicaSet's selector matches; an empty or invalid selector matches nothing here."""
+    selector = (rs.get("spec") or {}).get("selector")
+    if not selector:
+        return False
+    try:
+        return label_selector_from_dict(selector).matches(labels)
+    except SelectorError:
+        return False
 
 
 def _deletion_rank(pod: dict) -> tuple:

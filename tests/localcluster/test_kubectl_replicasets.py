@@ -85,7 +85,8 @@ async def test_get_rs_and_get_all_list_the_deployments_replicaset(kubectl, clust
     template["metadata"] = {**template["metadata"], "labels": {"app": "web"}}
     assert template == deploy["spec"]["template"]
     assert rs["status"] == {"availableReplicas": 2, "fullyLabeledReplicas": 2, "observedGeneration": 1,
-                            "readyReplicas": 2, "replicas": 2}
+                            "readyReplicas": 2, "replicas": 2, "terminatingReplicas": 0}
+    assert deploy["status"]["terminatingReplicas"] == 0
     assert {p["metadata"]["ownerReferences"][0]["uid"] for p in pods_of(cluster, namespace, "web")} == {
         rs["metadata"]["uid"]}
 
@@ -103,8 +104,30 @@ async def test_a_replicaset_of_its_own_scales_and_takes_its_pods_along(kubectl, 
     pods = pods_of(cluster, namespace, "solo")
     assert len(pods) == 3 and all(re.fullmatch(r"solo-[a-z0-9]{5}", p["metadata"]["name"]) for p in pods)
     assert (await kubectl.ok("get", "rs", "solo")).rows()[1][:4] == ["solo", "3", "3", "3"]
+
+    # A pod relabelled out of the selector is released (no owner left) and replaced; labelled back, it is
+    # adopted again, and one of the four goes.
+    stray = pods[0]["metadata"]["name"]
+    await kubectl.ok("label", "pod", stray, "app=debug", "--overwrite")
+    await wait_until(lambda: not _pod(cluster, namespace, stray)["metadata"].get("ownerReferences")
+                     and len(pods_of(cluster, namespace, "solo")) == 3, "the pod released and replaced")
+    await kubectl.ok("wait", "--for=jsonpath={.status.readyReplicas}=3", "rs/solo", "--timeout=20s")
+    await kubectl.ok("label", "pod", stray, "app=solo", "--overwrite")
+    uid = replica_sets(cluster, namespace)["solo"]["metadata"]["uid"]
+    await wait_until(lambda: _deleted_pods(cluster, namespace) == 1, "one pod deleted after the adoption")
+    await wait_until(lambda: len(owned := pods_of(cluster, namespace, "solo")) == 3 and all(
+        p["metadata"]["ownerReferences"][0]["uid"] == uid for p in owned), "three pods, all the ReplicaSet's")
     await kubectl.ok("delete", "rs", "solo")
     await kubectl.ok("wait", "--for=delete", "pod", "-l", "app=solo", "--timeout=20s")
+
+
+def _pod(cluster, namespace: str, name: str) -> dict:
+    return cluster.store.get(("", "pods"), (namespace, name))
+
+
+def _deleted_pods(cluster, namespace: str) -> int:
+    return sum(1 for e in cluster.store.objects(("", "events"), namespace)
+               if e["reason"] == "SuccessfulDelete" and e["involvedObject"]["name"] == "solo")
 
 
 def history(result) -> list[list[str]]:
