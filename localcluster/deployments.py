@@ -19,7 +19,9 @@ replicas, updatedReplicas, readyReplicas, availableReplicas, unavailableReplicas
 and Progressing conditions (ProgressDeadlineExceeded after progressDeadlineSeconds without progress),
 which `kubectl rollout status` reads. Whether pods become ready is the pod runner's part: with the
 `none` runner they stay Pending and a rollout never completes, as on a cluster whose nodes run nothing.
-terminatingReplicas is summed from the ReplicaSets'. Not modelled: adopting orphan ReplicaSets, collisionCount.
+terminatingReplicas is summed from the ReplicaSets'. An orphan ReplicaSet the selector matches is adopted (one
+left by `kubectl delete deployment --cascade=orphan`, say), one no longer matched released. Not modelled:
+collisionCount (a hash collision).
 """
 
 from __future__ import annotations
@@ -40,10 +42,13 @@ from .workloads import (
     Recorder,
     SyncQueue,
     as_controller,
+    claim,
     controller_of,
     controller_ref,
+    has_controller,
     owned,
     seconds_since,
+    selects,
 )
 
 log = logging.getLogger("localcluster.deployments")
@@ -164,6 +169,11 @@ class DeploymentController:
             self.queue.add(obj_key(ev.obj))
         elif ev.key == REPLICA_SETS:
             self._queue_owner(ev.obj)
+            if ev.type != DELETED and not has_controller(ev.obj):  # an orphan: the Deployments that may adopt it
+                namespace = ev.obj["metadata"].get("namespace", "")
+                for deployment in self.store.objects(DEPLOYMENTS, namespace):
+                    if selects(deployment, ev.obj["metadata"].get("labels") or {}):
+                        self.queue.add((namespace, deployment["metadata"]["name"]))
         elif ev.key == PODS and ev.type == DELETED:
             # Recreate waits for the old pods to be gone; a removal changes no ReplicaSet's status.
             ref = controller_of(ev.obj, "apps/v1", "ReplicaSet")
@@ -183,9 +193,9 @@ class DeploymentController:
         if deployment is None or deployment["metadata"].get("deletionTimestamp"):
             self.queue.forget(key)
             return
-        sync = _Sync(self, deployment)
         try:
             with as_controller(self.api):
+                sync = _Sync(self, deployment)
                 sync.run()
                 sync.write_status()
         except ApiError as err:  # an object changed meanwhile (its event syncs again), or a write refused
@@ -204,14 +214,14 @@ class _Sync:
         self.spec = deployment.get("spec") or {}
         self.wanted = self.spec.get("replicas", 1)
         self.annotations = dict(deployment["metadata"].get("annotations") or {})
-        self.all = sorted(owned(self.api, deployment, REPLICA_SETS),
+        self.rs_rt = self.api.registry.get("apps", "v1", "replicasets")
+        self.all = sorted(claim(self.api, deployment, self.rs_rt),
                           key=lambda rs: (rs["metadata"]["creationTimestamp"], rs["metadata"]["name"]))
         template = semantic(self.spec.get("template") or {})
         found = [rs for rs in self.all
                  if semantic(_without_hash((rs.get("spec") or {}).get("template") or {})) == template]
         self.new: dict | None = found[0] if found else None  # the oldest, as FindNewReplicaSet
         self.created = False
-        self.rs_rt = self.api.registry.get("apps", "v1", "replicasets")
 
     @property
     def old(self) -> list[dict]:

@@ -20,8 +20,6 @@ import logging
 
 import orjson
 
-from apimachinery.selectors import SelectorError, label_selector_from_dict
-
 from .api import REPLICA_SETS, Api, now_rfc3339
 from .errors import ApiError
 from .store import DELETED, Event, obj_key
@@ -33,11 +31,13 @@ from .workloads import (
     SyncQueue,
     active,
     as_controller,
+    claim,
     controller_of,
     controller_ref,
-    owned,
+    has_controller,
     ready_since,
     seconds_since,
+    selects,
 )
 
 log = logging.getLogger("localcluster.replicasets")
@@ -69,14 +69,14 @@ class ReplicaSetController:
             namespace = ev.obj["metadata"].get("namespace", "")
             if ref is not None:
                 self.queue.add((namespace, ref.get("name", "")))
-            elif ev.type != DELETED and not _has_controller(ev.obj):
+            elif ev.type != DELETED and not has_controller(ev.obj):
                 for rs in self._selecting(ev.obj):  # an orphan: the ReplicaSets that may adopt it
                     self.queue.add((namespace, rs["metadata"]["name"]))
 
     def _selecting(self, pod: dict) -> list[dict]:
         labels = pod["metadata"].get("labels") or {}
         return [rs for rs in self.store.objects(REPLICA_SETS, pod["metadata"].get("namespace", ""))
-                if _selects(rs, labels)]
+                if selects(rs, labels)]
 
     def _sync(self, key: Key) -> None:
         rs = self.store.get(REPLICA_SETS, key)
@@ -85,47 +85,13 @@ class ReplicaSetController:
             return
         error = None
         with as_controller(self.api):
-            mine = self._claim(rs)
+            mine = claim(self.api, rs, self.api.registry.get("", "v1", "pods"))
             pods = [p for p in mine if active(p)]
             terminating = sum(1 for p in mine if p["metadata"].get("deletionTimestamp") and
                               (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
             if not rs["metadata"].get("deletionTimestamp"):
                 error = self._manage(rs, pods)
             self._write_status(key, rs, pods, terminating, error)
-
-    def _claim(self, rs: dict) -> list[dict]:
-        """ClaimPods: its own pods the selector matches, after adopting orphans and releasing the others."""
-        meta = rs["metadata"]
-        pods_rt = self.api.registry.get("", "v1", "pods")
-        mine = []
-        for pod in owned(self.api, rs, PODS):
-            if _selects(rs, pod["metadata"].get("labels") or {}) or meta.get("deletionTimestamp"):
-                mine.append(pod)
-                continue
-            release = {"metadata": {"ownerReferences": [{"$patch": "delete", "uid": meta["uid"]}],
-                                    "uid": pod["metadata"]["uid"]}}
-            self._patch_pod(pods_rt, pod, release)
-        if meta.get("deletionTimestamp"):
-            return mine
-        for pod in self.store.objects(PODS, meta["namespace"]):
-            pod_meta = pod["metadata"]
-            if _has_controller(pod) or pod_meta.get("deletionTimestamp") or \
-                    not _selects(rs, pod_meta.get("labels") or {}):
-                continue
-            adopt = {"metadata": {"ownerReferences": [controller_ref(rs)], "uid": pod_meta["uid"]}}
-            adopted = self._patch_pod(pods_rt, pod, adopt)
-            if adopted is not None:
-                mine.append(adopted)
-        return mine
-
-    def _patch_pod(self, pods_rt, pod: dict, patch: dict) -> dict | None:
-        meta = pod["metadata"]
-        try:
-            return self.api.patch(pods_rt, meta["namespace"], meta["name"], "application/strategic-merge-patch+json",
-                                  patch)
-        except ApiError as err:  # gone or changed meanwhile: its event syncs again
-            log.debug("pod %s/%s: %s", meta["namespace"], meta["name"], err.message)
-            return None
 
     def _manage(self, rs: dict, pods: list[dict]) -> str | None:
         """Create or delete pods toward spec.replicas; the first refusal's message, if any."""
@@ -203,21 +169,6 @@ class ReplicaSetController:
         if status != old:
             rt = self.api.registry.get("apps", "v1", "replicasets")
             self.api.system_write(rt, {**rs, "status": status}, MANAGER, "status")
-
-
-def _has_controller(obj: dict) -> bool:
-    return any(ref.get("controller") for ref in obj["metadata"].get("ownerReferences") or ())
-
-
-def _selects(rs: dict, labels: dict) -> bool:
-    """Whether the ReplicaSet's selector matches; an empty or invalid selector matches nothing here."""
-    selector = (rs.get("spec") or {}).get("selector")
-    if not selector:
-        return False
-    try:
-        return label_selector_from_dict(selector).matches(labels)
-    except SelectorError:
-        return False
 
 
 def _deletion_rank(pod: dict) -> tuple:

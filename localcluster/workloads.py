@@ -18,8 +18,11 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
+from apimachinery.selectors import SelectorError, label_selector_from_dict
+
 from .api import Api, now_rfc3339
 from .errors import ApiError
+from .resources import ResourceType
 
 log = logging.getLogger("localcluster.workloads")
 
@@ -151,6 +154,56 @@ def owned(api: Api, owner: dict, key: tuple[str, str]) -> list[dict]:
                                    for r in obj["metadata"].get("ownerReferences") or ()):
             out.append(obj)
     return out
+
+
+def has_controller(obj: dict) -> bool:
+    return any(ref.get("controller") for ref in obj["metadata"].get("ownerReferences") or ())
+
+
+def selects(owner: dict, labels: dict) -> bool:
+    """Whether the owner's spec.selector matches; an empty or invalid selector matches nothing here."""
+    selector = (owner.get("spec") or {}).get("selector")
+    if not selector:
+        return False
+    try:
+        return label_selector_from_dict(selector).matches(labels)
+    except SelectorError:
+        return False
+
+
+def claim(api: Api, owner: dict, rt: ResourceType) -> list[dict]:
+    """ControllerRefManager's claim: the owner's objects of `rt` its selector matches, after adopting the
+    orphans it matches and releasing its own it no longer matches (strategic merge patches of their
+    ownerReferences). An owner being deleted adopts and releases nothing."""
+    meta = owner["metadata"]
+    deleting = bool(meta.get("deletionTimestamp"))
+    mine = []
+    for obj in owned(api, owner, rt.storage_key):
+        if deleting or selects(owner, obj["metadata"].get("labels") or {}):
+            mine.append(obj)
+        else:
+            _patch(api, rt, obj, {"metadata": {"ownerReferences": [{"$patch": "delete", "uid": meta["uid"]}],
+                                               "uid": obj["metadata"]["uid"]}})
+    if deleting:
+        return mine
+    for obj in api.store.objects(rt.storage_key, meta["namespace"]):
+        if has_controller(obj) or obj["metadata"].get("deletionTimestamp") or \
+                not selects(owner, obj["metadata"].get("labels") or {}):
+            continue
+        adopted = _patch(api, rt, obj, {"metadata": {"ownerReferences": [controller_ref(owner)],
+                                                     "uid": obj["metadata"]["uid"]}})
+        if adopted is not None:
+            mine.append(adopted)
+    return mine
+
+
+def _patch(api: Api, rt: ResourceType, obj: dict, patch: dict) -> dict | None:
+    meta = obj["metadata"]
+    try:
+        return api.patch(rt, meta["namespace"], meta["name"], "application/strategic-merge-patch+json", patch)
+    except ApiError as err:  # gone or changed meanwhile: its event syncs again
+        log.debug("%s %s/%s: %s", rt.kind, meta["namespace"], meta["name"], err.message)
+        return None
 
 
 def ready_since(pod: dict) -> str | None:

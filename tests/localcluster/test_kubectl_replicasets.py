@@ -245,3 +245,23 @@ async def test_a_deployments_stored_defaults(kubectl, namespace):
 async def _revision_one(kubectl) -> bool:
     stored = yaml.safe_load((await kubectl.ok("get", "deploy", "web", "-o", "yaml")).out)
     return (stored["metadata"].get("annotations") or {}).get("deployment.kubernetes.io/revision") == "1"
+
+
+async def test_a_replicaset_orphaned_by_its_deployment_is_adopted_by_the_next(kubectl, cluster, namespace):
+    await kubectl.ok("apply", "-f", "-", stdin=manifest(deployment("web", 2, ["sleep", "300"])))
+    await rolled_out(kubectl)
+    [name] = replica_sets(cluster, namespace)
+    pods = {p["metadata"]["name"] for p in pods_of(cluster, namespace, "web")}
+    deleted = await kubectl.ok("delete", "deployment", "web", "--cascade=orphan")
+    assert deleted.out == f'deployment.apps "web" deleted from {namespace} namespace\n'
+    await wait_until(lambda: not replica_sets(cluster, namespace)[name]["metadata"].get("ownerReferences"),
+                     "the ReplicaSet orphaned")
+
+    await kubectl.ok("apply", "-f", "-", stdin=manifest(deployment("web", 2, ["sleep", "300"])))
+    await rolled_out(kubectl)
+    uid = json.loads((await kubectl.ok("get", "deployment", "web", "-o", "json")).out)["metadata"]["uid"]
+    rss = replica_sets(cluster, namespace)
+    assert list(rss) == [name] and rss[name]["metadata"]["ownerReferences"][0]["uid"] == uid
+    assert {p["metadata"]["name"] for p in pods_of(cluster, namespace, "web")} == pods  # kept, not replaced
+    assert history(await kubectl.ok("rollout", "history", "deployment/web")) == [
+        ["deployment.apps/web"], ["REVISION", "CHANGE-CAUSE"], ["1", "<none>"]]
