@@ -553,6 +553,8 @@ class _Sync:
             progressing = _condition("Progressing", "True", "NewReplicaSetCreated",
                                      f'Created new replica set "{name}"', old)
             self.controller.queue.later(obj_key(self.deployment), self.spec.get("progressDeadlineSeconds", 600))
+        elif previous is not None and previous.get("reason") == "DeploymentPaused":
+            progressing = _condition("Progressing", "Unknown", "DeploymentResumed", "Deployment is resumed", old)
         else:
             progressing = self._progressing(name, previous, old, counts, old_status)
         conditions = list(old)
@@ -565,7 +567,7 @@ class _Sync:
     def _progressing(self, name: str, previous: dict | None, old: list, counts: dict, old_status: dict) -> dict:
         """Progress is a change of the counts; without one for progressDeadlineSeconds, the deadline is exceeded."""
         key = obj_key(self.deployment)
-        moved = previous is None or previous.get("reason") in ("NewReplicaSetAvailable", "DeploymentPaused") or any(
+        moved = previous is None or previous.get("reason") == "NewReplicaSetAvailable" or any(
             (old_status.get(k) or 0) != v for k, v in counts.items())
         if not moved and previous.get("reason") == "ProgressDeadlineExceeded":
             return previous
@@ -575,7 +577,8 @@ class _Sync:
             return _condition("Progressing", "False", "ProgressDeadlineExceeded",
                               f'ReplicaSet "{name}" has timed out progressing.', old)
         self.controller.queue.later(key, deadline - since)
-        if previous is not None and previous.get("reason") == "NewReplicaSetCreated" and not moved:
+        if previous is not None and previous.get("reason") in ("NewReplicaSetCreated", "DeploymentResumed") and \
+                not moved:
             return previous
         fresh = _condition("Progressing", "True", "ReplicaSetUpdated", f'ReplicaSet "{name}" is progressing.', old)
         if moved:

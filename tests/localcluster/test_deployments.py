@@ -237,6 +237,17 @@ async def _messages_are(core, expected: list[str]) -> bool:
     return await scaling_messages(core) == expected
 
 
+async def test_resuming_without_a_new_template_says_so(apps):
+    await apps.create_namespaced_deployment("default", deployment(replicas=1))
+    await status_when(apps, lambda s: s.replicas == 1)
+    await apps.patch_namespaced_deployment("web", "default", {"spec": {"paused": True}}, _content_type=MERGE)
+    await status_when(apps, lambda s: conditions(s)["Progressing"] == ("Unknown", "DeploymentPaused"))
+    await apps.patch_namespaced_deployment("web", "default", {"spec": {"paused": False}}, _content_type=MERGE)
+    status = await status_when(apps, lambda s: s.observed_generation == 3)
+    assert conditions(status)["Progressing"] == ("Unknown", "DeploymentResumed")
+    assert [c.type for c in status.conditions] == ["Available", "Progressing"]  # the changed one goes last
+
+
 async def test_old_replicasets_beyond_the_revision_history_limit_are_deleted(apps):
     kept = deployment(replicas=0)
     kept["spec"]["revisionHistoryLimit"] = 1
