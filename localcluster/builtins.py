@@ -449,6 +449,9 @@ def validate_deployment(deployment: dict) -> list[Cause]:
                 out.append(("FieldValueInvalid", "spec.template.metadata.labels",
                             f"spec.template.metadata.labels: Invalid value: {shown}: `selector` does not match "
                             f"template `labels`"))
+    strategy = spec.get("strategy") or {}
+    if strategy.get("type") == "Recreate" and strategy.get("rollingUpdate") is not None:  # a Deployment's only
+        out.append(forbidden("spec.strategy.rollingUpdate", "may not be specified when strategy `type` is 'Recreate'"))
     policy = (template.get("spec") or {}).get("restartPolicy", "Always")
     if policy != "Always":
         out.append(not_supported("spec.template.spec.restartPolicy", policy, ["Always"]))

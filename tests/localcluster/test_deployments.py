@@ -74,6 +74,14 @@ async def test_defaults_and_validation(apps):
     with pytest.raises(ApiException) as missing:
         await apps.create_namespaced_deployment("default", no_selector)
     assert 'spec.selector: Required value' in status_of(missing.value)["message"]
+    # Switching to Recreate must drop rollingUpdate (kubectl apply of `type: Recreate` alone keeps it).
+    both = deployment("both")
+    both["spec"]["strategy"] = {"type": "Recreate", "rollingUpdate": {"maxSurge": 1}}
+    with pytest.raises(ApiException) as forbidden:
+        await apps.create_namespaced_deployment("default", both)
+    assert status_of(forbidden.value)["message"] == (
+        'Deployment.apps "both" is invalid: spec.strategy.rollingUpdate: Forbidden: may not be specified when '
+        "strategy `type` is 'Recreate'")
     imageless = deployment("imageless")
     del imageless["spec"]["template"]["spec"]["containers"][0]["image"]
     with pytest.raises(ApiException) as invalid_pod:  # the template is validated as the pods it makes
