@@ -25,6 +25,7 @@ CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
 NAMESPACES = ("", "namespaces")
 PODS = ("", "pods")
 DEPLOYMENTS = ("apps", "deployments")
+REPLICA_SETS = ("apps", "replicasets")
 # The field manager of the cluster's own writes (bootstrap objects, default namespaces).
 SERVER_MANAGER = "kube-apiserver"
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -204,6 +205,9 @@ class Api:
             builtins.default_priority_class(obj)
         elif key == DEPLOYMENTS:
             builtins.default_deployment(obj)
+            causes += builtins.validate_deployment(obj)
+        elif key == REPLICA_SETS:
+            builtins.default_replica_set(obj)
             causes += builtins.validate_deployment(obj)
         elif key == CRD_KEY:
             from .crd_cel import errors as rule_errors

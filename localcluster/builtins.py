@@ -401,7 +401,8 @@ def default_secret(secret: dict) -> None:
 # --- deployments ------------------------------------------------------------------------------------
 
 def default_deployment(deployment: dict) -> None:
-    """apps/v1 SetDefaults_Deployment, at the top of the spec (the pod template is stored as written)."""
+    """apps/v1 SetDefaults_Deployment, and the pod defaults of its template (SetDefaults_PodSpec and the
+    containers' run on every PodTemplateSpec the apiserver decodes)."""
     spec = deployment.setdefault("spec", {})
     spec.setdefault("replicas", 1)
     strategy = spec.setdefault("strategy", {})
@@ -412,11 +413,20 @@ def default_deployment(deployment: dict) -> None:
         rolling.setdefault("maxSurge", "25%")
     spec.setdefault("revisionHistoryLimit", 10)
     spec.setdefault("progressDeadlineSeconds", 600)
+    default_pod_template(spec.setdefault("template", {}))
+
+
+def default_replica_set(replica_set: dict) -> None:
+    """apps/v1 SetDefaults_ReplicaSet (replicas 1), and the pod defaults of its template."""
+    spec = replica_set.setdefault("spec", {})
+    spec.setdefault("replicas", 1)
+    default_pod_template(spec.setdefault("template", {}))
 
 
 def validate_deployment(deployment: dict) -> list[Cause]:
-    """What the deployment controller relies on: a selector that selects the template's labels, pods that
-    restart (`Always`), a replica count that is not negative."""
+    """What the deployment and ReplicaSet controllers rely on (ValidateDeploymentSpec, ValidateReplicaSetSpec):
+    a selector that selects the template's labels, pods that restart (`Always`), a replica count that is not
+    negative."""
     from apimachinery.selectors import SelectorError, label_selector_from_dict
 
     spec = deployment.get("spec") or {}
@@ -439,6 +449,9 @@ def validate_deployment(deployment: dict) -> list[Cause]:
                 out.append(("FieldValueInvalid", "spec.template.metadata.labels",
                             f"spec.template.metadata.labels: Invalid value: {shown}: `selector` does not match "
                             f"template `labels`"))
+    strategy = spec.get("strategy") or {}
+    if strategy.get("type") == "Recreate" and strategy.get("rollingUpdate") is not None:  # a Deployment's only
+        out.append(forbidden("spec.strategy.rollingUpdate", "may not be specified when strategy `type` is 'Recreate'"))
     policy = (template.get("spec") or {}).get("restartPolicy", "Always")
     if policy != "Always":
         out.append(not_supported("spec.template.spec.restartPolicy", policy, ["Always"]))

@@ -24,6 +24,7 @@ from .errors import ApiError
 from .faults import Faults
 from .gc import GarbageCollector
 from .http import HttpApi, json_response
+from .replicasets import ReplicaSetController
 from .resources import Registry
 from .runner import ScriptedRunner
 from .runners import make_runner
@@ -75,8 +76,10 @@ class LocalCluster:
         self.faults = Faults()
         self.gc = GarbageCollector(self.api)
         self.deployments = DeploymentController(self.api)
+        self.replicasets = ReplicaSetController(self.api)
         self.runner = make_runner(runner, self.api, default_script)
-        for listener in (self.hub.on_event, self.gc.on_event, self.deployments.on_event, self.runner.on_event):
+        for listener in (self.hub.on_event, self.gc.on_event, self.deployments.on_event, self.replicasets.on_event,
+                         self.runner.on_event):
             self.store.subscribe(listener)
         # The last audit_size writes to pods, Services and custom objects (GET /_localcluster/audit).
         self.audit = AuditLog(audit_size)
@@ -107,6 +110,7 @@ class LocalCluster:
             self.access.bootstrap()
             self.gc.start()
             self.deployments.start()
+            self.replicasets.start()
             self.runner.start()
             self._started = True
         await self._listen()
@@ -134,6 +138,7 @@ class LocalCluster:
         await self._unlisten()
         await self.gc.stop()
         await self.deployments.stop()
+        await self.replicasets.stop()
         await self.runner.stop()
         self._started = False
 

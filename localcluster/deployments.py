@@ -1,259 +1,434 @@
-"""The deployment controller: a Deployment's pods and its status, without ReplicaSets.
+"""The deployment controller: a Deployment's ReplicaSets, its rollouts and its status.
 
-kube-controller-manager keeps one ReplicaSet per pod template of a Deployment and the ReplicaSet
-controller keeps its pods. localcluster does both in one step and makes no ReplicaSet objects: it keeps
-`spec.replicas` running pods of the current template, named `<deployment>-<template hash>-<random>`,
-labelled `pod-template-hash` and owned by the Deployment itself (so deleting the Deployment collects
-them); pods of an older template are deleted at once, as the Recreate strategy does (maxSurge and
-maxUnavailable do not pace a rollout); a paused Deployment's pods are left as they are. Its status is
-what the real controller reports from the pods: observedGeneration, replicas, updatedReplicas,
-readyReplicas, availableReplicas (Ready for minReadySeconds), unavailableReplicas, and the Available
+As kube-controller-manager's (pkg/controller/deployment), it keeps one ReplicaSet per pod template of
+a Deployment, named `<deployment>-<template hash>`, labelled and selecting `pod-template-hash`, owned by
+the Deployment, with the annotations `deployment.kubernetes.io/revision` (the Deployment gets the new
+ReplicaSet's too), `desired-replicas` and `max-replicas` (and `revision-history` on a ReplicaSet brought
+back by a rollback); the ReplicaSet controller (replicasets.py) keeps their pods. What `kubectl rollout
+history` and `rollout undo` read and write is therefore there. A sync, as the real one:
+- a paused Deployment, or a scaling event (a ReplicaSet's desired-replicas is not spec.replicas), only
+  scales the ReplicaSets it has (proportionally when several are active), creating none;
+- RollingUpdate: the new ReplicaSet grows while the total stays within replicas + maxSurge, the old
+  ones shrink while the available pods stay at least replicas - maxUnavailable (25% each by default,
+  surge rounded up, unavailable down);
+- Recreate: the old ReplicaSets go to 0, and once none of their pods is left the new one is scaled up;
+- a complete rollout deletes the old, empty ReplicaSets beyond revisionHistoryLimit.
+Every change of a ReplicaSet's size is a `ScalingReplicaSet` Event on the Deployment ("Scaled up
+replica set web-5d8f9c7b64 from 0 to 2"). The status is summed from the ReplicaSets' (observedGeneration,
+replicas, updatedReplicas, readyReplicas, availableReplicas, unavailableReplicas) with the Available
 and Progressing conditions (ProgressDeadlineExceeded after progressDeadlineSeconds without progress),
-which is what `kubectl rollout status` and `kubectl scale` read. Whether the pods become ready is the
-pod runner's part: with the `none` runner they stay Pending and a rollout never completes, as on a
-cluster whose nodes run nothing.
+which `kubectl rollout status` reads. Whether pods become ready is the pod runner's part: with the
+`none` runner they stay Pending and a rollout never completes, as on a cluster whose nodes run nothing.
+terminatingReplicas is summed from the ReplicaSets'. An orphan ReplicaSet the selector matches is adopted (one
+left by `kubectl delete deployment --cascade=orphan`, say), one no longer matched released. Not modelled:
+collisionCount (a hash collision).
 """
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
 import logging
 import math
-from datetime import UTC, datetime
 
 import orjson
 
-from .api import DEPLOYMENTS, NAME_CHARS, Api, now_rfc3339
+from . import deployment_util as util
+from .api import DEPLOYMENTS, REPLICA_SETS, Api
 from .errors import ApiError
 from .store import DELETED, Event, obj_key
+from .workloads import (
+    MANAGER,
+    PODS,
+    Key,
+    Recorder,
+    SyncQueue,
+    as_controller,
+    claim,
+    controller_of,
+    controller_ref,
+    has_controller,
+    owned,
+    selects,
+)
 
 log = logging.getLogger("localcluster.deployments")
 
-PODS = ("", "pods")
-HASH_LABEL = "pod-template-hash"
-
-
-def template_hash(template: dict) -> str:
-    """A stable name-safe hash of the pod template (the real controller hashes it with FNV into the same alphabet)."""
-    digest = int.from_bytes(hashlib.sha256(orjson.dumps(template, option=orjson.OPT_SORT_KEYS)).digest()[:8], "big")
-    chars = []
-    for _ in range(10):
-        digest, rest = divmod(digest, len(NAME_CHARS))
-        chars.append(NAME_CHARS[rest])
-    return "".join(chars)
-
-
-def _seconds_since(timestamp: str | None) -> float:
-    if not timestamp:
-        return 0.0
-    then = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    return (datetime.now(UTC) - then).total_seconds()
-
-
-def _ready_since(pod: dict) -> str | None:
-    for cond in (pod.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == "Ready" and cond.get("status") == "True":
-            return cond.get("lastTransitionTime") or ""
-    return None
-
-
-def _max_unavailable(spec: dict, replicas: int) -> int:
-    """The strategy's maxUnavailable as a count (percentages round down); 0 for Recreate."""
-    rolling = (spec.get("strategy") or {}).get("rollingUpdate")
-    if not rolling or (spec.get("strategy") or {}).get("type") == "Recreate":
-        return 0
-    value = rolling.get("maxUnavailable", "25%")
-    if isinstance(value, str) and value.endswith("%"):
-        return min(math.floor(replicas * int(value[:-1]) / 100), replicas)
-    return min(int(value), replicas)
-
-
-def _condition(kind: str, status: str, reason: str, message: str, old: list) -> dict:
-    """A condition whose lastTransitionTime moves only when its status does (lastUpdateTime with any change)."""
-    now = now_rfc3339()
-    previous = next((c for c in old if c.get("type") == kind), None)
-    new = {"type": kind, "status": status, "lastUpdateTime": now, "lastTransitionTime": now, "reason": reason,
-           "message": message}
-    if previous is not None and previous.get("status") == status:
-        new["lastTransitionTime"] = previous.get("lastTransitionTime", now)
-        if (previous.get("reason"), previous.get("message")) == (reason, message):
-            new["lastUpdateTime"] = previous.get("lastUpdateTime", now)
-    return new
+COMPONENT = "deployment-controller"
 
 
 class DeploymentController:
     def __init__(self, api: Api) -> None:
         self.api = api
         self.store = api.store
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._pending: set[tuple[str, str]] = set()
-        self._timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        self.queue = SyncQueue(self._sync)
+        self.recorder = Recorder(api, COMPONENT)
 
     def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
+        self.queue.start()
 
     async def stop(self) -> None:
-        for handle in self._timers.values():
-            handle.cancel()
-        self._timers.clear()
-        self._loop = None
+        self.queue.stop()
 
     def on_event(self, ev: Event) -> None:
-        if self._loop is None:
+        if not self.queue.running:
             return
         if ev.key == DEPLOYMENTS and ev.type != DELETED:
-            self._queue(obj_key(ev.obj))
-        elif ev.key == PODS:
-            for ref in ev.obj["metadata"].get("ownerReferences") or ():
-                if ref.get("controller") and ref.get("kind") == "Deployment" and ref.get("apiVersion") == "apps/v1":
-                    self._queue((ev.obj["metadata"].get("namespace", ""), ref.get("name", "")))
+            self.queue.add(obj_key(ev.obj))
+        elif ev.key == REPLICA_SETS:
+            self._queue_owner(ev.obj)
+            if ev.type != DELETED and not has_controller(ev.obj):  # an orphan: the Deployments that may adopt it
+                namespace = ev.obj["metadata"].get("namespace", "")
+                for deployment in self.store.objects(DEPLOYMENTS, namespace):
+                    if selects(deployment, ev.obj["metadata"].get("labels") or {}):
+                        self.queue.add((namespace, deployment["metadata"]["name"]))
+        elif ev.key == PODS and ev.type == DELETED:
+            # Recreate waits for the old pods to be gone; a removal changes no ReplicaSet's status.
+            ref = controller_of(ev.obj, "apps/v1", "ReplicaSet")
+            rs = self.store.get(REPLICA_SETS, (ev.obj["metadata"].get("namespace", ""), ref["name"])) if ref else None
+            if rs is not None:
+                self._queue_owner(rs)
 
-    def _queue(self, key: tuple[str, str]) -> None:
-        if key not in self._pending and self._loop is not None:
-            self._pending.add(key)
-            self._loop.call_soon(self._sync, key)
-
-    def _later(self, key: tuple[str, str], delay: float) -> None:
-        """Sync again after `delay` (a pod's minReadySeconds, the progress deadline); the earliest wins."""
-        if self._loop is None:
-            return
-        handle = self._timers.get(key)
-        when = self._loop.time() + delay
-        if handle is not None and not handle.cancelled() and handle.when() <= when:
-            return
-        if handle is not None:
-            handle.cancel()
-        self._timers[key] = self._loop.call_at(when, self._queue, key)
+    def _queue_owner(self, rs: dict) -> None:
+        ref = controller_of(rs, "apps/v1", "Deployment")
+        if ref is not None:
+            self.queue.add((rs["metadata"].get("namespace", ""), ref.get("name", "")))
 
     # --- one sync -------------------------------------------------------------------------------
 
-    def _sync(self, key: tuple[str, str]) -> None:
-        self._pending.discard(key)
+    def _sync(self, key: Key) -> None:
         deployment = self.store.get(DEPLOYMENTS, key)
         if deployment is None or deployment["metadata"].get("deletionTimestamp"):
-            handle = self._timers.pop(key, None)
-            if handle is not None:
-                handle.cancel()
+            self.queue.forget(key)
             return
         try:
-            if not (deployment.get("spec") or {}).get("paused"):
-                self._scale_pods(deployment)
-            self._write_status(key, deployment)
-        except ApiError as err:  # a pod gone meanwhile (its event syncs again), or a create refused
+            with as_controller(self.api):
+                sync = _Sync(self, deployment)
+                sync.run()
+                sync.write_status()
+        except ApiError as err:  # an object changed meanwhile (its event syncs again), or a write refused
             log.log(logging.DEBUG if err.code in (404, 409) else logging.WARNING, "deployment %s/%s: %s", *key,
                     err.message)
+            self.queue.later(key, 1.0)
 
-    def _pods(self, deployment: dict) -> list[dict]:
-        uid = deployment["metadata"]["uid"]
-        pods = []
-        for store_key, okey in list(self.store.dependents.get(uid, ())):
-            pod = self.store.get(store_key, okey) if store_key == PODS else None
-            if pod is not None and any(r.get("uid") == uid and r.get("controller")
-                                       for r in pod["metadata"].get("ownerReferences") or ()):
-                pods.append(pod)
-        return pods
 
-    def _scale_pods(self, deployment: dict) -> None:
-        """Create and delete pods toward the wanted count of the current template."""
-        spec = deployment.get("spec") or {}
-        wanted = spec.get("replicas", 1)
-        current = template_hash(spec.get("template") or {})
-        pods_rt = self.api.registry.get("", "v1", "pods")
-        active = [p for p in self._pods(deployment) if _active(p)]
-        mine = [p for p in active if (p["metadata"].get("labels") or {}).get(HASH_LABEL) == current]
-        doomed = [p for p in active if p not in mine]
-        # Scaling down, the least advanced go first: unscheduled, then not ready, then the newest.
-        mine.sort(key=lambda p: p["metadata"]["creationTimestamp"], reverse=True)
-        mine.sort(key=lambda p: (bool(p["spec"].get("nodeName")), _ready_since(p) is not None))
-        doomed += mine[:max(len(mine) - wanted, 0)]
-        for pod in doomed:
-            meta = pod["metadata"]
-            self.api.delete(pods_rt, meta["namespace"], meta["name"], {"preconditions": {"uid": meta["uid"]}})
-        for _ in range(wanted - len(mine)):
-            self.api.create(pods_rt, deployment["metadata"]["namespace"], self._new_pod(deployment, current))
+class _Sync:
+    """One sync of one Deployment: the ReplicaSets it owns, changed in place as they are written."""
 
-    def _new_pod(self, deployment: dict, current: str) -> dict:
-        meta = deployment["metadata"]
-        template = orjson.loads(orjson.dumps((deployment.get("spec") or {}).get("template") or {}))
-        pod_meta = template.get("metadata") or {}
-        pod_meta["labels"] = {**(pod_meta.get("labels") or {}), HASH_LABEL: current}
-        pod_meta["generateName"] = f"{meta['name']}-{current}-"
-        pod_meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "Deployment", "name": meta["name"],
-                                        "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}]
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": template.get("spec") or {}}
+    def __init__(self, controller: DeploymentController, deployment: dict) -> None:
+        self.controller = controller
+        self.api = controller.api
+        self.deployment = deployment
+        self.spec = deployment.get("spec") or {}
+        self.wanted = self.spec.get("replicas", 1)
+        self.annotations = dict(deployment["metadata"].get("annotations") or {})
+        self.rs_rt = self.api.registry.get("apps", "v1", "replicasets")
+        self.all = sorted(claim(self.api, deployment, self.rs_rt),
+                          key=lambda rs: (rs["metadata"]["creationTimestamp"], rs["metadata"]["name"]))
+        template = util.semantic(self.spec.get("template") or {})
+        found = [rs for rs in self.all
+                 if util.semantic(util.without_hash((rs.get("spec") or {}).get("template") or {})) == template]
+        self.new: dict | None = found[0] if found else None  # the oldest, as FindNewReplicaSet
+        self.created = False
 
-    def _write_status(self, key: tuple[str, str], deployment: dict) -> None:
-        spec = deployment.get("spec") or {}
-        wanted = spec.get("replicas", 1)
-        current = template_hash(spec.get("template") or {})
-        active = [p for p in self._pods(deployment) if _active(p)]
-        updated = [p for p in active if (p["metadata"].get("labels") or {}).get(HASH_LABEL) == current]
-        min_ready = spec.get("minReadySeconds") or 0
-        ready = available = 0
-        for pod in updated + [p for p in active if p not in updated]:
-            since = _ready_since(pod)
-            if since is None:
+    @property
+    def old(self) -> list[dict]:
+        return [rs for rs in self.all if rs is not self.new]
+
+    def run(self) -> None:
+        if self.new is not None:
+            self._sync_new()
+        if self.spec.get("paused") or self._scaling_event():
+            self._scale()
+            if self.spec.get("paused"):
+                self._clean_up()
+        elif (self.spec.get("strategy") or {}).get("type") == "Recreate":
+            self._recreate()
+        else:
+            self._rolling()
+
+    # --- the new ReplicaSet -----------------------------------------------------------------------
+
+    def _new_revision(self) -> int:
+        return max((util.revision(rs) for rs in self.old), default=0) + 1
+
+    def _copy_annotations(self, annotations: dict) -> bool:
+        changed = False
+        for k, v in self.annotations.items():
+            if k not in util.NOT_COPIED and annotations.get(k) != v:
+                annotations[k] = v
+                changed = True
+        return changed
+
+    def _sync_new(self) -> None:
+        """An existing new ReplicaSet: the Deployment's annotations, a revision above every old one's (the
+        revision it had kept in revision-history: a rollback), minReadySeconds."""
+        rs = self.new
+        annotations = dict(rs["metadata"].get("annotations") or {})
+        changed = self._copy_annotations(annotations)
+        revision = self._new_revision()
+        if util.revision(rs) < revision:
+            if util.REVISION in annotations:
+                history = [r for r in annotations.get(util.REVISION_HISTORY, "").split(",") if r]
+                history.append(annotations[util.REVISION])
+                while len(",".join(history)) > util.REVISION_HISTORY_CHARS:
+                    history.pop(0)
+                annotations[util.REVISION_HISTORY] = ",".join(history)
+            annotations[util.REVISION] = str(revision)
+            changed = True
+        min_ready = self.spec.get("minReadySeconds") or 0
+        if changed or (rs["spec"].get("minReadySeconds") or 0) != min_ready:
+            spec = {**rs["spec"], "minReadySeconds": min_ready} if min_ready else \
+                {k: v for k, v in rs["spec"].items() if k != "minReadySeconds"}
+            self._update(rs, {**rs, "metadata": {**rs["metadata"], "annotations": annotations}, "spec": spec})
+        self.annotations[util.REVISION] = (self.new["metadata"].get("annotations") or {})[util.REVISION]
+
+    def _create_new(self, replicas: int) -> None:
+        meta = self.deployment["metadata"]
+        template = orjson.loads(orjson.dumps(self.spec.get("template") or {}))
+        hashed = util.template_hash(template)
+        template.setdefault("metadata", {})["labels"] = {**(template["metadata"].get("labels") or {}),
+                                                         util.HASH_LABEL: hashed}
+        selector = orjson.loads(orjson.dumps(self.spec.get("selector") or {}))
+        selector["matchLabels"] = {**(selector.get("matchLabels") or {}), util.HASH_LABEL: hashed}
+        annotations: dict = {}
+        self._copy_annotations(annotations)
+        annotations[util.REVISION] = str(self._new_revision())
+        annotations.update(self._replica_annotations())
+        spec = {"replicas": replicas, "selector": selector, "template": template}
+        if self.spec.get("minReadySeconds"):
+            spec["minReadySeconds"] = self.spec["minReadySeconds"]
+        body = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                "metadata": {"name": f"{meta['name']}-{hashed}", "namespace": meta["namespace"],
+                             "labels": template["metadata"]["labels"], "annotations": annotations,
+                             "ownerReferences": [controller_ref(self.deployment)]},
+                "spec": spec}
+        try:
+            created = self.api.create(self.rs_rt, meta["namespace"], body)
+        except ApiError as err:
+            if err.code != 409:
+                message = f'Failed to create new replica set "{body["metadata"]["name"]}": {err.message}'
+                self.controller.recorder.event(self.deployment, "Warning", "FailedCreate", message)
+            raise
+        self.all.append(created)
+        self.new = created
+        self.created = True
+        self.annotations[util.REVISION] = annotations[util.REVISION]
+        if replicas > 0:
+            self.controller.recorder.event(self.deployment, "Normal", "ScalingReplicaSet",
+                                           f"Scaled up replica set {created['metadata']['name']} from 0 to {replicas}")
+
+    def _new_replicas(self) -> int:
+        """deploymentutil.NewRSNewReplicas: how big the new ReplicaSet may be now."""
+        current_new = util.replicas(self.new) if self.new is not None else 0
+        if (self.spec.get("strategy") or {}).get("type") == "Recreate":
+            return self.wanted
+        surge, _ = util.fenceposts(self.spec)
+        current = sum(util.replicas(rs) for rs in self.all)
+        most = self.wanted + surge
+        if current >= most:
+            return current_new
+        return current_new + min(most - current, self.wanted - current_new)
+
+    # --- scaling --------------------------------------------------------------------------------
+
+    def _replica_annotations(self) -> dict:
+        surge, _ = util.fenceposts(self.spec)
+        return {util.DESIRED: str(self.wanted), util.MAX: str(self.wanted + surge)}
+
+    def _update(self, rs: dict, body: dict) -> dict:
+        meta = rs["metadata"]
+        updated = self.api.update(self.rs_rt, meta["namespace"], meta["name"], body)
+        self.all = [updated if r is rs else r for r in self.all]
+        if self.new is rs:
+            self.new = updated
+        return updated
+
+    def _scale_rs(self, rs: dict, size: int) -> dict:
+        """Set a ReplicaSet's size and replica annotations; an Event when the size changes."""
+        before = util.replicas(rs)
+        annotations = {**(rs["metadata"].get("annotations") or {}), **self._replica_annotations()}
+        if before == size and annotations == (rs["metadata"].get("annotations") or {}):
+            return rs
+        updated = self._update(rs, {**rs, "metadata": {**rs["metadata"], "annotations": annotations},
+                                    "spec": {**rs["spec"], "replicas": size}})
+        if before != size:
+            way = "up" if size > before else "down"
+            self.controller.recorder.event(self.deployment, "Normal", "ScalingReplicaSet",
+                                           f"Scaled {way} replica set {rs['metadata']['name']} from {before} to {size}")
+        return updated
+
+    def _scaling_event(self) -> bool:
+        for rs in self.all:
+            desired = (rs["metadata"].get("annotations") or {}).get(util.DESIRED)
+            if util.replicas(rs) > 0 and desired is not None and desired != str(self.wanted):
+                return True
+        return False
+
+    def _scale(self) -> None:
+        """DeploymentController.scale: a scaling event (or a paused Deployment) resizes what exists."""
+        active = [rs for rs in self.all if util.replicas(rs) > 0]
+        if len(active) <= 1:
+            target = active[0] if active else (self.new or (self.all[-1] if self.all else None))
+            if target is not None:
+                self._scale_rs(target, self.wanted)
+            return
+        if self.new is not None and util.replicas(self.new) == self.wanted and \
+                util.status(self.new, "availableReplicas") == self.wanted:
+            for rs in active:
+                if rs is not self.new:
+                    self._scale_rs(rs, 0)
+            return
+        if (self.spec.get("strategy") or {}).get("type") == "Recreate":
+            return
+        surge, _ = util.fenceposts(self.spec)
+        to_add = (self.wanted + surge if self.wanted > 0 else 0) - sum(util.replicas(rs) for rs in active)
+        # Each gets its share of the change (by the size it had for the max-replicas it was annotated with),
+        # the larger first (on a tie: the newer when growing, the older when shrinking); the rest to the first.
+        newer_first = to_add > 0
+        order = sorted(active, key=lambda rs: rs["metadata"]["creationTimestamp"], reverse=newer_first)
+        order.sort(key=lambda rs: -util.replicas(rs))
+        sizes = {}
+        added = 0
+        for rs in order:
+            share = 0
+            if to_add and added != to_add:
+                allowed = to_add - added
+                share = min(self._fraction(rs), allowed) if to_add > 0 else max(self._fraction(rs), allowed)
+            sizes[rs["metadata"]["name"]] = util.replicas(rs) + share
+            added += share
+        if added != to_add:
+            name = order[0]["metadata"]["name"]
+            sizes[name] = max(sizes[name] + to_add - added, 0)
+        for rs in order:
+            self._scale_rs(rs, sizes[rs["metadata"]["name"]])
+
+    def _fraction(self, rs: dict) -> int:
+        """deploymentutil.getReplicaSetFraction."""
+        if self.wanted == 0:
+            return -util.replicas(rs)
+        surge, _ = util.fenceposts(self.spec)
+        try:
+            annotated = int((rs["metadata"].get("annotations") or {})[util.MAX])
+        except (KeyError, ValueError):
+            annotated = (self.deployment.get("status") or {}).get("replicas") or 0
+        if annotated <= 0:
+            return 0
+        exact = util.replicas(rs) * (self.wanted + surge) / annotated
+        return math.floor(exact + 0.5) - util.replicas(rs)
+
+    # --- strategies -----------------------------------------------------------------------------
+
+    def _rolling(self) -> None:
+        if self.new is None:
+            self._create_new(self._new_replicas())
+        elif util.replicas(self.new) > self.wanted:
+            self._scale_rs(self.new, self.wanted)
+            return
+        elif util.replicas(self.new) < self.wanted:
+            size = self._new_replicas()
+            if size != util.replicas(self.new):
+                self._scale_rs(self.new, size)
+                return
+        if self._scale_down_old():
+            return
+        if self._complete():
+            self._clean_up()
+
+    def _scale_down_old(self) -> bool:
+        """reconcileOldReplicaSets: shrink the old ones as far as availability allows."""
+        if not any(util.replicas(rs) for rs in self.old):
+            return False
+        _, max_unavailable = util.fenceposts(self.spec)
+        min_available = self.wanted - max_unavailable
+        new_unavailable = util.replicas(self.new) - util.status(self.new, "availableReplicas")
+        budget = sum(util.replicas(rs) for rs in self.all) - min_available - new_unavailable
+        if budget <= 0:
+            return False
+        scaled = 0
+        for rs in list(self.old):  # first their unhealthy pods, oldest ReplicaSet first
+            if scaled >= budget:
+                break
+            unhealthy = util.replicas(rs) - util.status(rs, "availableReplicas")
+            if util.replicas(rs) == 0 or unhealthy <= 0:
                 continue
-            ready += 1
-            waited = _seconds_since(since)
-            if waited >= min_ready:
-                available += 1
-            else:
-                self._later(key, min_ready - waited)
-        old = deployment.get("status") or {}
-        counts = {"replicas": len(active), "updatedReplicas": len(updated), "readyReplicas": ready,
-                  "availableReplicas": available, "unavailableReplicas": max(wanted - available, 0)}
-        status: dict = {"observedGeneration": deployment["metadata"].get("generation", 1)}
-        status.update({k: v for k, v in counts.items() if v})
-        status["conditions"] = self._conditions(key, deployment, old, counts)
-        if status != old:
+            down = min(budget - scaled, unhealthy)
+            self._scale_rs(rs, util.replicas(rs) - down)
+            scaled += down
+        available = sum(util.status(rs, "availableReplicas") for rs in self.all)
+        room = available - min_available
+        down_total = 0
+        for rs in list(self.old):
+            if down_total >= room:
+                break
+            if util.replicas(rs) == 0:
+                continue
+            down = min(util.replicas(rs), room - down_total)
+            self._scale_rs(rs, util.replicas(rs) - down)
+            down_total += down
+        return scaled + down_total > 0
+
+    def _recreate(self) -> None:
+        scaled = False
+        for rs in self.old:
+            if util.replicas(rs) != 0:
+                self._scale_rs(rs, 0)
+                scaled = True
+        if scaled or self._old_pods_running():
+            return
+        if self.new is None:
+            self._create_new(self.wanted)
+        elif util.replicas(self.new) != self.wanted:
+            self._scale_rs(self.new, self.wanted)
+        if self._complete():
+            self._clean_up()
+
+    def _old_pods_running(self) -> bool:
+        """Any pod of an old ReplicaSet not finished, even one being deleted: Recreate waits for it."""
+        for rs in self.old:
+            for pod in owned(self.api, rs, PODS):
+                if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                    return True
+        return False
+
+    def _clean_up(self) -> None:
+        """Delete the oldest empty old ReplicaSets beyond revisionHistoryLimit."""
+        limit = self.spec.get("revisionHistoryLimit")
+        if limit is None:
+            return
+        alive = sorted((rs for rs in self.old if not rs["metadata"].get("deletionTimestamp")),
+                       key=lambda rs: (util.revision(rs), rs["metadata"]["creationTimestamp"]))
+        for rs in alive[:max(len(alive) - limit, 0)]:
+            if util.status(rs, "replicas") or util.replicas(rs) or \
+                    rs["metadata"].get("generation", 1) > util.status(rs, "observedGeneration"):
+                continue
+            meta = rs["metadata"]
+            self.api.delete(self.rs_rt, meta["namespace"], meta["name"], {"preconditions": {"uid": meta["uid"]}})
+
+    # --- status ---------------------------------------------------------------------------------
+
+    def _complete(self) -> bool:
+        return util.complete(self.spec, util.counts(self.all, self.new))
+
+    def write_status(self) -> None:
+        found = util.counts(self.all, self.new)
+        old = self.deployment.get("status") or {}
+        status: dict = {"observedGeneration": self.deployment["metadata"].get("generation", 1)}
+        status.update({k: v for k, v in found.items() if v})
+        # A pointer in 1.35 (DeploymentReplicaSetTerminatingReplicas, beta): the sum, once every ReplicaSet has one.
+        terminating = [(rs.get("status") or {}).get("terminatingReplicas") for rs in self.all]
+        if None not in terminating:
+            status["terminatingReplicas"] = sum(terminating)
+        if old.get("collisionCount"):
+            status["collisionCount"] = old["collisionCount"]
+        name = self.new["metadata"]["name"] if self.new is not None else \
+            f"{self.deployment['metadata']['name']}-{util.template_hash(self.spec.get('template') or {})}"
+        status["conditions"], recheck = util.conditions(self.spec, old, found, name, self.created)
+        if recheck:
+            self.controller.queue.later(obj_key(self.deployment), recheck)
+        meta = self.deployment["metadata"]
+        if status != old or self.annotations != (meta.get("annotations") or {}):
+            current = self.api.store.get(DEPLOYMENTS, (meta["namespace"], meta["name"]))
+            if current is None or current["metadata"]["resourceVersion"] != meta["resourceVersion"]:
+                return  # changed meanwhile: its event syncs again
             rt = self.api.registry.get("apps", "v1", "deployments")
-            self.api.system_write(rt, {**deployment, "status": status})
-
-    def _conditions(self, key: tuple[str, str], deployment: dict, old_status: dict, counts: dict) -> list[dict]:
-        spec = deployment.get("spec") or {}
-        wanted = spec.get("replicas", 1)
-        old = old_status.get("conditions") or []
-        name = f"{deployment['metadata']['name']}-{template_hash(spec.get('template') or {})}"
-        if counts["availableReplicas"] >= wanted - _max_unavailable(spec, wanted):
-            available = _condition("Available", "True", "MinimumReplicasAvailable",
-                                   "Deployment has minimum availability.", old)
-        else:
-            available = _condition("Available", "False", "MinimumReplicasUnavailable",
-                                   "Deployment does not have minimum availability.", old)
-        complete = (counts["updatedReplicas"] == wanted and counts["replicas"] == wanted
-                    and counts["availableReplicas"] == wanted)
-        if spec.get("paused"):
-            progressing = _condition("Progressing", "Unknown", "DeploymentPaused", "Deployment is paused", old)
-        elif complete:
-            progressing = _condition("Progressing", "True", "NewReplicaSetAvailable",
-                                     f'ReplicaSet "{name}" has successfully progressed.', old)
-        else:
-            progressing = self._progressing(key, spec, name, old, counts, old_status)
-        return [available, progressing]
-
-    def _progressing(self, key: tuple[str, str], spec: dict, name: str, old: list, counts: dict,
-                     old_status: dict) -> dict:
-        """Progress is a change of the counts; without one for progressDeadlineSeconds, the deadline is exceeded."""
-        previous = next((c for c in old if c.get("type") == "Progressing"), None)
-        moved = previous is None or previous.get("reason") == "NewReplicaSetAvailable" or any(
-            old_status.get(k, 0) != v for k, v in counts.items())
-        if not moved and previous.get("reason") == "ProgressDeadlineExceeded":
-            return previous
-        since = 0.0 if moved else _seconds_since(previous.get("lastUpdateTime"))
-        deadline = spec.get("progressDeadlineSeconds", 600)
-        if since >= deadline:
-            return _condition("Progressing", "False", "ProgressDeadlineExceeded",
-                              f'ReplicaSet "{name}" has timed out progressing.', old)
-        self._later(key, deadline - since)
-        fresh = _condition("Progressing", "True", "ReplicaSetUpdated", f'ReplicaSet "{name}" is progressing.', old)
-        if moved:
-            fresh["lastUpdateTime"] = now_rfc3339()
-        return fresh
-
-
-def _active(pod: dict) -> bool:
-    """A pod the ReplicaSet controller counts: not being deleted, not finished."""
-    return not pod["metadata"].get("deletionTimestamp") and (pod.get("status") or {}).get("phase") not in (
-        "Succeeded", "Failed")
+            self.api.system_write(rt, {**self.deployment, "metadata": {**meta, "annotations": self.annotations},
+                                       "status": status}, MANAGER, "status")

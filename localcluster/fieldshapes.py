@@ -197,6 +197,8 @@ _ZERO_OBJECTS: dict[tuple[str, str], dict] = {
     ("apps", "Deployment"): {"spec": {"selector": None, "strategy": {},
                                       "template": {"metadata": {}, "spec": {"containers": None}}},
                              "status": {}},
+    ("apps", "ReplicaSet"): {"spec": {"selector": None, "template": {"metadata": {}, "spec": {"containers": None}}},
+                             "status": {"replicas": 0}},
     ("rbac.authorization.k8s.io", "Role"): {"rules": None},
     ("rbac.authorization.k8s.io", "ClusterRole"): {"rules": None},
     ("rbac.authorization.k8s.io", "RoleBinding"): {"roleRef": {}},

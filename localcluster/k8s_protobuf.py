@@ -14,6 +14,7 @@ KINDS = {
     ('admissionregistration.k8s.io/v1', 'ValidatingAdmissionPolicyBinding'):
         'k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding',
     ('apps/v1', 'Deployment'): 'k8s.io.api.apps.v1.Deployment',
+    ('apps/v1', 'ReplicaSet'): 'k8s.io.api.apps.v1.ReplicaSet',
     ('authentication.k8s.io/v1', 'SelfSubjectReview'): 'k8s.io.api.authentication.v1.SelfSubjectReview',
     ('authentication.k8s.io/v1', 'TokenReview'): 'k8s.io.api.authentication.v1.TokenReview',
     ('authorization.k8s.io/v1', 'SelfSubjectAccessReview'): 'k8s.io.api.authorization.v1.SelfSubjectAccessReview',
@@ -1464,6 +1465,33 @@ PACKAGES = {
         'DeploymentStrategy': ('struct', (
             (1, 'type', 'string', 'type', 'e'),
             (2, 'rollingUpdate', 'RollingUpdateDeployment', 'rollingUpdate', 'ep'),
+        )),
+        'ReplicaSet': ('struct', (
+            (1, 'metadata', 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta', 'metadata', 'e'),
+            (2, 'spec', 'ReplicaSetSpec', 'spec', 'e'),
+            (3, 'status', 'ReplicaSetStatus', 'status', 'e'),
+        )),
+        'ReplicaSetCondition': ('struct', (
+            (1, 'type', 'string', 'type', ''),
+            (2, 'status', 'string', 'status', ''),
+            (3, 'lastTransitionTime', 'k8s.io.apimachinery.pkg.apis.meta.v1.Time', 'lastTransitionTime', 'e'),
+            (4, 'reason', 'string', 'reason', 'e'),
+            (5, 'message', 'string', 'message', 'e'),
+        )),
+        'ReplicaSetSpec': ('struct', (
+            (1, 'replicas', 'int32', 'replicas', 'ep'),
+            (4, 'minReadySeconds', 'int32', 'minReadySeconds', 'e'),
+            (2, 'selector', 'k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector', 'selector', 'p'),
+            (3, 'template', 'k8s.io.api.core.v1.PodTemplateSpec', 'template', 'e'),
+        )),
+        'ReplicaSetStatus': ('struct', (
+            (1, 'replicas', 'int32', 'replicas', ''),
+            (2, 'fullyLabeledReplicas', 'int32', 'fullyLabeledReplicas', 'e'),
+            (4, 'readyReplicas', 'int32', 'readyReplicas', 'e'),
+            (5, 'availableReplicas', 'int32', 'availableReplicas', 'e'),
+            (7, 'terminatingReplicas', 'int32', 'terminatingReplicas', 'ep'),
+            (3, 'observedGeneration', 'int64', 'observedGeneration', 'e'),
+            (6, 'conditions', '[]ReplicaSetCondition', 'conditions', 'e'),
         )),
         'RollingUpdateDeployment': ('struct', (
             (1, 'maxUnavailable', 'k8s.io.apimachinery.pkg.util.intstr.IntOrString', 'maxUnavailable', 'ep'),

@@ -160,6 +160,11 @@ _KIND_SCHEMAS: Mapping[str, _Schema] = {
         "spec": _nested({"selector": _ATOMIC, "template": _nested(_POD_TEMPLATE)}),
         "status": _nested(_CONDITIONS_STATUS),
     },
+    "ReplicaSet": {
+        **_META_ONLY,
+        "spec": _nested({"selector": _ATOMIC, "template": _nested(_POD_TEMPLATE)}),
+        "status": _nested(_CONDITIONS_STATUS),
+    },
     "ServiceAccount": {**_META_ONLY, "secrets": _merged_list("name")},
     # core/v1 and events.k8s.io/v1: their object references are atomic structs.
     "Event": {**_META_ONLY, "involvedObject": _ATOMIC, "regarding": _ATOMIC, "related": _ATOMIC},

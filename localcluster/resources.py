@@ -19,6 +19,7 @@ class ScalePaths:
     label_selector_path: str | None = None
 
 
+# A Deployment's and a ReplicaSet's (apps/v1 ScaleREST of each reads the same fields).
 DEPLOYMENT_SCALE = ScalePaths(".spec.replicas", ".status.replicas")
 
 
@@ -148,6 +149,9 @@ def builtin_types() -> list[ResourceType]:
         _builtin("coordination.k8s.io", "v1", "leases", "Lease"),
         _builtin("apps", "v1", "deployments", "Deployment", short_names=("deploy",),
                  status_subresource=True, categories=("all",), scale=DEPLOYMENT_SCALE, tracks_generation=True),
+        # After deployments, as apps/v1 discovery lists them (`kubectl get all` prints in that order).
+        _builtin("apps", "v1", "replicasets", "ReplicaSet", short_names=("rs",), status_subresource=True,
+                 categories=("all",), scale=DEPLOYMENT_SCALE, tracks_generation=True),
         _builtin("batch", "v1", "jobs", "Job", status_subresource=True, categories=("all",), tracks_generation=True),
         _builtin("batch", "v1", "cronjobs", "CronJob", short_names=("cj",), status_subresource=True,
                  categories=("all",), tracks_generation=True),

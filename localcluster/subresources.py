@@ -14,7 +14,8 @@ from .resources import ResourceType
 
 PODS, DEPLOYMENTS = ("", "pods"), ("apps", "deployments")
 # The built-in kinds whose status strategy keeps only the spec, and the metadata fields it keeps too.
-KEEPS = {PODS: ("ownerReferences",), ("", "services"): (), DEPLOYMENTS: ("labels",), ("batch", "jobs"): (),
+KEEPS = {PODS: ("ownerReferences",), ("", "services"): (), DEPLOYMENTS: ("labels",), ("apps", "replicasets"): (),
+         ("batch", "jobs"): (),
          ("batch", "cronjobs"): (), ("policy", "poddisruptionbudgets"): (), ("", "resourcequotas"): ()}
 
 

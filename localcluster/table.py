@@ -312,6 +312,13 @@ BUILTIN_COLUMNS: dict[tuple[str, str], list[Column]] = {
         _col("Containers", lambda d: _containers(d, "name"), priority=1),
         _col("Images", lambda d: _containers(d, "image"), priority=1),
         _col("Selector", lambda d: _selector(_get(d, "spec", "selector", "matchLabels")), priority=1)],
+    ("apps", "replicasets"): [
+        NAME, _col("Desired", lambda r: _get(r, "spec", "replicas", default=0), "integer"),
+        _col("Current", lambda r: _get(r, "status", "replicas", default=0), "integer"),
+        _col("Ready", lambda r: _get(r, "status", "readyReplicas", default=0), "integer"), AGE,
+        _col("Containers", lambda r: _containers(r, "name"), priority=1),
+        _col("Images", lambda r: _containers(r, "image"), priority=1),
+        _col("Selector", lambda r: _selector(_get(r, "spec", "selector", "matchLabels")), priority=1)],
     ("rbac.authorization.k8s.io", "roles"): [NAME, CREATED_AT],
     ("rbac.authorization.k8s.io", "clusterroles"): [NAME, CREATED_AT],
     ("rbac.authorization.k8s.io", "rolebindings"): BINDING,

@@ -1,8 +1,8 @@
 """kubectl scale, rollout status and logs -f against localcluster with pods run as local processes.
 
 One cluster for the module (the process runner); each test in a namespace of its own. A Deployment is
-served by localcluster's deployment controller (localcluster/deployments.py: pods without ReplicaSets,
-the status from them) and its scale subresource; a GenericJob has neither, and kubectl answers as it
+served by localcluster's deployment and ReplicaSet controllers (localcluster/deployments.py, replicasets.py)
+and its scale subresource; a GenericJob has neither, and kubectl answers as it
 does against a real cluster.
 """
 
@@ -59,7 +59,9 @@ async def test_rollout_status_and_scale_of_a_deployment(kubectl, cluster, namesp
     [template_hash] = {p["metadata"]["labels"]["pod-template-hash"] for p in pods}
     assert len(pods) == 2 and all(re.fullmatch(rf"web-{template_hash}-[a-z0-9]{{5}}", p["metadata"]["name"])
                                   for p in pods)
-    assert {p["metadata"]["ownerReferences"][0]["kind"] for p in pods} == {"Deployment"}
+    # Owned by the Deployment's ReplicaSet `web-<hash>`, as the real controllers make them.
+    assert {(p["metadata"]["ownerReferences"][0]["kind"], p["metadata"]["ownerReferences"][0]["name"])
+            for p in pods} == {("ReplicaSet", f"web-{template_hash}")}
     assert (await kubectl.ok("get", "deployment", "web")).rows()[1][:4] == ["web", "2/2", "2", "2"]
 
     assert (await kubectl.ok("scale", "deployment", "web", "--replicas=3")).out == "deployment.apps/web scaled\n"

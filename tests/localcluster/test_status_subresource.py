@@ -10,6 +10,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from .test_crd import CRD, GROUP, MERGE, PLURAL, VERSION, widget
 from .test_crud import pod
+from .test_delete import eventually
 
 
 async def test_the_main_endpoint_of_a_pod_ignores_status(core):
@@ -67,10 +68,13 @@ async def test_service_and_deployment_status_writes(api_client, core):
         "spec": {"selector": {"matchLabels": {"app": "d"}},
                  "template": {"metadata": {"labels": {"app": "d"}},
                               "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
+    # The deployment controller annotates it with its ReplicaSet's revision first (through /status, too).
+    revision = {"deployment.kubernetes.io/revision": "1"}
+    await eventually(lambda: _annotated(apps, "d", revision))
     deployment = await apps.patch_namespaced_deployment_status("d", "default", {
         "metadata": {"labels": {"app": "changed"}, "annotations": {"a": "b"}}, "status": {"replicas": 1}})
     assert deployment.metadata.labels == {"app": "d"}  # a Deployment's status strategy keeps its labels
-    assert deployment.metadata.annotations == {"a": "b"} and deployment.status.replicas == 1
+    assert deployment.metadata.annotations == {**revision, "a": "b"} and deployment.status.replicas == 1
     batch = client.BatchV1Api(api_client)
     await batch.create_namespaced_job("default", {
         "metadata": {"name": "j"},
@@ -106,3 +110,7 @@ async def test_the_main_endpoint_of_a_custom_resource_ignores_status(widgets):
         GROUP, VERSION, "default", PLURAL, "w", {"status": {"phase": "Ready"}, "metadata": {"labels": {"a": "b"}}},
         _content_type=MERGE)
     assert "status" not in updated and updated["metadata"]["labels"] == {"a": "b"}
+
+
+async def _annotated(apps, name: str, annotations: dict) -> bool:
+    return (await apps.read_namespaced_deployment(name, "default")).metadata.annotations == annotations

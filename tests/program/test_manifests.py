@@ -40,6 +40,7 @@ from controller.runtime.controller import ControllerConfig
 from controller.runtime.group import ControllerGroup
 from controller.runtime.leader import LeaderElectionConfig, LeaderElector
 from controller.runtime.preflight import preflight
+from localcluster.builtins import default_pod_template
 from localcluster.errors import ApiError
 from tests.e2e.conftest import (
     CRDS,
@@ -224,10 +225,13 @@ async def test_apply_k_manifests_succeeds_without_prometheus_operator(cluster, t
     found = {(o["kind"], o["metadata"]["name"]) for o in json.loads(cluster_wide.out)["items"]}
     assert found == {key for key, ns in EXPECTED.items() if not ns}
 
-    # The stored objects are the manifests (no field pruned or rewritten on the way).
+    # The stored objects are the manifests (no field pruned or rewritten on the way), plus the defaults a
+    # server writes on a pod template (terminationMessagePath and the like).
     stored = json.loads((await kubectl.ok("get", "-n", NAMESPACE, "deployment", NAME, "-o", "json")).out)
-    assert stored["spec"]["template"]["spec"]["containers"] == find(rendered, "Deployment")[
-        "spec"]["template"]["spec"]["containers"]
+    template = copy.deepcopy(find(rendered, "Deployment")["spec"]["template"])
+    default_pod_template(template)
+    assert stored["spec"]["template"]["spec"]["containers"] == template["spec"]["containers"]
+    assert all(c["terminationMessagePath"] == "/dev/termination-log" for c in template["spec"]["containers"])
     stored = json.loads((await kubectl.ok("get", "clusterrole", NAME, "-o", "json")).out)
     assert stored["rules"] == find(rendered, "ClusterRole", NAME)["rules"]
 
