@@ -64,6 +64,7 @@ from . import container_env, errors, pod_exec, portforward
 from .api import Api, now_rfc3339
 from .container_env import HOST_IP, POD_IP, ConfigError, container_command, missing_volume_source, start_error
 from .kubelet_events import PodEvents, field_path
+from .nodes import register
 from .pod_connect import container_of
 from .pod_exec import signal_group
 from .runner import KUBELET, NODE, PODS, NoneRunner, finish_deletion
@@ -246,6 +247,7 @@ class ProcessRunner(NoneRunner):
         if self.log_dir is None:
             self.log_dir = self._owned_dir = Path(tempfile.mkdtemp(prefix="localcluster-pod-logs-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        register(self.api)  # the kubelet's node, which every pod is bound to
 
     async def stop(self) -> None:
         """Kill every process at once and wait for the pods' tasks; the pods keep their last status."""

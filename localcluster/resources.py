@@ -133,6 +133,7 @@ def builtin_types() -> list[ResourceType]:
     return [
         _builtin("", "v1", "namespaces", "Namespace", False, short_names=("ns",), status_subresource=True,
                  returns_deleted=True),
+        _builtin("", "v1", "nodes", "Node", False, short_names=("no",), status_subresource=True),
         _builtin("", "v1", "pods", "Pod", short_names=("po",), status_subresource=True, categories=("all",),
                  returns_deleted=True, tracks_generation=True),
         _builtin("", "v1", "services", "Service", short_names=("svc",), status_subresource=True,

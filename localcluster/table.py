@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from . import nodes
 from .resources import ResourceType
 
 META_GROUP = "meta.k8s.io"
@@ -290,6 +291,14 @@ BUILTIN_COLUMNS: dict[tuple[str, str], list[Column]] = {
         _col("Node", lambda p: _get(p, "spec", "nodeName", default="<none>"), priority=1),
         _col("Nominated Node", lambda p: _get(p, "status", "nominatedNodeName", default="<none>"), priority=1),
         _col("Readiness Gates", _readiness_gates, priority=1)],
+    ("", "nodes"): [
+        NAME, _col("Status", nodes.status_cell), _col("Roles", nodes.roles_cell), AGE,
+        _col("Version", lambda n: _get(n, "status", "nodeInfo", "kubeletVersion", default="")),
+        _col("Internal-IP", nodes.address_cell("InternalIP"), priority=1),
+        _col("External-IP", nodes.address_cell("ExternalIP"), priority=1),
+        _col("OS-Image", nodes.info_cell("osImage"), priority=1),
+        _col("Kernel-Version", nodes.info_cell("kernelVersion"), priority=1),
+        _col("Container-Runtime", nodes.info_cell("containerRuntimeVersion"), priority=1)],
     ("", "namespaces"): [NAME, _col("Status", lambda n: _get(n, "status", "phase", default="")), AGE],
     ("", "services"): [
         NAME, _col("Type", lambda s: _get(s, "spec", "type", default="ClusterIP")),

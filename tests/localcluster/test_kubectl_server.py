@@ -1,0 +1,126 @@
+"""kubectl commands whose answer comes from what a real 1.35 cluster has besides the API: its node, the
+objects its controllers keep in every namespace, its bootstrap RBAC policy, its admission plugins'
+pod defaults, TokenRequest, /version, and the logs of a pod that is not running.
+
+The installed kubectl 1.35 against one localcluster with the scripted pod runner (it binds pods to
+the node `localnode`); each test in a namespace of its own. The expected outputs are the real
+server's (kubernetes/kubernetes release-1.35: pkg/printers, plugin/pkg/admission, the kubelet),
+normalised for names, times and versions.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import pytest_asyncio
+
+from localcluster import LocalCluster
+
+from .test_kubectl import manifest, wait_until
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+PODS, NODES = ("", "pods"), ("", "nodes")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def cluster():
+    async with LocalCluster(runner="scripted") as running:
+        yield running
+
+
+def pod(name: str, **spec) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}], **spec}}
+
+
+# --- /version -------------------------------------------------------------------------------------
+
+
+async def test_version_has_the_keys_of_a_1_35_server_in_its_order(kubectl):
+    raw = json.loads((await kubectl.ok("get", "--raw", "/version")).out)
+    assert list(raw) == ["major", "minor", "emulationMajor", "emulationMinor", "minCompatibilityMajor",
+                         "minCompatibilityMinor", "gitVersion", "gitCommit", "gitTreeState", "buildDate",
+                         "goVersion", "compiler", "platform"]
+    assert (raw["major"], raw["minor"], raw["emulationMajor"], raw["emulationMinor"]) == ("1", "35", "1", "35")
+    assert (raw["minCompatibilityMajor"], raw["minCompatibilityMinor"]) == ("1", "34")
+    shown = json.loads((await kubectl.ok("version", "-o", "json")).out)["serverVersion"]
+    assert shown["emulationMinor"] == "35" and shown["minCompatibilityMinor"] == "34"
+
+
+# --- auth can-i --list ----------------------------------------------------------------------------
+
+
+async def test_can_i_list_of_a_service_account_shows_the_issuer_discovery_urls(kubectl, namespace):
+    listed = await kubectl.ok("auth", "can-i", "--list", f"--as=system:serviceaccount:{namespace}:default")
+    rows = {tuple(r) for r in listed.rows()}
+    for url in ("/.well-known/openid-configuration", "/.well-known/openid-configuration/", "/openid/v1/jwks",
+                "/openid/v1/jwks/"):
+        assert (f"[{url}]", "[]", "[get]") in rows, listed.out
+    assert ("[/version]", "[]", "[get]") in rows and ("[/api/*]", "[]", "[get]") in rows
+    # A user who is not a ServiceAccount is not bound to it.
+    other = await kubectl.ok("auth", "can-i", "--list", "--as=jane")
+    assert "/openid/v1/jwks" not in other.out and "[/version]" in other.out
+
+
+# --- nodes ----------------------------------------------------------------------------------------
+
+
+async def test_get_nodes_shows_the_node_ready(kubectl):
+    table = (await kubectl.ok("get", "nodes")).table()
+    assert list(table) == ["localnode"]
+    row = table["localnode"]
+    assert list(row) == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
+    assert (row["STATUS"], row["ROLES"], row["VERSION"]) == ("Ready", "<none>", "v1.35.0-localcluster")
+    assert row["AGE"][-1] in "smhd"
+    wide = (await kubectl.ok("get", "no", "-o", "wide")).table()["localnode"]
+    assert list(wide)[5:] == ["INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME"]
+    assert (wide["INTERNAL-IP"], wide["EXTERNAL-IP"]) == ("127.0.0.1", "<none>")
+    node = json.loads((await kubectl.ok("get", "node", "localnode", "-o", "json")).out)
+    assert {c["type"]: c["status"] for c in node["status"]["conditions"]} == {
+        "MemoryPressure": "False", "DiskPressure": "False", "PIDPressure": "False", "Ready": "True"}
+    assert node["status"]["nodeInfo"]["kubeletVersion"] == "v1.35.0-localcluster"
+    assert set(node["status"]["capacity"]) >= {"cpu", "memory", "pods"} and node["status"]["allocatable"]
+    assert node["metadata"]["labels"]["kubernetes.io/hostname"] == "localnode"
+
+
+async def test_apply_of_a_node_and_its_roles_column(kubectl, cluster):
+    node = {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "worker-2", "labels": {"node-role.kubernetes.io/worker": "",
+                                                         "node-role.kubernetes.io/gpu": ""}}}
+    applied = await kubectl.run("apply", "-f", "-", stdin=manifest(node))
+    assert applied.code == 0 and applied.out == "node/worker-2 created\n", applied.err
+    try:
+        row = (await kubectl.ok("get", "node", "worker-2")).table()["worker-2"]
+        # No kubelet reports on it: no Ready condition, no version.
+        assert (row["STATUS"], row["ROLES"], row["VERSION"]) == ("Unknown", "gpu,worker", "")
+        await kubectl.ok("cordon", "worker-2")
+        assert (await kubectl.ok("get", "node", "worker-2")).table()["worker-2"]["STATUS"] == \
+            "Unknown,SchedulingDisabled"
+    finally:
+        await kubectl.ok("delete", "node", "worker-2")
+    assert cluster.store.get(NODES, ("", "worker-2")) is None
+
+
+async def test_pods_are_bound_to_the_node(kubectl, cluster, namespace):
+    await kubectl.ok("apply", "-f", "-", stdin=manifest(pod("bound")))
+    await wait_until(lambda: (cluster.store.get(PODS, (namespace, "bound")) or {}).get("status", {}).get("phase")
+                     == "Running", "the pod running")
+    stored = cluster.store.get(PODS, (namespace, "bound"))
+    assert stored["spec"]["nodeName"] == "localnode"
+    assert {"type": "PodScheduled", "status": "True"}.items() <= stored["status"]["conditions"][0].items()
+    assert (await kubectl.ok("get", "pods", "-o", "wide")).table()["bound"]["NODE"] == "localnode"
+
+
+async def test_a_pod_created_on_the_node_runs_and_one_on_a_missing_node_stays_pending(kubectl, cluster, namespace):
+    await kubectl.ok("apply", "-f", "-", stdin=manifest(pod("here", nodeName="localnode")))
+    await kubectl.ok("apply", "-f", "-", stdin=manifest(pod("nowhere", nodeName="no-such-node")))
+    await wait_until(lambda: (cluster.store.get(PODS, (namespace, "here")) or {}).get("status", {}).get("phase")
+                     == "Running", "the pod running")
+    # Nothing schedules a bound pod and no kubelet claims it: Pending, no conditions, no container statuses.
+    table = (await kubectl.ok("get", "pods", "-o", "wide")).table()
+    assert (table["nowhere"]["STATUS"], table["nowhere"]["READY"], table["nowhere"]["NODE"]) == \
+        ("Pending", "0/1", "no-such-node")
+    assert (table["here"]["STATUS"], table["here"]["NODE"]) == ("Running", "localnode")
+    assert cluster.store.get(PODS, (namespace, "nowhere"))["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
