@@ -17,7 +17,7 @@ from aiohttp import web
 
 from apimachinery.selectors import SelectorError, parse_field_selector, parse_label_selector
 
-from . import discovery, errors, events, pod_exec, protobuf, reviews, scale, table
+from . import discovery, errors, events, pod_exec, pod_logs, protobuf, reviews, scale, table
 from .api import APPLY_PATCH, SERVER_MANAGER
 from .auth import MASTERS, request_attributes
 from .errors import ApiError
@@ -196,10 +196,7 @@ class HttpApi:
         pod = self.api.get(self.registry.get("", "v1", "pods"), namespace, name)
         serve = getattr(self.cluster.runner, serves, None)
         if subresource == "log":
-            if serve is None:
-                raise errors.bad_request(f"pod logs are kept only by the process pod runner (this cluster runs "
-                                         f"{self.cluster.runner.name!r})")
-            return await serve(request, namespace, name)
+            return await pod_logs.serve(self.api, self.cluster.runner, request, pod)
         # The API server's checks (pkg/registry/core/pod/strategy.go), then the kubelet's business.
         options = pod_exec.ExecOptions.from_query(request.query) if subresource == "exec" else None
         container = container_of(pod, options.container) if options is not None else ""

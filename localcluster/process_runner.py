@@ -67,7 +67,7 @@ from .kubelet_events import PodEvents, field_path
 from .nodes import register
 from .pod_connect import container_of
 from .pod_exec import signal_group
-from .runner import KUBELET, NODE, PODS, NoneRunner, finish_deletion
+from .runner import KUBELET, NODE, PODS, NoneRunner, finish_deletion, runs_here
 from .store import ADDED, DELETED, Event, obj_key
 
 log = logging.getLogger("localcluster.process")
@@ -290,7 +290,7 @@ class ProcessRunner(NoneRunner):
             if run is not None:
                 self._terminate(run, float(meta.get("deletionGracePeriodSeconds") or 0))
             return
-        if (ev.type == ADDED and run is None and ev.obj["spec"].get("nodeName") in (None, "", NODE)
+        if (ev.type == ADDED and run is None and runs_here(ev.obj)
                 and (ev.obj.get("status") or {}).get("phase") not in ("Succeeded", "Failed")):
             assert self.log_dir is not None
             run = self.runs[meta["uid"]] = PodRun(ev.obj, self.log_dir)

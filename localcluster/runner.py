@@ -28,6 +28,7 @@ from .nodes import NODE, register
 from .store import ADDED, DELETED, Event, obj_key
 
 SCRIPT_ANNOTATION = "localcluster.dev/script"
+SCHEDULER = "default-scheduler"
 KUBELET = "kubelet"  # the field manager of the status a pod runner writes, as a kubelet's
 PODS = ("", "pods")
 
@@ -103,7 +104,7 @@ class ScriptedRunner(NoneRunner):
             return
         # Pods created bound to this node run too (the scheduler never saw them); those bound to another stay
         # Pending, as no kubelet claims them.
-        if ev.type == ADDED and ev.obj["spec"].get("nodeName") in (None, "", NODE):
+        if ev.type == ADDED and runs_here(ev.obj):
             self.attempts[obj_key(ev.obj)] += 1
             self._loop.call_soon(self._schedule, obj_key(ev.obj), uid)
 
@@ -188,6 +189,15 @@ class ScriptedRunner(NoneRunner):
             self._write(pod, status=_finished(pod, 143, started))
             pod = self._current(okey, uid)
         finish_deletion(self.api, pod)
+
+
+def runs_here(pod: dict) -> bool:
+    """Whether localnode's kubelet runs the pod: one bound to it, or one the default scheduler binds to it
+    (a pod naming another scheduler waits for that one, which localcluster does not have)."""
+    spec = pod["spec"]
+    if spec.get("nodeName"):
+        return spec["nodeName"] == NODE
+    return spec.get("schedulerName", SCHEDULER) == SCHEDULER
 
 
 def finish_deletion(api: Api, pod: dict) -> None:

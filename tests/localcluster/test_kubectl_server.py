@@ -124,3 +124,47 @@ async def test_a_pod_created_on_the_node_runs_and_one_on_a_missing_node_stays_pe
         ("Pending", "0/1", "no-such-node")
     assert (table["here"]["STATUS"], table["here"]["NODE"]) == ("Running", "localnode")
     assert cluster.store.get(PODS, (namespace, "nowhere"))["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
+
+
+# --- kubectl logs of a pod that is not running ----------------------------------------------------
+
+
+async def test_logs_of_a_pod_not_yet_scheduled_print_nothing(kubectl, cluster, namespace):
+    """LogLocation has no location for a pod with no node: 200 and no body, so kubectl exits 0 silently."""
+    # No scheduler of that name runs: the pod is never bound.
+    await kubectl.ok("apply", "-f", "-", stdin=manifest(pod("unscheduled", schedulerName="nobody")))
+    logs = await kubectl.run("logs", "unscheduled")
+    assert (logs.code, logs.out, logs.err) == (0, "", "")
+    wrong = await kubectl.run("logs", "unscheduled", "-c", "nope")
+    assert (wrong.code, wrong.err) == (1, "error: container nope is not valid for pod unscheduled\n")  # kubectl's
+    stored = cluster.store.get(PODS, (namespace, "unscheduled"))
+    assert "nodeName" not in stored["spec"] and stored["status"]["phase"] == "Pending"
+
+
+async def test_logs_of_a_waiting_container_are_the_kubelets_400(kubectl, cluster, namespace):
+    cluster.runner.set_script(f"{namespace}/pulling", {"fail_to_start": "ImagePullBackOff"})
+    cluster.runner.set_script(f"{namespace}/creating", {"fail_to_start": "ContainerCreating"})
+    for name in ("pulling", "creating"):
+        await kubectl.ok("apply", "-f", "-", stdin=manifest(pod(name)))
+        await wait_until(lambda name=name: (cluster.store.get(PODS, (namespace, name)) or {}).get("spec", {})
+                         .get("nodeName"), f"{name} bound")
+    pulling = await kubectl.run("logs", "pulling")
+    assert (pulling.code, pulling.out) == (1, "")
+    assert pulling.err == 'Error from server (BadRequest): container "c" in pod "pulling" is waiting to start: ' \
+                          "trying and failing to pull image\n"
+    creating = await kubectl.run("logs", "creating")
+    assert creating.err == 'Error from server (BadRequest): container "c" in pod "creating" is waiting to start: ' \
+                           "ContainerCreating\n" and creating.code == 1
+    await kubectl.ok("apply", "-f", "-", stdin=manifest(pod("running")))
+    await wait_until(lambda: (cluster.store.get(PODS, (namespace, "running")) or {}).get("status", {}).get("phase")
+                     == "Running", "the pod running")
+    assert (await kubectl.ok("logs", "running")).out == ""  # a scripted container prints nothing
+    previous = await kubectl.run("logs", "running", "--previous")
+    assert previous.err == 'Error from server (BadRequest): previous terminated container "c" in pod "running" not ' \
+                           "found\n"
+
+
+async def test_logs_of_a_pod_bound_to_a_missing_node_are_not_found(kubectl):
+    await kubectl.ok("apply", "-f", "-", stdin=manifest(pod("astray", nodeName="no-such-node")))
+    astray = await kubectl.run("logs", "astray")
+    assert (astray.code, astray.err) == (1, 'Error from server (NotFound): nodes "no-such-node" not found\n')
