@@ -10,6 +10,7 @@ normalised for names, times and versions.
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -17,6 +18,7 @@ import pytest_asyncio
 
 from localcluster import LocalCluster
 
+from .kubectl import Kubectl
 from .test_kubectl import manifest, wait_until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -26,7 +28,7 @@ PODS, NODES = ("", "pods"), ("", "nodes")
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def cluster():
-    async with LocalCluster(runner="scripted") as running:
+    async with LocalCluster(runner="scripted", tls=True) as running:  # kubectl sends tokens over TLS only
         yield running
 
 
@@ -168,3 +170,76 @@ async def test_logs_of_a_pod_bound_to_a_missing_node_are_not_found(kubectl):
     await kubectl.ok("apply", "-f", "-", stdin=manifest(pod("astray", nodeName="no-such-node")))
     astray = await kubectl.run("logs", "astray")
     assert (astray.code, astray.err) == (1, 'Error from server (NotFound): nodes "no-such-node" not found\n')
+
+
+# --- kubectl create token -------------------------------------------------------------------------
+
+
+def claims(token: str) -> dict:
+    payload = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+
+
+async def test_create_token_prints_a_token_that_authenticates_as_the_service_account(kubectl, cluster, namespace,
+                                                                                      tmp_path):
+    await kubectl.ok("create", "serviceaccount", "robot")
+    made = await kubectl.ok("create", "token", "robot")
+    token = made.out.strip()
+    assert made.out == token and token.count(".") == 2  # kubectl prints it with no newline
+    seen = claims(token)
+    assert seen["sub"] == f"system:serviceaccount:{namespace}:robot" and seen["exp"] - seen["iat"] == 3600
+    assert seen["aud"] == ["https://kubernetes.default.svc.cluster.local"]
+    assert seen["kubernetes.io"]["serviceaccount"]["uid"] == \
+        cluster.store.get(("", "serviceaccounts"), (namespace, "robot"))["metadata"]["uid"]
+    as_robot = Kubectl(cluster.write_kubeconfig(tmp_path / "robot", token=token, namespace=namespace),
+                       tmp_path / "robot-cache")
+    who = await as_robot.ok("auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
+    assert who.out == f"system:serviceaccount:{namespace}:robot"
+    denied = await as_robot.run("get", "pods")
+    assert denied.code == 1 and f'User "system:serviceaccount:{namespace}:robot" cannot list resource "pods"' \
+        in denied.err
+    # The token dies with its ServiceAccount.
+    await kubectl.ok("delete", "serviceaccount", "robot")
+    gone = await as_robot.run("auth", "whoami")
+    assert gone.code == 1 and "Unauthorized" in gone.err
+
+
+async def test_create_token_duration_audience_output_and_errors(kubectl, namespace):
+    await kubectl.ok("create", "serviceaccount", "robot")
+    long = await kubectl.ok("create", "token", "robot", "--duration=2h", "--audience=api", "--audience=vault",
+                            "-o", "json")
+    request = json.loads(long.out)
+    assert (request["kind"], request["apiVersion"]) == ("TokenRequest", "authentication.k8s.io/v1")
+    assert request["spec"]["audiences"] == ["api", "vault"] and request["spec"]["expirationSeconds"] == 7200
+    assert request["metadata"]["name"] == "robot" and request["metadata"]["namespace"] == namespace
+    assert claims(request["status"]["token"])["aud"] == ["api", "vault"]
+    short = await kubectl.run("create", "token", "robot", "--duration=5m")
+    assert short.code == 1 and short.err == (
+        'error: failed to create token: TokenRequest.authentication.k8s.io "" is invalid: spec.expirationSeconds: '
+        "Invalid value: 300: may not specify a duration less than 10 minutes\n")
+    missing = await kubectl.run("create", "token", "nobody")
+    assert missing.code == 1 and missing.err == 'error: failed to create token: serviceaccounts "nobody" not found\n'
+
+
+async def test_a_token_bound_to_a_pod_dies_with_it_and_one_for_another_audience_never_works(kubectl, cluster,
+                                                                                             namespace, tmp_path):
+    await kubectl.ok("create", "serviceaccount", "robot")
+    await kubectl.ok("apply", "-f", "-", stdin=manifest(pod("holder", serviceAccountName="robot"),
+                                                        pod("other", serviceAccountName="default")))
+    other = await kubectl.run("create", "token", "robot", "--bound-object-kind=Pod", "--bound-object-name=other")
+    assert other.err == 'error: failed to create token: cannot bind token for serviceaccount "robot" to pod running ' \
+                        "with different serviceaccount name.\n"
+    bound = (await kubectl.ok("create", "token", "robot", "--bound-object-kind=Pod",
+                              "--bound-object-name=holder")).out.strip()
+    about = claims(bound)["kubernetes.io"]
+    assert about["pod"]["name"] == "holder" and about["serviceaccount"]["name"] == "robot"
+    elsewhere = (await kubectl.ok("create", "token", "robot", "--audience=vault")).out.strip()
+
+    def as_(token: str, name: str) -> Kubectl:
+        return Kubectl(cluster.write_kubeconfig(tmp_path / name, token=token, namespace=namespace), tmp_path / name)
+
+    assert (await as_(bound, "bound").run("auth", "whoami")).code == 0
+    assert "Unauthorized" in (await as_(elsewhere, "elsewhere").run("auth", "whoami")).err
+    await kubectl.ok("delete", "pod", "holder", "--grace-period=0", "--force")
+    await wait_until(lambda: cluster.store.get(PODS, (namespace, "holder")) is None, "the pod gone")
+    assert "Unauthorized" in (await as_(bound, "bound-after").run("auth", "whoami")).err
