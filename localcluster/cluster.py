@@ -22,6 +22,7 @@ from .errors import ApiError
 from .faults import Faults
 from .gc import GarbageCollector
 from .http import HttpApi, json_response
+from .namespace_objects import NamespaceObjects
 from .resources import Registry
 from .runner import ScriptedRunner
 from .runners import make_runner
@@ -73,6 +74,9 @@ class LocalCluster:
         self.watch_cache_rv = 0
         # Subscribed last: the aggregation controller writes from its listener, after the others saw the event.
         self.access = Access(self.api, tuple(disable_admission_plugins), require_token)
+        # The default ServiceAccount and kube-root-ca.crt of every namespace; it writes from its listener too.
+        self.namespace_objects = NamespaceObjects(self.api, lambda: self.certificate)
+        self.store.subscribe(self.namespace_objects.on_event)
         self.http = HttpApi(self)
         self._site_runner: web.AppRunner | None = None
         self._started = False
@@ -97,6 +101,7 @@ class LocalCluster:
             self.runner.start()
             self._started = True
         await self._listen()
+        self.namespace_objects.sync()  # kube-root-ca.crt: the serving CA is known now
 
     async def _listen(self) -> None:
         self.watch_cache_rv = self.store.rv

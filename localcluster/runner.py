@@ -28,7 +28,6 @@ from .nodes import NODE, register
 from .store import ADDED, DELETED, Event, obj_key
 
 SCRIPT_ANNOTATION = "localcluster.dev/script"
-SCHEDULER = "default-scheduler"
 KUBELET = "kubelet"  # the field manager of the status a pod runner writes, as a kubelet's
 PODS = ("", "pods")
 
@@ -192,12 +191,9 @@ class ScriptedRunner(NoneRunner):
 
 
 def runs_here(pod: dict) -> bool:
-    """Whether localnode's kubelet runs the pod: one bound to it, or one the default scheduler binds to it
-    (a pod naming another scheduler waits for that one, which localcluster does not have)."""
-    spec = pod["spec"]
-    if spec.get("nodeName"):
-        return spec["nodeName"] == NODE
-    return spec.get("schedulerName", SCHEDULER) == SCHEDULER
+    """Whether localnode's kubelet runs the pod: one bound to it, or one not bound yet, which the runner binds
+    to it (standing in for whichever scheduler the pod names: a T9k scheduler's pods run too)."""
+    return pod["spec"].get("nodeName") in (None, "", NODE)
 
 
 def finish_deletion(api: Api, pod: dict) -> None:

@@ -131,16 +131,17 @@ async def test_a_pod_created_on_the_node_runs_and_one_on_a_missing_node_stays_pe
 # --- kubectl logs of a pod that is not running ----------------------------------------------------
 
 
-async def test_logs_of_a_pod_not_yet_scheduled_print_nothing(kubectl, cluster, namespace):
+async def test_logs_of_a_pod_not_yet_scheduled_print_nothing(tmp_path):
     """LogLocation has no location for a pod with no node: 200 and no body, so kubectl exits 0 silently."""
-    # No scheduler of that name runs: the pod is never bound.
-    await kubectl.ok("apply", "-f", "-", stdin=manifest(pod("unscheduled", schedulerName="nobody")))
-    logs = await kubectl.run("logs", "unscheduled")
-    assert (logs.code, logs.out, logs.err) == (0, "", "")
-    wrong = await kubectl.run("logs", "unscheduled", "-c", "nope")
-    assert (wrong.code, wrong.err) == (1, "error: container nope is not valid for pod unscheduled\n")  # kubectl's
-    stored = cluster.store.get(PODS, (namespace, "unscheduled"))
-    assert "nodeName" not in stored["spec"] and stored["status"]["phase"] == "Pending"
+    async with LocalCluster(runner="none") as unscheduled:  # nothing binds pods
+        kubectl = Kubectl(unscheduled, tmp_path)
+        await kubectl.ok("apply", "-f", "-", stdin=manifest(pod("waiting")))
+        logs = await kubectl.run("logs", "waiting")
+        assert (logs.code, logs.out, logs.err) == (0, "", "")
+        wrong = await kubectl.run("logs", "waiting", "-c", "nope")
+        assert (wrong.code, wrong.err) == (1, "error: container nope is not valid for pod waiting\n")  # kubectl's
+        assert unscheduled.store.get(PODS, ("default", "waiting"))["status"]["phase"] == "Pending"
+        assert (await kubectl.ok("get", "nodes")).err == "No resources found\n"  # no kubelet, no node
 
 
 async def test_logs_of_a_waiting_container_are_the_kubelets_400(kubectl, cluster, namespace):
@@ -243,3 +244,37 @@ async def test_a_token_bound_to_a_pod_dies_with_it_and_one_for_another_audience_
     await kubectl.ok("delete", "pod", "holder", "--grace-period=0", "--force")
     await wait_until(lambda: cluster.store.get(PODS, (namespace, "holder")) is None, "the pod gone")
     assert "Unauthorized" in (await as_(bound, "bound-after").run("auth", "whoami")).err
+
+
+# --- what kube-controller-manager keeps in every namespace ----------------------------------------
+
+
+async def test_every_namespace_has_kube_root_ca_crt_and_a_default_service_account(kubectl, cluster):
+    await kubectl.ok("create", "namespace", "fresh")
+    try:
+        cms = (await kubectl.ok("get", "configmaps", "-n", "fresh")).table()
+        assert list(cms) == ["kube-root-ca.crt"] and cms["kube-root-ca.crt"]["DATA"] == "1"
+        assert list((await kubectl.ok("get", "serviceaccounts", "-n", "fresh")).table()) == ["default"]
+        cm = json.loads((await kubectl.ok("get", "cm", "kube-root-ca.crt", "-n", "fresh", "-o", "json",
+                                          "--show-managed-fields")).out)
+        assert cm["data"] == {"ca.crt": cluster.certificate.decode()} and "BEGIN CERTIFICATE" in cm["data"]["ca.crt"]
+        assert cm["metadata"]["annotations"] == {"kubernetes.io/description": (
+            "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such "
+            "as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across "
+            "distributions of Kubernetes clusters.")}
+        assert [m["manager"] for m in cm["metadata"]["managedFields"]] == ["kube-controller-manager"]
+        # Deleted: made again; changed: put back.
+        first_uid = cm["metadata"]["uid"]
+        await kubectl.ok("delete", "cm", "kube-root-ca.crt", "-n", "fresh")
+        again = json.loads((await kubectl.ok("get", "cm", "kube-root-ca.crt", "-n", "fresh", "-o", "json")).out)
+        assert again["metadata"]["uid"] != first_uid and again["data"] == cm["data"]
+        await kubectl.ok("patch", "cm", "kube-root-ca.crt", "-n", "fresh", "-p", '{"data":{"ca.crt":"nope"}}')
+        fixed = json.loads((await kubectl.ok("get", "cm", "kube-root-ca.crt", "-n", "fresh", "-o", "json")).out)
+        assert fixed["data"] == cm["data"]
+        await kubectl.ok("delete", "sa", "default", "-n", "fresh")
+        assert list((await kubectl.ok("get", "sa", "-n", "fresh")).table()) == ["default"]
+    finally:
+        await kubectl.ok("delete", "namespace", "fresh", "--wait=false")
+    for system in ("default", "kube-system", "kube-public", "kube-node-lease"):
+        assert cluster.store.get(("", "configmaps"), (system, "kube-root-ca.crt"))["data"]["ca.crt"] == \
+            cluster.certificate.decode()
