@@ -12,6 +12,7 @@ import orjson
 import yaml
 from aiohttp import web
 
+from . import pod_admission
 from .access import Access
 from .api import CRD_KEY, SYSTEM_NAMESPACES, Api
 from .audit import DEFAULT_SIZE as AUDIT_SIZE
@@ -96,6 +97,7 @@ class LocalCluster:
             for name in SYSTEM_NAMESPACES:
                 self.api.ensure_namespace(name)
             self.access.bootstrap()
+            pod_admission.bootstrap(self.api)  # the system PriorityClasses
             self.gc.start()
             self.deployments.start()
             self.runner.start()

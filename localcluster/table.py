@@ -321,6 +321,10 @@ BUILTIN_COLUMNS: dict[tuple[str, str], list[Column]] = {
         _col("Containers", lambda d: _containers(d, "name"), priority=1),
         _col("Images", lambda d: _containers(d, "image"), priority=1),
         _col("Selector", lambda d: _selector(_get(d, "spec", "selector", "matchLabels")), priority=1)],
+    ("scheduling.k8s.io", "priorityclasses"): [
+        NAME, _col("Value", lambda p: int(p.get("value") or 0), "integer"),
+        _col("Global-Default", lambda p: bool(p.get("globalDefault")), "boolean"), AGE,
+        _col("PreemptionPolicy", lambda p: p.get("preemptionPolicy") or "PreemptLowerPriority")],
     ("rbac.authorization.k8s.io", "roles"): [NAME, CREATED_AT],
     ("rbac.authorization.k8s.io", "clusterroles"): [NAME, CREATED_AT],
     ("rbac.authorization.k8s.io", "rolebindings"): BINDING,

@@ -278,3 +278,78 @@ async def test_every_namespace_has_kube_root_ca_crt_and_a_default_service_accoun
     for system in ("default", "kube-system", "kube-public", "kube-node-lease"):
         assert cluster.store.get(("", "configmaps"), (system, "kube-root-ca.crt"))["data"]["ca.crt"] == \
             cluster.certificate.decode()
+
+
+# --- the default admission plugins' pod defaults ---------------------------------------------------
+
+
+async def test_a_pod_gets_what_the_default_admission_plugins_add(kubectl, cluster, namespace):
+    made = pod("plain", initContainers=[{"name": "init", "image": "busybox:1.36"}])
+    await kubectl.ok("apply", "-f", "-", stdin=manifest(made))
+    spec = json.loads((await kubectl.ok("get", "pod", "plain", "-o", "json")).out)["spec"]
+    assert (spec["serviceAccountName"], spec["serviceAccount"]) == ("default", "default")
+    assert (spec["priority"], spec["preemptionPolicy"], spec["enableServiceLinks"]) == (0, "PreemptLowerPriority", True)
+    assert spec["tolerations"] == [
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+        {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+         "tolerationSeconds": 300}]
+    [volume] = spec["volumes"]
+    assert volume["name"].startswith("kube-api-access-") and len(volume["name"]) == len("kube-api-access-") + 5
+    assert volume["projected"] == {"defaultMode": 420, "sources": [
+        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+        {"downwardAPI": {"items": [{"path": "namespace",
+                                    "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}
+    mount = {"name": volume["name"], "readOnly": True, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}
+    for container in (*spec["initContainers"], *spec["containers"]):
+        assert container["volumeMounts"] == [mount] and container["resources"] == {}
+    # The pod still runs (nothing is mounted for real, the ConfigMap exists).
+    await wait_until(lambda: (cluster.store.get(PODS, (namespace, "plain")) or {}).get("status", {}).get("phase")
+                     == "Running", "the pod running")
+
+
+async def test_no_token_volume_when_automount_is_off_and_tolerations_already_given(kubectl):
+    await kubectl.ok("apply", "-f", "-", stdin=manifest(
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "quiet"},
+         "automountServiceAccountToken": False, "imagePullSecrets": [{"name": "registry"}]},
+        pod("off", serviceAccountName="quiet", tolerations=[{"operator": "Exists"}]),
+        pod("on-again", serviceAccountName="quiet", automountServiceAccountToken=True),
+        pod("mounted", automountServiceAccountToken=False,
+            tolerations=[{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+                          "tolerationSeconds": 60}])))
+    off = json.loads((await kubectl.ok("get", "pod", "off", "-o", "json")).out)["spec"]
+    assert "volumes" not in off and "volumeMounts" not in off["containers"][0]
+    assert off["tolerations"] == [{"operator": "Exists"}] and off["imagePullSecrets"] == [{"name": "registry"}]
+    on = json.loads((await kubectl.ok("get", "pod", "on-again", "-o", "json")).out)["spec"]
+    assert on["volumes"][0]["name"].startswith("kube-api-access-")
+    mounted = json.loads((await kubectl.ok("get", "pod", "mounted", "-o", "json")).out)["spec"]
+    assert "volumes" not in mounted and [t["key"] for t in mounted["tolerations"]] == [
+        "node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"]
+
+
+async def test_service_account_and_priority_class_must_exist(kubectl, namespace):
+    missing = await kubectl.run("apply", "-f", "-", stdin=manifest(pod("lost", serviceAccountName="ghost")))
+    assert missing.code == 1 and missing.err.strip().endswith(
+        'pods "lost" is forbidden: error looking up service account '
+        f'{namespace}/ghost: serviceaccount "ghost" not found')
+    no_class = await kubectl.run("apply", "-f", "-", stdin=manifest(pod("classless", priorityClassName="gold")))
+    assert no_class.code == 1 and no_class.err.strip().endswith(
+        'pods "classless" is forbidden: no PriorityClass with name gold was found')
+    await kubectl.ok("create", "priorityclass", "bronze", "--value=7", "--preemption-policy=Never")
+    try:
+        await kubectl.ok("apply", "-f", "-", stdin=manifest(pod("classy", priorityClassName="bronze"),
+                                                            pod("critical", priorityClassName="system-node-critical")))
+        classy = json.loads((await kubectl.ok("get", "pod", "classy", "-o", "json")).out)["spec"]
+        assert (classy["priority"], classy["preemptionPolicy"]) == (7, "Never")
+        critical = json.loads((await kubectl.ok("get", "pod", "critical", "-o", "json")).out)["spec"]
+        assert critical["priority"] == 2000001000
+        wrong = await kubectl.run("apply", "-f", "-", stdin=manifest(pod("wrong", priorityClassName="bronze",
+                                                                         priority=9)))
+        assert wrong.code == 1 and "the integer value of priority (9) must not be provided in pod spec; priority " \
+            "admission controller computed 7 from the given PriorityClass name" in wrong.err
+    finally:
+        await kubectl.ok("delete", "priorityclass", "bronze")
+    classes = (await kubectl.ok("get", "priorityclasses")).table()
+    assert {name: (row["VALUE"], row["GLOBAL-DEFAULT"], row["PREEMPTIONPOLICY"]) for name, row in classes.items()} == {
+        "system-cluster-critical": ("2000000000", "false", "PreemptLowerPriority"),
+        "system-node-critical": ("2000001000", "false", "PreemptLowerPriority")}
