@@ -12,12 +12,12 @@ import orjson
 import yaml
 from aiohttp import web
 
-from . import pod_admission
 from .access import Access
 from .api import CRD_KEY, SYSTEM_NAMESPACES, Api
 from .audit import DEFAULT_SIZE as AUDIT_SIZE
 from .audit import AuditLog
 from .auth import DEFAULT_TOKEN
+from .bootstrap import create_system_objects
 from .deployments import DeploymentController
 from .errors import ApiError
 from .faults import Faults
@@ -97,7 +97,7 @@ class LocalCluster:
             for name in SYSTEM_NAMESPACES:
                 self.api.ensure_namespace(name)
             self.access.bootstrap()
-            pod_admission.bootstrap(self.api)  # the system PriorityClasses
+            create_system_objects(self.api)  # the system PriorityClasses, the kubernetes Service
             self.gc.start()
             self.deployments.start()
             self.runner.start()

@@ -15,8 +15,7 @@
 
 Pod runners do not mount volumes (their processes see the host's files), so the token file is not
 provided; the projected volume's ConfigMap must exist for a pod to start, and it always does
-(namespace_objects.py). The bootstrap PriorityClasses of the scheduling API's post-start hook
-are made at start (`bootstrap`).
+(namespace_objects.py). The system PriorityClasses exist from the start (bootstrap.py).
 """
 
 from __future__ import annotations
@@ -39,12 +38,6 @@ TOKEN_SECONDS = 3607  # WarnOnlyBoundTokenExpirationSeconds
 MIRROR = "kubernetes.io/config.mirror"
 NOT_READY, UNREACHABLE = "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"
 SERVICE_ACCOUNTS, PRIORITY_CLASSES = ("", "serviceaccounts"), ("scheduling.k8s.io", "priorityclasses")
-SYSTEM_PRIORITY_CLASSES = (
-    ("system-node-critical", 2000001000, "Used for system critical pods that must not be moved from their current "
-                                         "node."),
-    ("system-cluster-critical", 2000000000, "Used for system critical pods that must run in the cluster, but can "
-                                            "be moved to another node if necessary."),
-)
 
 
 def admit(api: Api, pod: dict, disabled: frozenset[str] = frozenset()) -> None:
@@ -147,11 +140,3 @@ def _default_tolerations(pod: dict) -> None:
     if added:
         spec["tolerations"] = tolerations + added
 
-
-def bootstrap(api: Api) -> None:
-    """The system PriorityClasses the scheduling API's post-start hook creates when missing."""
-    rt = api.registry.get("scheduling.k8s.io", "v1", "priorityclasses")
-    for name, value, description in SYSTEM_PRIORITY_CLASSES:
-        if api.store.get(PRIORITY_CLASSES, ("", name)) is None:
-            api.create(rt, None, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                                  "metadata": {"name": name}, "value": value, "description": description})

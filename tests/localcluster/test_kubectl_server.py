@@ -353,3 +353,12 @@ async def test_service_account_and_priority_class_must_exist(kubectl, namespace)
     assert {name: (row["VALUE"], row["GLOBAL-DEFAULT"], row["PREEMPTIONPOLICY"]) for name, row in classes.items()} == {
         "system-cluster-critical": ("2000000000", "false", "PreemptLowerPriority"),
         "system-node-critical": ("2000001000", "false", "PreemptLowerPriority")}
+
+
+async def test_the_kubernetes_service_is_in_default(kubectl):
+    row = (await kubectl.ok("get", "services", "-n", "default", "-o", "wide")).table()["kubernetes"]
+    assert (row["TYPE"], row["CLUSTER-IP"], row["EXTERNAL-IP"], row["PORT(S)"], row["SELECTOR"]) == \
+        ("ClusterIP", "10.96.0.1", "<none>", "443/TCP", "<none>")
+    service = json.loads((await kubectl.ok("get", "svc", "kubernetes", "-n", "default", "-o", "json")).out)
+    assert service["metadata"]["labels"] == {"component": "apiserver", "provider": "kubernetes"}
+    assert service["spec"]["ports"] == [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}]
