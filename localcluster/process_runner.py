@@ -405,7 +405,8 @@ class ProcessRunner(NoneRunner):
         bound = self.api.system_write(self.api.registry.get("", "v1", "pods"),
                                       {**pod, "spec": {**pod["spec"], "nodeName": NODE}, "status": status},
                                       KUBELET, "status")
-        self.events.scheduled(bound)
+        if not pod["spec"].get("nodeName"):  # one created bound to the node never met the scheduler
+            self.events.scheduled(bound)
         return True
 
     def _objects(self, run: PodRun):
