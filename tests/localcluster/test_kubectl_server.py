@@ -1,9 +1,11 @@
 """kubectl commands whose answer comes from what a real 1.35 cluster has besides the API: its node, the
-objects its controllers keep in every namespace, its bootstrap RBAC policy, its admission plugins'
-pod defaults, TokenRequest, /version, and the logs of a pod that is not running.
+objects its controllers keep in every namespace, its bootstrap RBAC policy and objects (the kubernetes
+Service, the system PriorityClasses), its admission plugins' pod defaults, TokenRequest, /version,
+and the logs of a pod that is not running.
 
-The installed kubectl 1.35 against one localcluster with the scripted pod runner (it binds pods to
-the node `localnode`); each test in a namespace of its own. The expected outputs are the real
+The installed kubectl 1.35 against one localcluster served over TLS (kubectl sends tokens over TLS
+only) with the scripted pod runner (it binds pods to the node `localnode`); each test in a namespace
+of its own. The expected outputs are the real
 server's (kubernetes/kubernetes release-1.35: pkg/printers, plugin/pkg/admission, the kubelet),
 normalised for names, times and versions.
 """
