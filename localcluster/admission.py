@@ -10,11 +10,13 @@ Refused writes get 403 with the plugin's message, `, <nil>` included (its `%v, %
 from __future__ import annotations
 
 from .auth import Attributes, User
+from .pod_admission import PLUGINS as POD_PLUGINS
 from .rbac import Authorizer, forbidden
 from .resources import Registry, ResourceType
 
 OWNER_REFERENCES = "OwnerReferencesPermissionEnforcement"
-PLUGINS = (OWNER_REFERENCES,)
+# and the mutating pod plugins of pod_admission.py, which Api applies to every pod created
+PLUGINS = (OWNER_REFERENCES, *POD_PLUGINS)
 
 
 def _blocking(refs: list[dict]) -> list[dict]:
@@ -37,6 +39,7 @@ class Admission:
         self.authorizer = authorizer
         self.registry = registry
         self.owner_references = OWNER_REFERENCES not in disabled
+        self.disabled = frozenset(disabled)
 
     def validate(self, user: User, rt: ResourceType, subresource: str | None, obj: dict, old: dict | None) -> None:
         if self.owner_references:

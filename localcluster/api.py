@@ -331,7 +331,20 @@ class Api:
             meta["managedFields"] = requested
         else:
             self._track(rt, None, obj, requested, None, self.manager)
+        if rt.storage_key == PODS:  # after the field manager, as in the create handler: no one owns what it adds
+            self._admit_new_pod(obj)
         return self.present(rt, self._commit(rt, obj, dry_run))
+
+    def _admit_new_pod(self, pod: dict) -> None:
+        """The default mutating admission plugins' pod defaults (pod_admission.py); the cluster's own pod creates
+        (a controller's) go through them too. In a namespace that is missing or going, NamespaceLifecycle
+        refuses first (_check_namespace)."""
+        from . import pod_admission
+
+        ns = self.store.get(NAMESPACES, ("", pod["metadata"].get("namespace") or ""))
+        if ns is None or ns["metadata"].get("deletionTimestamp"):
+            return
+        pod_admission.admit(self, pod, getattr(self.admission, "disabled", frozenset()))
 
     def _track(self, rt: ResourceType, old: dict | None, obj: dict, requested, subresource: str | None,
                manager: str) -> None:

@@ -146,6 +146,14 @@ class Authenticator:
             self._service_accounts[token] = (namespace, name)
         return token
 
+    def add_service_account_token(self, token: str, namespace: str, name: str) -> None:
+        """Make `token` authenticate as ServiceAccount namespace/name while it exists (a TokenRequest's)."""
+        self._service_accounts[token] = (namespace, name)
+
+    def forget_service_account_token(self, token: str) -> None:
+        """An issued token expired, or the object it was bound to is gone."""
+        self._service_accounts.pop(token, None)
+
     def authenticate(self, header: str | None) -> User | None:
         """The request's user: ANONYMOUS without a bearer token, None (a 401) for a token nobody issued.
 

@@ -148,8 +148,12 @@ def default_pod_template(template: dict) -> None:
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("schedulerName", "default-scheduler")
     spec.setdefault("securityContext", {})
+    account = spec.get("serviceAccountName") or spec.get("serviceAccount")
+    if account:  # v1 conversion: the deprecated serviceAccount mirrors serviceAccountName
+        spec["serviceAccountName"] = spec["serviceAccount"] = account
     for group in ("initContainers", "containers"):
         for container in spec.get(group) or ():
+            container.setdefault("resources", {})  # a struct, never omitted from the JSON
             container.setdefault("terminationMessagePath", "/dev/termination-log")
             container.setdefault("terminationMessagePolicy", "File")
             image = container.get("image") or ""

@@ -18,12 +18,14 @@ from .access import Access
 from .api import CRD_KEY, SYSTEM_NAMESPACES, Api
 from .audit import DEFAULT_SIZE as AUDIT_SIZE
 from .audit import AuditLog
+from .bootstrap import create_system_objects
 from .credentials import Credentials
 from .deployments import DeploymentController
 from .errors import ApiError
 from .faults import Faults
 from .gc import GarbageCollector
 from .http import HttpApi, json_response
+from .namespace_objects import NamespaceObjects
 from .replicasets import ReplicaSetController
 from .resources import Registry
 from .runner import ScriptedRunner
@@ -89,6 +91,9 @@ class LocalCluster:
         self.watch_cache_rv = 0
         # Subscribed last: the aggregation controller writes from its listener, after the others saw the event.
         self.access = Access(self.api, self.admin_token, tuple(disable_admission_plugins))
+        # The default ServiceAccount and kube-root-ca.crt of every namespace; it writes from its listener too.
+        self.namespace_objects = NamespaceObjects(self.api, lambda: self.certificate)
+        self.store.subscribe(self.namespace_objects.on_event)
         self.http = HttpApi(self)
         self._site_runner: web.AppRunner | None = None
         self._started = False
@@ -108,12 +113,14 @@ class LocalCluster:
             for name in SYSTEM_NAMESPACES:
                 self.api.ensure_namespace(name)
             self.access.bootstrap()
+            create_system_objects(self.api)  # the system PriorityClasses, the kubernetes Service
             self.gc.start()
             self.deployments.start()
             self.replicasets.start()
             self.runner.start()
             self._started = True
         await self._listen()
+        self.namespace_objects.sync()  # kube-root-ca.crt: the serving CA is known now
 
     async def _listen(self) -> None:
         self.watch_cache_rv = self.store.rv

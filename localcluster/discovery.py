@@ -7,7 +7,11 @@ from aiohttp import web
 from .errors import ApiError
 from .resources import Registry
 
-SERVER_VERSION = {"major": "1", "minor": "35", "gitVersion": "v1.35.0-localcluster", "gitCommit": "",
+# apimachinery's version.Info, keys in its field order: since 1.31 the emulation and minimum compatibility
+# versions too (a 1.35 binary emulates 1.35 and stays compatible with 1.34, its defaults).
+SERVER_VERSION = {"major": "1", "minor": "35", "emulationMajor": "1", "emulationMinor": "35",
+                  "minCompatibilityMajor": "1", "minCompatibilityMinor": "34",
+                  "gitVersion": "v1.35.0-localcluster", "gitCommit": "",
                   "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.25",
                   "compiler": "gc", "platform": "linux/amd64"}
 

@@ -17,13 +17,14 @@ from aiohttp import web
 
 from apimachinery.selectors import SelectorError, parse_field_selector, parse_label_selector
 
-from . import discovery, errors, events, pod_exec, protobuf, reviews, scale, table
+from . import discovery, errors, events, pod_exec, pod_logs, protobuf, reviews, scale, table
 from .api import APPLY_PATCH, SERVER_MANAGER
 from .auth import MASTERS, request_attributes
 from .errors import ApiError
 from .pod_connect import container_of, require_node
 from .rbac import request_forbidden
 from .resources import ResourceType
+from .tokens import TokenIssuer
 from .watch import Watcher
 
 if TYPE_CHECKING:
@@ -72,6 +73,7 @@ class HttpApi:
         # Continue tokens point at list snapshots, so pages are consistent as etcd's MVCC makes them.
         self.snapshots: OrderedDict[int, tuple[int, list[dict]]] = OrderedDict()
         self._next_snapshot = 0
+        self.tokens = TokenIssuer(self.api, cluster.access.authenticator)
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._errors, self.cluster.faults.middleware],
@@ -141,6 +143,9 @@ class HttpApi:
         if (group, version) == ("", "v1") and len(rest) == 5 and (rest[0], rest[2]) == ("namespaces", "pods") \
                 and rest[4] in POD_CONNECT:
             return await self._pod_connect(request, rest[4], rest[1], rest[3])
+        if (group, version) == ("", "v1") and len(rest) == 5 and (rest[0], rest[2], rest[4]) == \
+                ("namespaces", "serviceaccounts", "token"):
+            return await self._token_request(request, rest[1], rest[3])
         target = self._target(group, version, rest)
         method = request.method
         if target.name is None:
@@ -175,6 +180,14 @@ class HttpApi:
             return json_response(*_deleted(target.rt, obj, gone_now, options))
         raise errors.method_not_allowed()
 
+    async def _token_request(self, request: web.Request, namespace: str, name: str) -> web.Response:
+        """serviceaccounts/NAME/token: create-only, answered with a TokenRequest (tokens.py)."""
+        if request.method != "POST":
+            raise errors.method_not_allowed()
+        body = await _read_body(request, "authentication.k8s.io/v1", "TokenRequest")
+        _check_write_options(request, "CreateOptions")
+        return json_response(self.tokens.request(namespace, name, body), 201)
+
     async def _scale(self, request: web.Request, target: Target) -> web.Response:
         """The scale subresource (scale.py): GET, PUT and PATCH of an autoscaling/v1 Scale."""
         at = (self.api, target.rt, target.namespace, target.name)
@@ -198,10 +211,7 @@ class HttpApi:
         pod = self.api.get(self.registry.get("", "v1", "pods"), namespace, name)
         serve = getattr(self.cluster.runner, serves, None)
         if subresource == "log":
-            if serve is None:
-                raise errors.bad_request(f"pod logs are kept only by the process pod runner (this cluster runs "
-                                         f"{self.cluster.runner.name!r})")
-            return await serve(request, namespace, name)
+            return await pod_logs.serve(self.api, self.cluster.runner, request, pod)
         # The API server's checks (pkg/registry/core/pod/strategy.go), then the kubelet's business.
         options = pod_exec.ExecOptions.from_query(request.query) if subresource == "exec" else None
         container = container_of(pod, options.container) if options is not None else ""

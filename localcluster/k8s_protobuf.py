@@ -16,6 +16,7 @@ KINDS = {
     ('apps/v1', 'Deployment'): 'k8s.io.api.apps.v1.Deployment',
     ('apps/v1', 'ReplicaSet'): 'k8s.io.api.apps.v1.ReplicaSet',
     ('authentication.k8s.io/v1', 'SelfSubjectReview'): 'k8s.io.api.authentication.v1.SelfSubjectReview',
+    ('authentication.k8s.io/v1', 'TokenRequest'): 'k8s.io.api.authentication.v1.TokenRequest',
     ('authentication.k8s.io/v1', 'TokenReview'): 'k8s.io.api.authentication.v1.TokenReview',
     ('authorization.k8s.io/v1', 'SelfSubjectAccessReview'): 'k8s.io.api.authorization.v1.SelfSubjectAccessReview',
     ('authorization.k8s.io/v1', 'SelfSubjectRulesReview'): 'k8s.io.api.authorization.v1.SelfSubjectRulesReview',
@@ -33,6 +34,7 @@ KINDS = {
     ('v1', 'ConfigMap'): 'k8s.io.api.core.v1.ConfigMap',
     ('v1', 'Event'): 'k8s.io.api.core.v1.Event',
     ('v1', 'Namespace'): 'k8s.io.api.core.v1.Namespace',
+    ('v1', 'Node'): 'k8s.io.api.core.v1.Node',
     ('v1', 'Pod'): 'k8s.io.api.core.v1.Pod',
     ('v1', 'ResourceQuota'): 'k8s.io.api.core.v1.ResourceQuota',
     ('v1', 'Secret'): 'k8s.io.api.core.v1.Secret',
@@ -241,6 +243,12 @@ PACKAGES = {
         )),
     },
     'k8s.io.api.authentication.v1': {
+        'BoundObjectReference': ('struct', (
+            (1, 'kind', 'string', 'kind', 'e'),
+            (2, 'apiVersion', 'string', 'apiVersion', 'e'),
+            (3, 'name', 'string', 'name', 'e'),
+            (4, 'uID', 'string', 'uid', 'e'),
+        )),
         'ExtraValue': ('list', (
             (1, 'items', '[]string', '', ''),
         )),
@@ -250,6 +258,20 @@ PACKAGES = {
         )),
         'SelfSubjectReviewStatus': ('struct', (
             (1, 'userInfo', 'UserInfo', 'userInfo', 'e'),
+        )),
+        'TokenRequest': ('struct', (
+            (1, 'metadata', 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta', 'metadata', 'e'),
+            (2, 'spec', 'TokenRequestSpec', 'spec', ''),
+            (3, 'status', 'TokenRequestStatus', 'status', 'e'),
+        )),
+        'TokenRequestSpec': ('struct', (
+            (1, 'audiences', '[]string', 'audiences', ''),
+            (4, 'expirationSeconds', 'int64', 'expirationSeconds', 'p'),
+            (3, 'boundObjectRef', 'BoundObjectReference', 'boundObjectRef', 'p'),
+        )),
+        'TokenRequestStatus': ('struct', (
+            (1, 'token', 'string', 'token', ''),
+            (2, 'expirationTimestamp', 'k8s.io.apimachinery.pkg.apis.meta.v1.Time', 'expirationTimestamp', ''),
         )),
         'TokenReview': ('struct', (
             (1, 'metadata', 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta', 'metadata', 'e'),
@@ -386,6 +408,10 @@ PACKAGES = {
             (1, 'type', 'string', 'type', ''),
             (2, 'localhostProfile', 'string', 'localhostProfile', 'ep'),
         )),
+        'AttachedVolume': ('struct', (
+            (1, 'name', 'string', 'name', ''),
+            (2, 'devicePath', 'string', 'devicePath', ''),
+        )),
         'AzureDiskVolumeSource': ('struct', (
             (1, 'diskName', 'string', 'diskName', ''),
             (2, 'diskURI', 'string', 'diskURI', ''),
@@ -449,6 +475,13 @@ PACKAGES = {
             (2, 'key', 'string', 'key', ''),
             (3, 'optional', 'bool', 'optional', 'ep'),
         )),
+        'ConfigMapNodeConfigSource': ('struct', (
+            (1, 'namespace', 'string', 'namespace', ''),
+            (2, 'name', 'string', 'name', ''),
+            (3, 'uid', 'string', 'uid', 'e'),
+            (4, 'resourceVersion', 'string', 'resourceVersion', 'e'),
+            (5, 'kubeletConfigKey', 'string', 'kubeletConfigKey', ''),
+        )),
         'ConfigMapProjection': ('struct', (
             (1, 'localObjectReference', 'LocalObjectReference', '', 'i'),
             (2, 'items', '[]KeyToPath', 'items', 'e'),
@@ -491,6 +524,10 @@ PACKAGES = {
             (1, 'containerName', 'string', 'containerName', ''),
             (2, 'resourceName', 'string', 'resourceName', ''),
             (3, 'requestName', 'string', 'requestName', ''),
+        )),
+        'ContainerImage': ('struct', (
+            (1, 'names', '[]string', 'names', ''),
+            (2, 'sizeBytes', 'int64', 'sizeBytes', 'e'),
         )),
         'ContainerPort': ('struct', (
             (1, 'name', 'string', 'name', 'e'),
@@ -552,6 +589,9 @@ PACKAGES = {
         )),
         'ContainerUser': ('struct', (
             (1, 'linux', 'LinuxContainerUser', 'linux', 'ep'),
+        )),
+        'DaemonEndpoint': ('struct', (
+            (1, 'Port', 'int32', 'Port', ''),
         )),
         'DownwardAPIProjection': ('struct', (
             (1, 'items', '[]DownwardAPIVolumeFile', 'items', 'e'),
@@ -789,11 +829,51 @@ PACKAGES = {
             (1, 'phase', 'string', 'phase', 'e'),
             (2, 'conditions', '[]NamespaceCondition', 'conditions', 'e'),
         )),
+        'Node': ('struct', (
+            (1, 'metadata', 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta', 'metadata', 'e'),
+            (2, 'spec', 'NodeSpec', 'spec', 'e'),
+            (3, 'status', 'NodeStatus', 'status', 'e'),
+        )),
+        'NodeAddress': ('struct', (
+            (1, 'type', 'string', 'type', ''),
+            (2, 'address', 'string', 'address', ''),
+        )),
         'NodeAffinity': ('struct', (
             (1, 'requiredDuringSchedulingIgnoredDuringExecution',
                 'NodeSelector', 'requiredDuringSchedulingIgnoredDuringExecution', 'ep'),
             (2, 'preferredDuringSchedulingIgnoredDuringExecution',
                 '[]PreferredSchedulingTerm', 'preferredDuringSchedulingIgnoredDuringExecution', 'e'),
+        )),
+        'NodeCondition': ('struct', (
+            (1, 'type', 'string', 'type', ''),
+            (2, 'status', 'string', 'status', ''),
+            (3, 'lastHeartbeatTime', 'k8s.io.apimachinery.pkg.apis.meta.v1.Time', 'lastHeartbeatTime', 'e'),
+            (4, 'lastTransitionTime', 'k8s.io.apimachinery.pkg.apis.meta.v1.Time', 'lastTransitionTime', 'e'),
+            (5, 'reason', 'string', 'reason', 'e'),
+            (6, 'message', 'string', 'message', 'e'),
+        )),
+        'NodeConfigSource': ('struct', (
+            (2, 'configMap', 'ConfigMapNodeConfigSource', 'configMap', 'ep'),
+        )),
+        'NodeConfigStatus': ('struct', (
+            (1, 'assigned', 'NodeConfigSource', 'assigned', 'ep'),
+            (2, 'active', 'NodeConfigSource', 'active', 'ep'),
+            (3, 'lastKnownGood', 'NodeConfigSource', 'lastKnownGood', 'ep'),
+            (4, 'error', 'string', 'error', 'e'),
+        )),
+        'NodeDaemonEndpoints': ('struct', (
+            (1, 'kubeletEndpoint', 'DaemonEndpoint', 'kubeletEndpoint', 'e'),
+        )),
+        'NodeFeatures': ('struct', (
+            (1, 'supplementalGroupsPolicy', 'bool', 'supplementalGroupsPolicy', 'ep'),
+        )),
+        'NodeRuntimeHandler': ('struct', (
+            (1, 'name', 'string', 'name', ''),
+            (2, 'features', 'NodeRuntimeHandlerFeatures', 'features', 'ep'),
+        )),
+        'NodeRuntimeHandlerFeatures': ('struct', (
+            (1, 'recursiveReadOnlyMounts', 'bool', 'recursiveReadOnlyMounts', 'ep'),
+            (2, 'userNamespaces', 'bool', 'userNamespaces', 'ep'),
         )),
         'NodeSelector': ('struct', (
             (1, 'nodeSelectorTerms', '[]NodeSelectorTerm', 'nodeSelectorTerms', ''),
@@ -806,6 +886,47 @@ PACKAGES = {
         'NodeSelectorTerm': ('struct', (
             (1, 'matchExpressions', '[]NodeSelectorRequirement', 'matchExpressions', 'e'),
             (2, 'matchFields', '[]NodeSelectorRequirement', 'matchFields', 'e'),
+        )),
+        'NodeSpec': ('struct', (
+            (1, 'podCIDR', 'string', 'podCIDR', 'e'),
+            (7, 'podCIDRs', '[]string', 'podCIDRs', 'e'),
+            (3, 'providerID', 'string', 'providerID', 'e'),
+            (4, 'unschedulable', 'bool', 'unschedulable', 'e'),
+            (5, 'taints', '[]Taint', 'taints', 'e'),
+            (6, 'configSource', 'NodeConfigSource', 'configSource', 'ep'),
+            (2, 'externalID', 'string', 'externalID', 'e'),
+        )),
+        'NodeStatus': ('struct', (
+            (1, 'capacity', 'map<string,k8s.io.apimachinery.pkg.api.resource.Quantity>', 'capacity', 'e'),
+            (2, 'allocatable', 'map<string,k8s.io.apimachinery.pkg.api.resource.Quantity>', 'allocatable', 'e'),
+            (3, 'phase', 'string', 'phase', 'e'),
+            (4, 'conditions', '[]NodeCondition', 'conditions', 'e'),
+            (5, 'addresses', '[]NodeAddress', 'addresses', 'e'),
+            (6, 'daemonEndpoints', 'NodeDaemonEndpoints', 'daemonEndpoints', 'e'),
+            (7, 'nodeInfo', 'NodeSystemInfo', 'nodeInfo', 'e'),
+            (8, 'images', '[]ContainerImage', 'images', 'e'),
+            (9, 'volumesInUse', '[]string', 'volumesInUse', 'e'),
+            (10, 'volumesAttached', '[]AttachedVolume', 'volumesAttached', 'e'),
+            (11, 'config', 'NodeConfigStatus', 'config', 'ep'),
+            (12, 'runtimeHandlers', '[]NodeRuntimeHandler', 'runtimeHandlers', 'e'),
+            (13, 'features', 'NodeFeatures', 'features', 'ep'),
+            (14, 'declaredFeatures', '[]string', 'declaredFeatures', 'e'),
+        )),
+        'NodeSwapStatus': ('struct', (
+            (1, 'capacity', 'int64', 'capacity', 'ep'),
+        )),
+        'NodeSystemInfo': ('struct', (
+            (1, 'machineID', 'string', 'machineID', ''),
+            (2, 'systemUUID', 'string', 'systemUUID', ''),
+            (3, 'bootID', 'string', 'bootID', ''),
+            (4, 'kernelVersion', 'string', 'kernelVersion', ''),
+            (5, 'osImage', 'string', 'osImage', ''),
+            (6, 'containerRuntimeVersion', 'string', 'containerRuntimeVersion', ''),
+            (7, 'kubeletVersion', 'string', 'kubeletVersion', ''),
+            (8, 'kubeProxyVersion', 'string', 'kubeProxyVersion', ''),
+            (9, 'operatingSystem', 'string', 'operatingSystem', ''),
+            (10, 'architecture', 'string', 'architecture', ''),
+            (11, 'swap', 'NodeSwapStatus', 'swap', 'ep'),
         )),
         'ObjectFieldSelector': ('struct', (
             (1, 'apiVersion', 'string', 'apiVersion', 'e'),
@@ -1235,6 +1356,12 @@ PACKAGES = {
         'TCPSocketAction': ('struct', (
             (1, 'port', 'k8s.io.apimachinery.pkg.util.intstr.IntOrString', 'port', ''),
             (2, 'host', 'string', 'host', 'e'),
+        )),
+        'Taint': ('struct', (
+            (1, 'key', 'string', 'key', ''),
+            (2, 'value', 'string', 'value', 'e'),
+            (3, 'effect', 'string', 'effect', ''),
+            (4, 'timeAdded', 'k8s.io.apimachinery.pkg.apis.meta.v1.Time', 'timeAdded', 'ep'),
         )),
         'Toleration': ('struct', (
             (1, 'key', 'string', 'key', 'e'),

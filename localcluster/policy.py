@@ -52,6 +52,10 @@ EDIT_CORE = ["pods", "pods/attach", "pods/exec", "pods/portforward", "pods/proxy
              "serviceaccounts", "services", "services/proxy"]
 
 
+ISSUER_DISCOVERY = ["/.well-known/openid-configuration", "/.well-known/openid-configuration/", "/openid/v1/jwks",
+                    "/openid/v1/jwks/"]
+
+
 def cluster_roles() -> list[dict]:
     view = [_rule([""], VIEW_CORE, READ), _rule(["apps"], APPS, READ),
             _rule(["batch"], ["cronjobs", "cronjobs/status", "jobs", "jobs/status"], READ),
@@ -86,6 +90,8 @@ def cluster_roles() -> list[dict]:
         _cluster_role("system:discovery", [_urls(discovery, ["get"])]),
         _cluster_role("system:public-info-viewer", [_urls(["/healthz", "/livez", "/readyz", "/version",
                                                            "/version/"], ["get"])]),
+        # Every ServiceAccount may read the issuer's OIDC discovery document and keys (ServiceAccountIssuerDiscovery).
+        _cluster_role("system:service-account-issuer-discovery", [_urls(ISSUER_DISCOVERY, ["get"])]),
     ]
 
 
@@ -96,4 +102,6 @@ def cluster_role_bindings() -> list[dict]:
         _binding("system:discovery", "system:discovery", ["system:authenticated"]),
         _binding("system:public-info-viewer", "system:public-info-viewer",
                  ["system:authenticated", "system:unauthenticated"]),
+        _binding("system:service-account-issuer-discovery", "system:service-account-issuer-discovery",
+                 ["system:serviceaccounts"]),
     ]

@@ -64,9 +64,10 @@ from . import container_env, errors, pod_exec, portforward
 from .api import Api, now_rfc3339
 from .container_env import HOST_IP, POD_IP, ConfigError, container_command, missing_volume_source, start_error
 from .kubelet_events import PodEvents, field_path
+from .nodes import register
 from .pod_connect import container_of
 from .pod_exec import signal_group
-from .runner import KUBELET, NODE, PODS, NoneRunner, finish_deletion
+from .runner import KUBELET, NODE, PODS, NoneRunner, finish_deletion, runs_here
 from .store import ADDED, DELETED, Event, obj_key
 
 log = logging.getLogger("localcluster.process")
@@ -246,6 +247,7 @@ class ProcessRunner(NoneRunner):
         if self.log_dir is None:
             self.log_dir = self._owned_dir = Path(tempfile.mkdtemp(prefix="localcluster-pod-logs-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        register(self.api)  # the kubelet's node, which every pod is bound to
 
     async def stop(self) -> None:
         """Kill every process at once and wait for the pods' tasks; the pods keep their last status."""
@@ -288,7 +290,7 @@ class ProcessRunner(NoneRunner):
             if run is not None:
                 self._terminate(run, float(meta.get("deletionGracePeriodSeconds") or 0))
             return
-        if (ev.type == ADDED and run is None and ev.obj["spec"].get("nodeName") in (None, "", NODE)
+        if (ev.type == ADDED and run is None and runs_here(ev.obj)
                 and (ev.obj.get("status") or {}).get("phase") not in ("Succeeded", "Failed")):
             assert self.log_dir is not None
             run = self.runs[meta["uid"]] = PodRun(ev.obj, self.log_dir)
@@ -403,7 +405,8 @@ class ProcessRunner(NoneRunner):
         bound = self.api.system_write(self.api.registry.get("", "v1", "pods"),
                                       {**pod, "spec": {**pod["spec"], "nodeName": NODE}, "status": status},
                                       KUBELET, "status")
-        self.events.scheduled(bound)
+        if not pod["spec"].get("nodeName"):  # one created bound to the node never met the scheduler
+            self.events.scheduled(bound)
         return True
 
     def _objects(self, run: PodRun):

@@ -56,6 +56,10 @@ class ResourceType:
     # every custom resource; for other kinds it is whatever the create request gave, never changed after.
     tracks_generation: bool = False
 
+    # Create-only subresources served by another kind (serviceaccounts/token: a TokenRequest): (name, group,
+    # version, kind), listed in discovery.
+    create_subresources: tuple[tuple[str, str, str, str], ...] = ()
+
     def __post_init__(self) -> None:
         if not self.singular:
             self.singular = self.kind.lower()
@@ -122,6 +126,9 @@ class ResourceType:
                 "kind": "Scale",
                 "verbs": ["get", "patch", "update"],
             })
+        for name, group, version, kind in self.create_subresources:
+            entries.append({"name": f"{self.plural}/{name}", "singularName": "", "namespaced": self.namespaced,
+                            "group": group, "version": version, "kind": kind, "verbs": ["create"]})
         return entries
 
 
@@ -134,6 +141,7 @@ def builtin_types() -> list[ResourceType]:
     return [
         _builtin("", "v1", "namespaces", "Namespace", False, short_names=("ns",), status_subresource=True,
                  returns_deleted=True),
+        _builtin("", "v1", "nodes", "Node", False, short_names=("no",), status_subresource=True),
         _builtin("", "v1", "pods", "Pod", short_names=("po",), status_subresource=True, categories=("all",),
                  returns_deleted=True, tracks_generation=True),
         _builtin("", "v1", "services", "Service", short_names=("svc",), status_subresource=True,
@@ -141,7 +149,8 @@ def builtin_types() -> list[ResourceType]:
         _builtin("", "v1", "events", "Event", short_names=("ev",), create_on_update=True),
         _builtin("", "v1", "configmaps", "ConfigMap", short_names=("cm",)),
         _builtin("", "v1", "secrets", "Secret"),
-        _builtin("", "v1", "serviceaccounts", "ServiceAccount", short_names=("sa",), returns_deleted=True),
+        _builtin("", "v1", "serviceaccounts", "ServiceAccount", short_names=("sa",), returns_deleted=True,
+                 create_subresources=(("token", "authentication.k8s.io", "v1", "TokenRequest"),)),
         _builtin("", "v1", "resourcequotas", "ResourceQuota", short_names=("quota",), status_subresource=True,
                  returns_deleted=True),
         _builtin("events.k8s.io", "v1", "events", "Event", short_names=("ev",), create_on_update=True,

@@ -1,7 +1,7 @@
 """Pod runners: the scheduler and kubelet of localcluster.
 
 - `none`: pods are never scheduled and stay Pending; tests write status through `/status`.
-- `scripted`: each pod is bound to the node `localnode` and follows a script: start after a
+- `scripted`: each pod is bound to the node `localnode` (nodes.py) and follows a script: start after a
   delay, run, then exit with a code (or run forever, or fail to start, or hang terminating).
 
 A script is a dict, or a list of dicts indexed by attempt (the n-th pod seen with that name
@@ -24,10 +24,10 @@ import orjson
 
 from .api import Api, now_rfc3339
 from .errors import ApiError
+from .nodes import NODE, register
 from .store import ADDED, DELETED, Event, obj_key
 
 SCRIPT_ANNOTATION = "localcluster.dev/script"
-NODE = "localnode"
 KUBELET = "kubelet"  # the field manager of the status a pod runner writes, as a kubelet's
 PODS = ("", "pods")
 
@@ -62,6 +62,7 @@ class ScriptedRunner(NoneRunner):
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
+        register(self.api)  # the kubelet's node, which every pod is bound to
 
     async def stop(self) -> None:
         for handle in self._timers.values():
@@ -100,7 +101,9 @@ class ScriptedRunner(NoneRunner):
                 self._cancel(uid)
                 self._loop.call_soon(self._begin_termination, obj_key(ev.obj), uid)
             return
-        if ev.type == ADDED and not ev.obj["spec"].get("nodeName"):
+        # Pods created bound to this node run too (the scheduler never saw them); those bound to another stay
+        # Pending, as no kubelet claims them.
+        if ev.type == ADDED and runs_here(ev.obj):
             self.attempts[obj_key(ev.obj)] += 1
             self._loop.call_soon(self._schedule, obj_key(ev.obj), uid)
 
@@ -185,6 +188,12 @@ class ScriptedRunner(NoneRunner):
             self._write(pod, status=_finished(pod, 143, started))
             pod = self._current(okey, uid)
         finish_deletion(self.api, pod)
+
+
+def runs_here(pod: dict) -> bool:
+    """Whether localnode's kubelet runs the pod: one bound to it, or one not bound yet, which the runner binds
+    to it (standing in for whichever scheduler the pod names: a T9k scheduler's pods run too)."""
+    return pod["spec"].get("nodeName") in (None, "", NODE)
 
 
 def finish_deletion(api: Api, pod: dict) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from . import nodes
 from .resources import ResourceType
 
 META_GROUP = "meta.k8s.io"
@@ -290,6 +291,14 @@ BUILTIN_COLUMNS: dict[tuple[str, str], list[Column]] = {
         _col("Node", lambda p: _get(p, "spec", "nodeName", default="<none>"), priority=1),
         _col("Nominated Node", lambda p: _get(p, "status", "nominatedNodeName", default="<none>"), priority=1),
         _col("Readiness Gates", _readiness_gates, priority=1)],
+    ("", "nodes"): [
+        NAME, _col("Status", nodes.status_cell), _col("Roles", nodes.roles_cell), AGE,
+        _col("Version", lambda n: _get(n, "status", "nodeInfo", "kubeletVersion", default="")),
+        _col("Internal-IP", nodes.address_cell("InternalIP"), priority=1),
+        _col("External-IP", nodes.address_cell("ExternalIP"), priority=1),
+        _col("OS-Image", nodes.info_cell("osImage"), priority=1),
+        _col("Kernel-Version", nodes.info_cell("kernelVersion"), priority=1),
+        _col("Container-Runtime", nodes.info_cell("containerRuntimeVersion"), priority=1)],
     ("", "namespaces"): [NAME, _col("Status", lambda n: _get(n, "status", "phase", default="")), AGE],
     ("", "services"): [
         NAME, _col("Type", lambda s: _get(s, "spec", "type", default="ClusterIP")),
@@ -319,6 +328,10 @@ BUILTIN_COLUMNS: dict[tuple[str, str], list[Column]] = {
         _col("Containers", lambda r: _containers(r, "name"), priority=1),
         _col("Images", lambda r: _containers(r, "image"), priority=1),
         _col("Selector", lambda r: _selector(_get(r, "spec", "selector", "matchLabels")), priority=1)],
+    ("scheduling.k8s.io", "priorityclasses"): [
+        NAME, _col("Value", lambda p: int(p.get("value") or 0), "integer"),
+        _col("Global-Default", lambda p: bool(p.get("globalDefault")), "boolean"), AGE,
+        _col("PreemptionPolicy", lambda p: p.get("preemptionPolicy") or "PreemptLowerPriority")],
     ("rbac.authorization.k8s.io", "roles"): [NAME, CREATED_AT],
     ("rbac.authorization.k8s.io", "clusterroles"): [NAME, CREATED_AT],
     ("rbac.authorization.k8s.io", "rolebindings"): BINDING,

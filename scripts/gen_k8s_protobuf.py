@@ -10,8 +10,8 @@ Every proto field must match a Go field with the same number, label and name, an
 anything this script does not understand stops it, so nothing in the output is guessed.
 
 The messages kept are those reachable from the built-in kinds of localcluster/resources.py (whose
-group has a package in k8s.io/api), plus meta/v1 DeleteOptions (DELETE bodies) and runtime.Unknown (the
-envelope of every protobuf body).
+group has a package in k8s.io/api) and their create-only subresources' kinds (TokenRequest), plus
+meta/v1 DeleteOptions (DELETE bodies) and runtime.Unknown (the envelope of every protobuf body).
 
 Usage (clones of github.com/kubernetes/api and github.com/kubernetes/apimachinery, bare or not, with tags):
     python scripts/gen_k8s_protobuf.py --api ../api --apimachinery ../apimachinery --ref v0.35.7
@@ -212,10 +212,13 @@ def parse_go(text: str, pkg: Package) -> None:
 def roots(sources: Sources) -> dict[tuple[str, str], str]:
     """(apiVersion, kind) -> message, for each built-in kind whose group k8s.io/api publishes."""
     out = {}
-    for rt in builtin_types():
-        package = f"k8s.io.api.{rt.group.split('.')[0] if rt.group else 'core'}.{rt.version}"
+    kinds = [(rt.group, rt.version, rt.kind) for rt in builtin_types()]
+    # and the kinds of their create-only subresources (serviceaccounts/token: TokenRequest)
+    kinds += [sub[1:] for rt in builtin_types() for sub in rt.create_subresources]
+    for group, version, kind in kinds:
+        package = f"k8s.io.api.{group.split('.')[0] if group else 'core'}.{version}"
         if sources.has_package(package):
-            out[(rt.group_version, rt.kind)] = f"{package}.{rt.kind}"
+            out[(f"{group}/{version}" if group else version, kind)] = f"{package}.{kind}"
     return out
 
 

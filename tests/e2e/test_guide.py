@@ -91,10 +91,13 @@ async def test_shared_memory_example_passes_volumes_through(cluster, controller,
     await jobs.submit(guide_job("generic-example", [container], volumes=volumes))
     pods = await jobs.wait_pods("generic-example", lambda pods: len(pods) == 4)
     for pod in pods:
-        [mount] = pod.spec.containers[0].volume_mounts
+        # and, as on a real cluster, the ServiceAccount admission plugin's token volume after the template's
+        mount, token_mount = pod.spec.containers[0].volume_mounts
         assert (mount.mount_path, mount.name) == ("/dev/shm", "dshm")
-        [volume] = pod.spec.volumes
+        volume, token = pod.spec.volumes
         assert (volume.name, volume.empty_dir.medium, volume.empty_dir.size_limit) == ("dshm", "Memory", "1Gi")
+        assert token.name.startswith("kube-api-access-") and token_mount.name == token.name
+        assert token_mount.mount_path == "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
 async def test_env_example_sets_direct_values_and_passes_secret_references_untouched(cluster, controller, jobs):

@@ -47,6 +47,21 @@ async def test_a_pods_life_is_told_by_events(cluster, core):
     assert [(e.type, e.message) for e in killing] == [("Normal", "Stopping container main")]
 
 
+async def test_a_pod_created_on_the_node_has_no_scheduler_event(cluster, core):
+    """Bound at creation, it never met the scheduler: the kubelet's events only."""
+    pod = process_pod("bound", "sleep", "60")
+    pod["spec"]["nodeName"] = "localnode"
+    await core.create_namespaced_pod("default", pod)
+    await wait_pod(core, "bound", running)
+
+    async def started():
+        events = await reasons(core, "bound")
+        return events if "Started" in [e.reason for e in events] else None
+
+    assert [e.reason for e in await eventually(started)] == ["Pulled", "Created", "Started"]
+    await core.delete_namespaced_pod("bound", "default", grace_period_seconds=0)
+
+
 async def test_a_crash_loop_backs_off_with_counted_events(cluster, core):
     cluster.runner.backoff = (0.02, 0.05)
     await core.create_namespaced_pod("default", process_pod("crash", "sh", "-c", "exit 1", restart="Always"))

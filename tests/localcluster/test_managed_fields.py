@@ -57,7 +57,7 @@ async def test_a_create_is_an_update_entry_of_the_fields_set_including_defaults(
         # ports are keyed by containerPort and protocol, the protocol defaulted.
         "f:ports": {".": {}, 'k:{"containerPort":80,"protocol":"TCP"}': {".": {}, "f:containerPort": {},
                                                                           "f:protocol": {}}},
-        "f:terminationMessagePath": {}, "f:terminationMessagePolicy": {}}
+        "f:resources": {}, "f:terminationMessagePath": {}, "f:terminationMessagePolicy": {}}
     # spec is part of a Pod from the start: not owned as such (no "."); labels are, once set. The status the
     # server sets on create is nobody's.
     assert only["fieldsV1"] == {

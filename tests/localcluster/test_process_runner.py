@@ -415,10 +415,16 @@ def test_log_file_trims_at_line_boundaries(tmp_path):
 
 @pytest.mark.runner("none")
 async def test_other_runners_keep_no_logs(cluster, core):
+    """With no runner nothing binds a pod: as the apiserver has no log location for a pod with no node, its
+    log is empty; one bound to a node that does not exist (none: with no kubelet, there are no nodes) 404s."""
     await core.create_namespaced_pod("default", process_pod("quiet", "true"))
+    assert await core.read_namespaced_pod_log("quiet", "default") == ""
+    bound = process_pod("bound", "true")
+    bound["spec"]["nodeName"] = "localnode"
+    await core.create_namespaced_pod("default", bound)
     with pytest.raises(ApiException) as err:
-        await core.read_namespaced_pod_log("quiet", "default")
-    assert err.value.status == 400
+        await core.read_namespaced_pod_log("bound", "default")
+    assert err.value.status == 404 and 'nodes \\"localnode\\" not found' in err.value.body
     with pytest.raises(ApiException) as err:
         await core.read_namespaced_pod_log("absent", "default")
     assert err.value.status == 404

@@ -193,6 +193,9 @@ def test_protobuf_body_reads_as_its_json(api_version, kind, fields, expected):
 def test_every_built_in_kind_served_has_its_message(cluster):
     """The generated schema and the served kinds agree (regenerate k8s_protobuf.py when adding a kind)."""
     served = {(rt.group_version, rt.kind) for rt in cluster.registry.all() if rt.crd_name is None}
+    # and the kinds of the create-only subresources (serviceaccounts/token's TokenRequest)
+    served |= {(f"{group}/{version}", kind) for rt in cluster.registry.all() for _, group, version, kind in
+               rt.create_subresources}
     assert set(KINDS) == served - {("apiextensions.k8s.io/v1", "CustomResourceDefinition")}
     listed = {"Namespace", "ConfigMap", "Secret", "ServiceAccount", "Service", "Deployment", "Job", "CronJob",
               "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "PriorityClass", "ResourceQuota",

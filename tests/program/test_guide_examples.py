@@ -175,8 +175,13 @@ async def test_the_guides_examples_reach_the_outcomes_it_describes(guide):
                       for use, amounts in container["resources"].items()}
         assert quantities == {"limits": {"cpu": "4", "memory": "4Gi"}, "requests": {"cpu": "2", "memory": "2Gi"}}
     for pod in await guide.pods("shared-memory", 4):
-        assert pod["spec"]["containers"][0]["volumeMounts"] == [{"mountPath": "/dev/shm", "name": "dshm"}]
-        assert pod["spec"]["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}]
+        # then, as on a real cluster, the ServiceAccount admission plugin's token volume
+        mount, token_mount = pod["spec"]["containers"][0]["volumeMounts"]
+        volume, token = pod["spec"]["volumes"]
+        assert mount == {"mountPath": "/dev/shm", "name": "dshm"}
+        assert volume == {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}
+        assert token["name"].startswith("kube-api-access-") and token_mount == {
+            "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "name": token["name"], "readOnly": True}
     # Environment: a value and a reference to a Secret's key, both as given.
     for container in containers(await guide.pods("env", 4)):
         assert container["env"] == [

@@ -217,7 +217,8 @@ async def test_apply_k_manifests_succeeds_without_prometheus_operator(cluster, t
     namespaced = await kubectl.ok("get", "-n", NAMESPACE, "-o", "json",
                                   "serviceaccount,role,rolebinding,deployment,service,poddisruptionbudget")
     found = {(o["kind"], o["metadata"]["name"]) for o in json.loads(namespaced.out)["items"]}
-    assert found == {key for key, ns in EXPECTED.items() if ns}
+    # and the namespace's `default` ServiceAccount, which the serviceaccount controller makes in every namespace
+    assert found == {key for key, ns in EXPECTED.items() if ns} | {("ServiceAccount", "default")}
     cluster_wide = await kubectl.ok("get", "-o", "json", f"namespace/{NAMESPACE}", f"clusterrolebinding/{NAME}",
                                     *(f"clusterrole/{name}" for kind, name in EXPECTED if kind == "ClusterRole"),
                                     f"crd/{PLURAL}.{GROUP}", f"crd/{PG_PLURAL}.{PG_GROUP}",
