@@ -7,7 +7,9 @@
 A script is a dict, or a list of dicts indexed by attempt (the n-th pod seen with that name
 uses entry min(n, len-1)), so "fail once, then succeed" is `[{"exit_code": 1}, {"exit_code": 0}]`.
 Keys: `start_after` (s, default 0.01), `run_for` (s; absent or null: forever), `exit_code`
-(default 0), `fail_to_start` (a waiting reason such as "ImagePullBackOff"), `terminate_after`
+(default 0), `exit_reason` (the terminated container's reason: default `Completed` for 0, else `Error`;
+`OOMKilled` as the kubelet reports a container killed for its memory limit, with exit code 137),
+`fail_to_start` (a waiting reason such as "ImagePullBackOff"), `terminate_after`
 (s a deleted pod takes to stop, default 0), `stuck_terminating` (never finishes deleting).
 Scripts come from the pod annotation `localcluster.dev/script` (JSON) or from `set_script`,
 matched by fnmatch on "namespace/name"; otherwise the runner's default script applies.
@@ -159,13 +161,14 @@ class ScriptedRunner(NoneRunner):
                                        for c in pod["spec"]["containers"]]
         self._write(pod, status=status)
         if script.get("run_for") is not None:
-            self._later(uid, script["run_for"], self._exit, okey, uid, int(script.get("exit_code", 0)), now)
+            self._later(uid, script["run_for"], self._exit, okey, uid, int(script.get("exit_code", 0)), now,
+                        script.get("exit_reason"))
 
-    def _exit(self, okey: tuple[str, str], uid: str, code: int, started: str) -> None:
+    def _exit(self, okey: tuple[str, str], uid: str, code: int, started: str, reason: str | None = None) -> None:
         pod = self._current(okey, uid)
         if pod is None:
             return
-        self._write(pod, status=_finished(pod, code, started))
+        self._write(pod, status=_finished(pod, code, started, reason))
 
     def _begin_termination(self, okey: tuple[str, str], uid: str) -> None:
         pod = self._current(okey, uid)
@@ -207,17 +210,17 @@ def _container(container: dict, state: dict, ready: bool = False) -> dict:
             "state": state}
 
 
-def _terminated(code: int, started: str, finished: str) -> dict:
-    reason = "Completed" if code == 0 else "Error"
+def _terminated(code: int, started: str, finished: str, reason: str | None = None) -> dict:
+    reason = reason or ("Completed" if code == 0 else "Error")
     return {"terminated": {"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": finished}}
 
 
-def _finished(pod: dict, code: int, started: str) -> dict:
+def _finished(pod: dict, code: int, started: str, reason: str | None = None) -> dict:
     now = now_rfc3339()
     status = dict(pod.get("status") or {})
     status["phase"] = "Succeeded" if code == 0 else "Failed"
     status["conditions"] = [_condition("PodScheduled", "True", now), _condition("Initialized", "True", now),
                             _condition("ContainersReady", "False", now), _condition("Ready", "False", now)]
-    status["containerStatuses"] = [_container(c, _terminated(code, started, now))
+    status["containerStatuses"] = [_container(c, _terminated(code, started, now, reason))
                                    for c in pod["spec"]["containers"]]
     return status

@@ -201,7 +201,8 @@ def status_schema(kind: str, records: str) -> dict:
         "ready": string("readyReplicas/total replicas, as kubectl shows a Deployment's READY (the READY column)."),
         "backoffCount": integer("Restarts of all replicas of the job."),
         "reason": string("Once the job has finished: the reason of its outcome (the reason of its Failed "
-                         "condition, such as InvalidSpec or DeadlineExceeded, or of Completed)."),
+                         "condition: ReplicaFailed, BackoffLimitExceeded, DeadlineExceeded, InvalidSpec or "
+                         "StatusTooLarge; or of Completed)."),
         "startTime": string("When the job started running.", **time),
         "completionTime": string("When the job finished (Succeeded or Failed).", **time),
     })
@@ -218,7 +219,8 @@ def job_columns() -> list[dict]:
         {"name": "Restarts", "type": "integer", "jsonPath": ".status.backoffCount",
          "description": "Restarts of all the job's replicas."},
         {"name": "Reason", "type": "string", "jsonPath": ".status.reason",
-         "description": "Why the job finished as it did (InvalidSpec, DeadlineExceeded, Failed, Succeeded)."},
+         "description": "Why the job finished as it did (ReplicaFailed, BackoffLimitExceeded, DeadlineExceeded, "
+                        "InvalidSpec, StatusTooLarge, Succeeded)."},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
         {"name": "Started", "type": "date", "jsonPath": ".status.startTime", "priority": 1,
          "description": "When the job started running."},

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from apimachinery.resource import Resource
-from controller.jobs import children, cleanup, restart
+from controller.jobs import cause, children, cleanup, restart
 from controller.jobs import status as st
 from controller.jobs.actions import (
     CLEANUP,
@@ -350,6 +350,7 @@ def _pause(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observat
 def _finish(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observation], verdict: Verdict, now: str,
             delete: list, events: list) -> Plan:
     """The job has just succeeded or failed: record it, with the clean-up it calls for."""
+    verdict = cause.explained(verdict, observations)  # a failure's reason, and its cause in the message
     events = [*events, _phase_event(verdict.phase, verdict.message)]
     slots = _slots_of(observations)
     policy = job.spec.clean_up_policy
