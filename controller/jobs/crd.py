@@ -161,7 +161,7 @@ def status_schema(kind: str, records: str) -> dict:
     replicaStatus)."""
     time = {"format": "date-time"}
     condition = obj("An observation of the job's state.", {
-        "type": string("Initialized, Running, ReplicaFailure, Completed, Failed or Paused."),
+        "type": string("Initialized, Running, ReplicaFailure, ReplicasWaiting, Completed, Failed or Paused."),
         "status": string("True, False or Unknown."),
         "reason": string("A brief CamelCase reason for the last transition."),
         "message": string("A human readable message about the last transition."),
@@ -180,6 +180,12 @@ def status_schema(kind: str, records: str) -> dict:
         "restartStreak": integer("Quick restarts in a row (a pod that ran 10 minutes starts again at 1): the "
                                   "back-off doubles with each."),
         "ready": {"type": "boolean", "description": "True while the pod is Running and Ready (absent otherwise)."},
+        "waiting": obj("What the Pending pod waits for and cannot get, as first seen (absent otherwise): its "
+                       "image (ErrImagePull, ImagePullBackOff), a Secret or ConfigMap (CreateContainerConfigError), "
+                       "a node (Unschedulable).", {
+                           "reason": string("The kubelet's waiting reason, or the scheduler's Unschedulable."),
+                           "message": string("The kubelet's or the scheduler's message."),
+                       }),
     })
     task = obj("The state of the replicas of one type.", {
         "type": string("Replica type."),

@@ -9,7 +9,7 @@ import pytest
 
 from tests.localcluster.kubectl import Kubectl
 
-from .conftest import FOREVER, condition, finish_pod, genericjob, scripts, status
+from .conftest import FOREVER, condition, finish_pod, genericjob, scripts, status, until
 from .test_tensorflow import tf_controller, tfjob, tfjobs  # noqa: F401 - fixtures for the tftj tests
 
 OOM = {"run_for": 0.05, "exit_code": 137, "exit_reason": "OOMKilled"}  # killed for its memory limit
@@ -83,3 +83,54 @@ async def test_a_tf_job_past_its_deadline_says_so_in_get(cluster, tf_controller,
     await tfjobs.submit(tfjob("late", {"worker": 1}, run_policy={"activeDeadlineSeconds": 1}))
     await tfjobs.wait_phase("late", "Failed")
     assert (await kubectl.ok("get", "tftj", "late")).table()["late"]["REASON"] == "DeadlineExceeded"
+
+
+# --- replicas that wait ---------------------------------------------------------------------------------------
+
+
+async def test_an_image_that_cannot_be_pulled_is_said_on_the_job_once(cluster, controllers, jobs, kubectl):
+    await controllers.start()
+    scripts(cluster, "pull", {"worker-1": {"fail_to_start": "ErrImagePull"}, "*": FOREVER})
+    await jobs.submit(genericjob("pull", {"worker": 2}))
+    seen = await jobs.wait("pull", lambda j: (condition(j, "ReplicasWaiting") or {}).get("status") == "True")
+    waiting = condition(seen, "ReplicasWaiting")
+    [pod] = [p for p in await jobs.pods("pull") if p.metadata.name == "pull-worker-1"]
+    kubelet = pod.status.container_statuses[0].state.waiting.message
+    message = f'Replica pull-worker-1 is waiting: ErrImagePull: container "main": {kubelet}'
+    assert (waiting["reason"], waiting["message"]) == ("ErrImagePull", message)
+    assert seen["status"]["phase"] == "Pending"
+    [event] = await jobs.wait_event("pull", "ErrImagePull")
+    assert (event.type, event.message) == ("Warning", message)
+
+    # Reconciles that see nothing new say nothing new: one Event per cause per replica.
+    before = controllers.reconciles["default/pull"]
+    for round_ in range(4):
+        await jobs.patch("pull", {"metadata": {"labels": {"round": str(round_)}}})
+    await until(lambda: controllers.reconciles["default/pull"] >= before + 4 and controllers.idle(), what="reconciled")
+    [event] = [e for e in await jobs.events("pull") if e.reason == "ErrImagePull"]
+    assert event.count == 1
+
+    described = (await kubectl.ok("describe", "gj", "pull")).out
+    assert f"    Message:               {message}\n    Reason:                ErrImagePull\n" in described
+    assert "Warning  ErrImagePull" in described[described.index("\nEvents:"):]
+
+
+async def test_a_missing_secret_and_no_node_are_said_on_a_tf_job(cluster, tf_controller, tfjobs):  # noqa: F811
+    scripts(cluster, "wait", {"worker-0": {"fail_to_start": "CreateContainerConfigError",
+                                           "fail_message": 'secret "creds" not found'},
+                              "worker-1": {"unschedulable": True}, "*": FOREVER})
+    await tfjobs.submit(tfjob("wait", {"chief": 1, "worker": 2}))
+    for reason, message in (
+            ("CreateContainerConfigError", 'Replica wait-worker-0 is waiting: CreateContainerConfigError: container '
+                                           '"tensorflow": secret "creds" not found'),
+            ("Unschedulable", "Replica wait-worker-1 is waiting: Unschedulable: 0/1 nodes are available: 1 "
+                              "Insufficient nvidia.com/gpu. preemption: 0/1 nodes are available: 1 No preemption "
+                              "victims found for incoming pod.")):
+        [event] = await tfjobs.wait_event("wait", reason)
+        assert (event.type, event.message) == ("Warning", message)
+    done = await tfjobs.get("wait")
+    waiting = condition(done, "ReplicasWaiting")
+    assert (waiting["status"], waiting["reason"]) == ("True", "CreateContainerConfigError")
+    assert waiting["message"].endswith("; and 1 more replica waiting")
+    records = {r["name"]: r for t in done["status"]["tasks"] for r in t["replicaStatus"]}
+    assert records["wait-worker-1"]["waiting"]["reason"] == "Unschedulable"
