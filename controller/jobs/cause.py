@@ -48,16 +48,17 @@ def explained(verdict: Verdict, observations: Sequence[Observation]) -> Verdict:
 
 
 def how(obs: Observation) -> str:
-    """`with exit code 137 (OOMKilled)`, `without an exit code (Evicted)`, or the pod's loss."""
+    """`with exit code 137 (OOMKilled)`, `with exit code 137 (Error, Evicted)` (the container's reason, then the
+    pod's), `without an exit code (Evicted)`, or the pod's loss."""
     pod = obs.slot.pod if obs.slot.pod is not None and obs.seen == Seen.CURRENT else None
     exited = [c for c in obs.record.containers if c.get("state") == "terminated" and c.get("exitCode") is not None]
     container = next((c for c in exited if c.get("exitCode") != 0), exited[0] if exited else None)
+    pod_reason = str(((pod or {}).get("status") or {}).get("reason") or "")
     if container is not None:
-        reason = _terminated_reason(pod, container.get("name"))
-        return f"with exit code {container['exitCode']}" + (f" ({reason})" if reason else "")
-    reason = ((pod or {}).get("status") or {}).get("reason")
-    if reason:
-        return f"without an exit code ({reason})"
+        reasons = ", ".join(r for r in (_terminated_reason(pod, container.get("name")), pod_reason) if r)
+        return f"with exit code {container['exitCode']}" + (f" ({reasons})" if reasons else "")
+    if pod_reason:
+        return f"without an exit code ({pod_reason})"
     if obs.seen == Seen.GONE:
         return "without an exit code (its pod was lost: deleted, or its node gone)"
     return "without an exit code"

@@ -51,6 +51,15 @@ def test_an_evicted_pod_has_no_exit_code_and_says_why():
         "under restart policy Never")
 
 
+def test_an_evicted_pod_whose_container_was_killed_gives_both_reasons():
+    job = make_job(("worker", 1, "Never"))
+    pods = Pods()
+    status = started(job, pods)
+    pods.set("worker", 0, "Failed", reason="Evicted", exit_code=137, container_reason="Error")
+    assert failed_with(step(job, status, pods, at(5)))[2].endswith(
+        "replica worker-0 failed with exit code 137 (Error, Evicted) under restart policy Never")
+
+
 def test_a_failure_rule_names_its_first_replica_and_how_many_more_of_it_failed():
     job = make_job(("worker", 3, "OnFailure", 1), failure=[{"worker": [2, 0]}])
     pods = Pods()
