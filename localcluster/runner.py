@@ -7,7 +7,12 @@
 A script is a dict, or a list of dicts indexed by attempt (the n-th pod seen with that name
 uses entry min(n, len-1)), so "fail once, then succeed" is `[{"exit_code": 1}, {"exit_code": 0}]`.
 Keys: `start_after` (s, default 0.01), `run_for` (s; absent or null: forever), `exit_code`
-(default 0), `fail_to_start` (a waiting reason such as "ImagePullBackOff"), `terminate_after`
+(default 0), `exit_reason` (the terminated container's reason: default `Completed` for 0, else `Error`;
+`OOMKilled` as the kubelet reports a container killed for its memory limit, with exit code 137),
+`fail_to_start` (a waiting reason such as "ImagePullBackOff", with the kubelet's message for an image that
+cannot be pulled, or `fail_message`), `unschedulable` (true, or the scheduler's message: the pod is never
+bound and its PodScheduled condition is False, reason Unschedulable, as the scheduler leaves a pod no node
+fits), `terminate_after`
 (s a deleted pod takes to stop, default 0), `stuck_terminating` (never finishes deleting).
 Scripts come from the pod annotation `localcluster.dev/script` (JSON) or from `set_script`,
 matched by fnmatch on "namespace/name"; otherwise the runner's default script applies.
@@ -137,11 +142,15 @@ class ScriptedRunner(NoneRunner):
             return
         script = self._script_for(pod)
         now = now_rfc3339()
+        if script.get("unschedulable"):
+            message = script["unschedulable"] if isinstance(script["unschedulable"], str) else UNSCHEDULABLE
+            self._write(pod, status={**pod.get("status", {}), "phase": "Pending", "conditions": [
+                {**_condition("PodScheduled", "False", now), "reason": "Unschedulable", "message": message}]})
+            return
         status = {**pod.get("status", {}), "phase": "Pending", "hostIP": "127.0.0.1",
                   "conditions": [_condition("PodScheduled", "True", now)]}
-        status["containerStatuses"] = [
-            _container(c, {"waiting": {"reason": script.get("fail_to_start") or "ContainerCreating"}})
-            for c in pod["spec"]["containers"]]
+        status["containerStatuses"] = [_container(c, {"waiting": _waiting(c, script)})
+                                       for c in pod["spec"]["containers"]]
         self._write(pod, spec={"nodeName": NODE}, status=status)
         if not script.get("fail_to_start"):
             self._later(uid, script.get("start_after", 0.01), self._run, okey, uid, script)
@@ -162,13 +171,14 @@ class ScriptedRunner(NoneRunner):
                                        for c in pod["spec"]["containers"]]
         self._write(pod, status=status)
         if script.get("run_for") is not None:
-            self._later(uid, script["run_for"], self._exit, okey, uid, int(script.get("exit_code", 0)), now)
+            self._later(uid, script["run_for"], self._exit, okey, uid, int(script.get("exit_code", 0)), now,
+                        script.get("exit_reason"))
 
-    def _exit(self, okey: tuple[str, str], uid: str, code: int, started: str) -> None:
+    def _exit(self, okey: tuple[str, str], uid: str, code: int, started: str, reason: str | None = None) -> None:
         pod = self._current(okey, uid)
         if pod is None:
             return
-        self._write(pod, status=_finished(pod, code, started))
+        self._write(pod, status=_finished(pod, code, started, reason))
 
     def _begin_termination(self, okey: tuple[str, str], uid: str) -> None:
         pod = self._current(okey, uid)
@@ -206,6 +216,29 @@ def finish_deletion(api: Api, pod: dict) -> None:
                                                              "preconditions": {"uid": meta["uid"]}})
 
 
+# The default scheduler's message for a pod no node fits (here: one node, without the GPUs it asks for).
+UNSCHEDULABLE = ("0/1 nodes are available: 1 Insufficient nvidia.com/gpu. preemption: 0/1 nodes are available: "
+                 "1 No preemption victims found for incoming pod.")
+
+
+def _waiting(container: dict, script: dict) -> dict:
+    """The waiting state of a container that has not started: ContainerCreating, or the script's `fail_to_start`
+    with the kubelet's message (`fail_message`, else the one a kubelet with containerd gives for an image that
+    cannot be pulled)."""
+    reason = script.get("fail_to_start")
+    if not reason:
+        return {"reason": "ContainerCreating"}
+    image = container.get("image", "")
+    ref = image if "/" in image else f"docker.io/library/{image}"
+    defaults = {
+        "ErrImagePull": f'rpc error: code = NotFound desc = failed to pull and unpack image "{ref}": failed to '
+                        f'resolve reference "{ref}": {ref}: not found',
+        "ImagePullBackOff": f'Back-off pulling image "{image}"',
+    }
+    message = script.get("fail_message") or defaults.get(reason)
+    return {"reason": reason, **({"message": message} if message else {})}
+
+
 def _condition(kind: str, status: str, now: str) -> dict:
     return {"type": kind, "status": status, "lastProbeTime": None, "lastTransitionTime": now}
 
@@ -216,17 +249,17 @@ def _container(container: dict, state: dict, ready: bool = False) -> dict:
             "state": state}
 
 
-def _terminated(code: int, started: str, finished: str) -> dict:
-    reason = "Completed" if code == 0 else "Error"
+def _terminated(code: int, started: str, finished: str, reason: str | None = None) -> dict:
+    reason = reason or ("Completed" if code == 0 else "Error")
     return {"terminated": {"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": finished}}
 
 
-def _finished(pod: dict, code: int, started: str) -> dict:
+def _finished(pod: dict, code: int, started: str, reason: str | None = None) -> dict:
     now = now_rfc3339()
     status = dict(pod.get("status") or {})
     status["phase"] = "Succeeded" if code == 0 else "Failed"
     status["conditions"] = [_condition("PodScheduled", "True", now), _condition("Initialized", "True", now),
                             _condition("ContainersReady", "False", now), _condition("Ready", "False", now)]
-    status["containerStatuses"] = [_container(c, _terminated(code, started, now))
+    status["containerStatuses"] = [_container(c, _terminated(code, started, now, reason))
                                    for c in pod["spec"]["containers"]]
     return status

@@ -128,3 +128,5 @@ class Verdict:
     rule: object  # what was met (the kind's own rule), for tests and messages
     message: str  # for the Completed/Failed conditions and the Event
     reason: str = ""  # the conditions' reason; the phase when empty (e.g. DeadlineExceeded)
+    # A failure's replicas that failed for good, the first to name first (cause.py says why they failed).
+    replicas: tuple[tuple[str, int], ...] = ()

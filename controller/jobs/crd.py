@@ -182,7 +182,7 @@ def status_schema(kind: str, records: str) -> dict:
     replicaStatus)."""
     time = {"format": "date-time"}
     condition = obj("An observation of the job's state.", {
-        "type": string("Initialized, Running, ReplicaFailure, Completed, Failed or Paused."),
+        "type": string("Initialized, Running, ReplicaFailure, ReplicasWaiting, Completed, Failed or Paused."),
         "status": string("True, False or Unknown."),
         "reason": string("A brief CamelCase reason for the last transition."),
         "message": string("A human readable message about the last transition."),
@@ -201,6 +201,12 @@ def status_schema(kind: str, records: str) -> dict:
         "restartStreak": integer("Quick restarts in a row (a pod that ran 10 minutes starts again at 1): the "
                                   "back-off doubles with each."),
         "ready": {"type": "boolean", "description": "True while the pod is Running and Ready (absent otherwise)."},
+        "waiting": obj("What the Pending pod waits for and cannot get, as first seen (absent otherwise): its "
+                       "image (ErrImagePull, ImagePullBackOff), a Secret or ConfigMap (CreateContainerConfigError), "
+                       "a node (Unschedulable).", {
+                           "reason": string("The kubelet's waiting reason, or the scheduler's Unschedulable."),
+                           "message": string("The kubelet's or the scheduler's message."),
+                       }),
     })
     task = obj("The state of the replicas of one type.", {
         "type": string("Replica type."),
@@ -222,7 +228,8 @@ def status_schema(kind: str, records: str) -> dict:
         "ready": string("readyReplicas/total replicas, as kubectl shows a Deployment's READY (the READY column)."),
         "backoffCount": integer("Restarts of all replicas of the job."),
         "reason": string("Once the job has finished: the reason of its outcome (the reason of its Failed "
-                         "condition, such as InvalidSpec or DeadlineExceeded, or of Completed)."),
+                         "condition: ReplicaFailed, BackoffLimitExceeded, DeadlineExceeded, InvalidSpec or "
+                         "StatusTooLarge; or of Completed)."),
         "startTime": string("When the job started running.", **time),
         "completionTime": string("When the job finished (Succeeded or Failed).", **time),
     })
@@ -239,7 +246,8 @@ def job_columns() -> list[dict]:
         {"name": "Restarts", "type": "integer", "jsonPath": ".status.backoffCount",
          "description": "Restarts of all the job's replicas."},
         {"name": "Reason", "type": "string", "jsonPath": ".status.reason",
-         "description": "Why the job finished as it did (InvalidSpec, DeadlineExceeded, Failed, Succeeded)."},
+         "description": "Why the job finished as it did (ReplicaFailed, BackoffLimitExceeded, DeadlineExceeded, "
+                        "InvalidSpec, StatusTooLarge, Succeeded)."},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
         {"name": "Started", "type": "date", "jsonPath": ".status.startTime", "priority": 1,
          "description": "When the job started running."},

@@ -105,6 +105,12 @@ class RestartRule(Protocol):
         (`job_restarts` for the whole job), its containers as the replica record has them
         (`{name, state, exitCode}`): is it replaced?"""
 
+    def why_final(self, restart_count: int, containers: Sequence[dict], job_restarts: int = 0) -> tuple[bool, str]:
+        """Why a failed pod of the replica is not replaced (it failed for good): did its limit, or the job's
+        budget, run out (the job fails BackoffLimitExceeded rather than ReplicaFailed), and the words that
+        say so after "replica worker-1 failed with exit code 1", e.g. "after 2 of 2 restarts" or
+        "under restart policy Never"."""
+
 
 class StatusCodec(Protocol):
     """Where a kind keeps its replica records and counters in its status."""

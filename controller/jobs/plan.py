@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from apimachinery.resource import Resource
-from controller.jobs import children, cleanup, restart
+from controller.jobs import cause, children, cleanup, restart, waiting
 from controller.jobs import status as st
 from controller.jobs.actions import (
     CLEANUP,
@@ -313,6 +313,8 @@ def _run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observatio
     delete = delete + [DeletePod(o.slot.name, s.delete, RESTART) for o, s in zip(observations, steps, strict=True)
                        if s.delete]
     events = events + [Event(NORMAL, "Restarting", s.restart_event) for s in steps if s.restart_event]
+    events = events + [Event(WARNING, reason, message) for reason, message in waiting.news(
+        (o.slot.name, o.slot.record.waiting, s.record.waiting) for o, s in zip(observations, steps, strict=True))]
 
     phase = st.next_phase(old.get("phase") or "", paused=False, all_up=st.all_up(records))
     conditions = st.progress_conditions(old_conditions, phase=phase, records=records, now=now)
@@ -350,6 +352,7 @@ def _pause(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observat
 def _finish(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observation], verdict: Verdict, now: str,
             delete: list, events: list) -> Plan:
     """The job has just succeeded or failed: record it, with the clean-up it calls for."""
+    verdict = cause.explained(verdict, observations)  # a failure's reason, and its cause in the message
     events = [*events, _phase_event(verdict.phase, verdict.message)]
     slots = _slots_of(observations)
     policy = job.spec.clean_up_policy

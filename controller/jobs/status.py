@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from controller.jobs import waiting as waits
 from controller.jobs.api import JobPhase
 from controller.jobs.kind import StatusCodec
 
@@ -103,6 +104,8 @@ class Replica:
     # The current pod was Running and Ready when last observed (pod_ready); it counts only while the record's
     # phase is Running (`is_ready`), and is stored as `ready: true` only then.
     ready: bool = False
+    # What the current pod waits for and cannot get ({reason, message}: waiting.py), as first seen; None: nothing.
+    waiting: dict | None = None
 
     @property
     def is_ready(self) -> bool:
@@ -116,15 +119,17 @@ class Replica:
             out["restartStreak"] = self.restart_streak
         if self.is_ready:
             out["ready"] = True
+        if self.waiting:
+            out["waiting"] = self.waiting
         return out
 
     def _with(self, uid: str, phase: str, containers: tuple[dict, ...], last_restart_uid: str,
-              ready: bool = False) -> Replica:
+              ready: bool = False, waiting: dict | None = None) -> Replica:
         return Replica(self.name, uid, phase, containers, self.restart_count, last_restart_uid,
-                       self.last_restart_time, self.restart_streak, ready)
+                       self.last_restart_time, self.restart_streak, ready, waiting)
 
     def in_phase(self, phase: str) -> Replica:
-        return self._with(self.uid, phase, self.containers, self.last_restart_uid, self.ready)
+        return self._with(self.uid, phase, self.containers, self.last_restart_uid, self.ready, self.waiting)
 
     def counted(self, now: str = "", streak: int = 0) -> Replica:
         """A restart counted at `now` (the `streak`-th quick one in a row), and the current pod retired with it."""
@@ -152,13 +157,14 @@ def read_record(raw: dict | None, name: str) -> Replica:
     raw = raw or {}
     return Replica(name, raw.get("uid") or "", raw.get("phase") or CREATING, tuple(raw.get("containers") or ()),
                    int(raw.get("restartCount") or 0), raw.get("lastRestartUid") or "", raw.get("lastRestartTime") or "",
-                   int(raw.get("restartStreak") or 0), raw.get("ready") is True)
+                   int(raw.get("restartStreak") or 0), raw.get("ready") is True,
+                   raw.get("waiting") if isinstance(raw.get("waiting"), dict) else None)
 
 
 def observed(record: Replica, pod: dict) -> Replica:
     """The record describing `pod` as the replica's current pod."""
     return record._with(pod_uid(pod), pod_phase(pod), tuple(container_states(pod)), record.last_restart_uid,
-                        pod_ready(pod))
+                        pod_ready(pod), waits.kept(record.waiting, waits.cause(pod)))
 
 
 # --- counts ------------------------------------------------------------------------------------
@@ -231,6 +237,11 @@ def progress_conditions(conditions: list[dict], *, phase: str, records: list[Rep
                                    f"Replicas with a failed pod: {_names(failed)}.", now)
     else:
         conditions = set_condition(conditions, REPLICA_FAILURE, False, "NoFailure", "No replica has failed.", now)
+    waiting = waits.condition(records)
+    if waiting is not None:
+        conditions = set_condition(conditions, waits.WAITING, True, *waiting, now)
+    elif find_condition(conditions, waits.WAITING) is not None:
+        conditions = set_condition(conditions, waits.WAITING, False, "NoneWaiting", "No replica is waiting.", now)
     return conditions
 
 

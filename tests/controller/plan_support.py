@@ -51,7 +51,7 @@ def plan_invalid(status: dict, pods: list[dict], message: str, now: str) -> Plan
 
 
 def make_pod(replica_type: str, rank: int, uid: str, phase: str | None = "Running", *, exit_code: int | None = None,
-             terminating: bool = False, reason: str | None = None) -> dict:
+             terminating: bool = False, reason: str | None = None, container_reason: str | None = None) -> dict:
     metadata = {"name": replica_name(JOB, replica_type, rank), "namespace": "ns", "uid": uid,
                 "labels": replica_labels(GENERICJOB.api, JOB, JOB_UID, replica_type, rank)}
     if terminating:
@@ -65,7 +65,8 @@ def make_pod(replica_type: str, rank: int, uid: str, phase: str | None = "Runnin
         status["containerStatuses"] = [{"name": "main", "state": {"running": {}}}]
     elif exit_code is not None or phase in ("Succeeded", "Failed"):
         code = exit_code if exit_code is not None else (0 if phase == "Succeeded" else 1)
-        status["containerStatuses"] = [{"name": "main", "state": {"terminated": {"exitCode": code}}}]
+        terminated = {"exitCode": code, **({"reason": container_reason} if container_reason else {})}
+        status["containerStatuses"] = [{"name": "main", "state": {"terminated": terminated}}]
     return {"metadata": metadata, "status": status}
 
 

@@ -115,6 +115,9 @@ class JobBudget:
     def replaces(self, phase, restart_count, containers, job_restarts: int = 0) -> bool:
         return phase == "Failed" and self.can_restart(restart_count, job_restarts)
 
+    def why_final(self, restart_count, containers, job_restarts: int = 0) -> tuple[bool, str]:
+        return True, f"after {job_restarts} of {self.limit} restarts of the job"
+
 
 class BudgetKind(GenericJobKind):
     def restart_rule(self, job, replica_type):

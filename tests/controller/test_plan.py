@@ -130,13 +130,16 @@ def test_on_failure_with_limit_restarts_then_fails_for_good():
         assert status["tasks"][0]["restartCount"] == n and status["backoffCount"] == n
         assert condition(status, "ReplicaFailure")["status"] == "False"
 
-    pods.set("worker", 1, "Failed", exit_code=7)
+    pods.set("worker", 1, "Failed", exit_code=137, container_reason="OOMKilled")
     result = step(job, status, pods, at(40))
     assert result.terminal and result.status["phase"] == "Failed" and result.create == [] and restarts(result) == []
-    message = 'The job is failed with rule: {"worker": [1]}'
+    # The seed's message, then why: the replica, its exit code and reason, and the limit that ran out.
+    message = ('The job is failed with rule: {"worker": [1]}: replica worker-1 failed with exit code 137 (OOMKilled) '
+               'after 2 of 2 restarts')
     assert result.events == [("Warning", "Failed", message)]
     assert condition(result.status, "Failed")["message"] == message
-    assert condition(result.status, "Completed")["reason"] == "Failed"
+    assert condition(result.status, "Completed")["reason"] == "BackoffLimitExceeded"
+    assert result.status["reason"] == condition(result.status, "Failed")["reason"] == "BackoffLimitExceeded"
     assert result.status["backoffCount"] == 2
 
 
@@ -229,7 +232,10 @@ def test_lost_pod_is_recreated_and_counted_under_on_failure():
     pods.remove("worker", 0)
     result = step(job, status, pods, at(7))
     assert result.terminal and result.status["phase"] == "Failed" and result.create == []
-    assert condition(result.status, "Failed")["message"] == 'The job is failed with rule: {"worker": [0]}'
+    assert condition(result.status, "Failed")["message"] == (
+        'The job is failed with rule: {"worker": [0]}: replica worker-0 failed without an exit code '
+        '(its pod was lost: deleted, or its node gone) after 1 of 1 restarts')
+    assert result.status["reason"] == "BackoffLimitExceeded"
 
 
 def test_lost_pod_is_recreated_without_counting_under_never():
@@ -295,7 +301,8 @@ def test_guide_failure_rule_waits_for_restarts_to_be_used_up():
     pods.set("master", 0, "Failed")
     result = step(job, status, pods, at(40))
     assert result.status["phase"] == "Failed"
-    assert condition(result.status, "Failed")["message"] == 'The job is failed with rule: {"master": [0]}'
+    assert condition(result.status, "Failed")["message"] == (
+        'The job is failed with rule: {"master": [0]}: replica master-0 failed with exit code 1 after 2 of 2 restarts')
 
 
 def test_guide_other_failures_do_not_fail_the_job():
@@ -320,7 +327,10 @@ def test_failure_wins_when_both_rules_are_met_at_once():
         pods.set("worker", rank, "Succeeded")
     result = step(job, status, pods, at(5))
     assert result.status["phase"] == "Failed"
-    assert condition(result.status, "Failed")["message"] == 'The job is failed with rule: {"master": [0]}'
+    assert condition(result.status, "Failed")["message"] == (
+        'The job is failed with rule: {"master": [0]}: replica master-0 failed with exit code 1 '
+        'under restart policy Never')
+    assert result.status["reason"] == "ReplicaFailed"
 
 
 def test_rules_are_evaluated_before_restarts():
@@ -635,6 +645,6 @@ def test_a_finished_job_says_why_in_its_reason():
     assert "reason" not in status
     pods.set("worker", 0, "Failed")
     failed = step(job, status, pods, at(5)).status
-    assert failed["phase"] == "Failed" and failed["reason"] == condition(failed, "Failed")["reason"] == "Failed"
+    assert failed["phase"] == "Failed" and failed["reason"] == condition(failed, "Failed")["reason"] == "ReplicaFailed"
     invalid = plan_invalid({}, [], "spec.successRules[0]: no such type", at(1)).status
     assert invalid["reason"] == "InvalidSpec"

@@ -42,7 +42,8 @@ async def test_stopped_between_a_pod_failing_and_its_replacement(cluster, contro
     await finish_pod(jobs, POD, 1)  # the limit is used up now
     done = await jobs.wait_phase("job", "Failed")
     assert done["status"]["backoffCount"] == 1 and len(history.uids(POD)) == 2
-    assert condition(done, "Failed")["message"] == 'The job is failed with rule: {"worker": [0]}'
+    assert condition(done, "Failed")["message"] == ('The job is failed with rule: {"worker": [0]}: replica worker-0 '
+                                                    "failed with exit code 1 (Error) after 1 of 1 restarts")
 
 
 class Crash(Exception):

@@ -48,7 +48,8 @@ async def test_phase_change_events(cluster, controller, jobs):
     await finish_pod(jobs, "job-worker-0", 1)
     await jobs.wait_phase("job", "Failed")
     [failed] = await jobs.wait_event("job", "Failed")
-    assert (failed.type, failed.message) == ("Warning", 'The job is failed with rule: {"worker": [0]}')
+    assert (failed.type, failed.message) == ("Warning", 'The job is failed with rule: {"worker": [0]}: replica '
+                                             "worker-0 failed with exit code 1 (Error) after 0 of 0 restarts")
     assert not [e for e in await jobs.events("job") if e.reason == "Pending"]  # a new job is Pending: not news
 
 

@@ -58,7 +58,8 @@ async def test_basic_example_fails_with_worker_1(cluster, controller, jobs):
     await jobs.submit(basic())
     done = await jobs.wait_phase("generic-example", "Failed")
     assert condition(done, "Failed")["status"] == "True"
-    assert condition(done, "Failed")["message"] == 'The job is failed with rule: {"worker": [1]}'
+    assert condition(done, "Failed")["message"] == ('The job is failed with rule: {"worker": [1]}: replica worker-1 '
+                                                    "failed with exit code 1 (Error) after 0 of 0 restarts")
     assert condition(done, "Completed")["status"] == "False"
 
 
@@ -71,7 +72,9 @@ async def test_basic_example_ignores_failure_of_worker_outside_the_rules(cluster
     await jobs.core.delete_namespaced_pod("generic-example-worker-0", "default")
     # A pod deleted by hand under OnFailure limit 0 has failed for good: rule {"worker": [0]} fails it.
     done = await jobs.wait_phase("generic-example", "Failed")
-    assert condition(done, "Failed")["message"] == 'The job is failed with rule: {"worker": [0]}'
+    assert condition(done, "Failed")["message"] == (
+        'The job is failed with rule: {"worker": [0]}: replica worker-0 failed without an exit code '
+        "(its pod was lost: deleted, or its node gone) after 0 of 0 restarts")
 
 
 async def test_resources_example_passes_requests_and_limits_through(cluster, controller, jobs):

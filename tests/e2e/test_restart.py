@@ -27,7 +27,9 @@ async def test_never_does_not_restart_a_failed_pod(controller, jobs, history):
     assert len(history.uids(POD)) == 1
     [pod] = await jobs.pods("job")
     assert pod.metadata.uid == history.uids(POD)[0] and pod.status.phase == "Failed"
-    assert condition(done, "Failed")["message"] == 'The job is failed with rule: {"worker": [0]}'
+    assert condition(done, "Failed")["message"] == ('The job is failed with rule: {"worker": [0]}: replica worker-0 '
+                                                    "failed with exit code 1 (Error) under restart policy Never")
+    assert done["status"]["reason"] == "ReplicaFailed"
 
 
 async def test_never_does_not_restart_a_succeeded_pod(controller, jobs, history):
@@ -60,7 +62,9 @@ async def test_failure_after_the_limit_is_final(controller, jobs, history, polic
     done = await finished(jobs, "Failed")
     assert len(history.uids(POD)) == 3
     assert task(done, "worker")["restartCount"] == 2 and done["status"]["backoffCount"] == 2
-    assert condition(done, "Failed")["message"] == 'The job is failed with rule: {"worker": [0]}'
+    assert condition(done, "Failed")["message"] == ('The job is failed with rule: {"worker": [0]}: replica worker-0 '
+                                                    "failed with exit code 1 (Error) after 2 of 2 restarts")
+    assert done["status"]["reason"] == "BackoffLimitExceeded"
     assert replicas(done)[POD]["phase"] == "Failed"
 
 

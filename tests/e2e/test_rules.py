@@ -52,8 +52,9 @@ async def test_the_failure_rule_of_the_guide(cluster, controller, jobs):
     await jobs.submit(rules_job())
     done = await jobs.wait_phase("job", "Failed")
     failed = condition(done, "Failed")
-    assert (failed["status"], failed["reason"]) == ("True", "Failed")
-    assert failed["message"] == 'The job is failed with rule: {"master": [0]}'
+    assert (failed["status"], failed["reason"]) == ("True", "ReplicaFailed")
+    assert failed["message"] == ('The job is failed with rule: {"master": [0]}: replica master-0 failed with exit '
+                                 "code 1 (Error) under restart policy Never")
     completed = condition(done, "Completed")
     assert (completed["status"], completed["message"]) == ("False", failed["message"])
     [event] = await jobs.wait_event("job", "Failed")
@@ -89,7 +90,8 @@ async def test_failure_wins_a_tie(cluster, controllers, jobs):
         await finish_pod(jobs, f"job-worker-{rank}", 0)
     await controllers.start()
     done = await jobs.wait_phase("job", "Failed")
-    assert condition(done, "Failed")["message"] == 'The job is failed with rule: {"master": [0]}'
+    assert condition(done, "Failed")["message"] == ('The job is failed with rule: {"master": [0]}: replica master-0 '
+                                                    "failed with exit code 1 (Error) under restart policy Never")
 
 
 async def test_without_rules_every_replica_must_succeed(cluster, controller, jobs):
@@ -108,7 +110,8 @@ async def test_without_rules_any_replica_failing_for_good_fails_the_job(cluster,
     scripts(cluster, "job", {"worker-1": FAIL, "*": FOREVER})
     await jobs.submit(genericjob("job", {"master": 1, "worker": 2}))
     done = await jobs.wait_phase("job", "Failed")
-    assert condition(done, "Failed")["message"] == 'The job is failed with rule: {"worker": [1]}'
+    assert condition(done, "Failed")["message"] == ('The job is failed with rule: {"worker": [1]}: replica worker-1 '
+                                                    "failed with exit code 1 (Error) after 0 of 0 restarts")
 
 
 async def test_without_rules_failure_wins_a_tie(cluster, controllers, jobs):
@@ -120,14 +123,16 @@ async def test_without_rules_failure_wins_a_tie(cluster, controllers, jobs):
     await finish_pod(jobs, "job-worker-1", 2)
     await controllers.start()
     done = await jobs.wait_phase("job", "Failed")
-    assert condition(done, "Failed")["message"] == 'The job is failed with rule: {"worker": [1]}'
+    assert condition(done, "Failed")["message"] == ('The job is failed with rule: {"worker": [1]}: replica worker-1 '
+                                                    "failed with exit code 2 (Error) after 0 of 0 restarts")
 
 
 async def test_only_success_rules_given_keeps_the_default_failure_rule(cluster, controller, jobs):
     scripts(cluster, "job", {"worker-2": FAIL, "*": FOREVER})
     await jobs.submit(genericjob("job", {"worker": 3}, successRules=[{"worker": [0]}]))
     done = await jobs.wait_phase("job", "Failed")
-    assert condition(done, "Failed")["message"] == 'The job is failed with rule: {"worker": [2]}'
+    assert condition(done, "Failed")["message"] == ('The job is failed with rule: {"worker": [2]}: replica worker-2 '
+                                                    "failed with exit code 1 (Error) after 0 of 0 restarts")
 
 
 async def test_ranks_may_be_strings(cluster, controller, jobs):

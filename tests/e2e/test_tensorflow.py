@@ -81,6 +81,10 @@ async def test_any_replica_failing_for_good_fails_the_job(cluster, tf_controller
     done = await tfjobs.wait_phase("bad", "Failed")
     failed = next(c for c in done["status"]["conditions"] if c["type"] == "Failed")
     assert failed["status"] == "True" and "bad-ps-1" in failed["message"]
+    # The seed's message, then the cause (controller/jobs/cause.py); the reason says which way it failed.
+    assert failed["message"] == ("Replica bad-ps-1 has failed: replica ps-1 failed with exit code 1 (Error) "
+                                 "under restart policy Never")
+    assert failed["reason"] == done["status"]["reason"] == "ReplicaFailed"
 
 
 async def test_exit_code_restarts_137_and_not_1(cluster, tf_controller, tfjobs, history):
@@ -92,6 +96,9 @@ async def test_exit_code_restarts_137_and_not_1(cluster, tf_controller, tfjobs, 
     await tfjobs.submit(tfjob("ec1", {"worker": 2}, restart="ExitCode"))
     done = await tfjobs.wait_phase("ec1", "Failed")
     assert done["status"]["backoffCount"] == 0 and len(history.uids("ec1-worker-0")) == 1
+    assert done["status"]["reason"] == "ReplicaFailed" and next(
+        c for c in done["status"]["conditions"] if c["type"] == "Failed")["message"].endswith(
+        "failed with exit code 1 (Error) under restart policy ExitCode (its exit code is not retryable)")
 
 
 async def test_the_backoff_limit_is_one_budget_for_every_replica(cluster, tf_controller, tfjobs, history):
@@ -101,6 +108,10 @@ async def test_the_backoff_limit_is_one_budget_for_every_replica(cluster, tf_con
     await tfjobs.submit(tfjob("budget", {"worker": 2, "ps": 1}, restart="OnFailure", run_policy={"backoffLimit": 1}))
     done = await tfjobs.wait_phase("budget", "Failed")
     assert done["status"]["backoffCount"] <= 1
+    failed = next(c for c in done["status"]["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == done["status"]["reason"] == "BackoffLimitExceeded"
+    assert failed["message"].endswith("failed with exit code 1 (Error) after 1 of 1 restarts of the job "
+                                      "(runPolicy.backoffLimit)"), failed
     assert len(history.uids("budget-worker-1")) + len(history.uids("budget-ps-0")) <= 3
 
 

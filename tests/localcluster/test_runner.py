@@ -68,6 +68,49 @@ async def test_fail_to_start_stays_pending_with_reason(cluster, core):
 
 
 @pytest.mark.runner("scripted")
+async def test_fail_to_start_carries_the_kubelets_message(cluster, core):
+    """As a kubelet with containerd reports an image it cannot pull (ErrImagePull, then ImagePullBackOff)."""
+    cluster.runner.set_script("default/pull", {"fail_to_start": "ErrImagePull"})
+    cluster.runner.set_script("default/backoff", {"fail_to_start": "ImagePullBackOff"})
+    cluster.runner.set_script("default/secret", {"fail_to_start": "CreateContainerConfigError",
+                                                 "fail_message": 'secret "creds" not found'})
+    for name in ("pull", "backoff", "secret"):
+        await core.create_namespaced_pod("default", pod(name))
+
+    async def waiting(name):
+        statuses = (await core.read_namespaced_pod(name, "default")).status.container_statuses or []
+        return statuses[0].state.waiting if statuses and statuses[0].state.waiting.reason != "ContainerCreating" \
+            else None
+
+    image = (await core.read_namespaced_pod("pull", "default")).spec.containers[0].image
+    ref = image if "/" in image else f"docker.io/library/{image}"
+    pull = await eventually(lambda: waiting("pull"))
+    assert (pull.reason, pull.message) == ("ErrImagePull", f'rpc error: code = NotFound desc = failed to pull and '
+                                           f'unpack image "{ref}": failed to resolve reference "{ref}": {ref}: '
+                                           "not found")
+    backoff = await eventually(lambda: waiting("backoff"))
+    assert backoff.message == f'Back-off pulling image "{image}"'
+    assert (await eventually(lambda: waiting("secret"))).message == 'secret "creds" not found'
+
+
+@pytest.mark.runner("scripted")
+async def test_an_unschedulable_pod_is_never_bound_and_says_why(cluster, core):
+    """As the default scheduler leaves a pod no node fits: Pending, no node, PodScheduled False/Unschedulable."""
+    cluster.runner.set_script("default/big", {"unschedulable": True})
+    await core.create_namespaced_pod("default", pod("big"))
+
+    async def condition():
+        p = await core.read_namespaced_pod("big", "default")
+        return next((c for c in p.status.conditions or () if c.type == "PodScheduled"), None)
+
+    scheduled = await eventually(condition)
+    assert (scheduled.status, scheduled.reason) == ("False", "Unschedulable")
+    assert scheduled.message.startswith("0/1 nodes are available: 1 Insufficient nvidia.com/gpu.")
+    big = await core.read_namespaced_pod("big", "default")
+    assert big.status.phase == "Pending" and not big.spec.node_name and not big.status.container_statuses
+
+
+@pytest.mark.runner("scripted")
 async def test_scripts_by_attempt(cluster, core):
     cluster.runner.set_script("default/flaky", [{"run_for": 0.01, "exit_code": 1}, {"run_for": 0.01}])
     await core.create_namespaced_pod("default", pod("flaky"))

@@ -110,8 +110,10 @@ def condition(job: dict, kind: str) -> dict:
 
 
 def rule_of(message: str) -> dict:
-    """`The job is failed with rule: { "worker": [0] }` -> {"worker": [0]} (the guide spaces it its own way)."""
-    return json.loads(message.partition("rule: ")[2])
+    """`The job is failed with rule: { "worker": [0] }` -> {"worker": [0]} (the guide spaces it its own way; the
+    controller adds the cause after the rule: `...: replica worker-0 failed with exit code 1 ...`)."""
+    rule, _ = json.JSONDecoder().raw_decode(message.partition("rule: ")[2])
+    return rule
 
 
 def containers(pods: list[dict]) -> list[dict]:

@@ -66,6 +66,11 @@ class RestartPolicy(Model):
             return self.policy != RestartPolicyType.NEVER and self.can_restart(restart_count)
         return False
 
+    def why_final(self, restart_count: int, containers: Sequence[dict] = (), job_restarts: int = 0) -> tuple[bool, str]:
+        if self.policy == RestartPolicyType.NEVER:
+            return False, "under restart policy Never"
+        return True, f"after {restart_count} of {self.limit} restarts"
+
 
 class ReplicaSpec(Model):
     type: Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")] = Field(

@@ -55,15 +55,19 @@ def evaluate(spec: GenericJobSpec, outcomes: Outcomes) -> Verdict | None:
     rules, the job succeeds when every replica has succeeded, so a job of zero replicas succeeds at
     once (like a batch/v1 Job with zero completions).
     """
+    failed = tuple(key for key in _spec_order(spec) if outcomes.get(key) == Outcome.FAILED)
     if spec.failure_rules:
         for rule in spec.failure_rules:
             if rule_met(rule, outcomes, Outcome.FAILED):
-                return Verdict(JobPhase.FAILED, rule, failure_message(rule))
-    else:
-        for replica_type, rank in _spec_order(spec):
-            if outcomes.get((replica_type, rank)) == Outcome.FAILED:
-                rule = {replica_type: [rank]}
-                return Verdict(JobPhase.FAILED, rule, failure_message(rule))
+                named = {(replica_type, rank) for replica_type, ranks in rule.items() for rank in ranks}
+                return Verdict(JobPhase.FAILED, rule, failure_message(rule),
+                               replicas=tuple(key for key in failed if key in named))
+    elif failed:
+        # The default rule is "any replica failed for good": it is shown as the rule of the first failed
+        # replica (the seed's form); the cause (controller/jobs/cause.py) counts the others.
+        replica_type, rank = failed[0]
+        rule = {replica_type: [rank]}
+        return Verdict(JobPhase.FAILED, rule, failure_message(rule), replicas=failed)
 
     if spec.success_rules:
         for rule in spec.success_rules:

@@ -44,7 +44,8 @@ class TensorFlowKind:
         failed = sorted(key for key, outcome in outcomes.items() if outcome == Outcome.FAILED)
         if failed:  # failure wins a tie
             replica_type, rank = failed[0]
-            return Verdict(JobPhase.FAILED, failed[0], f"Replica {job.name}-{replica_type}-{rank} has failed.")
+            return Verdict(JobPhase.FAILED, failed[0], f"Replica {job.name}-{replica_type}-{rank} has failed.",
+                           replicas=tuple(failed))
         master = job.spec.master()
         if master is not None and outcomes.get(master) == Outcome.SUCCEEDED:
             return Verdict(JobPhase.SUCCEEDED, master, f"The master replica {job.name}-{master[0]}-{master[1]} "

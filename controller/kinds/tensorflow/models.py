@@ -143,6 +143,15 @@ class ReplicaRestart:
             return retryable(containers)
         return self.policy in (RestartPolicyType.ON_FAILURE, RestartPolicyType.ALWAYS)
 
+    def why_final(self, restart_count: int, containers: Sequence[dict] = (), job_restarts: int = 0) -> tuple[bool, str]:
+        if self.policy == RestartPolicyType.NEVER:
+            return False, "under restart policy Never"
+        if self.policy == RestartPolicyType.EXIT_CODE and not retryable(containers):
+            return False, "under restart policy ExitCode (its exit code is not retryable)"
+        if self.limit is None:  # not reached: without a budget a retryable failure is always replaced
+            return False, f"under restart policy {self.policy}"
+        return True, f"after {job_restarts} of {self.limit} restarts of the job (runPolicy.backoffLimit)"
+
     @property
     def counts_lost_pods(self) -> bool:
         """A pod lost while running is a failure without an exit code (retryable under ExitCode), counted
