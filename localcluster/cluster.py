@@ -110,6 +110,9 @@ class LocalCluster:
 
     async def start(self) -> None:
         if not self._started:
+            # The serving certificate first: every namespace's kube-root-ca.crt is written with it, before
+            # the watch cache's starting revision (nothing the server writes while starting comes after it).
+            self._ensure_certificate()
             for name in SYSTEM_NAMESPACES:
                 self.api.ensure_namespace(name)
             self.access.bootstrap()
@@ -120,16 +123,18 @@ class LocalCluster:
             self.runner.start()
             self._started = True
         await self._listen()
-        self.namespace_objects.sync()  # kube-root-ca.crt: the serving CA is known now
+
+    def _ensure_certificate(self) -> None:
+        if self.tls and self._ssl is None:
+            from .tls import self_signed
+
+            self._ssl, self.certificate = self_signed(self.host)
 
     async def _listen(self) -> None:
         self.watch_cache_rv = self.store.rv
         runner = web.AppRunner(self.http.app(), access_log=None, shutdown_timeout=0.5)
         await runner.setup()
-        if self.tls and self._ssl is None:
-            from .tls import self_signed
-
-            self._ssl, self.certificate = self_signed(self.host)
+        self._ensure_certificate()
         site = web.TCPSite(runner, self.host, self.port, reuse_address=True, ssl_context=self._ssl)
         await site.start()
         self.port = runner.addresses[0][1]

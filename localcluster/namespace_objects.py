@@ -48,11 +48,6 @@ class NamespaceObjects:
                 (ev.key == SERVICEACCOUNTS and name == DEFAULT_ACCOUNT and ev.type == DELETED):
             self.ensure(ev.obj["metadata"].get("namespace") or "")
 
-    def sync(self) -> None:
-        """Every namespace's objects, as they should be now (the CA is known once the server listens)."""
-        for ns in self.api.store.objects(NAMESPACES):
-            self.ensure(ns["metadata"]["name"])
-
     def ensure(self, namespace: str) -> None:
         ns = self.api.store.get(NAMESPACES, ("", namespace))
         if ns is None or ns["metadata"].get("deletionTimestamp"):
