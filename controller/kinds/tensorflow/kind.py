@@ -2,8 +2,8 @@
 
 What is its own: the API and labels; the success of the master (the chief, else worker 0) and the
 failure of any replica for good ("failure wins a tie"); restart policies by type with ExitCode and one
-restart budget for the job (models.ReplicaRestart); the active deadline; TF_CONFIG in every
-`tensorflow` container; a headless Service per replica on the TensorFlow port; `tasks[].replicaStatus`.
+restart budget for the job (the training kit's ReplicaRestart, judging the `tensorflow` container); the
+active deadline; TF_CONFIG in every `tensorflow` container; a headless Service per replica on the TensorFlow port; `tasks[].replicaStatus`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from controller.jobs.api import JobPhase, Outcome, Verdict
 from controller.jobs.controller import JobController
 from controller.jobs.kind import Outcomes
 from controller.jobs.pods import Override, apply_override
+from controller.jobs.training.restart import ReplicaRestart
 from controller.jobs.validation import SpecError, invalid_spec_message
 from controller.kinds.tensorflow import crd, tensorboard, tfconfig, validation
-from controller.kinds.tensorflow.models import API, ReplicaRestart, TensorFlowTrainingJob
+from controller.kinds.tensorflow.models import API, TensorFlowTrainingJob
 from controller.kinds.tensorflow.status import TensorFlowStatus
 from controller.runtime.controller import ControllerConfig
 
@@ -38,7 +39,7 @@ class TensorFlowKind:
 
     def restart_rule(self, job: TensorFlowTrainingJob, replica_type: str) -> ReplicaRestart:
         spec = job.spec.replica(replica_type)
-        return ReplicaRestart(spec.restart_policy, job.spec.run_policy.backoff_limit)
+        return ReplicaRestart(spec.restart_policy, job.spec.run_policy.backoff_limit, tfconfig.CONTAINER)
 
     def verdict(self, job: TensorFlowTrainingJob, outcomes: Outcomes) -> Verdict | None:
         failed = sorted(key for key, outcome in outcomes.items() if outcome == Outcome.FAILED)
