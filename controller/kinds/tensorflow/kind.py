@@ -3,7 +3,8 @@
 What is its own: the API and labels; the success of the master (the chief, else worker 0) and the
 failure of any replica for good ("failure wins a tie"); restart policies by type with ExitCode and one
 restart budget for the job (the training kit's ReplicaRestart, judging the `tensorflow` container); the
-active deadline; TF_CONFIG in every `tensorflow` container; a headless Service per replica on the TensorFlow port; `tasks[].replicaStatus`.
+active deadline; TF_CONFIG in every `tensorflow` container; a headless Service per replica on the TensorFlow port;
+`tasks[].replicaStatus`.
 """
 
 from __future__ import annotations
