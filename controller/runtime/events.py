@@ -68,7 +68,7 @@ class EventRecorder:
         self.dedupe_seconds = dedupe_seconds
         self.host = host
         self.senders = max(1, senders)
-        self.metrics = metrics or EventMetrics(None)
+        self.metrics = metrics or EventMetrics(None, "")
         # ("create", event, sent) or ("patch", None, sent), in the order recorded.
         self._queue: deque[tuple[str, dict | None, _Sent]] = deque()
         self._recent: OrderedDict[tuple, _Sent] = OrderedDict()

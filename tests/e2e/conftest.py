@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client
 
+from controller.jobs.config import JobConfig
 from controller.jobs.podgroup import GROUP as PG_GROUP
 from controller.jobs.podgroup import PLURAL as PG_PLURAL
 from controller.jobs.podgroup import VERSION as PG_VERSION
 from controller.kinds.genericjob.kind import GenericJobController
 from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
-from controller.runtime.controller import ControllerConfig
 from informers import BackoffPolicy, InformerOptions
 from localcluster import LocalCluster
 from localcluster.runner import SCRIPT_ANNOTATION
@@ -42,15 +42,15 @@ async def cluster():
 
 
 @pytest.fixture
-def config() -> ControllerConfig:
-    return ControllerConfig(workers=4, qps=0, informer_options=FAST, shutdown_timeout=5.0, restart_backoff=0)
+def config() -> JobConfig:
+    return JobConfig(workers=4, qps=0, informer_options=FAST, shutdown_timeout=5.0, restart_backoff=0)
 
 
 class Controllers:
     """Controllers run in-process against one cluster; a test may stop one and start another, as
     a crash and a restart (or a leader change) would."""
 
-    def __init__(self, api_client, config: ControllerConfig) -> None:
+    def __init__(self, api_client, config: JobConfig) -> None:
         self.api_client = api_client
         self.config = config
         self.running: list[GenericJobController] = []

@@ -32,10 +32,10 @@ from kubernetes_asyncio import client, config
 
 from controller.jobs.podgroup import GROUP as PG_GROUP
 from controller.jobs.podgroup import PLURAL as PG_PLURAL
+from controller.kinds import registry
 from controller.kinds.genericjob.kind import GENERICJOB, GenericJobController
 from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
 from controller.kinds.registry import make_controller
-from controller.kinds.tensorflow.tensorboard import tensorboard_crd
 from controller.runtime.controller import ControllerConfig
 from controller.runtime.group import ControllerGroup
 from controller.runtime.leader import LeaderElectionConfig, LeaderElector
@@ -250,18 +250,16 @@ async def test_apply_k_manifests_succeeds_without_prometheus_operator(cluster, t
 # The API group of each resource the controller may request (localcluster counts requests by resource
 # name only). Events are core/v1: controller/runtime/client.py posts them to /api/v1, never to events.k8s.io.
 GROUPS = {
-    "genericjobs": GROUP,
-    "genericjobs/status": GROUP,
-    "tensorflowtrainingjobs": GROUP,
-    "tensorflowtrainingjobs/status": GROUP,
-    "tensorflowtrainingjobs/finalizers": GROUP,
-    "tensorboards": "tensorstack.dev",
+    # Every registered kind, its subresources and its dependents (the TensorBoard).
+    **{f"{kind.api.plural}{sub}": kind.api.group for kind in registry.KINDS.values()
+       for sub in ("", "/status", "/finalizers")},
+    **{dependent.resource.plural: dependent.resource.group for kind in registry.KINDS.values()
+       for dependent in kind.dependent_resources},
     "podgroups": PG_GROUP,
     "pods": "",
     "services": "",
     "events": "",
     "leases": "coordination.k8s.io",
-    "genericjobs/finalizers": GROUP,
     "tokenreviews": "authentication.k8s.io",
     "subjectaccessreviews": "authorization.k8s.io",
 }
@@ -527,7 +525,8 @@ async def run_under_leader_election(cluster, api_client) -> None:
 @pytest.mark.runner("scripted")
 async def test_rbac_rules_are_exactly_what_the_controller_uses(cluster, rendered, tmp_path):
     cluster.apply_crds(CRDS)
-    (tmp_path / "tensorboard.yaml").write_text(yaml.safe_dump(tensorboard_crd()))  # the platform's API
+    for name, definition in registry.local_crds().items():  # the platform's APIs (the TensorBoard)
+        (tmp_path / name).write_text(yaml.safe_dump(definition))
     cluster.apply_crds(tmp_path)
     apply_rbac(cluster, rendered)
     async with service_account_client(cluster) as api_client:
@@ -553,6 +552,17 @@ async def test_rbac_rules_are_exactly_what_the_controller_uses(cluster, rendered
     assert not unused, f"permissions granted but never used (over-broad; remove them or explain in " \
                        f"NOT_EXERCISED): {unused}"
 
+
+
+def test_the_cluster_role_grants_each_dependent_what_its_kind_declares(rendered):
+    """A kind declares its dependents' RBAC (JobKind.dependent_resources): the ClusterRole grants exactly that."""
+    rules = rules_of(find(rendered, "ClusterRole", NAME))
+    declared = [dependent for kind in registry.KINDS.values() for dependent in kind.dependent_resources]
+    assert declared  # the TensorFlowTrainingJob's TensorBoard
+    for dependent in declared:
+        resource = dependent.resource
+        granted = {verb for group, plural, verb in rules if (group, plural) == (resource.group, resource.plural)}
+        assert granted == set(dependent.verbs), f"{resource}: granted {sorted(granted)}, declared {dependent.verbs}"
 
 
 def without_finalizers_rule(rendered: list[dict]) -> list[dict]:

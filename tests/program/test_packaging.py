@@ -28,6 +28,7 @@ from kubernetes_asyncio import client, config
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from controller.kinds import registry
 from controller.kinds.genericjob.kind import GenericJobController
 from controller.runtime.controller import ControllerConfig
 from controller.runtime.leader import LeaderElectionConfig, LeaderElector
@@ -344,8 +345,8 @@ def assert_same_objects(helm_objects: list[dict], kustomize_objects: list[dict])
 def test_chart_shares_crds_rbac_dashboard_and_alerts_with_manifests():
     """Links, not copies: they cannot drift (and `helm package` stores the linked contents)."""
     monitoring = MANIFESTS / "components" / "monitoring"
-    for link, target in ((CHART / "crds" / "genericjob.yaml", MANIFESTS / "crds" / "genericjob.yaml"),
-                         (CHART / "crds" / "podgroup.yaml", MANIFESTS / "crds" / "podgroup.yaml"),
+    crds = [(CHART / "crds" / name, MANIFESTS / "crds" / name) for name in registry.crd_files()]  # every kind's
+    for link, target in (*crds,
                          (CHART / "files" / "dashboard.json", monitoring / "dashboard.json"),
                          (CHART / "files" / "prometheusrule.yaml", monitoring / "prometheusrule.yaml"),
                          (CHART / "files" / "rbac.yaml", MANIFESTS / "rbac.yaml"),

@@ -27,7 +27,7 @@ from controller.runtime.controller import ControllerConfig
 class TensorFlowKind:
     api = API
     status = TensorFlowStatus()
-    dependent_resources = (tensorboard.RESOURCE,)
+    dependent_resources = (tensorboard.DEPENDENT,)
 
     def parse(self, obj: dict) -> TensorFlowTrainingJob | list[SpecError]:
         return validation.parse_and_validate(obj)
