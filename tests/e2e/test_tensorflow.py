@@ -9,7 +9,8 @@ import json
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from controller.kinds.tensorflow.kind import TensorFlowJobController
+from controller.jobs.controller import JobController
+from controller.kinds.tensorflow.kind import TENSORFLOW
 from controller.kinds.tensorflow.models import PLURAL
 
 from .conftest import FOREVER, QUICK, Jobs, phase, scripts, template
@@ -52,7 +53,7 @@ def tfjobs(api_client) -> Jobs:
 
 @pytest.fixture
 async def tf_controller(api_client, config):
-    made = TensorFlowJobController(api_client, config)
+    made = JobController(TENSORFLOW, api_client, config)
     await made.start(sync_timeout=10)
     yield made
     await made.stop()
@@ -118,12 +119,12 @@ async def test_the_backoff_limit_is_one_budget_for_every_replica(cluster, tf_con
 async def test_the_deadline_fails_a_running_job_on_time_across_a_controller_restart(cluster, api_client, config,
                                                                                       tfjobs):
     scripts(cluster, "late", {"*": FOREVER})
-    first = TensorFlowJobController(api_client, config)
+    first = JobController(TENSORFLOW, api_client, config)
     await first.start(sync_timeout=10)
     await tfjobs.submit(tfjob("late", {"worker": 2}, run_policy={"activeDeadlineSeconds": 2}))
     running = await tfjobs.wait_phase("late", "Running")
     await first.stop()  # the controller goes away mid-way; the deadline counts from the status's startTime
-    second = TensorFlowJobController(api_client, config)
+    second = JobController(TENSORFLOW, api_client, config)
     await second.start(sync_timeout=10)
     try:
         done = await tfjobs.wait_phase("late", "Failed", timeout=6.0)
@@ -238,7 +239,7 @@ async def test_the_tensorboard_is_made_kept_in_step_reported_and_left_after_the_
     from .conftest import until
 
     install_tensorboard_api(cluster, tmp_path)
-    made = TensorFlowJobController(api_client, config)
+    made = JobController(TENSORFLOW, api_client, config)
     await made.start(sync_timeout=10)
     try:
         scripts(cluster, "board", {"*": FOREVER})
@@ -286,7 +287,7 @@ async def test_a_pod_template_under_tensorboard_spec_never_reaches_the_tensorboa
     from .conftest import until
 
     install_tensorboard_api(cluster, tmp_path)
-    made = TensorFlowJobController(api_client, config)
+    made = JobController(TENSORFLOW, api_client, config)
     await made.start(sync_timeout=10)
     try:
         scripts(cluster, "hostnet", {"*": FOREVER})
@@ -312,7 +313,7 @@ async def test_without_the_tensorboard_api_the_job_runs_and_says_so_then_the_api
 
     from .conftest import until
 
-    made = TensorFlowJobController(api_client, dataclasses.replace(config, dependent_recheck=0.2))
+    made = JobController(TENSORFLOW, api_client, dataclasses.replace(config, dependent_recheck=0.2))
     await made.start(sync_timeout=10)
     try:
         scripts(cluster, "noapi", {"*": FOREVER})

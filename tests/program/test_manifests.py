@@ -30,10 +30,11 @@ import pytest
 import yaml
 from kubernetes_asyncio import client, config
 
+from controller.jobs.controller import JobController
 from controller.jobs.podgroup import GROUP as PG_GROUP
 from controller.jobs.podgroup import PLURAL as PG_PLURAL
 from controller.kinds import registry
-from controller.kinds.genericjob.kind import GENERICJOB, GenericJobController
+from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
 from controller.kinds.registry import make_controller
 from controller.runtime.controller import ControllerConfig
@@ -391,7 +392,7 @@ class InProcess:
         return await self.wait(f"job {name} {wanted}", lambda: (j := self.job(name)) and phase(j) == wanted and j)
 
 
-def controller_idle(controller: GenericJobController) -> bool:
+def controller_idle(controller: JobController) -> bool:
     """Nothing queued or being reconciled, and every Event recorded has been sent."""
     return len(controller.queue) == 0 and not controller.queue._processing and controller.recorder._idle.is_set()
 
@@ -581,7 +582,7 @@ async def test_without_the_finalizers_rule_every_pod_create_is_refused(cluster, 
     apply_rbac(cluster, without_finalizers_rule(rendered))
     local = InProcess(cluster)
     async with service_account_client(cluster) as api_client:
-        controller = GenericJobController(api_client, ControllerConfig(workers=2, qps=0, informer_options=FAST,
+        controller = JobController(GENERICJOB, api_client, ControllerConfig(workers=2, qps=0, informer_options=FAST,
                                                              shutdown_timeout=5.0))
         controller.start_informers()
         await controller.wait_for_sync(10)

@@ -28,8 +28,9 @@ from kubernetes_asyncio import client, config
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from controller.jobs.controller import JobController
 from controller.kinds import registry
-from controller.kinds.genericjob.kind import GenericJobController
+from controller.kinds.genericjob.kind import GENERICJOB
 from controller.runtime.controller import ControllerConfig
 from controller.runtime.leader import LeaderElectionConfig, LeaderElector
 from tests.e2e.conftest import CRDS, FAST, QUICK, Jobs, genericjob
@@ -258,7 +259,7 @@ async def test_namespaced_install_runs_a_job_with_only_its_roles(cluster, namesp
     apply_rbac(cluster, namespaced)
     async with service_account_client(cluster) as api_client:
         # Every namespace of the overlay's --namespace list, as the Deployment runs it.
-        controller = GenericJobController(api_client, ControllerConfig(namespaces=tuple(WATCHED), workers=2, qps=0,
+        controller = JobController(GENERICJOB, api_client, ControllerConfig(namespaces=tuple(WATCHED), workers=2, qps=0,
                                                              informer_options=FAST, shutdown_timeout=5.0))
         controller.start_informers()
         await controller.wait_for_sync(10)

@@ -9,11 +9,7 @@ active deadline; TF_CONFIG in every `tensorflow` container; a headless Service p
 
 from __future__ import annotations
 
-from kubernetes_asyncio.client import ApiClient
-from prometheus_client import CollectorRegistry
-
 from controller.jobs.api import JobPhase, Outcome, Verdict
-from controller.jobs.controller import JobController
 from controller.jobs.kind import Outcomes
 from controller.jobs.pods import Override, apply_override
 from controller.jobs.training.restart import ReplicaRestart
@@ -21,7 +17,6 @@ from controller.jobs.validation import SpecError, invalid_spec_message
 from controller.kinds.tensorflow import crd, tensorboard, tfconfig, validation
 from controller.kinds.tensorflow.models import API, TensorFlowTrainingJob
 from controller.kinds.tensorflow.status import TensorFlowStatus
-from controller.runtime.controller import ControllerConfig
 
 
 class TensorFlowKind:
@@ -87,11 +82,3 @@ class TensorFlowKind:
 _TYPE_ORDER = {"chief": 0, "worker": 1, "ps": 2, "evaluator": 3}
 
 TENSORFLOW = TensorFlowKind()
-
-
-class TensorFlowJobController(JobController):
-    """The job controller of TensorFlowTrainingJobs alone (tests, benchmarks)."""
-
-    def __init__(self, api_client: ApiClient, config: ControllerConfig | None = None,
-                 registry: CollectorRegistry | None = None) -> None:
-        super().__init__(TENSORFLOW, api_client, config, registry)
