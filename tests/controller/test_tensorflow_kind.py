@@ -13,14 +13,17 @@ from controller.kinds.genericjob import crd as generic_crd
 from controller.kinds.tensorflow import crd
 from controller.kinds.tensorflow.kind import TENSORFLOW
 from controller.kinds.tensorflow.models import TensorFlowTrainingJob
+from tests.builders import TENSORFLOW as TENSORFLOW_KIND
+from tests.builders import JobBuilder
 
 POD = {"spec": {"containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow:2.11.0"}]}}
 
 
 def tfjob(*replicas: tuple[str, int], **spec) -> dict:
-    return {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "TensorFlowTrainingJob",
-            "metadata": {"name": "tf", "namespace": "ns", "uid": "u", "generation": 1},
-            "spec": {"replicaSpecs": [{"type": t, "replicas": n, "template": POD} for t, n in replicas], **spec}}
+    job = JobBuilder("tf", kind=TENSORFLOW_KIND, namespace="ns", uid="u", generation=1)
+    for replica_type, count in replicas:
+        job = job.replica(replica_type, count, template=POD)
+    return job.spec(**spec).obj()
 
 
 def parsed(*replicas, **spec) -> TensorFlowTrainingJob:

@@ -12,6 +12,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from controller.jobs.controller import JobController
 from controller.kinds.tensorflow.kind import TENSORFLOW
 from controller.kinds.tensorflow.models import PLURAL
+from tests.builders import TENSORFLOW as TENSORFLOW_KIND
+from tests.builders import JobBuilder
 
 from .conftest import FOREVER, QUICK, Jobs, phase, scripts, template
 
@@ -28,18 +30,15 @@ def tf_template(script=None, **container) -> dict:
 
 def tfjob(name: str, replicas: dict[str, int], *, restart: str | dict | None = None, run_policy=None,
           **spec) -> dict:
-    specs = []
+    """A TensorFlowTrainingJob of `{type: count}` replicas (their pods follow the scripts set with
+    `scripts`); `restart` a restartPolicy for every type, or `{type: restartPolicy}`."""
+    job = JobBuilder(name, kind=TENSORFLOW_KIND)
     for replica_type, count in replicas.items():
-        entry = {"type": replica_type, "replicas": count, "template": tf_template()}
         policy = restart.get(replica_type) if isinstance(restart, dict) else restart
-        if policy:
-            entry["restartPolicy"] = policy
-        specs.append(entry)
-    body = {"replicaSpecs": specs, **spec}
+        job = job.replica(replica_type, count, template=tf_template(), restart_policy=policy or None)
     if run_policy is not None:
-        body["runPolicy"] = run_policy
-    return {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "TensorFlowTrainingJob",
-            "metadata": {"name": name}, "spec": body}
+        job = job.spec(runPolicy=run_policy)
+    return job.spec(**spec).obj()
 
 
 def records(job: dict) -> dict[str, dict]:
@@ -202,8 +201,7 @@ async def test_pause_and_resume(cluster, tf_controller, tfjobs):
 async def test_invalid_specs_are_refused_at_apply_naming_the_field(cluster, tfjobs, change, field):
     from kubernetes_asyncio.client.exceptions import ApiException
 
-    job = {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "TensorFlowTrainingJob",
-           "metadata": {"name": "bad"}, "spec": change}
+    job = JobBuilder("bad", kind=TENSORFLOW_KIND).spec(**change).obj()
     with pytest.raises(ApiException) as refused:
         await tfjobs.submit(job)
     assert refused.value.status == 422 and field in refused.value.body

@@ -43,6 +43,8 @@ from controller.runtime.leader import LeaderElectionConfig, LeaderElector
 from controller.runtime.preflight import preflight
 from localcluster.builtins import default_pod_template
 from localcluster.errors import ApiError
+from tests.builders import TENSORFLOW as TENSORFLOW_KIND
+from tests.builders import JobBuilder
 from tests.e2e.conftest import (
     CRDS,
     FAIL,
@@ -405,10 +407,9 @@ async def run_every_api_path(cluster, group: ControllerGroup) -> None:
     # A TensorFlowTrainingJob that succeeds: its kind's list, watch and status writes; its TensorBoard made,
     # then patched when its tensorboardSpec is edited.
     board = {"image": "tensorflow/tensorflow:2.11.0"}
-    tfjob = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "TensorFlowTrainingJob", "metadata": {"name": "tf"},
-             "spec": {"replicaSpecs": [{"type": "worker", "replicas": 1, "template": template(FOREVER)}],
-                      "tensorboardSpec": board}}
-    tfjob["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["name"] = "tensorflow"
+    pod = template(FOREVER)
+    pod["spec"]["containers"][0]["name"] = "tensorflow"
+    tfjob = JobBuilder("tf", kind=TENSORFLOW_KIND).replica("worker", 1, template=pod).spec(tensorboardSpec=board).obj()
     local.api.create(cluster.registry.get(GROUP, VERSION, "tensorflowtrainingjobs"), "default", tfjob)
 
     # Succeeds: pods created, status written, Events created.
