@@ -28,7 +28,8 @@ sys.path.insert(0, str(ROOT))
 import structlog  # noqa: E402
 from kubernetes_asyncio import client, config  # noqa: E402
 
-from controller.kinds.genericjob.kind import GenericJobController  # noqa: E402
+from controller.jobs.controller import JobController  # noqa: E402
+from controller.kinds.genericjob.kind import GENERICJOB  # noqa: E402
 from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION  # noqa: E402
 from controller.runtime.controller import ControllerConfig  # noqa: E402
 from localcluster import LocalCluster  # noqa: E402
@@ -52,7 +53,7 @@ def job(replicas: int, plain: bool) -> dict:
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "GenericJob", "metadata": {"name": "bench"}, "spec": spec}
 
 
-async def steady(controller: GenericJobController, replicas: int, plain: bool) -> None:
+async def steady(controller: JobController, replicas: int, plain: bool) -> None:
     """Until the job runs, its children are all cached, and the controller has nothing left to do."""
     async with asyncio.timeout(30):
         while True:
@@ -67,7 +68,7 @@ async def steady(controller: GenericJobController, replicas: int, plain: bool) -
             await asyncio.sleep(0.05)
 
 
-async def measure(controller: GenericJobController, seconds: float) -> tuple[int, float]:
+async def measure(controller: JobController, seconds: float) -> tuple[int, float]:
     reconcile = controller.reconciler.reconcile
     count = 0
     start = time.perf_counter()
@@ -90,7 +91,7 @@ async def main(args: argparse.Namespace) -> float:
         configuration = client.Configuration()
         await config.load_kube_config_from_dict(cluster.kubeconfig(), client_configuration=configuration)
         async with client.ApiClient(configuration) as api:
-            controller = GenericJobController(api, ControllerConfig(workers=2, qps=0))
+            controller = JobController(GENERICJOB, api, ControllerConfig(workers=2, qps=0))
             await controller.start(sync_timeout=10)
             try:
                 await client.CustomObjectsApi(api).create_namespaced_custom_object(

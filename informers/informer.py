@@ -93,11 +93,6 @@ class Informer:
             registration.start()
         return registration
 
-    async def remove_handler(self, registration: HandlerRegistration) -> None:
-        self._handlers.remove(registration)
-        await registration.stop()
-        self._check_synced()
-
     def add_index(self, name: str, func: IndexFunc) -> None:
         """Index the cache by `func(obj)`, a list of strings; query with `lister.by_index(name, value)`."""
         self.store.add_index(name, func)

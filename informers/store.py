@@ -61,9 +61,6 @@ class Store:
         items = self._items
         return [items[key] for key in self._index(name).get(value, ())]
 
-    def index_values(self, name: str) -> list[str]:
-        return list(self._index(name))
-
     def _index(self, name: str) -> dict[str, set[str]]:
         try:
             return self._indices[name]

@@ -1,10 +1,12 @@
-"""One way to build a GenericJob in a test, like JobSet's `MakeJobSet(name, ns).ReplicatedJob(...).Obj()`:
+"""One way to build a job of any kind in a test, like JobSet's `MakeJobSet(name, ns).ReplicatedJob(...).Obj()`:
 
     job = JobBuilder("train").replica("worker", 4, template=pod).spec(cleanUpPolicy="All").obj()
     model = JobBuilder("train", namespace="ns", uid="u-1").spec(**raw_spec).model()
+    tf = JobBuilder("tf", kind=TENSORFLOW).replica("chief", template=pod, restart_policy="ExitCode").obj()
 
 Each step returns a new builder (they never share state), so a base builder can be extended in
-several ways. `obj()` is the object as kubectl would send it; `model()` the parsed GenericJob.
+several ways. `obj()` is the object as kubectl would send it; `model()` the parsed job (a GenericJob by
+default; `kind` is the kind's name, `GENERICJOB` or `TENSORFLOW`).
 """
 
 from __future__ import annotations
@@ -12,12 +14,22 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controller.kinds.genericjob.models import API_VERSION, KIND, GenericJob
+from controller.jobs.api import JobObject
+from controller.kinds.genericjob import models as genericjob
+from controller.kinds.tensorflow import models as tensorflow
+
+GENERICJOB = genericjob.KIND
+TENSORFLOW = tensorflow.KIND
+MODELS: dict[str, type[JobObject]] = {GENERICJOB: genericjob.GenericJob, TENSORFLOW: tensorflow.TensorFlowTrainingJob}
+API_VERSIONS = {GENERICJOB: genericjob.API_VERSION, TENSORFLOW: tensorflow.API_VERSION}
 
 
 class JobBuilder:
-    def __init__(self, name: str = "generic-example", *, namespace: str | None = None, uid: str | None = None,
-                 generation: int | None = None) -> None:
+    def __init__(self, name: str = "generic-example", *, kind: str = GENERICJOB, namespace: str | None = None,
+                 uid: str | None = None, generation: int | None = None) -> None:
+        if kind not in MODELS:
+            raise ValueError(f"no builder for kind {kind!r} (known: {', '.join(MODELS)})")
+        self._kind = kind
         self._metadata: dict[str, Any] = {"name": name}
         for key, value in (("namespace", namespace), ("uid", uid), ("generation", generation)):
             if value is not None:
@@ -29,8 +41,9 @@ class JobBuilder:
         return copy.deepcopy(self)
 
     def replica(self, replica_type: str, replicas: int = 1, *, template: dict | None = None,
-                restart_policy: dict | None = None) -> JobBuilder:
-        """One more entry of spec.replicaSpecs (in order)."""
+                restart_policy: dict | str | None = None) -> JobBuilder:
+        """One more entry of spec.replicaSpecs (in order); `restart_policy` as the kind spells it (a GenericJob's
+        `{policy, limit}`, a TensorFlowTrainingJob's "ExitCode")."""
         made = self._copy()
         entry: dict[str, Any] = {"type": replica_type, "replicas": replicas}
         if template is not None:
@@ -64,8 +77,9 @@ class JobBuilder:
         spec = dict(self._spec)
         if self._replicas is not None:
             spec = {"replicaSpecs": copy.deepcopy(self._replicas), **spec}
-        return {"apiVersion": API_VERSION, "kind": KIND, "metadata": copy.deepcopy(self._metadata), "spec": spec}
+        return {"apiVersion": API_VERSIONS[self._kind], "kind": self._kind, "metadata": copy.deepcopy(self._metadata),
+                "spec": spec}
 
-    def model(self) -> GenericJob:
+    def model(self) -> JobObject:
         """The parsed job (pydantic validation only; validation.parse adds the controller's own checks)."""
-        return GenericJob.from_object(self.obj())
+        return MODELS[self._kind].from_object(self.obj())

@@ -1,9 +1,13 @@
-"""The test job builder itself: what it makes is what the CRD and the model expect."""
+"""The test job builder itself: what it makes, of each kind, is what the CRD and the model expect."""
 
 from __future__ import annotations
 
+import pytest
+
 from controller.kinds.genericjob.validation import parse, validate
-from tests.builders import JobBuilder
+from controller.kinds.tensorflow.kind import TENSORFLOW as TENSORFLOW_KIND
+from controller.kinds.tensorflow.models import TensorFlowTrainingJob
+from tests.builders import TENSORFLOW, JobBuilder
 
 POD = {"spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}}
 
@@ -35,3 +39,19 @@ def test_steps_never_change_the_builder_they_start_from():
     assert "resourceVersion" not in base.obj()["metadata"] and more.obj()["metadata"]["labels"] == {"team": "a"}
     raw = base.spec(replicaSpecs=[{"type": "chief", "replicas": 1, "template": POD}]).obj()
     assert [r["type"] for r in raw["spec"]["replicaSpecs"]] == ["chief"]  # raw replicaSpecs replace the added ones
+
+
+def test_it_builds_a_tensorflow_training_job_as_well():
+    pod = {"spec": {"containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow:2.11.0"}]}}
+    builder = JobBuilder("tf", kind=TENSORFLOW, namespace="ns", uid="u-2").replica(
+        "chief", 1, template=pod, restart_policy="ExitCode").replica("worker", 2, template=pod).spec(
+        runPolicy={"backoffLimit": 3})
+    job = builder.obj()
+    assert (job["apiVersion"], job["kind"]) == ("batch.tensorstack.dev/v1beta1", "TensorFlowTrainingJob")
+    assert job["spec"]["replicaSpecs"][0] == {"type": "chief", "replicas": 1, "template": pod,
+                                              "restartPolicy": "ExitCode"}
+    model = builder.model()
+    assert isinstance(model, TensorFlowTrainingJob) and model.spec.run_policy.backoff_limit == 3
+    assert TENSORFLOW_KIND.parse(job) == model  # the kind's parser and checks agree with the model
+    with pytest.raises(ValueError, match="no builder for kind"):
+        JobBuilder("x", kind="PyTorchTrainingJob")

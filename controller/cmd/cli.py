@@ -20,9 +20,10 @@ from importlib import metadata
 from types import ModuleType
 
 from controller.jobs.backoff import DEFAULT_BASE as DEFAULT_RESTART_BACKOFF
+from controller.jobs.config import JobConfig
 from controller.jobs.plan import STUCK_TERMINATING_AFTER
 from controller.kinds import registry as kinds
-from controller.runtime.controller import INFORMER_STALE_AFTER, ControllerConfig
+from controller.runtime.controller import INFORMER_STALE_AFTER
 from controller.runtime.flags import BooleanFlag, HelpFormatter, add_log_level_deps, non_negative, positive_int
 from controller.runtime.leader import LeaderElectionConfig
 from controller.runtime.logs import FORMATS, LEVELS
@@ -224,7 +225,7 @@ def manager_config(args: argparse.Namespace) -> ManagerConfig:
     """The program's configuration from parsed `run` flags; ValueError for inconsistent timings."""
     if args.metrics_secure and shares_listener(args.metrics_address, args.health_address):
         raise ValueError(same_address_error(args.metrics_address))
-    controller = ControllerConfig(namespaces=tuple(args.namespace or ()), workers=args.workers, qps=args.qps,
+    controller = JobConfig(namespaces=tuple(args.namespace or ()), workers=args.workers, qps=args.qps,
                                   burst=args.burst, shutdown_timeout=args.shutdown_timeout,
                                   stuck_terminating_after=args.stuck_terminating_after,
                                   restart_backoff=args.restart_backoff, informer_stale_after=args.informer_stale_after)

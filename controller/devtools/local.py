@@ -47,12 +47,11 @@ from kubernetes_asyncio import client, config
 from controller.devtools.progress import JobProgress, is_job, plural
 from controller.devtools.submit import ManifestError, Submitter, describe, load_manifests
 from controller.devtools.terminal import Terminal
+from controller.jobs import crd
+from controller.jobs.config import JobConfig
 from controller.kinds import registry
-from controller.kinds.genericjob import crd
-from controller.kinds.tensorflow.tensorboard import tensorboard_crd
 from controller.runtime import logs
 from controller.runtime.client import resolve_proxy_once
-from controller.runtime.controller import ControllerConfig
 from controller.runtime.flags import BooleanFlag, add_log_level_deps, port, positive_int
 from informers import ApiStatusError
 from localcluster import LocalCluster
@@ -247,7 +246,7 @@ async def _run_controller(kubeconfig: Path, cluster: LocalCluster, args: argpars
     await config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
     async with client.ApiClient(configuration) as api_client:
         resolve_proxy_once(api_client)
-        controller = registry.make_controller(api_client, ControllerConfig(
+        controller = registry.make_controller(api_client, JobConfig(
             workers=args.workers, shutdown_timeout=5.0, restart_backoff=LOCAL_RESTART_BACKOFF), None)
         await controller.start(sync_timeout=SYNC_TIMEOUT)
         try:
@@ -273,8 +272,9 @@ async def _serve_and_follow(api_client: client.ApiClient, cluster: LocalCluster,
 
 
 def _install_crds(cluster: LocalCluster, directory: Path | None) -> list[str]:
-    """The job kinds' CRDs (from `directory`, else generated from the models), and a minimal TensorBoard
-    API (the platform's, which the default install never claims) so TensorFlowTrainingJobs get theirs."""
+    """The job kinds' CRDs (from `directory`, else generated from the models), and a minimal CRD of each
+    dependent API that is another's (registry.local_crds: the platform's TensorBoard, which the default
+    install never claims), so the jobs get their dependents."""
     with tempfile.TemporaryDirectory() as generated:
         if directory is None:
             directory = crd.MANIFEST_DIR
@@ -287,7 +287,8 @@ def _install_crds(cluster: LocalCluster, directory: Path | None) -> list[str]:
     if missing:
         raise UsageError(f"--crds {directory}: no CustomResourceDefinition {', '.join(missing)} in it")
     with tempfile.TemporaryDirectory() as extra:
-        (Path(extra) / "tensorboard.yaml").write_text(yaml.safe_dump(tensorboard_crd()))
+        for name, definition in registry.local_crds().items():
+            (Path(extra) / name).write_text(yaml.safe_dump(definition))
         return [*installed, *cluster.apply_crds(extra)]
 
 

@@ -25,7 +25,7 @@ SCALE_DOWN = "scale-down"
 
 SERVICES = "services"
 PODGROUPS = "podgroups"
-CHILD_KINDS = {SERVICES: "Service", PODGROUPS: "PodGroup", "tensorboards": "TensorBoard"}  # for messages
+CHILD_KINDS = {SERVICES: "Service", PODGROUPS: "PodGroup"}  # for messages; a kind's dependents declare theirs
 
 
 class Event(NamedTuple):
@@ -59,7 +59,7 @@ class ForceDeletePod(NamedTuple):
 
 
 class CreateChild(NamedTuple):
-    resource: str  # SERVICES or PODGROUPS
+    resource: str  # SERVICES, PODGROUPS or the plural of a kind's dependent (JobKind.dependent_resources)
     name: str
     body: dict
 

@@ -89,7 +89,8 @@ def dependent_actions(kind: JobKind, job: ParsedJob, observed: Mapping[Resource,
             actions.append(PatchChild(resource.plural, name,
                                       {"spec": merge_patch(current.get("spec") or {}, body.get("spec") or {})}))
             done[resource] = "Update"
-    reported = kind.dependent_status(job, {r: observed.get(r) for r in kind.dependent_resources}, done)
+    reported = kind.dependent_status(job, {d.resource: observed.get(d.resource) for d in kind.dependent_resources},
+                                     done)
     return actions, reported
 
 

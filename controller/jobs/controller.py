@@ -1,7 +1,7 @@
 """The controller of one job kind: the runtime's worker loop, fed by the job's informers and its
 children's, reconciling each job with the engine's Reconciler.
 
-    controller = JobController(GENERICJOB, api_client, ControllerConfig(workers=4))
+    controller = JobController(GENERICJOB, api_client, JobConfig(workers=4))
     await controller.start()     # or start_informers / wait_for_sync / run_workers, as the manager does
 
 The job informer enqueues the job; the pod, Service and PodGroup informers, which select only this
@@ -23,6 +23,7 @@ from apimachinery.errors import ApiStatusError
 from apimachinery.resource import PODS, SERVICES
 from controller.jobs import podgroup
 from controller.jobs.backoff import RestartBackoff
+from controller.jobs.config import JobConfig
 from controller.jobs.kind import JobKind
 from controller.jobs.metrics import JobMetrics, StatusLatency
 from controller.jobs.naming import controller_uid, owner_key
@@ -32,7 +33,7 @@ from controller.runtime.result import Result
 from informers import InformerFactory
 from informers.transport import TRANSIENT_ERRORS, Transport
 
-__all__ = ["ControllerConfig", "JobController"]
+__all__ = ["JobConfig", "JobController"]
 
 log = structlog.get_logger("controller.jobs")
 
@@ -40,9 +41,11 @@ log = structlog.get_logger("controller.jobs")
 class JobController(Controller):
     def __init__(self, kind: JobKind, api_client: ApiClient, config: ControllerConfig | None = None,
                  registry: CollectorRegistry | None = None, *, factory: InformerFactory | None = None) -> None:
+        """`config`: a JobConfig, or the runtime's settings alone (the engine's then default)."""
+        config = JobConfig.of(config)
         super().__init__(api_client, config, registry, name=kind.api.kind.lower(), factory=factory)
         self.kind = kind
-        config = self.config
+        self.config: JobConfig = config
         self.job_metrics = JobMetrics(registry, kind)
         self.status_latency = StatusLatency(registry, kind)
         self.client.register(kind.api.resource)
@@ -59,8 +62,8 @@ class JobController(Controller):
                                      restart_backoff=RestartBackoff(config.restart_backoff))
         self._phases: dict[str, str] = {}  # job uid -> phase
         self._phase_counts: dict[str, int] = {}  # phase -> jobs, kept as phases change (no recount per event)
-        for resource in kind.dependent_resources:
-            self.client.register(resource)
+        for dependent in kind.dependent_resources:
+            self.client.register(dependent.resource)
         self._discovery: asyncio.Task | None = None  # looks again for dependent APIs the cluster lacks
         self._register_handlers()
 
@@ -79,7 +82,7 @@ class JobController(Controller):
 
     async def _discover_dependents(self, timeout: float) -> bool:
         """Watch every dependent API the cluster now serves; True once all are watched."""
-        for resource in self.kind.dependent_resources:
+        for resource in (dependent.resource for dependent in self.kind.dependent_resources):
             if resource in self.reconciler.dependent_listers or not await self._served(resource):
                 continue
             informer = self.informer(resource, self.kind.api.children_selector)
@@ -91,7 +94,7 @@ class JobController(Controller):
             log.info("watching a dependent API", resource=str(resource), kind=self.kind.api.kind)
             for job in self.jobs.lister.list():
                 self.queue.add(f"{job['metadata'].get('namespace', '')}/{job['metadata']['name']}")
-        return all(r in self.reconciler.dependent_listers for r in self.kind.dependent_resources)
+        return all(d.resource in self.reconciler.dependent_listers for d in self.kind.dependent_resources)
 
     async def _served(self, resource) -> bool:
         """Does the cluster serve this API? A list of at most one object answers it (404: no such API)."""

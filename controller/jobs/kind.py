@@ -14,9 +14,9 @@ The engine (this package) plans and reconciles any job whose parsed form offers 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from apimachinery.resource import Resource
 from controller.jobs.api import CleanUpPolicy, Outcome, RunMode, SchedulePolicy, Verdict
@@ -125,6 +125,17 @@ class StatusCodec(Protocol):
         """The status fields that describe the replicas (records, counts, restart counters)."""
 
 
+class Dependent(NamedTuple):
+    """An API of objects a kind's jobs own besides pods, Services and the PodGroup, as the kind declares it."""
+
+    resource: Resource
+    kind: str  # for messages: "Error creating <kind> <name>"
+    verbs: tuple[str, ...] = ("list", "watch", "create", "patch")  # the RBAC the controller needs on it
+    # A minimal CRD of the API for `local` and the tests, where the API is another's (the default install
+    # never claims it); None when the cluster always has the API.
+    local_crd: Callable[[], dict] | None = None
+
+
 class SpecProblem(Protocol):
     field: str
     message: str
@@ -134,8 +145,9 @@ class JobKind(Protocol):
     api: KindApi
     status: StatusCodec
     # APIs of objects the kind's jobs own besides pods, Services and the PodGroup (TensorFlowTrainingJob: its
-    # TensorBoard). Their API may be missing from a cluster: the controller watches each once it is served.
-    dependent_resources: tuple[Resource, ...]
+    # TensorBoard), with their kind and the RBAC they need. An API may be missing from a cluster: the
+    # controller watches each once it is served.
+    dependent_resources: tuple[Dependent, ...]
 
     def parse(self, obj: dict) -> ParsedJob | list[SpecProblem]:
         """The job, parsed and validated; or every problem found, each naming its field."""

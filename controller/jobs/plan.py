@@ -3,11 +3,12 @@
 Pure: no I/O, no clock (`now` and `clock` are passed in). This is the only place decisions are
 made: the status, pod deletes and creates, Service and PodGroup upkeep, force deletes of pods stuck
 terminating, every Event, and when to look again (`requeue_after`). The reconciler executes a plan:
-it writes `plan.status` first (only when it differs from the status it read; a 409 aborts the
-reconcile), then the deletes, the PodGroup, the creates, the Services, the Events and the force
-deletes. The status is written first, so it already records everything a crash between those steps
-would otherwise lose: restarts are counted, and pods retired, before the pods are touched.
-Replaying a plan with the written status and the old pods repeats only the pod actions.
+it writes `plan.status` first (when it differs from the status it read, and always when the plan
+creates pods, to prove the cached job current; a 409 aborts the reconcile), then the deletes, the
+PodGroup, the creates, the Services, the Events and the force deletes. The status is written first,
+so it already records everything a crash between those steps would otherwise lose: restarts are
+counted, and pods retired, before the pods are touched. Replaying a plan with the written status
+and the old pods repeats only the pod actions.
 
 Order of decisions: a finished job only cleans up; otherwise the kind's verdict is asked first (not
 in debug mode, not while paused), so once the outcome is decided nothing restarts; then a paused job

@@ -93,6 +93,7 @@ class Reconciler:
         self.expectations = Expectations()
         # The kind's dependent resources the cluster serves, by resource: a lister once its informer has synced.
         self.dependent_listers: dict = {}
+        self.child_kinds = {**CHILD_KINDS, **{d.resource.plural: d.kind for d in kind.dependent_resources}}
         # job uid -> the first write refused in its last reconcile, shown by the next status write.
         self._failures: dict[str, WriteFailure] = {}
         # uid -> (generation, parsed job or spec problems): a job is parsed once per generation.
@@ -358,7 +359,7 @@ class Reconciler:
         others wait for the retry: every Service is made from the same spec, and would be refused alike."""
         namespace = obj["metadata"]["namespace"]
         for action in actions:
-            what = f"{CHILD_KINDS.get(action.resource, action.resource)} {action.name}"
+            what = f"{self.child_kinds.get(action.resource, action.resource)} {action.name}"
             try:
                 if isinstance(action, DeleteChild):
                     await self.client.delete(action.resource, namespace, action.name, action.uid)

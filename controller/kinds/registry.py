@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 
 from kubernetes_asyncio.client import ApiClient
@@ -20,11 +21,23 @@ KINDS: dict[str, JobKind] = {kind.api.kind: kind for kind in (GENERICJOB, TENSOR
 
 
 def crd_files() -> dict[str, str]:
-    """File name -> YAML of every CRD the kinds need (the PodGroup's included), generated from the models."""
-    from controller.kinds.genericjob import crd as genericjob_crd
-    from controller.kinds.tensorflow import crd as tensorflow_crd
+    """File name -> YAML of every CRD the kinds need (the PodGroup's included), generated from the models:
+    the `manifests()` of each kind's `crd` module (controller/kinds/<kind>/crd.py)."""
+    files: dict[str, str] = {}
+    for kind in KINDS.values():
+        files.update(importlib.import_module(f"{_package(kind)}.crd").manifests())
+    return files
 
-    return {**genericjob_crd.manifests(), **tensorflow_crd.manifests()}
+
+def local_crds() -> dict[str, dict]:
+    """File name -> a minimal CRD of each dependent API the kinds use that is another's (the platform's
+    TensorBoard): for `local` and the tests, never in the default install."""
+    return {f"{dependent.resource.plural}.yaml": dependent.local_crd()
+            for kind in KINDS.values() for dependent in kind.dependent_resources if dependent.local_crd is not None}
+
+
+def _package(kind: JobKind) -> str:
+    return type(kind).__module__.rpartition(".")[0]
 
 
 def select(names: Sequence[str] = ()) -> list[JobKind]:

@@ -1,6 +1,6 @@
 """A controller: informers feed a rate-limited work queue; workers reconcile its keys.
 
-    controller = SomeController(api_client, ControllerConfig(workers=4))   # a subclass: its reconcile
+    controller = SomeController(api_client, ControllerConfig(workers=4), name="some")  # a subclass: its reconcile
     controller.start_informers()            # may run while standing by for leadership
     await controller.wait_for_sync(30)
     controller.run_workers()                # only while leading
@@ -41,18 +41,16 @@ INFORMER_STALE_AFTER = 300.0
 
 @dataclass(frozen=True)
 class ControllerConfig:
+    """The worker loop's settings; a controller's own extend it (the job engine's: controller/jobs/config.py)."""
+
     namespace: str | None = None  # one namespace to watch; None: see `namespaces`
     namespaces: tuple[str, ...] = ()  # namespaces to watch; with `namespace` unset and this empty: every one
     workers: int = 4
     qps: float = 20.0
     burst: int = 30
     request_timeout: float = 30.0
-    podgroups: bool = True  # watch PodGroups (needs their CRD installed)
     informer_options: InformerOptions | None = None
     shutdown_timeout: float = 10.0
-    stuck_terminating_after: float = 60.0  # then a terminating pod is force-deleted (jobs.plan)
-    dependent_recheck: float = 30.0  # seconds between looks for a dependent API the cluster lacks (jobs.controller)
-    restart_backoff: float = 10.0  # the first wait before a replica's replacement, doubling (jobs.backoff; 0: none)
     identity: str = ""
     # Liveness: an informer with no proof of a current cache for this long fails /healthz (0: off).
     informer_stale_after: float = INFORMER_STALE_AFTER
@@ -67,10 +65,10 @@ class Controller:
     _informers_started = False  # set by start_informers(); until then /healthz has nothing to judge
 
     def __init__(self, api_client: ApiClient, config: ControllerConfig | None = None,
-                 registry: CollectorRegistry | None = None, *, name: str = "genericjob",
+                 registry: CollectorRegistry | None = None, *, name: str,
                  factory: InformerFactory | None = None) -> None:
-        """`factory`: an informer factory shared with other controllers (a ControllerGroup); by default
-        one of its own."""
+        """`name`: the work queue's and the `controller` label of its metrics; `factory`: an informer factory
+        shared with other controllers (a ControllerGroup), by default one of its own."""
         self.config = config = config or ControllerConfig()
         self.metrics = ControllerMetrics(registry, name)
         self.client = KubeClient(api_client, qps=config.qps, burst=config.burst, timeout=config.request_timeout)

@@ -1,4 +1,5 @@
-"""Kubernetes Events on GenericJobs: best effort, aggregated, never blocking a reconcile.
+"""Kubernetes Events on the objects a controller reconciles: best effort, aggregated, never blocking a
+reconcile.
 
 A reconcile hands events over with `record()` (synchronous, after the status write they describe
 succeeded); a few background senders write them, through a client with its own rate limit (as
@@ -30,7 +31,7 @@ from controller.runtime.client import KubeClient
 from controller.runtime.metrics import EventMetrics
 
 log = structlog.get_logger("controller.runtime.events")
-COMPONENT = "genericjob-controller"
+COMPONENT = "genericjob-controller"  # the program's name (its Deployment's), not a kind's: `kubectl describe` shows it
 MESSAGE_LIMIT = 1024  # bytes: NoteLengthLimit of k8s.io/kubernetes pkg/apis/core/validation/events.go
 
 
@@ -68,7 +69,7 @@ class EventRecorder:
         self.dedupe_seconds = dedupe_seconds
         self.host = host
         self.senders = max(1, senders)
-        self.metrics = metrics or EventMetrics(None)
+        self.metrics = metrics or EventMetrics(None, "")
         # ("create", event, sent) or ("patch", None, sent), in the order recorded.
         self._queue: deque[tuple[str, dict | None, _Sent]] = deque()
         self._recent: OrderedDict[tuple, _Sent] = OrderedDict()

@@ -51,7 +51,7 @@ from informers import SyncTimeoutError
 log = structlog.get_logger("controller.runtime.manager")
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
-USER_AGENT = "genericjob-controller/0.1.0"
+USER_AGENT = "genericjob-controller/0.1.0"  # the program's name and version (pyproject), not a kind's
 EXIT_OK, EXIT_FAILED = 0, 1
 EVENT_FLUSH_SECONDS = 2.0  # what stopping the event recorder may add to the drain
 

@@ -33,7 +33,7 @@ RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 
 
 
 class ControllerMetrics:
-    def __init__(self, registry: CollectorRegistry | None, name: str = "genericjob") -> None:
+    def __init__(self, registry: CollectorRegistry | None, name: str) -> None:
         self.enabled = registry is not None
         self.name = name  # the `controller` label
         if registry is None:
@@ -75,7 +75,7 @@ def _controller_families(registry: CollectorRegistry) -> tuple:
 class EventMetrics:
     """The event recorder's backlog and outcome (an Event is best effort: dropped ones are counted here)."""
 
-    def __init__(self, registry: CollectorRegistry | None, name: str = "genericjob") -> None:
+    def __init__(self, registry: CollectorRegistry | None, name: str) -> None:
         self.enabled = registry is not None
         if registry is None:
             return

@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from tests.builders import TENSORFLOW as TENSORFLOW_KIND
 from tests.builders import JobBuilder
 
 SUCCEEDED, FAILED = "Succeeded", "Failed"
@@ -202,14 +203,15 @@ def make_tensorflow_job(rng: random.Random, name: str) -> JobPlan:
             replicas.append(replica)
             scripts[(t, rank)] = [_script(rng, ok) for ok in attempts]
     succeeded = next(r for r in replicas if (r.type, r.rank) == master).outcome == SUCCEEDED
-    spec = {"runPolicy": {"cleanUpPolicy": cleanup},
-            "replicaSpecs": [{"type": t, "replicas": count, "restartPolicy": policies[t][0], "template": {"spec": {
-                "containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow:2.11.0",
-                                "command": ["python", "train.py"]}]}}} for t, count in types.items()]}
+    pod = {"spec": {"containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow:2.11.0",
+                                    "command": ["python", "train.py"]}]}}
+    job = JobBuilder(name, kind=TENSORFLOW_KIND)
+    for t, count in types.items():
+        job = job.replica(t, count, template=pod, restart_policy=policies[t][0])
+    job = job.spec(runPolicy={"cleanUpPolicy": cleanup})
     if rng.random() < 0.3:
-        spec["scheduler"] = {"t9kScheduler": {"queue": "default", "priority": rng.randint(0, 100)}}
-    body = {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "TensorFlowTrainingJob",
-            "metadata": {"name": name}, "spec": spec}
+        job = job.spec(scheduler={"t9kScheduler": {"queue": "default", "priority": rng.randint(0, 100)}})
+    body = job.obj()
     return JobPlan(name, NORMAL, body, replicas, cleanup, SUCCEEDED if succeeded else FAILED, plural=TENSORFLOW,
                    policies=policies,
                    scripts={f"default/{name}-{t}-{rank}": script for (t, rank), script in scripts.items()})

@@ -8,18 +8,22 @@ import json
 import pytest
 
 from controller.jobs.api import CleanUpPolicy, JobPhase, Outcome
+from controller.jobs.training.restart import ReplicaRestart, RestartPolicyType
 from controller.kinds.genericjob import crd as generic_crd
 from controller.kinds.tensorflow import crd
 from controller.kinds.tensorflow.kind import TENSORFLOW
-from controller.kinds.tensorflow.models import ReplicaRestart, RestartPolicyType, TensorFlowTrainingJob
+from controller.kinds.tensorflow.models import TensorFlowTrainingJob
+from tests.builders import TENSORFLOW as TENSORFLOW_KIND
+from tests.builders import JobBuilder
 
 POD = {"spec": {"containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow:2.11.0"}]}}
 
 
 def tfjob(*replicas: tuple[str, int], **spec) -> dict:
-    return {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "TensorFlowTrainingJob",
-            "metadata": {"name": "tf", "namespace": "ns", "uid": "u", "generation": 1},
-            "spec": {"replicaSpecs": [{"type": t, "replicas": n, "template": POD} for t, n in replicas], **spec}}
+    job = JobBuilder("tf", kind=TENSORFLOW_KIND, namespace="ns", uid="u", generation=1)
+    for replica_type, count in replicas:
+        job = job.replica(replica_type, count, template=POD)
+    return job.spec(**spec).obj()
 
 
 def parsed(*replicas, **spec) -> TensorFlowTrainingJob:
@@ -46,13 +50,15 @@ def test_defaults_and_003s_spellings():
 ])
 def test_restart_rule(policy, phase, code, replaced):
     containers = [] if code is None else [{"name": "tensorflow", "state": "terminated", "exitCode": code}]
-    assert ReplicaRestart(RestartPolicyType(policy), None).replaces(phase, 0, containers, 0) is replaced
+    assert ReplicaRestart(RestartPolicyType(policy), None, "tensorflow").replaces(phase, 0, containers, 0) is replaced
 
 
 def test_the_backoff_limit_is_the_jobs():
-    rule = ReplicaRestart(RestartPolicyType.ON_FAILURE, 2)
+    rule = TENSORFLOW.restart_rule(parsed(("worker", 1), runPolicy={"backoffLimit": 2}), "worker")
+    assert (rule.limit, rule.container) == (2, "tensorflow")  # ExitCode judges the training container
+    rule = ReplicaRestart(RestartPolicyType.ON_FAILURE, 2, "tensorflow")
     assert rule.replaces("Failed", 0, [], job_restarts=1) and not rule.replaces("Failed", 0, [], job_restarts=2)
-    assert ReplicaRestart(RestartPolicyType.ON_FAILURE, None).can_restart(99, 10_000)
+    assert ReplicaRestart(RestartPolicyType.ON_FAILURE, None, "tensorflow").can_restart(99, 10_000)
 
 
 def test_the_master_decides_success_and_any_failure_fails():

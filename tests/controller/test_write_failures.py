@@ -99,11 +99,12 @@ async def test_pod_handlers_lower_expectations_tombstones_included():
     from kubernetes_asyncio.client import ApiClient, Configuration
     from prometheus_client import CollectorRegistry
 
-    from controller.kinds.genericjob.kind import GenericJobController
+    from controller.jobs.controller import JobController
+    from controller.kinds.genericjob.kind import GENERICJOB
     from informers import Tombstone
 
     async with ApiClient(Configuration(host="http://127.0.0.1:9")) as api:  # never contacted
-        made = GenericJobController(api, registry=CollectorRegistry())
+        made = JobController(GENERICJOB, api, registry=CollectorRegistry())
         expectations = made.reconciler.expectations
         pod = {"metadata": {"name": "j-w-0", "namespace": "ns", "uid": "pod-1", "ownerReferences": [
             {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "GenericJob", "name": "j", "uid": "job",

@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client
 
+from controller.jobs.config import JobConfig
+from controller.jobs.controller import JobController
 from controller.jobs.podgroup import GROUP as PG_GROUP
 from controller.jobs.podgroup import PLURAL as PG_PLURAL
 from controller.jobs.podgroup import VERSION as PG_VERSION
-from controller.kinds.genericjob.kind import GenericJobController
+from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
-from controller.runtime.controller import ControllerConfig
 from informers import BackoffPolicy, InformerOptions
 from localcluster import LocalCluster
 from localcluster.runner import SCRIPT_ANNOTATION
@@ -42,33 +43,33 @@ async def cluster():
 
 
 @pytest.fixture
-def config() -> ControllerConfig:
-    return ControllerConfig(workers=4, qps=0, informer_options=FAST, shutdown_timeout=5.0, restart_backoff=0)
+def config() -> JobConfig:
+    return JobConfig(workers=4, qps=0, informer_options=FAST, shutdown_timeout=5.0, restart_backoff=0)
 
 
 class Controllers:
     """Controllers run in-process against one cluster; a test may stop one and start another, as
     a crash and a restart (or a leader change) would."""
 
-    def __init__(self, api_client, config: ControllerConfig) -> None:
+    def __init__(self, api_client, config: JobConfig) -> None:
         self.api_client = api_client
         self.config = config
-        self.running: list[GenericJobController] = []
+        self.running: list[JobController] = []
         self.reconciles: Counter[str] = Counter()  # by job key, over every controller started here
 
-    async def start(self) -> GenericJobController:
-        made = GenericJobController(self.api_client, self.config)
+    async def start(self) -> JobController:
+        made = JobController(GENERICJOB, self.api_client, self.config)
         self._count_reconciles(made)
         await made.start(sync_timeout=10)
         self.running.append(made)
         return made
 
-    async def stop(self, which: GenericJobController | None = None) -> None:
+    async def stop(self, which: JobController | None = None) -> None:
         which = which or self.running[-1]
         self.running.remove(which)
         await which.stop()
 
-    async def restart(self) -> GenericJobController:
+    async def restart(self) -> JobController:
         await self.stop()
         return await self.start()
 
@@ -76,7 +77,7 @@ class Controllers:
         while self.running:
             await self.stop()
 
-    def _count_reconciles(self, made: GenericJobController) -> None:
+    def _count_reconciles(self, made: JobController) -> None:
         reconcile = made.reconciler.reconcile
 
         async def counted(key: str):

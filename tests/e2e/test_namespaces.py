@@ -6,7 +6,8 @@ import dataclasses
 
 import pytest
 
-from controller.kinds.genericjob.kind import GenericJobController
+from controller.jobs.controller import JobController
+from controller.kinds.genericjob.kind import GENERICJOB
 from informers.namespaces import InformerGroup
 
 from .conftest import QUICK, Jobs, genericjob
@@ -18,7 +19,7 @@ WATCHED = ("team-a", "team-b")
 async def namespaced(cluster, api_client, config):
     for namespace in (*WATCHED, "team-c"):
         cluster.api.ensure_namespace(namespace)
-    made = GenericJobController(api_client, dataclasses.replace(config, namespaces=WATCHED))
+    made = JobController(GENERICJOB, api_client, dataclasses.replace(config, namespaces=WATCHED))
     await made.start(sync_timeout=10)
     yield made
     await made.stop()

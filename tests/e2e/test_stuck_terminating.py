@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.runtime.controller import ControllerConfig
+from controller.jobs.config import JobConfig
 
 from .conftest import FAST, genericjob, replicas, scripts
 
@@ -13,8 +13,8 @@ STUCK = {"stuck_terminating": True}
 
 
 @pytest.fixture
-def config() -> ControllerConfig:
-    return ControllerConfig(workers=4, qps=0, informer_options=FAST, shutdown_timeout=5.0,
+def config() -> JobConfig:
+    return JobConfig(workers=4, qps=0, informer_options=FAST, shutdown_timeout=5.0,
                             stuck_terminating_after=0.2, restart_backoff=0)
 
 

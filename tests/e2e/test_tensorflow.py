@@ -9,8 +9,11 @@ import json
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from controller.kinds.tensorflow.kind import TensorFlowJobController
+from controller.jobs.controller import JobController
+from controller.kinds.tensorflow.kind import TENSORFLOW
 from controller.kinds.tensorflow.models import PLURAL
+from tests.builders import TENSORFLOW as TENSORFLOW_KIND
+from tests.builders import JobBuilder
 
 from .conftest import FOREVER, QUICK, Jobs, phase, scripts, template
 
@@ -27,18 +30,15 @@ def tf_template(script=None, **container) -> dict:
 
 def tfjob(name: str, replicas: dict[str, int], *, restart: str | dict | None = None, run_policy=None,
           **spec) -> dict:
-    specs = []
+    """A TensorFlowTrainingJob of `{type: count}` replicas (their pods follow the scripts set with
+    `scripts`); `restart` a restartPolicy for every type, or `{type: restartPolicy}`."""
+    job = JobBuilder(name, kind=TENSORFLOW_KIND)
     for replica_type, count in replicas.items():
-        entry = {"type": replica_type, "replicas": count, "template": tf_template()}
         policy = restart.get(replica_type) if isinstance(restart, dict) else restart
-        if policy:
-            entry["restartPolicy"] = policy
-        specs.append(entry)
-    body = {"replicaSpecs": specs, **spec}
+        job = job.replica(replica_type, count, template=tf_template(), restart_policy=policy or None)
     if run_policy is not None:
-        body["runPolicy"] = run_policy
-    return {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "TensorFlowTrainingJob",
-            "metadata": {"name": name}, "spec": body}
+        job = job.spec(runPolicy=run_policy)
+    return job.spec(**spec).obj()
 
 
 def records(job: dict) -> dict[str, dict]:
@@ -52,7 +52,7 @@ def tfjobs(api_client) -> Jobs:
 
 @pytest.fixture
 async def tf_controller(api_client, config):
-    made = TensorFlowJobController(api_client, config)
+    made = JobController(TENSORFLOW, api_client, config)
     await made.start(sync_timeout=10)
     yield made
     await made.stop()
@@ -118,12 +118,12 @@ async def test_the_backoff_limit_is_one_budget_for_every_replica(cluster, tf_con
 async def test_the_deadline_fails_a_running_job_on_time_across_a_controller_restart(cluster, api_client, config,
                                                                                       tfjobs):
     scripts(cluster, "late", {"*": FOREVER})
-    first = TensorFlowJobController(api_client, config)
+    first = JobController(TENSORFLOW, api_client, config)
     await first.start(sync_timeout=10)
     await tfjobs.submit(tfjob("late", {"worker": 2}, run_policy={"activeDeadlineSeconds": 2}))
     running = await tfjobs.wait_phase("late", "Running")
     await first.stop()  # the controller goes away mid-way; the deadline counts from the status's startTime
-    second = TensorFlowJobController(api_client, config)
+    second = JobController(TENSORFLOW, api_client, config)
     await second.start(sync_timeout=10)
     try:
         done = await tfjobs.wait_phase("late", "Failed", timeout=6.0)
@@ -201,8 +201,7 @@ async def test_pause_and_resume(cluster, tf_controller, tfjobs):
 async def test_invalid_specs_are_refused_at_apply_naming_the_field(cluster, tfjobs, change, field):
     from kubernetes_asyncio.client.exceptions import ApiException
 
-    job = {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "TensorFlowTrainingJob",
-           "metadata": {"name": "bad"}, "spec": change}
+    job = JobBuilder("bad", kind=TENSORFLOW_KIND).spec(**change).obj()
     with pytest.raises(ApiException) as refused:
         await tfjobs.submit(job)
     assert refused.value.status == 422 and field in refused.value.body
@@ -238,7 +237,7 @@ async def test_the_tensorboard_is_made_kept_in_step_reported_and_left_after_the_
     from .conftest import until
 
     install_tensorboard_api(cluster, tmp_path)
-    made = TensorFlowJobController(api_client, config)
+    made = JobController(TENSORFLOW, api_client, config)
     await made.start(sync_timeout=10)
     try:
         scripts(cluster, "board", {"*": FOREVER})
@@ -286,7 +285,7 @@ async def test_a_pod_template_under_tensorboard_spec_never_reaches_the_tensorboa
     from .conftest import until
 
     install_tensorboard_api(cluster, tmp_path)
-    made = TensorFlowJobController(api_client, config)
+    made = JobController(TENSORFLOW, api_client, config)
     await made.start(sync_timeout=10)
     try:
         scripts(cluster, "hostnet", {"*": FOREVER})
@@ -312,7 +311,7 @@ async def test_without_the_tensorboard_api_the_job_runs_and_says_so_then_the_api
 
     from .conftest import until
 
-    made = TensorFlowJobController(api_client, dataclasses.replace(config, dependent_recheck=0.2))
+    made = JobController(TENSORFLOW, api_client, dataclasses.replace(config, dependent_recheck=0.2))
     await made.start(sync_timeout=10)
     try:
         scripts(cluster, "noapi", {"*": FOREVER})

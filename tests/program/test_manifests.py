@@ -30,18 +30,21 @@ import pytest
 import yaml
 from kubernetes_asyncio import client, config
 
+from controller.jobs.controller import JobController
 from controller.jobs.podgroup import GROUP as PG_GROUP
 from controller.jobs.podgroup import PLURAL as PG_PLURAL
-from controller.kinds.genericjob.kind import GENERICJOB, GenericJobController
+from controller.kinds import registry
+from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
 from controller.kinds.registry import make_controller
-from controller.kinds.tensorflow.tensorboard import tensorboard_crd
 from controller.runtime.controller import ControllerConfig
 from controller.runtime.group import ControllerGroup
 from controller.runtime.leader import LeaderElectionConfig, LeaderElector
 from controller.runtime.preflight import preflight
 from localcluster.builtins import default_pod_template
 from localcluster.errors import ApiError
+from tests.builders import TENSORFLOW as TENSORFLOW_KIND
+from tests.builders import JobBuilder
 from tests.e2e.conftest import (
     CRDS,
     FAIL,
@@ -250,18 +253,16 @@ async def test_apply_k_manifests_succeeds_without_prometheus_operator(cluster, t
 # The API group of each resource the controller may request (localcluster counts requests by resource
 # name only). Events are core/v1: controller/runtime/client.py posts them to /api/v1, never to events.k8s.io.
 GROUPS = {
-    "genericjobs": GROUP,
-    "genericjobs/status": GROUP,
-    "tensorflowtrainingjobs": GROUP,
-    "tensorflowtrainingjobs/status": GROUP,
-    "tensorflowtrainingjobs/finalizers": GROUP,
-    "tensorboards": "tensorstack.dev",
+    # Every registered kind, its subresources and its dependents (the TensorBoard).
+    **{f"{kind.api.plural}{sub}": kind.api.group for kind in registry.KINDS.values()
+       for sub in ("", "/status", "/finalizers")},
+    **{dependent.resource.plural: dependent.resource.group for kind in registry.KINDS.values()
+       for dependent in kind.dependent_resources},
     "podgroups": PG_GROUP,
     "pods": "",
     "services": "",
     "events": "",
     "leases": "coordination.k8s.io",
-    "genericjobs/finalizers": GROUP,
     "tokenreviews": "authentication.k8s.io",
     "subjectaccessreviews": "authorization.k8s.io",
 }
@@ -393,7 +394,7 @@ class InProcess:
         return await self.wait(f"job {name} {wanted}", lambda: (j := self.job(name)) and phase(j) == wanted and j)
 
 
-def controller_idle(controller: GenericJobController) -> bool:
+def controller_idle(controller: JobController) -> bool:
     """Nothing queued or being reconciled, and every Event recorded has been sent."""
     return len(controller.queue) == 0 and not controller.queue._processing and controller.recorder._idle.is_set()
 
@@ -406,10 +407,9 @@ async def run_every_api_path(cluster, group: ControllerGroup) -> None:
     # A TensorFlowTrainingJob that succeeds: its kind's list, watch and status writes; its TensorBoard made,
     # then patched when its tensorboardSpec is edited.
     board = {"image": "tensorflow/tensorflow:2.11.0"}
-    tfjob = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "TensorFlowTrainingJob", "metadata": {"name": "tf"},
-             "spec": {"replicaSpecs": [{"type": "worker", "replicas": 1, "template": template(FOREVER)}],
-                      "tensorboardSpec": board}}
-    tfjob["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["name"] = "tensorflow"
+    pod = template(FOREVER)
+    pod["spec"]["containers"][0]["name"] = "tensorflow"
+    tfjob = JobBuilder("tf", kind=TENSORFLOW_KIND).replica("worker", 1, template=pod).spec(tensorboardSpec=board).obj()
     local.api.create(cluster.registry.get(GROUP, VERSION, "tensorflowtrainingjobs"), "default", tfjob)
 
     # Succeeds: pods created, status written, Events created.
@@ -527,7 +527,8 @@ async def run_under_leader_election(cluster, api_client) -> None:
 @pytest.mark.runner("scripted")
 async def test_rbac_rules_are_exactly_what_the_controller_uses(cluster, rendered, tmp_path):
     cluster.apply_crds(CRDS)
-    (tmp_path / "tensorboard.yaml").write_text(yaml.safe_dump(tensorboard_crd()))  # the platform's API
+    for name, definition in registry.local_crds().items():  # the platform's APIs (the TensorBoard)
+        (tmp_path / name).write_text(yaml.safe_dump(definition))
     cluster.apply_crds(tmp_path)
     apply_rbac(cluster, rendered)
     async with service_account_client(cluster) as api_client:
@@ -555,6 +556,17 @@ async def test_rbac_rules_are_exactly_what_the_controller_uses(cluster, rendered
 
 
 
+def test_the_cluster_role_grants_each_dependent_what_its_kind_declares(rendered):
+    """A kind declares its dependents' RBAC (JobKind.dependent_resources): the ClusterRole grants exactly that."""
+    rules = rules_of(find(rendered, "ClusterRole", NAME))
+    declared = [dependent for kind in registry.KINDS.values() for dependent in kind.dependent_resources]
+    assert declared  # the TensorFlowTrainingJob's TensorBoard
+    for dependent in declared:
+        resource = dependent.resource
+        granted = {verb for group, plural, verb in rules if (group, plural) == (resource.group, resource.plural)}
+        assert granted == set(dependent.verbs), f"{resource}: granted {sorted(granted)}, declared {dependent.verbs}"
+
+
 def without_finalizers_rule(rendered: list[dict]) -> list[dict]:
     objects = copy.deepcopy(rendered)
     role = find(objects, "ClusterRole", NAME)
@@ -571,7 +583,7 @@ async def test_without_the_finalizers_rule_every_pod_create_is_refused(cluster, 
     apply_rbac(cluster, without_finalizers_rule(rendered))
     local = InProcess(cluster)
     async with service_account_client(cluster) as api_client:
-        controller = GenericJobController(api_client, ControllerConfig(workers=2, qps=0, informer_options=FAST,
+        controller = JobController(GENERICJOB, api_client, ControllerConfig(workers=2, qps=0, informer_options=FAST,
                                                              shutdown_timeout=5.0))
         controller.start_informers()
         await controller.wait_for_sync(10)

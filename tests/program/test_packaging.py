@@ -28,7 +28,9 @@ from kubernetes_asyncio import client, config
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from controller.kinds.genericjob.kind import GenericJobController
+from controller.jobs.controller import JobController
+from controller.kinds import registry
+from controller.kinds.genericjob.kind import GENERICJOB
 from controller.runtime.controller import ControllerConfig
 from controller.runtime.leader import LeaderElectionConfig, LeaderElector
 from tests.e2e.conftest import CRDS, FAST, QUICK, Jobs, genericjob
@@ -257,7 +259,7 @@ async def test_namespaced_install_runs_a_job_with_only_its_roles(cluster, namesp
     apply_rbac(cluster, namespaced)
     async with service_account_client(cluster) as api_client:
         # Every namespace of the overlay's --namespace list, as the Deployment runs it.
-        controller = GenericJobController(api_client, ControllerConfig(namespaces=tuple(WATCHED), workers=2, qps=0,
+        controller = JobController(GENERICJOB, api_client, ControllerConfig(namespaces=tuple(WATCHED), workers=2, qps=0,
                                                              informer_options=FAST, shutdown_timeout=5.0))
         controller.start_informers()
         await controller.wait_for_sync(10)
@@ -344,8 +346,8 @@ def assert_same_objects(helm_objects: list[dict], kustomize_objects: list[dict])
 def test_chart_shares_crds_rbac_dashboard_and_alerts_with_manifests():
     """Links, not copies: they cannot drift (and `helm package` stores the linked contents)."""
     monitoring = MANIFESTS / "components" / "monitoring"
-    for link, target in ((CHART / "crds" / "genericjob.yaml", MANIFESTS / "crds" / "genericjob.yaml"),
-                         (CHART / "crds" / "podgroup.yaml", MANIFESTS / "crds" / "podgroup.yaml"),
+    crds = [(CHART / "crds" / name, MANIFESTS / "crds" / name) for name in registry.crd_files()]  # every kind's
+    for link, target in (*crds,
                          (CHART / "files" / "dashboard.json", monitoring / "dashboard.json"),
                          (CHART / "files" / "prometheusrule.yaml", monitoring / "prometheusrule.yaml"),
                          (CHART / "files" / "rbac.yaml", MANIFESTS / "rbac.yaml"),

@@ -16,7 +16,8 @@ import pytest
 import yaml
 from kubernetes_asyncio import client, config
 
-from controller.kinds.genericjob.kind import GenericJobController
+from controller.jobs.controller import JobController
+from controller.kinds.genericjob.kind import GENERICJOB
 from controller.runtime.controller import ControllerConfig
 from tests.e2e.conftest import FAST
 
@@ -239,7 +240,7 @@ async def test_credentials_revoked_while_running_show_in_the_informers_warnings(
         configuration = client.Configuration()
         await config.load_kube_config_from_dict(cluster.kubeconfig(token=token), client_configuration=configuration)
         async with client.ApiClient(configuration) as api:
-            controller = GenericJobController(api, ControllerConfig(informer_options=FAST))
+            controller = JobController(GENERICJOB, api, ControllerConfig(informer_options=FAST))
             controller.start_informers()
             try:
                 await controller.wait_for_sync(10)

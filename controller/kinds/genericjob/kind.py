@@ -7,11 +7,7 @@ substitution in the pod and in run-mode overrides, and `spec.service`'s ports.
 
 from __future__ import annotations
 
-from kubernetes_asyncio.client import ApiClient
-from prometheus_client import CollectorRegistry
-
 from controller.jobs.api import Verdict
-from controller.jobs.controller import JobController
 from controller.jobs.kind import Outcomes
 from controller.jobs.pods import Override, apply_override
 from controller.kinds.genericjob import crd, rules, validation
@@ -19,7 +15,6 @@ from controller.kinds.genericjob.models import API, GenericJob, RestartPolicy
 from controller.kinds.genericjob.status import GenericJobStatus
 from controller.kinds.genericjob.substitution import Variables, expand_list, substitute_pod_spec
 from controller.kinds.genericjob.validation import SpecError
-from controller.runtime.controller import ControllerConfig
 
 
 class GenericJobKind:
@@ -77,11 +72,3 @@ class GenericJobKind:
 
 
 GENERICJOB = GenericJobKind()
-
-
-class GenericJobController(JobController):
-    """The job controller of GenericJobs alone: what `local`, the benchmarks and the tests run."""
-
-    def __init__(self, api_client: ApiClient, config: ControllerConfig | None = None,
-                 registry: CollectorRegistry | None = None) -> None:
-        super().__init__(GENERICJOB, api_client, config, registry)

@@ -15,6 +15,7 @@ import copy
 from pathlib import Path
 
 from controller.jobs import crd as generic
+from controller.jobs.training import runpolicy
 from controller.kinds.tensorflow.models import (
     API_VERSION,
     GROUP,
@@ -75,12 +76,7 @@ def spec_schema() -> dict:
     run_mode = props["runMode"]["properties"]
     for mode, entries in (("debug", "replicaSpecs"), ("pause", "resumeSpecs")):
         run_mode[mode]["properties"][entries]["maxItems"] = generic.MAX_REPLICA_TYPES
-        run_mode[mode]["properties"]["enable"] = {"type": "boolean", "description": "003's spelling of enabled."}
-        # No default for `enabled`: the server would add `enabled: false` beside a user's `enable: true`, and
-        # `enabled` wins when both are given.
-        run_mode[mode]["properties"]["enabled"].pop("default", None)
-    props["runPolicy"]["properties"]["cleanUpPolicy"]["enum"] = ["All", "Unfinished", "None", "all", "unfinished",
-                                                                  "none"]
+    runpolicy.crd_spellings(props)
     schema["x-kubernetes-validations"] = [copy.deepcopy(generic.RESUME_SPECS_IMMUTABLE)]
     return schema
 

@@ -2,30 +2,27 @@
 
 What is its own: the API and labels; the success of the master (the chief, else worker 0) and the
 failure of any replica for good ("failure wins a tie"); restart policies by type with ExitCode and one
-restart budget for the job (models.ReplicaRestart); the active deadline; TF_CONFIG in every
-`tensorflow` container; a headless Service per replica on the TensorFlow port; `tasks[].replicaStatus`.
+restart budget for the job (the training kit's ReplicaRestart, judging the `tensorflow` container); the
+active deadline; TF_CONFIG in every `tensorflow` container; a headless Service per replica on the TensorFlow port;
+`tasks[].replicaStatus`.
 """
 
 from __future__ import annotations
 
-from kubernetes_asyncio.client import ApiClient
-from prometheus_client import CollectorRegistry
-
 from controller.jobs.api import JobPhase, Outcome, Verdict
-from controller.jobs.controller import JobController
 from controller.jobs.kind import Outcomes
 from controller.jobs.pods import Override, apply_override
+from controller.jobs.training.restart import ReplicaRestart
 from controller.jobs.validation import SpecError, invalid_spec_message
 from controller.kinds.tensorflow import crd, tensorboard, tfconfig, validation
-from controller.kinds.tensorflow.models import API, ReplicaRestart, TensorFlowTrainingJob
+from controller.kinds.tensorflow.models import API, TensorFlowTrainingJob
 from controller.kinds.tensorflow.status import TensorFlowStatus
-from controller.runtime.controller import ControllerConfig
 
 
 class TensorFlowKind:
     api = API
     status = TensorFlowStatus()
-    dependent_resources = (tensorboard.RESOURCE,)
+    dependent_resources = (tensorboard.DEPENDENT,)
 
     def parse(self, obj: dict) -> TensorFlowTrainingJob | list[SpecError]:
         return validation.parse_and_validate(obj)
@@ -38,7 +35,7 @@ class TensorFlowKind:
 
     def restart_rule(self, job: TensorFlowTrainingJob, replica_type: str) -> ReplicaRestart:
         spec = job.spec.replica(replica_type)
-        return ReplicaRestart(spec.restart_policy, job.spec.run_policy.backoff_limit)
+        return ReplicaRestart(spec.restart_policy, job.spec.run_policy.backoff_limit, tfconfig.CONTAINER)
 
     def verdict(self, job: TensorFlowTrainingJob, outcomes: Outcomes) -> Verdict | None:
         failed = sorted(key for key, outcome in outcomes.items() if outcome == Outcome.FAILED)
@@ -85,11 +82,3 @@ class TensorFlowKind:
 _TYPE_ORDER = {"chief": 0, "worker": 1, "ps": 2, "evaluator": 3}
 
 TENSORFLOW = TensorFlowKind()
-
-
-class TensorFlowJobController(JobController):
-    """The job controller of TensorFlowTrainingJobs alone (tests, benchmarks)."""
-
-    def __init__(self, api_client: ApiClient, config: ControllerConfig | None = None,
-                 registry: CollectorRegistry | None = None) -> None:
-        super().__init__(TENSORFLOW, api_client, config, registry)

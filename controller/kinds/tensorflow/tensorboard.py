@@ -12,6 +12,7 @@ the platform owns.
 from __future__ import annotations
 
 from apimachinery.resource import Resource
+from controller.jobs.kind import Dependent
 from controller.jobs.naming import job_labels, owner_reference
 from controller.kinds.tensorflow.crd import spec_schema
 from controller.kinds.tensorflow.models import API, TensorFlowTrainingJob
@@ -77,3 +78,7 @@ def tensorboard_crd() -> dict:
                               "status": {**preserved, "properties": {"ready": {"type": "boolean"}}}}}}}],
         },
     }
+
+
+# Watched, created, and its spec patched to follow tensorboardSpec; never deleted (it goes with the job).
+DEPENDENT = Dependent(RESOURCE, KIND, ("list", "watch", "create", "patch"), local_crd=tensorboard_crd)
