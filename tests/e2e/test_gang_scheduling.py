@@ -63,6 +63,27 @@ async def test_a_t9k_scheduler_job_runs_its_pods_only_once_all_exist(cluster, co
     assert min(seen.bound.values()) > max(seen.created.values())  # none bound before the last one existed
 
 
+async def test_a_jobs_pods_wait_while_its_podgroup_asks_for_more(cluster, controller, jobs, api_client):
+    """A PodGroup named like the job, made beforehand with minMember 5, keeps the job's three pods Pending;
+    lowering minMember to 3 lets the gang be bound and the job run."""
+    custom = client.CustomObjectsApi(api_client)
+    group, version, plural = PODGROUP
+    await custom.create_namespaced_custom_object(group, version, "default", plural, {
+        "apiVersion": f"{group}/{version}", "kind": "PodGroup", "metadata": {"name": "job"},
+        "spec": {"minMember": 5, "queue": "default"}})
+    await jobs.submit(genericjob("job", {"worker": 3}, scheduler={"t9kScheduler": {"queue": "default"}}))
+    await jobs.wait_pods("job", lambda pods: len(pods) == 3)
+    # A job of the default scheduler submitted after it runs: the scheduler has seen the first job's pods.
+    await jobs.submit(genericjob("other", {"worker": 1}))
+    await jobs.wait_phase("other", "Running")
+    for pod in await jobs.pods("job"):
+        await assert_untouched(jobs.core, pod.metadata.name)
+    assert (await jobs.get("job"))["status"]["phase"] == "Pending"
+    await custom.patch_namespaced_custom_object(group, version, "default", plural, "job", {"spec": {"minMember": 3}},
+                                                _content_type="application/merge-patch+json")
+    await jobs.wait_phase("job", "Running")
+
+
 async def test_a_podgroup_larger_than_its_pods_keeps_them_pending(cluster, api_client):
     core, custom = client.CoreV1Api(api_client), client.CustomObjectsApi(api_client)
     group, version, plural = PODGROUP
