@@ -20,6 +20,8 @@ never meet a scheduler.
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 from .store import ADDED, DELETED, MODIFIED, Event, obj_key
 
 PODS = ("", "pods")
@@ -33,49 +35,73 @@ GROUP_NAME = f"{PODGROUP_GROUP}/group-name"
 
 
 class Schedulers:
-    """Told every store event; answers the unbound pods a scheduler binds now (each pod once)."""
+    """Told every store event; answers the unbound pods a scheduler binds now (each pod once).
+
+    The gangs are indexed as the events come (live members and waiting ones by (namespace, group)), so a
+    group of thousands of pods is never rescanned for each of its pods."""
 
     def __init__(self, store) -> None:
         self.store = store
         self._bound: set[str] = set()  # uids of pods already handed out for binding
+        self._live: dict[tuple[str, str], set[str]] = defaultdict(set)  # a gang's members not deleting, not Failed
+        self._waiting: dict[tuple[str, str], dict[str, tuple[str, str]]] = defaultdict(dict)  # unbound: uid -> key
+        self._gang_of: dict[str, tuple[str, str]] = {}  # member uid -> its gang
 
     def on_event(self, ev: Event) -> list[dict]:
         if ev.key == PODS:
-            if ev.type == DELETED:
-                self._bound.discard(ev.obj["metadata"]["uid"])
-                return []
+            gang = self._track(ev)
             if ev.type != ADDED or ev.obj["spec"].get("nodeName"):
                 return []
             name = ev.obj["spec"].get("schedulerName") or DEFAULT_SCHEDULER
             if name == DEFAULT_SCHEDULER:
                 return self._take([ev.obj])
-            if name == GANG_SCHEDULER and self._gangs_served():
-                return self._gang(ev.obj["metadata"].get("namespace") or "", _group_of(ev.obj))
+            if gang is not None and self._gangs_served():
+                return self._gang(gang)
             return []
         if ev.key == PODGROUPS and ev.type in (ADDED, MODIFIED) and self._gangs_served():
-            namespace, name = obj_key(ev.obj)
-            return self._gang(namespace, name)
+            return self._gang(obj_key(ev.obj))
         if ev.key == CRDS and ev.type == ADDED and ev.obj["metadata"]["name"] == PODGROUP_CRD:
-            groups = {(obj_key(p)[0], _group_of(p)) for p in self.store.objects(PODS) if _waits_for_gang(p)}
-            return [pod for namespace, group in sorted(groups) for pod in self._gang(namespace, group)]
+            return [pod for gang in sorted(self._waiting) for pod in self._gang(gang)]
         return []
+
+    def _track(self, ev: Event) -> tuple[str, str] | None:
+        """Keep the gang index up to date with a pod's event; the pod's gang, if it is a live member of one."""
+        pod, uid = ev.obj, ev.obj["metadata"]["uid"]
+        old = self._gang_of.pop(uid, None)
+        if old is not None:
+            self._live[old].discard(uid)
+            self._waiting[old].pop(uid, None)
+            for index in (self._live, self._waiting):
+                if not index[old]:
+                    del index[old]
+        if ev.type == DELETED:
+            self._bound.discard(uid)
+            return None
+        group = _group_of(pod)
+        if pod["spec"].get("schedulerName") != GANG_SCHEDULER or group is None \
+                or pod["metadata"].get("deletionTimestamp") or (pod.get("status") or {}).get("phase") == "Failed":
+            return None
+        gang = self._gang_of[uid] = (pod["metadata"].get("namespace") or "", group)
+        self._live[gang].add(uid)
+        if not pod["spec"].get("nodeName") and uid not in self._bound:
+            self._waiting[gang][uid] = obj_key(pod)
+        return gang
 
     def _gangs_served(self) -> bool:
         return self.store.get(CRDS, ("", PODGROUP_CRD)) is not None
 
-    def _gang(self, namespace: str, group: str | None) -> list[dict]:
-        """The group's unbound pods, if the group now has the live pods its minMember asks for; else none."""
-        podgroup = self.store.get(PODGROUPS, (namespace, group)) if group else None
-        if podgroup is None:
+    def _gang(self, gang: tuple[str, str]) -> list[dict]:
+        """The gang's unbound pods, if it now has the live pods its PodGroup's minMember asks for; else none."""
+        podgroup = self.store.get(PODGROUPS, gang)
+        waiting = self._waiting.get(gang)
+        if podgroup is None or not waiting:
             return []
-        members = [p for p in self.store.objects(PODS, namespace)
-                   if _group_of(p) == group and (p["spec"].get("schedulerName") == GANG_SCHEDULER)
-                   and not p["metadata"].get("deletionTimestamp")
-                   and (p.get("status") or {}).get("phase") != "Failed"]
-        min_member = int((podgroup.get("spec") or {}).get("minMember") or 0)
-        if len(members) < min_member:
+        if len(self._live.get(gang, ())) < int((podgroup.get("spec") or {}).get("minMember") or 0):
             return []
-        return self._take([p for p in members if _waits_for_gang(p)])
+        pods = [pod for uid, key in waiting.items()
+                if (pod := self.store.get(PODS, key)) is not None and pod["metadata"]["uid"] == uid]
+        del self._waiting[gang]
+        return self._take(pods)
 
     def _take(self, pods: list[dict]) -> list[dict]:
         fresh = [p for p in pods if p["metadata"]["uid"] not in self._bound]
@@ -85,8 +111,3 @@ class Schedulers:
 
 def _group_of(pod: dict) -> str | None:
     return (pod["metadata"].get("annotations") or {}).get(GROUP_NAME)
-
-
-def _waits_for_gang(pod: dict) -> bool:
-    return (pod["spec"].get("schedulerName") == GANG_SCHEDULER and not pod["spec"].get("nodeName")
-            and _group_of(pod) is not None and not pod["metadata"].get("deletionTimestamp"))
