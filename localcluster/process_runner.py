@@ -1,7 +1,7 @@
 """The `process` pod runner: a kubelet whose containers are local processes.
 
-Each pod is bound to the node `localnode`; its init containers run one after the other, then
-its containers run together, each container's `command` + `args` as a process of its own
+Each pod a scheduler binds (scheduling.py) goes to the node `localnode`; its init containers run one
+after the other, then its containers run together, each container's `command` + `args` as a process of its own
 (`asyncio.create_subprocess_exec`, in a new session, so its process group is the container).
 Images are ignored: with no `command`, `args` alone is run, as with an image without an
 ENTRYPOINT (so `kubectl run NAME --image=any -- CMD ARG...` works). Little is isolated: a

@@ -1,7 +1,8 @@
 """Pod runners: the scheduler and kubelet of localcluster.
 
 - `none`: pods are never scheduled and stay Pending; tests write status through `/status`.
-- `scripted`: each pod is bound to the node `localnode` (nodes.py) and follows a script: start after a
+- `scripted`: each pod a scheduler binds (scheduling.py: the default scheduler's at once, T9k Scheduler's as
+  a gang, no other's) goes to the node `localnode` (nodes.py) and follows a script: start after a
   delay, run, then exit with a code (or run forever, or fail to start, or hang terminating).
 
 A script is a dict, or a list of dicts indexed by attempt (the n-th pod seen with that name
