@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 import orjson
 
 from . import builtin_schemas, builtins, deletion, errors, events, managedfields, subresources, validating_policies
+from .crd_schema_decode import decode_crd
 from .errors import ApiError
 from .quantity import QuantityError
 from .resources import Registry, ResourceType, types_from_crd
@@ -212,6 +213,7 @@ class Api:
         elif key == CRD_KEY:
             from .crd_cel import errors as rule_errors
 
+            decode_crd(obj)  # what decoding into JSONSchemaProps drops (omitempty), before validation
             causes += builtins.validate_crd(obj) + rule_errors(obj)
         elif key == validating_policies.POLICIES:
             causes += validating_policies.policy_errors(obj)

@@ -49,9 +49,10 @@ class PodEvents:
     def scheduled(self, pod: dict) -> None:
         """The scheduler's Event, as an events.k8s.io/v1 Event reads through core/v1 (no source, no count)."""
         meta = pod["metadata"]
+        scheduler = pod["spec"].get("schedulerName") or SCHEDULER  # the one that bound it (scheduling.py)
         self._create(pod, "", "Normal", "Scheduled",
                      f"Successfully assigned {meta.get('namespace')}/{meta['name']} to {NODE}",
-                     {"source": {}, "reportingComponent": SCHEDULER, "reportingInstance": f"{SCHEDULER}-{NODE}",
+                     {"source": {}, "reportingComponent": scheduler, "reportingInstance": f"{scheduler}-{NODE}",
                       "action": "Binding", "eventTime": _micro_time(), "firstTimestamp": None,
                       "lastTimestamp": None})
 

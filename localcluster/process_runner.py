@@ -1,7 +1,7 @@
 """The `process` pod runner: a kubelet whose containers are local processes.
 
-Each pod is bound to the node `localnode`; its init containers run one after the other, then
-its containers run together, each container's `command` + `args` as a process of its own
+Each pod a scheduler binds (scheduling.py) goes to the node `localnode`; its init containers run one
+after the other, then its containers run together, each container's `command` + `args` as a process of its own
 (`asyncio.create_subprocess_exec`, in a new session, so its process group is the container).
 Images are ignored: with no `command`, `args` alone is run, as with an image without an
 ENTRYPOINT (so `kubectl run NAME --image=any -- CMD ARG...` works). Little is isolated: a
@@ -67,7 +67,8 @@ from .kubelet_events import PodEvents, field_path
 from .nodes import register
 from .pod_connect import container_of
 from .pod_exec import signal_group
-from .runner import KUBELET, NODE, PODS, NoneRunner, finish_deletion, runs_here
+from .runner import KUBELET, NODE, PODS, NoneRunner, bound_here, finish_deletion
+from .scheduling import Schedulers
 from .store import ADDED, DELETED, Event, obj_key
 
 log = logging.getLogger("localcluster.process")
@@ -238,6 +239,7 @@ class ProcessRunner(NoneRunner):
         self._owned_dir: Path | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closing = False
+        self.schedulers = Schedulers(api.store)
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -272,7 +274,11 @@ class ProcessRunner(NoneRunner):
     # --- events (synchronous, from the store) ----------------------------------------------
 
     def on_event(self, ev: Event) -> None:
-        if ev.key != PODS or self._loop is None or self._closing:
+        if self._loop is None or self._closing:
+            return
+        for pod in self.schedulers.on_event(ev):  # unbound pods a scheduler binds now
+            self._admit(pod)
+        if ev.key != PODS:
             return
         meta = ev.obj["metadata"]
         run = self.runs.get(meta["uid"])
@@ -290,11 +296,16 @@ class ProcessRunner(NoneRunner):
             if run is not None:
                 self._terminate(run, float(meta.get("deletionGracePeriodSeconds") or 0))
             return
-        if (ev.type == ADDED and run is None and runs_here(ev.obj)
-                and (ev.obj.get("status") or {}).get("phase") not in ("Succeeded", "Failed")):
-            assert self.log_dir is not None
-            run = self.runs[meta["uid"]] = PodRun(ev.obj, self.log_dir)
-            run.main = self._loop.create_task(self._pod(run), name=f"pod {run.key[0]}/{run.key[1]}")
+        if ev.type == ADDED and bound_here(ev.obj):  # created bound to the node: no scheduler sees it
+            self._admit(ev.obj)
+
+    def _admit(self, pod: dict) -> None:
+        meta = pod["metadata"]
+        if meta["uid"] in self.runs or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return
+        assert self.log_dir is not None and self._loop is not None
+        run = self.runs[meta["uid"]] = PodRun(pod, self.log_dir)
+        run.main = self._loop.create_task(self._pod(run), name=f"pod {run.key[0]}/{run.key[1]}")
 
     def _terminate(self, run: PodRun, grace: float) -> None:
         """Stop the pod's containers: SIGTERM now, SIGKILL after `grace` seconds (a shorter grace wins)."""

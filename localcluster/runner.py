@@ -1,7 +1,8 @@
 """Pod runners: the scheduler and kubelet of localcluster.
 
 - `none`: pods are never scheduled and stay Pending; tests write status through `/status`.
-- `scripted`: each pod is bound to the node `localnode` (nodes.py) and follows a script: start after a
+- `scripted`: each pod a scheduler binds (scheduling.py: the default scheduler's at once, T9k Scheduler's as
+  a gang, no other's) goes to the node `localnode` (nodes.py) and follows a script: start after a
   delay, run, then exit with a code (or run forever, or fail to start, or hang terminating).
 
 A script is a dict, or a list of dicts indexed by attempt (the n-th pod seen with that name
@@ -30,6 +31,7 @@ import orjson
 from .api import Api, now_rfc3339
 from .errors import ApiError
 from .nodes import NODE, register
+from .scheduling import Schedulers
 from .store import ADDED, DELETED, Event, obj_key
 
 SCRIPT_ANNOTATION = "localcluster.dev/script"
@@ -64,6 +66,7 @@ class ScriptedRunner(NoneRunner):
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._terminating: set[str] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.schedulers = Schedulers(api.store)
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -93,7 +96,11 @@ class ScriptedRunner(NoneRunner):
     # --- events -----------------------------------------------------------------------------
 
     def on_event(self, ev: Event) -> None:
-        if ev.key != PODS or self._loop is None:
+        if self._loop is None:
+            return
+        for pod in self.schedulers.on_event(ev):  # unbound pods a scheduler binds now
+            self._admit(pod)
+        if ev.key != PODS:
             return
         uid = ev.obj["metadata"]["uid"]
         if ev.type == DELETED:
@@ -108,9 +115,12 @@ class ScriptedRunner(NoneRunner):
             return
         # Pods created bound to this node run too (the scheduler never saw them); those bound to another stay
         # Pending, as no kubelet claims them.
-        if ev.type == ADDED and runs_here(ev.obj):
-            self.attempts[obj_key(ev.obj)] += 1
-            self._loop.call_soon(self._schedule, obj_key(ev.obj), uid)
+        if ev.type == ADDED and bound_here(ev.obj):
+            self._admit(ev.obj)
+
+    def _admit(self, pod: dict) -> None:
+        self.attempts[obj_key(pod)] += 1
+        self._loop.call_soon(self._schedule, obj_key(pod), pod["metadata"]["uid"])
 
     def _cancel(self, uid: str) -> None:
         handle = self._timers.pop(uid, None)
@@ -200,10 +210,10 @@ class ScriptedRunner(NoneRunner):
         finish_deletion(self.api, pod)
 
 
-def runs_here(pod: dict) -> bool:
-    """Whether localnode's kubelet runs the pod: one bound to it, or one not bound yet, which the runner binds
-    to it (standing in for whichever scheduler the pod names: a T9k scheduler's pods run too)."""
-    return pod["spec"].get("nodeName") in (None, "", NODE)
+def bound_here(pod: dict) -> bool:
+    """Whether the pod was created bound to localnode: its kubelet runs it without a scheduler. Unbound pods
+    run once a scheduler binds them (scheduling.py: the default scheduler, T9k Scheduler's gangs)."""
+    return pod["spec"].get("nodeName") == NODE
 
 
 def finish_deletion(api: Api, pod: dict) -> None:

@@ -78,7 +78,9 @@ def _with_added(name: str, schema: dict) -> dict:
     added = ADDED.get(name)
     if added is None:
         return schema
-    schema["required"] = sorted({*schema.get("required", ()), *added.get("required", ())})
+    required = sorted({*schema.get("required", ()), *added.get("required", ())})
+    if required:  # never `required: []`: the API server drops it (omitempty), so server-side apply would conflict
+        schema["required"] = required
     for prop, extra in added.get("properties", {}).items():
         schema["properties"][prop] = {**schema["properties"][prop], **extra}
     return schema

@@ -53,6 +53,7 @@ from controller.kinds import registry
 from controller.runtime import logs
 from controller.runtime.client import resolve_proxy_once
 from controller.runtime.flags import BooleanFlag, add_log_level_deps, port, positive_int
+from controller.runtime.manager import USER_AGENT
 from informers import ApiStatusError
 from localcluster import LocalCluster
 from localcluster.cluster import private_directory
@@ -245,6 +246,7 @@ async def _run_controller(kubeconfig: Path, cluster: LocalCluster, args: argpars
     # The client reads the file just written: if it works for us, it works for kubectl.
     await config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
     async with client.ApiClient(configuration) as api_client:
+        api_client.user_agent = USER_AGENT  # the field manager of every write, as under `run`
         resolve_proxy_once(api_client)
         controller = registry.make_controller(api_client, JobConfig(
             workers=args.workers, shutdown_timeout=5.0, restart_backoff=LOCAL_RESTART_BACKOFF), None)

@@ -24,7 +24,7 @@ from typing import TextIO
 from kubernetes_asyncio.client import ApiClient
 
 from controller.devtools.pod_logs import LogFollower
-from controller.devtools.reasons import ReplicaReasons
+from controller.devtools.reasons import ReplicaReasons, pod_log_reader
 from controller.kinds.registry import KINDS
 from informers import InformerFactory
 
@@ -146,7 +146,7 @@ class JobProgress:
             self.factory.informer(kind.api.resource).add_handler(
                 on_add=self._seen, on_update=lambda _old, new: self._seen(new), on_delete=self._gone)
         self.logs = LogFollower(api_client, self.emit) if follow_logs else None
-        self.reasons = ReplicaReasons(self.factory, self._reasons_changed)
+        self.reasons = ReplicaReasons(self.factory, self._reasons_changed, pod_log_reader(api_client))
         self.tracked: dict[str, Tracked] = {}  # by job key, in the order submitted
         self._latest: dict[str, dict] = {}  # every job seen, by key: events may arrive before `track` is called
         self._expecting_more = True

@@ -8,17 +8,24 @@ The job's status says only that a replica failed or is pending; the reason is in
 failed replica, each container's termination (reason, message, exit code), else the pod's own
 reason (Evicted...); for a pending one, each container's wait (reason and message), else the
 latest Warning Event about the pod (a wait that no container status shows, such as a missing
-volume source). What `kubectl describe pod` would show, condensed to a phrase.
+volume source). What `kubectl describe pod` would show, condensed to a phrase. A failed pod's log is
+read too, for what only a local run meets: a port another replica took (port_collision.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+
+from kubernetes_asyncio import client
 
 from apimachinery.resource import PODS, Resource
+from controller.devtools.port_collision import LOG_LINES, collision, failed_container
 from informers import InformerFactory
+
+LogReader = Callable[[str, str, str], Awaitable[str]]  # (namespace, pod, container) -> the tail of its log
+LOG_TIMEOUT = 2.0  # seconds a failed pod's log may take to read
 
 EVENTS = Resource("", "v1", "events")
 # Waits every container goes through on its way to running: nothing to explain.
@@ -72,8 +79,12 @@ class ReplicaReasons:
     """Follows pods and the Warning Events about them, through informers of `factory`, and tells why
     a replica's current pod failed or waits; `changed(owner uid)` is called when that may have changed."""
 
-    def __init__(self, factory: InformerFactory, changed: Callable[[str], None]) -> None:
+    def __init__(self, factory: InformerFactory, changed: Callable[[str], None],
+                 read_log: LogReader | None = None) -> None:
         self._changed = changed
+        self._read_log = read_log
+        self._log_notes: dict[str, str | None] = {}  # failed pod uid -> what its log tells ("": nothing; None: reading)
+        self._reading: set[asyncio.Task] = set()
         self._seen = asyncio.Event()  # set at every pod or Warning seen
         # The latest state of each pod by namespace and name, kept once it is deleted: a failed pod's final
         # state explains its replica until the replica has a pod of its own again.
@@ -90,7 +101,9 @@ class ReplicaReasons:
         pod = self._pod_of(namespace, record)
         if pod is None:
             return ""
-        return pod_reason(pod, record["phase"] != "Pending", self._warnings.get(record.get("uid", ""), ""))
+        reason = pod_reason(pod, record["phase"] != "Pending", self._warnings.get(record.get("uid", ""), ""))
+        note = self._log_notes.get(record.get("uid", "")) if record["phase"] != "Pending" else ""
+        return "; ".join(part for part in (note, reason) if part)
 
     async def settle(self, failed: Callable[[], list[tuple[str, dict]]], timeout: float) -> None:
         """Wait, `timeout` seconds at most, until the pod of every (namespace, record) `failed()` lists has been
@@ -103,7 +116,9 @@ class ReplicaReasons:
 
     def _seen_finished(self, namespace: str, record: dict) -> bool:
         pod = self._pod_of(namespace, record)
-        return pod is not None and (pod.get("status") or {}).get("phase") in ("Failed", "Succeeded")
+        phase = (pod.get("status") or {}).get("phase") if pod is not None else None
+        log_read = phase != "Failed" or self._read_log is None or self._log_notes.get(record.get("uid", "")) is not None
+        return phase in ("Failed", "Succeeded") and log_read
 
     def _pod_of(self, namespace: str, record: dict) -> dict | None:
         pod = self._pods.get((namespace, record.get("name", "")))
@@ -116,6 +131,26 @@ class ReplicaReasons:
         if old is not None and old["metadata"].get("uid") != meta.get("uid"):
             self._warnings.pop(old["metadata"].get("uid", ""), None)
         self._pods[key] = pod
+        uid = meta.get("uid", "")
+        if self._read_log is not None and (pod.get("status") or {}).get("phase") == "Failed" \
+                and uid not in self._log_notes:
+            self._log_notes[uid] = None
+            task = asyncio.get_running_loop().create_task(self._read_failed_log(pod))
+            self._reading.add(task)
+            task.add_done_callback(self._reading.discard)
+        self._notify(pod)
+
+    async def _read_failed_log(self, pod: dict) -> None:
+        meta = pod["metadata"]
+        note = ""
+        container = failed_container(pod)
+        if container is not None:
+            # Best effort: a pod gone (or its logs with it) or a slow server leaves the reason as the pod gives it.
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(LOG_TIMEOUT):
+                    log = await self._read_log(meta.get("namespace", ""), meta["name"], container)
+                note = collision(pod, log, self._pods.values())
+        self._log_notes[meta.get("uid", "")] = note
         self._notify(pod)
 
     def _event(self, event: dict) -> None:
@@ -133,3 +168,13 @@ class ReplicaReasons:
         for owner in pod["metadata"].get("ownerReferences") or ():
             if owner.get("controller"):
                 self._changed(owner.get("uid", ""))
+
+
+def pod_log_reader(api_client: client.ApiClient) -> LogReader:
+    """Reads the last lines of a container's log, as `kubectl logs --tail` does."""
+    core = client.CoreV1Api(api_client)
+
+    async def read(namespace: str, name: str, container: str) -> str:
+        return await core.read_namespaced_pod_log(name, namespace, container=container, tail_lines=LOG_LINES)
+
+    return read

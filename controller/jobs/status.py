@@ -113,7 +113,9 @@ class Replica:
 
     def to_json(self) -> dict:
         out = {"name": self.name, "uid": self.uid, "phase": self.phase, "containers": list(self.containers),
-               "restartCount": self.restart_count, "lastRestartUid": self.last_restart_uid}
+               "restartCount": self.restart_count}
+        if self.last_restart_uid:  # only once a pod was retired: "" would say nothing
+            out["lastRestartUid"] = self.last_restart_uid
         if self.last_restart_time:  # only once restarted: a record of a replica never restarted stays as it was
             out["lastRestartTime"] = self.last_restart_time
             out["restartStreak"] = self.restart_streak
@@ -129,7 +131,10 @@ class Replica:
                        self.last_restart_time, self.restart_streak, ready, waiting)
 
     def in_phase(self, phase: str) -> Replica:
-        return self._with(self.uid, phase, self.containers, self.last_restart_uid, self.ready, self.waiting)
+        containers = self.containers
+        if phase == DELETED:  # its pod is deleted: a container last seen running or waiting is neither any more
+            containers = tuple(c if c.get("state") == "terminated" else {**c, "state": "deleted"} for c in containers)
+        return self._with(self.uid, phase, containers, self.last_restart_uid, self.ready, self.waiting)
 
     def counted(self, now: str = "", streak: int = 0) -> Replica:
         """A restart counted at `now` (the `streak`-th quick one in a row), and the current pod retired with it."""

@@ -44,11 +44,10 @@ def test_a_new_job_creates_every_replica_and_is_pending():
     assert all(c["status"] == "False" for c in status["conditions"])
     assert status["tasks"] == [
         {"type": "master", "restartCount": 0, "replicas": [
-            {"name": "job-master-0", "uid": "", "phase": "Creating", "containers": [], "restartCount": 0,
-             "lastRestartUid": ""}]},
+            {"name": "job-master-0", "uid": "", "phase": "Creating", "containers": [], "restartCount": 0}]},
         {"type": "worker", "restartCount": 0, "replicas": [
-            {"name": f"job-worker-{r}", "uid": "", "phase": "Creating", "containers": [], "restartCount": 0,
-             "lastRestartUid": ""} for r in range(2)]},
+            {"name": f"job-worker-{r}", "uid": "", "phase": "Creating", "containers": [], "restartCount": 0}
+            for r in range(2)]},
     ]
     assert status["aggregate"] == {"creating": 3, "pending": 0, "running": 0, "succeeded": 0, "failed": 0,
                                    "unknown": 0, "deleted": 0}

@@ -39,7 +39,20 @@ def test_pod_without_status_is_pending():
 def test_read_record_fills_defaults():
     assert st.read_record(None, "n") == st.blank_record("n")
     assert st.read_record({"name": "n", "uid": "u", "phase": "Running"}, "n").to_json() == {
-        "name": "n", "uid": "u", "phase": "Running", "containers": [], "restartCount": 0, "lastRestartUid": ""}
+        "name": "n", "uid": "u", "phase": "Running", "containers": [], "restartCount": 0}  # no lastRestartUid: ""
+
+
+def test_last_restart_uid_is_stored_once_a_pod_was_retired():
+    record = st.observed(st.blank_record("n"), make_pod("worker", 0, "u1", "Running")).counted("2026-01-01T00:00:00Z")
+    assert record.to_json()["lastRestartUid"] == "u1"
+    assert st.read_record(record.to_json(), "n").last_restart_uid == "u1"
+
+
+def test_a_deleted_replicas_containers_say_deleted_unless_they_had_ended():
+    running = st.observed(st.blank_record("n"), make_pod("worker", 0, "u1", "Running"))
+    assert list(running.in_phase(st.DELETED).containers) == [{"name": "main", "state": "deleted"}]
+    ended = st.observed(st.blank_record("n"), make_pod("worker", 0, "u1", "Failed"))
+    assert list(ended.in_phase(st.DELETED).containers) == list(ended.containers)
 
 
 def test_observed_record():

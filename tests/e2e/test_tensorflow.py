@@ -69,6 +69,18 @@ async def test_the_chief_succeeding_ends_the_job_and_the_ps_are_cleaned_up(clust
     assert {r["phase"] for name, r in records(done).items() if name != "ps-chief-0"} <= {"Deleted", "Running"}
 
 
+async def test_replicas_removed_by_clean_up_say_so_in_their_records(cluster, tf_controller, tfjobs):
+    scripts(cluster, "gone", {"chief-0": QUICK, "*": FOREVER})
+    await tfjobs.submit(tfjob("gone", {"chief": 1, "worker": 2}))
+    cleaned = await tfjobs.wait("gone", lambda j: phase(j) == "Succeeded" and all(
+        r["phase"] == "Deleted" for n, r in records(j).items() if n != "gone-chief-0"))
+    found = records(cleaned)
+    assert found["gone-chief-0"]["containers"] == [{"name": "tensorflow", "state": "terminated", "exitCode": 0}]
+    for name in ("gone-worker-0", "gone-worker-1"):  # deleted while running: neither running nor waiting now
+        assert found[name]["containers"] == [{"name": "tensorflow", "state": "deleted"}]
+    assert all("lastRestartUid" not in r for r in found.values())  # no pod was ever retired: no empty uid
+
+
 async def test_without_a_chief_worker_zero_decides(cluster, tf_controller, tfjobs):
     scripts(cluster, "mw", {"worker-0": QUICK, "*": FOREVER})
     await tfjobs.submit(tfjob("mw", {"worker": 4}))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from .kubectl import Kubectl
@@ -9,6 +11,7 @@ from .test_delete import eventually, gone
 from .test_process_runner import config_error, process_pod, running, wait_phase, wait_pod
 
 pytestmark = pytest.mark.runner("process")
+CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"
 
 
 async def reasons(core, name: str) -> list:
@@ -102,3 +105,23 @@ async def test_kubectl_describe_shows_why_a_container_waits(cluster, core, tmp_p
     listed = (await kubectl.ok("get", "events")).rows()
     scheduled = next(row for row in listed if row[2] == "Scheduled")
     assert scheduled[0] != "<invalid>" and scheduled[0].endswith("s")  # its eventTime has microseconds
+
+
+async def test_a_gang_pod_is_scheduled_by_t9k_scheduler(cluster, core):
+    """The Scheduled Event names the scheduler that bound the pod: T9k Scheduler for a PodGroup's pods."""
+    cluster.apply_crds(CRDS)
+    group = "scheduler.tensorstack.dev"
+    cluster.api.create(cluster.api.registry.get(group, "v1beta1", "podgroups"), "default", {
+        "apiVersion": f"{group}/v1beta1", "kind": "PodGroup", "metadata": {"name": "gang"},
+        "spec": {"minMember": 1, "queue": "default"}})
+    pod = process_pod("member", "sleep", "60", annotations={f"{group}/group-name": "gang"})
+    pod["spec"]["schedulerName"] = "t9k-scheduler"
+    await core.create_namespaced_pod("default", pod)
+    await wait_pod(core, "member", running)
+
+    async def scheduled():
+        return next((e for e in await reasons(core, "member") if e.reason == "Scheduled"), None)
+
+    event = await eventually(scheduled)
+    assert (event.reporting_component, event.reporting_instance, event.message) == (
+        "t9k-scheduler", "t9k-scheduler-localnode", "Successfully assigned default/member to localnode")

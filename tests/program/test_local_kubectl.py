@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from pathlib import Path
@@ -52,3 +53,19 @@ async def test_exec_into_a_debug_replica_sees_its_environment(tmp_path):
         assert code == 0, err
         assert "Successfully assigned default/debugged-worker-0 to localnode" in out
         assert "spec.containers{main}: Container started" in out
+
+
+async def test_the_controllers_writes_carry_the_programs_name(tmp_path):
+    """Under `local` as under `run`, the controller's User-Agent names the program, so the managedFields of what
+    it writes say `genericjob-controller` (never the client library's `OpenAPI-Generator`)."""
+    manifest = write(tmp_path, "debug.yaml", DEBUG_JOB.replace("WORKDIR", str(tmp_path)))
+    async with started(tmp_path, "--apply", str(manifest), until=r"debugged\s+Running"):
+        kubeconfig = tmp_path / "kubeconfig"
+        managers = {}
+        for what in ("pod/debugged-worker-0", "genericjob/debugged"):
+            code, out, err = await kubectl(kubeconfig, "get", what, "-o", "json", "--show-managed-fields")
+            assert code == 0, err
+            managers[what] = {(e["manager"], e.get("subresource", "")) for e in
+                              json.loads(out)["metadata"]["managedFields"]}
+        assert managers["pod/debugged-worker-0"] == {("genericjob-controller", ""), ("kubelet", "status")}
+        assert managers["genericjob/debugged"] == {("genericjob-controller", ""), ("genericjob-controller", "status")}

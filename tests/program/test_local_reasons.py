@@ -5,8 +5,11 @@ Run as a user runs it (a subprocess); the pod pieces in-process.
 
 from __future__ import annotations
 
+import json
 import re
+import socket
 
+from controller.devtools.port_collision import collision, declared_ports
 from controller.devtools.reasons import pod_reason
 
 from .test_local import progress, run_local, write
@@ -98,3 +101,63 @@ def test_pod_reasons_read_like_kubectl_describe():
     pulling = container("main", waiting={"reason": "ImagePullBackOff", "message": 'Back-off pulling image "x"'})
     assert pod_reason(pod(pulling), failed=False) == 'ImagePullBackOff: Back-off pulling image "x"'
     assert pod_reason(pod(plain), failed=False) == ""  # a pending replica is explained by waits, not exits
+
+
+LISTENER = """apiVersion: batch.tensorstack.dev/v1beta1
+kind: TensorFlowTrainingJob
+metadata: {name: listeners}
+spec:
+  replicaSpecs:
+  - type: worker
+    replicas: 2
+    template:
+      spec:
+        containers:
+        - name: tensorflow
+          image: ignored
+          ports: [{name: tfjob-port, containerPort: PORT}]
+          command:
+          - python3
+          - -c
+          - |
+            import json, os, socket, time
+            config = json.loads(os.environ["TF_CONFIG"])
+            task = config["task"]
+            port = int(config["cluster"][task["type"]][task["index"]].rsplit(":", 1)[1])
+            server = socket.socket()
+            server.bind(("127.0.0.1", port))  # as every TensorFlow task binds its TF_CONFIG address
+            server.listen()
+            time.sleep(30)
+"""
+
+
+def test_replicas_listening_on_one_port_are_told_they_collide(tmp_path):
+    """Two TensorFlow tasks on one port: the second cannot bind it on this machine, and its failure line says
+    why (local runs share one network), naming the port."""
+    with socket.socket() as probe:  # a port free now, so the collision is between the two replicas only
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    manifest = write(tmp_path, "listeners.yaml", LISTENER.replace("PORT", str(port)))
+    done = run_local(tmp_path, "--timeout", "15", "--apply", str(manifest))
+    assert done.returncode == 1, done.stdout + done.stderr
+    why = (f"port {port} is already in use on this machine: local runs share one network, so replicas listening "
+           "on the same port collide; exit 1")
+    phase, replicas = progress(done.stdout, "listeners")[-1]
+    assert phase == "Failed" and re.search(rf"worker-[01] Failed \({re.escape(why)}\)", replicas), done.stdout
+    assert f"Failed ({why})" in summary_of(done.stdout)
+
+
+def test_the_colliding_port_is_the_one_another_pod_declares_and_only_an_address_in_use_counts():
+    def pod(uid: str, *ports: int, tf_port: int | None = None) -> dict:
+        env = [] if tf_port is None else [{"name": "TF_CONFIG", "value": json.dumps(
+            {"cluster": {"worker": ["a:1", f"b:{tf_port}"]}, "task": {"type": "worker", "index": 1}})}]
+        return {"metadata": {"uid": uid}, "spec": {"containers": [
+            {"name": "main", "ports": [{"containerPort": p} for p in ports], "env": env}]}}
+
+    failed, other = pod("a", 8080, tf_port=2222), pod("b", tf_port=2222)
+    assert declared_ports(failed) == [8080, 2222]
+    in_use = "OSError: [Errno 98] Address already in use"
+    assert collision(failed, in_use, [failed, other]).startswith("port 2222 is already in use on this machine: ")
+    assert collision(failed, in_use, [failed]).startswith("port 8080 is already in use")
+    assert collision(pod("c"), in_use, []).startswith("a port it listens on is already in use")
+    assert collision(failed, "ValueError: bad learning rate", [failed, other]) == ""
