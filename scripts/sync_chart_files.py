@@ -53,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     if parser.parse_args(argv).check:
         names = stale()
         for name in names:
-            print(f"stale: {CHART.relative_to(ROOT) / name} (from {COPIES[name]}): run python scripts/sync_chart_files.py")
+            print(f"stale: {CHART.relative_to(ROOT) / name} (from {COPIES[name]}): "
+                  "run python scripts/sync_chart_files.py")
         return 1 if names else 0
     for name in write():
         print(f"wrote {CHART.relative_to(ROOT) / name}")

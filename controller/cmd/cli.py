@@ -170,9 +170,9 @@ def load_local() -> tuple[ModuleType | None, str]:
 def build_parser(environ: Mapping[str, str] | None = None, with_local: bool = True) -> argparse.ArgumentParser:
     """The whole command line; without `with_local`, `local` is listed but its module (and with it
     localcluster, an API server) is not imported, as `run` needs none of it."""
-    parser = argparse.ArgumentParser(prog="genericjob-controller",
-                                     description="Kubernetes controller for the T9k job kinds of batch.tensorstack.dev: "
-                                                 f"{', '.join(kinds.KINDS)}.")
+    parser = argparse.ArgumentParser(
+        prog="genericjob-controller",
+        description=f"Kubernetes controller for the T9k job kinds of batch.tensorstack.dev: {', '.join(kinds.KINDS)}.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     # Not `required`: argparse would answer `genericjob-controller --bogus` with the missing command and not name
     # the bad flag; parse_args says which is wrong.

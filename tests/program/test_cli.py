@@ -275,7 +275,8 @@ def test_an_unknown_flag_is_one_line_naming_it_and_exit_2(argv, line):
 def test_no_command_is_still_a_usage_error_naming_the_commands():
     done = subprocess.run([str(CLI)], capture_output=True, text=True, timeout=30, check=False)
     assert done.returncode == 2
-    assert done.stderr.splitlines()[-1] == "genericjob-controller: error: the following arguments are required: {run,local}"
+    last = done.stderr.splitlines()[-1]
+    assert last == "genericjob-controller: error: the following arguments are required: {run,local}"
 
 
 def test_the_help_speaks_of_every_kind():

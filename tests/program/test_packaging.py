@@ -353,7 +353,8 @@ def test_chart_shares_crds_rbac_dashboard_and_alerts_with_manifests():
     monitoring = MANIFESTS / "components" / "monitoring"
     for copy, source in ((CHART / "crds" / "genericjob.yaml", MANIFESTS / "crds" / "genericjob.yaml"),
                          (CHART / "crds" / "podgroup.yaml", MANIFESTS / "crds" / "podgroup.yaml"),
-                         (CHART / "crds" / "tensorflowtrainingjob.yaml", MANIFESTS / "crds" / "tensorflowtrainingjob.yaml"),
+                         (CHART / "crds" / "tensorflowtrainingjob.yaml",
+                          MANIFESTS / "crds" / "tensorflowtrainingjob.yaml"),
                          (CHART / "files" / "dashboard.json", monitoring / "dashboard.json"),
                          (CHART / "files" / "prometheusrule.yaml", monitoring / "prometheusrule.yaml"),
                          (CHART / "files" / "rbac.yaml", MANIFESTS / "rbac.yaml"),
