@@ -188,7 +188,8 @@ def test_make_local_installs_kubectl_and_passes_flags(tmp_path):
     """On a fresh machine (no virtualenv yet), `make local` leaves the kubectl the Quick start uses."""
     venv = tmp_path / "venv"
     steps = make_dry_run(f"VENV={venv}")
-    assert [str(venv / "bin" / "python"), "scripts/install_kubectl.py", "--dest", str(venv / "bin")] in steps
+    assert [str(venv / "bin" / "python"), "scripts/install_kubectl.py", "--only", "kubectl",
+            "--dest", str(venv / "bin")] in steps
     local = str(venv / "bin" / "genericjob-controller")
     assert steps[-1] == [local, "local", "--apply", "examples/generic-example.yaml"]
     assert make_dry_run(f"VENV={venv}", "ARGS=--port 7443 --logs")[-1] == [
