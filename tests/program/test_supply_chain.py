@@ -336,3 +336,30 @@ def test_make_image_builds_the_dockerfile_with_a_tag(tmp_path):
     assert f"image: ghcr.io/t9k/genericjob-controller:{version}" in deployment
     [build] = make_dry_run("image", tmp_path, "TAG=dev", "IMAGE=localhost:5000/gjc", "DOCKER=podman")
     assert build.split() == ["podman", "build", "--file", "Dockerfile", "--tag", "localhost:5000/gjc:dev", "."]
+
+
+def test_the_documented_image_overrides_name_the_built_image(tmp_path):
+    """docs/operations.md, "The image": kustomize's `images:` entry (newName, newTag) over manifests/, and Helm's
+    image.repository and image.tag, both give the Deployment the image `make image IMAGE=... TAG=...` built."""
+    import yaml
+
+    from tests.localcluster.kubectl import ENV, kubectl_binary
+
+    built = "registry.example.com/t9k/genericjob-controller:0.1.0-dev"
+    overlay = tmp_path / "release"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
+        "resources": [os.path.relpath(ROOT / "manifests", overlay)],
+        "images": [{"name": "ghcr.io/t9k/genericjob-controller", "newName": built.rpartition(":")[0],
+                    "newTag": built.rpartition(":")[2]}]}))
+    done = subprocess.run([str(kubectl_binary()), "kustomize", str(overlay)], capture_output=True, text=True,
+                          timeout=60, check=False, env=ENV)
+    assert done.returncode == 0, done.stderr
+    [container] = find(list(yaml.safe_load_all(done.stdout)), "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == built
+    [container] = find(template("image.repository=registry.example.com/t9k/genericjob-controller",
+                                "image.tag=0.1.0-dev"), "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == built
+    for page in ("README.md", "docs/operations.md"):
+        text = (ROOT / page).read_text()
+        assert "make image" in text and "image.repository" in text and "images:" in text, page
