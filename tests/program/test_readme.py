@@ -324,3 +324,19 @@ def test_removing_only_the_controller_removes_all_it_installed_but_the_crds(vari
             assert not removed, meta["name"]
         else:
             assert removed, f"{variant}: {obj['kind']} {namespace}/{meta['name']} is left behind"
+
+
+def test_the_operations_page_speaks_of_every_kind_and_the_helm_it_was_tested_with():
+    """--kinds' default, the RBAC section and the uninstall name every registered kind; the Helm versions that
+    work are stated, with the one the tests use (scripts/install_kubectl.py's)."""
+    from controller.kinds import registry
+
+    text = (DOCS / "operations.md").read_text()
+    [row] = [line for line in text.splitlines() if line.startswith("| `--kinds` |")]
+    rbac = text[text.index("## RBAC"):text.index("## Flags")]
+    for kind in registry.KINDS.values():
+        assert kind.api.kind in row, row
+        assert kind.api.plural in rbac, kind.api.plural
+    helm = subprocess.run([str(ROOT / ".venv" / "bin" / "helm"), "version", "--short"], capture_output=True,
+                          text=True, timeout=30, check=True).stdout.strip().split("+")[0]
+    assert "Helm 3 and Helm 4" in text and f"Helm {helm}" in text, helm
