@@ -340,3 +340,21 @@ def test_the_operations_page_speaks_of_every_kind_and_the_helm_it_was_tested_wit
     helm = subprocess.run([str(ROOT / ".venv" / "bin" / "helm"), "version", "--short"], capture_output=True,
                           text=True, timeout=30, check=True).stdout.strip().split("+")[0]
     assert "Helm 3 and Helm 4" in text and f"Helm {helm}" in text, helm
+
+
+async def test_the_namespaced_install_works_as_written_once_its_namespaces_exist(cluster, tmp_path):
+    """docs/operations.md's namespaced install, against localcluster: without the namespaces the apply is refused
+    naming one (what the page warns of), and the page's commands, in order, install it whole."""
+    from tests.localcluster.kubectl import Kubectl
+
+    kubectl = Kubectl(cluster, tmp_path)
+    refused = await kubectl.run("apply", "-k", str(ROOT / "overlays" / "namespaced"))
+    assert refused.code != 0 and 'namespaces "team-a" not found' in refused.err, refused.err
+    [block] = [b for b in blocks() if "kubectl create namespace team-a" in b.text]
+    for words in (command.split() for command in block.commands):
+        assert words[0] == "kubectl", words
+        result = await kubectl.run(*words[1:])  # the apply again, over what the refused one made
+        assert result.code == 0, (words, result.err)
+    roles = await kubectl.ok("get", "role", "-A", "-l", "app.kubernetes.io/name=genericjob-controller",
+                             "-o", "jsonpath={.items[*].metadata.namespace}")
+    assert set(roles.out.split()) == {"genericjob-system", "team-a", "team-b"}
