@@ -363,3 +363,23 @@ def test_the_documented_image_overrides_name_the_built_image(tmp_path):
     for page in ("README.md", "docs/operations.md"):
         text = (ROOT / page).read_text()
         assert "make image" in text and "image.repository" in text and "images:" in text, page
+
+
+def test_what_local_imports_is_in_the_local_lock():
+    """`genericjob-controller local` (and `python -m localcluster`) import only distributions requirements-local.lock
+    pins: a venv from `make local` runs them. (Checked on this venv: every module loaded, mapped to its
+    distribution.)"""
+    import json
+
+    script = ("import sys, json, controller.__main__, controller.cmd.cli, controller.devtools.local, "
+              "localcluster.__main__\n"
+              "from importlib.metadata import packages_distributions\n"
+              "found = packages_distributions()\n"
+              "names = {d for name in list(sys.modules) for d in found.get(name.partition('.')[0], ())}\n"
+              "print(json.dumps(sorted(names)))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True,
+                          cwd=ROOT)
+    imported = {canonicalize_name(name) for name in json.loads(done.stdout)} - {"genericjob-controller"}
+    assert {"kubernetes-asyncio", "cel-python", "jsonpatch"} <= imported, imported
+    missing = imported - lock("requirements-local.lock").keys()
+    assert not missing, f"local imports {missing}, which requirements-local.lock does not pin: add it to the extra"
