@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: local test lint bench install lock
+.PHONY: local test lint bench install install-local lock image
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -15,16 +15,24 @@ install: $(BIN)/python
 	$(BIN)/python -m pip install -q --require-hashes -r requirements-dev.lock
 	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
 
-# Install (kubectl too, for the README's kubectl commands), then run the controller on its embedded local
-# cluster with the user guide's example. `make local APPLY=` serves for kubectl until Ctrl-C instead of
-# applying a file; ARGS passes more flags: `make local ARGS="--port 7443 --logs"`.
+# Only what `genericjob-controller local` needs: the runtime dependencies and the `local` extra, from
+# requirements-local.lock (the same pins as requirements-dev.lock, with PyPI's hashes), then the project alone.
+# No test, lint or benchmark tools: about half the venv of `make install`.
+install-local: $(BIN)/python
+	$(BIN)/python -m pip install -q --require-hashes -r requirements-local.lock
+	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
+
+# Install what `local` needs (kubectl too, for the README's kubectl commands), then run the controller on its
+# embedded local cluster with the user guide's example. `make local APPLY=` serves for kubectl until Ctrl-C
+# instead of applying a file; ARGS passes more flags: `make local ARGS="--port 7443 --logs"`.
 APPLY ?= examples/generic-example.yaml
 ARGS ?=
-local: install $(BIN)/kubectl
+local: install-local $(BIN)/kubectl
 	$(BIN)/genericjob-controller local $(if $(APPLY),--apply $(APPLY)) $(ARGS)
 
+# kubectl alone: helm is for installing on a cluster (make test installs both).
 $(BIN)/kubectl: | $(BIN)/python
-	$(BIN)/python scripts/install_kubectl.py --dest $(BIN)
+	$(BIN)/python scripts/install_kubectl.py --only kubectl --dest $(BIN)
 
 # Install everything the tests need (kubectl included), lint, and run the tests.
 test: install
@@ -38,8 +46,9 @@ bench: install
 	$(BIN)/python bench/bench_informers.py
 	$(BIN)/python bench/bench_reconcile.py
 
-# Regenerate requirements.lock (the image's pinned, hashed dependencies) and requirements-dev.lock (the same
-# pins plus the extras', for `make install`) from pyproject.toml. Against PyPI itself, so that the hashes
+# Regenerate requirements.lock (the image's pinned, hashed dependencies), requirements-dev.lock (the same
+# pins plus the extras', for `make install`) and requirements-local.lock (the dev lock's pins of what `local`
+# needs, for `make local`) from pyproject.toml. Against PyPI itself, so that the hashes
 # are PyPI's; the build backend is pinned too (--all-build-deps), and pip and pip-tools (--allow-unsafe).
 # pip-compile keeps a lock's existing pins: delete the lock (or pass --upgrade) to move them.
 COMPILE := PIP_CONFIG_FILE=/dev/null PIP_FIND_LINKS= $(BIN)/pip-compile --quiet --generate-hashes --strip-extras \
@@ -48,3 +57,13 @@ lock: install
 	$(COMPILE) --output-file=requirements.lock pyproject.toml
 	$(COMPILE) --extra local --extra test --extra bench --extra dev --constraint requirements.lock \
 		--output-file=requirements-dev.lock pyproject.toml
+	$(COMPILE) --extra local --constraint requirements-dev.lock --output-file=requirements-local.lock pyproject.toml
+
+# The controller's image, from the Dockerfile: `make image TAG=0.1.0-dev` (IMAGE names the repository; DOCKER
+# may be podman). Then push it (`docker push IMAGE:TAG`) or load it into kind (`kind load docker-image
+# IMAGE:TAG`), and name it in the install: docs/operations.md, "The image".
+DOCKER ?= docker
+IMAGE ?= ghcr.io/t9k/genericjob-controller
+TAG ?= $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+image:
+	$(DOCKER) build --file Dockerfile --tag $(IMAGE):$(TAG) .

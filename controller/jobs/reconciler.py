@@ -210,6 +210,10 @@ class Reconciler:
             raise
         if self.latency is not None:
             self.latency.status_written(written, time.monotonic())
+        if new.get("phase") != status.get("phase"):
+            # What operators grep for at the default level: one line per phase change, with its reason.
+            log.info("job phase changed", job=_key(obj), kind=self.kind.api.kind, phase=new.get("phase"),
+                     previous=status.get("phase"), **phase_reason(new))
         return written
 
     async def _status_too_large(self, obj: dict, the_plan: Plan, err: ApiStatusError) -> Result:
@@ -378,6 +382,17 @@ class Reconciler:
                     ("FailedUpdate", "updating")
                 self._refused(obj, failed, reason, f"Error {doing} {what}: {err.message}")
                 return
+
+
+def phase_reason(status: dict) -> dict[str, str]:
+    """Why the job is in its phase: the finished job's `reason`, else that of the condition that changed last to
+    True (Running, Paused...), with its message."""
+    true = [c for c in status.get("conditions") or () if c.get("status") == "True"]
+    # The last True condition to change (of two in the same second, the later in the list).
+    latest = max(true, key=lambda c: (c.get("lastTransitionTime") or "", true.index(c)), default={})
+    reason = status.get("reason") or latest.get("reason") or ""
+    message = next((c.get("message") for c in true if c.get("reason") == reason), latest.get("message")) or ""
+    return {"reason": reason, "message": message} if message else {"reason": reason}
 
 
 def _key(obj: dict) -> str:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Sequence
 
@@ -15,7 +16,7 @@ from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.tensorflow.kind import TENSORFLOW
 from controller.runtime.controller import ControllerConfig
 from controller.runtime.group import ControllerGroup
-from informers import InformerFactory
+from informers import InformerFactory, Resource
 
 KINDS: dict[str, JobKind] = {kind.api.kind: kind for kind in (GENERICJOB, TENSORFLOW)}
 
@@ -59,4 +60,13 @@ def make_controller(api_client: ApiClient, config: ControllerConfig, registry: C
     if len(kinds) == 1:
         return JobController(kinds[0], api_client, config, registry)
     factory = InformerFactory(api_client, options=config.informer_options, registry=registry)
-    return ControllerGroup([JobController(kind, api_client, config, registry, factory=factory) for kind in kinds])
+    return ControllerGroup([JobController(kind, api_client, config, registry, factory=factory) for kind in kinds],
+                           missing_api_hint=functools.partial(without_kind, kinds))
+
+
+def without_kind(kinds: Sequence[JobKind], resource: Resource) -> str:
+    """The other way out when the CRD of one kind served is missing: serve the others (`--kinds`)."""
+    others = [kind.api.kind for kind in kinds if kind.api.resource != resource]
+    if len(others) == len(kinds) or not others:
+        return ""
+    return f"or serve only the other kinds: --kinds {','.join(others)}"

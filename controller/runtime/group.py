@@ -9,13 +9,15 @@ controller, so the manager cannot tell them apart.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from controller.runtime.controller import Controller
+from informers import Resource
 
 
 class ControllerGroup:
-    def __init__(self, members: Sequence[Controller]) -> None:
+    def __init__(self, members: Sequence[Controller], missing_api_hint: Callable[[Resource], str] | None = None
+                 ) -> None:
         if not members:
             raise ValueError("a controller group needs at least one controller")
         factories = {id(member.factory) for member in members}
@@ -24,6 +26,8 @@ class ControllerGroup:
         self.members = list(members)
         self.factory = members[0].factory
         self.client = members[0].client  # for the start-up checks: every member has the same credentials
+        # For the start-up checks: what to do, besides installing it, about an API one member needs and is missing.
+        self.missing_api_hint = missing_api_hint
 
     def start_informers(self) -> None:
         for member in self.members:

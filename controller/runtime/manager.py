@@ -179,7 +179,7 @@ class Manager:
         await preflight(self.controller.client.api_client,
                         [(informer.resource, informer.namespace) for informer in self.controller.factory.informers],
                         lease=(election.namespace, election.lease_name) if election else None,
-                        timeout=self.config.sync_timeout)
+                        timeout=self.config.sync_timeout, hint=getattr(self.controller, "missing_api_hint", None))
 
     async def _unless_stopped(self, work: Awaitable) -> bool:
         """Await `work` unless stop() comes first, in which case cancel it (and wait for it). True if it ended."""

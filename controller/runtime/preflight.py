@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import structlog
@@ -77,18 +77,20 @@ def checks(targets: Iterable[tuple[Resource, str | None]], lease: tuple[str, str
 
 async def preflight(api_client: ApiClient, targets: Iterable[tuple[Resource, str | None]],
                     lease: tuple[str, str] | None = None, timeout: float = 120.0,
-                    request_timeout: float = REQUEST_TIMEOUT, crd_wait: float = CRD_WAIT) -> None:
-    """Run every check, retrying what may pass later within `timeout`; PreflightError says what to do."""
+                    request_timeout: float = REQUEST_TIMEOUT, crd_wait: float = CRD_WAIT,
+                    hint: Callable[[Resource], str] | None = None) -> None:
+    """Run every check, retrying what may pass later within `timeout`; PreflightError says what to do. `hint`
+    adds another way out to what a missing CRD's message says (the controller knows what can run without it)."""
     server = api_client.configuration.host
     deadline = time.monotonic() + timeout
     per_request = max(min(request_timeout, round(timeout / 3, 1)), 0.1)
     for check in checks(targets, lease):
-        await _run(api_client, server, check, deadline, per_request, crd_wait)
+        await _run(api_client, server, check, deadline, per_request, crd_wait, hint)
     log.info("start-up checks passed", server=server)
 
 
 async def _run(api_client: ApiClient, server: str, check: _Check, deadline: float, per_request: float,
-               crd_wait: float) -> None:
+               crd_wait: float, hint: Callable[[Resource], str] | None = None) -> None:
     backoff = Backoff(RETRIES)
     missing_since: float | None = None
     attempts = 0
@@ -113,7 +115,7 @@ async def _run(api_client: ApiClient, server: str, check: _Check, deadline: floa
                 now = time.monotonic()
                 missing_since = now if missing_since is None else missing_since
                 waited, limit = now - missing_since, min(crd_wait, deadline - missing_since)
-                message = _missing(check.resource, server)
+                message = _missing(check.resource, server, hint)
                 if waited >= limit - GRACE:
                     raise PreflightError(f"{message}; gave up after {waited:.0f} s") from err
                 delay = min(backoff.next_delay(), limit - waited)
@@ -144,11 +146,13 @@ async def _run(api_client: ApiClient, server: str, check: _Check, deadline: floa
         await asyncio.sleep(delay)
 
 
-def _missing(resource: Resource, server: str) -> str:
+def _missing(resource: Resource, server: str, hint: Callable[[Resource], str] | None = None) -> str:
     if not resource.group or resource.group.endswith(".k8s.io"):  # a built-in API: no CRD to install
         return f"the API server {server} does not serve {resource.group or 'core'}/{resource.version} {resource.plural}"
+    other_way = hint(resource) if hint else ""
     return (f"the CRD {resource.plural}.{resource.group} is not installed on {server} (no "
-            f"{resource.group}/{resource.version} {resource.plural}): install it with {INSTALL_CRDS}")
+            f"{resource.group}/{resource.version} {resource.plural}): install it with {INSTALL_CRDS}"
+            + (f", {other_way}" if other_way else ""))
 
 
 __all__ = ["CRD_WAIT", "REQUEST_TIMEOUT", "PreflightError", "checks", "preflight"]

@@ -1,6 +1,7 @@
-"""README's "Why did my job fail?": its example (examples/why-failed.yaml) run with pods as processes, as `local`
-runs them, and what the README shows of `kubectl get` and `kubectl describe` checked against the real kubectl's
-output, line by line (ages and times aside). tests/program/test_readme.py runs the section's commands."""
+"""The user guide's "Why did my job fail?" (docs/user-guide.md): its example (examples/why-failed.yaml) run with
+pods as processes, as `local` runs them, and what the guide shows of `kubectl get` and `kubectl describe` checked
+against the real kubectl's output, line by line (ages and times aside). tests/program/test_readme.py runs the
+section's commands."""
 
 from __future__ import annotations
 
@@ -31,13 +32,13 @@ def kubectl(cluster, tmp_path) -> Kubectl:
     return Kubectl(cluster, tmp_path)
 
 
-SECTION = "### Why did my job fail?"
+SECTION = "## Why did my job fail?"  # in the user guide (README's, until issue 24 moved it)
 AGE = re.compile(r"(?<![\w.:-])\d+[smhd](\d+[smh])?(?![\w.:-])")  # kubectl's ages: 8s, 2m3s, 5h
 
 
 def section() -> str:
     """The section up to what it says of `local`'s progress lines."""
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "user-guide.md").read_text()
     start = text.index(SECTION) + len(SECTION)
     return text[start:text.index("`local` explains", start)]
 
@@ -82,7 +83,7 @@ async def test_the_readmes_excerpts_are_what_kubectl_shows(cluster, controller, 
     async def run_all() -> list[str] | None:
         outputs = []
         for args in commands():
-            if args[0] == "apply":  # the example, from the repository's root, as the README runs it
+            if args[0] == "apply":  # the example, from the repository's root, as the guide runs it
                 args = [arg if not arg.startswith("examples/") else str(ROOT / arg) for arg in args]
             outputs.append((await kubectl.ok(*args)).out)
         real = {normal(line) for out in outputs for line in out.splitlines()}
@@ -90,4 +91,4 @@ async def test_the_readmes_excerpts_are_what_kubectl_shows(cluster, controller, 
         return None if missing else outputs
 
     # Events are sent after the status write they describe: the last ones may trail the conditions waited on.
-    await until(run_all, timeout=20.0, what="kubectl's output to show every line of the README's excerpts")
+    await until(run_all, timeout=20.0, what="kubectl's output to show every line of the guide's excerpts")

@@ -258,3 +258,28 @@ def test_each_help_line_states_its_default_once(command):
         assert "(default: true)" in elect
         [kubeconfig] = [line for line in options if line.startswith("--kubeconfig")]
         assert "$KUBECONFIG, then in-cluster config, then ~/.kube/config" in kubeconfig  # the code's order
+
+
+@pytest.mark.parametrize(("argv", "line"), [
+    (["--bogus"], "genericjob-controller: error: unrecognized arguments: --bogus"),
+    (["run", "--bogus"], "genericjob-controller run: error: unrecognized arguments: --bogus"),
+    (["local", "--bogus"], "genericjob-controller local: error: unrecognized arguments: --bogus"),
+])
+def test_an_unknown_flag_is_one_line_naming_it_and_exit_2(argv, line):
+    """No usage dump of the whole program, and never "the following arguments are required" for a flag that is
+    wrong: the one line names the flag, as the command that got it says it."""
+    done = subprocess.run([str(CLI), *argv], capture_output=True, text=True, timeout=30, check=False)
+    assert (done.returncode, done.stderr, done.stdout) == (2, line + "\n", "")
+
+
+def test_no_command_is_still_a_usage_error_naming_the_commands():
+    done = subprocess.run([str(CLI)], capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 2
+    last = done.stderr.splitlines()[-1]
+    assert last == "genericjob-controller: error: the following arguments are required: {run,local}"
+
+
+def test_the_help_speaks_of_every_kind():
+    done = subprocess.run([str(CLI), "--help"], capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0
+    assert all(kind in done.stdout for kind in ("GenericJob", "TensorFlowTrainingJob")), done.stdout

@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tomllib
 from pathlib import Path
 
@@ -307,7 +308,7 @@ async def admin_configuration(cluster) -> client.Configuration:
 # --- the Helm chart ------------------------------------------------------------------------------
 
 
-def helm(*args: str) -> str:
+def helm_run(*args: str) -> subprocess.CompletedProcess:
     binary = BIN / "helm"
     if not binary.exists():
         pytest.fail(f"helm is not installed at {binary}; run `{sys.executable} scripts/install_kubectl.py "
@@ -316,7 +317,11 @@ def helm(*args: str) -> str:
                          env={**ENV, "HELM_CACHE_HOME": "/tmp/helm-cache", "HELM_CONFIG_HOME": "/tmp/helm-config",
                               "HELM_DATA_HOME": "/tmp/helm-data"})
     assert out.returncode == 0, f"helm {' '.join(args)} failed:\n{out.stderr}{out.stdout}"
-    return out.stdout
+    return out
+
+
+def helm(*args: str) -> str:
+    return helm_run(*args).stdout
 
 
 def template(*values: str) -> list[dict]:
@@ -344,16 +349,41 @@ def assert_same_objects(helm_objects: list[dict], kustomize_objects: list[dict])
 
 
 def test_chart_shares_crds_rbac_dashboard_and_alerts_with_manifests():
-    """Links, not copies: they cannot drift (and `helm package` stores the linked contents)."""
+    """Copies kept in sync with manifests/ by scripts/sync_chart_files.py (a test fails while one differs), not
+    symbolic links: Helm warns `found symbolic link in path` for each link on every command. (Issue 24 changed
+    this test from links to copies.)"""
     monitoring = MANIFESTS / "components" / "monitoring"
     crds = [(CHART / "crds" / name, MANIFESTS / "crds" / name) for name in registry.crd_files()]  # every kind's
-    for link, target in (*crds,
+    for copy, source in (*crds,
                          (CHART / "files" / "dashboard.json", monitoring / "dashboard.json"),
                          (CHART / "files" / "prometheusrule.yaml", monitoring / "prometheusrule.yaml"),
                          (CHART / "files" / "rbac.yaml", MANIFESTS / "rbac.yaml"),
                          (CHART / "files" / "user-rbac.yaml", MANIFESTS / "user-rbac.yaml")):
-        assert link.is_symlink() and link.resolve() == target.resolve(), link
+        assert not copy.is_symlink(), copy
+        assert copy.read_bytes() == source.read_bytes(), f"{copy} is stale: run python scripts/sync_chart_files.py"
     assert sorted(p.name for p in (CHART / "crds").iterdir()) == sorted(p.name for p in (MANIFESTS / "crds").iterdir())
+    check = subprocess.run([sys.executable, str(ROOT / "scripts" / "sync_chart_files.py"), "--check"],
+                           capture_output=True, text=True, timeout=30, check=False)
+    assert (check.returncode, check.stdout) == (0, ""), check.stdout
+    assert not [p for p in CHART.rglob("*") if p.is_symlink()]
+
+
+def test_helm_is_quiet_and_its_package_carries_the_crds_and_renders(tmp_path):
+    """`helm lint`, `template` and `package` print no warning (no `found symbolic link in path`), and the packaged
+    chart, as a user installs it from a registry, holds every CRD and renders as the chart directory does."""
+    for args in (("lint", str(CHART)), ("template", NAME, str(CHART)), ("package", str(CHART), "-d", str(tmp_path))):
+        done = helm_run(*args)
+        assert "symbolic link" not in done.stderr and "WARNING" not in done.stderr.upper(), (args, done.stderr)
+    [package] = tmp_path.glob("genericjob-controller-*.tgz")
+    with tarfile.open(package) as archive:
+        names = archive.getnames()
+        crds = {Path(n).name: archive.extractfile(n).read() for n in names if "/crds/" in n}
+    assert crds == {p.name: p.read_bytes() for p in (MANIFESTS / "crds").iterdir()}
+    assert "genericjob-controller/templates/deployment.yaml" in names
+    from_package = helm("template", NAME, str(package), "--namespace", NAMESPACE, "--include-crds")
+    from_directory = helm("template", NAME, str(CHART), "--namespace", NAMESPACE, "--include-crds")
+    assert from_package == from_directory
+    assert "kind: CustomResourceDefinition" in from_package and "kind: Deployment" in from_package
 
 
 @pytest.mark.parametrize("values", [(), ("namespaces={team-a,team-b}", "metrics.serviceMonitor.enabled=true",
@@ -541,3 +571,15 @@ def test_the_image_wheel_holds_what_run_imports_and_nothing_of_the_test_server(t
                    "controller/kinds/genericjob/kind.py"):
         assert needed in modules
     assert "controller/jobs/pod_template.json" in zipfile.ZipFile(wheel).namelist()  # the CRDs are made from it
+
+
+def test_the_packages_descriptions_speak_of_every_kind():
+    """The chart's description and NOTES, and the Python package's description, name every kind the build serves."""
+    from controller.kinds import registry
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())["description"]
+    notes = (CHART / "templates" / "NOTES.txt").read_text()
+    described = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["description"]
+    for kind in registry.KINDS.values():
+        for where, text in (("Chart.yaml", chart), ("NOTES.txt", notes), ("pyproject.toml", described)):
+            assert kind.api.kind in text, (where, kind.api.kind)
+        assert kind.api.plural in notes  # `kubectl get` of each kind, and what deleting the CRDs deletes

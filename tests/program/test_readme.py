@@ -1,7 +1,8 @@
-"""The README's commands, run as written: a newcomer follows them line by line.
+"""The documentation's commands, run as written: a newcomer follows them line by line.
 
-Every ```sh block of README.md runs here, in order, from the repository's root, except the blocks and
-lines listed in NOT_RUN_BLOCKS and NOT_RUN_LINES, each with the reason (a real cluster, this suite
+Every ```sh block of README.md and then of the pages of docs/ (PAGES, in reading order: the README's Quick
+start leaves `local` running for the user guide) runs here, in order, from the repository's root, except the
+blocks and lines listed in NOT_RUN_BLOCKS and NOT_RUN_LINES, each with the reason (a real cluster, this suite
 itself, minutes of benchmark). The README's Quick start has two terminals; so has the test:
 
 - a block that starts a server (`genericjob-controller local` without `--apply`, `localcluster serve`)
@@ -14,6 +15,8 @@ itself, minutes of benchmark). The README's Quick start has two terminals; so ha
 
 Substituted, and only this: `localcluster serve`'s `--kubeconfig-out` (a temporary file), and kubectl's
 discovery cache (a temporary directory, so that no port another test used answers from a stale cache).
+A ```yaml example of docs/ is applied by the test YAML_TESTED names. The commands for a real cluster that
+cannot run here are checked against what they act on (the uninstall's CRDs and selectors).
 """
 
 from __future__ import annotations
@@ -35,6 +38,11 @@ from controller.runtime import manager
 from .subprocesses import ROOT, LocalProcess
 
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+PAGES = (README, DOCS / "user-guide.md", DOCS / "local.md", DOCS / "operations.md", DOCS / "development.md")
+YAML_TESTED = {  # a page with ```yaml examples -> the test that applies them
+    DOCS / "security.md": ROOT / "tests" / "program" / "test_admission_policy.py",
+}
 NOT_RUN_BLOCKS = {  # a text found in exactly one block -> why that block is not run here
     "rollout status deployment/genericjob-controller":
         "installs the controller into a real cluster: its Deployment needs a kubelet to pull the image and run it "
@@ -49,6 +57,16 @@ NOT_RUN_BLOCKS = {  # a text found in exactly one block -> why that block is not
         "removes an installed release from a real cluster",
     "bench/bench_localcluster.py --pods 10000":
         "the benchmarks take minutes each (make bench); they are not tests",
+    "make image IMAGE=":
+        "builds and pushes the image with docker, which the test machine may not have "
+        "(tests/program/test_supply_chain.py runs `make --dry-run image`)",
+    "kind load docker-image registry":
+        "loads the image into a kind cluster's nodes",
+    "kubectl create namespace team-a":
+        "installs the namespaced variant into a real cluster (tests/program/test_manifests.py applies it to "
+        "localcluster)",
+    "kubectl delete crd genericjobs":
+        "deletes a real cluster's CRDs (test_the_uninstall_deletes_every_crd checks it names them all)",
 }
 NOT_RUN_LINES = {  # a command, as written (without its comment) -> why it is not run here
     "make test": "it is this test suite (CI's command): it would run this test again",
@@ -62,6 +80,7 @@ SERVERS = {  # how a server command says it is ready
 @dataclass
 class Block:
     text: str
+    page: Path = README
 
     @property
     def commands(self) -> list[str]:
@@ -80,8 +99,24 @@ def command(line: str) -> str:
     return "" if line.lstrip().startswith("#") else line.split(" #")[0].strip()
 
 
+def fenced(page: Path, language: str) -> list[str]:
+    return re.findall(rf"^```{language}\n(.*?)^```", page.read_text(), re.MULTILINE | re.DOTALL)
+
+
 def blocks() -> list[Block]:
-    return [Block(text) for text in re.findall(r"^```sh\n(.*?)^```", README.read_text(), re.MULTILINE | re.DOTALL)]
+    """Every shell block of the pages, in reading order."""
+    return [Block(text, page) for page in PAGES for text in fenced(page, "sh")]
+
+
+def test_every_page_with_commands_or_examples_is_run():
+    """A page of docs/ with a shell block is in PAGES, one with a YAML example in YAML_TESTED, whose test reads it:
+    moving text between pages keeps it tested."""
+    for page in (README, *sorted(DOCS.glob("*.md"))):
+        if fenced(page, "sh"):
+            assert page in PAGES, f"{page.name} has shell blocks: add it to PAGES"
+        if fenced(page, "yaml") or fenced(page, "yml"):
+            assert page in YAML_TESTED, f"{page.name} has YAML examples: name the test that applies them"
+            assert page.name in YAML_TESTED[page].read_text(), (page.name, YAML_TESTED[page].name)
 
 
 def not_run_reason(block: Block) -> str | None:
@@ -90,7 +125,7 @@ def not_run_reason(block: Block) -> str | None:
 
 
 def test_the_lists_of_what_is_not_run_name_real_blocks():
-    """An entry that matches nothing (the README changed) or several blocks says nothing useful."""
+    """An entry that matches nothing (the documentation changed) or several blocks says nothing useful."""
     found = blocks()
     for marker in NOT_RUN_BLOCKS:
         assert sum(marker in block.text for block in found) == 1, marker
@@ -130,7 +165,7 @@ async def test_the_readmes_commands_work_as_written(tmp_path):
                     assert server is not None and kubeconfig is not None, f"no server for: {block.text}"
                     script = re.sub(r"\$PWD/\.cache/\S+", str(kubeconfig), script)
                 done = await _run(script, env)
-                assert done[0] == 0, f"README block failed (exit {done[0]}):\n{block.text}\n{done[1]}"
+                assert done[0] == 0, f"{block.page.name} block failed (exit {done[0]}):\n{block.text}\n{done[1]}"
             ran.extend(commands)
         if server is not None:
             await _stop(server)
@@ -188,7 +223,8 @@ def test_make_local_installs_kubectl_and_passes_flags(tmp_path):
     """On a fresh machine (no virtualenv yet), `make local` leaves the kubectl the Quick start uses."""
     venv = tmp_path / "venv"
     steps = make_dry_run(f"VENV={venv}")
-    assert [str(venv / "bin" / "python"), "scripts/install_kubectl.py", "--dest", str(venv / "bin")] in steps
+    assert [str(venv / "bin" / "python"), "scripts/install_kubectl.py", "--only", "kubectl",
+            "--dest", str(venv / "bin")] in steps
     local = str(venv / "bin" / "genericjob-controller")
     assert steps[-1] == [local, "local", "--apply", "examples/generic-example.yaml"]
     assert make_dry_run(f"VENV={venv}", "ARGS=--port 7443 --logs")[-1] == [
@@ -216,7 +252,8 @@ async def test_the_kubeconfig_order_of_the_readme_and_help_is_the_codes(tmp_path
     await manager.client_configuration(None)
     assert chosen == ["in-cluster"]
     order = ("$KUBECONFIG", "in-cluster", "~/.kube/config")
-    [row] = [line for line in README.read_text().splitlines() if line.startswith("| `--kubeconfig` |")]
+    operations = (DOCS / "operations.md").read_text()  # run's flags (README's, before issue 24)
+    [row] = [line for line in operations.splitlines() if line.startswith("| `--kubeconfig` |")]
     [action] = [a for a in cli.build_parser({}).commands["run"]._actions if "--kubeconfig" in a.option_strings]
     for text in (row, action.help):
         assert sorted(order, key=text.index) == list(order), text
@@ -231,3 +268,93 @@ def test_the_documentation_links_only_to_what_a_clone_has():
                 assert (page.parent / target).resolve().is_relative_to(ROOT), (page.name, target)
                 assert (page.parent / target).exists(), (page.name, target)
         assert "shared/spec" not in page.read_text(), page.name
+
+
+def test_the_readme_is_short_and_links_the_rest():
+    """About 200 lines: what it is, the two commands, the Quick start, the install, links; the rest is in docs/."""
+    text = README.read_text()
+    assert len(text.splitlines()) <= 200
+    for heading in ("## The two commands", "## Quick start with kubectl", "## Install on a cluster",
+                    "### The image", "### Install with kustomize", "### Install with Helm", "## Documentation"):
+        assert f"\n{heading}\n" in text, heading
+    for page in ("user-guide.md", "local.md", "operations.md", "development.md"):
+        assert f"(docs/{page})" in text, page
+
+
+def _uninstall_commands() -> list[list[str]]:
+    [block] = [b for b in blocks() if "helm uninstall genericjob-controller" in b.text]
+    return [c.split() for c in block.commands if c.startswith("kubectl delete")]
+
+
+def test_the_uninstall_deletes_every_crd_only_when_asked():
+    """Deleting the CRDs names every CRD the install makes (both job kinds' and the PodGroup's); removing only
+    the controller deletes none."""
+    crds = {yaml.safe_load(p.read_text())["metadata"]["name"] for p in (ROOT / "manifests" / "crds").glob("*.yaml")}
+    [block] = [b for b in blocks() if "kubectl delete crd genericjobs" in b.text]
+    [command] = block.commands
+    assert command.split()[:3] == ["kubectl", "delete", "crd"] and set(command.split()[3:]) == crds
+    assert all("crd" not in words[2].split(",") for words in _uninstall_commands())
+    text = (DOCS / "operations.md").read_text()
+    assert "deletes every GenericJob and TensorFlowTrainingJob" in text
+
+
+@pytest.mark.parametrize("variant", ["manifests", "overlays/namespaced", "overlays/monitoring"])
+def test_removing_only_the_controller_removes_all_it_installed_but_the_crds(variant):
+    """Every object of the install (kustomize, cluster-wide or namespaced: its Roles and RoleBindings in team-a and
+    team-b too) is matched by one of the removal commands, by namespace, or by kind and label selector (with
+    --all-namespaces for a namespaced kind outside the deleted namespace); the CRDs by none."""
+    done = subprocess.run([str(ROOT / ".venv" / "bin" / "kubectl"), "kustomize", str(ROOT / variant)],
+                          capture_output=True, text=True, timeout=60, check=False, env={**os.environ, "KUBERC": "off"})
+    assert done.returncode == 0, done.stderr
+    deleted_namespaces, selections = set(), []
+    for words in _uninstall_commands():
+        kinds = words[2]
+        if kinds == "namespace":
+            deleted_namespaces.update(words[3:])
+            continue
+        selector = dict(pair.split("=") for pair in words[words.index("-l") + 1].split(","))
+        selections.append(({k.lower() for k in kinds.split(",")}, selector, "--all-namespaces" in words))
+    for obj in yaml.safe_load_all(done.stdout):
+        kind, meta = obj["kind"].lower(), obj["metadata"]
+        labels, namespace = meta.get("labels") or {}, meta.get("namespace")
+        removed = (kind == "namespace" and meta["name"] in deleted_namespaces) or namespace in deleted_namespaces \
+            or any(kind in kinds and selector.items() <= labels.items() and (namespace is None or everywhere)
+                   for kinds, selector, everywhere in selections)
+        if kind == "customresourcedefinition":
+            assert not removed, meta["name"]
+        else:
+            assert removed, f"{variant}: {obj['kind']} {namespace}/{meta['name']} is left behind"
+
+
+def test_the_operations_page_speaks_of_every_kind_and_the_helm_it_was_tested_with():
+    """--kinds' default, the RBAC section and the uninstall name every registered kind; the Helm versions that
+    work are stated, with the one the tests use (scripts/install_kubectl.py's)."""
+    from controller.kinds import registry
+
+    text = (DOCS / "operations.md").read_text()
+    [row] = [line for line in text.splitlines() if line.startswith("| `--kinds` |")]
+    rbac = text[text.index("## RBAC"):text.index("## Flags")]
+    for kind in registry.KINDS.values():
+        assert kind.api.kind in row, row
+        assert kind.api.plural in rbac, kind.api.plural
+    helm = subprocess.run([str(ROOT / ".venv" / "bin" / "helm"), "version", "--short"], capture_output=True,
+                          text=True, timeout=30, check=True).stdout.strip().split("+")[0]
+    assert "Helm 3 and Helm 4" in text and f"Helm {helm}" in text, helm
+
+
+async def test_the_namespaced_install_works_as_written_once_its_namespaces_exist(cluster, tmp_path):
+    """docs/operations.md's namespaced install, against localcluster: without the namespaces the apply is refused
+    naming one (what the page warns of), and the page's commands, in order, install it whole."""
+    from tests.localcluster.kubectl import Kubectl
+
+    kubectl = Kubectl(cluster, tmp_path)
+    refused = await kubectl.run("apply", "-k", str(ROOT / "overlays" / "namespaced"))
+    assert refused.code != 0 and 'namespaces "team-a" not found' in refused.err, refused.err
+    [block] = [b for b in blocks() if "kubectl create namespace team-a" in b.text]
+    for words in (command.split() for command in block.commands):
+        assert words[0] == "kubectl", words
+        result = await kubectl.run(*words[1:])  # the apply again, over what the refused one made
+        assert result.code == 0, (words, result.err)
+    roles = await kubectl.ok("get", "role", "-A", "-l", "app.kubernetes.io/name=genericjob-controller",
+                             "-o", "jsonpath={.items[*].metadata.namespace}")
+    assert set(roles.out.split()) == {"genericjob-system", "team-a", "team-b"}

@@ -90,3 +90,29 @@ def check_metrics(m: Samples, workers: int) -> None:
     assert m.value("informer_synced", resource=JOB_RESOURCE) == 1
     # The process itself.
     assert m.value("process_resident_memory_bytes") > 0
+
+
+async def test_the_default_level_logs_one_line_per_phase_change_with_its_reason(tmp_path):
+    """At `run`'s default level (info): `job phase changed` once per phase a job takes, with the reason the job
+    gives (its Failed or Completed condition's, once finished), and nothing per reconcile."""
+    async with LocalClusterProcess(tmp_path) as cluster, ControllerProcess(cluster) as controller:
+        jobs = cluster.jobs
+        await jobs.submit(genericjob("ok", {"worker": 2}, script=QUICK))
+        await jobs.submit(genericjob("bad", script=FAIL, restart={"policy": "Never"}))
+        await jobs.wait_phase("ok", "Succeeded")
+        await jobs.wait_phase("bad", "Failed")
+        await controller.wait_log(lambda r: r.get("event") == "job phase changed" and r["phase"] == "Failed",
+                                  what="the failed job's phase change")
+
+        def changes(job: str) -> list[dict]:
+            return [r for r in controller.logs
+                    if r.get("event") == "job phase changed" and r["job"] == f"default/{job}"]
+
+        for job, last, reason in (("ok", "Succeeded", "Succeeded"), ("bad", "Failed", "ReplicaFailed")):
+            lines = changes(job)
+            assert all(line["level"] == "info" and line["kind"] == "GenericJob" for line in lines), lines
+            assert [line["previous"] for line in lines[1:]] == [line["phase"] for line in lines[:-1]], lines
+            assert len({line["phase"] for line in lines}) == len(lines), lines  # one line per change
+            assert (lines[-1]["phase"], lines[-1]["reason"]) == (last, reason), lines
+            assert lines[-1]["message"], lines
+        assert not [r for r in controller.logs if r.get("event") == "reconciled"]  # debug, not info

@@ -193,6 +193,24 @@ async def test_a_missing_crd_is_named_waited_for_briefly_then_exit_1(tmp_path):
     assert 2 < exited.after_starting(error) < 6  # bounded by --sync-timeout here (30 s by default)
 
 
+async def test_a_missing_kinds_crd_names_both_ways_out(tmp_path):
+    """The TensorFlowTrainingJob CRD missing (an install of GenericJob's and the PodGroup's only): the error names
+    the CRD, how to install it, and how to run without it (`--kinds GenericJob`), which then starts."""
+    crds = tmp_path / "crds"
+    crds.mkdir()
+    for served in ("genericjob.yaml", "podgroup.yaml"):
+        (crds / served).write_text((CRDS / served).read_text())
+    async with LocalClusterProcess(tmp_path, crds=crds) as cluster:
+        exited = await run_to_exit(cluster.kubeconfig, "--sync-timeout", "3")
+        assert exited.code == 1
+        error = only_error(exited)["event"]
+        assert f"the CRD tensorflowtrainingjobs.batch.tensorstack.dev is not installed on {cluster.url}" in error
+        assert "install it with kubectl apply -f manifests/crds/" in error
+        assert "or serve only the other kinds: --kinds GenericJob;" in error, error
+        async with ControllerProcess(cluster, "--kinds", "GenericJob") as controller:
+            await controller.wait_log(lambda r: r.get("event") == "start-up checks passed")
+
+
 async def test_a_crd_applied_while_waiting_for_it_is_picked_up(tmp_path):
     crds = tmp_path / "crds"
     crds.mkdir()

