@@ -204,6 +204,8 @@ def status_schema(kind: str, records: str) -> dict:
                          "condition, such as InvalidSpec or DeadlineExceeded, or of Completed)."),
         "startTime": string("When the job started running.", **time),
         "completionTime": string("When the job finished (Succeeded or Failed).", **time),
+        "cleanUpPolicy": string("Once the job has finished: the clean-up policy it finished with. Terminal is "
+                                "final: later edits of the spec, this policy's included, are ignored."),
     })
 
 

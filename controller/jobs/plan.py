@@ -9,7 +9,8 @@ deletes. The status is written first, so it already records everything a crash b
 would otherwise lose: restarts are counted, and pods retired, before the pods are touched.
 Replaying a plan with the written status and the old pods repeats only the pod actions.
 
-Order of decisions: a finished job only cleans up; otherwise the kind's verdict is asked first (not
+Order of decisions: a finished job only cleans up (terminal is final: its spec is no longer read, only the
+records and the clean-up policy it finished with); otherwise the kind's verdict is asked first (not
 in debug mode, not while paused), so once the outcome is decided nothing restarts; then a paused job
 deletes its pods, and a running job restarts and creates them.
 """
@@ -104,7 +105,8 @@ def plan(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict], now: str
     # what it already has is kept for the resume.
     making = not core.terminal and not job.spec.run_mode.paused
     podgroup = core.podgroup if podgroups is None else \
-        children.podgroup_actions(kind, job, podgroups, terminal=core.terminal, making=making)
+        children.podgroup_actions(kind, job, podgroups, terminal=core.terminal, making=making,
+                                  clean_up=cleanup.finished_policy(job, core.status))
     upkeep = core.services if services is None else \
         children.service_actions(kind, job, core.status, services, terminal=core.terminal, making=making)
     force, stuck_check = _stuck_pods(pods, clock, stuck_after)
@@ -131,13 +133,13 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
                    backoff: RestartBackoff, clock: float | None = None,
                    creating: frozenset[str] = frozenset()) -> Plan:
     old = status or {}
+    if old.get("phase") in TERMINAL_PHASES:
+        return _settle_finished(kind, job, old, pods, creating)
     slots, strays = _slots(kind, job, old, pods, creating)
     # Pods of ranks or types no longer in the spec belong to no replica: they go, whatever the phase.
     delete = [DeletePod(p["metadata"]["name"], st.pod_uid(p), SCALE_DOWN) for p in strays if not st.is_terminating(p)]
     events = [deleted_event(d.name) for d in delete]
 
-    if old.get("phase") in TERMINAL_PHASES:
-        return _settle_finished(kind, job, old, slots, delete, events)
     observations = restart.observe_all(slots, sum(slot.record.restart_count for slot in slots))
     run_mode = job.spec.run_mode
     now_epoch = clock if clock is not None else epoch(now)  # the clock when given: `now` has whole seconds
@@ -367,17 +369,44 @@ def _finish(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observa
     new = st.assemble(old, kind.status, phase=verdict.phase, conditions=conditions,
                       records_by_type=_by_type(job, slots, [s.record for s in settled]),
                       start_time=old.get("startTime") or now, completion_time=now, reason=reason)
+    new[cleanup.FINISHED_POLICY] = str(policy)  # later edits of the spec are ignored: its clean-up stays this one
     return Plan(new, delete=delete, events=events, terminal=True)
 
 
-def _settle_finished(kind: JobKind, job: ParsedJob, old: dict, slots: list[Slot], delete: list, events: list) -> Plan:
-    """A finished job never changes phase, conditions or times again, and never creates a pod: it
-    only keeps its replica records current and finishes its clean-up."""
-    settled = [cleanup.settle(job.spec.clean_up_policy, slot.record, slot.pod, slot.create_pending) for slot in slots]
-    delete, events = _cleanup_actions(slots, settled, delete, events)
+SPEC_IGNORED = "the job has finished; spec changes are ignored"
+
+
+def _settle_finished(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict], creating: frozenset[str]) -> Plan:
+    """Terminal is final: a finished job never changes phase, conditions, times or counters again, never creates
+    a pod, and no edit of its spec (scale, template, run mode, clean-up policy) changes what it has: its replicas
+    are the ones it finished with, and its clean-up the policy it finished with. It only keeps its replica
+    records current and finishes that clean-up. An edit is said once, by a Normal Event of its generation."""
+    policy = cleanup.finished_policy(job, old)
+    by_replica: dict[str, list[dict]] = {}
+    for pod in pods:
+        if replica_of(kind.api, pod) is not None:
+            by_replica.setdefault(pod["metadata"]["name"], []).append(pod)
+    delete: list = []
+    events: list = []
+    by_type = []
+    for replica_type, raws in kind.status.stored_types(old):
+        records = []
+        for raw in raws:
+            record = st.read_record(raw, raw.get("name") or "")
+            pod = _pick(by_replica.get(record.name, []), record)
+            settled = cleanup.settle(policy, record, pod, record.name in creating)
+            if settled.delete:
+                delete.append(DeletePod(record.name, settled.delete, CLEANUP))
+            if settled.cleaned:
+                events.append(deleted_event(record.name))
+            records.append(settled.record)
+        by_type.append((replica_type, records))
+    generation = getattr(job, "generation", None)
+    if old.get("observedGeneration") is not None and generation != old.get("observedGeneration"):
+        events.append(Event(NORMAL, "SpecChangeIgnored", SPEC_IGNORED))
     new = st.assemble(old, kind.status, phase=old["phase"], conditions=old.get("conditions") or [],
-                      records_by_type=_by_type(job, slots, [s.record for s in settled]),
-                      start_time=old.get("startTime"), completion_time=old.get("completionTime"))
+                      records_by_type=by_type, start_time=old.get("startTime"),
+                      completion_time=old.get("completionTime"))
     return Plan(new, delete=delete, events=events, terminal=True)
 
 
