@@ -11,8 +11,8 @@ Replaying a plan with the written status and the old pods repeats only the pod a
 
 Order of decisions: a finished job only cleans up (terminal is final: its spec is no longer read, only the
 records and the clean-up policy it finished with); otherwise the kind's verdict is asked first (not
-in debug mode, not while paused), so once the outcome is decided nothing restarts; then a paused job
-deletes its pods, and a running job restarts and creates them.
+in debug mode), paused or not, so once the outcome is decided nothing restarts and no pause throws it
+away; then a paused job deletes its pods, and a running job restarts and creates them.
 """
 
 from __future__ import annotations
@@ -143,10 +143,13 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
     observations = restart.observe_all(slots, sum(slot.record.restart_count for slot in slots))
     run_mode = job.spec.run_mode
     now_epoch = clock if clock is not None else epoch(now)  # the clock when given: `now` has whole seconds
-    deadline_check = None
-    if not run_mode.paused and not run_mode.debugging:
-        verdict, deadline_check = _deadline(kind.active_deadline(job), old, now_epoch)
+    deadline_check = verdict = None
+    if not run_mode.debugging:
+        if not run_mode.paused:
+            verdict, deadline_check = _deadline(kind.active_deadline(job), old, now_epoch)
         if verdict is None:  # a deadline passed wins over anything the replicas say (failure wins a tie)
+            # Every outcome is judged before an edit takes effect: an end the replicas already decided is the
+            # end, even when the job was paused in the same moment (or the controller saw both at once).
             verdict = kind.verdict(job, {(o.slot.type, o.slot.rank): o.outcome for o in observations})
         if verdict is not None:
             return _finish(kind, job, old, observations, verdict, now, delete, events)

@@ -473,8 +473,14 @@ class EngineModel(RuleBasedStateMachine):
         # Every outcome is judged: an end the rules decided from what this reconcile saw is the end, whatever
         # edit came with it (a pause, a debug change, a scale).
         if decided is not None and seen.get("phase") not in FINISHED:
-            assert status.get("phase") in FINISHED, \
-                f"the rules had decided {decided} from the pods this reconcile saw, but it wrote {status.get('phase')}"
+            wrote = f"the rules had decided {decided} from the pods it saw, but it wrote {status.get('phase')}"
+            # One assertion per edit that came with the outcome, so that each is reported as its own failure.
+            if self.mode_on(self.job_seen["spec"], "pause"):
+                assert status.get("phase") in FINISHED, f"{wrote} (the job was paused in the same moment)"
+            elif self.mode_on(self.job_seen["spec"], "debug"):
+                assert status.get("phase") in FINISHED, f"{wrote} (debug mode was turned on in the same moment)"
+            else:
+                assert status.get("phase") in FINISHED, wrote
         # Restart counts and backoffCount only grow: no edit refunds a restart.
         kept = records(self.kind, status)
         for name, count in self.restarts.items():

@@ -4,7 +4,27 @@ issue 23's sequences, synchronised on the job's status, its pods and its Events,
 
 from __future__ import annotations
 
-from .conftest import FOREVER, QUICK, genericjob, phase, replicas, scripts, until
+import pytest
+
+from controller.kinds.tensorflow.kind import TensorFlowJobController
+from controller.kinds.tensorflow.models import PLURAL as TF_PLURAL
+
+from .conftest import FOREVER, QUICK, Jobs, finish_pod, genericjob, phase, replicas, scripts, until
+from .test_tensorflow import LABEL as TF_LABEL
+from .test_tensorflow import tfjob
+
+
+@pytest.fixture
+def tfjobs(api_client) -> Jobs:
+    return Jobs(api_client, plural=TF_PLURAL, label_job_name=TF_LABEL)
+
+
+@pytest.fixture
+async def tf_controller(api_client, config):
+    made = TensorFlowJobController(api_client, config)
+    await made.start(sync_timeout=10)
+    yield made
+    await made.stop()
 
 
 async def test_editing_a_finished_job_changes_nothing_and_says_so_once(cluster, controllers, jobs, history):
@@ -39,3 +59,37 @@ async def test_editing_a_finished_job_changes_nothing_and_says_so_once(cluster, 
     ignored = await until(said, what="two SpecChangeIgnored Events")
     assert sum(e.count or 1 for e in ignored) == 2 and {e.type for e in ignored} == {"Normal"}
     assert ignored[0].message == "the job has finished; spec changes are ignored"
+
+
+async def test_an_outcome_that_arrives_with_a_pause_is_judged_first(cluster, controllers, jobs):
+    # worker-1 fails (policy Never, no failure rules) while no controller runs, and the job is paused before
+    # one sees it: the failure decided the job, so it ends Failed, never Paused (nor re-run on resume).
+    scripts(cluster, "both", {"*": FOREVER})
+    await controllers.start()
+    await jobs.submit(genericjob("both", {"worker": 2}, restart={"policy": "Never"}))
+    await jobs.wait_phase("both", "Running")
+    await controllers.stop()
+    await finish_pod(jobs, "both-worker-1", 3)
+    await jobs.patch("both", {"spec": {"runMode": {"pause": {"enabled": True}}}})
+    await controllers.start()
+    done = await jobs.wait("both", lambda j: phase(j) in ("Failed", "Paused"))
+    assert phase(done) == "Failed", done["status"]
+    assert replicas(done)["both-worker-1"]["phase"] == "Failed"
+
+
+async def test_a_master_that_succeeded_with_a_pause_ends_the_job(cluster, api_client, config, tfjobs):
+    scripts(cluster, "master", {"*": FOREVER})
+    first = TensorFlowJobController(api_client, config)
+    await first.start(sync_timeout=10)
+    await tfjobs.submit(tfjob("master", {"worker": 2}))
+    await tfjobs.wait_phase("master", "Running")
+    await first.stop()
+    await finish_pod(tfjobs, "master-worker-0", 0)  # worker 0 is the master without a chief
+    await tfjobs.patch("master", {"spec": {"runMode": {"pause": {"enabled": True}}}})
+    second = TensorFlowJobController(api_client, config)
+    await second.start(sync_timeout=10)
+    try:
+        done = await tfjobs.wait("master", lambda j: phase(j) in ("Succeeded", "Paused"))
+    finally:
+        await second.stop()
+    assert phase(done) == "Succeeded", done["status"]
