@@ -145,7 +145,7 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
     now_epoch = clock if clock is not None else epoch(now)  # the clock when given: `now` has whole seconds
     deadline_check = verdict = None
     if not run_mode.debugging:
-        if not run_mode.paused:
+        if not run_mode.paused and old.get("phase") != JobPhase.PAUSED:  # paused time never counts
             verdict, deadline_check = _deadline(kind.active_deadline(job), old, now_epoch)
         if verdict is None:  # a deadline passed wins over anything the replicas say (failure wins a tie)
             # Every outcome is judged before an edit takes effect: an end the replicas already decided is the
@@ -156,8 +156,8 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
     if run_mode.paused:
         return _pause(kind, job, old, observations, now, delete, events)
     the_plan = _run(kind, job, old, observations, now, delete, events, now_epoch, backoff)
-    if deadline_check is None and the_plan.status.get("startTime") and not old.get("startTime"):
-        _, deadline_check = _deadline(kind.active_deadline(job), the_plan.status, now_epoch)  # started just now
+    if deadline_check is None and the_plan.status.get("startTime") != old.get("startTime"):
+        _, deadline_check = _deadline(kind.active_deadline(job), the_plan.status, now_epoch)  # (re)started just now
     return replace(the_plan, requeue_after=_soonest(the_plan.requeue_after, deadline_check))
 
 
@@ -323,8 +323,10 @@ def _run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observatio
     conditions = st.progress_conditions(old_conditions, phase=phase, records=records, now=now)
     conditions = st.unfinished_conditions(conditions, now)
     conditions = st.pause_conditions(conditions, paused=False, pods_left=False, now=now)
-    # The job starts when its first pods are asked for (a job created paused has not started).
-    start = old.get("startTime") or (now if create else None)
+    # The job starts when its first pods are asked for (a job created paused has not started). The deadline's
+    # clock (startTime) restarts at resume, as Kubeflow's and batch/v1 Job's: paused time never counts.
+    resumed = old.get("phase") == JobPhase.PAUSED and old.get("startTime")
+    start = now if resumed else old.get("startTime") or (now if create else None)
     new = st.assemble(old, kind.status, phase=phase, conditions=conditions,
                       records_by_type=_by_type(job, _slots_of(observations), records),
                       start_time=start, completion_time=None)

@@ -4,12 +4,15 @@ issue 23's sequences, synchronised on the job's status, its pods and its Events,
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from controller.jobs.backoff import epoch
 from controller.kinds.tensorflow.kind import TensorFlowJobController
 from controller.kinds.tensorflow.models import PLURAL as TF_PLURAL
 
-from .conftest import FOREVER, QUICK, Jobs, finish_pod, genericjob, phase, replicas, scripts, until
+from .conftest import FOREVER, QUICK, Jobs, condition, finish_pod, genericjob, phase, replicas, scripts, until
 from .test_tensorflow import LABEL as TF_LABEL
 from .test_tensorflow import tfjob
 
@@ -93,3 +96,23 @@ async def test_a_master_that_succeeded_with_a_pause_ends_the_job(cluster, api_cl
     finally:
         await second.stop()
     assert phase(done) == "Succeeded", done["status"]
+
+
+async def test_paused_time_never_counts_toward_the_deadline(cluster, tf_controller, tfjobs):
+    # Paused longer than its deadline, the job is not failed at resume: its clock (startTime) restarts then,
+    # and the deadline passes 2s of active time later.
+    scripts(cluster, "nap", {"*": FOREVER})
+    await tfjobs.submit(tfjob("nap", {"worker": 1}, run_policy={"activeDeadlineSeconds": 2}))
+    started = await tfjobs.wait_phase("nap", "Running")
+    await tfjobs.patch("nap", {"spec": {"runMode": {"pause": {"enabled": True}}}})
+    await tfjobs.wait_phase("nap", "Paused")
+    first_start = epoch(started["status"]["startTime"])
+    await until(lambda: time.time() > first_start + 3, what="the deadline passed while paused")
+    await tfjobs.patch("nap", {"spec": {"runMode": {"pause": {"enabled": False}}}})
+    resumed = await tfjobs.wait("nap", lambda j: phase(j) not in ("Paused", None))
+    assert phase(resumed) != "Failed", resumed["status"]
+    assert epoch(resumed["status"]["startTime"]) >= first_start + 3  # the clock restarted at resume
+    done = await tfjobs.wait_phase("nap", "Failed", timeout=8)
+    failed = condition(done, "Failed")
+    assert failed["reason"] == "DeadlineExceeded"
+    assert epoch(failed["lastTransitionTime"]) - epoch(resumed["status"]["startTime"]) >= 2
