@@ -10,8 +10,8 @@ would otherwise lose: restarts are counted, and pods retired, before the pods ar
 Replaying a plan with the written status and the old pods repeats only the pod actions.
 
 Order of decisions: a finished job only cleans up (terminal is final: its spec is no longer read, only the
-records and the clean-up policy it finished with); otherwise the kind's verdict is asked first (not
-in debug mode), paused or not, so once the outcome is decided nothing restarts and no pause throws it
+records and the clean-up policy it finished with); otherwise the kind's verdict is asked first (over the outcomes of
+pods that ran the workload), paused or not, so once the outcome is decided nothing restarts and no pause throws it
 away; then a paused job deletes its pods, and a running job restarts and creates them.
 """
 
@@ -46,7 +46,8 @@ from controller.jobs.api import TERMINAL_PHASES, CleanUpPolicy, JobPhase, Verdic
 from controller.jobs.backoff import NO_BACKOFF, RestartBackoff, epoch, stamp
 from controller.jobs.kind import JobKind, ParsedJob
 from controller.jobs.naming import replica_name, replica_of
-from controller.jobs.restart import Observation, Slot
+from controller.jobs.pods import pod_mode
+from controller.jobs.restart import Observation, Seen, Slot
 from controller.jobs.status import Replica
 
 __all__ = ["CLEANUP", "DEBUG", "IMMEDIATE", "NORMAL", "PAUSE", "RESTART", "RESUME", "SCALE_DOWN", "WARNING",
@@ -144,21 +145,46 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
     run_mode = job.spec.run_mode
     now_epoch = clock if clock is not None else epoch(now)  # the clock when given: `now` has whole seconds
     deadline_check = verdict = None
-    if not run_mode.debugging:
-        if not run_mode.paused and old.get("phase") != JobPhase.PAUSED:  # paused time never counts
-            verdict, deadline_check = _deadline(kind.active_deadline(job), old, now_epoch)
-        if verdict is None:  # a deadline passed wins over anything the replicas say (failure wins a tie)
-            # Every outcome is judged before an edit takes effect: an end the replicas already decided is the
-            # end, even when the job was paused in the same moment (or the controller saw both at once).
-            verdict = kind.verdict(job, {(o.slot.type, o.slot.rank): o.outcome for o in observations})
-        if verdict is not None:
-            return _finish(kind, job, old, observations, verdict, now, delete, events)
+    if not run_mode.paused and old.get("phase") != JobPhase.PAUSED:  # paused time never counts; debug time does
+        verdict, deadline_check = _deadline(kind.active_deadline(job), old, now_epoch)
+    if verdict is None:  # a deadline passed wins over anything the replicas say (failure wins a tie)
+        # Every outcome is judged before an edit takes effect: an end the replicas already decided is the
+        # end, even when the job was paused (or debug mode changed) in the same moment, or the controller saw
+        # both at once. A debug pod's end is no outcome of the workload.
+        verdict = kind.verdict(job, _judged(kind, observations, run_mode.debugging))
+    if verdict is not None:
+        return _finish(kind, job, old, observations, verdict, now, delete, events)
     if run_mode.paused:
         return _pause(kind, job, old, observations, now, delete, events)
     the_plan = _run(kind, job, old, observations, now, delete, events, now_epoch, backoff)
     if deadline_check is None and the_plan.status.get("startTime") != old.get("startTime"):
         _, deadline_check = _deadline(kind.active_deadline(job), the_plan.status, now_epoch)  # (re)started just now
     return replace(the_plan, requeue_after=_soonest(the_plan.requeue_after, deadline_check))
+
+
+def _judged(kind: JobKind, observations: list[Observation], debugging: bool) -> dict:
+    """The outcomes the rules judge, by (type, rank): those of pods that ran the workload. A debug pod's end
+    says nothing of the job; in debug mode, neither does a replica whose pod is gone or was made before pods
+    said their mode (as debug mode always decided nothing)."""
+    outcomes = {}
+    for o in observations:
+        mode = pod_mode(kind.api, o.slot.pod) if o.slot.pod is not None else None
+        workload = mode not in (None, DEBUG) if debugging else mode != DEBUG
+        outcomes[(o.slot.type, o.slot.rank)] = o.outcome if workload else None
+    return outcomes
+
+
+def _other_mode(kind: JobKind, o: Observation, debugging: bool) -> bool:
+    """Is the replica's pod one of the other run mode, to be replaced (as resuming does) now that debug mode is
+    turned on or off? A debug pod always is, once debug mode is off; a pod of the workload is while it has not
+    finished (a finished one is judged, and restarted as any other)."""
+    pod = o.slot.pod
+    if o.seen != Seen.CURRENT or pod is None or st.is_terminating(pod):
+        return False
+    mode = pod_mode(kind.api, pod)
+    if mode == DEBUG:
+        return not debugging
+    return mode is not None and debugging and st.pod_phase(pod) not in st.FINISHED
 
 
 DEADLINE_EXCEEDED = "DeadlineExceeded"
@@ -308,7 +334,12 @@ def _by_type(job: ParsedJob, slots: list[Slot], records: list[Replica]) -> list[
 def _run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observation], now: str,
          delete: list, events: list, now_epoch: float, backoff: RestartBackoff) -> Plan:
     restarted_at = stamp(now_epoch)
-    steps = [restart.step(o, restarted_at, now_epoch, backoff) for o in observations]
+    debugging = job.spec.run_mode.debugging
+    # Debug mode turned on or off: the pods of the other mode go without counting a restart, as for a pause,
+    # and their replacements are made in the new mode once they are gone.
+    switched = [_other_mode(kind, o, debugging) for o in observations]
+    steps = [restart.pause(o) if other else restart.step(o, restarted_at, now_epoch, backoff)
+             for o, other in zip(observations, switched, strict=True)]
     records = [s.record for s in steps]
     old_conditions = old.get("conditions") or []
     # Debug pods stay debug pods; a job that was ever paused (it has a Paused condition, True or
@@ -318,6 +349,12 @@ def _run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observatio
     delete = delete + [DeletePod(o.slot.name, s.delete, RESTART) for o, s in zip(observations, steps, strict=True)
                        if s.delete]
     events = events + [Event(NORMAL, "Restarting", s.restart_event) for s in steps if s.restart_event]
+    if any(switched):
+        names = [o.slot.name for o, other in zip(observations, switched, strict=True) if other]
+        shown = ", ".join(names[:st.NAMES_SHOWN]) + (f" and {len(names) - st.NAMES_SHOWN} more"
+                                                      if len(names) > st.NAMES_SHOWN else "")
+        events.append(Event(NORMAL, "RunModeChanged", f"Debug mode turned {'on' if debugging else 'off'}: "
+                            f"replacing the pods of {shown}"))
 
     phase = st.next_phase(old.get("phase") or "", paused=False, all_up=st.all_up(records))
     conditions = st.progress_conditions(old_conditions, phase=phase, records=records, now=now)

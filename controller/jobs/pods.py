@@ -11,6 +11,7 @@ copied so the parsed job is never mutated, with only what the controller owns ch
 - spec.schedulerName is t9k-scheduler with T9k Scheduler.
 - the kind decorates the pod spec (JobKind.decorate_pod): GenericJob expands its variables in
   command, args and env values, and in the run mode's override, which it applies with `apply_override`.
+- an annotation `<prefix>/run-mode` says which mode the pod was made in (immediate, debug or resume).
 - run modes: debug replaces the command and drops the args; resume applies the resumeSpecs
   command and/or args; both drop the init containers when skipInitContainer. An override applies
   to EVERY container of the pod, not just the first: the spec's override has no container name,
@@ -29,6 +30,7 @@ from controller.jobs.naming import owner_reference, replica_labels, replica_name
 from controller.jobs.podgroup import GROUP_NAME_KEY, SCHEDULER_NAME, podgroup_name, uses_t9k_scheduler
 
 DEFAULT_DEBUG_COMMAND = ("sleep", "inf")
+RUN_MODE = "run-mode"  # the annotation `<prefix>/run-mode` on every pod: the PodMode it was made in
 
 
 class PodMode(StrEnum):
@@ -90,12 +92,24 @@ def desired_pod(kind: JobKind, job: ParsedJob, replica_type: str, rank: int, *,
     pod_spec["restartPolicy"] = "Never"
     if uses_t9k_scheduler(job):
         pod_spec["schedulerName"] = SCHEDULER_NAME
+    metadata = _metadata(kind, job, template.get("metadata"), replica_type, rank)
+    metadata["annotations"] = {**metadata.get("annotations", {}), mode_annotation(kind.api): str(mode)}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": _metadata(kind, job, template.get("metadata"), replica_type, rank),
+        "metadata": metadata,
         "spec": pod_spec,
     }
+
+
+def mode_annotation(api) -> str:
+    return f"{api.label_prefix}/{RUN_MODE}"
+
+
+def pod_mode(api, pod: dict) -> str | None:
+    """The mode a pod was made in (PodMode's value); None for a pod made before pods said so. Turning debug
+    mode on or off replaces the pods of the other mode, and a debug pod's end is no outcome of the job."""
+    return (pod["metadata"].get("annotations") or {}).get(mode_annotation(api))
 
 
 def _copy_json(value: Any) -> Any:

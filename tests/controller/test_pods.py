@@ -26,6 +26,8 @@ from tests.builders import JobBuilder
 
 GUIDE_CONTAINER = {"command": ["sleep", "365"], "image": "nginx:latest", "name": "sleep"}
 
+RUN_MODE = "genericjob.batch.tensorstack.dev/run-mode"  # the annotation of the mode a pod was made in
+
 
 def make_job(spec: dict, name: str = "generic-example") -> GenericJob:
     return JobBuilder(name, namespace="ns", uid="uid-1", generation=2).spec(**spec).model()
@@ -68,6 +70,7 @@ def test_the_user_guides_first_example():
             "labels": {LABEL_JOB_NAME: "generic-example", LABEL_JOB_UID: "uid-1", LABEL_REPLICA_TYPE: "worker",
                        LABEL_RANK: "2"},
             "ownerReferences": [owner_reference(GENERICJOB.api, "generic-example", "uid-1")],
+            "annotations": {RUN_MODE: "immediate"},  # the mode the pod was made in
         },
         "spec": {"containers": [GUIDE_CONTAINER], "restartPolicy": "Never"},
     }
@@ -116,7 +119,7 @@ def test_template_metadata_is_merged_and_controller_labels_win():
     assert "generateName" not in meta
     assert meta["labels"] == {"team": "ml", LABEL_JOB_NAME: "generic-example", LABEL_JOB_UID: "uid-1",
                               LABEL_REPLICA_TYPE: "worker", LABEL_RANK: "0"}
-    assert meta["annotations"] == {"note": "keep"}
+    assert meta["annotations"] == {"note": "keep", RUN_MODE: "immediate"}
     assert meta["finalizers"] == ["example.com/keep"]
 
 
@@ -207,8 +210,11 @@ def test_debug_command_gets_variables_too():
 def test_resume_without_resume_specs_is_the_template():
     """The guide's pause example 2: resuming uses the template's commands."""
     job = debugged_job({"pause": {"enabled": False}})
-    assert desired_pod(GENERICJOB, job, "worker", 1, mode="resume") == \
-        desired_pod(GENERICJOB, job, "worker", 1, mode="immediate")
+    resumed = desired_pod(GENERICJOB, job, "worker", 1, mode="resume")
+    immediate = desired_pod(GENERICJOB, job, "worker", 1, mode="immediate")
+    assert resumed["metadata"]["annotations"].pop(RUN_MODE) == "resume"  # the one difference: the mode it says
+    assert immediate["metadata"]["annotations"].pop(RUN_MODE) == "immediate"
+    assert resumed == immediate
     assert run_mode_override(job, "worker", "resume") is None
 
 
@@ -253,7 +259,7 @@ def test_t9k_scheduler_sets_scheduler_name_label_and_annotation():
     pod = desired_pod(GENERICJOB, job, "worker", 0)
     assert pod["spec"]["schedulerName"] == SCHEDULER_NAME == "t9k-scheduler"
     assert pod["metadata"]["labels"][GROUP_NAME_KEY] == "generic-example"
-    assert pod["metadata"]["annotations"] == {GROUP_NAME_KEY: "generic-example"}
+    assert pod["metadata"]["annotations"] == {GROUP_NAME_KEY: "generic-example", RUN_MODE: "immediate"}
     assert GROUP_NAME_KEY == "scheduler.tensorstack.dev/group-name"
 
 

@@ -116,3 +116,28 @@ async def test_paused_time_never_counts_toward_the_deadline(cluster, tf_controll
     failed = condition(done, "Failed")
     assert failed["reason"] == "DeadlineExceeded"
     assert epoch(failed["lastTransitionTime"]) - epoch(resumed["status"]["startTime"]) >= 2
+
+
+async def test_debug_mode_off_runs_the_workload_and_the_deadline_holds_in_debug(cluster, controllers, jobs,
+                                                                                tf_controller, tfjobs):
+    # Debug on, then off: the debug pods (`sleep inf`) are replaced by pods of the workload, as resuming does,
+    # and an Event says so.
+    scripts(cluster, "dbg", {"*": FOREVER})
+    await controllers.start()
+    await jobs.submit(genericjob("dbg", {"worker": 2}, runMode={"debug": {"enabled": True}}))
+    debug_pods = await jobs.wait_pods("dbg", lambda pods: len(pods) == 2 and all(
+        p.status.phase == "Running" for p in pods))
+    assert all(p.spec.containers[0].command == ["sleep", "inf"] for p in debug_pods)
+    old_uids = {p.metadata.uid for p in debug_pods}
+    await jobs.patch("dbg", {"spec": {"runMode": {"debug": {"enabled": False}}}})
+    workload = await jobs.wait_pods("dbg", lambda pods: len(pods) == 2 and not old_uids & {
+        p.metadata.uid for p in pods})
+    assert [p.spec.containers[0].command for p in workload] == [["sh", "-c", f"echo worker {rank}"] for rank in (0, 1)]
+    [changed] = await jobs.wait_event("dbg", "RunModeChanged")
+    assert changed.type == "Normal" and "Debug mode turned off" in changed.message
+    # A forgotten debug session does not hold its pods past the deadline.
+    scripts(cluster, "forgotten", {"*": FOREVER})
+    await tfjobs.submit(tfjob("forgotten", {"worker": 1}, run_policy={"activeDeadlineSeconds": 1},
+                              runMode={"debug": {"enabled": True}}))
+    done = await tfjobs.wait_phase("forgotten", "Failed", timeout=8)
+    assert condition(done, "Failed")["reason"] == "DeadlineExceeded"
