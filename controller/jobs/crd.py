@@ -8,6 +8,7 @@ is unbounded.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 from pathlib import Path
@@ -195,6 +196,8 @@ def status_schema(kind: str, records: str) -> dict:
         "phase": string("Pending, Running, Paused, Resuming, Succeeded, Failed or Unknown."),
         "conditions": array("The latest observations of the job's state.", condition),
         "tasks": array("The state of the replicas, by type.", task),
+        "removedReplicas": array("Replicas scaled away that had restarted: their restarts still count in "
+                                 "backoffCount, and a replica scaled back keeps its count.", copy.deepcopy(replica)),
         "aggregate": aggregate,
         "readyReplicas": integer("Replicas whose pod is Running and Ready (its Ready condition True, or no "
                                  "readiness reported)."),

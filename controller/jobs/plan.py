@@ -135,13 +135,16 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
                    creating: frozenset[str] = frozenset()) -> Plan:
     old = status or {}
     if old.get("phase") in TERMINAL_PHASES:
-        return _settle_finished(kind, job, old, pods, creating)
+        removed = [st.read_record(raw, name) for name, raw in removed_records(old).items()]
+        return _with_removed(_settle_finished(kind, job, old, pods, creating), removed)
     slots, strays = _slots(kind, job, old, pods, creating)
     # Pods of ranks or types no longer in the spec belong to no replica: they go, whatever the phase.
     delete = [DeletePod(p["metadata"]["name"], st.pod_uid(p), SCALE_DOWN) for p in strays if not st.is_terminating(p)]
     events = [deleted_event(d.name) for d in delete]
 
-    observations = restart.observe_all(slots, sum(slot.record.restart_count for slot in slots))
+    removed = _removed(kind, old, slots, pods)
+    observations = restart.observe_all(slots, sum(slot.record.restart_count for slot in slots) +
+                                       sum(record.restart_count for record in removed))
     run_mode = job.spec.run_mode
     now_epoch = clock if clock is not None else epoch(now)  # the clock when given: `now` has whole seconds
     deadline_check = verdict = None
@@ -153,10 +156,10 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
         # both at once. A debug pod's end is no outcome of the workload.
         verdict = kind.verdict(job, _judged(kind, observations, run_mode.debugging))
     if verdict is not None:
-        return _finish(kind, job, old, observations, verdict, now, delete, events)
+        return _with_removed(_finish(kind, job, old, observations, verdict, now, delete, events), removed)
     if run_mode.paused:
-        return _pause(kind, job, old, observations, now, delete, events)
-    the_plan = _run(kind, job, old, observations, now, delete, events, now_epoch, backoff)
+        return _with_removed(_pause(kind, job, old, observations, now, delete, events), removed)
+    the_plan = _with_removed(_run(kind, job, old, observations, now, delete, events, now_epoch, backoff), removed)
     if deadline_check is None and the_plan.status.get("startTime") != old.get("startTime"):
         _, deadline_check = _deadline(kind.active_deadline(job), the_plan.status, now_epoch)  # (re)started just now
     return replace(the_plan, requeue_after=_soonest(the_plan.requeue_after, deadline_check))
@@ -281,7 +284,10 @@ def _invalid_records(kind: JobKind, old: dict, pods: list[dict], deleting: set[s
             else:
                 records.append(st.observed(record, pod))
         by_type.append((replica_type, records))
-    return kind.status.replica_fields(by_type)
+    fields = kind.status.replica_fields(by_type)
+    if "backoffCount" in fields:  # the restarts of ranks scaled away still count
+        fields["backoffCount"] += sum(int(raw.get("restartCount") or 0) for raw in removed_records(old).values())
+    return fields
 
 
 # --- the replicas -------------------------------------------------------------------------------
@@ -291,7 +297,7 @@ def _slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
            creating: frozenset[str] = frozenset()) -> tuple[list[Slot], list[dict]]:
     """One slot per replica of the spec, in spec and rank order, with its stored record and pod;
     and the pods that belong to no replica of the spec."""
-    stored = kind.status.stored_records(old)
+    stored = {**removed_records(old), **kind.status.stored_records(old)}
     by_replica: dict[tuple[str, int], list[dict]] = {}
     for pod in pods:
         key = replica_of(kind.api, pod)
@@ -307,6 +313,40 @@ def _slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
                               _pick(by_replica.pop((spec.type, rank), []), record), name in creating))
     strays = sorted((p for found in by_replica.values() for p in found), key=lambda p: p["metadata"]["name"])
     return slots, strays
+
+
+REMOVED = "removedReplicas"
+
+
+def removed_records(status: Mapping) -> dict[str, dict]:
+    """The stored records of ranks scaled away (status.removedReplicas), by pod name."""
+    return {raw["name"]: raw for raw in status.get(REMOVED) or () if isinstance(raw, dict) and raw.get("name")}
+
+
+def _removed(kind: JobKind, old: dict, slots: list[Slot], pods: list[dict]) -> list[Replica]:
+    """Budgets are never refunded: the records of ranks no longer in the spec that restarted (their restarts
+    still count in backoffCount and against the job's budget, and come back with the rank if it is scaled up
+    again), or whose pod is still there (a rank scaled back before its old pod is gone waits for it, as for a
+    pod it retired). Each is stored retired: the rank's next pod is a new one, never a lost one."""
+    names = {slot.name for slot in slots}
+    present = {pod["metadata"]["name"] for pod in pods}
+    kept = []
+    for name, raw in sorted({**removed_records(old), **kind.status.stored_records(old)}.items()):
+        if name in names:
+            continue
+        record = st.read_record(raw, name)
+        if record.restart_count or name in present:
+            kept.append(record.retired().in_phase(st.DELETED))
+    return kept
+
+
+def _with_removed(the_plan: Plan, removed: list[Replica]) -> Plan:
+    """The plan's status with the records of ranks scaled away, their restarts counted in backoffCount."""
+    status = {key: value for key, value in the_plan.status.items() if key != REMOVED}
+    if removed:
+        status[REMOVED] = [record.to_json() for record in removed]
+        status["backoffCount"] = int(status.get("backoffCount") or 0) + sum(r.restart_count for r in removed)
+    return replace(the_plan, status=status)
 
 
 def _pick(candidates: list[dict], record: Replica) -> dict | None:

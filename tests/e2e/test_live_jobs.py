@@ -141,3 +141,57 @@ async def test_debug_mode_off_runs_the_workload_and_the_deadline_holds_in_debug(
                               runMode={"debug": {"enabled": True}}))
     done = await tfjobs.wait_phase("forgotten", "Failed", timeout=8)
     assert condition(done, "Failed")["reason"] == "DeadlineExceeded"
+
+
+async def _fail_when_running(jobs, job: str, pod: str, seen: set[str]) -> None:
+    """Wait for a new pod `pod` (a uid not in `seen`) to run, then fail it (exit 1), as its kubelet would."""
+    async def running():
+        found = [p for p in await jobs.pods(job) if p.metadata.name == pod and p.metadata.uid not in seen
+                 and p.status.phase == "Running"]
+        return found[0] if found else None
+
+    made = await until(running, what=f"a new {pod} running")
+    seen.add(made.metadata.uid)
+    await finish_pod(jobs, pod, 1)
+
+
+async def _scale(jobs, job: str, count: int) -> None:
+    edited = await jobs.patch(job, {"spec": {"replicaSpecs": [
+        {**spec, "replicas": count} for spec in (await jobs.get(job))["spec"]["replicaSpecs"]]}})
+    await jobs.wait(job, lambda j: j["status"].get("observedGeneration") == edited["metadata"]["generation"])
+
+
+async def test_scaling_down_and_up_refunds_no_restart(cluster, controllers, jobs, tf_controller, tfjobs):
+    # GenericJob, limit 1: worker-1 restarts once, is scaled away and back: it keeps its count, so its next
+    # failure fails the job instead of being restarted again.
+    scripts(cluster, "gj", {"*": FOREVER})
+    await controllers.start()
+    await jobs.submit(genericjob("gj", {"worker": 2}, restart={"policy": "OnFailure", "limit": 1}))
+    seen: set[str] = set()
+    await _fail_when_running(jobs, "gj", "gj-worker-1", seen)
+    await jobs.wait_replica("gj", "gj-worker-1", lambda r: r["restartCount"] == 1)
+    await _scale(jobs, "gj", 1)
+    scaled = await jobs.wait("gj", lambda j: "gj-worker-1" not in replicas(j))
+    assert scaled["status"]["backoffCount"] == 1  # the restart of the rank scaled away still counts
+    assert [(r["name"], r["restartCount"]) for r in scaled["status"]["removedReplicas"]] == [("gj-worker-1", 1)]
+    await jobs.wait_pods("gj", lambda pods: [p.metadata.name for p in pods] == ["gj-worker-0"])
+    await _scale(jobs, "gj", 2)
+    back = await jobs.wait_replica("gj", "gj-worker-1", lambda r: True)
+    assert replicas(back)["gj-worker-1"]["restartCount"] == 1 and "removedReplicas" not in back["status"]
+    await _fail_when_running(jobs, "gj", "gj-worker-1", seen)
+    done = await jobs.wait_phase("gj", "Failed")
+    assert replicas(done)["gj-worker-1"]["restartCount"] == 1 and done["status"]["backoffCount"] == 1
+    # TensorFlowTrainingJob, backoffLimit 2: worker-2 uses the budget, is scaled away; worker-1's failure then
+    # fails the job (2 restarts of 2, not 4).
+    scripts(cluster, "tf", {"*": FOREVER})
+    await tfjobs.submit(tfjob("tf", {"worker": 3}, restart="OnFailure", run_policy={"backoffLimit": 2}))
+    tf_seen: set[str] = set()
+    for restarts in (1, 2):
+        await _fail_when_running(tfjobs, "tf", "tf-worker-2", tf_seen)
+        await tfjobs.wait("tf", lambda j, n=restarts: j["status"].get("backoffCount") == n)
+    await _scale(tfjobs, "tf", 2)
+    scaled = await tfjobs.wait("tf", lambda j: len(j["status"]["tasks"][0]["replicaStatus"]) == 2)
+    assert scaled["status"]["backoffCount"] == 2
+    await _fail_when_running(tfjobs, "tf", "tf-worker-1", tf_seen)
+    done = await tfjobs.wait_phase("tf", "Failed")
+    assert done["status"]["backoffCount"] == 2
