@@ -207,6 +207,10 @@ def status_schema(kind: str, records: str) -> dict:
                          "condition, such as InvalidSpec or DeadlineExceeded, or of Completed)."),
         "startTime": string("When the job started running.", **time),
         "completionTime": string("When the job finished (Succeeded or Failed).", **time),
+        "templateHashes": {"type": "object", "additionalProperties": {"type": "string"},
+                           "description": "The hash of each replica type's pod template, as the job last ran it (the "
+                                          "annotation <prefix>/template-hash of the pods made from it): an edit "
+                                          "is announced once (TemplateChanged) and applies to new pods only."},
         "cleanUpPolicy": string("Once the job has finished: the clean-up policy it finished with. Terminal is "
                                 "final: later edits of the spec, this policy's included, are ignored."),
     })

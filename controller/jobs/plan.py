@@ -46,7 +46,7 @@ from controller.jobs.api import TERMINAL_PHASES, CleanUpPolicy, JobPhase, Verdic
 from controller.jobs.backoff import NO_BACKOFF, RestartBackoff, epoch, stamp
 from controller.jobs.kind import JobKind, ParsedJob
 from controller.jobs.naming import replica_name, replica_of
-from controller.jobs.pods import pod_mode
+from controller.jobs.pods import pod_mode, template_hash
 from controller.jobs.restart import Observation, Seen, Slot
 from controller.jobs.status import Replica
 
@@ -175,6 +175,23 @@ def _judged(kind: JobKind, observations: list[Observation], debugging: bool) -> 
         workload = mode not in (None, DEBUG) if debugging else mode != DEBUG
         outcomes[(o.slot.type, o.slot.rank)] = o.outcome if workload else None
     return outcomes
+
+
+TEMPLATES = "templateHashes"  # status: the template hash of each replica type, as last run (pods.template_hash)
+TEMPLATE_CHANGED = "pods created from now on (restarts, new ranks) use it; running pods are not replaced"
+
+
+def _template_changed(job: ParsedJob, old: dict) -> tuple[dict, list[Event]]:
+    """The template hash of each replica type, and a Normal Event for each whose template changed since the
+    status last recorded it: once per edit, as the status records the new one. The edit applies to new pods
+    only."""
+    hashes = {str(spec.type): template_hash(spec.template) for spec in job.spec.replica_specs}
+    stored = old.get(TEMPLATES) if isinstance(old.get(TEMPLATES), dict) else {}
+    events = [Event(NORMAL, "TemplateChanged", f"spec.replicaSpecs[{index}].template ({spec.type}) changed: "
+                    f"{TEMPLATE_CHANGED}")
+              for index, spec in enumerate(job.spec.replica_specs)
+              if stored.get(str(spec.type)) not in (None, hashes[str(spec.type)])]
+    return hashes, events
 
 
 def _other_mode(kind: JobKind, o: Observation, debugging: bool) -> bool:
@@ -389,6 +406,8 @@ def _run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observatio
     delete = delete + [DeletePod(o.slot.name, s.delete, RESTART) for o, s in zip(observations, steps, strict=True)
                        if s.delete]
     events = events + [Event(NORMAL, "Restarting", s.restart_event) for s in steps if s.restart_event]
+    templates, changed = _template_changed(job, old)
+    events += changed
     if any(switched):
         names = [o.slot.name for o, other in zip(observations, switched, strict=True) if other]
         shown = ", ".join(names[:st.NAMES_SHOWN]) + (f" and {len(names) - st.NAMES_SHOWN} more"
@@ -407,6 +426,7 @@ def _run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observatio
     new = st.assemble(old, kind.status, phase=phase, conditions=conditions,
                       records_by_type=_by_type(job, _slots_of(observations), records),
                       start_time=start, completion_time=None)
+    new[TEMPLATES] = templates
     return Plan(new, create=create, delete=delete, events=events + _phase_events(old, phase),
                 requeue_after=_soonest(*(s.wake for s in steps)))
 

@@ -23,6 +23,7 @@ import itertools
 import os
 from datetime import UTC, datetime
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, note, settings
 from hypothesis import strategies as st
@@ -98,6 +99,7 @@ class WorldClient:
             raise ApiStatusError(404, "NotFound", "job gone")
         if current["metadata"]["resourceVersion"] != job["metadata"]["resourceVersion"]:
             raise ApiStatusError(409, "Conflict", "the object has been modified")
+        orjson.dumps(status)  # what goes over the wire must be JSON (no enum keys, no dataclasses)
         self.world.job = {**current, "status": copy.deepcopy(status),
                           "metadata": {**current["metadata"], "resourceVersion": str(next(self.world.rv))}}
         self.world.log.append(("status", JOB, self.world.job))
@@ -587,9 +589,11 @@ class EngineModel(RuleBasedStateMachine):
             key = (labels[self.kind.api.type_label], labels[self.kind.api.rank_label])
             ranks[key] = ranks.get(key, 0) + 1
         assert all(count <= 1 for count in ranks.values()), f"more than one pod for a rank: {ranks}"
-        # A finished job says once per generation that it ignores an edit.
+        # A finished job says once per generation that it ignores an edit; a running job, that its template changed.
         said = [e[0] for e in self.recorder.events if e[3] == IGNORED]
         assert len(said) == len(set(said)), f"'{IGNORED}' said more than once for a generation: {said}"
+        changed = [e[0] for e in self.recorder.events if e[2] == "TemplateChanged"]
+        assert len(changed) == len(set(changed)), f"TemplateChanged said more than once for a generation: {changed}"
 
 
 # 3000 examples (about 30s on one core) find each of issue 23's five defects when its fix is reverted.

@@ -195,3 +195,24 @@ async def test_scaling_down_and_up_refunds_no_restart(cluster, controllers, jobs
     await _fail_when_running(tfjobs, "tf", "tf-worker-1", tf_seen)
     done = await tfjobs.wait_phase("tf", "Failed")
     assert done["status"]["backoffCount"] == 2
+
+
+async def test_a_template_edit_applies_to_new_pods_and_says_so_once(cluster, controllers, jobs):
+    scripts(cluster, "tpl", {"*": FOREVER})
+    await controllers.start()
+    await jobs.submit(genericjob("tpl", {"worker": 2}))
+    running = await jobs.wait_pods("tpl", lambda pods: len(pods) == 2 and all(
+        p.status.phase == "Running" for p in pods))
+    spec = (await jobs.get("tpl"))["spec"]
+    spec["replicaSpecs"][0]["template"]["spec"]["containers"][0]["image"] = "busybox:1.37"
+    await jobs.patch("tpl", {"spec": {"replicaSpecs": spec["replicaSpecs"]}})
+    [said] = await jobs.wait_event("tpl", "TemplateChanged")
+    assert said.type == "Normal" and said.message.startswith("spec.replicaSpecs[0].template (worker) changed: pods "
+                                                             "created from now on")
+    await _scale(jobs, "tpl", 3)  # a new rank is made from the new template; the running pods stay
+    pods = await jobs.wait_pods("tpl", lambda pods: len(pods) == 3)
+    assert {p.metadata.uid for p in pods[:2]} == {p.metadata.uid for p in running}
+    assert [p.spec.containers[0].image for p in pods] == ["busybox:1.36", "busybox:1.36", "busybox:1.37"]
+    await until(controllers.idle, what="controller idle")
+    events = [e for e in await jobs.events("tpl") if e.reason == "TemplateChanged"]
+    assert sum(e.count or 1 for e in events) == 1  # the scale edit changed no template: said once
