@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from apimachinery.resource import Resource
-from controller.jobs import children, cleanup, restart
+from controller.jobs import children, cleanup, edits, restart
 from controller.jobs import status as st
 from controller.jobs.actions import (
     CLEANUP,
@@ -46,8 +46,7 @@ from controller.jobs.api import TERMINAL_PHASES, CleanUpPolicy, JobPhase, Verdic
 from controller.jobs.backoff import NO_BACKOFF, RestartBackoff, epoch, stamp
 from controller.jobs.kind import JobKind, ParsedJob
 from controller.jobs.naming import replica_name, replica_of
-from controller.jobs.pods import pod_mode, template_hash
-from controller.jobs.restart import Observation, Seen, Slot
+from controller.jobs.restart import Observation, Slot
 from controller.jobs.status import Replica
 
 __all__ = ["CLEANUP", "DEBUG", "IMMEDIATE", "NORMAL", "PAUSE", "RESTART", "RESUME", "SCALE_DOWN", "WARNING",
@@ -135,14 +134,14 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
                    creating: frozenset[str] = frozenset()) -> Plan:
     old = status or {}
     if old.get("phase") in TERMINAL_PHASES:
-        removed = [st.read_record(raw, name) for name, raw in removed_records(old).items()]
+        removed = [st.read_record(raw, name) for name, raw in edits.removed_records(old).items()]
         return _with_removed(_settle_finished(kind, job, old, pods, creating), removed)
     slots, strays = _slots(kind, job, old, pods, creating)
     # Pods of ranks or types no longer in the spec belong to no replica: they go, whatever the phase.
     delete = [DeletePod(p["metadata"]["name"], st.pod_uid(p), SCALE_DOWN) for p in strays if not st.is_terminating(p)]
     events = [deleted_event(d.name) for d in delete]
 
-    removed = _removed(kind, old, slots, pods)
+    removed = edits.removed(kind, old, slots, pods)
     observations = restart.observe_all(slots, sum(slot.record.restart_count for slot in slots) +
                                        sum(record.restart_count for record in removed))
     run_mode = job.spec.run_mode
@@ -154,7 +153,7 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
         # Every outcome is judged before an edit takes effect: an end the replicas already decided is the
         # end, even when the job was paused (or debug mode changed) in the same moment, or the controller saw
         # both at once. A debug pod's end is no outcome of the workload.
-        verdict = kind.verdict(job, _judged(kind, observations, run_mode.debugging))
+        verdict = kind.verdict(job, edits.judged(kind, observations, run_mode.debugging))
     if verdict is not None:
         return _with_removed(_finish(kind, job, old, observations, verdict, now, delete, events), removed)
     if run_mode.paused:
@@ -163,48 +162,6 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
     if deadline_check is None and the_plan.status.get("startTime") != old.get("startTime"):
         _, deadline_check = _deadline(kind.active_deadline(job), the_plan.status, now_epoch)  # (re)started just now
     return replace(the_plan, requeue_after=_soonest(the_plan.requeue_after, deadline_check))
-
-
-def _judged(kind: JobKind, observations: list[Observation], debugging: bool) -> dict:
-    """The outcomes the rules judge, by (type, rank): those of pods that ran the workload. A debug pod's end
-    says nothing of the job; in debug mode, neither does a replica whose pod is gone or was made before pods
-    said their mode (as debug mode always decided nothing)."""
-    outcomes = {}
-    for o in observations:
-        mode = pod_mode(kind.api, o.slot.pod) if o.slot.pod is not None else None
-        workload = mode not in (None, DEBUG) if debugging else mode != DEBUG
-        outcomes[(o.slot.type, o.slot.rank)] = o.outcome if workload else None
-    return outcomes
-
-
-TEMPLATES = "templateHashes"  # status: the template hash of each replica type, as last run (pods.template_hash)
-TEMPLATE_CHANGED = "pods created from now on (restarts, new ranks) use it; running pods are not replaced"
-
-
-def _template_changed(job: ParsedJob, old: dict) -> tuple[dict, list[Event]]:
-    """The template hash of each replica type, and a Normal Event for each whose template changed since the
-    status last recorded it: once per edit, as the status records the new one. The edit applies to new pods
-    only."""
-    hashes = {str(spec.type): template_hash(spec.template) for spec in job.spec.replica_specs}
-    stored = old.get(TEMPLATES) if isinstance(old.get(TEMPLATES), dict) else {}
-    events = [Event(NORMAL, "TemplateChanged", f"spec.replicaSpecs[{index}].template ({spec.type}) changed: "
-                    f"{TEMPLATE_CHANGED}")
-              for index, spec in enumerate(job.spec.replica_specs)
-              if stored.get(str(spec.type)) not in (None, hashes[str(spec.type)])]
-    return hashes, events
-
-
-def _other_mode(kind: JobKind, o: Observation, debugging: bool) -> bool:
-    """Is the replica's pod one of the other run mode, to be replaced (as resuming does) now that debug mode is
-    turned on or off? A debug pod always is, once debug mode is off; a pod of the workload is while it has not
-    finished (a finished one is judged, and restarted as any other)."""
-    pod = o.slot.pod
-    if o.seen != Seen.CURRENT or pod is None or st.is_terminating(pod):
-        return False
-    mode = pod_mode(kind.api, pod)
-    if mode == DEBUG:
-        return not debugging
-    return mode is not None and debugging and st.pod_phase(pod) not in st.FINISHED
 
 
 DEADLINE_EXCEEDED = "DeadlineExceeded"
@@ -303,7 +260,7 @@ def _invalid_records(kind: JobKind, old: dict, pods: list[dict], deleting: set[s
         by_type.append((replica_type, records))
     fields = kind.status.replica_fields(by_type)
     if "backoffCount" in fields:  # the restarts of ranks scaled away still count
-        fields["backoffCount"] += sum(int(raw.get("restartCount") or 0) for raw in removed_records(old).values())
+        fields["backoffCount"] += sum(int(raw.get("restartCount") or 0) for raw in edits.removed_records(old).values())
     return fields
 
 
@@ -314,7 +271,7 @@ def _slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
            creating: frozenset[str] = frozenset()) -> tuple[list[Slot], list[dict]]:
     """One slot per replica of the spec, in spec and rank order, with its stored record and pod;
     and the pods that belong to no replica of the spec."""
-    stored = {**removed_records(old), **kind.status.stored_records(old)}
+    stored = {**edits.removed_records(old), **kind.status.stored_records(old)}
     by_replica: dict[tuple[str, int], list[dict]] = {}
     for pod in pods:
         key = replica_of(kind.api, pod)
@@ -331,39 +288,6 @@ def _slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
     strays = sorted((p for found in by_replica.values() for p in found), key=lambda p: p["metadata"]["name"])
     return slots, strays
 
-
-REMOVED = "removedReplicas"
-
-
-def removed_records(status: Mapping) -> dict[str, dict]:
-    """The stored records of ranks scaled away (status.removedReplicas), by pod name."""
-    return {raw["name"]: raw for raw in status.get(REMOVED) or () if isinstance(raw, dict) and raw.get("name")}
-
-
-def _removed(kind: JobKind, old: dict, slots: list[Slot], pods: list[dict]) -> list[Replica]:
-    """Budgets are never refunded: the records of ranks no longer in the spec that restarted (their restarts
-    still count in backoffCount and against the job's budget, and come back with the rank if it is scaled up
-    again), or whose pod is still there (a rank scaled back before its old pod is gone waits for it, as for a
-    pod it retired). Each is stored retired: the rank's next pod is a new one, never a lost one."""
-    names = {slot.name for slot in slots}
-    present = {pod["metadata"]["name"] for pod in pods}
-    kept = []
-    for name, raw in sorted({**removed_records(old), **kind.status.stored_records(old)}.items()):
-        if name in names:
-            continue
-        record = st.read_record(raw, name)
-        if record.restart_count or name in present:
-            kept.append(record.retired().in_phase(st.DELETED))
-    return kept
-
-
-def _with_removed(the_plan: Plan, removed: list[Replica]) -> Plan:
-    """The plan's status with the records of ranks scaled away, their restarts counted in backoffCount."""
-    status = {key: value for key, value in the_plan.status.items() if key != REMOVED}
-    if removed:
-        status[REMOVED] = [record.to_json() for record in removed]
-        status["backoffCount"] = int(status.get("backoffCount") or 0) + sum(r.restart_count for r in removed)
-    return replace(the_plan, status=status)
 
 
 def _pick(candidates: list[dict], record: Replica) -> dict | None:
@@ -394,7 +318,7 @@ def _run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observatio
     debugging = job.spec.run_mode.debugging
     # Debug mode turned on or off: the pods of the other mode go without counting a restart, as for a pause,
     # and their replacements are made in the new mode once they are gone.
-    switched = [_other_mode(kind, o, debugging) for o in observations]
+    switched = [edits.other_mode(kind, o, debugging) for o in observations]
     steps = [restart.pause(o) if other else restart.step(o, restarted_at, now_epoch, backoff)
              for o, other in zip(observations, switched, strict=True)]
     records = [s.record for s in steps]
@@ -406,7 +330,7 @@ def _run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observatio
     delete = delete + [DeletePod(o.slot.name, s.delete, RESTART) for o, s in zip(observations, steps, strict=True)
                        if s.delete]
     events = events + [Event(NORMAL, "Restarting", s.restart_event) for s in steps if s.restart_event]
-    templates, changed = _template_changed(job, old)
+    templates, changed = edits.template_changes(job, old)
     events += changed
     if any(switched):
         names = [o.slot.name for o, other in zip(observations, switched, strict=True) if other]
@@ -426,7 +350,7 @@ def _run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observatio
     new = st.assemble(old, kind.status, phase=phase, conditions=conditions,
                       records_by_type=_by_type(job, _slots_of(observations), records),
                       start_time=start, completion_time=None)
-    new[TEMPLATES] = templates
+    new[edits.TEMPLATES] = templates
     return Plan(new, create=create, delete=delete, events=events + _phase_events(old, phase),
                 requeue_after=_soonest(*(s.wake for s in steps)))
 
@@ -513,6 +437,10 @@ def _settle_finished(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
 
 
 # --- helpers ----------------------------------------------------------------------------------------
+
+
+def _with_removed(the_plan: Plan, removed: list[Replica]) -> Plan:
+    return replace(the_plan, status=edits.with_removed(the_plan.status, removed))
 
 
 def _slots_of(observations: list[Observation]) -> list[Slot]:
