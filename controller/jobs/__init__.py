@@ -4,4 +4,10 @@ A kind (controller/kinds/) says what is its own through the `JobKind` protocol (
 engine does the rest: replica slots and restart accounting, the plan (the only place decisions are
 made), conditions and clean-up, the children (pods, Services, the PodGroup), and the reconciler,
 which only executes a plan.
+
+The invariants the engine keeps whatever users do to a live job (terminal is final, budgets are never
+refunded, every outcome is judged before an edit takes effect, counters only grow, the deadline counts
+active time only, at most one pod per rank, ...) are listed in ARCHITECTURE.md ("Invariants of the
+engine"), each with the test that proves it; tests/controller/test_engine_model.py checks them all after
+every step of made-up sequences.
 """

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from apimachinery.resource import Resource
-from controller.jobs import podgroup, services
+from controller.jobs import cleanup, podgroup, services
 from controller.jobs.actions import PODGROUPS, SERVICES, ChildAction, CreateChild, DeleteChild, PatchChild
 from controller.jobs.api import CleanUpPolicy
 from controller.jobs.kind import JobKind, ParsedJob
@@ -31,7 +31,7 @@ def service_actions(kind: JobKind, job: ParsedJob, status: dict, existing: list[
     actions: list[ChildAction] = [DeleteChild(SERVICES, name, svc["metadata"]["uid"])
                                   for name, svc in current.items() if name not in wanted]
     for name, (replica_type, rank) in wanted.items():
-        svc, type_ports = current.get(name), ports[replica_type]
+        svc, type_ports = current.get(name), ports.get(replica_type)
         if svc is not None:
             if not terminal and services.stored_ports(svc) != type_ports:
                 # The ports were edited: a merge patch replaces the port list whole.
@@ -43,20 +43,24 @@ def service_actions(kind: JobKind, job: ParsedJob, status: dict, existing: list[
 
 def _wanted_services(kind: JobKind, job: ParsedJob, status: dict, terminal: bool,
                      ports: dict[str, list[dict] | None]) -> dict[str, tuple[str, int]]:
-    wanted = {replica_name(job.name, spec.type, rank): (spec.type, rank)
-              for spec in job.spec.replica_specs if ports[spec.type] is not None for rank in range(spec.replicas)}
-    if terminal and job.spec.clean_up_policy != CleanUpPolicy.NONE:
-        if job.spec.clean_up_policy == CleanUpPolicy.ALL:
+    if terminal:
+        # Terminal is final: the replicas it finished with, whatever the spec now says, and the policy it
+        # finished with. Nothing is made or patched any more: only the clean-up's deletes remain.
+        policy = cleanup.finished_policy(job, status)
+        if policy == CleanUpPolicy.ALL:
             return {}
-        deleted = {name for name, r in kind.status.stored_records(status).items() if r.get("phase") == DELETED}
-        wanted = {name: replica for name, replica in wanted.items() if name not in deleted}
-    return wanted
+        return {name: ("", -1) for name, r in kind.status.stored_records(status).items()
+                if policy == CleanUpPolicy.NONE or r.get("phase") != DELETED}
+    return {replica_name(job.name, spec.type, rank): (spec.type, rank)
+            for spec in job.spec.replica_specs if ports[spec.type] is not None for rank in range(spec.replicas)}
 
 
 def podgroup_actions(kind: JobKind, job: ParsedJob, existing: list[dict], *, terminal: bool,
-                     making: bool) -> list[ChildAction]:
+                     making: bool, clean_up: CleanUpPolicy | None = None) -> list[ChildAction]:
+    """`clean_up`: the policy a finished job finished with (the spec's when None)."""
     desired = podgroup.desired_podgroup(kind, job)
-    if desired is None or (terminal and job.spec.clean_up_policy != CleanUpPolicy.NONE):
+    policy = job.spec.clean_up_policy if clean_up is None else clean_up
+    if desired is None or (terminal and policy != CleanUpPolicy.NONE):
         return remove_all(PODGROUPS, existing)
     if not existing:
         return [CreateChild(PODGROUPS, desired["metadata"]["name"], desired)] if making else []

@@ -4,15 +4,29 @@
 Unknown); `All` deletes every pod. Replicas whose pod was deleted, or is gone for any other reason,
 show phase Deleted. A finished job never creates or replaces a pod, so nothing here counts restarts.
 Settling is idempotent: once the deletes are done (pods terminating or gone), it asks for nothing
-and changes nothing.
+and changes nothing. The policy is the one the job finished with (`status.cleanUpPolicy`, written as it
+finished): terminal is final, and an edit of the spec afterwards changes nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from controller.jobs.api import CleanUpPolicy
+from controller.jobs.api import TERMINAL_PHASES, CleanUpPolicy
+from controller.jobs.kind import ParsedJob
 from controller.jobs.status import CREATING, DELETED, FINISHED, Replica, is_terminating, observed, pod_phase, pod_uid
+
+FINISHED_POLICY = "cleanUpPolicy"  # the status field: the clean-up policy the job finished with
+
+
+def finished_policy(job: ParsedJob, status: Mapping) -> CleanUpPolicy:
+    """The clean-up policy of a job: the one it finished with, once finished (a job finished by an older
+    controller, which did not write it: the spec's); the spec's while it runs."""
+    stored = status.get(FINISHED_POLICY)
+    if status.get("phase") in TERMINAL_PHASES and stored in CleanUpPolicy.__members__.values():
+        return CleanUpPolicy(stored)
+    return job.spec.clean_up_policy
 
 
 @dataclass(slots=True)  # never changed once made; not frozen: a frozen init costs twice as much

@@ -9,6 +9,7 @@ every rule as each supported Kubernetes version does.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 from pathlib import Path
@@ -222,6 +223,8 @@ def status_schema(kind: str, records: str) -> dict:
         "phase": string("Pending, Running, Paused, Resuming, Succeeded, Failed or Unknown."),
         "conditions": array("The latest observations of the job's state.", condition),
         "tasks": array("The state of the replicas, by type.", task),
+        "removedReplicas": array("Replicas scaled away that had restarted: their restarts still count in "
+                                 "backoffCount, and a replica scaled back keeps its count.", copy.deepcopy(replica)),
         "aggregate": aggregate,
         "readyReplicas": integer("Replicas whose pod is Running and Ready (its Ready condition True, or no "
                                  "readiness reported)."),
@@ -232,6 +235,12 @@ def status_schema(kind: str, records: str) -> dict:
                          "StatusTooLarge; or of Completed)."),
         "startTime": string("When the job started running.", **time),
         "completionTime": string("When the job finished (Succeeded or Failed).", **time),
+        "templateHashes": {"type": "object", "additionalProperties": {"type": "string"},
+                           "description": "The hash of each replica type's pod template, as the job last ran it (the "
+                                          "annotation <prefix>/template-hash of the pods made from it): an edit "
+                                          "is announced once (TemplateChanged) and applies to new pods only."},
+        "cleanUpPolicy": string("Once the job has finished: the clean-up policy it finished with. Terminal is "
+                                "final: later edits of the spec, this policy's included, are ignored."),
     })
 
 

@@ -81,6 +81,7 @@ class ParsedJob(Protocol):
     name: str
     namespace: str
     uid: str
+    generation: int
     spec: JobSpec
 
 

@@ -9,6 +9,7 @@ cannot run (plan_invalid with this reason), which deletes its unfinished pods an
 
 from __future__ import annotations
 
+from controller.jobs import edits
 from controller.jobs import status as st
 from controller.jobs.api import JobPhase
 from controller.jobs.kind import StatusCodec
@@ -30,7 +31,8 @@ def message(replicas: int, server_message: str) -> str:
 
 def compact_status(codec: StatusCodec, planned: dict, text: str, now: str) -> dict:
     """The planned status, Failed with reason StatusTooLarge, without the records that made it too large."""
-    record_fields = set(codec.replica_fields([])) - COUNT_FIELDS
+    # The records of ranks scaled away go too (their restarts stay counted in backoffCount).
+    record_fields = (set(codec.replica_fields([])) - COUNT_FIELDS) | {edits.REMOVED}
     kept = {key: value for key, value in planned.items() if key not in record_fields}
     conditions = st.set_condition(kept.get("conditions") or [], st.RUNNING, False, "Failed",
                                   "The job has finished.", now)

@@ -10,9 +10,10 @@ so it already records everything a crash between those steps would otherwise los
 counted, and pods retired, before the pods are touched. Replaying a plan with the written status
 and the old pods repeats only the pod actions.
 
-Order of decisions: a finished job only cleans up; otherwise the kind's verdict is asked first (not
-in debug mode, not while paused), so once the outcome is decided nothing restarts; then a paused job
-deletes its pods, and a running job restarts and creates them.
+Order of decisions: a finished job only cleans up (terminal is final: its spec is no longer read, only the
+records and the clean-up policy it finished with); otherwise the kind's verdict is asked first (over the outcomes of
+pods that ran the workload), paused or not, so once the outcome is decided nothing restarts and no pause throws it
+away; then a paused job deletes its pods, and a running job restarts and creates them.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from apimachinery.resource import Resource
-from controller.jobs import cause, children, cleanup, restart, waiting
+from controller.jobs import cause, children, cleanup, edits, restart, waiting
 from controller.jobs import status as st
 from controller.jobs.actions import (
     CLEANUP,
@@ -105,7 +106,8 @@ def plan(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict], now: str
     # what it already has is kept for the resume.
     making = not core.terminal and not job.spec.run_mode.paused
     podgroup = core.podgroup if podgroups is None else \
-        children.podgroup_actions(kind, job, podgroups, terminal=core.terminal, making=making)
+        children.podgroup_actions(kind, job, podgroups, terminal=core.terminal, making=making,
+                                  clean_up=cleanup.finished_policy(job, core.status))
     upkeep = core.services if services is None else \
         children.service_actions(kind, job, core.status, services, terminal=core.terminal, making=making)
     force, stuck_check = _stuck_pods(pods, clock, stuck_after)
@@ -132,28 +134,34 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
                    backoff: RestartBackoff, clock: float | None = None,
                    creating: frozenset[str] = frozenset()) -> Plan:
     old = status or {}
+    if old.get("phase") in TERMINAL_PHASES:
+        removed = [st.read_record(raw, name) for name, raw in edits.removed_records(old).items()]
+        return _with_removed(_settle_finished(kind, job, old, pods, creating), removed)
     slots, strays = _slots(kind, job, old, pods, creating)
     # Pods of ranks or types no longer in the spec belong to no replica: they go, whatever the phase.
     delete = [DeletePod(p["metadata"]["name"], st.pod_uid(p), SCALE_DOWN) for p in strays if not st.is_terminating(p)]
     events = [deleted_event(d.name) for d in delete]
 
-    if old.get("phase") in TERMINAL_PHASES:
-        return _settle_finished(kind, job, old, slots, delete, events)
-    observations = restart.observe_all(slots, sum(slot.record.restart_count for slot in slots))
+    removed = edits.removed(kind, old, slots, pods)
+    observations = restart.observe_all(slots, sum(slot.record.restart_count for slot in slots) +
+                                       sum(record.restart_count for record in removed))
     run_mode = job.spec.run_mode
     now_epoch = clock if clock is not None else epoch(now)  # the clock when given: `now` has whole seconds
-    deadline_check = None
-    if not run_mode.paused and not run_mode.debugging:
+    deadline_check = verdict = None
+    if not run_mode.paused and old.get("phase") != JobPhase.PAUSED:  # paused time never counts; debug time does
         verdict, deadline_check = _deadline(kind.active_deadline(job), old, now_epoch)
-        if verdict is None:  # a deadline passed wins over anything the replicas say (failure wins a tie)
-            verdict = kind.verdict(job, {(o.slot.type, o.slot.rank): o.outcome for o in observations})
-        if verdict is not None:
-            return _finish(kind, job, old, observations, verdict, now, delete, events)
+    if verdict is None:  # a deadline passed wins over anything the replicas say (failure wins a tie)
+        # Every outcome is judged before an edit takes effect: an end the replicas already decided is the
+        # end, even when the job was paused (or debug mode changed) in the same moment, or the controller saw
+        # both at once. A debug pod's end is no outcome of the workload.
+        verdict = kind.verdict(job, edits.judged(kind, observations, run_mode.debugging))
+    if verdict is not None:
+        return _with_removed(_finish(kind, job, old, observations, verdict, now, delete, events), removed)
     if run_mode.paused:
-        return _pause(kind, job, old, observations, now, delete, events)
-    the_plan = _run(kind, job, old, observations, now, delete, events, now_epoch, backoff)
-    if deadline_check is None and the_plan.status.get("startTime") and not old.get("startTime"):
-        _, deadline_check = _deadline(kind.active_deadline(job), the_plan.status, now_epoch)  # started just now
+        return _with_removed(_pause(kind, job, old, observations, now, delete, events), removed)
+    the_plan = _with_removed(_run(kind, job, old, observations, now, delete, events, now_epoch, backoff), removed)
+    if deadline_check is None and the_plan.status.get("startTime") != old.get("startTime"):
+        _, deadline_check = _deadline(kind.active_deadline(job), the_plan.status, now_epoch)  # (re)started just now
     return replace(the_plan, requeue_after=_soonest(the_plan.requeue_after, deadline_check))
 
 
@@ -251,7 +259,10 @@ def _invalid_records(kind: JobKind, old: dict, pods: list[dict], deleting: set[s
             else:
                 records.append(st.observed(record, pod))
         by_type.append((replica_type, records))
-    return kind.status.replica_fields(by_type)
+    fields = kind.status.replica_fields(by_type)
+    if "backoffCount" in fields:  # the restarts of ranks scaled away still count
+        fields["backoffCount"] += sum(int(raw.get("restartCount") or 0) for raw in edits.removed_records(old).values())
+    return fields
 
 
 # --- the replicas -------------------------------------------------------------------------------
@@ -261,7 +272,7 @@ def _slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
            creating: frozenset[str] = frozenset()) -> tuple[list[Slot], list[dict]]:
     """One slot per replica of the spec, in spec and rank order, with its stored record and pod;
     and the pods that belong to no replica of the spec."""
-    stored = kind.status.stored_records(old)
+    stored = {**edits.removed_records(old), **kind.status.stored_records(old)}
     by_replica: dict[tuple[str, int], list[dict]] = {}
     for pod in pods:
         key = replica_of(kind.api, pod)
@@ -277,6 +288,7 @@ def _slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
                               _pick(by_replica.pop((spec.type, rank), []), record), name in creating))
     strays = sorted((p for found in by_replica.values() for p in found), key=lambda p: p["metadata"]["name"])
     return slots, strays
+
 
 
 def _pick(candidates: list[dict], record: Replica) -> dict | None:
@@ -304,7 +316,12 @@ def _by_type(job: ParsedJob, slots: list[Slot], records: list[Replica]) -> list[
 def _run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observation], now: str,
          delete: list, events: list, now_epoch: float, backoff: RestartBackoff) -> Plan:
     restarted_at = stamp(now_epoch)
-    steps = [restart.step(o, restarted_at, now_epoch, backoff) for o in observations]
+    debugging = job.spec.run_mode.debugging
+    # Debug mode turned on or off: the pods of the other mode go without counting a restart, as for a pause,
+    # and their replacements are made in the new mode once they are gone.
+    switched = [edits.other_mode(kind, o, debugging) for o in observations]
+    steps = [restart.pause(o) if other else restart.step(o, restarted_at, now_epoch, backoff)
+             for o, other in zip(observations, switched, strict=True)]
     records = [s.record for s in steps]
     old_conditions = old.get("conditions") or []
     # Debug pods stay debug pods; a job that was ever paused (it has a Paused condition, True or
@@ -316,16 +333,27 @@ def _run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observatio
     events = events + [Event(NORMAL, "Restarting", s.restart_event) for s in steps if s.restart_event]
     events = events + [Event(WARNING, reason, message) for reason, message in waiting.news(
         (o.slot.name, o.slot.record.waiting, s.record.waiting) for o, s in zip(observations, steps, strict=True))]
+    templates, changed = edits.template_changes(job, old)
+    events += changed
+    if any(switched):
+        names = [o.slot.name for o, other in zip(observations, switched, strict=True) if other]
+        shown = ", ".join(names[:st.NAMES_SHOWN]) + (f" and {len(names) - st.NAMES_SHOWN} more"
+                                                      if len(names) > st.NAMES_SHOWN else "")
+        events.append(Event(NORMAL, "RunModeChanged", f"Debug mode turned {'on' if debugging else 'off'}: "
+                            f"replacing the pods of {shown}"))
 
     phase = st.next_phase(old.get("phase") or "", paused=False, all_up=st.all_up(records))
     conditions = st.progress_conditions(old_conditions, phase=phase, records=records, now=now)
     conditions = st.unfinished_conditions(conditions, now)
     conditions = st.pause_conditions(conditions, paused=False, pods_left=False, now=now)
-    # The job starts when its first pods are asked for (a job created paused has not started).
-    start = old.get("startTime") or (now if create else None)
+    # The job starts when its first pods are asked for (a job created paused has not started). The deadline's
+    # clock (startTime) restarts at resume, as Kubeflow's and batch/v1 Job's: paused time never counts.
+    resumed = old.get("phase") == JobPhase.PAUSED and old.get("startTime")
+    start = now if resumed else old.get("startTime") or (now if create else None)
     new = st.assemble(old, kind.status, phase=phase, conditions=conditions,
                       records_by_type=_by_type(job, _slots_of(observations), records),
                       start_time=start, completion_time=None)
+    new[edits.TEMPLATES] = templates
     return Plan(new, create=create, delete=delete, events=events + _phase_events(old, phase),
                 requeue_after=_soonest(*(s.wake for s in steps)))
 
@@ -371,21 +399,52 @@ def _finish(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observa
     new = st.assemble(old, kind.status, phase=verdict.phase, conditions=conditions,
                       records_by_type=_by_type(job, slots, [s.record for s in settled]),
                       start_time=old.get("startTime") or now, completion_time=now, reason=reason)
+    new[cleanup.FINISHED_POLICY] = str(policy)  # later edits of the spec are ignored: its clean-up stays this one
     return Plan(new, delete=delete, events=events, terminal=True)
 
 
-def _settle_finished(kind: JobKind, job: ParsedJob, old: dict, slots: list[Slot], delete: list, events: list) -> Plan:
-    """A finished job never changes phase, conditions or times again, and never creates a pod: it
-    only keeps its replica records current and finishes its clean-up."""
-    settled = [cleanup.settle(job.spec.clean_up_policy, slot.record, slot.pod, slot.create_pending) for slot in slots]
-    delete, events = _cleanup_actions(slots, settled, delete, events)
+SPEC_IGNORED = "the job has finished; spec changes are ignored"
+
+
+def _settle_finished(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict], creating: frozenset[str]) -> Plan:
+    """Terminal is final: a finished job never changes phase, conditions, times or counters again, never creates
+    a pod, and no edit of its spec (scale, template, run mode, clean-up policy) changes what it has: its replicas
+    are the ones it finished with, and its clean-up the policy it finished with. It only keeps its replica
+    records current and finishes that clean-up. An edit is said once, by a Normal Event of its generation."""
+    policy = cleanup.finished_policy(job, old)
+    by_replica: dict[str, list[dict]] = {}
+    for pod in pods:
+        if replica_of(kind.api, pod) is not None:
+            by_replica.setdefault(pod["metadata"]["name"], []).append(pod)
+    delete: list = []
+    events: list = []
+    by_type = []
+    for replica_type, raws in kind.status.stored_types(old):
+        records = []
+        for raw in raws:
+            record = st.read_record(raw, raw.get("name") or "")
+            pod = _pick(by_replica.get(record.name, []), record)
+            settled = cleanup.settle(policy, record, pod, record.name in creating)
+            if settled.delete:
+                delete.append(DeletePod(record.name, settled.delete, CLEANUP))
+            if settled.cleaned:
+                events.append(deleted_event(record.name))
+            records.append(settled.record)
+        by_type.append((replica_type, records))
+    generation = getattr(job, "generation", None)
+    if old.get("observedGeneration") is not None and generation != old.get("observedGeneration"):
+        events.append(Event(NORMAL, "SpecChangeIgnored", SPEC_IGNORED))
     new = st.assemble(old, kind.status, phase=old["phase"], conditions=old.get("conditions") or [],
-                      records_by_type=_by_type(job, slots, [s.record for s in settled]),
-                      start_time=old.get("startTime"), completion_time=old.get("completionTime"))
+                      records_by_type=by_type, start_time=old.get("startTime"),
+                      completion_time=old.get("completionTime"))
     return Plan(new, delete=delete, events=events, terminal=True)
 
 
 # --- helpers ----------------------------------------------------------------------------------------
+
+
+def _with_removed(the_plan: Plan, removed: list[Replica]) -> Plan:
+    return replace(the_plan, status=edits.with_removed(the_plan.status, removed))
 
 
 def _slots_of(observations: list[Observation]) -> list[Slot]:

@@ -11,6 +11,8 @@ copied so the parsed job is never mutated, with only what the controller owns ch
 - spec.schedulerName is t9k-scheduler with T9k Scheduler.
 - the kind decorates the pod spec (JobKind.decorate_pod): GenericJob expands its variables in
   command, args and env values, and in the run mode's override, which it applies with `apply_override`.
+- annotations say which mode the pod was made in (`<prefix>/run-mode`: immediate, debug or resume) and
+  from which template (`<prefix>/template-hash`).
 - run modes: debug replaces the command and drops the args; resume applies the resumeSpecs
   command and/or args; both drop the init containers when skipInitContainer. An override applies
   to EVERY container of the pod, not just the first: the spec's override has no container name,
@@ -19,16 +21,21 @@ copied so the parsed job is never mutated, with only what the controller owns ch
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+
+import orjson
 
 from controller.jobs.kind import JobKind, ParsedJob, ReplicaSpec
 from controller.jobs.naming import owner_reference, replica_labels, replica_name
 from controller.jobs.podgroup import GROUP_NAME_KEY, SCHEDULER_NAME, podgroup_name, uses_t9k_scheduler
 
 DEFAULT_DEBUG_COMMAND = ("sleep", "inf")
+RUN_MODE = "run-mode"  # the annotation `<prefix>/run-mode` on every pod: the PodMode it was made in
+TEMPLATE_HASH = "template-hash"  # and `<prefix>/template-hash`: the template it was made from (template_hash)
 
 
 class PodMode(StrEnum):
@@ -90,12 +97,31 @@ def desired_pod(kind: JobKind, job: ParsedJob, replica_type: str, rank: int, *,
     pod_spec["restartPolicy"] = "Never"
     if uses_t9k_scheduler(job):
         pod_spec["schedulerName"] = SCHEDULER_NAME
+    metadata = _metadata(kind, job, template.get("metadata"), replica_type, rank)
+    metadata["annotations"] = {**metadata.get("annotations", {}), mode_annotation(kind.api): str(mode),
+                               f"{kind.api.label_prefix}/{TEMPLATE_HASH}": template_hash(template)}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": _metadata(kind, job, template.get("metadata"), replica_type, rank),
+        "metadata": metadata,
         "spec": pod_spec,
     }
+
+
+def template_hash(template: dict) -> str:
+    """A short hash of a replica type's pod template, as a Deployment's pod-template-hash: the pods made
+    before a template edit are told from those made after (the edit applies to new pods only)."""
+    return hashlib.sha256(orjson.dumps(template, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
+def mode_annotation(api) -> str:
+    return f"{api.label_prefix}/{RUN_MODE}"
+
+
+def pod_mode(api, pod: dict) -> str | None:
+    """The mode a pod was made in (PodMode's value); None for a pod made before pods said so. Turning debug
+    mode on or off replaces the pods of the other mode, and a debug pod's end is no outcome of the job."""
+    return (pod["metadata"].get("annotations") or {}).get(mode_annotation(api))
 
 
 def _copy_json(value: Any) -> Any:

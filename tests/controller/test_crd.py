@@ -145,7 +145,7 @@ def test_status_schema_is_full_with_preserved_containers():
     status = openapi(crd.genericjob_crd())["properties"]["status"]
     assert set(status["properties"]) == {"observedGeneration", "phase", "conditions", "tasks", "aggregate",
                                          "readyReplicas", "ready", "backoffCount", "reason", "startTime",
-                                         "completionTime"}
+                                         "completionTime", "cleanUpPolicy", "removedReplicas", "templateHashes"}
     replica = status["properties"]["tasks"]["items"]["properties"]["replicas"]["items"]
     assert set(replica["properties"]) == {"name", "uid", "phase", "containers", "restartCount", "lastRestartUid",
                                          "lastRestartTime", "restartStreak", "ready", "waiting"}

@@ -16,7 +16,7 @@ from controller.jobs.podgroup import (
     SCHEDULER_NAME,
     desired_podgroup,
 )
-from controller.jobs.pods import PodMode, desired_pod, run_mode_override
+from controller.jobs.pods import PodMode, desired_pod, run_mode_override, template_hash
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import LABEL_JOB_NAME, LABEL_JOB_UID, LABEL_RANK, LABEL_REPLICA_TYPE, GenericJob
 from controller.kinds.genericjob.substitution import SubstitutionError
@@ -25,6 +25,9 @@ from localcluster import LocalCluster
 from tests.builders import JobBuilder
 
 GUIDE_CONTAINER = {"command": ["sleep", "365"], "image": "nginx:latest", "name": "sleep"}
+
+RUN_MODE = "genericjob.batch.tensorstack.dev/run-mode"  # the annotation of the mode a pod was made in
+TEMPLATE_HASH = "genericjob.batch.tensorstack.dev/template-hash"  # and of the template it was made from
 
 
 def make_job(spec: dict, name: str = "generic-example") -> GenericJob:
@@ -68,6 +71,9 @@ def test_the_user_guides_first_example():
             "labels": {LABEL_JOB_NAME: "generic-example", LABEL_JOB_UID: "uid-1", LABEL_REPLICA_TYPE: "worker",
                        LABEL_RANK: "2"},
             "ownerReferences": [owner_reference(GENERICJOB.api, "generic-example", "uid-1")],
+            # The mode and the template the pod was made from.
+            "annotations": {RUN_MODE: "immediate",
+                            TEMPLATE_HASH: template_hash({"spec": {"containers": [GUIDE_CONTAINER]}})},
         },
         "spec": {"containers": [GUIDE_CONTAINER], "restartPolicy": "Never"},
     }
@@ -116,7 +122,8 @@ def test_template_metadata_is_merged_and_controller_labels_win():
     assert "generateName" not in meta
     assert meta["labels"] == {"team": "ml", LABEL_JOB_NAME: "generic-example", LABEL_JOB_UID: "uid-1",
                               LABEL_REPLICA_TYPE: "worker", LABEL_RANK: "0"}
-    assert meta["annotations"] == {"note": "keep"}
+    assert meta["annotations"] == {"note": "keep", RUN_MODE: "immediate",
+                                   TEMPLATE_HASH: template_hash(job.spec.replica("worker").template)}
     assert meta["finalizers"] == ["example.com/keep"]
 
 
@@ -207,8 +214,11 @@ def test_debug_command_gets_variables_too():
 def test_resume_without_resume_specs_is_the_template():
     """The guide's pause example 2: resuming uses the template's commands."""
     job = debugged_job({"pause": {"enabled": False}})
-    assert desired_pod(GENERICJOB, job, "worker", 1, mode="resume") == \
-        desired_pod(GENERICJOB, job, "worker", 1, mode="immediate")
+    resumed = desired_pod(GENERICJOB, job, "worker", 1, mode="resume")
+    immediate = desired_pod(GENERICJOB, job, "worker", 1, mode="immediate")
+    assert resumed["metadata"]["annotations"].pop(RUN_MODE) == "resume"  # the one difference: the mode it says
+    assert immediate["metadata"]["annotations"].pop(RUN_MODE) == "immediate"
+    assert resumed == immediate
     assert run_mode_override(job, "worker", "resume") is None
 
 
@@ -253,7 +263,8 @@ def test_t9k_scheduler_sets_scheduler_name_label_and_annotation():
     pod = desired_pod(GENERICJOB, job, "worker", 0)
     assert pod["spec"]["schedulerName"] == SCHEDULER_NAME == "t9k-scheduler"
     assert pod["metadata"]["labels"][GROUP_NAME_KEY] == "generic-example"
-    assert pod["metadata"]["annotations"] == {GROUP_NAME_KEY: "generic-example"}
+    assert pod["metadata"]["annotations"] == {GROUP_NAME_KEY: "generic-example", RUN_MODE: "immediate",
+                                              TEMPLATE_HASH: template_hash(job.spec.replica("worker").template)}
     assert GROUP_NAME_KEY == "scheduler.tensorstack.dev/group-name"
 
 
@@ -314,3 +325,12 @@ async def test_desired_objects_are_accepted_by_the_api_server():
         podgroups = cluster.registry.get("scheduler.tensorstack.dev", "v1beta1", "podgroups")
         created = cluster.api.create(podgroups, "default", desired_podgroup(GENERICJOB, job))
         assert created["spec"] == {"minMember": 2, "queue": "default", "priority": 50}
+
+
+def test_the_template_hash_follows_the_template_only():
+    job = worker_job()
+    edited = worker_job({"containers": [{**GUIDE_CONTAINER, "image": "other:2"}]})
+    [first, second] = (desired_pod(GENERICJOB, job, "worker", rank)["metadata"]["annotations"][TEMPLATE_HASH]
+                       for rank in (0, 1))
+    assert first == second  # every rank's pod, one template
+    assert desired_pod(GENERICJOB, edited, "worker", 0)["metadata"]["annotations"][TEMPLATE_HASH] != first
