@@ -53,11 +53,17 @@ bench: install
 # pip-compile keeps a lock's existing pins: delete the lock (or pass --upgrade) to move them.
 COMPILE := PIP_CONFIG_FILE=/dev/null PIP_FIND_LINKS= $(BIN)/pip-compile --quiet --generate-hashes --strip-extras \
 	--all-build-deps --allow-unsafe --no-emit-index-url --no-emit-find-links
+# `local` never makes the metrics server's self-signed certificate (controller/runtime/certs.py, the one user of
+# cryptography, 16 MB with cffi and pycparser): the local lock leaves them out, named unsafe so pip-compile
+# comments them out, and pins setuptools (the editable install's backend) as an ordinary package.
+LOCAL_COMPILE := PIP_CONFIG_FILE=/dev/null PIP_FIND_LINKS= $(BIN)/pip-compile --quiet --generate-hashes --strip-extras \
+	--all-build-deps --no-emit-index-url --no-emit-find-links \
+	--unsafe-package cryptography --unsafe-package cffi --unsafe-package pycparser
 lock: install
 	$(COMPILE) --output-file=requirements.lock pyproject.toml
 	$(COMPILE) --extra local --extra test --extra bench --extra dev --constraint requirements.lock \
 		--output-file=requirements-dev.lock pyproject.toml
-	$(COMPILE) --extra local --constraint requirements-dev.lock --output-file=requirements-local.lock pyproject.toml
+	$(LOCAL_COMPILE) --extra local --constraint requirements-dev.lock --output-file=requirements-local.lock pyproject.toml
 
 # The controller's image, from the Dockerfile: `make image TAG=0.1.0-dev` (IMAGE names the repository; DOCKER
 # may be podman). Then push it (`docker push IMAGE:TAG`) or load it into kind (`kind load docker-image
