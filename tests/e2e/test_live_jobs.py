@@ -9,7 +9,8 @@ import time
 import pytest
 
 from controller.jobs.backoff import epoch
-from controller.kinds.tensorflow.kind import TensorFlowJobController
+from controller.jobs.controller import JobController
+from controller.kinds.tensorflow.kind import TENSORFLOW
 from controller.kinds.tensorflow.models import PLURAL as TF_PLURAL
 
 from .conftest import FOREVER, QUICK, Jobs, condition, finish_pod, genericjob, phase, replicas, scripts, until
@@ -24,7 +25,7 @@ def tfjobs(api_client) -> Jobs:
 
 @pytest.fixture
 async def tf_controller(api_client, config):
-    made = TensorFlowJobController(api_client, config)
+    made = JobController(TENSORFLOW, api_client, config)
     await made.start(sync_timeout=10)
     yield made
     await made.stop()
@@ -82,14 +83,14 @@ async def test_an_outcome_that_arrives_with_a_pause_is_judged_first(cluster, con
 
 async def test_a_master_that_succeeded_with_a_pause_ends_the_job(cluster, api_client, config, tfjobs):
     scripts(cluster, "master", {"*": FOREVER})
-    first = TensorFlowJobController(api_client, config)
+    first = JobController(TENSORFLOW, api_client, config)
     await first.start(sync_timeout=10)
     await tfjobs.submit(tfjob("master", {"worker": 2}))
     await tfjobs.wait_phase("master", "Running")
     await first.stop()
     await finish_pod(tfjobs, "master-worker-0", 0)  # worker 0 is the master without a chief
     await tfjobs.patch("master", {"spec": {"runMode": {"pause": {"enabled": True}}}})
-    second = TensorFlowJobController(api_client, config)
+    second = JobController(TENSORFLOW, api_client, config)
     await second.start(sync_timeout=10)
     try:
         done = await tfjobs.wait("master", lambda j: phase(j) in ("Succeeded", "Paused"))
