@@ -221,6 +221,7 @@ async def test_serves_a_working_kubeconfig_until_interrupted(tmp_path, sig):
             assert {c.metadata.name for c in crds.items} == {"genericjobs.batch.tensorstack.dev",
                                                              "podgroups.scheduler.tensorstack.dev",
                                                              "tensorflowtrainingjobs.batch.tensorstack.dev",
+                                                             "pytorchtrainingjobs.batch.tensorstack.dev",
                                                              "tensorboards.tensorstack.dev"}  # local only
         proc.send_signal(sig)
         async with asyncio.timeout(10):
