@@ -111,6 +111,7 @@ def test_extra_options_replace_the_controllers_flags_and_the_pet_variables_follo
         "--nproc_per_node=2", "--monitor_interval=1", "train.py"]
     values = env(worker)
     assert values["PET_RDZV_ENDPOINT"] == "etcd.ns:2379" and values["PET_NPROC_PER_NODE"] == "2"
+    assert (values["PET_MASTER_ADDR"], values["PET_MASTER_PORT"]) == ("pj-worker-0", "23456")  # still the master
     assert values["PET_RDZV_BACKEND"] == "etcd" and "PET_MAX_RESTARTS" not in values
 
 

@@ -97,15 +97,16 @@ def torchrun_args(job: PyTorchTrainingJob, replica_type: str, rank: int, script_
 
 
 def pet_env(job: PyTorchTrainingJob, replica_type: str, rank: int) -> list[tuple[str, str]]:
-    """The PET_* defaults, equal to the command line (extraOptions included)."""
-    values = dict(torchrun_flags(job, replica_type, rank))
+    """The PET_* defaults, equal to the command line (a flag of extraOptions included: `--master_addr` too)."""
+    values = {"master_addr": master_addr(job), "master_port": str(master_port(job)),
+              "node_rank": str(job.spec.global_rank(replica_type, rank)),
+              **dict(torchrun_flags(job, replica_type, rank))}
     values.update({k: v for k, v in extra_option_values(list(job.spec.torchrun_config.extra_options)).items()
                    if v is not None})
-    addr, _, master_port_ = values["rdzv_endpoint"].rpartition(":")
     env = [("PET_NNODES", values["nnodes"]), ("PET_NPROC_PER_NODE", values["nproc_per_node"])]
     if not job.spec.elastic_active:
-        env.append(("PET_NODE_RANK", str(job.spec.global_rank(replica_type, rank))))
-    env += [("PET_MASTER_ADDR", addr or master_addr(job)), ("PET_MASTER_PORT", master_port_ or str(master_port(job))),
+        env.append(("PET_NODE_RANK", values["node_rank"]))
+    env += [("PET_MASTER_ADDR", values["master_addr"]), ("PET_MASTER_PORT", values["master_port"]),
             ("PET_RDZV_BACKEND", values["rdzv_backend"]), ("PET_RDZV_ENDPOINT", values["rdzv_endpoint"]),
             ("PET_RDZV_ID", values["rdzv_id"])]
     if "max_restarts" in values:
