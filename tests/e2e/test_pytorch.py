@@ -255,3 +255,10 @@ async def test_a_removed_rank_keeps_its_restarts_in_the_budget(cluster, pj_contr
     await pjobs.patch("keep", {"spec": {"elastic": {"expectedReplicas": 2}}})
     scaled = await pjobs.wait("keep", lambda j: status(j).get("ready") == "2/2")
     assert status(scaled)["backoffCount"] == 1 and phase(scaled) == "Running"
+
+
+async def test_the_active_deadline_fails_the_job(cluster, pj_controller, pjobs):
+    scripts(cluster, "late", {"*": FOREVER})
+    await pjobs.submit(pjob("late", {"master": 1, "worker": 1}, runPolicy={"activeDeadlineSeconds": 1}))
+    done = await pjobs.wait_phase("late", "Failed", timeout=15)
+    assert done["status"]["reason"] == "DeadlineExceeded"
