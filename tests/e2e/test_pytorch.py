@@ -16,7 +16,7 @@ from tests.builders import PYTORCH as PYTORCH_KIND
 from tests.builders import JobBuilder
 from tests.localcluster.kubectl import Kubectl
 
-from .conftest import FOREVER, QUICK, Jobs, phase, scripts, status, template, until
+from .conftest import FOREVER, QUICK, Jobs, finish_pod, phase, scripts, status, template, until
 
 LABEL = "pytorchtrainingjob.batch.tensorstack.dev/name"
 FAIL_137 = {"run_for": 0.05, "exit_code": 137}  # killed by SIGKILL: retryable under ExitCode
@@ -59,7 +59,7 @@ async def pj_controller(api_client, config):
 
 
 async def test_ddp_master_success_ends_the_job_with_the_environment_and_services(cluster, pj_controller, pjobs):
-    scripts(cluster, "ddp", {"master-0": {"run_for": 0.5, "exit_code": 0}, "*": FOREVER})
+    scripts(cluster, "ddp", {"*": FOREVER})  # the master finishes when told, below
     await pjobs.submit(pjob("ddp", {"master": 1, "worker": 2}))
     pods = await pjobs.wait_pods("ddp", lambda found: len(found) == 3)
     by_name = {p.metadata.name: p for p in pods}
@@ -69,6 +69,8 @@ async def test_ddp_master_success_ends_the_job_with_the_environment_and_services
     services = {s.metadata.name: s for s in await pjobs.services("ddp")}
     assert sorted(services) == ["ddp-master-0", "ddp-worker-0", "ddp-worker-1"]
     assert [(p.name, p.port) for p in services["ddp-master-0"].spec.ports] == [("pytorchjob-port", 23456)]
+    await pjobs.wait("ddp", lambda j: status(j).get("ready") == "3/3")
+    await finish_pod(pjobs, "ddp-master-0", 0)
     done = await pjobs.wait_phase("ddp", "Succeeded")
     completed = next(c for c in done["status"]["conditions"] if c["type"] == "Completed")
     assert "ddp-master-0" in completed["message"]
