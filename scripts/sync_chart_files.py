@@ -21,6 +21,7 @@ COPIES = {  # the chart's file -> its source in manifests/
     "crds/genericjob.yaml": "manifests/crds/genericjob.yaml",
     "crds/podgroup.yaml": "manifests/crds/podgroup.yaml",
     "crds/tensorflowtrainingjob.yaml": "manifests/crds/tensorflowtrainingjob.yaml",
+    "crds/pytorchtrainingjob.yaml": "manifests/crds/pytorchtrainingjob.yaml",
     "files/creator-privilege-binding.yaml": "manifests/components/creator-privilege/binding.yaml",
     "files/creator-privilege-policy.yaml": "manifests/components/creator-privilege/policy.yaml",
     "files/dashboard.json": "manifests/components/monitoring/dashboard.json",

@@ -16,12 +16,15 @@ from typing import Any
 
 from controller.jobs.api import JobObject
 from controller.kinds.genericjob import models as genericjob
+from controller.kinds.pytorch import models as pytorch
 from controller.kinds.tensorflow import models as tensorflow
 
 GENERICJOB = genericjob.KIND
 TENSORFLOW = tensorflow.KIND
-MODELS: dict[str, type[JobObject]] = {GENERICJOB: genericjob.GenericJob, TENSORFLOW: tensorflow.TensorFlowTrainingJob}
-API_VERSIONS = {GENERICJOB: genericjob.API_VERSION, TENSORFLOW: tensorflow.API_VERSION}
+PYTORCH = pytorch.KIND
+MODELS: dict[str, type[JobObject]] = {GENERICJOB: genericjob.GenericJob, TENSORFLOW: tensorflow.TensorFlowTrainingJob,
+                                      PYTORCH: pytorch.PyTorchTrainingJob}
+API_VERSIONS = {GENERICJOB: genericjob.API_VERSION, TENSORFLOW: tensorflow.API_VERSION, PYTORCH: pytorch.API_VERSION}
 
 
 class JobBuilder:

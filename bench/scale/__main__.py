@@ -16,7 +16,7 @@ Scenarios (each on a fresh localcluster in its own process, scripted pod runner)
             controller elects itself leader, as deployed, so its Lease renewals are counted apart)
   latency   J jobs whose pods change phase at --latency-rate per second: pod change -> job status
   peer      the --qps 0 burst served by bench/kopf_peer.py (kopf): time to all pods, memory
-  mix       the --qps 0 burst with every other job a TensorFlowTrainingJob: one process serving both kinds
+  mix       the --qps 0 burst with the three kinds in turn (GenericJob, TensorFlow-, PyTorchTrainingJob): one process
   strangers the controller's RSS with --strangers unrelated pods in the cluster against none (strangers.py)
 """
 
@@ -37,7 +37,7 @@ from . import procs
 from .procs import Cluster, Controller, Kopf, diff, writes
 from .strangers import row as strangers_row
 from .strangers import run_strangers
-from .workload import PLURAL, TF_PLURAL, Tracker, genericjob, percentile, submit, tensorflowjob
+from .workload import PLURALS, Tracker, genericjob, percentile, pytorchjob, submit, tensorflowjob
 
 SCENARIOS = ("burst", "floor", "cold", "idle", "latency", "peer", "mix", "strangers")
 BURST_SCRIPT = {"start_after": 0.5, "run_for": 2}
@@ -80,9 +80,10 @@ async def run_burst(args, actor: str, qps: float, burst: int, keep: bool = False
             await runner.start()
             await wait_watching(cluster, "pods")
             await wait_watching(cluster, "genericjobs")
-        # mix: every other job a TensorFlowTrainingJob, served by the same process (the controller only).
-        jobs = [tensorflowjob(f"job-{i}", replicas, BURST_SCRIPT) if mix and i % 2 else
-                genericjob(f"job-{i}", replicas, BURST_SCRIPT) for i in range(jobs_n)]
+        # mix: the three kinds in turn (GenericJob, TensorFlowTrainingJob, PyTorchTrainingJob), served by the
+        # same process (the controller only).
+        makers = (genericjob, tensorflowjob, pytorchjob) if mix else (genericjob,)
+        jobs = [makers[i % len(makers)](f"job-{i}", replicas, BURST_SCRIPT) for i in range(jobs_n)]
         pods = jobs_n * replicas
         async with Tracker(cluster.session, cluster.url) as tracker:
             await asyncio.sleep(0.5)
@@ -102,7 +103,7 @@ async def run_burst(args, actor: str, qps: float, burst: int, keep: bool = False
             server_cpu = cluster.cpu() - server0
             counts = diff(await cluster.requests(), before)
             for job in jobs:  # the submitter's creates, not the actor's
-                counts[("create", PLURAL if job["kind"] == "GenericJob" else TF_PLURAL)] -= 1
+                counts[("create", PLURALS[job["kind"]])] -= 1
             counts = {k: v for k, v in counts.items() if v}
             failed = sum(1 for phase, _ in tracker.jobs_done.values() if phase != "Succeeded")
         result = {"actor": actor + (" mix" if mix else ""), "qps": qps, "burst": burst, "jobs": jobs_n,

@@ -13,7 +13,10 @@ GROUP, VERSION, PLURAL = "batch.tensorstack.dev", "v1beta1", "genericjobs"
 JOBS_PATH = f"/apis/{GROUP}/{VERSION}/namespaces/default/{PLURAL}"
 TF_PLURAL = "tensorflowtrainingjobs"
 TF_JOBS_PATH = f"/apis/{GROUP}/{VERSION}/namespaces/default/{TF_PLURAL}"
-PATHS = {"GenericJob": JOBS_PATH, "TensorFlowTrainingJob": TF_JOBS_PATH}
+PT_PLURAL = "pytorchtrainingjobs"
+PT_JOBS_PATH = f"/apis/{GROUP}/{VERSION}/namespaces/default/{PT_PLURAL}"
+PATHS = {"GenericJob": JOBS_PATH, "TensorFlowTrainingJob": TF_JOBS_PATH, "PyTorchTrainingJob": PT_JOBS_PATH}
+PLURALS = {"GenericJob": PLURAL, "TensorFlowTrainingJob": TF_PLURAL, "PyTorchTrainingJob": PT_PLURAL}
 SCRIPT = "localcluster.dev/script"
 JOB_LABEL = "bench.genericjob/name"  # on the pod template, so the kopf peer can find its pods
 
@@ -39,6 +42,15 @@ def tensorflowjob(name: str, replicas: int, script) -> dict:
     spec = _replica_spec("worker", replicas, script)
     spec["template"]["spec"]["containers"][0]["name"] = "tensorflow"
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "TensorFlowTrainingJob", "metadata": {"name": name},
+            "spec": {"replicaSpecs": [spec], "runPolicy": {"cleanUpPolicy": "None"}}}
+
+
+def pytorchjob(name: str, replicas: int, script) -> dict:
+    """A PyTorchTrainingJob of `replicas` workers following `script` (worker 0 is its master, global rank 0; every
+    replica has a Service, as the kind always makes one)."""
+    spec = _replica_spec("worker", replicas, script)
+    spec["template"]["spec"]["containers"][0]["name"] = "pytorch"
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "PyTorchTrainingJob", "metadata": {"name": name},
             "spec": {"replicaSpecs": [spec], "runPolicy": {"cleanUpPolicy": "None"}}}
 
 
@@ -73,7 +85,7 @@ def _owner(pod: dict) -> str | None:
 
 
 class Tracker:
-    """Watches pods and jobs (of both kinds) in `default`; records when each pod first exists, when each job
+    """Watches pods and jobs (of every kind) in `default`; records when each pod first exists, when each job
     reaches a terminal phase, and (for the latency scenario) how long after a pod's phase changed the
     job's status showed it."""
 
@@ -98,7 +110,8 @@ class Tracker:
 
     async def __aenter__(self) -> Tracker:
         watches = (("/api/v1/namespaces/default/pods", self._pod), (JOBS_PATH, self._job),
-                   (TF_JOBS_PATH, self._job), ("/api/v1/namespaces/default/services", self._service))
+                   (TF_JOBS_PATH, self._job), (PT_JOBS_PATH, self._job),
+                   ("/api/v1/namespaces/default/services", self._service))
         for path, handle in watches:
             self._tasks.append(asyncio.create_task(self._watch(path, handle)))
         self._tasks.append(asyncio.create_task(self._watch_loop_lag()))

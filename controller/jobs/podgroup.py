@@ -5,7 +5,7 @@ The specification does not give the PodGroup API, so this module does:
     apiVersion: scheduler.tensorstack.dev/v1beta1
     kind: PodGroup                      (plural podgroups, namespaced)
     metadata: {name: <job name>, ownerReferences: [the job, controller]}
-    spec: {minMember: <total replicas of the job>, queue: <t9kScheduler.queue>,
+    spec: {minMember: <total replicas, or the spec's min_member>, queue: <t9kScheduler.queue>,
            priority: <t9kScheduler.priority, 0-100>}
     status: {phase: ...}                (written by the scheduler; kept as it comes)
 
@@ -44,7 +44,11 @@ def uses_t9k_scheduler(job: ParsedJob) -> bool:
 
 
 def min_member(job: ParsedJob) -> int:
-    """Gang size: every replica of the job must be placeable before any of them runs."""
+    """Gang size: every replica of the job must be placeable before any of them runs; unless the spec
+    names a smaller gang (`spec.min_member`, an elastic job's lower bound: it can start with that many)."""
+    smaller = getattr(job.spec, "min_member", None)
+    if isinstance(smaller, int):
+        return smaller
     return sum(spec.replicas for spec in job.spec.replica_specs)
 
 

@@ -13,12 +13,13 @@ from prometheus_client import CollectorRegistry
 from controller.jobs.controller import JobController
 from controller.jobs.kind import JobKind
 from controller.kinds.genericjob.kind import GENERICJOB
+from controller.kinds.pytorch.kind import PYTORCH
 from controller.kinds.tensorflow.kind import TENSORFLOW
 from controller.runtime.controller import ControllerConfig
 from controller.runtime.group import ControllerGroup
 from informers import InformerFactory, Resource
 
-KINDS: dict[str, JobKind] = {kind.api.kind: kind for kind in (GENERICJOB, TENSORFLOW)}
+KINDS: dict[str, JobKind] = {kind.api.kind: kind for kind in (GENERICJOB, TENSORFLOW, PYTORCH)}
 
 
 def crd_files() -> dict[str, str]:

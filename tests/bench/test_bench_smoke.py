@@ -37,9 +37,10 @@ def test_every_scenario_runs_at_tiny_sizes(tmp_path, capsys):
     assert results["idle"]["writes"] == 0 and results["idle"]["watch_renewals"] == 0
     assert set(results["idle"]["requests"]) <= {"update leases", "get leases"}  # leader election, as deployed
     assert results["latency"]["samples"] > 0
-    mix = bursts[("controller mix", 0.0)]  # half GenericJobs, half TensorFlowTrainingJobs, one process
+    mix = bursts[("controller mix", 0.0)]  # the three kinds in turn, one process
     assert mix["failed_jobs"] == 0 and mix["requests_per_job"]["create pods"] == 2
     assert mix["requests_per_job"]["update tensorflowtrainingjobs/status"] > 0
+    assert mix["requests_per_job"]["update pytorchtrainingjobs/status"] > 0
     none, many = results["strangers"]["runs"]  # the controller's RSS with unrelated pods and without
     assert (none["strangers"], many["strangers"], many["stranger_services"]) == (0, 40, 4)
     assert none["rss_mib"] > 0 and many["rss_mib"] > 0 and "rss_delta_mib" in results["strangers"]

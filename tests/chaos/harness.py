@@ -27,7 +27,7 @@ from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
 from tests.e2e.conftest import Jobs
 from tests.program.subprocesses import ControllerProcess, LocalClusterProcess, terminate
 
-from .jobs import DEBUG, LABELS, PAUSE, TENSORFLOW, TF_SHARE, JobPlan, make_jobs
+from .jobs import DEBUG, GENERICJOB, LABELS, PAUSE, SHORT, TF_SHARE, JobPlan, make_jobs
 
 LABEL_JOB = LABELS[PLURAL]
 
@@ -158,7 +158,7 @@ class Chaos:
         self.bad_jobs: set[str] = set()
         self.session: aiohttp.ClientSession
         self.starting: set[asyncio.Task] = set()
-        self._tf_jobs: Jobs | None = None
+        self._kind_jobs: dict[str, Jobs] = {}  # the API of each training kind, by plural
 
     def violate(self, job: str, message: str) -> None:
         text = f"{job}: {message}" if job else message
@@ -197,11 +197,12 @@ class Chaos:
 
     def jobs(self, name: str) -> Jobs:
         """The API of the job's kind."""
-        if self.plans[name].plural == TENSORFLOW:
-            if self._tf_jobs is None:
-                self._tf_jobs = Jobs(self.cluster.api, plural=TENSORFLOW, label_job_name=LABELS[TENSORFLOW])
-            return self._tf_jobs
-        return self.cluster.jobs
+        plural = self.plans[name].plural
+        if plural == GENERICJOB:
+            return self.cluster.jobs
+        if plural not in self._kind_jobs:
+            self._kind_jobs[plural] = Jobs(self.cluster.api, plural=plural, label_job_name=LABELS[plural])
+        return self._kind_jobs[plural]
 
     async def get_job(self, name: str) -> dict:
         return await self.call(self.jobs(name).get, name)
@@ -333,7 +334,7 @@ class Chaos:
 
     def check_phase(self, plan: JobPlan, job: dict) -> None:
         phase = (job.get("status") or {}).get("phase")
-        self.report.phases[f"{'tensorflow' if plan.plural == TENSORFLOW else plan.kind}/{phase}"] += 1
+        self.report.phases[f"{plan.kind if plan.plural == GENERICJOB else SHORT[plan.plural]}/{phase}"] += 1
         if phase != plan.expected:
             self.violate(plan.name, f"phase {phase}, expected {plan.expected} (replicas: "
                          + ", ".join(f"{r.name} {r.policy}/{r.limit} {r.attempts} -> {r.outcome}"

@@ -1,5 +1,5 @@
-"""The chaos run's workload: seeded jobs of both kinds (GenericJobs, and TensorFlowTrainingJobs among
-them) whose outcome is computable from their pods' scripts.
+"""The chaos run's workload: seeded jobs of every kind (GenericJobs, and TensorFlowTrainingJobs and
+PyTorchTrainingJobs among them) whose outcome is computable from their pods' scripts.
 
 Every pod follows a per-attempt script, set by pod name through `POST /_localcluster/scripts`
 (localcluster's scripted runner counts attempts per pod name), so the oracle below knows, for each
@@ -7,7 +7,9 @@ replica, the outcome it comes to for good and how many restarts that takes. Rule
 exactly one verdict is reachable: outcomes for good are final, so the job's phase does not depend
 on the order in which replicas finish. A TensorFlowTrainingJob succeeds with its master and fails
 with any replica failing for good, which is order-dependent unless only the master can fail: its
-other replicas' scripts end in success (OnFailure, no backoffLimit: restarted until they do).
+other replicas' scripts end in success (OnFailure, no backoffLimit: restarted until they do). A
+PyTorchTrainingJob is drawn the same way (its master: `master`-0, else worker-0), with a backoffLimit far
+above the restarts drawn (its default is 3).
 """
 
 from __future__ import annotations
@@ -15,15 +17,19 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from tests.builders import PYTORCH as PYTORCH_KIND
 from tests.builders import TENSORFLOW as TENSORFLOW_KIND
 from tests.builders import JobBuilder
 
 SUCCEEDED, FAILED = "Succeeded", "Failed"
 NORMAL, PAUSE, DEBUG = "normal", "pause", "debug"
-GENERICJOB, TENSORFLOW = "genericjobs", "tensorflowtrainingjobs"  # the kinds, by plural
+GENERICJOB, TENSORFLOW, PYTORCH = "genericjobs", "tensorflowtrainingjobs", "pytorchtrainingjobs"  # by plural
 LABELS = {GENERICJOB: "genericjob.batch.tensorstack.dev/name",
-          TENSORFLOW: "tensorflowtrainingjob.batch.tensorstack.dev/name"}
-RECORDS = {GENERICJOB: "replicas", TENSORFLOW: "replicaStatus"}  # where each kind keeps its replica records
+          TENSORFLOW: "tensorflowtrainingjob.batch.tensorstack.dev/name",
+          PYTORCH: "pytorchtrainingjob.batch.tensorstack.dev/name"}
+# where each kind keeps its replica records
+RECORDS = {GENERICJOB: "replicas", TENSORFLOW: "replicaStatus", PYTORCH: "replicas"}
+SHORT = {GENERICJOB: "genericjob", TENSORFLOW: "tensorflow", PYTORCH: "pytorch"}  # the report's names
 UNLIMITED = 99  # a TensorFlowTrainingJob without backoffLimit: the restarts the oracle allows
 
 
@@ -101,14 +107,14 @@ def _script(rng: random.Random, ok: bool) -> dict:
             "exit_code": 0 if ok else 1}
 
 
-TF_SHARE = 0.3  # of the normal jobs, the share that are TensorFlowTrainingJobs
+TF_SHARE = 0.3  # of the normal jobs, the share that are training jobs (TensorFlow, then PyTorch, half each)
 
 
 def make_job(rng: random.Random, index: int, tf_share: float = TF_SHARE) -> JobPlan:
     name = f"chaos-{index:03d}"
     kind = rng.choices([NORMAL, PAUSE, DEBUG], weights=[75, 15, 10])[0]
     if tf_share and kind == NORMAL and rng.random() < tf_share:  # no draw at 0: the GenericJob-only plans
-        return make_tensorflow_job(rng, name)
+        return make_tensorflow_job(rng, name) if index % 2 == 0 else make_pytorch_job(rng, name)
     types = {"worker": rng.randint(1, 3)}
     if rng.random() < 0.4:
         types = {"master": 1, **types}
@@ -188,6 +194,19 @@ def make_tensorflow_job(rng: random.Random, name: str) -> JobPlan:
     failing script), every other replica ends in success (restarted under OnFailure until it does)."""
     types = {"chief": 1, "worker": rng.randint(1, 3)} if rng.random() < 0.4 else {"worker": rng.randint(1, 3)}
     master = ("chief", 0) if "chief" in types else ("worker", 0)
+    return _training_job(rng, name, TENSORFLOW, types, master, "tensorflow", {})
+
+
+def make_pytorch_job(rng: random.Random, name: str) -> JobPlan:
+    """A PyTorchTrainingJob, drawn as a TensorFlowTrainingJob with `master` for the chief; its backoffLimit
+    (default 3) set far above the restarts drawn, as the TensorFlowTrainingJob's unset one."""
+    types = {"master": 1, "worker": rng.randint(1, 3)} if rng.random() < 0.5 else {"worker": rng.randint(1, 3)}
+    master = ("master", 0) if "master" in types else ("worker", 0)
+    return _training_job(rng, name, PYTORCH, types, master, "pytorch", {"backoffLimit": UNLIMITED})
+
+
+def _training_job(rng: random.Random, name: str, plural: str, types: dict[str, int], master: tuple[str, int],
+                  container: str, run_policy: dict) -> JobPlan:
     cleanup = rng.choice(["None", "Unfinished", "All"])
     policies = {t: ("OnFailure", UNLIMITED) if rng.random() < 0.6 else ("Never", 0) for t in types}
     replicas, scripts = [], {}
@@ -203,16 +222,16 @@ def make_tensorflow_job(rng: random.Random, name: str) -> JobPlan:
             replicas.append(replica)
             scripts[(t, rank)] = [_script(rng, ok) for ok in attempts]
     succeeded = next(r for r in replicas if (r.type, r.rank) == master).outcome == SUCCEEDED
-    pod = {"spec": {"containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow:2.11.0",
+    pod = {"spec": {"containers": [{"name": container, "image": f"{container}/{container}:latest",
                                     "command": ["python", "train.py"]}]}}
-    job = JobBuilder(name, kind=TENSORFLOW_KIND)
+    job = JobBuilder(name, kind=TENSORFLOW_KIND if plural == TENSORFLOW else PYTORCH_KIND)
     for t, count in types.items():
         job = job.replica(t, count, template=pod, restart_policy=policies[t][0])
-    job = job.spec(runPolicy={"cleanUpPolicy": cleanup})
+    job = job.spec(runPolicy={"cleanUpPolicy": cleanup, **run_policy})
     if rng.random() < 0.3:
         job = job.spec(scheduler={"t9kScheduler": {"queue": "default", "priority": rng.randint(0, 100)}})
     body = job.obj()
-    return JobPlan(name, NORMAL, body, replicas, cleanup, SUCCEEDED if succeeded else FAILED, plural=TENSORFLOW,
+    return JobPlan(name, NORMAL, body, replicas, cleanup, SUCCEEDED if succeeded else FAILED, plural=plural,
                    policies=policies,
                    scripts={f"default/{name}-{t}-{rank}": script for (t, rank), script in scripts.items()})
 

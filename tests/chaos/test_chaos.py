@@ -6,7 +6,7 @@ from __future__ import annotations
 from controller.kinds.genericjob.models import PLURAL
 
 from .harness import LABEL_JOB, Audit, Settings, run_chaos
-from .jobs import TENSORFLOW, make_jobs, simulate, verdicts
+from .jobs import PYTORCH, TENSORFLOW, make_jobs, simulate, verdicts
 
 
 async def test_chaos_run_keeps_every_invariant(tmp_path):
@@ -45,11 +45,13 @@ def test_the_oracle():
     assert simulate("Always", 2, lambda i: i != 2) == ("Failed", 2)
     assert simulate("Never", 3, lambda i: False) == ("Failed", 0)
     plans = make_jobs(5, 60)
-    assert any(plan.plural == TENSORFLOW for plan in plans)  # the mix has both kinds
+    assert any(plan.plural == TENSORFLOW for plan in plans)  # the mix has every kind
+    assert any(plan.plural == PYTORCH for plan in plans)
     for plan in plans:
-        if plan.plural == TENSORFLOW:
+        if plan.plural in (TENSORFLOW, PYTORCH):
             # Only the master can fail for good; the others' scripts end in success.
-            master = ("chief", 0) if any(r.type == "chief" for r in plan.replicas) else ("worker", 0)
+            first = "chief" if plan.plural == TENSORFLOW else "master"
+            master = (first, 0) if any(r.type == first for r in plan.replicas) else ("worker", 0)
             assert all(r.outcome == "Succeeded" for r in plan.replicas if (r.type, r.rank) != master)
         if plan.kind != "debug":
             succeeded, failed = verdicts(plan.replicas, plan.body["spec"].get("successRules") or [],

@@ -14,6 +14,7 @@ from controller.kinds import registry
 from controller.kinds.genericjob import crd
 from controller.kinds.genericjob.models import GenericJob
 from controller.kinds.genericjob.validation import validate
+from controller.kinds.pytorch.crd import pytorch_crd
 from controller.kinds.tensorflow.crd import tensorflow_crd
 from localcluster import LocalCluster
 from localcluster.errors import ApiError
@@ -134,7 +135,8 @@ def test_spec_schema_details():
             assert node.get("description"), f"{path} has no description"
 
 
-@pytest.mark.parametrize("definition", [crd.genericjob_crd(), tensorflow_crd()], ids=["genericjob", "tensorflow"])
+@pytest.mark.parametrize("definition", [crd.genericjob_crd(), tensorflow_crd(), pytorch_crd()],
+                         ids=["genericjob", "tensorflow", "pytorch"])
 def test_a_crd_fits_in_the_last_applied_annotation_of_a_client_side_apply(definition):
     """`kubectl apply` (client-side) keeps the whole object as JSON in an annotation, and the API server allows
     256 KiB of annotations: the embedded pod template leaves the CRDs well within it."""
@@ -220,6 +222,7 @@ async def api():
     async with LocalCluster() as cluster:
         assert sorted(cluster.apply_crds(CRD_DIR)) == ["genericjobs.batch.tensorstack.dev",
                                                        "podgroups.scheduler.tensorstack.dev",
+                                                       "pytorchtrainingjobs.batch.tensorstack.dev",
                                                        "tensorflowtrainingjobs.batch.tensorstack.dev"]
         jobs = cluster.registry.get("batch.tensorstack.dev", "v1beta1", "genericjobs")
 

@@ -18,7 +18,7 @@ from localcluster import crd_cel
 from localcluster.cel_cost import K8S_1_24, K8S_1_28, K8S_1_35, WORST
 
 FRACTION = 0.10  # of each budget: a margin of 10x for the estimator's changes between versions
-CRDS = ("genericjob.yaml", "tensorflowtrainingjob.yaml", "podgroup.yaml")
+CRDS = ("genericjob.yaml", "tensorflowtrainingjob.yaml", "pytorchtrainingjob.yaml", "podgroup.yaml")
 
 
 @functools.cache

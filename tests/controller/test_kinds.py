@@ -12,6 +12,7 @@ from controller.jobs.controller import JobController
 from controller.jobs.kind import KindApi
 from controller.kinds import registry as kinds
 from controller.kinds.genericjob.kind import GENERICJOB, GenericJobKind
+from controller.kinds.pytorch.kind import PYTORCH
 from controller.kinds.tensorflow.kind import TENSORFLOW
 from controller.runtime.group import ControllerGroup
 
@@ -23,7 +24,7 @@ class OtherKind(GenericJobKind):
 
 
 def test_every_registered_kind_is_served_unless_named():
-    assert kinds.select() == [GENERICJOB, TENSORFLOW]
+    assert kinds.select() == [GENERICJOB, TENSORFLOW, PYTORCH]
     assert kinds.select(["genericjobs"]) == kinds.select(["GenericJob"]) == [GENERICJOB]
     assert kinds.select(["TensorFlowTrainingJob", "genericjobs"]) == [TENSORFLOW, GENERICJOB]
     with pytest.raises(ValueError, match="unknown job kind tfjobs"):
@@ -67,4 +68,4 @@ async def test_one_kind_is_served_by_its_own_controller_and_all_by_a_group():
     async with ApiClient(Configuration(host="http://127.0.0.1:9")) as api:
         assert type(kinds.make_controller(api, config, CollectorRegistry(), [GENERICJOB])) is JobController
         served = kinds.make_controller(api, config, CollectorRegistry())
-        assert [member.kind for member in served.members] == [GENERICJOB, TENSORFLOW]
+        assert [member.kind for member in served.members] == [GENERICJOB, TENSORFLOW, PYTORCH]

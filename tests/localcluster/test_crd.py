@@ -213,11 +213,12 @@ async def test_kubectl_apply_of_a_crd_over_the_cost_budget_is_refused(cluster, t
 async def test_the_projects_crds_are_accepted(cluster, tmp_path):
     from controller.jobs.crd import MANIFEST_DIR
 
-    for name in ("genericjob.yaml", "tensorflowtrainingjob.yaml", "podgroup.yaml"):
+    for name in ("genericjob.yaml", "tensorflowtrainingjob.yaml", "pytorchtrainingjob.yaml", "podgroup.yaml"):
         await Kubectl(cluster, tmp_path).ok("apply", "--server-side", "-f", str(MANIFEST_DIR / name))
     listed = await Kubectl(cluster, tmp_path).ok("get", "crd", "-o", "name")
     assert {"customresourcedefinition.apiextensions.k8s.io/genericjobs.batch.tensorstack.dev",
-            "customresourcedefinition.apiextensions.k8s.io/tensorflowtrainingjobs.batch.tensorstack.dev"} \
+            "customresourcedefinition.apiextensions.k8s.io/tensorflowtrainingjobs.batch.tensorstack.dev",
+            "customresourcedefinition.apiextensions.k8s.io/pytorchtrainingjobs.batch.tensorstack.dev"} \
         <= set(listed.out.split())
 
 

@@ -30,11 +30,13 @@ LOCAL = [sys.executable, "-m", "controller", "local"]  # as `genericjob-controll
 LINE = re.compile(r"^\d\d:\d\d:\d\d  (?P<job>\S+)\s+(?P<phase>Pending|Running|Succeeded|Failed)\s+(?P<replicas>.+)$")
 
 
-def run_local(tmp_path: Path, *flags: str, timeout: float = 20.0) -> subprocess.CompletedProcess:
-    """`local --port 0 FLAGS...` to the end; pod processes get tmp_path as TMPDIR (the restart example's marker)."""
+def run_local(tmp_path: Path, *flags: str, timeout: float = 20.0, cwd: Path | None = None
+              ) -> subprocess.CompletedProcess:
+    """`local --port 0 FLAGS...` to the end, in tmp_path unless `cwd` is given; pod processes get tmp_path as
+    TMPDIR (the restart example's marker)."""
     return subprocess.run([*LOCAL, "--port", "0", "--kubeconfig-out", str(tmp_path / "kubeconfig"), *flags],
-                          cwd=tmp_path, env={**os.environ, "TMPDIR": str(tmp_path)}, capture_output=True, text=True,
-                          timeout=timeout)
+                          cwd=cwd or tmp_path, env={**os.environ, "TMPDIR": str(tmp_path)}, capture_output=True,
+                          text=True, timeout=timeout)
 
 
 @contextlib.asynccontextmanager
@@ -221,6 +223,7 @@ async def test_serves_a_working_kubeconfig_until_interrupted(tmp_path, sig):
             assert {c.metadata.name for c in crds.items} == {"genericjobs.batch.tensorstack.dev",
                                                              "podgroups.scheduler.tensorstack.dev",
                                                              "tensorflowtrainingjobs.batch.tensorstack.dev",
+                                                             "pytorchtrainingjobs.batch.tensorstack.dev",
                                                              "tensorboards.tensorstack.dev"}  # local only
         proc.send_signal(sig)
         async with asyncio.timeout(10):
@@ -263,3 +266,30 @@ def test_many_replicas_are_counted_by_phase():
            "status": {"tasks": [{"type": "worker", "replicas": records},
                                 {"type": "ps", "replicas": [{"name": "big-ps-0", "phase": "Succeeded"}]}]}}
     assert replica_states(job) == "worker: 4 Pending, 6 Running (1 restart); ps: 1 Succeeded"
+
+
+def test_the_pytorch_ddp_example_checks_its_environment_and_rank_and_succeeds(tmp_path):
+    """A master and two workers without torchrun: each checks MASTER_ADDR, MASTER_PORT, WORLD_SIZE and its RANK
+    (master first) against the spec, and fails if one is wrong; the master's success is the job's."""
+    done = run_local(tmp_path, "--logs", "--apply", str(EXAMPLES / "pytorch-ddp.yaml"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "created pytorchtrainingjob.batch.tensorstack.dev/ddp-example" in done.stdout
+    for replica, rank in (("master-0", 0), ("worker-0", 1), ("worker-1", 2)):
+        assert f"{replica} | {replica} is rank {rank} of 3, master ddp-example-master-0:23456" in done.stdout, \
+            done.stdout
+    assert "master-0 | rank 0 trained" in done.stdout
+    assert "The master replica ddp-example-master-0 has succeeded." in done.stdout
+
+
+def test_the_torchrun_elastic_example_checks_its_pet_variables_and_command_line(tmp_path):
+    """torchrun mode, elastic: the stand-in torchrun on the example's PATH checks its flags against PET_*, and
+    the script checks both against the spec (PET_NNODES=1:3, no PET_NODE_RANK, the rendezvous at worker-0)."""
+    # From the repository's root, as the example says: its PATH entry and script are relative to it.
+    done = run_local(tmp_path, "--logs", "--apply", str(EXAMPLES / "pytorch-torchrun-elastic.yaml"),
+                     cwd=EXAMPLES.parent)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for index in range(2):
+        assert re.search(rf"worker-{index} \| worker-{index} torchrun --nnodes=1:3 --nproc_per_node=1 "
+                         r"--rdzv_backend=c10d --rdzv_endpoint=elastic-example-worker-0:23456 --rdzv_id=[-0-9a-f]{36} "
+                         "local rank 0", done.stdout), done.stdout
+    assert "The master replica elastic-example-worker-0 has succeeded." in done.stdout

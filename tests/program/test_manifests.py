@@ -43,6 +43,7 @@ from controller.runtime.leader import LeaderElectionConfig, LeaderElector
 from controller.runtime.preflight import preflight
 from localcluster.builtins import default_pod_template
 from localcluster.errors import ApiError
+from tests.builders import PYTORCH as PYTORCH_KIND
 from tests.builders import TENSORFLOW as TENSORFLOW_KIND
 from tests.builders import JobBuilder
 from tests.e2e.conftest import (
@@ -74,6 +75,7 @@ EXPECTED = {
     ("Namespace", NAMESPACE): False,
     ("CustomResourceDefinition", f"{PLURAL}.{GROUP}"): False,
     ("CustomResourceDefinition", f"tensorflowtrainingjobs.{GROUP}"): False,
+    ("CustomResourceDefinition", f"pytorchtrainingjobs.{GROUP}"): False,
     ("CustomResourceDefinition", f"{PG_PLURAL}.{PG_GROUP}"): False,
     ("ServiceAccount", NAME): True,
     ("ClusterRole", NAME): False,
@@ -225,7 +227,7 @@ async def test_apply_k_manifests_succeeds_without_prometheus_operator(cluster, t
     cluster_wide = await kubectl.ok("get", "-o", "json", f"namespace/{NAMESPACE}", f"clusterrolebinding/{NAME}",
                                     *(f"clusterrole/{name}" for kind, name in EXPECTED if kind == "ClusterRole"),
                                     f"crd/{PLURAL}.{GROUP}", f"crd/{PG_PLURAL}.{PG_GROUP}",
-                                    f"crd/tensorflowtrainingjobs.{GROUP}")
+                                    f"crd/tensorflowtrainingjobs.{GROUP}", f"crd/pytorchtrainingjobs.{GROUP}")
     found = {(o["kind"], o["metadata"]["name"]) for o in json.loads(cluster_wide.out)["items"]}
     assert found == {key for key, ns in EXPECTED.items() if not ns}
 
@@ -281,6 +283,8 @@ NOT_EXERCISED: dict[Rule, str] = {
         "test_without_the_finalizers_rule_every_pod_create_is_refused shows the need",
     (GROUP, "tensorflowtrainingjobs/finalizers", "update"):
         "as genericjobs/finalizers: checked on every child's create of a TensorFlowTrainingJob, never requested",
+    (GROUP, "pytorchtrainingjobs/finalizers", "update"):
+        "as genericjobs/finalizers: checked on every child's create of a PyTorchTrainingJob, never requested",
     ("authentication.k8s.io", "tokenreviews", "create"):
         "the secure metrics endpoint, scraped under these rules in test_metrics_security.py",
     ("authorization.k8s.io", "subjectaccessreviews", "create"):
@@ -411,6 +415,9 @@ async def run_every_api_path(cluster, group: ControllerGroup) -> None:
     pod["spec"]["containers"][0]["name"] = "tensorflow"
     tfjob = JobBuilder("tf", kind=TENSORFLOW_KIND).replica("worker", 1, template=pod).spec(tensorboardSpec=board).obj()
     local.api.create(cluster.registry.get(GROUP, VERSION, "tensorflowtrainingjobs"), "default", tfjob)
+    # A PyTorchTrainingJob: its kind's list, watch and status writes.
+    pjob = JobBuilder("pj", kind=PYTORCH_KIND).replica("master", 1, template=template(QUICK)).obj()
+    local.api.create(cluster.registry.get(GROUP, VERSION, "pytorchtrainingjobs"), "default", pjob)
 
     # Succeeds: pods created, status written, Events created.
     local.submit(genericjob("succeeds", {"worker": 2}, script=QUICK))

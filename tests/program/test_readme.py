@@ -295,7 +295,7 @@ def test_the_uninstall_deletes_every_crd_only_when_asked():
     assert command.split()[:3] == ["kubectl", "delete", "crd"] and set(command.split()[3:]) == crds
     assert all("crd" not in words[2].split(",") for words in _uninstall_commands())
     text = (DOCS / "operations.md").read_text()
-    assert "deletes every GenericJob and TensorFlowTrainingJob" in text
+    assert "deletes every GenericJob, TensorFlowTrainingJob and PyTorchTrainingJob" in text
 
 
 @pytest.mark.parametrize("variant", ["manifests", "overlays/namespaced", "overlays/monitoring"])
