@@ -35,6 +35,7 @@ from controller.jobs.backoff import RestartBackoff
 from controller.jobs.naming import replica_name
 from controller.jobs.reconciler import Reconciler
 from controller.kinds.genericjob.kind import GENERICJOB
+from controller.kinds.pytorch.kind import PYTORCH
 from controller.kinds.tensorflow.kind import TENSORFLOW
 from informers import Lister, Store, object_key
 from tests.builders import JobBuilder
@@ -172,14 +173,17 @@ def generic_job(replicas: int, policy: str, limit: int, cleanup: str) -> dict:
         cleanUpPolicy=cleanup).obj()
 
 
-def tensorflow_job(replicas: int, policy: str, limit: int | None, cleanup: str, deadline: int | None) -> dict:
-    template = {"spec": {"containers": [{"name": "tensorflow", "image": "tf:1", "command": COMMAND}]}}
+def training_job(kind: str, replicas: int, policy: str, limit: int | None, cleanup: str,
+                 deadline: int | None) -> dict:
+    """A TensorFlowTrainingJob or PyTorchTrainingJob of workers only: worker 0 is the master of both."""
+    container = "tensorflow" if kind == "TensorFlowTrainingJob" else "pytorch"
+    template = {"spec": {"containers": [{"name": container, "image": "train:1", "command": COMMAND}]}}
     run_policy: dict = {"cleanUpPolicy": cleanup}
     if limit is not None:
         run_policy["backoffLimit"] = limit
     if deadline is not None:
         run_policy["activeDeadlineSeconds"] = deadline
-    return {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "TensorFlowTrainingJob",
+    return {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": kind,
             "metadata": {"name": JOB, "namespace": NS, "uid": UID, "generation": 1},
             "spec": {"replicaSpecs": [{"type": "worker", "replicas": replicas, "restartPolicy": policy,
                                        "template": template}], "runPolicy": run_policy}}
@@ -194,13 +198,13 @@ class EngineModel(RuleBasedStateMachine):
 
     # --- the job ---------------------------------------------------------------------------------
 
-    @initialize(tensorflow=st.booleans(), replicas=st.integers(1, 3),
+    @initialize(kind=st.sampled_from([GENERICJOB, TENSORFLOW, PYTORCH]), replicas=st.integers(1, 3),
                 policy=st.sampled_from(["Never", "OnFailure", "ExitCode"]), limit=st.sampled_from([None, 1, 2]),
                 cleanup=st.sampled_from(["None", "Unfinished", "All"]), deadline=st.sampled_from([None, DEADLINE]))
-    def create_job(self, tensorflow, replicas, policy, limit, cleanup, deadline):
-        self.kind = TENSORFLOW if tensorflow else GENERICJOB
-        if tensorflow:
-            obj = tensorflow_job(replicas, policy, limit, cleanup, deadline)
+    def create_job(self, kind, replicas, policy, limit, cleanup, deadline):
+        self.kind = kind
+        if self.tensorflow:
+            obj = training_job(kind.api.kind, replicas, policy, limit, cleanup, deadline)
         else:  # GenericJob has neither ExitCode nor a deadline; its limit is per replica, 0 by default
             obj = generic_job(replicas, "OnFailure" if policy == "ExitCode" else policy, limit or 0, cleanup)
         self.world = World(obj, EPOCH)
@@ -238,7 +242,14 @@ class EngineModel(RuleBasedStateMachine):
 
     @property
     def tensorflow(self) -> bool:
-        return self.kind is TENSORFLOW
+        """A Kubeflow-style training kind (TensorFlowTrainingJob, PyTorchTrainingJob): master success, one job-wide
+        backoffLimit, ExitCode restarts, runPolicy; else a GenericJob."""
+        return self.kind is not GENERICJOB
+
+    def backoff_limit(self, spec: dict) -> int | None:
+        """runPolicy.backoffLimit; a PyTorchTrainingJob's defaults to 3 (unset: no limit for TensorFlow's)."""
+        limit = (spec.get("runPolicy") or {}).get("backoffLimit")
+        return 3 if limit is None and self.kind is PYTORCH else limit
 
     def run_mode(self, spec: dict) -> dict:
         return spec.get("runMode") or {}
@@ -351,7 +362,7 @@ class EngineModel(RuleBasedStateMachine):
             self.world.stuck.discard(name)
 
     def _container(self) -> str:
-        return "tensorflow" if self.tensorflow else "main"
+        return {TENSORFLOW: "tensorflow", PYTORCH: "pytorch"}.get(self.kind, "main")
 
     # --- time, the controller, the caches ---------------------------------------------------------
 
@@ -459,7 +470,7 @@ class EngineModel(RuleBasedStateMachine):
     def _replaced(self, replica_spec: dict, spec: dict, pod: dict, record: dict, job_restarts: int) -> bool:
         if self.tensorflow:
             policy = replica_spec.get("restartPolicy", "Never")
-            limit = (spec.get("runPolicy") or {}).get("backoffLimit")
+            limit = self.backoff_limit(spec)
             if policy == "Never" or (limit is not None and job_restarts >= limit):
                 return False
             if policy == "ExitCode":
@@ -498,7 +509,7 @@ class EngineModel(RuleBasedStateMachine):
         # Budgets hold: restarts never exceed the limit (GenericJob: each replica's; TF: the job's).
         spec = self.job_seen["spec"]
         if self.tensorflow:
-            limit = (spec.get("runPolicy") or {}).get("backoffLimit")
+            limit = self.backoff_limit(spec)
             assert limit is None or backoff <= limit, f"backoffCount {backoff} over runPolicy.backoffLimit {limit}"
         else:
             limit = spec["replicaSpecs"][0]["restartPolicy"]["limit"]

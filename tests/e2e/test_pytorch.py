@@ -66,7 +66,11 @@ async def test_ddp_master_success_ends_the_job_with_the_environment_and_services
     assert env_of(by_name["ddp-worker-1"]) == {"MASTER_ADDR": "ddp-master-0", "MASTER_PORT": "23456",
                                                "PYTHONUNBUFFERED": "1", "WORLD_SIZE": "3", "RANK": "2"}
     assert by_name["ddp-worker-1"].metadata.labels["tensorstack.dev/owner-name"] == "ddp"
-    services = {s.metadata.name: s for s in await pjobs.services("ddp")}
+    async def all_services():  # made after the pods, in the same reconcile
+        found = {s.metadata.name: s for s in await pjobs.services("ddp")}
+        return found if len(found) == 3 else None
+
+    services = await until(all_services, what="a Service per replica")
     assert sorted(services) == ["ddp-master-0", "ddp-worker-0", "ddp-worker-1"]
     assert [(p.name, p.port) for p in services["ddp-master-0"].spec.ports] == [("pytorchjob-port", 23456)]
     await pjobs.wait("ddp", lambda j: status(j).get("ready") == "3/3")
@@ -245,8 +249,6 @@ async def test_min_and_max_replicas_are_immutable(cluster, pjobs):
     await pjobs.patch("imm", {"spec": {"elastic": {"expectedReplicas": 3}}})  # expectedReplicas is not
 
 
-@pytest.mark.xfail(strict=True, reason="the engine keeps a removed rank's restarts with engineer livejobs' budget fix "
-                   "(controller/jobs/plan.py); remove this marker when merging it")
 async def test_a_removed_rank_keeps_its_restarts_in_the_budget(cluster, pj_controller, pjobs):
     """The "Live jobs" section: restarts of ranks scaled away still count against backoffLimit."""
     scripts(cluster, "keep", {"worker-2": [FAIL_1, FOREVER], "*": FOREVER})
