@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry
 
 from apimachinery.errors import ApiStatusError
 from apimachinery.resource import PODS, SERVICES
-from controller.jobs import podgroup
+from controller.jobs import podgroup, trim
 from controller.jobs.backoff import RestartBackoff
 from controller.jobs.config import JobConfig
 from controller.jobs.kind import JobKind
@@ -50,12 +50,13 @@ class JobController(Controller):
         self.status_latency = StatusLatency(registry, kind)
         self.client.register(kind.api.resource)
         self.client.register(podgroup.RESOURCE)
-        self.jobs = self.informer(kind.api.resource)
+        # Each cache keeps only what the engine reads of its objects (trim.py).
+        self.jobs = self.informer(kind.api.resource, transform=trim.trim_job)
         # Children only: an unrelated pod or Service of the cluster never enters the cache.
         children = kind.api.children_selector
-        self.pods = self.informer(PODS, children)
-        self.services = self.informer(SERVICES, children)
-        self.podgroups = self.informer(podgroup.RESOURCE, children) if config.podgroups else None
+        self.pods = self.informer(PODS, children, trim.trim_pod)
+        self.services = self.informer(SERVICES, children, trim.trim_service)
+        self.podgroups = self.informer(podgroup.RESOURCE, children, trim.trim_podgroup) if config.podgroups else None
         self.reconciler = Reconciler(kind, self.client, self.jobs.lister, self.pods.lister, self.services.lister,
                                      self.podgroups.lister if self.podgroups else None, self.recorder,
                                      stuck_after=config.stuck_terminating_after, latency=self.status_latency,

@@ -29,6 +29,7 @@ from controller.runtime.events import EventRecorder
 from controller.runtime.metrics import ControllerMetrics, EventMetrics
 from controller.runtime.result import Result, WritesFailed
 from informers import Informer, InformerFactory, InformerOptions, Resource
+from informers.informer import Transform
 from informers.namespaces import InformerGroup
 from workqueue import RateLimitingQueue, ShutDown
 
@@ -80,14 +81,16 @@ class Controller:
                                       metrics=EventMetrics(registry, name))
         self._workers: list[asyncio.Task] = []
 
-    def informer(self, resource: Resource, label_selector: str | None = None) -> Informer | InformerGroup:
+    def informer(self, resource: Resource, label_selector: str | None = None,
+                 transform: Transform | None = None) -> Informer | InformerGroup:
         """The resource in every namespace, in the one watched, or in each of several (one informer
         per namespace, as controller-runtime's multi-namespace cache: RBAC may allow no more); with
-        `label_selector`, only the objects it selects are listed, watched and cached."""
+        `label_selector`, only the objects it selects are listed, watched and cached; with `transform`,
+        each object is cut down to what the controller reads as it enters the cache."""
         namespaces = self.config.watched_namespaces()
         if len(namespaces) < 2:
-            return self.factory.informer(resource, namespaces[0] if namespaces else None, label_selector)
-        return InformerGroup({namespace: self.factory.informer(resource, namespace, label_selector)
+            return self.factory.informer(resource, namespaces[0] if namespaces else None, label_selector, transform)
+        return InformerGroup({namespace: self.factory.informer(resource, namespace, label_selector, transform)
                               for namespace in namespaces})
 
     async def reconcile(self, key: str) -> Result:

@@ -254,3 +254,55 @@ async def test_creates_with_an_unchanged_status_first_prove_the_cached_job_curre
     await harness.reconcile()
     assert harness.client.calls == [("update", "genericjobs/status", "job"),
                                     ("create", "pods", "job-worker-0"), ("create", "pods", "job-worker-1")]
+
+
+async def test_pods_starting_are_reported_together_and_anything_else_at_once():
+    """A plan that only reports recorded pods going on from Pending to Running waits up to START_COALESCE for the
+    job's other pods (one status write for all of them); a pod first seen (its uid recorded) or finished is
+    written at once, and the held-back write is made once the window has passed."""
+    from controller.jobs.reconciler import START_COALESCE
+
+    harness = Harness(job_object(workers=2))
+    clock = [100.0]
+    harness.reconciler.monotonic = lambda: clock[0]
+    await harness.reconcile()  # creates both pods
+    job = harness.stores["jobs"].get("ns/job")
+
+    def cached_status(status: dict) -> None:
+        harness.put("jobs", {**job, "status": status, "metadata": {**job["metadata"], "resourceVersion": "11"}})
+
+    cached_status(harness.client.statuses[-1])
+    harness.put("pods", pod_of(0, "u0", "Pending"))
+    harness.put("pods", pod_of(1, "u1", "Pending"))
+    harness.client.calls.clear()
+    await harness.reconcile()  # the uids are recorded at once
+    assert harness.client.calls == [("update", "genericjobs/status", "job")]
+    cached_status(harness.client.statuses[-1])
+    harness.client.calls.clear()
+    harness.put("pods", pod_of(0, "u0", "Running"))
+    result = await harness.reconcile()
+    assert harness.client.calls == [] and 0 < result.requeue_after <= START_COALESCE
+    clock[0] += START_COALESCE / 2
+    harness.put("pods", pod_of(1, "u1", "Failed"))
+    await harness.reconcile()  # a pod failed (a restart): written at once, with the other's start, before the delete
+    assert harness.client.calls == [("update", "genericjobs/status", "job"), ("delete", "pods", "job-worker-1")]
+    records = {r["name"]: r for r in harness.client.statuses[-1]["tasks"][0]["replicas"]}
+    assert records["job-worker-0"]["phase"] == "Running" and records["job-worker-1"]["restartCount"] == 1
+
+    # Alone: held back once, then written when the window has passed.
+    harness = Harness(job_object(workers=2))
+    harness.reconciler.monotonic = lambda: clock[0]
+    await harness.reconcile()
+    job = harness.stores["jobs"].get("ns/job")
+    cached_status(harness.client.statuses[-1])
+    harness.put("pods", pod_of(0, "u0", "Pending"))
+    harness.put("pods", pod_of(1, "u1", "Pending"))
+    await harness.reconcile()
+    cached_status(harness.client.statuses[-1])
+    harness.client.calls.clear()
+    harness.put("pods", pod_of(0, "u0", "Running"))
+    assert (await harness.reconcile()).requeue_after > 0 and harness.client.calls == []
+    clock[0] += START_COALESCE
+    await harness.reconcile()
+    assert harness.client.calls == [("update", "genericjobs/status", "job")]
+    assert harness.client.statuses[-1]["ready"] == "1/2"

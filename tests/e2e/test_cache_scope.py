@@ -9,7 +9,7 @@ from prometheus_client import CollectorRegistry
 from apimachinery.resource import PODS, SERVICES
 from controller.kinds.registry import make_controller
 
-from .conftest import FOREVER, genericjob, scripts, until
+from .conftest import FOREVER, QUICK, genericjob, scripts, until
 from .test_tensorflow import tfjob
 
 MERGE = "application/merge-patch+json"
@@ -49,14 +49,15 @@ async def test_unrelated_pods_and_services_never_enter_the_cache_children_of_eve
         await jobs.core.create_namespaced_pod("default", named(STRANGER_POD, "after"))
         await jobs.core.create_namespaced_service("default", named(STRANGER_SERVICE, "after"))
         # A change to a child after the strangers: once the caches have it, they have seen every event before it.
-        await jobs.core.patch_namespaced_pod("gj-worker-0", "default", {"metadata": {"annotations": {"seen": "1"}}})
+        # (A label, not an annotation: the caches drop annotations, see controller/jobs/trim.py.)
+        await jobs.core.patch_namespaced_pod("gj-worker-0", "default", {"metadata": {"labels": {"seen": "1"}}})
         await jobs.core.patch_namespaced_service("tf-worker-0", "default",
-                                                 {"metadata": {"annotations": {"seen": "1"}}})
+                                                 {"metadata": {"labels": {"seen": "1"}}})
 
         def annotated() -> bool:
-            return any((o["metadata"].get("annotations") or {}).get("seen") for informer in group.factory.informers
+            return any((o["metadata"].get("labels") or {}).get("seen") for informer in group.factory.informers
                        if informer.resource == SERVICES for o in informer.lister.list()) and \
-                any((o["metadata"].get("annotations") or {}).get("seen") for informer in group.factory.informers
+                any((o["metadata"].get("labels") or {}).get("seen") for informer in group.factory.informers
                     if informer.resource == PODS for o in informer.lister.list())
 
         await until(annotated, 10.0, "the later changes to the children")
@@ -78,3 +79,19 @@ async def test_a_child_whose_label_is_removed_by_hand_is_seen_as_deleted_and_rep
     [event] = await jobs.wait_event("strip", "FailedCreate")
     assert event.type == "Warning" and f"lost its label {API.children_selector}" in event.message
     assert (await jobs.pod("strip-worker-0")).metadata.deletion_timestamp is None
+
+
+async def test_the_caches_hold_trimmed_children_and_jobs_still_run(cluster, controller, jobs):
+    """Pods enter the cache without spec, annotations or managedFields, Services with only their ports (trim.py);
+    the job runs to the end on them, and the status writes carry the job's whole spec."""
+    scripts(cluster, "trim", {"*": QUICK})
+    job = genericjob("trim", {"worker": 2}, service={"ports": [{"name": "http", "port": 80}]})
+    submitted = await jobs.submit(job)
+    await jobs.wait_phase("trim", "Succeeded")
+    pods = [p for p in controller.pods.lister.list() if p["metadata"]["name"].startswith("trim-")]
+    svcs = [s for s in controller.services.lister.list() if s["metadata"]["name"].startswith("trim-")]
+    assert len(pods) == 2 and len(svcs) == 2
+    assert all(set(p) == {"apiVersion", "kind", "metadata", "status"} for p in pods)
+    assert not any({"annotations", "managedFields"} & set(o["metadata"]) for o in pods + svcs)
+    assert all(set(s["spec"]) == {"ports"} for s in svcs)
+    assert (await jobs.get("trim"))["spec"] == submitted["spec"]
