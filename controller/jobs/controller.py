@@ -13,6 +13,7 @@ time the status latency. All the work is in `Reconciler.reconcile`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 
 import structlog
@@ -54,7 +55,8 @@ class JobController(Controller):
         self.jobs = self.informer(kind.api.resource, transform=trim.trim_job)
         # Children only: an unrelated pod or Service of the cluster never enters the cache.
         children = kind.api.children_selector
-        self.pods = self.informer(PODS, children, trim.trim_pod)
+        own_annotations = f"{kind.api.label_prefix}/"
+        self.pods = self.informer(PODS, children, functools.partial(trim.trim_pod, keep_prefix=own_annotations))
         self.services = self.informer(SERVICES, children, trim.trim_service)
         self.podgroups = self.informer(podgroup.RESOURCE, children, trim.trim_podgroup) if config.podgroups else None
         self.reconciler = Reconciler(kind, self.client, self.jobs.lister, self.pods.lister, self.services.lister,

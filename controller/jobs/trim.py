@@ -5,10 +5,11 @@ object enters the cache, so 10,000 cached pods cost their metadata and status an
 exactly what some module of the engine reads (tests/controller/test_trim.py checks the reading paths
 against trimmed objects):
 
-- pods: metadata without annotations (names, uid, labels, ownerReferences, deletionTimestamp,
-  resourceVersion are read) and the whole status (phase, startTime, conditions, container
-  statuses, reason, message). The spec is dropped: the engine builds pods from the job's template
-  and never compares a running pod's spec with anything.
+- pods: metadata (names, uid, labels, ownerReferences, deletionTimestamp, resourceVersion are read)
+  with only the kind's own annotations (`<prefix>/run-mode`: the mode a pod was made in, which decides
+  whether a debug change replaces it and whether its end is an outcome), and the whole status (phase,
+  startTime, conditions, container statuses, reason, message). The spec is dropped: the engine builds
+  pods from the job's template and never compares a running pod's spec with anything.
 - Services: metadata without annotations, and of the spec only the ports (compared with the
   job's ports in services.stored_ports); selector, clusterIP and status are never read.
 - PodGroups: metadata without annotations and the spec (gang size, queue and priority are
@@ -25,15 +26,21 @@ from __future__ import annotations
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
-def _metadata(obj: dict) -> dict:
+def _metadata(obj: dict, keep_prefix: str = "") -> dict:
     meta = dict(obj.get("metadata") or {})
-    meta.pop("annotations", None)
+    annotations = meta.pop("annotations", None)
     meta.pop("managedFields", None)
+    if keep_prefix and annotations:
+        kept = {key: value for key, value in annotations.items() if key.startswith(keep_prefix)}
+        if kept:
+            meta["annotations"] = kept
     return meta
 
 
-def trim_pod(obj: dict) -> dict:
-    out = {"apiVersion": obj.get("apiVersion", "v1"), "kind": obj.get("kind", "Pod"), "metadata": _metadata(obj)}
+def trim_pod(obj: dict, keep_prefix: str = "") -> dict:
+    """`keep_prefix`: the annotations kept (the kind's own, `<label prefix>/`)."""
+    out = {"apiVersion": obj.get("apiVersion", "v1"), "kind": obj.get("kind", "Pod"),
+           "metadata": _metadata(obj, keep_prefix)}
     if "status" in obj:
         out["status"] = obj["status"]
     return out

@@ -9,6 +9,8 @@ import pytest
 
 from controller.jobs import children, services, trim
 from controller.jobs.plan import plan
+from controller.jobs.pods import mode_annotation, pod_mode
+from controller.jobs.trim import LAST_APPLIED
 from controller.kinds.genericjob.kind import GENERICJOB
 
 from .plan_support import at, make_job, make_pod
@@ -48,6 +50,17 @@ def test_a_trimmed_pod_has_no_spec_annotations_or_managed_fields_and_keeps_metad
     kept = {k: v for k, v in served["metadata"].items() if k not in ("annotations", "managedFields")}
     assert trimmed["metadata"] == kept
     assert trimmed["status"] == served["status"]
+
+
+def test_a_trimmed_pod_keeps_the_kinds_own_annotations_only():
+    """`<prefix>/run-mode` says which mode a pod was made in: a debug change replaces pods by it, and a debug
+    pod's end is no outcome. The controller trims with its kind's prefix; nothing else is kept."""
+    served = as_served(make_pod("worker", 0, "u0", "Running"))
+    mode = mode_annotation(GENERICJOB.api)
+    served["metadata"]["annotations"] = {mode: "debug", "team.example/owner": "x", LAST_APPLIED: "{}"}
+    trimmed = trim.trim_pod(copy.deepcopy(served), keep_prefix=f"{GENERICJOB.api.label_prefix}/")
+    assert trimmed["metadata"]["annotations"] == {mode: "debug"}
+    assert pod_mode(GENERICJOB.api, trimmed) == pod_mode(GENERICJOB.api, served) == "debug"
 
 
 @pytest.mark.parametrize("pods", PODS)

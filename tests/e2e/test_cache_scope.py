@@ -7,6 +7,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry
 
 from apimachinery.resource import PODS, SERVICES
+from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.registry import make_controller
 
 from .conftest import FOREVER, QUICK, genericjob, scripts, until
@@ -82,8 +83,9 @@ async def test_a_child_whose_label_is_removed_by_hand_is_seen_as_deleted_and_rep
 
 
 async def test_the_caches_hold_trimmed_children_and_jobs_still_run(cluster, controller, jobs):
-    """Pods enter the cache without spec, annotations or managedFields, Services with only their ports (trim.py);
-    the job runs to the end on them, and the status writes carry the job's whole spec."""
+    """Pods enter the cache without spec, managedFields or annotations but the kind's own (`<prefix>/run-mode`),
+    Services with only their ports (trim.py); the job runs to the end on them, and the status writes carry the
+    job's whole spec."""
     scripts(cluster, "trim", {"*": QUICK})
     job = genericjob("trim", {"worker": 2}, service={"ports": [{"name": "http", "port": 80}]})
     submitted = await jobs.submit(job)
@@ -92,6 +94,10 @@ async def test_the_caches_hold_trimmed_children_and_jobs_still_run(cluster, cont
     svcs = [s for s in controller.services.lister.list() if s["metadata"]["name"].startswith("trim-")]
     assert len(pods) == 2 and len(svcs) == 2
     assert all(set(p) == {"apiVersion", "kind", "metadata", "status"} for p in pods)
-    assert not any({"annotations", "managedFields"} & set(o["metadata"]) for o in pods + svcs)
+    assert not any("managedFields" in o["metadata"] for o in pods + svcs)
+    assert not any("annotations" in s["metadata"] for s in svcs)
+    prefix = f"{GENERICJOB.api.label_prefix}/"
+    kept = [p["metadata"].get("annotations") or {} for p in pods]
+    assert all(f"{prefix}run-mode" in a and all(k.startswith(prefix) for k in a) for a in kept), kept
     assert all(set(s["spec"]) == {"ports"} for s in svcs)
     assert (await jobs.get("trim"))["spec"] == submitted["spec"]
