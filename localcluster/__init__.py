@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from .auth.credentials import Credentials
     from .cluster import LocalCluster
-    from .credentials import Credentials
 
 __all__ = ["Credentials", "LocalCluster"]
 
@@ -26,7 +26,7 @@ def __getattr__(name: str):
 
         return LocalCluster
     if name == "Credentials":
-        from .credentials import Credentials
+        from .auth.credentials import Credentials
 
         return Credentials
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import orjson
 
-from .audit import DEFAULT_SIZE as AUDIT_SIZE
 from .cluster import LocalCluster, private_directory
-from .exposure import exposure_warning
+from .endpoints.exposure import exposure_warning
+from .storage.audit import DEFAULT_SIZE as AUDIT_SIZE
 
 KUBECONFIG_DIR = Path(".cache")
 
@@ -34,8 +34,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                        help="write the kubeconfig (server, CA, admin token; mode 0600) here and keep it (default: "
                             f"{KUBECONFIG_DIR}/localcluster-PORT.kubeconfig, removed at exit)")
     serve.add_argument("--runner", choices=["none", "scripted", "process"], default="none",
-                       help="none: pods stay Pending; scripted: pods follow scripts (see localcluster/runner.py); "
-                            "process: containers run as local processes (see localcluster/process_runner.py)")
+                       help="none: pods stay Pending; "
+                            "scripted: pods follow scripts (see localcluster/kubelet/runner.py); "
+                            "process: containers run as local processes (see localcluster/kubelet/process_runner.py)")
     serve.add_argument("--default-script", help="JSON script for pods without one (scripted runner)")
     serve.add_argument("--crds", help="directory of CustomResourceDefinition YAML files to install at start")
     serve.add_argument("--history-size", type=int, default=10_000, help="watch events kept for re-watching")

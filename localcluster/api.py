@@ -14,12 +14,16 @@ from datetime import UTC, datetime, timedelta
 
 import orjson
 
-from . import builtin_schemas, builtins, deletion, errors, events, managedfields, subresources, validating_policies
-from .crd_schema_decode import decode_crd
+from . import errors
+from .admission import validating_policies
 from .errors import ApiError
-from .quantity import QuantityError
-from .resources import Registry, ResourceType, types_from_crd
-from .store import ObjKey, Store
+from .fields import managedfields
+from .storage import deletion, event_apis, subresources
+from .storage.resources import Registry, ResourceType, types_from_crd
+from .storage.store import ObjKey, Store
+from .validation import builtin_schemas, builtins
+from .validation.crd_schema_decode import decode_crd
+from .validation.quantity import QuantityError
 
 NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
@@ -57,7 +61,7 @@ def patched(old: dict, content_type: str, patch, kind: str, strategic: bool, acc
     """`old` with a PATCH body of `content_type` applied, or the apiserver's error: 415 listing the `accepted`
     types for a type the resource does not take (strategic merge patch needs a built-in kind), 422 or 400 for a
     patch that does not apply."""
-    from . import patch as patches
+    from .fields import patch as patches
 
     try:
         if content_type == "application/json-patch+json":
@@ -104,8 +108,8 @@ class Api:
         """The stored object as seen through `rt`'s version."""
         if obj.get("apiVersion") == rt.group_version:
             return obj
-        if rt.storage_key == events.STORAGE:
-            return events.convert(obj, events.CORE, rt.group_version)
+        if rt.storage_key == event_apis.STORAGE:
+            return event_apis.convert(obj, event_apis.CORE, rt.group_version)
         return {**obj, "apiVersion": rt.group_version}
 
     def _key(self, rt: ResourceType, namespace: str | None, name: str) -> ObjKey:
@@ -211,21 +215,21 @@ class Api:
             builtins.default_replica_set(obj)
             causes += builtins.validate_deployment(obj)
         elif key == CRD_KEY:
-            from .crd_cel import errors as rule_errors
+            from .validation.crd_cel import errors as rule_errors
 
             decode_crd(obj)  # what decoding into JSONSchemaProps drops (omitempty), before validation
             causes += builtins.validate_crd(obj) + rule_errors(obj)
         elif key == validating_policies.POLICIES:
             causes += validating_policies.policy_errors(obj)
-        elif key == events.STORAGE:
-            causes += events.validate(obj, old, strict=rt.group == events.GROUP)
+        elif key == event_apis.STORAGE:
+            causes += event_apis.validate(obj, old, strict=rt.group == event_apis.GROUP)
         if rt.schema is not None:
-            from .schema import admit
+            from .validation.schema import admit
 
             unknown: list[str] = []
             causes += [(e.reason, e.field, e.error_string()) for e in admit(obj, rt.schema, old=old, unknown=unknown)]
             self._unknown_fields(rt, unknown)
-        elif key != events.STORAGE:  # an Event's own checks end with the metadata's
+        elif key != event_apis.STORAGE:  # an Event's own checks end with the metadata's
             causes = builtins.metadata_errors(obj, builtins.NAME_STYLE.get(key, "subdomain")) + causes
         self._refuse(rt, obj, causes)
 
@@ -341,7 +345,7 @@ class Api:
         """The default mutating admission plugins' pod defaults (pod_admission.py); the cluster's own pod creates
         (a controller's) go through them too. In a namespace that is missing or going, NamespaceLifecycle
         refuses first (_check_namespace)."""
-        from . import pod_admission
+        from .admission import pod_admission
 
         ns = self.store.get(NAMESPACES, ("", pod["metadata"].get("namespace") or ""))
         if ns is None or ns["metadata"].get("deletionTimestamp"):
@@ -367,8 +371,8 @@ class Api:
                                      f"expected API version ({rt.group_version})" if api_version else
                                      f"kind {kind} does not match {rt.kind}")
         body = self._decode(rt, body, patch)
-        if rt.storage_key == events.STORAGE:  # stored as core/v1, whichever API wrote it
-            return events.convert(body, rt.group_version, events.CORE)
+        if rt.storage_key == event_apis.STORAGE:  # stored as core/v1, whichever API wrote it
+            return event_apis.convert(body, rt.group_version, event_apis.CORE)
         obj = dict(body)
         obj["apiVersion"] = rt.group_version
         obj["kind"] = rt.kind
@@ -472,7 +476,7 @@ class Api:
     def apply(self, rt: ResourceType, namespace: str | None, name: str, config, subresource: str | None = None,
               dry_run: bool = False, force: bool = False) -> tuple[dict, bool]:
         """Server-side apply (apply.py); returns (object, created): a missing object is created by it."""
-        from . import apply as applying
+        from .fields import apply as applying
 
         old = self.store.get(rt.storage_key, self._key(rt, namespace, name))
         if old is None and subresource is not None:
@@ -510,7 +514,8 @@ class Api:
             marked = deletion.mark(old, finalizers, None, new_generation=False)
             marked["status"] = {**(old.get("status") or {}), "phase": "Terminating"}
             return self.present(rt, old if marked == old else self._commit(rt, marked, dry_run)), False
-        step = deletion.plan(old, options, graceful=rt.storage_key == PODS, collected=rt.storage_key != events.STORAGE)
+        step = deletion.plan(old, options, graceful=rt.storage_key == PODS,
+                             collected=rt.storage_key != event_apis.STORAGE)
         current = old
         if step.marked is not None and step.marked != old:
             current = self._commit(rt, step.marked, dry_run)

@@ -14,24 +14,24 @@ import orjson
 import yaml
 from aiohttp import web
 
-from .access import Access
 from .api import CRD_KEY, SYSTEM_NAMESPACES, Api
-from .audit import DEFAULT_SIZE as AUDIT_SIZE
-from .audit import AuditLog
-from .bootstrap import create_system_objects
-from .credentials import Credentials
-from .deployments import DeploymentController
+from .auth.credentials import Credentials
+from .controllers.bootstrap import create_system_objects
+from .controllers.deployments import DeploymentController
+from .controllers.gc import GarbageCollector
+from .controllers.namespace_objects import NamespaceObjects
+from .controllers.replicasets import ReplicaSetController
+from .endpoints.access import Access
+from .endpoints.faults import Faults
+from .endpoints.http import HttpApi, json_response
 from .errors import ApiError
-from .faults import Faults
-from .gc import GarbageCollector
-from .http import HttpApi, json_response
-from .namespace_objects import NamespaceObjects
-from .replicasets import ReplicaSetController
-from .resources import Registry
-from .runner import ScriptedRunner
-from .runners import make_runner
-from .store import Store
-from .watch import WatchHub
+from .kubelet.process_runner import make_runner
+from .kubelet.runner import ScriptedRunner
+from .storage.audit import DEFAULT_SIZE as AUDIT_SIZE
+from .storage.audit import AuditLog
+from .storage.resources import Registry
+from .storage.store import Store
+from .storage.watch import WatchHub
 
 log = logging.getLogger("localcluster")
 
@@ -126,7 +126,7 @@ class LocalCluster:
 
     def _ensure_certificate(self) -> None:
         if self.tls and self._ssl is None:
-            from .tls import self_signed
+            from .auth.tls import self_signed
 
             self._ssl, self.certificate = self_signed(self.host)
 

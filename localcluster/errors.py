@@ -6,7 +6,7 @@ import json
 
 import orjson
 
-from .quantity import go_float
+from .validation.quantity import go_float
 
 
 class ApiError(Exception):

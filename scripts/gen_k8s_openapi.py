@@ -1,13 +1,13 @@
-"""Generate localcluster/k8s_openapi.json.gz: the OpenAPI schemas of the built-in kinds localcluster serves.
+"""Generate localcluster/validation/k8s_openapi.json.gz: the OpenAPI schemas of the built-in kinds localcluster serves.
 
 The facts are Kubernetes' published OpenAPI spec (api/openapi-spec/swagger.json of kubernetes/kubernetes,
 Swagger 2.0): every definition with its descriptions (what `kubectl explain` prints), its strategic merge
 patch keys (`x-kubernetes-patch-merge-key`, `x-kubernetes-patch-strategy`: what `kubectl apply` computes
 its patch with), its list and map types, and its `x-kubernetes-group-version-kind`. Nothing is edited;
-the definitions kept are those reachable from the built-in kinds of localcluster/resources.py (and their
+the definitions kept are those reachable from the built-in kinds of localcluster/storage/resources.py (and their
 lists), plus the meta/v1 types the REST operations name (Status, DeleteOptions, Patch). localcluster
 serves them as the apiserver does: in /openapi/v3 per group-version (the v3 shape is derived when read,
-localcluster/builtin_schemas.py) and in /openapi/v2.
+localcluster/validation/builtin_schemas.py) and in /openapi/v2.
 
 Usage, with a clone of github.com/kubernetes-client/python (bare or not, with tags), whose
 `kubernetes/swagger.json.unprocessed` is the spec of the Kubernetes release it was generated from
@@ -29,8 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from localcluster.builtin_schemas import DATA, definition_name, references  # noqa: E402
-from localcluster.resources import builtin_types  # noqa: E402
+from localcluster.storage.resources import builtin_types  # noqa: E402
+from localcluster.validation.builtin_schemas import DATA, definition_name, references  # noqa: E402
 
 META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 OPERATION_TYPES = [META + "Status", META + "DeleteOptions", META + "Patch"]

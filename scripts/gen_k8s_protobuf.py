@@ -1,4 +1,4 @@
-"""Generate localcluster/k8s_protobuf.py: the protobuf schema of the built-in kinds localcluster serves.
+"""Generate localcluster/endpoints/k8s_protobuf.py: the protobuf schema of the built-in kinds localcluster serves.
 
 The facts come from Kubernetes' published sources, read from git clones at one release tag:
 - the field numbers, types and labels from the `generated.proto` files of k8s.io/api and
@@ -9,7 +9,7 @@ The facts come from Kubernetes' published sources, read from git clones at one r
 Every proto field must match a Go field with the same number, label and name, and the other way round;
 anything this script does not understand stops it, so nothing in the output is guessed.
 
-The messages kept are those reachable from the built-in kinds of localcluster/resources.py (whose
+The messages kept are those reachable from the built-in kinds of localcluster/storage/resources.py (whose
 group has a package in k8s.io/api) and their create-only subresources' kinds (TokenRequest), plus
 meta/v1 DeleteOptions (DELETE bodies) and runtime.Unknown (the envelope of every protobuf body).
 
@@ -31,9 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from localcluster.resources import builtin_types  # noqa: E402
+from localcluster.storage.resources import builtin_types  # noqa: E402
 
-OUTPUT = ROOT / "localcluster" / "k8s_protobuf.py"
+OUTPUT = ROOT / "localcluster" / "endpoints" / "k8s_protobuf.py"
 META = "k8s.io.apimachinery.pkg.apis.meta.v1"
 EXTRA_ROOTS = [f"{META}.DeleteOptions", "k8s.io.apimachinery.pkg.runtime.Unknown"]
 SCALARS = {"string", "bytes", "bool", "int32", "int64", "uint32", "uint64", "double", "float"}
@@ -283,7 +283,7 @@ def generate(sources: Sources) -> str:
              "",
              f"Made by scripts/gen_k8s_protobuf.py from k8s.io/api and k8s.io/apimachinery {sources.ref}: their",
              "generated.proto files, and the JSON tags of the Go types those were generated from.",
-             'Read by localcluster/protobuf.py.',
+             'Read by localcluster/endpoints/protobuf.py.',
              '"""',
              "",
              f"REF = {sources.ref!r}",

@@ -57,7 +57,7 @@ from controller.runtime.manager import USER_AGENT
 from informers import ApiStatusError
 from localcluster import LocalCluster
 from localcluster.cluster import private_directory
-from localcluster.exposure import exposure_warning
+from localcluster.endpoints.exposure import exposure_warning
 
 EXIT_OK, EXIT_FAILED, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_USAGE = 2  # a bad flag, as argparse exits

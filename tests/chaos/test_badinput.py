@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from localcluster.http import MAX_REQUEST_BYTES
+from localcluster.endpoints.http import MAX_REQUEST_BYTES
 from tests.e2e.conftest import condition, until
 from tests.localcluster.kubectl import Kubectl
 

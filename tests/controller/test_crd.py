@@ -95,7 +95,7 @@ def test_schemas_are_structural(definition):
             node.get("x-kubernetes-preserve-unknown-fields"), f"{path} has no type"
         assert node.get("additionalProperties") is not True, path
         assert node.get("default", 0) is not None, path
-    from localcluster.schema import is_structural
+    from localcluster.validation.schema import is_structural
 
     assert is_structural(schema) == []
 

@@ -1,6 +1,6 @@
 """The CEL rules of the project's CRDs fit the API server's cost budget with a wide margin, on every
 supported Kubernetes version: each rule at most a tenth of the per-rule limit and each CRD at most a
-tenth of the per-CRD limit, as apiextensions-apiserver estimates them (localcluster/crd_cel.py).
+tenth of the per-CRD limit, as apiextensions-apiserver estimates them (localcluster/validation/crd_cel.py).
 
 `pytest -s` prints every rule's cost. A failure names the rule: give the strings it reads a maxLength,
 the lists it iterates a maxItems, the maps a maxProperties (bounds the API itself has), or simplify it.
@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from controller.jobs.crd import MANIFEST_DIR
-from localcluster import crd_cel
-from localcluster.cel_cost import K8S_1_24, K8S_1_28, K8S_1_35, WORST
+from localcluster.validation import crd_cel
+from localcluster.validation.cel_cost import K8S_1_24, K8S_1_28, K8S_1_35, WORST
 
 FRACTION = 0.10  # of each budget: a margin of 10x for the estimator's changes between versions
 CRDS = ("genericjob.yaml", "tensorflowtrainingjob.yaml", "pytorchtrainingjob.yaml", "podgroup.yaml")

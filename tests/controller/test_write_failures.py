@@ -12,7 +12,7 @@ from controller.jobs.services import desired_service, stored_ports
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GenericJob
 from controller.runtime.expectations import EXPECTATION_TTL, Expectations
-from localcluster.builtins import default_service
+from localcluster.validation.builtins import default_service
 
 
 def at(minute: int) -> str:

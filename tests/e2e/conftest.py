@@ -22,7 +22,7 @@ from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
 from informers import BackoffPolicy, InformerOptions
 from localcluster import LocalCluster
-from localcluster.runner import SCRIPT_ANNOTATION
+from localcluster.kubelet.runner import SCRIPT_ANNOTATION
 from tests.builders import JobBuilder
 
 CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"

@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import yaml
 
-from localcluster import builtin_schemas
+from localcluster.validation import builtin_schemas
 
 META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 TYPO = "spec.template.spec.containers[0].imagee"

@@ -1,4 +1,4 @@
-"""The CEL cost estimator (localcluster/cel_cost.py) against what real servers answered.
+"""The CEL cost estimator (localcluster/validation/cel_cost.py) against what real servers answered.
 
 The data points: the GenericJob CRD of commit dabcc66 (tests/data/genericjob-dabcc66.yaml.gz, as
 shipped) was refused by a v1.24 server, "exceeds budget by factor of 12.9x", because of the Service
@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from localcluster import crd_cel
-from localcluster.cel_ast import parse
-from localcluster.cel_cost import K8S_1_24, K8S_1_28, K8S_1_35, U64, WORST, estimate
-from localcluster.cel_types import MAX_REQUEST_SIZE, Checker, decl_type
+from localcluster.validation import crd_cel
+from localcluster.validation.cel_ast import parse
+from localcluster.validation.cel_cost import K8S_1_24, K8S_1_28, K8S_1_35, U64, WORST, estimate
+from localcluster.validation.cel_types import MAX_REQUEST_SIZE, Checker, decl_type
 
 OLD_GENERICJOB = Path(__file__).parents[1] / "data" / "genericjob-dabcc66.yaml.gz"
 SCHEMA = "spec.validation.openAPIV3Schema"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import celpy
 import pytest
 
-from localcluster.schema import _cel_program
+from localcluster.validation.schema import _cel_program
 
 
 def evaluate(expression: str):

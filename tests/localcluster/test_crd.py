@@ -184,7 +184,7 @@ async def test_status_writes_validate_only_the_status(api_client, custom):
     assert json.loads(exc.value.body)["details"]["causes"][0]["field"] == "status.phase"
 
 
-# --- CEL rules when a CRD is written (localcluster/crd_cel.py) -------------------------------------
+# --- CEL rules when a CRD is written (localcluster/validation/crd_cel.py) -------------------------------------
 
 OLD_GENERICJOB = Path(__file__).parents[1] / "data" / "genericjob-dabcc66.yaml.gz"  # as commit dabcc66 shipped it
 RULE_COST_TOTAL = ("spec.validation.openAPIV3Schema: Forbidden: x-kubernetes-validations estimated rule cost total "

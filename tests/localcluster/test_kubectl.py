@@ -16,7 +16,7 @@ import yaml
 from google.protobuf import empty_pb2
 from google.protobuf.unknown_fields import UnknownFieldSet
 
-from localcluster.table import go_string, human_duration, jsonpath
+from localcluster.endpoints.table import go_string, human_duration, jsonpath
 from tests.builders import JobBuilder
 
 from .kubectl import Kubectl

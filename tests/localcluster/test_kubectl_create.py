@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from localcluster import protobuf
+from localcluster.endpoints import protobuf
 
 from .kubectl import Kubectl
 

@@ -2,7 +2,7 @@
 
 What kubectl 1.35 prints against a 1.35 server, with the names (template hashes, pod suffixes), times
 and ages normalised: a Deployment's pods belong to a ReplicaSet `<deployment>-<hash>` per pod template
-(localcluster/deployments.py, replicasets.py), whose revision annotations are the rollout history, and
+(localcluster/controllers/deployments.py, replicasets.py), whose revision annotations are the rollout history, and
 the two controllers record the Events the real ones do. One cluster for the module, pods run as local
 processes (so they become Ready); each test in a namespace of its own.
 """

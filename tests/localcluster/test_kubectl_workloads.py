@@ -1,7 +1,7 @@
 """kubectl scale, rollout status and logs -f against localcluster with pods run as local processes.
 
 One cluster for the module (the process runner); each test in a namespace of its own. A Deployment is
-served by localcluster's deployment and ReplicaSet controllers (localcluster/deployments.py, replicasets.py)
+served by localcluster's deployment and ReplicaSet controllers (localcluster/controllers/deployments.py, replicasets.py)
 and its scale subresource; a GenericJob has neither, and kubectl answers as it
 does against a real cluster.
 """

@@ -9,10 +9,10 @@ import json
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from localcluster.audit import AuditLog
+from localcluster.endpoints.http import MAX_REQUEST_BYTES
 from localcluster.errors import ETCD_MAX_REQUEST_BYTES
-from localcluster.http import MAX_REQUEST_BYTES
-from localcluster.store import MODIFIED, Event
+from localcluster.storage.audit import AuditLog
+from localcluster.storage.store import MODIFIED, Event
 
 from .rest import connect
 from .test_crud import pod

@@ -2,7 +2,7 @@ import copy
 
 import pytest
 
-from localcluster.patch import PatchError, json_merge_patch, json_patch, strategic_merge_patch
+from localcluster.fields.patch import PatchError, json_merge_patch, json_patch, strategic_merge_patch
 
 
 def assert_untouched(func, target, patch, *args):

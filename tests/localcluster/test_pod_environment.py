@@ -12,7 +12,7 @@ import pwd
 
 import pytest
 
-from localcluster.container_env import DEFAULT_LANG, DEFAULT_PATH, base_environment
+from localcluster.kubelet.container_env import DEFAULT_LANG, DEFAULT_PATH, base_environment
 
 from .kubectl import Kubectl
 from .test_process_runner import log_text, process_pod, running, wait_phase, wait_pod

@@ -18,7 +18,7 @@ import time
 import aiohttp
 import pytest
 
-from localcluster.pod_connect import MAX_MESSAGE_BYTES
+from localcluster.kubelet.pod_connect import MAX_MESSAGE_BYTES
 
 from .kubectl import ENV, Kubectl
 from .rest import connect

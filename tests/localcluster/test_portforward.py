@@ -17,9 +17,9 @@ import zlib
 import aiohttp
 import pytest
 
-from localcluster import spdy
-from localcluster.pod_connect import MAX_MESSAGE_BYTES
-from localcluster.portforward import MAX_BUFFERED, MAX_STREAMS, PROTOCOL, declared_ports
+from localcluster.kubelet import spdy
+from localcluster.kubelet.pod_connect import MAX_MESSAGE_BYTES
+from localcluster.kubelet.portforward import MAX_BUFFERED, MAX_STREAMS, PROTOCOL, declared_ports
 
 from .kubectl import Kubectl
 from .rest import connect

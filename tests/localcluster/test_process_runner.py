@@ -18,8 +18,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from localcluster import LocalCluster
 from localcluster.__main__ import parse_args
-from localcluster.container_env import expand
-from localcluster.process_runner import LogFile
+from localcluster.kubelet.container_env import expand
+from localcluster.kubelet.process_runner import LogFile
 
 from .kubectl import Kubectl
 from .test_delete import eventually, gone

@@ -15,8 +15,8 @@ import orjson
 import pytest
 from google.protobuf import json_format
 
-from localcluster import protobuf
-from localcluster.k8s_protobuf import KINDS
+from localcluster.endpoints import protobuf
+from localcluster.endpoints.k8s_protobuf import KINDS
 
 PB = protobuf.MEDIA_TYPE
 T = 1_700_000_000  # 2023-11-14T22:13:20Z

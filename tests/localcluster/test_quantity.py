@@ -1,7 +1,7 @@
 """resource.Quantity as a real API server parses and writes it back.
 
 The tables are facts from k8s.io/apimachinery v0.35.7, pkg/api/resource/quantity_test.go (the test
-function each comes from is named above it); the code under test (localcluster/quantity.py) is ours.
+function each comes from is named above it); the code under test (localcluster/validation/quantity.py) is ours.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from localcluster.quantity import (
+from localcluster.validation.quantity import (
     BINARY_SI,
     DECIMAL_EXPONENT,
     DECIMAL_SI,
@@ -102,7 +102,7 @@ STRINGS = [
 
 @pytest.mark.parametrize(("mantissa", "exponent", "fmt", "expect", "alternate"), STRINGS)
 def test_canonical_strings(mantissa, exponent, fmt, expect, alternate):
-    from localcluster.quantity import Quantity
+    from localcluster.validation.quantity import Quantity
 
     assert str(Quantity(mantissa, -exponent, fmt)) == expect
     if mantissa:

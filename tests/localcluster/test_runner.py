@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from localcluster.runner import SCRIPT_ANNOTATION
+from localcluster.kubelet.runner import SCRIPT_ANNOTATION
 
 from .test_crud import pod
 from .test_delete import eventually

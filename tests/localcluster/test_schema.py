@@ -1,10 +1,11 @@
-"""localcluster.schema: pruning, defaulting and validation of custom resources, with the apiserver's texts."""
+"""localcluster.validation.schema: pruning, defaulting and validation of custom resources, with the
+apiserver's texts."""
 
 from __future__ import annotations
 
 import copy
 
-from localcluster.schema import (
+from localcluster.validation.schema import (
     DUPLICATE,
     FORBIDDEN,
     INVALID,

@@ -217,7 +217,7 @@ def test_the_history_keeps_past_versions_serialised_not_alive():
     """Superseded versions must not stay alive as dicts: the cyclic GC would walk every one of them."""
     import weakref
 
-    from localcluster.store import Store
+    from localcluster.storage.store import Store
 
     class Version(dict):  # a dict that can be weakly referenced
         pass

@@ -157,7 +157,7 @@ def test_run_loads_neither_localcluster_nor_the_local_command():
             "from controller.runtime import manager\n"
             "args = cli.parse_args(['run', '--no-leader-elect', '--workers', '2'])\n"
             "assert args.workers == 2, args\n"
-            "heavy = sorted(m for m in ('localcluster', 'localcluster.cluster', 'localcluster.http',\n"
+            "heavy = sorted(m for m in ('localcluster', 'localcluster.cluster', 'localcluster.endpoints.http',\n"
             "                           'controller.devtools.local', 'celpy') if m in sys.modules)\n"
             "assert not heavy, heavy\n"
             "assert cli.parse_args(['local', '--apply', 'job.yaml']).apply\n"

@@ -1,6 +1,6 @@
 """scripts/gen_k8s_protobuf.py: how it reads generated.proto and the Go types, and what it refuses to guess.
 
-(The checked-in localcluster/k8s_protobuf.py is its output for Kubernetes v0.35.7; regenerating it needs
+(The checked-in localcluster/endpoints/k8s_protobuf.py is its output for Kubernetes v0.35.7; regenerating it needs
 clones of k8s.io/api and k8s.io/apimachinery, which the tests do not have.)
 """
 

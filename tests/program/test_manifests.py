@@ -41,8 +41,8 @@ from controller.runtime.controller import ControllerConfig
 from controller.runtime.group import ControllerGroup
 from controller.runtime.leader import LeaderElectionConfig, LeaderElector
 from controller.runtime.preflight import preflight
-from localcluster.builtins import default_pod_template
 from localcluster.errors import ApiError
+from localcluster.validation.builtins import default_pod_template
 from tests.builders import PYTORCH as PYTORCH_KIND
 from tests.builders import TENSORFLOW as TENSORFLOW_KIND
 from tests.builders import JobBuilder

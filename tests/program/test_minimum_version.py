@@ -1,5 +1,5 @@
 """The minimum Kubernetes version the README states holds for everything the project uses: the CRDs'
-rule fields and CEL functions (localcluster/cel_versions.py: in which version a new CRD may first use
+rule fields and CEL functions (localcluster/validation/cel_versions.py: in which version a new CRD may first use
 each), the rules' cost on that version's estimator, the API group versions and request parameters the
 controller calls, and the API versions of what the install applies.
 
@@ -17,10 +17,10 @@ import pytest
 import yaml
 
 from controller.jobs.crd import MANIFEST_DIR
-from localcluster import cel_versions, crd_cel
-from localcluster.cel_ast import parse
-from localcluster.cel_cost import K8S_1_28
-from localcluster.cel_types import Checker, decl_type
+from localcluster.validation import cel_versions, crd_cel
+from localcluster.validation.cel_ast import parse
+from localcluster.validation.cel_cost import K8S_1_28
+from localcluster.validation.cel_types import Checker, decl_type
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCTION = ("apimachinery", "informers", "workqueue", "controller")  # what `run` imports (not devtools)

@@ -1,0 +1,194 @@
+"""Authentication (bearer tokens, impersonation) and a request's attributes as the apiserver's RequestInfo.
+
+Each LocalCluster has a random admin token (user `admin` in `system:masters`), which
+`LocalCluster.kubeconfig()` carries. As a kube-apiserver with anonymous authentication on (its
+default): a request without a bearer token is user `system:anonymous` in `system:unauthenticated`
+(the bootstrap policy lets it read /healthz, /livez, /readyz and /version, nothing else), and one
+with a token no authenticator knows gets 401.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from ..errors import ApiError
+from ..storage.store import Store
+
+AUTHENTICATED = "system:authenticated"
+MASTERS = "system:masters"
+SA_PREFIX = "system:serviceaccount:"
+SERVICE_ACCOUNTS_KEY = ("", "serviceaccounts")
+# Namespace subresources: /api/v1/namespaces/NAME/status is the namespace's own status, not a kind.
+NAMESPACE_SUBRESOURCES = ("status", "finalize")
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    name: str
+    groups: tuple[str, ...] = ()
+    uid: str = ""
+
+    @property
+    def key(self) -> tuple[str, tuple[str, ...]]:
+        return (self.name, self.groups)
+
+
+def service_account_user(namespace: str, name: str, uid: str = "") -> User:
+    return User(f"{SA_PREFIX}{namespace}:{name}",
+                ("system:serviceaccounts", f"system:serviceaccounts:{namespace}", AUTHENTICATED), uid)
+
+
+def split_service_account(username: str) -> tuple[str, str] | None:
+    if not username.startswith(SA_PREFIX):
+        return None
+    parts = username[len(SA_PREFIX):].split(":")
+    return (parts[0], parts[1]) if len(parts) == 2 and all(parts) else None
+
+
+ADMIN = User("admin", (MASTERS, AUTHENTICATED))
+# Who a request without credentials is: the apiserver's anonymous authenticator's user.Anonymous in
+# user.AllUnauthenticated (never system:authenticated).
+ANONYMOUS = User("system:anonymous", ("system:unauthenticated",))
+
+
+def unauthorized() -> ApiError:
+    return ApiError(401, "Unauthorized", "Unauthorized")
+
+
+@dataclass(slots=True)
+class Attributes:
+    """authorizer.Attributes: who asks to do what, on which resource or non-resource path."""
+
+    user: User
+    verb: str
+    resource_request: bool
+    path: str = ""
+    api_group: str = ""
+    api_version: str = ""
+    resource: str = ""
+    subresource: str = ""
+    namespace: str = ""
+    name: str = ""
+
+
+def request_attributes(user: User, method: str, path: str, query: Mapping[str, str]) -> Attributes:
+    """What RequestInfoFactory.NewRequestInfo computes for a request."""
+    parts = [p for p in path.split("/") if p]
+    non_resource = Attributes(user, method.lower(), False, path=path)
+    if len(parts) < 3 or parts[0] not in ("api", "apis"):
+        return non_resource
+    group = ""
+    rest = parts[1:]
+    if parts[0] == "apis":
+        if len(rest) < 3:
+            return non_resource
+        group, rest = rest[0], rest[1:]
+    attrs = Attributes(user, "", True, path=path, api_group=group, api_version=rest[0])
+    rest = rest[1:]
+    if rest[0] in ("watch", "proxy"):  # the deprecated /watch/ and /proxy/ path forms
+        attrs.verb, rest = rest[0], rest[1:]
+        if not rest:
+            return attrs
+    else:
+        attrs.verb = {"POST": "create", "GET": "get", "HEAD": "get", "PUT": "update", "PATCH": "patch",
+                      "DELETE": "delete"}.get(method, "")
+    if rest[0] == "namespaces":
+        if len(rest) > 1:
+            attrs.namespace = rest[1]
+            if len(rest) > 2 and rest[2] not in NAMESPACE_SUBRESOURCES:
+                rest = rest[2:]
+    if len(rest) >= 3 and attrs.verb not in ("proxy",):
+        attrs.subresource = rest[2]
+    if len(rest) >= 2:
+        attrs.name = rest[1]
+    attrs.resource = rest[0]
+    if not attrs.name and attrs.verb == "get":
+        attrs.verb = "watch" if query.get("watch") in ("true", "1", "True") else "list"
+        name = _exact_name(query.get("fieldSelector", ""))
+        if name:
+            attrs.name = name
+    if not attrs.name and attrs.verb == "delete":
+        attrs.verb = "deletecollection"
+    return attrs
+
+
+def _exact_name(field_selector: str) -> str:
+    """`metadata.name=x` in a field selector names the object (an informer on one object is a get)."""
+    for term in field_selector.split(","):
+        for op in ("==", "="):
+            key, sep, value = term.partition(op)
+            if sep and key.strip() == "metadata.name" and "!" not in key:
+                return value.strip()
+    return ""
+
+
+class Authenticator:
+    """Bearer tokens to users; service-account tokens stop working when the ServiceAccount is deleted."""
+
+    def __init__(self, store: Store, admin_token: str) -> None:
+        self.store = store
+        self.tokens: dict[str, User] = {admin_token: ADMIN}
+        self._service_accounts: dict[str, tuple[str, str]] = {}  # token -> (namespace, name)
+        self._issued: dict[tuple[str, str], str] = {}
+
+    def add_token(self, token: str, user: str, groups: Iterable[str] = ()) -> str:
+        groups = tuple(dict.fromkeys([*groups, AUTHENTICATED]))
+        self.tokens[token] = User(user, groups)
+        return token
+
+    def service_account_token(self, namespace: str, name: str) -> str:
+        token = self._issued.get((namespace, name))
+        if token is None:
+            token = "sa." + secrets.token_urlsafe(24)
+            self._issued[(namespace, name)] = token
+            self._service_accounts[token] = (namespace, name)
+        return token
+
+    def add_service_account_token(self, token: str, namespace: str, name: str) -> None:
+        """Make `token` authenticate as ServiceAccount namespace/name while it exists (a TokenRequest's)."""
+        self._service_accounts[token] = (namespace, name)
+
+    def forget_service_account_token(self, token: str) -> None:
+        """An issued token expired, or the object it was bound to is gone."""
+        self._service_accounts.pop(token, None)
+
+    def authenticate(self, header: str | None) -> User | None:
+        """The request's user: ANONYMOUS without a bearer token, None (a 401) for a token nobody issued.
+
+        As the apiserver's bearertoken authenticator, then its anonymous one: a header that is not
+        `Bearer TOKEN` (case-insensitive scheme) is no credential at all, an unknown token an error."""
+        parts = (header or "").strip().split(" ")
+        if len(parts) < 2 or parts[0].lower() != "bearer" or not parts[1]:
+            return ANONYMOUS
+        return self.review(parts[1])
+
+    def review(self, token: str) -> User | None:
+        """The user a token stands for (as a TokenReview answers), or None."""
+        sa = self._service_accounts.get(token)
+        if sa is not None:
+            account = self.store.get(SERVICE_ACCOUNTS_KEY, sa)
+            if account is None:
+                return None
+            return service_account_user(*sa, account["metadata"].get("uid", ""))
+        return self.tokens.get(token)
+
+
+def impersonated(user: User, headers: Mapping[str, str], groups: list[str]) -> tuple[User, list[Attributes]]:
+    """The user named by Impersonate-User/-Group headers and the checks the requester must pass for it."""
+    name = headers["Impersonate-User"]
+    checks = []
+    sa = split_service_account(name)
+    if sa is not None:
+        checks.append(Attributes(user, "impersonate", True, resource="serviceaccounts", namespace=sa[0],
+                                 name=sa[1]))
+    else:
+        checks.append(Attributes(user, "impersonate", True, resource="users", name=name))
+    checks += [Attributes(user, "impersonate", True, resource="groups", name=g) for g in groups]
+    if sa is not None and not groups:
+        target = service_account_user(*sa)
+    else:
+        target = User(name, tuple(dict.fromkeys([*groups, AUTHENTICATED])) if name != "system:anonymous"
+                      else tuple(groups))
+    return target, checks
