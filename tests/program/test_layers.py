@@ -4,6 +4,7 @@ or the development tools.
 Layers, lowest first: apimachinery; informers and workqueue; controller.runtime; controller.jobs;
 controller.kinds; controller.devtools; controller.cmd (and controller.__main__). localcluster is beside
 the production path: it may import apimachinery only, and nothing of production imports it.
+Inside localcluster, its sub-packages import only downward too (LOCALCLUSTER_LAYERS).
 """
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYERS = [("apimachinery",), ("informers", "workqueue"), ("controller.runtime",), ("controller.jobs",),
           ("controller.kinds",), ("controller.devtools",), ("controller.cmd", "controller.__main__")]
 PACKAGES = ("apimachinery", "informers", "workqueue", "controller", "localcluster")
+
+# localcluster's sub-packages and top-level modules, lowest first: each imports only what stands before it
+# (localcluster/__init__.py, the package's face, stands above them all).
+LOCALCLUSTER_LAYERS = ["validation", "errors", "storage", "fields", "auth", "admission", "discovery", "api",
+                       "controllers", "kubelet", "endpoints", "cluster", "__main__"]
 
 
 def module_of(path: Path) -> str:
@@ -122,3 +128,26 @@ def test_run_loads_neither_localcluster_nor_the_devtools():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT,
                           check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_localcluster_sub_packages_import_only_downward():
+    upward = []
+    for module, targets in imports().items():
+        if not module.startswith("localcluster.") or module.count(".") < 1:
+            continue
+        here = local_layer(module)
+        assert here is not None, f"{module} is in no localcluster layer: add it to LOCALCLUSTER_LAYERS"
+        for target in targets:
+            there = local_layer(target)
+            if there is not None and there > here:
+                upward.append(f"{module} -> {target}")
+    assert not upward, "localcluster imports that run upward:\n" + "\n".join(sorted(upward))
+
+
+def local_layer(module: str) -> int | None:
+    """Index of the localcluster layer `module` belongs to (None: the package itself, or not localcluster)."""
+    for index, name in enumerate(LOCALCLUSTER_LAYERS):
+        prefix = f"localcluster.{name}"
+        if module == prefix or module.startswith(prefix + "."):
+            return index
+    return None
