@@ -31,7 +31,7 @@ import math
 
 import orjson
 
-from ..api import DEPLOYMENTS, REPLICA_SETS, Api
+from ..api import DEPLOYMENTS, REPLICA_SETS
 from ..errors import ApiError
 from ..storage.store import DELETED, Event, obj_key
 from . import deployment_util as util
@@ -39,8 +39,7 @@ from .workloads import (
     MANAGER,
     PODS,
     Key,
-    Recorder,
-    SyncQueue,
+    WorkloadController,
     as_controller,
     claim,
     controller_of,
@@ -55,18 +54,8 @@ log = logging.getLogger("localcluster.deployments")
 COMPONENT = "deployment-controller"
 
 
-class DeploymentController:
-    def __init__(self, api: Api) -> None:
-        self.api = api
-        self.store = api.store
-        self.queue = SyncQueue(self._sync)
-        self.recorder = Recorder(api, COMPONENT)
-
-    def start(self) -> None:
-        self.queue.start()
-
-    async def stop(self) -> None:
-        self.queue.stop()
+class DeploymentController(WorkloadController):
+    COMPONENT = COMPONENT
 
     def on_event(self, ev: Event) -> None:
         if not self.queue.running:

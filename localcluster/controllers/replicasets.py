@@ -20,15 +20,14 @@ import logging
 
 import orjson
 
-from ..api import REPLICA_SETS, Api, now_rfc3339
+from ..api import REPLICA_SETS, now_rfc3339
 from ..errors import ApiError
 from ..storage.store import DELETED, Event, obj_key
 from .workloads import (
     MANAGER,
     PODS,
     Key,
-    Recorder,
-    SyncQueue,
+    WorkloadController,
     active,
     as_controller,
     claim,
@@ -46,18 +45,8 @@ BURST = 500  # the controller's burstReplicas: at most this many creates or dele
 _PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
 
 
-class ReplicaSetController:
-    def __init__(self, api: Api) -> None:
-        self.api = api
-        self.store = api.store
-        self.queue = SyncQueue(self._sync)
-        self.recorder = Recorder(api, COMPONENT)
-
-    def start(self) -> None:
-        self.queue.start()
-
-    async def stop(self) -> None:
-        self.queue.stop()
+class ReplicaSetController(WorkloadController):
+    COMPONENT = COMPONENT
 
     def on_event(self, ev: Event) -> None:
         if not self.queue.running:

@@ -129,6 +129,28 @@ class Recorder:
         self._sent[key] = (namespace, created["metadata"]["name"])
 
 
+class WorkloadController:
+    """What the deployment and ReplicaSet controllers share: a sync queue of object keys, an Event recorder
+    under the component's name, and start/stop; a subclass gives COMPONENT, `_sync(key)` and `on_event`."""
+
+    COMPONENT = ""
+
+    def __init__(self, api: Api) -> None:
+        self.api = api
+        self.store = api.store
+        self.queue = SyncQueue(self._sync)
+        self.recorder = Recorder(api, self.COMPONENT)
+
+    def start(self) -> None:
+        self.queue.start()
+
+    async def stop(self) -> None:
+        self.queue.stop()
+
+    def _sync(self, key: Key) -> None:
+        raise NotImplementedError
+
+
 def controller_of(obj: dict, api_version: str, kind: str) -> dict | None:
     """The owner reference with controller: true, if it is of `kind`."""
     for ref in obj["metadata"].get("ownerReferences") or ():
