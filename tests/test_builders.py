@@ -54,4 +54,4 @@ def test_it_builds_a_tensorflow_training_job_as_well():
     assert isinstance(model, TensorFlowTrainingJob) and model.spec.run_policy.backoff_limit == 3
     assert TENSORFLOW_KIND.parse(job) == model  # the kind's parser and checks agree with the model
     with pytest.raises(ValueError, match="no builder for kind"):
-        JobBuilder("x", kind="PyTorchTrainingJob")
+        JobBuilder("x", kind="MXNetTrainingJob")

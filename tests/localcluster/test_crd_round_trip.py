@@ -45,7 +45,8 @@ async def test_server_side_apply_after_client_side_apply_of_the_crds(kubectl):
     assert sorted(applied.out.split()) == sorted(
         [f"customresourcedefinition.apiextensions.k8s.io/{n}" for n in (
             "genericjobs.batch.tensorstack.dev", "podgroups.scheduler.tensorstack.dev",
-            "tensorflowtrainingjobs.batch.tensorstack.dev")] + ["serverside-applied"] * 3)
+            "pytorchtrainingjobs.batch.tensorstack.dev", "tensorflowtrainingjobs.batch.tensorstack.dev")]
+        + ["serverside-applied"] * 4)
 
 
 async def test_empty_omitempty_fields_are_dropped_as_by_kube_apiserver(kubectl, tmp_path):

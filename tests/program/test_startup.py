@@ -194,11 +194,11 @@ async def test_a_missing_crd_is_named_waited_for_briefly_then_exit_1(tmp_path):
 
 
 async def test_a_missing_kinds_crd_names_both_ways_out(tmp_path):
-    """The TensorFlowTrainingJob CRD missing (an install of GenericJob's and the PodGroup's only): the error names
-    the CRD, how to install it, and how to run without it (`--kinds GenericJob`), which then starts."""
+    """The TensorFlowTrainingJob CRD missing (an install of the other kinds' and the PodGroup's only): the error
+    names the CRD, how to install it, and how to run without it (`--kinds` the other kinds), which then starts."""
     crds = tmp_path / "crds"
     crds.mkdir()
-    for served in ("genericjob.yaml", "podgroup.yaml"):
+    for served in ("genericjob.yaml", "pytorchtrainingjob.yaml", "podgroup.yaml"):
         (crds / served).write_text((CRDS / served).read_text())
     async with LocalClusterProcess(tmp_path, crds=crds) as cluster:
         exited = await run_to_exit(cluster.kubeconfig, "--sync-timeout", "3")
@@ -206,15 +206,15 @@ async def test_a_missing_kinds_crd_names_both_ways_out(tmp_path):
         error = only_error(exited)["event"]
         assert f"the CRD tensorflowtrainingjobs.batch.tensorstack.dev is not installed on {cluster.url}" in error
         assert "install it with kubectl apply -f manifests/crds/" in error
-        assert "or serve only the other kinds: --kinds GenericJob;" in error, error
-        async with ControllerProcess(cluster, "--kinds", "GenericJob") as controller:
+        assert "or serve only the other kinds: --kinds GenericJob,PyTorchTrainingJob;" in error, error
+        async with ControllerProcess(cluster, "--kinds", "GenericJob,PyTorchTrainingJob") as controller:
             await controller.wait_log(lambda r: r.get("event") == "start-up checks passed")
 
 
 async def test_a_crd_applied_while_waiting_for_it_is_picked_up(tmp_path):
     crds = tmp_path / "crds"
     crds.mkdir()
-    for served in ("genericjob.yaml", "tensorflowtrainingjob.yaml"):  # the job kinds' CRDs, but no PodGroup CRD
+    for served in ("genericjob.yaml", "tensorflowtrainingjob.yaml", "pytorchtrainingjob.yaml"):  # no PodGroup CRD
         (crds / served).write_text((CRDS / served).read_text())
     async with LocalClusterProcess(tmp_path, crds=crds) as cluster:
         controller = ControllerProcess(cluster)
