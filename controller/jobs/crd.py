@@ -9,6 +9,7 @@ every rule as each supported Kubernetes version does.
 
 from __future__ import annotations
 
+import argparse
 import copy
 import functools
 import json
@@ -309,3 +310,22 @@ def render(header: str, crd: dict) -> str:
     emitter when PyYAML has it (the same text, five times sooner: the pod template makes CRDs large)."""
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     return header + yaml.dump(crd, Dumper=dumper, sort_keys=True, width=120, allow_unicode=True)
+
+
+def write(manifests: dict[str, str], directory: Path = MANIFEST_DIR) -> list[Path]:
+    """Write each file name -> YAML into `directory`; the paths written."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in manifests.items():
+        path = directory / name
+        path.write_text(text)
+        written.append(path)
+    return written
+
+
+def main(manifests, description: str, argv: list[str] | None = None) -> None:
+    """A kind's `python -m controller.kinds.<kind>.crd`: write what `manifests()` gives, print each path."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--dir", type=Path, default=MANIFEST_DIR, help="output directory (default: %(default)s)")
+    for path in write(manifests(), parser.parse_args(argv).dir):
+        print(path)

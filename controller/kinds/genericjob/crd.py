@@ -22,7 +22,6 @@ cost is unbounded.
 
 from __future__ import annotations
 
-import argparse
 import copy
 from pathlib import Path
 
@@ -42,7 +41,9 @@ from controller.jobs.crd import (
     template_schema,
     total_replicas,
 )
+from controller.jobs.crd import main as generic_main
 from controller.jobs.crd import render as render_with
+from controller.jobs.crd import write as generic_write
 from controller.jobs.podgroup import podgroup_crd
 from controller.kinds.genericjob.models import API_VERSION, GROUP, KIND, PLURAL, VERSION, GenericJobSpec
 
@@ -145,20 +146,11 @@ def manifests() -> dict[str, str]:
 
 
 def write(directory: Path = MANIFEST_DIR) -> list[Path]:
-    directory.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in manifests().items():
-        path = directory / name
-        path.write_text(text)
-        written.append(path)
-    return written
+    return generic_write(manifests(), directory)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Write the CRDs generated from the models.")
-    parser.add_argument("--dir", type=Path, default=MANIFEST_DIR, help="output directory (default: %(default)s)")
-    for path in write(parser.parse_args(argv).dir):
-        print(path)
+    generic_main(manifests, "Write the CRDs generated from the models.", argv)
 
 
 if __name__ == "__main__":

@@ -10,9 +10,7 @@ invalid Service name (every replica has one).
 
 from __future__ import annotations
 
-import argparse
 import copy
-from pathlib import Path
 
 from controller.jobs import crd as generic
 from controller.jobs.training import runpolicy
@@ -119,13 +117,7 @@ def manifests() -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Write the TensorFlowTrainingJob CRD generated from the models.")
-    parser.add_argument("--dir", type=Path, default=generic.MANIFEST_DIR, help="output directory")
-    directory = parser.parse_args(argv).dir
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, text in manifests().items():
-        (directory / name).write_text(text)
-        print(directory / name)
+    generic.main(manifests, "Write the TensorFlowTrainingJob CRD generated from the models.", argv)
 
 
 if __name__ == "__main__":
