@@ -309,13 +309,8 @@ class Reconciler:
                 continue
             if uid == replica.get("lastRestartUid") or self.expectations.deleting(obj["metadata"]["uid"], uid):
                 continue
-            try:
-                live = await self.client.get("pods", obj["metadata"]["namespace"], replica["name"])
-            except ApiStatusError as err:
-                if err.code == 404:
-                    continue
-                raise
-            if live["metadata"]["uid"] == uid and self._selected(live):
+            live = await self._live_pod(obj["metadata"]["namespace"], replica["name"])
+            if live is not None and live["metadata"]["uid"] == uid and self._selected(live):
                 return True
             # Not a lag: its label was removed by hand, so the pod informer no longer selects it; the plan
             # counts it lost, and the create of its replacement reports the pod holding the name.

@@ -24,15 +24,16 @@ PLURAL = "tensorboards"
 RESOURCE = Resource(GROUP, VERSION, PLURAL)
 
 
-def desired(job: TensorFlowTrainingJob) -> dict | None:
-    """The TensorBoard the job asks for, or None without a tensorboardSpec."""
+def desired(job: TensorFlowTrainingJob, api=API) -> dict | None:
+    """The TensorBoard the job asks for, or None without a tensorboardSpec; `api`: the job's kind (labels and
+    owner), for the other training kinds that take a TensorBoard the same way."""
     if job.spec.tensorboard_spec is None:
         return None
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": KIND,
-        "metadata": {"name": job.name, "namespace": job.namespace, "labels": job_labels(API, job.name, job.uid),
-                     "ownerReferences": [owner_reference(API, job.name, job.uid)]},
+        "metadata": {"name": job.name, "namespace": job.namespace, "labels": job_labels(api, job.name, job.uid),
+                     "ownerReferences": [owner_reference(api, job.name, job.uid)]},
         "spec": job.spec.tensorboard_spec.as_given(),
     }
 
