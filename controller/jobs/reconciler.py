@@ -126,7 +126,7 @@ class Reconciler:
             return DONE
         uid = obj["metadata"]["uid"]
         if self._behind_own_write(uid, obj["metadata"]["resourceVersion"]):
-            return Result(requeue_after=0.0, lost_at=obj["metadata"]["resourceVersion"])
+            return Result(lost_at=obj["metadata"]["resourceVersion"])  # the echo is certain: no retry besides
         pods = self.pods.controlled_by(uid)
         self.expectations.observe(uid, pods)
         expected = self.expectations.creating_now(uid)
@@ -211,7 +211,9 @@ class Reconciler:
         a status the server no longer has: its status write could only lose (409, the cached
         resourceVersion is no longer the server's) and cost a request, and a plan whose status came out
         unchanged would act on the older one. Waiting for the echo (the key is parked until another
-        version arrives, as after a lost write) gives the same outcome as the 409, without the request."""
+        version arrives, as after a lost write) gives the same outcome as the 409, without the request;
+        and, unlike after a 409, without a retry besides: our write's version exists, so the watch (or the
+        relist that replaces a broken one) certainly brings it, or the job's deletion, which unparks the key."""
         wrote = self._wrote.get(uid)
         if wrote is None:
             return False
