@@ -106,6 +106,8 @@ class Reconciler:
         self._parsed: dict[str, tuple[int, ParsedJob | list[SpecProblem]]] = {}
         # job uid -> when its pending start-only status write is due (monotonic seconds): see _coalesces.
         self._starting: dict[str, float] = {}
+        # job uid -> (the resourceVersion our last status write replaced, the one it made): see _behind_own_write.
+        self._wrote: dict[str, tuple[str, str]] = {}
         self.monotonic = time.monotonic  # the coalescing window's clock (tests set their own)
 
     def parsed(self, obj: dict) -> ParsedJob | list[SpecProblem]:
@@ -123,6 +125,8 @@ class Reconciler:
             # Deleted: the garbage collector removes what the job owned.
             return DONE
         uid = obj["metadata"]["uid"]
+        if self._behind_own_write(uid, obj["metadata"]["resourceVersion"]):
+            return Result(lost_at=obj["metadata"]["resourceVersion"])  # the echo is certain: no retry besides
         pods = self.pods.controlled_by(uid)
         self.expectations.observe(uid, pods)
         expected = self.expectations.creating_now(uid)
@@ -186,6 +190,7 @@ class Reconciler:
         return Result(requeue_after=min(wake_ups)) if wake_ups else DONE
 
     def forget(self, uid: str) -> None:
+        self._wrote.pop(uid, None)
         self._starting.pop(uid, None)
         self._parsed.pop(uid, None)
         self._failures.pop(uid, None)
@@ -198,6 +203,24 @@ class Reconciler:
         failed.append((reason, message))
 
     # --- status ---------------------------------------------------------------------------
+
+    def _behind_own_write(self, uid: str, cached: str) -> bool:
+        """Does the job cache still hold the very version our last status write replaced?
+
+        Then the echo of that write is on its way through the watch, and a reconcile now would plan from
+        a status the server no longer has: its status write could only lose (409, the cached
+        resourceVersion is no longer the server's) and cost a request, and a plan whose status came out
+        unchanged would act on the older one. Waiting for the echo (the key is parked until another
+        version arrives, as after a lost write) gives the same outcome as the 409, without the request;
+        and, unlike after a 409, without a retry besides: our write's version exists, so the watch (or the
+        relist that replaces a broken one) certainly brings it, or the job's deletion, which unparks the key."""
+        wrote = self._wrote.get(uid)
+        if wrote is None:
+            return False
+        if wrote[0] == cached:
+            return True
+        del self._wrote[uid]  # the cache has moved on: our write's version, or a newer one
+        return False
 
     def _coalesces(self, uid: str, status: dict, the_plan: Plan, confirm: bool) -> float | None:
         """Seconds to hold this reconcile's status write back (None: write now).
@@ -262,6 +285,9 @@ class Reconciler:
                 log.debug("status write lost a race", job=_key(obj), code=err.code)
                 return None
             raise
+        made = written["metadata"].get("resourceVersion")
+        if made and made != obj["metadata"]["resourceVersion"]:  # a no-op write makes no new version
+            self._wrote[obj["metadata"]["uid"]] = (obj["metadata"]["resourceVersion"], made)
         if self.latency is not None:
             self.latency.status_written(written, time.monotonic())
         if new.get("phase") != status.get("phase"):
@@ -368,7 +394,8 @@ class Reconciler:
                 continue
             self.expectations.expect_create(job_uid, name)  # before the request: its watch event may come first
             try:
-                await self.client.create("pods", desired_pod(self.kind, job, replica_type, rank, mode=mode))
+                await self.client.create("pods", desired_pod(self.kind, job, replica_type, rank, mode=mode),
+                                         answer=False)
             except ApiStatusError as err:
                 self.expectations.creation_observed(job_uid, name)
                 if err.code == 409:
@@ -417,9 +444,9 @@ class Reconciler:
                 if isinstance(action, DeleteChild):
                     await self.client.delete(action.resource, namespace, action.name, action.uid)
                 elif isinstance(action, CreateChild):
-                    await self.client.create(action.resource, action.body)
+                    await self.client.create(action.resource, action.body, answer=False)
                 else:
-                    await self.client.patch(action.resource, namespace, action.name, action.changes)
+                    await self.client.patch(action.resource, namespace, action.name, action.changes, answer=False)
             except ApiStatusError as err:
                 if isinstance(action, DeleteChild):
                     if err.code not in (404, 409):  # gone already, or the name now holds another object

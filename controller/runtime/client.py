@@ -71,7 +71,9 @@ class KubeClient:
         return sibling
 
     async def _call(self, verb: str, resource: str, method: str, path: str, body=None,
-                    content_type: str = "application/json") -> dict | None:
+                    content_type: str = "application/json", answer: bool = True) -> dict | None:
+        """One request; the decoded answer, or None when `answer` is False: a caller that never reads the
+        object the server sends back (a pod, Service or Event it created) does not pay for decoding it."""
         await self.limiter.take()
         started = time.perf_counter()
         code = "<error>"
@@ -83,7 +85,13 @@ class KubeClient:
             if observe is not None:
                 observe.observe(verb, resource, code, time.perf_counter() - started)
         self.requests[(verb, resource, response.status)] += 1
-        return await json_body(response)
+        if answer or response.status >= 400:
+            return await json_body(response)
+        try:
+            await response.read()  # read to the end, so that the connection is kept for the next request
+        finally:
+            response.release()
+        return None
 
     async def _send(self, method: str, path: str, body: bytes | None, content_type: str) -> aiohttp.ClientResponse:
         """One request through kubernetes_asyncio's session, with its server, TLS and credentials.
@@ -102,25 +110,29 @@ class KubeClient:
 
     # --- pods, services, podgroups --------------------------------------------------------
 
-    async def create(self, resource: str, obj: dict) -> dict:
+    async def create(self, resource: str, obj: dict, *, answer: bool = True) -> dict | None:
+        """POST; the object made (None with answer=False: not decoded)."""
         path = self._collection(resource, obj["metadata"]["namespace"])
-        return await self._call("create", resource, "POST", path, obj)
+        return await self._call("create", resource, "POST", path, obj, answer=answer)
 
     async def delete(self, resource: str, namespace: str, name: str, uid: str | None = None) -> None:
         """Delete with a uid precondition: a name reused by a newer object is never hit."""
         options: dict = {"propagationPolicy": "Background"}
         if uid:
             options["preconditions"] = {"uid": uid}
-        await self._call("delete", resource, "DELETE", f"{self._collection(resource, namespace)}/{name}", options)
+        await self._call("delete", resource, "DELETE", f"{self._collection(resource, namespace)}/{name}", options,
+                         answer=False)
 
     async def force_delete(self, resource: str, namespace: str, name: str, uid: str) -> None:
         options = {"gracePeriodSeconds": 0, "preconditions": {"uid": uid}}
-        await self._call("delete", resource, "DELETE", f"{self._collection(resource, namespace)}/{name}", options)
+        await self._call("delete", resource, "DELETE", f"{self._collection(resource, namespace)}/{name}", options,
+                         answer=False)
 
-    async def patch(self, resource: str, namespace: str, name: str, changes: dict) -> dict:
+    async def patch(self, resource: str, namespace: str, name: str, changes: dict, *, answer: bool = True
+                    ) -> dict | None:
         """A JSON merge patch: lists in `changes` replace the stored ones whole."""
         return await self._call("patch", resource, "PATCH", f"{self._collection(resource, namespace)}/{name}", changes,
-                                content_type="application/merge-patch+json")
+                                content_type="application/merge-patch+json", answer=answer)
 
     async def get(self, resource: str, namespace: str, name: str) -> dict:
         return await self._call("get", resource, "GET", f"{self._collection(resource, namespace)}/{name}")
@@ -145,11 +157,11 @@ class KubeClient:
 
     async def create_event(self, event: dict) -> None:
         await self._call("create", "events", "POST", f"/api/v1/namespaces/{event['metadata']['namespace']}/events",
-                         event)
+                         event, answer=False)
 
     async def patch_event(self, namespace: str, name: str, changes: dict) -> None:
         await self._call("patch", "events", "PATCH", f"/api/v1/namespaces/{namespace}/events/{name}", changes,
-                         content_type="application/merge-patch+json")
+                         content_type="application/merge-patch+json", answer=False)
 
 
 class InstrumentedApiClient(ApiClient):

@@ -194,7 +194,11 @@ class Controller:
             bound = structlog.contextvars.bind_contextvars(job=key, reconcile_id=uuid.uuid4().hex[:12])
             try:
                 outcome = await self.reconcile(key)
-                if outcome.requeue_after is None:
+                if outcome.requeue_after is None and outcome.lost_at is not None:
+                    self.queue.forget(key)
+                    self._await_newer(key, outcome.lost_at)  # nothing failed: no retry, no backoff
+                    result = "requeue"
+                elif outcome.requeue_after is None:
                     self.queue.forget(key)
                     result = "success"
                 elif outcome.requeue_after > 0:

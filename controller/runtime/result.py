@@ -13,7 +13,9 @@ from dataclasses import dataclass
 class Result:
     requeue_after: float | None = None  # None: done until something changes
     # The job's resourceVersion a status write lost with (409): the cache lagged, and the version
-    # that won is on its way; the controller reconciles again when it arrives.
+    # that won is on its way; the controller reconciles again when it arrives. With requeue_after 0.0
+    # also a retry with backoff, should that version never come; with requeue_after None only the wait,
+    # for a version certain to come (our own write's, which the watch or a relist delivers).
     lost_at: str | None = None
 
     @property

@@ -106,7 +106,7 @@ class WorldClient:
         self.world.log.append(("status", JOB, self.world.job))
         return self.world.job
 
-    async def create(self, resource: str, obj: dict) -> dict:
+    async def create(self, resource: str, obj: dict, *, answer: bool = True) -> dict:
         name = obj["metadata"]["name"]
         if resource == "services":
             self.world.services.setdefault(name, {**obj, "metadata": {**obj["metadata"], "uid": f"svc-{name}"}})
@@ -148,7 +148,7 @@ class WorldClient:
         del self.world.pods[name]
         self.world.stuck.discard(name)
 
-    async def patch(self, resource: str, namespace: str, name: str, changes: dict) -> dict:
+    async def patch(self, resource: str, namespace: str, name: str, changes: dict, *, answer: bool = True) -> dict:
         return {}
 
     async def get(self, resource: str, namespace: str, name: str) -> dict:

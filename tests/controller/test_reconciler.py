@@ -21,7 +21,8 @@ NOW = "2030-01-01T00:00:00Z"
 class FakeClient:
     """The write client's verbs, each recorded as (verb, resource, name); `refuse` makes one fail."""
 
-    def __init__(self) -> None:
+    def __init__(self, echo=None) -> None:
+        self.echo = echo  # called with each status written, as the job informer would deliver it (None: never)
         self.calls: list[tuple[str, str, str]] = []
         self.statuses: list[dict] = []  # every status written
         self.refuse: dict[tuple[str, str, str], ApiStatusError] = {}
@@ -35,9 +36,13 @@ class FakeClient:
     async def replace_status(self, resource, job: dict, status: dict) -> dict:
         self._do("update", f"{resource.plural}/status", job["metadata"]["name"])
         self.statuses.append(status)
-        return {**job, "status": status, "metadata": {**job["metadata"], "resourceVersion": "written"}}
+        version = f"w{len(self.statuses)}"
+        written = {**job, "status": status, "metadata": {**job["metadata"], "resourceVersion": version}}
+        if self.echo is not None:
+            self.echo(written)
+        return written
 
-    async def create(self, resource: str, obj: dict) -> dict:
+    async def create(self, resource: str, obj: dict, *, answer: bool = True) -> dict:
         self._do("create", resource, obj["metadata"]["name"])
         return obj
 
@@ -47,7 +52,7 @@ class FakeClient:
     async def force_delete(self, resource: str, namespace: str, name: str, uid: str) -> None:
         self._do("force-delete", resource, name)
 
-    async def patch(self, resource: str, namespace: str, name: str, changes: dict) -> dict:
+    async def patch(self, resource: str, namespace: str, name: str, changes: dict, *, answer: bool = True) -> dict:
         self._do("patch", resource, name)
         return {}
 
@@ -79,7 +84,8 @@ class Harness:
         self.put("jobs", job)
         for pod in pods:
             self.put("pods", pod)
-        self.client = FakeClient()
+        # The job cache has each status written at once (its echo), unless a test holds it back.
+        self.client = FakeClient(echo=lambda job: self.put("jobs", job))
         self.recorder = FakeRecorder()
         listers = {name: Lister(store) for name, store in self.stores.items()}
         self.reconciler = Reconciler(GENERICJOB, self.client, listers["jobs"], listers["pods"], listers["services"],
@@ -164,6 +170,25 @@ async def test_a_lost_status_write_touches_nothing_else():
     assert result.requeue_after == 0.0 and result.lost_at == "10"
     assert harness.client.calls == [("update", "genericjobs/status", "job")]
     assert harness.recorder.events == []
+
+
+async def test_a_cache_still_behind_our_own_status_write_waits_for_its_echo_without_a_request():
+    harness = Harness(job_object(workers=2))
+    harness.client.echo = None  # the echo of a write is late
+    await harness.reconcile()  # writes the status (version "10" -> "w1"), creates both pods
+    harness.client.calls.clear()
+    # A pod event queues the job again before the echo of that write has reached the job cache: a write from
+    # the cached version "10" could only lose, so the reconcile sends nothing and waits for the newer version.
+    harness.put("pods", pod_of(0, "p0", "Pending"))
+    result = await harness.reconcile()
+    assert result.requeue_after is None and result.lost_at == "10"  # waits for the echo only: no retry
+    assert harness.client.calls == []
+    # The echo arrives: the job is reconciled from it as usual (the new pod's uid is recorded at once).
+    written = harness.stores["jobs"].get("ns/job")
+    harness.put("jobs", {**written, "status": harness.client.statuses[-1],
+                         "metadata": {**written["metadata"], "resourceVersion": "w1"}})
+    result = await harness.reconcile()
+    assert result.lost_at is None and harness.client.calls == [("update", "genericjobs/status", "job")]
 
 
 async def test_a_restart_is_counted_in_the_status_before_the_pod_is_deleted():
@@ -268,8 +293,11 @@ async def test_pods_starting_are_reported_together_and_anything_else_at_once():
     await harness.reconcile()  # creates both pods
     job = harness.stores["jobs"].get("ns/job")
 
-    def cached_status(status: dict) -> None:
-        harness.put("jobs", {**job, "status": status, "metadata": {**job["metadata"], "resourceVersion": "11"}})
+    versions = iter(range(11, 100))
+
+    def cached_status(status: dict) -> None:  # the job cache at a newer version, holding `status`
+        harness.put("jobs", {**job, "status": status,
+                             "metadata": {**job["metadata"], "resourceVersion": str(next(versions))}})
 
     cached_status(harness.client.statuses[-1])
     harness.put("pods", pod_of(0, "u0", "Pending"))

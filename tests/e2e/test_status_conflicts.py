@@ -58,3 +58,32 @@ async def test_a_newer_version_already_cached_is_reconciled_at_once(cluster, con
     await jobs.patch("job", {"metadata": {"annotations": {"a": "b"}}})  # not a generation or label change
     await until(lambda: controllers.reconciles["default/job"] == before + 2, what="reconciled on the new version")
     assert controller.queue.parked == {}
+
+
+async def test_a_wait_for_a_version_certain_to_come_parks_the_job_without_a_retry(cluster, controller, controllers,
+                                                                                     jobs):
+    """A reconcile that finds the job cache behind its own status write waits for the echo only
+    (`Result(lost_at=...)` without requeue_after): parked, with no fallback retry and no backoff counted."""
+    from controller.runtime.result import Result
+
+    await jobs.submit(genericjob("job", {"worker": 1}, FOREVER))
+    await jobs.wait_phase("job", "Running")
+    await until(controllers.idle, what="idle")
+    cached = controller.jobs.lister.get("default/job")["metadata"]["resourceVersion"]
+    before = controllers.reconciles["default/job"]
+    reconcile = controller.reconciler.reconcile  # counted by `controllers`
+    waits: list[str] = []
+
+    async def behind_once(key: str) -> Result:
+        if not waits:
+            waits.append(key)
+            return Result(lost_at=cached)
+        return await reconcile(key)
+
+    controller.reconciler.reconcile = behind_once
+    controller.queue.add("default/job")
+    await until(lambda: controller.queue.parked == {"default/job": cached}, what="parked")
+    assert controller.queue.num_requeues("default/job") == 0  # no retry with backoff besides the wait
+    await jobs.patch("job", {"metadata": {"annotations": {"a": "b"}}})  # a newer version: the echo's stand-in
+    await until(lambda: controllers.reconciles["default/job"] == before + 1, what="reconciled on the new version")
+    assert controller.queue.parked == {} and waits == ["default/job"]
