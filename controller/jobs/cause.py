@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from controller.jobs.api import JobPhase, Outcome, Verdict
-from controller.jobs.restart import Observation, Seen
+from controller.jobs.restart import Observation, Seen, will_count
 
 REPLICA_FAILED = "ReplicaFailed"
 BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
@@ -37,7 +37,9 @@ def explained(verdict: Verdict, observations: Sequence[Observation]) -> Verdict:
     if not failed:
         return replace(verdict, reason=REPLICA_FAILED)
     first = failed[0]
-    job_restarts = sum(o.record.restart_count for o in observations)
+    # The job's restarts: those recorded, and those granted in this same reconcile to replicas judged before
+    # (observe_all): two replicas failing at once under a budget of one fail the job "after 1 of 1 restarts".
+    job_restarts = sum(o.record.restart_count for o in observations) + sum(map(will_count, observations))
     exhausted, limit = first.slot.policy.why_final(first.record.restart_count, first.record.containers, job_restarts)
     text = f"replica {first.slot.type}-{first.slot.rank} failed {how(first)} {limit}"
     if len(failed) > 1:

@@ -143,6 +143,22 @@ def test_a_tf_job_whose_backoff_limit_ran_out_says_so():
         "restarts of the job (runPolicy.backoffLimit)")
 
 
+def test_two_failures_in_one_reconcile_count_the_restart_the_first_was_granted():
+    """A budget of one: the first failure judged takes the restart, the second fails the job; its message counts
+    the restart granted in the same reconcile (the e2e test met this when both pods failed together)."""
+    job = parsed(("worker", 2), runPolicy={"backoffLimit": 1})
+    job = job.model_copy(update={"spec": job.spec.model_copy(update={"replica_specs": [
+        job.spec.replica_specs[0].model_copy(update={"restart_policy": "OnFailure"})]})})
+    pods = TfPods()
+    status = tf_plan(job, {}, pods, 0).status
+    pods.set("worker", 0, "Failed", exit_code=1, container_reason="Error")
+    pods.set("worker", 1, "Failed", exit_code=1, container_reason="Error")
+    assert failed_with(tf_plan(job, status, pods, 5)) == (
+        "BackoffLimitExceeded", "BackoffLimitExceeded",
+        "Replica tf-worker-1 has failed: replica worker-1 failed with exit code 1 (Error) after 1 of 1 "
+        "restarts of the job (runPolicy.backoffLimit)")
+
+
 def test_a_deadline_keeps_its_own_reason_and_message():
     job = parsed(("worker", 1), runPolicy={"activeDeadlineSeconds": 10})
     pods = TfPods()
