@@ -12,8 +12,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kubernetes_asyncio.client import ApiClient
-
+from apimachinery.kubeclient import ApiClient
 from apimachinery.resource import Resource
 from informers.backoff import Backoff
 from informers.compact import Compactor
