@@ -22,7 +22,7 @@ async def test_initial_sync_lists_in_pages_and_delivers_everything(cluster, fact
     await factory.wait_for_sync(timeout=20)
     # Synced means delivered: every add reached the handler before wait_for_sync returned.
     assert len(rec.names("add")) == 1200 and len(informer.store) == 1200
-    assert requests(cluster, "list") == 3  # 500 + 500 + 200
+    assert requests(cluster, "list") == 12  # pages of 100 (InformerOptions.page_size)
     assert informer.store.get("default/p0042")["metadata"]["name"] == "p0042"
     # The watch starts at the list's version, so a later write is seen exactly once.
     pods.create("late")
