@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from kubernetes_asyncio.client import ApiClient
 from prometheus_client import CollectorRegistry
 
+from apimachinery.kubeclient import ApiClient
 from apimachinery.resource import Resource
 from informers.informer import Informer, InformerStatus, Transform
 from informers.lister import Lister

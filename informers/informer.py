@@ -12,8 +12,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kubernetes_asyncio.client import ApiClient
-
+from apimachinery.kubeclient import ApiClient
 from apimachinery.resource import Resource
 from informers.backoff import Backoff
 from informers.compact import Compactor
@@ -152,7 +151,7 @@ class Informer:
         while True:
             self._reflector = Reflector(self._transport, path, self.label_selector, self.options, self.stats,
                                         str(self), prepare=self._prepare, replace=self._replace,
-                                        apply=self._apply)
+                                        apply=self._apply, trim=self._trimmed, compact=self._compacted)
             try:
                 await self._reflector.run()
             except Exception as exc:
@@ -164,11 +163,17 @@ class Informer:
     # --- the reflector's side: synchronous, so the store never changes mid-await ---------
 
     def _prepare(self, obj: dict) -> dict:
+        return self._compacted(self._trimmed(obj))
+
+    def _trimmed(self, obj: dict) -> dict:
         meta = obj.get("metadata")
         if meta is not None:
             meta.pop("managedFields", None)  # large, and no controller reads it
         if self.transform is not None:
             obj = self.transform(obj)
+        return obj
+
+    def _compacted(self, obj: dict) -> dict:
         if self._compact is not None:
             obj = self._compact(obj, self.store.get(object_key(obj)))
         return obj

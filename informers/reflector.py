@@ -93,7 +93,10 @@ class ShortWatch(Exception):
 class Reflector:
     def __init__(self, transport: Transport, path: str, label_selector: str | None, options: InformerOptions,
                  stats: InformerStats, name: str, *, prepare: Callable[[dict], dict],
-                 replace: Callable[[list[dict], str], None], apply: Callable[[str, dict], None]) -> None:
+                 replace: Callable[[list[dict], str], None], apply: Callable[[str, dict], None],
+                 trim: Callable[[dict], dict], compact: Callable[[dict], dict]) -> None:
+        """`prepare` makes a decoded object what the cache keeps; `trim` then `compact` is `prepare` in two
+        steps, for a list, which copies the trimmed objects between them (see `_prepare_page`)."""
         self.transport = transport
         self.path = path
         self.label_selector = label_selector
@@ -101,6 +104,8 @@ class Reflector:
         self.stats = stats
         self.name = name
         self._prepare = prepare
+        self._trim = trim
+        self._compact = compact
         self._replace = replace
         self._apply = apply
         self.resource_version = ""  # the last version seen: a list's, then each watch event's
@@ -214,19 +219,37 @@ class Reflector:
                     continue
                 with gc_paused():
                     page = orjson.loads(body)
-                meta = page.get("metadata") or {}
-                token = meta.get("continue")
+                del body
+                meta = page.pop("metadata", None) or {}
+                token, version = meta.get("continue"), meta.get("resourceVersion", "")
                 if token:
                     # Ask for the next page now, and let the request leave, so that the server
                     # serves it while this one is being prepared.
                     fetch, continuing = self._fetch({**later, "continue": token}), True
                     await asyncio.sleep(0)
-                with gc_paused():
-                    objects.extend(map(self._prepare, page.get("items") or ()))
+                objects.extend(self._prepare_page(page.pop("items", None) or []))
+                del page
                 if not token:
-                    return objects, meta.get("resourceVersion", "")
+                    return objects, version
         finally:
             _discard(fetch)
+
+    def _prepare_page(self, items: list[dict]) -> list[dict]:
+        """A page's objects trimmed, then copied afresh, then compacted, in code that never awaits.
+
+        Decoding a page makes its objects side by side in the allocator's memory, and trimming keeps
+        a small part of each: the kept parts would hold on to nearly every block of the page's
+        memory (free space scattered among them that Python can neither return nor fill with
+        anything larger), so a cache would cost the size of the pages it came from. Copying what
+        is kept (JSON out and in again) makes new objects packed together, and frees the page
+        whole. The copy comes before compaction, which shares sub-objects between objects and
+        would be undone by it.
+        """
+        trim, compact = self._trim, self._compact
+        with gc_paused():
+            kept = orjson.dumps([trim(item) for item in items])
+            items.clear()
+            return [compact(obj) for obj in orjson.loads(kept)]
 
     def _fetch(self, params: dict[str, str]) -> asyncio.Future[bytes]:
         return asyncio.ensure_future(self.transport.get(self.path, params))

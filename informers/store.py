@@ -33,7 +33,9 @@ class Store:
     def __init__(self) -> None:
         self._items: dict[str, dict] = {}
         self._index_funcs: dict[str, IndexFunc] = {}
-        self._indices: dict[str, dict[str, set[str]]] = {}
+        # index name -> value -> the keys of the objects with that value, a dict used as an ordered set: a
+        # dict of five keys takes 184 bytes where a set takes 728 (a job's five pods, in each of 2,000 jobs).
+        self._indices: dict[str, dict[str, dict[str, None]]] = {}
         self.add_index(NAMESPACE_INDEX, namespace_index)
         self.add_index(CONTROLLER_INDEX, controller_index)
 
@@ -61,7 +63,7 @@ class Store:
         items = self._items
         return [items[key] for key in self._index(name).get(value, ())]
 
-    def _index(self, name: str) -> dict[str, set[str]]:
+    def _index(self, name: str) -> dict[str, dict[str, None]]:
         try:
             return self._indices[name]
         except KeyError:
@@ -73,10 +75,10 @@ class Store:
         """Index objects by `func(obj)`, a list of values; objects already cached are indexed now."""
         if name in self._index_funcs:
             raise ValueError(f"index {name!r} already exists")
-        index: dict[str, set[str]] = {}
+        index: dict[str, dict[str, None]] = {}
         for key, obj in self._items.items():
             for value in func(obj):
-                index.setdefault(value, set()).add(key)
+                index.setdefault(value, {})[key] = None
         self._index_funcs[name] = func
         self._indices[name] = index
 
@@ -103,17 +105,17 @@ class Store:
         return old
 
     @staticmethod
-    def _reindex(index: dict[str, set[str]], key: str, old_values: Iterable[str],
+    def _reindex(index: dict[str, dict[str, None]], key: str, old_values: Iterable[str],
                  new_values: Iterable[str]) -> None:
         for value in old_values:
             keys = index.get(value)
             if keys is not None:
-                keys.discard(key)
+                keys.pop(key, None)
                 if not keys:
                     del index[value]
         for value in new_values:
             keys = index.get(value)
             if keys is None:
-                index[value] = {key}
+                index[value] = {key: None}
             else:
-                keys.add(key)
+                keys[key] = None

@@ -11,9 +11,9 @@ import asyncio
 
 import aiohttp
 import orjson
-from kubernetes_asyncio.client import ApiClient
 
 from apimachinery.errors import ApiStatusError
+from apimachinery.kubeclient import ApiClient
 
 _HEADERS = {"Accept": "application/json"}
 _AUTH = ["BearerToken"]

@@ -11,7 +11,8 @@ import contextlib
 from collections.abc import Callable
 
 import aiohttp
-from kubernetes_asyncio.client import ApiClient
+
+from apimachinery.kubeclient import ApiClient
 
 CONNECT_TIMEOUT = 10.0
 

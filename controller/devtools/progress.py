@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TextIO
 
-from kubernetes_asyncio.client import ApiClient
-
+from apimachinery.kubeclient import ApiClient
 from controller.devtools.pod_logs import LogFollower
 from controller.devtools.reasons import ReplicaReasons, pod_log_reader
 from controller.kinds.registry import KINDS

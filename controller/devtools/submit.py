@@ -16,8 +16,8 @@ from pathlib import Path
 import aiohttp
 import orjson
 import yaml
-from kubernetes_asyncio.client import ApiClient
 
+from apimachinery.kubeclient import ApiClient
 from informers import ApiStatusError
 from informers.transport import status_error
 

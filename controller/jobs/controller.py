@@ -17,10 +17,10 @@ import functools
 import time
 
 import structlog
-from kubernetes_asyncio.client import ApiClient
 from prometheus_client import CollectorRegistry
 
 from apimachinery.errors import ApiStatusError
+from apimachinery.kubeclient import ApiClient
 from apimachinery.resource import PODS, SERVICES
 from controller.jobs import podgroup, trim
 from controller.jobs.backoff import RestartBackoff

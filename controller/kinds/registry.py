@@ -7,9 +7,9 @@ import functools
 import importlib
 from collections.abc import Sequence
 
-from kubernetes_asyncio.client import ApiClient
 from prometheus_client import CollectorRegistry
 
+from apimachinery.kubeclient import ApiClient
 from controller.jobs.controller import JobController
 from controller.jobs.kind import JobKind
 from controller.kinds.genericjob.kind import GENERICJOB

@@ -17,10 +17,10 @@ from urllib.parse import urlsplit
 import aiohttp
 import orjson
 from aiohttp.helpers import get_env_proxy_for_url
-from kubernetes_asyncio.client import ApiClient
 from yarl import URL
 
 from apimachinery.errors import ApiStatusError
+from apimachinery.kubeclient import ApiClient
 from apimachinery.resource import Resource
 from controller.runtime.metrics import RequestMetrics
 from informers.transport import json_body

@@ -20,10 +20,10 @@ import uuid
 from dataclasses import dataclass
 
 import structlog
-from kubernetes_asyncio.client import ApiClient
 from prometheus_client import CollectorRegistry
 
 from apimachinery.errors import ApiStatusError
+from apimachinery.kubeclient import ApiClient
 from controller.runtime.client import KubeClient
 from controller.runtime.events import EventRecorder
 from controller.runtime.metrics import ControllerMetrics, EventMetrics

@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import structlog
-from kubernetes_asyncio.client import ApiClient
 from prometheus_client import CollectorRegistry, Gauge
 
+from apimachinery.kubeclient import ApiClient
 from informers import ApiStatusError
 from informers.transport import TRANSIENT_ERRORS, json_body
 

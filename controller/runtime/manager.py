@@ -28,8 +28,6 @@ from dataclasses import dataclass, field
 
 import structlog
 import yaml
-from kubernetes_asyncio import config as kube_config
-from kubernetes_asyncio.client import ApiClient, Configuration
 from prometheus_client import (
     CollectorRegistry,
     GCCollector,
@@ -38,6 +36,7 @@ from prometheus_client import (
     disable_created_metrics,
 )
 
+from apimachinery.kubeclient import ApiClient, Configuration, kube_config
 from controller.runtime.certs import POLL_SECONDS, CertificateError, CertWatcher, server_context
 from controller.runtime.client import InstrumentedApiClient
 from controller.runtime.controller import Controller, ControllerConfig

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 import structlog
 from aiohttp import web
-from kubernetes_asyncio.client import ApiClient
 
+from apimachinery.kubeclient import ApiClient
 from informers import ApiStatusError
 from informers.transport import TRANSIENT_ERRORS, json_body
 

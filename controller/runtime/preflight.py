@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import structlog
-from kubernetes_asyncio.client import ApiClient
 
+from apimachinery.kubeclient import ApiClient
 from informers import ApiStatusError, Resource
 from informers.backoff import Backoff, BackoffPolicy
 from informers.transport import TRANSIENT_ERRORS, Transport

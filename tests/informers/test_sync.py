@@ -22,7 +22,7 @@ async def test_initial_sync_lists_in_pages_and_delivers_everything(cluster, fact
     await factory.wait_for_sync(timeout=20)
     # Synced means delivered: every add reached the handler before wait_for_sync returned.
     assert len(rec.names("add")) == 1200 and len(informer.store) == 1200
-    assert requests(cluster, "list") == 3  # 500 + 500 + 200
+    assert requests(cluster, "list") == 12  # pages of 100 (InformerOptions.page_size)
     assert informer.store.get("default/p0042")["metadata"]["name"] == "p0042"
     # The watch starts at the list's version, so a later write is seen exactly once.
     pods.create("late")
@@ -119,3 +119,33 @@ async def test_expired_continue_token_falls_back_to_one_full_list(cluster, api_c
     assert len(informer.store) == 50
     assert requests(cluster, "list", code=410) == 1
     assert requests(cluster, "list", code=200) == 2  # the first page, then everything at once
+
+
+async def test_a_listed_page_is_trimmed_then_copied_then_compacted(cluster, api_client, options):
+    """The cache holds fresh copies of what the transform kept (so that a page's memory is freed whole, see
+    Reflector._prepare_page), equal to it, and compacted after the copy: siblings, across pages too,
+    share their equal parts."""
+    pods = Pods(cluster)
+    for i in range(25):
+        pods.create(f"p{i:02}", labels={"app": "x", "tier": "web"})
+    returned: list[dict] = []
+
+    def keep_metadata(obj: dict) -> dict:
+        kept = {"kind": obj["kind"], "metadata": obj["metadata"]}
+        returned.append(kept)
+        return kept
+
+    factory = InformerFactory(api_client, options=dataclasses.replace(options, page_size=10))
+    informer = factory.informer(PODS, transform=keep_metadata)
+    try:
+        factory.start()
+        await factory.wait_for_sync(timeout=10)
+    finally:
+        await factory.stop()
+    assert requests(cluster, "list") == 3  # 10 + 10 + 5
+    cached = [informer.store.get(f"default/p{i:02}") for i in range(25)]
+    assert cached == returned  # what the transform kept, no more and no less
+    assert not any(c is r or c["metadata"] is r["metadata"] for c, r in zip(cached, returned, strict=True))
+    labels = {id(c["metadata"]["labels"]) for c in cached}
+    assert len(labels) == 1, "equal label sets, in every page, are one shared dict"
+    assert "managedFields" not in cached[0]["metadata"]
