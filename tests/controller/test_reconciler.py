@@ -122,6 +122,29 @@ async def test_the_status_is_written_before_any_pod_and_each_pod_is_created_once
     assert [call for call in harness.client.calls if call[1] == "pods"] == []
 
 
+async def test_a_job_is_parsed_once_per_generation_while_it_runs_and_not_kept_once_finished():
+    harness = Harness(job_object(workers=1))
+    parses = []
+
+    class Counting:  # the kind, counting its parses
+        def __getattr__(self, name):
+            return getattr(GENERICJOB, name)
+
+        def parse(self, obj):
+            parses.append(obj)
+            return GENERICJOB.parse(obj)
+
+    harness.reconciler.kind = Counting()
+    await harness.reconcile()
+    await harness.reconcile()
+    assert len(parses) == 1  # the status write changed the job, not its generation
+    harness.put("jobs", {**harness.stores["jobs"].get("ns/job"), "status": {"phase": "Succeeded"}})
+    harness.reconciler.parsed(harness.stores["jobs"].get("ns/job"))
+    harness.reconciler.parsed(harness.stores["jobs"].get("ns/job"))
+    assert len(parses) == 2  # the first finished read used the memo and dropped it; the second parsed afresh
+    assert harness.reconciler._parsed == {}
+
+
 async def test_a_refused_create_is_a_warning_and_never_a_successful_create():
     harness = Harness(job_object(workers=2))
     harness.client.refuse[("create", "pods", "job-worker-0")] = ApiStatusError(403, "Forbidden", "exceeded quota")
