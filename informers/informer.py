@@ -150,8 +150,8 @@ class Informer:
         path = self.resource.path(self.namespace)
         while True:
             self._reflector = Reflector(self._transport, path, self.label_selector, self.options, self.stats,
-                                        str(self), prepare=self._prepare, replace=self._replace,
-                                        apply=self._apply, trim=self._trimmed, compact=self._compacted)
+                                        str(self), trim=self._trimmed, compact=self._compacted,
+                                        replace=self._replace, apply=self._apply)
             try:
                 await self._reflector.run()
             except Exception as exc:
@@ -161,9 +161,6 @@ class Informer:
                 await asyncio.sleep(backoff.next_delay())
 
     # --- the reflector's side: synchronous, so the store never changes mid-await ---------
-
-    def _prepare(self, obj: dict) -> dict:
-        return self._compacted(self._trimmed(obj))
 
     def _trimmed(self, obj: dict) -> dict:
         meta = obj.get("metadata")

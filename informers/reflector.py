@@ -92,18 +92,16 @@ class ShortWatch(Exception):
 
 class Reflector:
     def __init__(self, transport: Transport, path: str, label_selector: str | None, options: InformerOptions,
-                 stats: InformerStats, name: str, *, prepare: Callable[[dict], dict],
-                 replace: Callable[[list[dict], str], None], apply: Callable[[str, dict], None],
-                 trim: Callable[[dict], dict], compact: Callable[[dict], dict]) -> None:
-        """`prepare` makes a decoded object what the cache keeps; `trim` then `compact` is `prepare` in two
-        steps, for a list, which copies the trimmed objects between them (see `_prepare_page`)."""
+                 stats: InformerStats, name: str, *, trim: Callable[[dict], dict], compact: Callable[[dict], dict],
+                 replace: Callable[[list[dict], str], None], apply: Callable[[str, dict], None]) -> None:
+        """`trim` then `compact` make a decoded object what the cache keeps (`_prepare`); a list copies the
+        trimmed objects between the two steps (see `_prepare_page`)."""
         self.transport = transport
         self.path = path
         self.label_selector = label_selector
         self.options = options
         self.stats = stats
         self.name = name
-        self._prepare = prepare
         self._trim = trim
         self._compact = compact
         self._replace = replace
@@ -234,6 +232,9 @@ class Reflector:
         finally:
             _discard(fetch)
 
+    def _prepare(self, obj: dict) -> dict:
+        return self._compact(self._trim(obj))
+
     def _prepare_page(self, items: list[dict]) -> list[dict]:
         """A page's objects trimmed, then copied afresh, then compacted, in code that never awaits.
 
@@ -309,7 +310,7 @@ class Reflector:
         if kind == "ERROR":
             raise ApiStatusError.from_status(obj)
         self._confirmed_proof()
-        # Read before `prepare`, which may hand back a different object.
+        # Read before `_prepare`, which may hand back a different object.
         version = (obj.get("metadata") or {}).get("resourceVersion")
         if kind == "BOOKMARK":
             stats.bookmarks += 1
