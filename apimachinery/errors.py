@@ -6,6 +6,8 @@ the start-up checks) so that each handles the same codes the same way.
 
 from __future__ import annotations
 
+import orjson
+
 
 class ApiStatusError(Exception):
     """A Status from the server: an HTTP error, or an ERROR event on a watch."""
@@ -41,3 +43,23 @@ class ApiStatusError(Exception):
     def from_status(cls, status: dict, code: int = 0, retry_after: float = 0.0) -> ApiStatusError:
         return cls(int(code or status.get("code") or 0), status.get("reason", ""), status.get("message", ""),
                    retry_after)
+
+    @classmethod
+    def from_body(cls, code: int, reason: str, body: bytes, retry_after: str | None = None) -> ApiStatusError:
+        """An error answer: its Status when the body is one, else the HTTP reason and the body's start
+        (a proxy's or load balancer's page); `retry_after` is the Retry-After header as sent."""
+        seconds = _seconds(retry_after)
+        try:
+            status = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            status = None
+        if not isinstance(status, dict):
+            return cls(code, reason, body[:200].decode(errors="replace"), seconds)
+        return cls.from_status(status, code, seconds)
+
+
+def _seconds(header: str | None) -> float:
+    try:
+        return max(float(header), 0.0) if header else 0.0
+    except ValueError:  # an HTTP date: rare from an apiserver, and the backoff still applies
+        return 0.0

@@ -82,19 +82,4 @@ async def status_error(response: aiohttp.ClientResponse) -> ApiStatusError:
         body = await response.read()
     finally:
         response.release()
-    retry_after = _seconds(response.headers.get("Retry-After"))
-    try:
-        status = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        status = None
-    if not isinstance(status, dict):
-        return ApiStatusError(response.status, response.reason or "", body[:200].decode(errors="replace"),
-                              retry_after)
-    return ApiStatusError.from_status(status, response.status, retry_after)
-
-
-def _seconds(header: str | None) -> float:
-    try:
-        return max(float(header), 0.0) if header else 0.0
-    except ValueError:  # an HTTP date: rare from an apiserver, and the backoff still applies
-        return 0.0
+    return ApiStatusError.from_body(response.status, response.reason or "", body, response.headers.get("Retry-After"))

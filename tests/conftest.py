@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 from kubernetes_asyncio import client, config
+from prometheus_client import CollectorRegistry
 
+from controller.runtime.client import InstrumentedApiClient
+from controller.runtime.metrics import RequestMetrics
 from localcluster import LocalCluster
 
 
@@ -22,10 +25,11 @@ async def cluster(request):
 
 @pytest.fixture
 async def api_client(cluster):
-    """A kubernetes_asyncio client built from the cluster's kubeconfig, as a user's would be."""
+    """A kubernetes_asyncio client built from the cluster's kubeconfig, as a user's would be; the controller's
+    own kind (InstrumentedApiClient), so that a controller made of it writes over its keep-alive connections."""
     configuration = client.Configuration()
     await config.load_kube_config_from_dict(cluster.kubeconfig(), client_configuration=configuration)
-    async with client.ApiClient(configuration) as api:
+    async with InstrumentedApiClient(configuration, metrics=RequestMetrics(CollectorRegistry())) as api:
         yield api
 
 

@@ -4,12 +4,17 @@ Reads come from the informers' caches; everything here is a write (plus the rare
 double-checks a stale cache). Bodies are plain dicts; responses are parsed with orjson and never
 deserialised into kubernetes_asyncio's model classes. Errors are `ApiStatusError`s carrying the
 HTTP code, so callers can treat 404 and 409 as the ordinary outcomes they are.
+
+The requests go over `InstrumentedApiClient`'s keep-alive HTTP/1.1 connections (http1.py: a third of
+aiohttp's CPU per request), with the ApiClient's server, TLS settings and credentials; through
+kubernetes_asyncio's aiohttp session when a proxy is configured or the ApiClient is a plain one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import time
 from collections import Counter
 from urllib.parse import urlsplit
@@ -20,10 +25,10 @@ from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
 from apimachinery.errors import ApiStatusError
-from apimachinery.kubeclient import ApiClient
+from apimachinery.kubeclient import ApiClient, Configuration
 from apimachinery.resource import Resource
+from controller.runtime.http1 import Answer, Http1Pool
 from controller.runtime.metrics import RequestMetrics
-from informers.transport import json_body
 
 _AUTH = ["BearerToken"]
 
@@ -52,7 +57,9 @@ class KubeClient:
     def __init__(self, api_client: ApiClient, *, qps: float = 20.0, burst: int = 30, timeout: float = 30.0) -> None:
         self.api_client = api_client
         self.limiter = TokenBucket(qps, burst)
-        self.timeout = aiohttp.ClientTimeout(total=timeout)
+        self.timeout = timeout  # seconds, per request
+        # InstrumentedApiClient's connections; None: through kubernetes_asyncio's aiohttp session.
+        self.pool: Http1Pool | None = getattr(api_client, "write_pool", None)
         # (verb, resource, code) -> count, exported as metrics and read by tests.
         self.requests: Counter[tuple[str, str, int]] = Counter()
         # Collections outside the core group (pods, services, events), by plural: register().
@@ -64,8 +71,7 @@ class KubeClient:
 
     def with_own_limit(self) -> KubeClient:
         """The same connection and request counts, with a rate limit of its own (the same QPS and burst)."""
-        sibling = KubeClient(self.api_client, qps=self.limiter.qps, burst=self.limiter.burst)
-        sibling.timeout = self.timeout
+        sibling = KubeClient(self.api_client, qps=self.limiter.qps, burst=self.limiter.burst, timeout=self.timeout)
         sibling.requests = self.requests
         sibling.resources = self.resources
         return sibling
@@ -78,35 +84,39 @@ class KubeClient:
         started = time.perf_counter()
         code = "<error>"
         try:
-            response = await self._send(method, path, None if body is None else orjson.dumps(body), content_type)
-            code = str(response.status)
+            reply = await self._send(method, path, None if body is None else orjson.dumps(body), content_type)
+            code = str(reply.status)
         finally:
             observe = getattr(self.api_client, "request_metrics", None)
             if observe is not None:
                 observe.observe(verb, resource, code, time.perf_counter() - started)
-        self.requests[(verb, resource, response.status)] += 1
-        if answer or response.status >= 400:
-            return await json_body(response)
-        try:
-            await response.read()  # read to the end, so that the connection is kept for the next request
-        finally:
-            response.release()
-        return None
+        self.requests[(verb, resource, reply.status)] += 1
+        if reply.status >= 400:
+            raise ApiStatusError.from_body(reply.status, reply.reason, reply.body, reply.retry_after)
+        return orjson.loads(reply.body) if answer and reply.body else None
 
-    async def _send(self, method: str, path: str, body: bytes | None, content_type: str) -> aiohttp.ClientResponse:
-        """One request through kubernetes_asyncio's session, with its server, TLS and credentials.
+    async def _send(self, method: str, path: str, body: bytes | None, content_type: str) -> Answer:
+        """One request with the ApiClient's server and credentials; the answer read whole.
 
         `ApiClient.call_api` would copy the body through `sanitize_for_serialization` and encode it
         with the standard library's json: about half of the client's CPU per write in a burst. The
-        body here is plain JSON already, so orjson encodes it and the session sends the bytes.
+        body here is plain JSON already, so orjson encodes it and the bytes are sent as they are.
         """
         api = self.api_client
         headers = {**api.default_headers, "Accept": "application/json", "Content-Type": content_type}
         await api.update_params_for_auth(headers, None, _AUTH)  # refreshes an expiring token, as call_api does
+        if self.pool is not None:
+            return await self.pool.request(method, path, headers, body, self.timeout)
         rest = api.rest_client
-        return await rest.pool_manager.request(
-            method, api.configuration.host + path, data=body, headers=headers, timeout=self.timeout,
-            proxy=rest.proxy, proxy_headers=rest.proxy_headers, server_hostname=rest.server_hostname)
+        response = await rest.pool_manager.request(
+            method, api.configuration.host + path, data=body, headers=headers,
+            timeout=aiohttp.ClientTimeout(total=self.timeout), proxy=rest.proxy, proxy_headers=rest.proxy_headers,
+            server_hostname=rest.server_hostname)
+        try:
+            raw = await response.read()  # to the end, so that the connection is kept for the next request
+        finally:
+            response.release()
+        return Answer(response.status, response.reason or "", raw, response.headers.get("Retry-After"))
 
     # --- pods, services, podgroups --------------------------------------------------------
 
@@ -165,16 +175,25 @@ class KubeClient:
 
 
 class InstrumentedApiClient(ApiClient):
-    """An ApiClient that counts every request it sends (rest_client_requests_total).
+    """An ApiClient that counts every request it sends (rest_client_requests_total), and holds the
+    keep-alive connections of `KubeClient`'s writes (`write_pool`; None when a proxy is configured).
 
     The informers' lists and watches and leader election go through `ApiClient.request`, so one hook
-    counts them; `KubeClient`'s writes use the same session directly and report to the same metrics.
+    counts them; `KubeClient`'s writes report to the same metrics.
     """
 
     def __init__(self, configuration=None, *, metrics: RequestMetrics, **kwargs) -> None:
         super().__init__(configuration, **kwargs)
         self.request_metrics = metrics
         resolve_proxy_once(self)
+        conf = self.configuration
+        self.write_pool = None if self.rest_client.proxy else Http1Pool(
+            conf.host, ssl_context(conf), server_hostname=conf.tls_server_name, limit=conf.connection_pool_maxsize)
+
+    async def close(self) -> None:
+        if self.write_pool is not None:
+            await self.write_pool.close()
+        await super().close()
 
     async def request(self, method, url, query_params=None, *args, **kwargs):
         verb, resource = request_verb(method, url, query_params)
@@ -191,6 +210,20 @@ class InstrumentedApiClient(ApiClient):
             raise
         finally:
             self.request_metrics.observe(verb, resource, code, time.perf_counter() - started)
+
+
+def ssl_context(configuration: Configuration) -> ssl.SSLContext:
+    """The TLS settings kubernetes_asyncio's REST client makes of a configuration (its rest.py), for the
+    write connections: the CA, a client certificate, verification off only when asked for."""
+    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
+    if configuration.cert_file:
+        context.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
+    if not configuration.verify_ssl:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if configuration.disable_strict_ssl_verification:
+        context.verify_flags &= ~ssl.VERIFY_X509_STRICT
+    return context
 
 
 def resolve_proxy_once(api_client: ApiClient) -> None:
@@ -245,4 +278,4 @@ def _pairs(params) -> list[tuple]:
 
 
 __all__ = ["ApiStatusError", "InstrumentedApiClient", "KubeClient", "TokenBucket", "request_verb",
-           "resolve_proxy_once"]
+           "resolve_proxy_once", "ssl_context"]

@@ -1,0 +1,304 @@
+"""The write client's keep-alive HTTP/1.1 connections (controller/runtime/http1.py), over real sockets: against
+localcluster (TLS, the API server's answers), and against scripted servers for what a real server or network does
+now and then (closes an idle connection, closes one as a request goes out, answers chunked, says Connection:
+close, never answers, answers garbage)."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+
+import orjson
+import pytest
+from kubernetes_asyncio import client, config
+from prometheus_client import CollectorRegistry
+
+from controller.runtime import http1
+from controller.runtime.client import ApiStatusError, InstrumentedApiClient, KubeClient, ssl_context
+from controller.runtime.http1 import Http1Pool
+from controller.runtime.metrics import RequestMetrics
+
+OK = b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"made\":1}\n"
+
+
+class Scripted:
+    """A TCP server whose n-th connection is served by scripts[n](reader, writer); counts connections."""
+
+    def __init__(self, *scripts) -> None:
+        self.scripts = list(scripts)
+        self.connections = 0
+        self.requests: list[bytes] = []
+        self.server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> str:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    async def __aexit__(self, *exc) -> None:
+        self.server.close()
+        await self.server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        script = self.scripts[min(self.connections, len(self.scripts) - 1)]
+        self.connections += 1
+        try:
+            await script(self, reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    async def read_request(self, reader: asyncio.StreamReader) -> bytes:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                       if line.lower().startswith(b"content-length:")), 0)
+        request = head + await reader.readexactly(length)
+        self.requests.append(request)
+        return request
+
+
+async def answer_forever(server: Scripted, reader, writer) -> None:
+    while True:
+        await server.read_request(reader)
+        writer.write(OK)
+        await writer.drain()
+
+
+async def answer_once_then_drop_the_next(server: Scripted, reader, writer) -> None:
+    await server.read_request(reader)
+    writer.write(OK)
+    await writer.drain()
+    await server.read_request(reader)  # the next request arrives, and the connection closes unanswered
+
+
+async def drop_unanswered(server: Scripted, reader, writer) -> None:
+    await server.read_request(reader)
+
+
+async def never_answer(server: Scripted, reader, writer) -> None:
+    await server.read_request(reader)
+    await reader.read()  # until the client gives up and closes
+
+
+async def until(condition, timeout: float = 5.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not condition():  # noqa: ASYNC110 - the state is the pool's, with no event to wait on
+            await asyncio.sleep(0.005)
+
+
+async def test_requests_reuse_one_connection_and_send_exact_bytes():
+    server = Scripted(answer_forever)
+    async with server as url:
+        pool = Http1Pool(url)
+        for i in range(5):
+            answer = await pool.request("POST", f"/api/v1/namespaces/ns/pods?n={i}", {"Accept": "application/json"},
+                                        b'{"a":1}', timeout=5)
+            assert (answer.status, answer.reason, answer.body) == (201, "Created", b'{"made":1}\n')
+        await pool.close()
+    assert server.connections == 1 and pool.open_connections == 0
+    assert server.requests[0] == (b"POST /api/v1/namespaces/ns/pods?n=0 HTTP/1.1\r\nHost: " + url[7:].encode()
+                                  + b"\r\nAccept: application/json\r\nContent-Length: 7\r\n\r\n{\"a\":1}")
+
+
+async def test_an_idle_connection_the_server_closed_is_not_reused():
+    async def answer_once_and_close(server, reader, writer):
+        await server.read_request(reader)
+        writer.write(OK)
+        await writer.drain()  # then closed, as a server's keep-alive timeout closes an idle connection
+
+    server = Scripted(answer_once_and_close)
+    async with server as url:
+        pool = Http1Pool(url)
+        await pool.request("GET", "/a", {}, None, timeout=5)
+        await until(lambda: pool.open_connections == 0 or all(c.closed for c in pool._idle))
+        assert (await pool.request("GET", "/b", {}, None, timeout=5)).status == 201
+        await pool.close()
+    assert server.connections == 2
+
+
+async def test_a_reused_connection_closed_as_the_request_went_out_is_retried_once_on_a_new_one():
+    server = Scripted(answer_once_then_drop_the_next, answer_forever)
+    async with server as url:
+        pool = Http1Pool(url)
+        await pool.request("POST", "/a", {}, b"1", timeout=5)
+        assert (await pool.request("POST", "/b", {}, b"2", timeout=5)).status == 201
+        await pool.close()
+    assert server.connections == 2
+    assert [r.split(b" ")[1] for r in server.requests] == [b"/a", b"/b", b"/b"]
+
+
+async def test_a_new_connection_closed_unanswered_is_an_error_not_a_retry():
+    server = Scripted(drop_unanswered)
+    async with server as url:
+        pool = Http1Pool(url)
+        with pytest.raises(ConnectionError):
+            await pool.request("POST", "/a", {}, b"1", timeout=5)
+        await pool.close()
+    assert server.connections == 1 and pool.open_connections == 0
+
+
+async def test_connection_close_and_chunked_answers():
+    async def chunked_then_close(server, reader, writer):
+        await server.read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
+        await server.read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok")
+        await writer.drain()
+        await reader.read()
+
+    server = Scripted(chunked_then_close, answer_forever)
+    async with server as url:
+        pool = Http1Pool(url)
+        assert (await pool.request("GET", "/a", {}, None, timeout=5)).body == b"hello world"
+        assert (await pool.request("GET", "/b", {}, None, timeout=5)).body == b"ok"
+        assert pool.open_connections == 0  # Connection: close is honoured: never reused
+        assert (await pool.request("GET", "/c", {}, None, timeout=5)).status == 201
+        await pool.close()
+    assert server.connections == 2
+
+
+async def test_no_answer_within_the_timeout_names_the_server_and_drops_the_connection():
+    server = Scripted(never_answer)
+    async with server as url:
+        pool = Http1Pool(url)
+        with pytest.raises(TimeoutError, match=rf"no answer from {url} within 0.2 s \(PUT /x\)"):
+            await pool.request("PUT", "/x", {}, b"{}", timeout=0.2)
+        assert pool.open_connections == 0
+        await pool.close()
+
+
+async def test_a_cancelled_request_drops_its_connection():
+    server = Scripted(never_answer)
+    async with server as url:
+        pool = Http1Pool(url)
+        task = asyncio.ensure_future(pool.request("PUT", "/x", {}, b"{}", timeout=30))
+        await until(lambda: server.requests)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert pool.open_connections == 0
+        await pool.close()
+
+
+async def test_at_most_limit_connections_are_open():
+    release = asyncio.Event()
+    busy = []
+
+    async def slow(server, reader, writer):
+        while True:
+            await server.read_request(reader)
+            busy.append(1)
+            await release.wait()
+            writer.write(OK)
+            await writer.drain()
+
+    server = Scripted(slow)
+    async with server as url:
+        pool = Http1Pool(url, limit=2)
+        tasks = [asyncio.ensure_future(pool.request("GET", f"/{i}", {}, None, timeout=5)) for i in range(5)]
+        await until(lambda: len(busy) == 2)
+        assert server.connections == 2 and pool.open_connections == 2
+        release.set()
+        assert [a.status for a in await asyncio.gather(*tasks)] == [201] * 5
+        await pool.close()
+    assert server.connections == 2
+
+
+async def test_malformed_and_oversized_answers_are_errors(monkeypatch):
+    async def garbage(server, reader, writer):
+        await server.read_request(reader)
+        writer.write(b"this is not HTTP\r\n\r\n")
+        await writer.drain()
+        await reader.read()
+
+    async with Scripted(garbage) as url:
+        pool = Http1Pool(url)
+        with pytest.raises(ConnectionError, match="malformed HTTP answer"):
+            await pool.request("GET", "/", {}, None, timeout=5)
+        await pool.close()
+    monkeypatch.setattr(http1, "MAX_ANSWER", 5)
+    async with Scripted(answer_forever) as url:
+        pool = Http1Pool(url)
+        with pytest.raises(ConnectionError, match="malformed HTTP answer"):
+            await pool.request("GET", "/", {}, None, timeout=5)
+        assert pool.open_connections == 0
+        await pool.close()
+
+
+async def test_no_line_break_can_be_smuggled_into_a_request():
+    pool = Http1Pool("http://127.0.0.1:9")
+    for path, headers in (("/a b", {}), ("/a\r\nX: y", {}), ("/a", {"X": "1\r\nEvil: 2"}), ("/a", {"X": "1\n"}),
+                          ("/a", {"X": "ü"})):
+        with pytest.raises(ValueError, match="line break, space or non-ASCII"):
+            await pool.request("GET", path, headers, None, timeout=1)
+    assert pool.open_connections == 0
+
+
+async def test_a_refused_write_keeps_its_retry_after():
+    async def too_many(server, reader, writer):
+        await server.read_request(reader)
+        body = orjson.dumps({"kind": "Status", "code": 429, "reason": "TooManyRequests", "message": "slow down"})
+        writer.write(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nContent-Length: %d\r\n\r\n%s"
+                     % (len(body), body))
+        await writer.drain()
+        await reader.read()
+
+    async with Scripted(too_many) as url:
+        async with InstrumentedApiClient(client.Configuration(host=url), metrics=RequestMetrics(CollectorRegistry())
+                                         ) as api:
+            assert api.write_pool is not None
+            with pytest.raises(ApiStatusError) as raised:
+                await KubeClient(api, qps=0).create("pods", {"metadata": {"name": "p", "namespace": "ns"}})
+    assert (raised.value.code, raised.value.reason, raised.value.retry_after) == (429, "TooManyRequests", 3.0)
+
+
+async def test_writes_to_localcluster_go_over_tls_on_one_connection(cluster):
+    configuration = client.Configuration()
+    await config.load_kube_config_from_dict(cluster.kubeconfig(), client_configuration=configuration)
+    async with InstrumentedApiClient(configuration, metrics=RequestMetrics(CollectorRegistry())) as api:
+        kube = KubeClient(api, qps=0)
+        assert kube.pool is api.write_pool and configuration.host.startswith("https://")
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+               "spec": {"containers": [{"name": "c", "image": "x"}]}}
+        made = await kube.create("pods", pod)
+        assert made["metadata"]["uid"]
+        with pytest.raises(ApiStatusError) as raised:
+            await kube.create("pods", pod)
+        assert raised.value.code == 409 and raised.value.reason == "AlreadyExists"
+        assert (await kube.get("pods", "default", "p"))["metadata"]["uid"] == made["metadata"]["uid"]
+        await kube.delete("pods", "default", "p", uid=made["metadata"]["uid"])
+        with pytest.raises(ApiStatusError) as raised:
+            await kube.get("pods", "default", "p")
+        assert raised.value.code == 404
+        assert api.write_pool.open_connections == 1
+
+
+async def test_a_server_certificate_the_ca_does_not_sign_is_refused(cluster):
+    configuration = client.Configuration()
+    await config.load_kube_config_from_dict(cluster.kubeconfig(), client_configuration=configuration)
+    configuration.ssl_ca_cert = None  # the system's CAs, which never signed localcluster's certificate
+    async with InstrumentedApiClient(configuration, metrics=RequestMetrics(CollectorRegistry())) as api:
+        with pytest.raises(ssl.SSLCertVerificationError):
+            await KubeClient(api, qps=0).get("pods", "default", "p")
+
+
+async def test_the_tls_settings_are_kubernetes_asyncios(cluster):
+    configuration = client.Configuration()
+    await config.load_kube_config_from_dict(cluster.kubeconfig(), client_configuration=configuration)
+    for verify in (True, False):
+        configuration.verify_ssl = verify
+        async with client.ApiClient(configuration) as api:
+            theirs = api.rest_client.pool_manager.connector._ssl  # what its aiohttp connector was given
+            ours = ssl_context(configuration)
+            assert (ours.verify_mode, ours.check_hostname, ours.verify_flags) == \
+                (theirs.verify_mode, theirs.check_hostname, theirs.verify_flags)
+            assert ours.cert_store_stats() == theirs.cert_store_stats()
+
+
+async def test_with_a_proxy_the_writes_keep_aiohttps_path(monkeypatch):
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.corp:3128")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    async with InstrumentedApiClient(client.Configuration(host="https://10.96.0.1:443"),
+                                     metrics=RequestMetrics(CollectorRegistry())) as api:
+        assert api.write_pool is None and KubeClient(api).pool is None
