@@ -54,14 +54,25 @@ class _Connection(asyncio.Protocol):
         self._body: list[bytes] = []
         self._size = 0
 
-    async def exchange(self, request: bytes) -> Answer:
+    async def exchange(self, request: bytes, deadline: float) -> Answer:
+        """Sends `request` and waits for its answer until the loop's clock reads `deadline` (then TimeoutError)."""
         assert self.transport is not None and self.waiter is None
         self.answered = False
         if self.closed or self.transport.is_closing():  # closed since it was handed out: no answer would ever come
             raise ConnectionResetError("the API server closed the connection")
-        self.waiter = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        self.waiter = waiter = loop.create_future()
+        # A timer on the answer itself: cheaper than asyncio.timeout's, which would cancel the whole task.
+        timer = loop.call_at(deadline, self._expire, waiter)
         self.transport.write(request)
-        return await self.waiter
+        try:
+            return await waiter
+        finally:
+            timer.cancel()
+
+    def _expire(self, waiter: asyncio.Future) -> None:
+        if waiter is self.waiter:
+            self._fail(TimeoutError())
 
     def close(self) -> None:
         self.closed = True
@@ -148,11 +159,20 @@ class Http1Pool:
 
     async def request(self, method: str, path: str, headers: dict[str, str], body: bytes | None,
                       timeout: float) -> Answer:
-        """One exchange, connecting included, within `timeout` seconds (TimeoutError after it)."""
+        """One exchange, waiting for a connection and connecting included, within `timeout` seconds (then
+        TimeoutError)."""
         request = self._encode(method, path, headers, body)
+        deadline = asyncio.get_running_loop().time() + timeout
         try:
-            async with self._slots, asyncio.timeout(timeout):
-                return await self._exchange(request)
+            if self._slots.locked():  # every connection busy: wait for one, within the deadline
+                async with asyncio.timeout_at(deadline):
+                    await self._slots.acquire()
+            else:
+                await self._slots.acquire()  # returns at once
+            try:
+                return await self._exchange(request, deadline)
+            finally:
+                self._slots.release()
         except TimeoutError as err:
             raise TimeoutError(f"no answer from {self.server} within {timeout:g} s ({method} {path})") from err
 
@@ -162,11 +182,11 @@ class Http1Pool:
         self._open.clear()
         self._idle.clear()
 
-    async def _exchange(self, request: bytes) -> Answer:
+    async def _exchange(self, request: bytes, deadline: float) -> Answer:
         for retry in (False, True):
-            connection, reused = await self._acquire()
+            connection, reused = await self._acquire(deadline)
             try:
-                answer = await connection.exchange(request)
+                answer = await connection.exchange(request, deadline)
             except ConnectionError:
                 self._drop(connection)
                 if reused and not retry and not connection.answered:
@@ -179,14 +199,15 @@ class Http1Pool:
             return answer
         raise AssertionError("unreachable")
 
-    async def _acquire(self) -> tuple[_Connection, bool]:
+    async def _acquire(self, deadline: float) -> tuple[_Connection, bool]:
         while self._idle:
             connection = self._idle.pop()
             if not connection.closed:
                 return connection, True
             self._open.discard(connection)
-        _, connection = await asyncio.get_running_loop().create_connection(
-            _Connection, self._host, self._port, ssl=self._ssl, server_hostname=self._server_hostname)
+        async with asyncio.timeout_at(deadline):
+            _, connection = await asyncio.get_running_loop().create_connection(
+                _Connection, self._host, self._port, ssl=self._ssl, server_hostname=self._server_hostname)
         self._open.add(connection)
         return connection, False
 

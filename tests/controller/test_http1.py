@@ -302,3 +302,26 @@ async def test_with_a_proxy_the_writes_keep_aiohttps_path(monkeypatch):
     async with InstrumentedApiClient(client.Configuration(host="https://10.96.0.1:443"),
                                      metrics=RequestMetrics(CollectorRegistry())) as api:
         assert api.write_pool is None and KubeClient(api).pool is None
+
+
+async def test_the_timeout_bounds_the_wait_for_a_connection_and_the_tls_handshake():
+    server = Scripted(never_answer)
+    async with server as url:
+        pool = Http1Pool(url, limit=1)
+        first = asyncio.ensure_future(pool.request("PUT", "/first", {}, b"{}", timeout=30))
+        await until(lambda: server.requests)
+        with pytest.raises(TimeoutError, match=r"within 0.2 s \(PUT /second\)"):
+            await pool.request("PUT", "/second", {}, b"{}", timeout=0.2)  # waited for the only connection
+        first.cancel()
+        await asyncio.gather(first, return_exceptions=True)
+        await pool.close()
+
+    async def silent(server, reader, writer):
+        await reader.read()  # accepts the TCP connection, never answers the TLS ClientHello
+
+    async with Scripted(silent) as url:
+        pool = Http1Pool(url.replace("http://", "https://"), ssl.create_default_context())
+        with pytest.raises(TimeoutError, match=r"within 0.2 s \(GET /\)"):
+            await pool.request("GET", "/", {}, None, timeout=0.2)
+        assert pool.open_connections == 0
+        await pool.close()
