@@ -77,7 +77,14 @@ PROGRESS_FIELDS = frozenset({"tasks", "aggregate", "ready", "readyReplicas"})
 
 
 def utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = datetime.now(UTC)
+    second = now.replace(microsecond=0)
+    if second != _utc_now[0]:  # formatted once a second, not once a reconcile
+        _utc_now[:] = [second, second.strftime("%Y-%m-%dT%H:%M:%SZ")]
+    return _utc_now[1]
+
+
+_utc_now: list = [None, ""]  # the second utc_now last formatted, and its text
 
 
 class Reconciler:

@@ -195,7 +195,10 @@ def replica_counts(records: list[Replica]) -> dict:
 
 
 def find_condition(conditions: Iterable[dict], condition_type: str) -> dict | None:
-    return next((c for c in conditions if c.get("type") == condition_type), None)
+    for condition in conditions:  # a loop, not next() over a generator: a plan asks some fifteen times
+        if condition.get("type") == condition_type:
+            return condition
+    return None
 
 
 def set_condition(conditions: list[dict], condition_type: str, status: bool, reason: str, message: str,

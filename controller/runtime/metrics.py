@@ -41,12 +41,19 @@ class ControllerMetrics:
         families = shared(registry, "controller", lambda: _controller_families(registry))
         self.reconcile_total, self.reconcile_errors, self.reconcile_time, self.max_concurrent, \
             self.active_workers = families
+        self._totals: dict[str, object] = {}  # result -> its labelled child, made on first use (labels() costs)
+        self._time = None
 
     def observe_reconcile(self, seconds: float, result: str) -> None:
         if not self.enabled:
             return
-        self.reconcile_time.labels(self.name).observe(seconds)
-        self.reconcile_total.labels(self.name, result).inc()
+        if self._time is None:
+            self._time = self.reconcile_time.labels(self.name)
+        self._time.observe(seconds)
+        total = self._totals.get(result)
+        if total is None:
+            total = self._totals[result] = self.reconcile_total.labels(self.name, result)
+        total.inc()
         if result == "error":
             self.reconcile_errors.labels(self.name).inc()
 
