@@ -43,6 +43,7 @@ class ControllerMetrics:
             self.active_workers = families
         self._totals: dict[str, object] = {}  # result -> its labelled child, made on first use (labels() costs)
         self._time = None
+        self._active = None
 
     def observe_reconcile(self, seconds: float, result: str) -> None:
         if not self.enabled:
@@ -63,7 +64,9 @@ class ControllerMetrics:
         if maximum is not None:
             self.max_concurrent.labels(self.name).set(maximum)
         if active_delta:
-            self.active_workers.labels(self.name).inc(active_delta)
+            if self._active is None:
+                self._active = self.active_workers.labels(self.name)
+            self._active.inc(active_delta)
 
 
 def _controller_families(registry: CollectorRegistry) -> tuple:
