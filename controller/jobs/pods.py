@@ -129,7 +129,13 @@ _hashes: dict[int, tuple[dict, str]] = {}
 
 
 def mode_annotation(api) -> str:
-    return f"{api.label_prefix}/{RUN_MODE}"
+    key = _mode_keys.get(api.label_prefix)
+    if key is None:  # made once per kind: a plan reads it twice per replica
+        key = _mode_keys[api.label_prefix] = f"{api.label_prefix}/{RUN_MODE}"
+    return key
+
+
+_mode_keys: dict[str, str] = {}  # label prefix -> its run-mode annotation key
 
 
 def pod_mode(api, pod: dict) -> str | None:
