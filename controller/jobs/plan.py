@@ -170,6 +170,8 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
     the_plan = _with_removed(_run(kind, job, old, observations, now, delete, events, now_epoch, backoff), removed)
     if deadline_check is None and the_plan.status.get("startTime") != old.get("startTime"):
         _, deadline_check = _deadline(kind.active_deadline(job), the_plan.status, now_epoch)  # (re)started just now
+    if deadline_check is None:
+        return the_plan
     return the_plan.but(requeue_after=_soonest(the_plan.requeue_after, deadline_check))
 
 
@@ -280,7 +282,10 @@ def _slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
            creating: frozenset[str] = frozenset()) -> tuple[list[Slot], list[dict]]:
     """One slot per replica of the spec, in spec and rank order, with its stored record and pod;
     and the pods that belong to no replica of the spec."""
-    stored = {**edits.removed_records(old), **kind.status.stored_records(old)}
+    stored = kind.status.stored_records(old)
+    removed = edits.removed_records(old)
+    if removed:
+        stored = {**removed, **stored}
     by_replica: dict[tuple[str, int], list[dict]] = {}
     for pod in pods:
         key = replica_of(kind.api, pod)
@@ -292,8 +297,9 @@ def _slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
         for rank in range(spec.replicas):
             name = replica_name(job.name, spec.type, rank)
             record = st.read_record(stored.get(name), name)
+            candidates = by_replica.pop((spec.type, rank), None)
             slots.append(Slot(spec.type, rank, name, rules[spec.type], record,
-                              _pick(by_replica.pop((spec.type, rank), []), record), name in creating))
+                              _pick(candidates, record) if candidates else None, name in creating))
     strays = sorted((p for found in by_replica.values() for p in found), key=lambda p: p["metadata"]["name"])
     return slots, strays
 
@@ -325,22 +331,30 @@ def _run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observatio
          delete: list, events: list, now_epoch: float, backoff: RestartBackoff) -> Plan:
     restarted_at = stamp(now_epoch)
     debugging = job.spec.run_mode.debugging
-    # Debug mode turned on or off: the pods of the other mode go without counting a restart, as for a pause,
-    # and their replacements are made in the new mode once they are gone.
-    switched = [edits.other_mode(kind, o, debugging) for o in observations]
-    steps = [restart.pause(o) if other else restart.step(o, restarted_at, now_epoch, backoff)
-             for o, other in zip(observations, switched, strict=True)]
-    records = [s.record for s in steps]
     old_conditions = old.get("conditions") or []
     # Debug pods stay debug pods; a job that was ever paused (it has a Paused condition, True or
     # False) creates its pods, restarts included, with the resume overrides.
     mode = DEBUG if job.spec.run_mode.debugging else RESUME if st.ever_paused(old_conditions) else IMMEDIATE
-    create = [CreatePod(o.slot.type, o.slot.rank, mode) for o, s in zip(observations, steps, strict=True) if s.create]
-    delete = delete + [DeletePod(o.slot.name, s.delete, RESTART) for o, s in zip(observations, steps, strict=True)
-                       if s.delete]
-    events = events + [Event(NORMAL, "Restarting", s.restart_event) for s in steps if s.restart_event]
-    events = events + [Event(WARNING, reason, message) for reason, message in waiting.news(
-        (o.slot.name, o.slot.record.waiting, s.record.waiting) for o, s in zip(observations, steps, strict=True))]
+    switched, steps, records, create, restart_deletes, restarting, waits = [], [], [], [], [], [], []
+    for o in observations:  # (one pass over the replicas, where a plan made seven)
+        # Debug mode turned on or off: the pods of the other mode go without counting a restart, as for a pause,
+        # and their replacements are made in the new mode once they are gone.
+        other = edits.other_mode(kind, o, debugging)
+        s = restart.pause(o) if other else restart.step(o, restarted_at, now_epoch, backoff)
+        slot = o.slot
+        switched.append(other)
+        steps.append(s)
+        records.append(s.record)
+        if s.create:
+            create.append(CreatePod(slot.type, slot.rank, mode))
+        if s.delete:
+            restart_deletes.append(DeletePod(slot.name, s.delete, RESTART))
+        if s.restart_event:
+            restarting.append(Event(NORMAL, "Restarting", s.restart_event))
+        waits.append((slot.name, slot.record.waiting, s.record.waiting))
+    delete = delete + restart_deletes
+    events = events + restarting
+    events = events + [Event(WARNING, reason, message) for reason, message in waiting.news(waits)]
     templates, changed = edits.template_changes(job, old)
     events += changed
     if any(switched):
@@ -452,7 +466,8 @@ def _settle_finished(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
 
 
 def _with_removed(the_plan: Plan, removed: list[Replica]) -> Plan:
-    return the_plan.but(status=edits.with_removed(the_plan.status, removed))
+    status = edits.with_removed(the_plan.status, removed)
+    return the_plan if status is the_plan.status else the_plan.but(status=status)
 
 
 def _slots_of(observations: list[Observation]) -> list[Slot]:
