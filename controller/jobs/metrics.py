@@ -24,6 +24,7 @@ class JobMetrics:
         # call, and a phase change published seven of them (some 17,000 calls in a burst of 500 jobs).
         self._counters: dict[str, list] = {}  # namespace -> [created, succeeded, failed, restarted]
         self._gauges: dict[str, object] = {}  # phase -> its gauge
+        self._published: dict[str, int] = {}  # phase -> the value its gauge was last set to
 
     def job_transition(self, namespace: str, old: dict | None, new: dict | None) -> None:
         """Count job lifecycle changes from informer events (so standby replicas agree with the leader)."""
@@ -59,10 +60,14 @@ class JobMetrics:
             return
         gauges = self._gauges
         for phase in PHASES:
+            value = counts.get(phase, 0)
             gauge = gauges.get(phase)
             if gauge is None:
                 gauge = gauges[phase] = self.by_phase.labels(self.kind, phase)
-            gauge.set(counts.get(phase, 0))
+            elif self._published.get(phase) == value:
+                continue  # (a phase change moves two counts: the other five gauges are not set again)
+            gauge.set(value)
+            self._published[phase] = value
 
 
 PHASES = ("Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed", "Unknown")
