@@ -26,18 +26,21 @@ class Compactor:
     def __init__(self, max_paths: int = 10_000) -> None:
         # A bound on remembered paths: keys of user data (a map of dicts keyed by names) add paths.
         self.max_paths = max_paths
-        # path -> [the last container seen there, its JSON once computed]
-        self._last: dict[tuple, list] = {}
+        # The paths seen, as a tree: key -> [the last container seen there, its JSON once computed, its children].
+        # A tree rather than a dict keyed by path tuples: each step down is one lookup of a key, where a
+        # tuple of tuples would be built and hashed whole again at every depth.
+        self._last: dict = {}
+        self._paths = 0
 
     def __call__(self, obj: dict, previous: dict | None = None) -> dict:
         """Compact `obj` in place, sharing with `previous` (its cached version) where equal."""
-        if len(self._last) > self.max_paths:
+        if self._paths > self.max_paths:
             self._last.clear()
-        self._share(obj, previous, None)
+            self._paths = 0
+        self._share(obj, previous, self._last)
         return obj
 
-    def _share(self, node: dict | list, previous: dict | list | None, path: tuple | None) -> None:
-        last = self._last
+    def _share(self, node: dict | list, previous: dict | list | None, last: dict) -> None:
         intern = sys.intern
         dumps = orjson.dumps
         is_dict = type(node) is dict
@@ -54,13 +57,15 @@ class Compactor:
                 if before is not None and before == value and dumps(before) == dumps(value):
                     node[key] = before
                     continue
-            where = (path, key)
-            seen = last.get(where)
-            if seen is not None and seen[0] == value:
+            seen = last.get(key)
+            if seen is None:
+                seen = last[key] = [value, None, {}]
+                self._paths += 1
+            elif seen[0] is not before and seen[0] == value:  # (the cached version was just found unequal)
                 if seen[1] is None:
                     seen[1] = dumps(seen[0])
                 if seen[1] == dumps(value):
                     node[key] = seen[0]
                     continue
-            self._share(value, before if type(before) is kind else None, where)
-            last[where] = [value, None]
+            self._share(value, before if type(before) is kind else None, seen[2])
+            seen[0], seen[1] = value, None

@@ -88,8 +88,12 @@ class Store:
         # Every index function runs before anything changes: one that raises leaves the store intact.
         changes = []
         for name, func in self._index_funcs.items():
-            new_values = list(func(obj))
-            old_values = list(func(old)) if old is not None else []
+            new_values = func(obj)
+            if type(new_values) is not list:  # (index functions mostly return lists: no copy then)
+                new_values = list(new_values)
+            old_values = func(old) if old is not None else []
+            if type(old_values) is not list:
+                old_values = list(old_values)
             if new_values != old_values:
                 changes.append((self._indices[name], old_values, new_values))
         for index, old_values, new_values in changes:

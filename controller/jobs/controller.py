@@ -187,13 +187,17 @@ class JobController(Controller):
         job_uid = controller_uid(obj)
         if job_uid:
             self.reconciler.expectations.creation_observed(job_uid, obj["metadata"]["name"])
-        self._time_pod_phase(obj)
-        self._child_changed(obj)
+        key = owner_key(self.kind.api, obj)  # once per event: the timing and the enqueue both need it
+        self._time_pod_phase(obj, key)
+        if key is not None:
+            self.queue.add(key)
 
     def _pod_updated(self, old: dict, new: dict) -> None:
+        key = owner_key(self.kind.api, new)
         if _pod_phase(old) != _pod_phase(new):
-            self._time_pod_phase(new)
-        self._child_changed(new)
+            self._time_pod_phase(new, key)
+        if key is not None:
+            self.queue.add(key)
 
     def _pod_deleted(self, obj: dict) -> None:
         job_uid = controller_uid(obj)  # obj may be a Tombstone: the last state the cache saw
@@ -204,8 +208,9 @@ class JobController(Controller):
             self.status_latency.pod_gone(job_uid, obj["metadata"].get("uid", ""))
         self._child_changed(obj)
 
-    def _time_pod_phase(self, pod: dict) -> None:
-        if self._workers and self.status_latency.enabled and owner_key(self.kind.api, pod) is not None:
+    def _time_pod_phase(self, pod: dict, key: str | None) -> None:
+        """`key`: the pod's owner_key (None: not a job of this kind)."""
+        if self._workers and self.status_latency.enabled and key is not None:
             job_uid = controller_uid(pod)
             if job_uid:
                 self.status_latency.pod_phase(job_uid, pod["metadata"]["uid"], _pod_phase(pod), time.monotonic())

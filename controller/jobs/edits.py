@@ -42,6 +42,8 @@ def removed(kind: JobKind, old: dict, slots: list[Slot], pods: list[dict]) -> li
 
 def with_removed(status: dict, removed: list[Replica]) -> dict:
     """The plan's status with the records of ranks scaled away, their restarts counted in backoffCount."""
+    if not removed and REMOVED not in status:
+        return status  # (nothing scaled away: the common case, no copy)
     status = {key: value for key, value in status.items() if key != REMOVED}
     if removed:
         status[REMOVED] = [record.to_json() for record in removed]

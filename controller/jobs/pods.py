@@ -111,11 +111,31 @@ def desired_pod(kind: JobKind, job: ParsedJob, replica_type: str, rank: int, *,
 def template_hash(template: dict) -> str:
     """A short hash of a replica type's pod template, as a Deployment's pod-template-hash: the pods made
     before a template edit are told from those made after (the edit applies to new pods only)."""
-    return hashlib.sha256(orjson.dumps(template, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+    # Every plan of a running job asks (edits.template_changes), and its template is the same object for a whole
+    # generation (the reconciler parses a job once per generation; parsed templates are never changed): remembered
+    # by identity, the entry holding the template so that its id cannot be reused while it is remembered.
+    entry = _hashes.get(id(template))
+    if entry is not None and entry[0] is template:
+        return entry[1]
+    digest = hashlib.sha256(orjson.dumps(template, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+    if len(_hashes) >= _HASHES_KEPT:
+        _hashes.clear()
+    _hashes[id(template)] = (template, digest)
+    return digest
+
+
+_HASHES_KEPT = 256
+_hashes: dict[int, tuple[dict, str]] = {}
 
 
 def mode_annotation(api) -> str:
-    return f"{api.label_prefix}/{RUN_MODE}"
+    key = _mode_keys.get(api.label_prefix)
+    if key is None:  # made once per kind: a plan reads it twice per replica
+        key = _mode_keys[api.label_prefix] = f"{api.label_prefix}/{RUN_MODE}"
+    return key
+
+
+_mode_keys: dict[str, str] = {}  # label prefix -> its run-mode annotation key
 
 
 def pod_mode(api, pod: dict) -> str | None:

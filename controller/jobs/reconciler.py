@@ -77,7 +77,14 @@ PROGRESS_FIELDS = frozenset({"tasks", "aggregate", "ready", "readyReplicas"})
 
 
 def utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = datetime.now(UTC)
+    second = now.replace(microsecond=0)
+    if second != _utc_now[0]:  # formatted once a second, not once a reconcile
+        _utc_now[:] = [second, second.strftime("%Y-%m-%dT%H:%M:%SZ")]
+    return _utc_now[1]
+
+
+_utc_now: list = [None, ""]  # the second utc_now last formatted, and its text
 
 
 class Reconciler:
@@ -174,18 +181,24 @@ class Reconciler:
         if written is None:
             return Result(requeue_after=0.0, lost_at=obj["metadata"]["resourceVersion"])
         failed: list[tuple[str, str]] = []  # (reason, message) of every write the server refused
-        refused_deletes = await self._delete_pods(obj, the_plan, failed)
+        # (Each step only when the plan has something for it: most plans have nothing for most steps, and a
+        # coroutine made and run for nothing costs about a microsecond.)
+        refused_deletes = await self._delete_pods(obj, the_plan, failed) if the_plan.delete else set()
         # The PodGroup before the pods, so a gang scheduler never sees a pod of a group it does not
         # know; the pods before their Services (as training-operator), since pods are what a job waits on.
-        await self._upkeep(obj, the_plan.podgroup, failed)
+        if the_plan.podgroup:
+            await self._upkeep(obj, the_plan.podgroup, failed)
         wake_ups: list[float] = []  # seconds until something not announced by any event needs a look
         if the_plan.create and not await self._create_pods(obj, job, the_plan, expected, failed):
             wake_ups.append(NAME_TAKEN_RETRY)
-        await self._upkeep(obj, the_plan.services, failed)
-        await self._upkeep(obj, the_plan.dependents, failed)
-        for event in the_plan.events_after(refused_deletes):
+        if the_plan.services:
+            await self._upkeep(obj, the_plan.services, failed)
+        if the_plan.dependents:
+            await self._upkeep(obj, the_plan.dependents, failed)
+        for event in the_plan.events_after(refused_deletes) if the_plan.events else ():
             self.recorder.record(written, *event)
-        await self._force_delete(obj, the_plan, failed)
+        if the_plan.force_delete:
+            await self._force_delete(obj, the_plan, failed)
         if the_plan.requeue_after is not None:
             wake_ups.append(the_plan.requeue_after)
         if failed:

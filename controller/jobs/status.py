@@ -168,8 +168,17 @@ def read_record(raw: dict | None, name: str) -> Replica:
 
 def observed(record: Replica, pod: dict) -> Replica:
     """The record describing `pod` as the replica's current pod."""
-    return record._with(pod_uid(pod), pod_phase(pod), tuple(container_states(pod)), record.last_restart_uid,
-                        pod_ready(pod), waits.kept(record.waiting, waits.cause(pod)))
+    # pod_uid, pod_phase, container_states and pod_ready, reading the pod once: a plan observes every replica.
+    status = pod.get("status") or {}
+    phase = status.get("phase") or "Pending"
+    containers = tuple(container_states(pod)) if status.get("containerStatuses") else ()
+    ready = phase == "Running" and pod_ready(pod)
+    waiting = record.waiting
+    seen = waits.cause(pod) if phase == "Pending" else None  # (cause() looks at Pending pods only)
+    if waiting or seen:
+        waiting = waits.kept(waiting, seen)
+    return Replica(record.name, pod["metadata"].get("uid") or "", phase, containers, record.restart_count,
+                   record.last_restart_uid, record.last_restart_time, record.restart_streak, ready, waiting)
 
 
 # --- counts ------------------------------------------------------------------------------------
@@ -195,7 +204,10 @@ def replica_counts(records: list[Replica]) -> dict:
 
 
 def find_condition(conditions: Iterable[dict], condition_type: str) -> dict | None:
-    return next((c for c in conditions if c.get("type") == condition_type), None)
+    for condition in conditions:  # a loop, not next() over a generator: a plan asks some fifteen times
+        if condition.get("type") == condition_type:
+            return condition
+    return None
 
 
 def set_condition(conditions: list[dict], condition_type: str, status: bool, reason: str, message: str,

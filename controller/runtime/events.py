@@ -38,6 +38,8 @@ MESSAGE_LIMIT = 1024  # bytes: NoteLengthLimit of k8s.io/kubernetes pkg/apis/cor
 def truncate_utf8(text: str, limit: int) -> str:
     """`text` cut to at most `limit` bytes of UTF-8, never inside a character (a lone surrogate, which no
     JSON encoder would send, becomes "?")."""
+    if len(text) <= limit and text.isascii():  # ASCII: a byte a character, and no surrogate to replace
+        return text
     raw = text.encode("utf-8", "replace")
     return raw[:limit].decode("utf-8", "ignore")  # "ignore" drops only the leading bytes of a character cut
 
@@ -57,8 +59,13 @@ class _Sent:
 
 
 def _stamp(ns: int | None = None) -> str:
-    when = datetime.now(UTC) if ns is None else datetime.fromtimestamp(ns / 1e9, UTC)
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    second = (time.time_ns() if ns is None else ns) // 1_000_000_000
+    if second != _stamped[0]:  # formatted once a second, not once an Event
+        _stamped[:] = [second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")]
+    return _stamped[1]
+
+
+_stamped: list = [None, ""]  # the second _stamp last formatted, and its text
 
 
 class EventRecorder:

@@ -14,6 +14,7 @@ default): at debug, the CEL library alone would print a hundred lines a job.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import sys
@@ -39,13 +40,24 @@ OWN_LOGGERS = ("apimachinery", "informers", "workqueue", "controller", "leader",
 def redact(value: Any) -> Any:
     """A copy of `value` with credential-like keys' values and bearer/basic credentials replaced."""
     if isinstance(value, dict):
-        return {k: REDACTED if isinstance(k, str) and _SENSITIVE_KEY.search(k) else redact(v)
+        return {k: REDACTED if isinstance(k, str) and _sensitive_key(k) else redact(v)
                 for k, v in value.items()}
+    if type(value) in _PLAIN:  # (most values of a line: nothing in them to redact)
+        return value
     if isinstance(value, list | tuple):
         return type(value)(redact(v) for v in value)
     if isinstance(value, str) and _CREDENTIAL_IN_TEXT.search(value):
         return _CREDENTIAL_IN_TEXT.sub(lambda m: f"{m.group(1)} {REDACTED}", value)
     return value
+
+
+_PLAIN = frozenset({int, float, bool, type(None)})
+
+
+@functools.lru_cache(maxsize=1024)
+def _sensitive_key(key: str) -> bool:
+    """Does this key look like a credential's? Remembered: a line's keys are the same few, line after line."""
+    return _SENSITIVE_KEY.search(key) is not None
 
 
 def redact_secrets(_logger: Any, _method: str, event_dict: dict) -> dict:

@@ -21,6 +21,7 @@ The order follows the design notes (shared/design/CONTROLLER.md, "Leader electio
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 from collections.abc import Awaitable, Callable
@@ -325,7 +326,16 @@ async def run_program(config: ManagerConfig, kubeconfig: str | None) -> int:
         return await manager.run()
 
 
+# The cyclic collector's first threshold (the default is 700 container allocations). Decoded JSON and reconciles
+# make containers by the thousand and almost never a cycle (what they drop, reference counting frees): at 700 a
+# --qps 0 burst of 200 jobs ran 189 collections for 48 ms of CPU, at 10,000 it ran 12 for 21 ms. Cyclic garbage
+# (rare here) waits longer before it is freed.
+GC_YOUNG_THRESHOLD = 10_000
+
+
 def main(config: ManagerConfig, kubeconfig: str | None) -> int:
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, older, oldest)
     return asyncio.run(run_program(config, kubeconfig))
 
 

@@ -41,12 +41,20 @@ class ControllerMetrics:
         families = shared(registry, "controller", lambda: _controller_families(registry))
         self.reconcile_total, self.reconcile_errors, self.reconcile_time, self.max_concurrent, \
             self.active_workers = families
+        self._totals: dict[str, object] = {}  # result -> its labelled child, made on first use (labels() costs)
+        self._time = None
+        self._active = None
 
     def observe_reconcile(self, seconds: float, result: str) -> None:
         if not self.enabled:
             return
-        self.reconcile_time.labels(self.name).observe(seconds)
-        self.reconcile_total.labels(self.name, result).inc()
+        if self._time is None:
+            self._time = self.reconcile_time.labels(self.name)
+        self._time.observe(seconds)
+        total = self._totals.get(result)
+        if total is None:
+            total = self._totals[result] = self.reconcile_total.labels(self.name, result)
+        total.inc()
         if result == "error":
             self.reconcile_errors.labels(self.name).inc()
 
@@ -56,7 +64,9 @@ class ControllerMetrics:
         if maximum is not None:
             self.max_concurrent.labels(self.name).set(maximum)
         if active_delta:
-            self.active_workers.labels(self.name).inc(active_delta)
+            if self._active is None:
+                self._active = self.active_workers.labels(self.name)
+            self._active.inc(active_delta)
 
 
 def _controller_families(registry: CollectorRegistry) -> tuple:
