@@ -32,6 +32,8 @@ async def test_jobs_run_to_the_end_and_metrics_describe_them(tmp_path):
         check_metrics(metrics, workers=3)
         assert await controller.get("/healthz") == (200, "ok\n")
         assert await controller.get("/readyz") == (200, "ok\n")
+        # `run` serves on uvloop's event loop (manager.main), and says so as it starts.
+        assert next(r for r in controller.logs if r.get("event") == "starting")["event_loop"] == "uvloop"
 
         reconciles = [r for r in controller.logs if r.get("event") == "reconciled"]
         assert {r["job"] for r in reconciles} == {"default/ok", "default/bad", "default/retry"}
