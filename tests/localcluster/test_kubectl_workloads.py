@@ -94,16 +94,27 @@ async def test_rollout_status_and_scale_of_a_deployment(kubectl, cluster, namesp
 async def test_rollout_status_waits_for_pods_that_never_get_ready(kubectl, cluster, namespace):
     # No command: the process runner cannot start the container (CreateContainerConfigError), as a kubelet
     # reports a configuration error; the pod exists, never ready, and the rollout does not complete.
-    await kubectl.ok("apply", "-f", "-", stdin=manifest(deployment("stuck", 1, progressDeadlineSeconds=3)))
+    await kubectl.ok("apply", "-f", "-", stdin=manifest(deployment("stuck", 1)))
+
+    def stuck_and_counted() -> bool:  # what `rollout status` reads is settled: its message cannot vary with load
+        pods = pods_of(cluster, namespace, "stuck")
+        state = pods and (pods[0].get("status", {}).get("containerStatuses") or [{}])[0].get("state", {})
+        obj = cluster.store.get(DEPLOYMENTS, (namespace, "stuck"))
+        status = obj.get("status") or {}
+        return bool(state and state.get("waiting", {}).get("reason") == "CreateContainerConfigError") and \
+            status.get("observedGeneration") == obj["metadata"]["generation"] and \
+            status.get("updatedReplicas") == 1 and not status.get("availableReplicas")
+
+    await wait_until(stuck_and_counted, "the pod stuck in CreateContainerConfigError, counted as updated", timeout=20)
     waiting = await kubectl.run("rollout", "status", "deployment/stuck", "--timeout=1s")
     assert waiting.code == 1
     assert 'Waiting for deployment "stuck" rollout to finish: 0 of 1 updated replicas are available...\n' \
         in waiting.out, waiting.out
     assert waiting.err.endswith("error: timed out waiting for the condition\n"), waiting.err
-    [stuck] = pods_of(cluster, namespace, "stuck")
-    assert stuck["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == "CreateContainerConfigError"
 
-    # No progress for progressDeadlineSeconds: Progressing turns False, and rollout status says so.
+    # No progress for progressDeadlineSeconds: Progressing turns False, and rollout status says so. The deadline is
+    # shortened only now (it counts from the last progress, long past), so the check above never races it.
+    await kubectl.ok("patch", "deployment", "stuck", "-p", '{"spec": {"progressDeadlineSeconds": 3}}')
     exceeded = await kubectl.run("rollout", "status", "deployment/stuck", "--timeout=15s")
     assert (exceeded.code, exceeded.err) == (1, 'error: deployment "stuck" exceeded its progress deadline\n')
     progressing = cluster.store.get(DEPLOYMENTS, (namespace, "stuck"))["status"]["conditions"][1]
