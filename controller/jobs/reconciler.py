@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import UTC, datetime
 
 import structlog
 
@@ -55,6 +54,7 @@ from controller.runtime.client import KubeClient
 from controller.runtime.events import EventRecorder
 from controller.runtime.expectations import Expectations
 from controller.runtime.result import DONE, Result, WritesFailed
+from controller.runtime.timestamps import utc_stamp
 from informers import Lister
 
 log = structlog.get_logger("controller.reconciler")
@@ -76,20 +76,9 @@ START_COALESCE = 0.05
 PROGRESS_FIELDS = frozenset({"tasks", "aggregate", "ready", "readyReplicas"})
 
 
-def utc_now() -> str:
-    now = datetime.now(UTC)
-    second = now.replace(microsecond=0)
-    if second != _utc_now[0]:  # formatted once a second, not once a reconcile
-        _utc_now[:] = [second, second.strftime("%Y-%m-%dT%H:%M:%SZ")]
-    return _utc_now[1]
-
-
-_utc_now: list = [None, ""]  # the second utc_now last formatted, and its text
-
-
 class Reconciler:
     def __init__(self, kind: JobKind, client: KubeClient, jobs: Lister, pods: Lister, services_lister: Lister,
-                 podgroups: Lister | None, recorder: EventRecorder, *, now=utc_now, clock=time.time,
+                 podgroups: Lister | None, recorder: EventRecorder, *, now=utc_stamp, clock=time.time,
                  stuck_after: float = STUCK_TERMINATING_AFTER, latency: StatusLatency | None = None,
                  restart_backoff: RestartBackoff = NO_BACKOFF) -> None:
         self.kind = kind

@@ -23,12 +23,12 @@ import contextlib
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 import structlog
 
 from controller.runtime.client import KubeClient
 from controller.runtime.metrics import EventMetrics
+from controller.runtime.timestamps import utc_stamp
 
 log = structlog.get_logger("controller.runtime.events")
 COMPONENT = "genericjob-controller"  # the program's name (its Deployment's), not a kind's: `kubectl describe` shows it
@@ -56,16 +56,6 @@ class _Sent:
     patch_queued: bool = False
     created: bool = False  # False until the create succeeded: nothing to patch before
     settled: asyncio.Event = field(default_factory=asyncio.Event)  # set once the create was answered or failed
-
-
-def _stamp(ns: int | None = None) -> str:
-    second = (time.time_ns() if ns is None else ns) // 1_000_000_000
-    if second != _stamped[0]:  # formatted once a second, not once an Event
-        _stamped[:] = [second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")]
-    return _stamped[1]
-
-
-_stamped: list = [None, ""]  # the second _stamp last formatted, and its text
 
 
 class EventRecorder:
@@ -102,7 +92,7 @@ class EventRecorder:
         sent = self._recent.get(key)
         if sent is not None and now - sent.first_seen < self.dedupe_seconds:
             sent.count += 1
-            sent.last_timestamp = _stamp()
+            sent.last_timestamp = utc_stamp()
             if not sent.patch_queued:
                 sent.patch_queued = self._enqueue(("patch", None, sent))
             return
@@ -135,7 +125,7 @@ class EventRecorder:
         # (fmt.Sprintf("%v.%x", ref.Name, t.UnixNano())), so `kubectl get events` lists them in order.
         # Two Events in the same nanosecond (a coarse clock) get the next one: names stay unique.
         self._last_ns = ns = max(time.time_ns(), self._last_ns + 1)
-        stamp = _stamp(ns)
+        stamp = utc_stamp(ns)
         return {
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"name": f"{meta['name']}.{ns:x}", "namespace": meta["namespace"]},
