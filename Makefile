@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: local test lint bench install install-local lock image
+.PHONY: local test lint bench install install-local install-torch lock image
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -28,14 +28,20 @@ install-local: $(BIN)/python
 APPLY ?= examples/generic-example.yaml
 ARGS ?=
 local: install-local $(BIN)/kubectl
+	$(BIN)/python scripts/install_system_packages.py --check
 	$(BIN)/genericjob-controller local $(if $(APPLY),--apply $(APPLY)) $(ARGS)
 
 # kubectl alone: helm is for installing on a cluster (make test installs both).
 $(BIN)/kubectl: | $(BIN)/python
 	$(BIN)/python scripts/install_kubectl.py --only kubectl --dest $(BIN)
 
-# Install everything the tests need (kubectl included), lint, and run the tests.
-test: install
+# PyTorch's CPU build for the real-torch tests, hashed (requirements-torch.lock says where the wheel comes from).
+install-torch: install
+	$(BIN)/python -m pip install -q --require-hashes --no-deps -r requirements-torch.lock
+
+# Install everything the tests need (kubectl, the pod network's system packages, torch), lint, and run the tests.
+test: install install-torch
+	$(BIN)/python scripts/install_system_packages.py
 	$(BIN)/python scripts/install_kubectl.py --dest $(BIN)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
@@ -64,6 +70,8 @@ lock: install
 	$(COMPILE) --extra local --extra test --extra bench --extra dev --constraint requirements.lock \
 		--output-file=requirements-dev.lock pyproject.toml
 	$(LOCAL_COMPILE) --extra local --constraint requirements-dev.lock --output-file=requirements-local.lock pyproject.toml
+	$(BIN)/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe --no-emit-index-url --no-emit-find-links \
+		--constraint requirements-dev.lock --output-file=requirements-torch.lock requirements-torch.in
 
 # The controller's image, from the Dockerfile: `make image TAG=0.1.0-dev` (IMAGE names the repository; DOCKER
 # may be podman). Then push it (`docker push IMAGE:TAG`) or load it into kind (`kind load docker-image

@@ -218,8 +218,8 @@ def _on_signals(handler) -> list[int]:
 
 async def _with_cluster(cluster: LocalCluster, args: argparse.Namespace, objects: list[dict] | None,
                         stop: asyncio.Event) -> int:
-    say(f"localcluster listening on {cluster.url} (pods run as local processes: images are ignored, "
-        f"no networking between replicas)")
+    say(f"localcluster listening on {cluster.url} (pods run as local processes: images are ignored)")
+    say(f"pod network: {cluster.runner.network.summary()}")
     say(f"installed CRDs: {', '.join(_install_crds(cluster, args.crds))}")
     path = args.kubeconfig_out or KUBECONFIG_DIR / f"kubeconfig-{cluster.port}"
     try:

@@ -124,8 +124,9 @@ def field_value(pod: dict, path: str) -> str:
         "spec.serviceAccountName": spec.get("serviceAccountName") or spec.get("serviceAccount") or "default",
         "status.hostIP": HOST_IP,
         "status.hostIPs": HOST_IP,
-        "status.podIP": POD_IP,
-        "status.podIPs": POD_IP,
+        # The address the runner gave the pod (its own, or the host's) is in its status before any container starts.
+        "status.podIP": (pod.get("status") or {}).get("podIP") or POD_IP,
+        "status.podIPs": ",".join(a["ip"] for a in (pod.get("status") or {}).get("podIPs") or ()) or POD_IP,
     }
     if path not in simple:
         raise ConfigError(f'unsupported fieldPath "{path}" (the process runner provides '

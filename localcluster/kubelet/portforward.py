@@ -8,10 +8,12 @@ and copies bytes both ways until one side is done (then gives the other a second
 both streams; a failure is written on the error stream first, which makes kubectl drop the
 whole connection. A stream without a valid `port` or `streamType` is reset.
 
-Pods here share the host's network, so the pod's port is 127.0.0.1:PORT (or [::1]:PORT). That
-makes every port of the host a "port of the pod": so, unlike a kubelet (whose pods have a network
-namespace of their own), only the TCP ports the pod's containers declare (`ports[].containerPort`)
-are dialled; any other is refused as a failed forward is, on the error stream, in the kubelet's
+A pod with an address of its own (network/: the process runner's pod network) has its ports there, and
+any of them is dialled, as a kubelet dials any port in the pod's network namespace: the podnet shim moved
+the pod's wildcard and loopback listeners to that address. A pod on the host's network (no shim on this
+machine, or `hostNetwork: true`) has its ports at 127.0.0.1:PORT (or [::1]:PORT), which makes every port
+of the host a "port of the pod": so only the TCP ports its containers declare (`ports[].containerPort`)
+are dialled there; any other is refused as a failed forward is, on the error stream, in the kubelet's
 words. kubectl prints it and drops the connection.
 
 Client data is bounded: a WebSocket message is at most MAX_MESSAGE_BYTES (a larger one closes the
@@ -65,12 +67,13 @@ class _Pair:
     data: _Stream | None = None
 
 
-async def serve(request: web.Request, pod: dict) -> web.WebSocketResponse:
-    """Upgrade the request and forward every connection kubectl opens to the pod's ports."""
+async def serve(request: web.Request, pod: dict, address: str | None = None) -> web.WebSocketResponse:
+    """Upgrade the request and forward every connection kubectl opens to the pod's ports: at `address`, the
+    pod's own, or (None) on the host's loopback, declared ports only."""
     protocol = websocket_protocol(request, (PROTOCOL,), "port-forward")
     ws = web.WebSocketResponse(protocols=(protocol,), max_msg_size=MAX_MESSAGE_BYTES)
     await ws.prepare(request)
-    session = _Session(ws, pod)
+    session = _Session(ws, pod, address)
     try:
         await session.run()
     finally:
@@ -79,8 +82,9 @@ async def serve(request: web.Request, pod: dict) -> web.WebSocketResponse:
 
 
 class _Session:
-    def __init__(self, ws: web.WebSocketResponse, pod: dict) -> None:
+    def __init__(self, ws: web.WebSocketResponse, pod: dict, address: str | None) -> None:
         self.ws = ws
+        self.address = address
         meta = pod["metadata"]
         self.pod = f"{meta.get('namespace')}/{meta['name']}"
         self.uid = meta.get("uid", "")
@@ -173,11 +177,12 @@ class _Session:
         pair.data.forwarding = True
         try:
             try:
-                if pair.port not in self.ports:
+                if self.address is None and pair.port not in self.ports:
                     raise UndeclaredPort(f"port {pair.port} is not a declared container port of the pod (pods "
                                          f"share the host's network here: only spec.containers[*].ports are "
                                          f"forwarded)")
-                reader, writer = await _dial(pair.port)
+                reader, writer = await (_dial(pair.port) if self.address is None else
+                                        _dial_address(self.address, pair.port))
             except OSError as exc:
                 message = f"error forwarding port {pair.port} to pod {self.pod}, uid {self.uid}: {exc}"
                 await self.send(self.framer.data(pair.error.stream_id, message.encode()))
@@ -232,6 +237,16 @@ def declared_ports(pod: dict) -> frozenset[int]:
                      for container in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]
                      for port in container.get("ports") or ()
                      if (port.get("protocol") or "TCP") == "TCP" and port.get("containerPort"))
+
+
+async def _dial_address(address: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Connect to the pod's own address, in the words of a kubelet's failed dial."""
+    try:
+        return await asyncio.open_connection(address, port)
+    except OSError as exc:
+        reason = f"connect: {os.strerror(exc.errno).lower()}" if exc.errno else str(exc)
+        raise OSError(f"failed to connect to localhost:{port} inside namespace of the pod: dial tcp4 "
+                      f"{address}:{port}: {reason}") from exc
 
 
 async def _dial(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:

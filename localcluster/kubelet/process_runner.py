@@ -7,8 +7,10 @@ Images are ignored: with no `command`, `args` alone is run, as with an image wit
 ENTRYPOINT (so `kubectl run NAME --image=any -- CMD ARG...` works). Little is isolated: a
 process starts with a minimal environment (PATH, HOME, LANG and TMPDIR from the server's, standing
 in for the image's; `HOSTNAME`, the pod's name; and the container's `env`/`envFrom`), never the server's
-whole environment, but it runs as the server's user, sees the host's files and shares the
-host's network (pod IP 127.0.0.1); networking between pods is not emulated.
+whole environment, but it runs as the server's user and sees the host's files. Its network is its own
+where this machine allows (network/: an address per pod on the loopback network, `status.podIP`,
+where its wildcard listeners go, and Service and pod names that resolve to pods' addresses), else, and
+with `hostNetwork: true`, the host's (pod IP 127.0.0.1).
 
 What a kubelet would report comes back through the pod's status: Pending, then Running with
 the containers' states, then each container's exit code, reason and times, and Succeeded or
@@ -31,7 +33,7 @@ FailedMount Events. A command that cannot be executed terminates with `StartErro
 Every step is recorded as the scheduler's and the kubelet's Events about the pod
 (pod_events.py: Scheduled, Pulled, Created, Started, Failed, BackOff, Killing, FailedMount),
 so `kubectl describe pod` tells what happened. `kubectl exec` runs a command in a running
-container's environment (exec.py) and `kubectl port-forward` reaches the pod's ports on the host
+container's environment (exec.py) and `kubectl port-forward` reaches the pod's ports at its address
 (portforward.py).
 
 Deleting a pod stops it as a kubelet does: SIGTERM to every container's process group, SIGKILL
@@ -64,7 +66,8 @@ from .. import errors
 from ..api import Api, now_rfc3339
 from ..storage.store import ADDED, DELETED, Event, obj_key
 from . import container_env, pod_exec, portforward
-from .container_env import HOST_IP, POD_IP, ConfigError, container_command, missing_volume_source, start_error
+from .container_env import HOST_IP, ConfigError, container_command, missing_volume_source, start_error
+from .network.pod_network import PodNetwork
 from .nodes import register
 from .pod_connect import container_of
 from .pod_events import PodEvents, field_path
@@ -75,6 +78,7 @@ from .scheduling import Schedulers
 log = logging.getLogger("localcluster.process")
 
 LOG_DIR_ENV = "LOCALCLUSTER_POD_LOG_DIR"
+POD_NETWORK_ENV = "LOCALCLUSTER_POD_NETWORK"
 CONFIG_ERROR = "CreateContainerConfigError"
 STOP_SLACK = 10.0  # seconds a stopping pod may take beyond its grace period before its tasks are cancelled
 PUMP_DRAIN = 2.0  # seconds to drain a container's output once its process group is gone
@@ -214,6 +218,7 @@ class PodRun:
         self.terminator: asyncio.Task | None = None
         self.deleted = False
         self.last_seen = pod  # the latest pod object, for Events once the object is gone
+        self.ip = HOST_IP  # its address, once scheduled (PodNetwork.attach)
 
     def box(self, name: str) -> Box | None:
         return next((b for b in (*self.init_boxes, *self.boxes) if b.name == name), None)
@@ -229,8 +234,11 @@ class ProcessRunner(NoneRunner):
     name = "process"
 
     def __init__(self, api: Api, log_dir: str | Path | None = None, log_limit: int = 1 << 20,
-                 backoff: tuple[float, float] = (0.5, 10.0)) -> None:
+                 backoff: tuple[float, float] = (0.5, 10.0), pod_network: bool | None = None) -> None:
         super().__init__(api)
+        if pod_network is None:  # LOCALCLUSTER_POD_NETWORK=host: every pod on the host's network
+            pod_network = os.environ.get(POD_NETWORK_ENV, "pod") != "host"
+        self.network = PodNetwork(api.store, pod_network)
         configured = log_dir or os.environ.get(LOG_DIR_ENV)
         self.log_dir: Path | None = Path(configured) if configured else None
         self.log_limit = log_limit
@@ -251,6 +259,7 @@ class ProcessRunner(NoneRunner):
             self.log_dir = self._owned_dir = Path(tempfile.mkdtemp(prefix="localcluster-pod-logs-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
         register(self.api)  # the kubelet's node, which every pod is bound to
+        self.network.start()
 
     async def stop(self) -> None:
         """Kill every process at once and wait for the pods' tasks; the pods keep their last status."""
@@ -267,6 +276,7 @@ class ProcessRunner(NoneRunner):
             await asyncio.gather(*pending, return_exceptions=True)
         for run in runs:
             self._forget(run)
+        self.network.stop()
         if self._owned_dir is not None:
             shutil.rmtree(self._owned_dir, ignore_errors=True)
             self.log_dir = self._owned_dir = None
@@ -279,6 +289,7 @@ class ProcessRunner(NoneRunner):
             return
         for pod in self.schedulers.on_event(ev):  # unbound pods a scheduler binds now
             self._admit(pod)
+        self.network.on_event(ev)
         if ev.key != PODS:
             return
         meta = ev.obj["metadata"]
@@ -326,6 +337,7 @@ class ProcessRunner(NoneRunner):
     def _forget(self, run: PodRun) -> None:
         self.runs.pop(run.uid, None)
         self.events.forget(run.uid)
+        self.network.detach(run.uid)
         if run.kill_handle is not None:
             run.kill_handle.cancel()
         for box in (*run.init_boxes, *run.boxes):
@@ -353,7 +365,7 @@ class ProcessRunner(NoneRunner):
     def _status(self, run: PodRun, pod: dict, terminal: bool) -> dict:
         now = now_rfc3339()
         status = dict(pod.get("status") or {})
-        status.update(hostIP=HOST_IP, hostIPs=[{"ip": HOST_IP}], podIP=POD_IP, podIPs=[{"ip": POD_IP}],
+        status.update(hostIP=HOST_IP, hostIPs=[{"ip": HOST_IP}], podIP=run.ip, podIPs=[{"ip": run.ip}],
                       startTime=run.start_time or now)
         if run.init_boxes:
             status["initContainerStatuses"] = [b.status() for b in run.init_boxes]
@@ -413,6 +425,7 @@ class ProcessRunner(NoneRunner):
             return False
         run.log_dir.mkdir(parents=True, exist_ok=True)
         run.start_time = now_rfc3339()
+        run.ip = self.network.attach(pod)
         status = self._status(run, pod, False)
         bound = self.api.system_write(self.api.registry.get("", "v1", "pods"),
                                       {**pod, "spec": {**pod["spec"], "nodeName": NODE}, "status": status},
@@ -501,7 +514,11 @@ class ProcessRunner(NoneRunner):
         box.instances += 1
         box.log = self._open_log(run, box)
         # A minimal environment, never the server's own (its keys and tokens): container_env.base_environment.
-        box.env = {**container_env.base_environment(), "HOSTNAME": run.key[1], **env}
+        # Then what puts the process on the pod's network; a preload the spec asks for runs after ours.
+        network = self.network.environment(pod)
+        if network and env.get("LD_PRELOAD"):
+            env = {**env, "LD_PRELOAD": f"{network['LD_PRELOAD']} {env['LD_PRELOAD']}"}
+        box.env = {**container_env.base_environment(), **network, "HOSTNAME": run.key[1], **env}
         box.cwd = box.spec.get("workingDir") or None
         self._record(run, box, "Normal", "Created", "Container created")
         started = now_rfc3339()
@@ -655,10 +672,11 @@ class ProcessRunner(NoneRunner):
 
     async def pod_portforward(self, request: web.Request, pod: dict) -> web.StreamResponse:
         """pods/portforward (a WebSocket) of a pod bound to this node: what `kubectl port-forward` asks for."""
-        if pod["metadata"]["uid"] not in self.runs:
+        run = self.runs.get(pod["metadata"]["uid"])
+        if run is None:
             raise errors.bad_request(f'pod "{pod["metadata"]["name"]}" is not run by the process runner (no network '
                                      f"to forward to)")
-        return await portforward.serve(request, pod)
+        return await portforward.serve(request, pod, None if run.ip == HOST_IP else run.ip)
 
 
 # --- helpers ---------------------------------------------------------------------------------------

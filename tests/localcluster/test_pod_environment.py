@@ -2,7 +2,8 @@
 
 The server's environment may hold the developer's cloud keys and tokens; whoever may create a pod
 (or exec into one) must not read them. A pod gets PATH, HOME and LANG (from the server's
-environment, or defaults), TMPDIR if set, HOSTNAME, and what its spec declares.
+environment, or defaults), TMPDIR if set, HOSTNAME, what puts it on its own network (the pod network's
+preloaded libraries and their settings, none of them the server's), and what its spec declares.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import pwd
 import pytest
 
 from localcluster.kubelet.container_env import DEFAULT_LANG, DEFAULT_PATH, base_environment
+from localcluster.kubelet.network.pod_network import VARIABLES
 
 from .kubectl import Kubectl
 from .test_process_runner import log_text, process_pod, running, wait_phase, wait_pod
@@ -36,7 +38,7 @@ async def test_a_pod_sees_only_path_home_lang_hostname_and_its_spec(cluster, cor
     await core.create_namespaced_pod("default", body)
     await wait_phase(core, "envdump", "Succeeded")
     seen = variables(await log_text(core, "envdump"))
-    assert set(seen) == {"PATH", "HOME", "LANG", "HOSTNAME", "FROM_SPEC", "POD"}, seen
+    assert set(seen) == {"PATH", "HOME", "LANG", "HOSTNAME", "FROM_SPEC", "POD", *VARIABLES}, seen
     assert (seen["FROM_SPEC"], seen["POD"], seen["HOSTNAME"]) == ("declared", "envdump", "envdump")
     assert {name: seen[name] for name in ("PATH", "HOME", "LANG")} == base_environment()
 

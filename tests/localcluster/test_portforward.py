@@ -41,13 +41,15 @@ def declaring(body: dict, *ports: int) -> dict:
     return body
 
 
-async def web_server(core, tmp_path, name: str = "web") -> int:
-    """A pod serving tmp_path over HTTP on 127.0.0.1, on a port it declares; that port."""
+async def web_server(core, tmp_path, name: str = "web", host_network: bool = False, declare: bool = True) -> int:
+    """A pod serving tmp_path over HTTP on 127.0.0.1 (the pod's own address, moved there by the pod network's
+    shim, or the host's with `host_network`), on a port it declares (unless not `declare`); that port."""
     (tmp_path / "index.html").write_text("served from the pod\n")
     port = free_port()
     body = process_pod(name, sys.executable, "-u", "-m", "http.server", str(port), "--bind", "127.0.0.1",
                        "--directory", str(tmp_path))
-    await core.create_namespaced_pod("default", declaring(body, port))
+    body["spec"]["hostNetwork"] = host_network
+    await core.create_namespaced_pod("default", declaring(body, port) if declare else body)
     await wait_pod(core, name, running)
     line = await log_contains(core, name, "Serving HTTP")
     assert int(re.search(r"port (\d+)", line)[1]) == port
@@ -83,17 +85,19 @@ async def test_port_forward_to_a_closed_port_reports_the_refusal(cluster, core, 
         assert lines.proc.stderr is not None
         err = (await asyncio.wait_for(lines.proc.stderr.read(), 10)).decode()  # kubectl gives up on the pod
     assert (f"error forwarding port {closed} to pod default/idle, uid {pod.metadata.uid}: failed to connect to "
-            f"localhost:{closed}, IPv4: dial tcp4 127.0.0.1:{closed}: connect: connection refused") in err
+            f"localhost:{closed} inside namespace of the pod: dial tcp4 {pod.status.pod_ip}:{closed}: connect: "
+            f"connection refused") in err
     assert "lost connection to pod" in err
 
 
 async def test_port_forward_to_an_undeclared_port_is_refused_on_the_error_stream(cluster, core, tmp_path):
-    """Pods share the host's network: a port the pod does not declare (here another pod's, listening) is
-    refused as a failed forward, and kubectl says why; the declared port of the same pod still works."""
+    """Pods on the host's network share its ports: a port the pod does not declare (here another pod's,
+    listening) is refused as a failed forward, and kubectl says why; the declared port of the same pod still
+    works."""
     kubectl = Kubectl(cluster, tmp_path)
     (tmp_path / "other").mkdir()
-    other = await web_server(core, tmp_path / "other", "other")  # listening, but not a port of `web`
-    port = await web_server(core, tmp_path, "web")
+    other = await web_server(core, tmp_path / "other", "other", host_network=True)  # not a port of `web`
+    port = await web_server(core, tmp_path, "web", host_network=True)
     pod = await core.read_namespaced_pod("web", "default")
     async with kubectl.stream("port-forward", "--address", "127.0.0.1", "pod/web", f":{port}") as lines:
         forwarding = await lines.until(rf"Forwarding from 127\.0\.0\.1:\d+ -> {port}")
@@ -113,6 +117,17 @@ async def test_port_forward_to_an_undeclared_port_is_refused_on_the_error_stream
             f"declared container port of the pod") in err
     assert "lost connection to pod" in err
     assert "served from the pod" not in err
+
+
+async def test_a_pod_with_its_own_address_has_every_port_forwarded(cluster, core, tmp_path):
+    """On the pod network only the pod listens at its address: any port of it is forwarded, as a kubelet does."""
+    kubectl = Kubectl(cluster, tmp_path)
+    port = await web_server(core, tmp_path, "web", declare=False)
+    async with kubectl.stream("port-forward", "--address", "127.0.0.1", "pod/web", f":{port}") as lines:
+        forwarding = await lines.until(rf"Forwarding from 127\.0\.0\.1:\d+ -> {port}")
+        local = int(re.search(r":(\d+) ->", forwarding)[1])
+        async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{local}/") as response:
+            assert response.status == 200
 
 
 def test_only_declared_tcp_ports_are_forwarded():

@@ -138,7 +138,8 @@ async def test_pod_goes_pending_running_succeeded(cluster, core, tmp_path):
 
     pod = await wait_pod(core, "ok", running)
     assert pod.status.phase == "Running"
-    assert pod.spec.node_name == "localnode" and pod.status.pod_ip == "127.0.0.1"
+    assert pod.spec.node_name == "localnode" and pod.status.host_ip == "127.0.0.1"
+    assert pod.status.pod_ip == cluster.runner.network.pool.by_uid[pod.metadata.uid]  # its own (test_pod_network)
     status = pod.status.container_statuses[0]
     assert status.ready and status.started and status.state.running.started_at is not None
     assert {c.type: c.status for c in pod.status.conditions}["Ready"] == "True"
@@ -193,7 +194,8 @@ async def test_env_values_and_field_refs_reach_the_process(cluster, core, tmp_pa
     assert seen["POD_NAME"] == "envy" and seen["POD_NAMESPACE"] == "default"
     assert seen["POD_UID"] == created.metadata.uid
     assert seen["APP"] == "trainer" and seen["NOTE"] == "hi" and seen["MISSING_LABEL"] == ""
-    assert seen["NODE"] == "localnode" and seen["POD_IP"] == "127.0.0.1"
+    pod = await core.read_namespaced_pod("envy", "default")
+    assert seen["NODE"] == "localnode" and seen["POD_IP"] == pod.status.pod_ip != "127.0.0.1"
     assert seen["HOSTNAME"] == "envy" and "PATH" in seen  # the server's environment stands in for the image's
 
 
