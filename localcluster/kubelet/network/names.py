@@ -10,6 +10,10 @@ Written as a hosts file (nss_wrapper's NSS_WRAPPER_HOSTS), one per pod:
 - a headless Service's pods whose subdomain is the Service's name, by `HOST.NAME.NS.svc.cluster.local`
   (and the shorter forms), as cluster DNS publishes them.
 
+Each address is there twice: as itself (127.B.X.Y) and as its IPv4-mapped IPv6 form (::ffff:127.B.X.Y), since
+some clients ask for IPv6 only and retry until they time out (PyTorch's c10d store client); the kernel
+carries a connection to a mapped address over IPv4, to the same listener.
+
 A Service with a cluster IP resolves to its backends too: there is no virtual IP and no port mapping, so
 its port must be the pods' (targetPort). Any other name is the machine's resolver's.
 """
@@ -41,13 +45,13 @@ def own_names(pod: dict) -> list[str]:
 def hosts_file(pod: dict, ip: str, services: Iterable[dict], pods_by_namespace: dict[str, list[dict]]) -> str:
     """The hosts file of `pod` (at `ip`), given every Service and the pods of each namespace."""
     namespace = pod["metadata"].get("namespace")
-    lines = [f"{ip}\t{' '.join(own_names(pod))}"]
+    lines = _entries(ip, own_names(pod))
     for svc in sorted(services, key=lambda s: (s["metadata"].get("namespace"), s["metadata"]["name"])):
         svc_ns, name = svc["metadata"].get("namespace"), svc["metadata"]["name"]
         pods = pods_by_namespace.get(svc_ns, ())
         names = service_names(name, svc_ns, svc_ns == namespace)
         for address in resolved_addresses(svc, pods):
-            lines.append(f"{address}\t{' '.join(names)}")
+            lines.extend(_entries(address, names))
         if (svc.get("spec") or {}).get("clusterIP") == "None":
             lines.extend(_subdomain_lines(svc, pods, namespace))
     return "\n".join(lines) + "\n"
@@ -63,5 +67,11 @@ def _subdomain_lines(svc: dict, pods: Iterable[dict], namespace: str | None) -> 
         if spec.get("subdomain") != name or not ip or ip not in resolved_addresses(svc, [pod]):
             continue
         host = spec.get("hostname") or pod["metadata"]["name"]
-        out.append(f"{ip}\t{' '.join(service_names(f'{host}.{name}', svc_ns, svc_ns == namespace))}")
+        out.extend(_entries(ip, service_names(f"{host}.{name}", svc_ns, svc_ns == namespace)))
     return out
+
+
+def _entries(ip: str, names: list[str]) -> list[str]:
+    """The hosts-file lines giving `names` the IPv4 address `ip`, and its IPv4-mapped IPv6 form."""
+    joined = " ".join(names)
+    return [f"{ip}\t{joined}", f"::ffff:{ip}\t{joined}"]
