@@ -139,6 +139,8 @@ class LocalCluster:
         await site.start()
         self.port = runner.addresses[0][1]
         self._site_runner = runner
+        wildcard = self.host in ("", "0.0.0.0", "::")
+        self.runner.api_address = ("127.0.0.1" if wildcard else self.host, self.port)
 
     async def _unlisten(self) -> None:
         if self._site_runner is not None:

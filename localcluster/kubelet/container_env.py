@@ -15,8 +15,10 @@ LANG from the server's environment (so the commands and the interpreter the deve
 found), or a container runtime's defaults where unset, and TMPDIR if set (a container has a /tmp
 of its own; these processes share the host's, so their temporary files go where the developer's
 do); then `HOSTNAME` and what the spec declares.
-A kubelet's service-link variables (`KUBERNETES_SERVICE_HOST`, ...) are not set: pods of the
-process runner reach no Service.
+As on a cluster, every pod is told where the API server is (`KUBERNETES_SERVICE_HOST`,
+`KUBERNETES_SERVICE_PORT` and the `KUBERNETES_PORT*` forms the kubelet writes for the `kubernetes`
+Service): here, the address localcluster listens on rather than a Service's cluster IP, which would
+lead nowhere. The service-link variables of other Services are not set (their names resolve instead).
 
 Volumes are not mounted (a process sees the host's files), but a Secret or ConfigMap volume whose
 object is missing holds the pod in ContainerCreating until it exists, as the kubelet's mount does
@@ -48,6 +50,18 @@ INHERITED = ("PATH", "HOME", "LANG", "TMPDIR")
 # containerd's default PATH for an image that sets none (oci.DefaultEnv), and a locale every libc has.
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 DEFAULT_LANG = "C.UTF-8"
+
+
+def api_server_variables(address: tuple[str, int] | None) -> dict[str, str]:
+    """What the kubelet tells every pod of the API server (the `kubernetes` Service's links), for `address`."""
+    if address is None:
+        return {}
+    host, port = address
+    url = f"tcp://{host}:{port}"
+    return {"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": str(port),
+            "KUBERNETES_SERVICE_PORT_HTTPS": str(port), "KUBERNETES_PORT": url, f"KUBERNETES_PORT_{port}_TCP": url,
+            f"KUBERNETES_PORT_{port}_TCP_PROTO": "tcp", f"KUBERNETES_PORT_{port}_TCP_PORT": str(port),
+            f"KUBERNETES_PORT_{port}_TCP_ADDR": host}
 
 
 def base_environment(environ: Mapping[str, str] = os.environ) -> dict[str, str]:

@@ -518,7 +518,8 @@ class ProcessRunner(NoneRunner):
         network = self.network.environment(pod)
         if network and env.get("LD_PRELOAD"):
             env = {**env, "LD_PRELOAD": f"{network['LD_PRELOAD']} {env['LD_PRELOAD']}"}
-        box.env = {**container_env.base_environment(), **network, "HOSTNAME": run.key[1], **env}
+        box.env = {**container_env.base_environment(), **network,
+                   **container_env.api_server_variables(self.api_address), "HOSTNAME": run.key[1], **env}
         box.cwd = box.spec.get("workingDir") or None
         self._record(run, box, "Normal", "Created", "Container created")
         started = now_rfc3339()

@@ -44,6 +44,7 @@ class NoneRunner:
 
     def __init__(self, api: Api) -> None:
         self.api = api
+        self.api_address: tuple[str, int] | None = None  # where pods reach the API server, once it listens
 
     def on_event(self, ev: Event) -> None:
         pass

@@ -3,7 +3,8 @@
 The server's environment may hold the developer's cloud keys and tokens; whoever may create a pod
 (or exec into one) must not read them. A pod gets PATH, HOME and LANG (from the server's
 environment, or defaults), TMPDIR if set, HOSTNAME, what puts it on its own network (the pod network's
-preloaded libraries and their settings, none of them the server's), and what its spec declares.
+preloaded libraries and their settings, none of them the server's), where the API server is (the
+`kubernetes` Service's variables), and what its spec declares.
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ async def test_a_pod_sees_only_path_home_lang_hostname_and_its_spec(cluster, cor
     await core.create_namespaced_pod("default", body)
     await wait_phase(core, "envdump", "Succeeded")
     seen = variables(await log_text(core, "envdump"))
-    assert set(seen) == {"PATH", "HOME", "LANG", "HOSTNAME", "FROM_SPEC", "POD", *VARIABLES}, seen
+    api = {name for name in seen if name.startswith("KUBERNETES_")}  # where the API server is (test_pod_network)
+    assert set(seen) == {"PATH", "HOME", "LANG", "HOSTNAME", "FROM_SPEC", "POD", *VARIABLES, *api}, seen
+    assert "KUBERNETES_SERVICE_HOST" in api and len(api) == 8, api
     assert (seen["FROM_SPEC"], seen["POD"], seen["HOSTNAME"]) == ("declared", "envdump", "envdump")
     assert {name: seen[name] for name in ("PATH", "HOME", "LANG")} == base_environment()
 

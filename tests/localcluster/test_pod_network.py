@@ -207,3 +207,17 @@ def test_what_is_missing_is_named_with_the_command_that_installs_it(tmp_path, mo
     assert found.shim is None and "no C compiler" in found.missing[0] and "gcc" in found.missing[0]
     monkeypatch.setattr(sys, "platform", "darwin")
     assert "need Linux" in preload.find(tmp_path).missing[0]
+
+
+async def test_a_pod_reaches_the_api_server_where_its_environment_says(cluster, core, network):
+    """KUBERNETES_SERVICE_HOST and _PORT, as every pod is given them, lead to the API server from the pod's own
+    address (GET /version needs no credentials)."""
+    code = (
+        "import os, ssl, urllib.request\n"
+        "url = f\"https://{os.environ['KUBERNETES_SERVICE_HOST']}:{os.environ['KUBERNETES_SERVICE_PORT']}/version\"\n"
+        "context = ssl.create_default_context(); context.check_hostname = False; context.verify_mode = ssl.CERT_NONE\n"
+        "print(urllib.request.urlopen(url, context=context, timeout=10).status)\n")
+    await core.create_namespaced_pod("default", process_pod("api", *python(code)))
+    pod = await wait_phase(core, "api", "Succeeded", "Failed", timeout=20)
+    log = await core.read_namespaced_pod_log("api", "default")
+    assert pod.status.phase == "Succeeded" and log.strip() == "200", log
