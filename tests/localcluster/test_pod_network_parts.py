@@ -12,7 +12,7 @@ import pytest
 
 from localcluster.kubelet.network import preload
 from localcluster.kubelet.network.addresses import HOSTS_PER_RANGE, AddressPool
-from localcluster.kubelet.network.names import hosts_file
+from localcluster.kubelet.network.names import hosts_file, service_table
 
 
 def test_addresses_are_the_pod_s_until_released_and_not_reused_until_the_range_goes_round():
@@ -57,7 +57,7 @@ def test_the_name_table_has_the_pod_s_own_name_and_every_service_s_ready_backend
     services = [service("s0", selector={"r": "0"}), service("s1", selector={"r": "1"}),
                 service("s1p", selector={"r": "1"}, publish=True), service("nosel"),
                 service("sx", ns="other", selector={"r": "x"})]
-    text = hosts_file(me, "127.5.0.1", services, {"default": [me, *peers], "other": other})
+    text = hosts_file(me, "127.5.0.1", service_table(services, {"default": [me, *peers], "other": other}))
     assert text.splitlines() == [
         "127.5.0.1\tme", "::ffff:127.5.0.1\tme",
         "127.5.0.2\ts0 s0.default s0.default.svc s0.default.svc.cluster.local",
@@ -72,7 +72,7 @@ def test_the_name_table_has_the_pod_s_own_name_and_every_service_s_ready_backend
 
 def test_hostname_and_subdomain_give_the_fully_qualified_names_of_a_headless_service_s_pod():
     me = pod("me-0", ip="127.5.0.1", labels={"app": "a"}, hostname="me", subdomain="grp")
-    text = hosts_file(me, "127.5.0.1", [service("grp", selector={"app": "a"})], {"default": [me]})
+    text = hosts_file(me, "127.5.0.1", service_table([service("grp", selector={"app": "a"})], {"default": [me]}))
     lines = text.splitlines()
     assert lines[0] == "127.5.0.1\tme.grp.default.svc.cluster.local me"
     assert "127.5.0.1\tme.grp me.grp.default me.grp.default.svc me.grp.default.svc.cluster.local" in lines

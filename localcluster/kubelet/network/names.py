@@ -21,6 +21,7 @@ its port must be the pods' (targetPort). Any other name is the machine's resolve
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from ...controllers.service_endpoints import resolved_addresses
 
@@ -42,33 +43,48 @@ def own_names(pod: dict) -> list[str]:
     return [host]
 
 
-def hosts_file(pod: dict, ip: str, services: Iterable[dict], pods_by_namespace: dict[str, list[dict]]) -> str:
-    """The hosts file of `pod` (at `ip`), given every Service and the pods of each namespace."""
-    namespace = pod["metadata"].get("namespace")
+@dataclass(frozen=True)
+class ServiceEntry:
+    """What one Service's names resolve to: its ready backends' addresses, and (headless) the host names of
+    the pods that name it as their subdomain, with their addresses."""
+
+    namespace: str
+    name: str
+    addresses: tuple[str, ...]
+    members: tuple[tuple[str, str], ...] = ()
+
+
+def service_table(services: Iterable[dict], pods_by_namespace: dict[str, list[dict]]) -> list[ServiceEntry]:
+    """Every Service's entry, computed once for all the pods' files (they differ only in which names are short)."""
+    table = []
+    for svc in sorted(services, key=lambda s: (s["metadata"].get("namespace") or "", s["metadata"]["name"])):
+        namespace, name = svc["metadata"].get("namespace") or "", svc["metadata"]["name"]
+        pods = pods_by_namespace.get(namespace, ())
+        addresses = tuple(resolved_addresses(svc, pods))
+        members: list[tuple[str, str]] = []
+        if addresses and (svc.get("spec") or {}).get("clusterIP") == "None":
+            for pod in pods:
+                spec = pod.get("spec") or {}
+                ip = (pod.get("status") or {}).get("podIP")
+                if spec.get("subdomain") == name and ip in addresses:
+                    members.append((spec.get("hostname") or pod["metadata"]["name"], ip))
+        if addresses:
+            table.append(ServiceEntry(namespace, name, addresses, tuple(members)))
+    return table
+
+
+def hosts_file(pod: dict, ip: str, table: Iterable[ServiceEntry]) -> str:
+    """The hosts file of `pod` (at `ip`), given every Service's entry."""
+    namespace = pod["metadata"].get("namespace") or ""
     lines = _entries(ip, own_names(pod))
-    for svc in sorted(services, key=lambda s: (s["metadata"].get("namespace"), s["metadata"]["name"])):
-        svc_ns, name = svc["metadata"].get("namespace"), svc["metadata"]["name"]
-        pods = pods_by_namespace.get(svc_ns, ())
-        names = service_names(name, svc_ns, svc_ns == namespace)
-        for address in resolved_addresses(svc, pods):
+    for entry in table:
+        own = entry.namespace == namespace
+        names = service_names(entry.name, entry.namespace, own)
+        for address in entry.addresses:
             lines.extend(_entries(address, names))
-        if (svc.get("spec") or {}).get("clusterIP") == "None":
-            lines.extend(_subdomain_lines(svc, pods, namespace))
+        for host, address in entry.members:
+            lines.extend(_entries(address, service_names(f"{host}.{entry.name}", entry.namespace, own)))
     return "\n".join(lines) + "\n"
-
-
-def _subdomain_lines(svc: dict, pods: Iterable[dict], namespace: str | None) -> list[str]:
-    """HOST.SERVICE.NS.svc.cluster.local for the Service's pods that name it as their subdomain."""
-    svc_ns, name = svc["metadata"].get("namespace"), svc["metadata"]["name"]
-    out = []
-    for pod in pods:
-        spec = pod.get("spec") or {}
-        ip = (pod.get("status") or {}).get("podIP")
-        if spec.get("subdomain") != name or not ip or ip not in resolved_addresses(svc, [pod]):
-            continue
-        host = spec.get("hostname") or pod["metadata"]["name"]
-        out.extend(_entries(ip, service_names(f"{host}.{name}", svc_ns, svc_ns == namespace)))
-    return out
 
 
 def _entries(ip: str, names: list[str]) -> list[str]:

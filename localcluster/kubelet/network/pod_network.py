@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ...storage.store import Event
 from .addresses import AddressPool
-from .names import hosts_file
+from .names import ServiceEntry, hosts_file, service_table
 from .preload import Preload, find
 
 log = logging.getLogger("localcluster.network")
@@ -99,7 +99,7 @@ class PodNetwork:
         ip = self.pool.assign(uid)
         self._pods[uid] = ((meta.get("namespace") or "", meta["name"]), ip)
         if self.names_resolve:
-            self._write(uid, pod, ip, *self._world())
+            self._write(uid, pod, ip, self._table())
         return ip
 
     def detach(self, uid: str) -> None:
@@ -135,26 +135,25 @@ class PodNetwork:
             self._refresh_due = True
             self._loop.call_soon(self._refresh)
 
-    def _world(self) -> tuple[list[dict], dict[str, list[dict]]]:
-        services = self.store.objects(SERVICES)
+    def _table(self) -> list[ServiceEntry]:
         by_namespace: dict[str, list[dict]] = {}
         for pod in self.store.objects(PODS):
             by_namespace.setdefault(pod["metadata"].get("namespace") or "", []).append(pod)
-        return services, by_namespace
+        return service_table(self.store.objects(SERVICES), by_namespace)
 
     def _refresh(self) -> None:
         self._refresh_due = False
         if not self._pods or self.directory is None:
             return
-        services, by_namespace = self._world()
+        table = self._table()
         for uid, (key, ip) in list(self._pods.items()):
             pod = self.store.get(PODS, key)
             if pod is not None and pod["metadata"]["uid"] == uid:
-                self._write(uid, pod, ip, services, by_namespace)
+                self._write(uid, pod, ip, table)
 
-    def _write(self, uid: str, pod: dict, ip: str, services: list[dict], by_namespace: dict[str, list[dict]]) -> None:
+    def _write(self, uid: str, pod: dict, ip: str, table: list[ServiceEntry]) -> None:
         assert self.directory is not None
-        text = hosts_file(pod, ip, services, by_namespace)
+        text = hosts_file(pod, ip, table)
         if self._written.get(uid) == text:
             return
         path = self.directory / f"{uid}.hosts"
