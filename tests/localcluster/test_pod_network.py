@@ -197,16 +197,16 @@ for name in ("x", "x.other", "x.other.svc", "x.other.svc.cluster.local"):
     assert lines == ["x -", f"x.other {ip}", f"x.other.svc {ip}", f"x.other.svc.cluster.local {ip}"], lines
 
 
-def test_what_is_missing_is_named_with_the_command_that_installs_it(tmp_path, monkeypatch):
+def test_what_is_missing_is_named_with_the_command_that_installs_it(monkeypatch):
     monkeypatch.setattr(preload, "find_nss_wrapper", lambda: None)
-    found = preload.find(tmp_path)
+    found = preload.find()
     assert found.shim is not None and found.nss_wrapper is None
     assert "nss_wrapper is not installed" in found.missing[0] and "libnss-wrapper" in found.missing[0]
     monkeypatch.setattr(preload, "find_compiler", lambda: None)
-    found = preload.find(tmp_path)
+    found = preload.find()
     assert found.shim is None and "no C compiler" in found.missing[0] and "gcc" in found.missing[0]
     monkeypatch.setattr(sys, "platform", "darwin")
-    assert "need Linux" in preload.find(tmp_path).missing[0]
+    assert "need Linux" in preload.find().missing[0]
 
 
 async def test_a_pod_reaches_the_api_server_where_its_environment_says(cluster, core, network):

@@ -82,8 +82,8 @@ def test_hostname_and_subdomain_give_the_fully_qualified_names_of_a_headless_ser
 
 
 @pytest.fixture(scope="module")
-def shim(tmp_path_factory):
-    library, why = preload.build_shim(tmp_path_factory.mktemp("podnet"))
+def shim():
+    library, why = preload.build_shim()
     assert library is not None, why
     return library
 

@@ -55,7 +55,7 @@ class PodNetwork:
         self._loop = asyncio.get_running_loop()
         if self.enabled and self.directory is None:
             self.directory = Path(tempfile.mkdtemp(prefix="localcluster-net-"))  # 0700: the user's alone
-            self.preload = find(self.directory)
+            self.preload = find()
             for line in self.preload.missing:
                 log.warning("%s", line)
 

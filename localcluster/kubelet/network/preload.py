@@ -1,8 +1,9 @@
 """The two libraries preloaded into a pod's processes: podnet (built here from podnet.c) and nss_wrapper.
 
-podnet gives a pod's processes an address of their own (podnet.c says how); it is compiled once per run
-with the machine's C compiler (`$CC`, else cc, gcc or clang) into a private directory, a fraction of a
-second. nss_wrapper (cwrap's, the Samba project's: Debian and Ubuntu `libnss-wrapper`, Fedora
+podnet gives a pod's processes an address of their own (podnet.c says how); it is compiled with the
+machine's C compiler (`$CC`, else cc, gcc or clang) the first time a process needs it, into a private
+directory removed when the process exits (a fraction of a second, once, however many clusters it starts).
+nss_wrapper (cwrap's, the Samba project's: Debian and Ubuntu `libnss-wrapper`, Fedora
 `nss_wrapper`) resolves names from a hosts file of the pod's own (NSS_WRAPPER_HOSTS), falling back to
 the machine's resolver for every other name. Both work through LD_PRELOAD, so only on Linux, and only
 for dynamically linked programs (a static binary, as many Go programs are, sees the host's network).
@@ -12,11 +13,14 @@ for dynamically linked programs (a static binary, as many Go programs are, sees 
 
 from __future__ import annotations
 
+import atexit
 import ctypes.util
+import functools
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -71,11 +75,18 @@ def find_compiler() -> str | None:
     return None
 
 
-def build_shim(directory: Path) -> tuple[Path | None, str | None]:
-    """Compile podnet.c into `directory`: the library, or None and why not."""
+def build_shim() -> tuple[Path | None, str | None]:
+    """podnet.c compiled by this machine's compiler: the library, or None and why not."""
     compiler = find_compiler()
     if compiler is None:
         return None, "no C compiler to build the network shim with"
+    return _compiled(compiler)
+
+
+@functools.cache
+def _compiled(compiler: str) -> tuple[Path | None, str | None]:
+    directory = Path(tempfile.mkdtemp(prefix="localcluster-podnet-"))  # 0700: nobody else's code gets preloaded
+    atexit.register(shutil.rmtree, directory, True)
     source = directory / SHIM_SOURCE
     source.write_bytes(resources.files(__package__).joinpath(SHIM_SOURCE).read_bytes())
     library = directory / SHIM_LIBRARY
@@ -90,12 +101,12 @@ def build_shim(directory: Path) -> tuple[Path | None, str | None]:
     return library, None
 
 
-def find(directory: Path) -> Preload:
-    """What this machine can give pods, the shim built into `directory` (a private one, removed by the caller)."""
+def find() -> Preload:
+    """What this machine can give pods."""
     if not sys.platform.startswith("linux"):
         return Preload(None, None, (f"pods share this machine's network: their own addresses need Linux "
                                     f"(this is {sys.platform})",))
-    shim, why = build_shim(directory)
+    shim, why = build_shim()
     if shim is None:
         return Preload(None, None, (f"pods share this machine's network: {why} ({install_hint({'gcc': 'gcc'})})",))
     nss = find_nss_wrapper()
