@@ -16,6 +16,7 @@ import pytest
 
 from localcluster.kubelet.network import preload
 
+from .kubectl import Kubectl
 from .test_delete import eventually
 from .test_process_runner import process_pod, python, wait_phase
 
@@ -83,6 +84,15 @@ async def test_every_pod_gets_an_address_of_its_own_in_its_status(cluster, core,
                                       for ip in ips), ips
     assert [p.status.pod_ips[0].ip for p in pods] == ips
     assert all(p.status.host_ip == "127.0.0.1" for p in pods)
+
+
+async def test_kubectl_get_pods_wide_shows_each_pod_s_address(cluster, core, network, tmp_path):
+    for name in ("a", "b"):
+        await core.create_namespaced_pod("default", process_pod(name, *python("import time; time.sleep(30)")))
+    ips = {name: (await wait_phase(core, name, "Running")).status.pod_ip for name in ("a", "b")}
+    table = (await Kubectl(cluster, tmp_path).ok("get", "pods", "-o", "wide")).table()
+    assert {name: row["IP"] for name, row in table.items()} == ips
+    assert {row["NODE"] for row in table.values()} == {"localnode"}
 
 
 async def test_pods_listen_on_one_port_and_reach_each_other_by_service_name(cluster, core, network):
