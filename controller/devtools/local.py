@@ -22,7 +22,8 @@ are printed as they change, and the command exits when every job has finished:
 
 Without `--apply` it serves until SIGINT or SIGTERM, printing the progress of every job that appears
 (applied with kubectl, say), then stops cleanly and exits 0. `--logs` prints the replicas' output in
-both modes.
+both modes. Stopped by a signal, it says last that the cluster's state is discarded: everything lives in
+memory only, and a user who expects to come back to the jobs should know they are gone.
 
 The CLI (controller/cmd/cli.py) calls `add_arguments` for the subcommand's flags and `main` to run it.
 """
@@ -146,11 +147,13 @@ async def run(args: argparse.Namespace, terminal: Terminal | None = None) -> int
         say(f"error: {exc}")
         return EXIT_FAILED
     stop = asyncio.Event()
+    signalled = asyncio.Event()  # stopped by Ctrl-C or SIGTERM (not by a closed pipe, not by the jobs' end)
     main_task = asyncio.current_task()
 
     def interrupted() -> None:
         if stop.is_set():  # the second signal: stop waiting for a clean shutdown (pods are still killed)
             main_task.cancel()
+        signalled.set()
         stop.set()
 
     signals = _on_signals(interrupted)
@@ -167,12 +170,23 @@ async def run(args: argparse.Namespace, terminal: Terminal | None = None) -> int
         except UsageError as exc:
             return usage_error(str(exc))
         finally:
+            if signalled.is_set():  # whoever stops it may expect to come back to the jobs: they will not be there
+                say(discarded(cluster))
             await cluster.stop()  # kills every pod process still running
     finally:
         if unwatch is not None:
             unwatch()
         for sig in signals:
             asyncio.get_running_loop().remove_signal_handler(sig)
+
+
+def discarded(cluster: LocalCluster) -> str:
+    """The line that says what stopping throws away: localcluster keeps everything in memory only."""
+    jobs = sum(len(cluster.store.objects((kind.api.resource.group, kind.api.resource.plural)))
+               for kind in registry.KINDS.values())
+    pods = len(cluster.store.objects(("", "pods")))
+    return (f"the local cluster's state is discarded: {plural(jobs, 'job')}, {plural(pods, 'pod')} and every other "
+            "object (it is kept in memory only; the next `local` starts empty)")
 
 
 async def _serve(args: argparse.Namespace) -> LocalCluster:
