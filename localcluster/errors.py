@@ -54,6 +54,13 @@ def not_found(qualified_resource: str, name: str, group: str = "", resource: str
                     _details(resource or qualified_resource, name, group))
 
 
+def unknown_path() -> ApiError:
+    """The NotFound of a path no API serves (an unknown group, resource or subresource): the real server's
+    `details` is there and empty (NewNotFound of nothing), and clients read it. kubectl debug tells a missing
+    `pods/ephemeralcontainers` from a missing pod by its empty `details.name`, and panics without `details`."""
+    return ApiError(404, "NotFound", "the server could not find the requested resource", {})
+
+
 def already_exists(qualified_resource: str, name: str, group: str = "", resource: str = "") -> ApiError:
     return ApiError(409, "AlreadyExists", f'{qualified_resource} "{name}" already exists',
                     _details(resource or qualified_resource, name, group))

@@ -22,7 +22,8 @@ are printed as they change, and the command exits when every job has finished:
 
 Without `--apply` it serves until SIGINT or SIGTERM, printing the progress of every job that appears
 (applied with kubectl, say), then stops cleanly and exits 0. `--logs` prints the replicas' output in
-both modes.
+both modes. Stopped by a signal, it says last that the cluster's state is discarded: everything lives in
+memory only, and a user who expects to come back to the jobs should know they are gone.
 
 The CLI (controller/cmd/cli.py) calls `add_arguments` for the subcommand's flags and `main` to run it.
 """
@@ -44,6 +45,8 @@ from pathlib import Path
 import yaml
 from kubernetes_asyncio import client, config
 
+from controller.devtools.local_metrics import LocalMetrics, metrics_address
+from controller.devtools.local_metrics import exposure_warning as metrics_exposure_warning
 from controller.devtools.progress import JobProgress, is_job, plural
 from controller.devtools.submit import ManifestError, Submitter, describe, load_manifests
 from controller.devtools.terminal import Terminal
@@ -51,9 +54,10 @@ from controller.jobs import crd
 from controller.jobs.config import JobConfig
 from controller.kinds import registry
 from controller.runtime import logs
-from controller.runtime.client import resolve_proxy_once
+from controller.runtime.client import InstrumentedApiClient, resolve_proxy_once
 from controller.runtime.flags import BooleanFlag, add_log_level_deps, port, positive_int
 from controller.runtime.manager import USER_AGENT
+from controller.runtime.metrics import RequestMetrics
 from informers import ApiStatusError
 from localcluster import LocalCluster
 from localcluster.cluster import private_directory
@@ -90,6 +94,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="directory of the CRDs to install (default: the project's manifests/crds, or generated "
                              "from the models when the project's files are not there)")
     parser.add_argument("--workers", type=positive_int, default=4, help="concurrent reconciles")
+    parser.add_argument("--metrics-address", type=metrics_address, default=None, metavar="ADDR",
+                        help="serve the controller's Prometheus /metrics (the page `run` serves) on HOST:PORT, or "
+                             ":PORT on 127.0.0.1; plain HTTP, no authentication (default: off)")
     parser.add_argument("--log-level", default="warning", type=str.lower, choices=logs.LEVELS,
                         help="lowest level of the controller's and cluster's logs, on stderr")
     add_log_level_deps(parser)
@@ -146,11 +153,13 @@ async def run(args: argparse.Namespace, terminal: Terminal | None = None) -> int
         say(f"error: {exc}")
         return EXIT_FAILED
     stop = asyncio.Event()
+    signalled = asyncio.Event()  # stopped by Ctrl-C or SIGTERM (not by a closed pipe, not by the jobs' end)
     main_task = asyncio.current_task()
 
     def interrupted() -> None:
         if stop.is_set():  # the second signal: stop waiting for a clean shutdown (pods are still killed)
             main_task.cancel()
+        signalled.set()
         stop.set()
 
     signals = _on_signals(interrupted)
@@ -167,12 +176,23 @@ async def run(args: argparse.Namespace, terminal: Terminal | None = None) -> int
         except UsageError as exc:
             return usage_error(str(exc))
         finally:
+            if signalled.is_set():  # whoever stops it may expect to come back to the jobs: they will not be there
+                say(discarded(cluster))
             await cluster.stop()  # kills every pod process still running
     finally:
         if unwatch is not None:
             unwatch()
         for sig in signals:
             asyncio.get_running_loop().remove_signal_handler(sig)
+
+
+def discarded(cluster: LocalCluster) -> str:
+    """The line that says what stopping throws away: localcluster keeps everything in memory only."""
+    jobs = sum(len(cluster.store.objects((kind.api.resource.group, kind.api.resource.plural)))
+               for kind in registry.KINDS.values())
+    pods = len(cluster.store.objects(("", "pods")))
+    return (f"the local cluster's state is discarded: {plural(jobs, 'job')}, {plural(pods, 'pod')} and every other "
+            "object (it is kept in memory only; the next `local` starts empty)")
 
 
 async def _serve(args: argparse.Namespace) -> LocalCluster:
@@ -245,18 +265,38 @@ async def _run_controller(kubeconfig: Path, cluster: LocalCluster, args: argpars
     configuration = client.Configuration()
     # The client reads the file just written: if it works for us, it works for kubectl.
     await config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
-    async with client.ApiClient(configuration) as api_client:
-        api_client.user_agent = USER_AGENT  # the field manager of every write, as under `run`
+    metrics = LocalMetrics()
+    # The controller's requests are counted (rest_client_requests_total) as under `run`; the progress lines' and
+    # the submitter's go through a client of their own, so the page shows the controller's alone.
+    async with client.ApiClient(configuration) as api_client, \
+            InstrumentedApiClient(configuration, metrics=RequestMetrics(metrics.registry)) as controller_client:
+        for each in (api_client, controller_client):
+            each.user_agent = USER_AGENT  # the field manager of every write, as under `run`
         resolve_proxy_once(api_client)
-        controller = registry.make_controller(api_client, JobConfig(
-            workers=args.workers, shutdown_timeout=5.0, restart_backoff=LOCAL_RESTART_BACKOFF), None)
+        controller = registry.make_controller(controller_client, JobConfig(
+            workers=args.workers, shutdown_timeout=5.0, restart_backoff=LOCAL_RESTART_BACKOFF), metrics.registry)
         await controller.start(sync_timeout=SYNC_TIMEOUT)
         try:
+            if args.metrics_address is not None:
+                await _serve_metrics(metrics, args.metrics_address, controller.problems)
             if objects is not None:
                 return await _apply_and_follow(api_client, objects, args, stop)
             return await _serve_and_follow(api_client, cluster, args, stop)
         finally:
+            await metrics.stop()
             await controller.stop()
+
+
+async def _serve_metrics(metrics: LocalMetrics, address: str, problems) -> None:
+    try:
+        url = await metrics.start(address, problems)
+    except OSError as exc:
+        raise UsageError(f"cannot serve metrics on {address}: {os.strerror(exc.errno) if exc.errno else exc} "
+                         "(--metrics-address chooses where; port 0 picks a free one)") from None
+    warning = metrics_exposure_warning(address)
+    if warning:
+        say(warning)
+    say(f"controller metrics: {url}")
 
 
 async def _serve_and_follow(api_client: client.ApiClient, cluster: LocalCluster, args: argparse.Namespace,

@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import TextIO
 
 from apimachinery.kubeclient import ApiClient
+from controller.devtools.colour import Paint, no_paint, palette
 from controller.devtools.pod_logs import LogFollower
 from controller.devtools.reasons import ReplicaReasons, pod_log_reader
 from controller.kinds.registry import KINDS
@@ -66,34 +67,34 @@ def replica_records(job: dict) -> list[tuple[str, dict]]:
     return [(t.get("type", ""), r) for t in tasks for r in t.get("replicas") or ()]
 
 
-def replica_state(job: dict, record: dict, reason: str = "") -> str:
+def replica_state(job: dict, record: dict, reason: str = "", paint: Paint = no_paint) -> str:
     """`worker-0 Failed (StartError: ..., exit 128, 1 restart)`: the replica, its phase, why, its restarts."""
     notes = [reason] if reason else []
     if record.get("restartCount"):
         notes.append(plural(int(record["restartCount"]), "restart"))
     name = record["name"].removeprefix(f"{job['metadata']['name']}-")
-    return f"{name} {record.get('phase', '?')}" + (f" ({', '.join(notes)})" if notes else "")
+    return f"{name} {paint(record.get('phase', '?'))}" + (f" ({', '.join(notes)})" if notes else "")
 
 
-def replica_states(job: dict, describe: Callable[[dict], str] | None = None) -> str:
+def replica_states(job: dict, describe: Callable[[dict], str] | None = None, paint: Paint = no_paint) -> str:
     """`worker-0 Running, worker-1 Failed (exit 1, 1 restart)`, or `worker: 60 Running, 40 Pending` when many.
-    `describe(record)` says why a replica fails or waits."""
+    `describe(record)` says why a replica fails or waits; `paint` colours the phase words (colour.py)."""
     records = replica_records(job)
     if len(records) <= LISTED_REPLICAS:
-        return ", ".join(replica_state(job, r, describe(r) if describe else "") for _, r in records)
+        return ", ".join(replica_state(job, r, describe(r) if describe else "", paint) for _, r in records)
     by_type: dict[str, Counter[str]] = {}
     restarts: Counter[str] = Counter()
     for replica_type, record in records:
         by_type.setdefault(replica_type, Counter())[record.get("phase", "?")] += 1
         restarts[replica_type] += int(record.get("restartCount") or 0)
-    return "; ".join(f"{replica_type}: {_counts(counts)}{_restarts(restarts[replica_type])}"
+    return "; ".join(f"{replica_type}: {_counts(counts, paint)}{_restarts(restarts[replica_type])}"
                      for replica_type, counts in by_type.items())
 
 
-def _counts(counts: Counter[str]) -> str:
+def _counts(counts: Counter[str], paint: Paint = no_paint) -> str:
     """`6 Running, 4 Pending` in PHASE_ORDER (phases it does not know last)."""
     ordered = sorted(counts, key=lambda p: PHASE_ORDER.index(p) if p in PHASE_ORDER else len(PHASE_ORDER))
-    return ", ".join(f"{counts[phase]} {phase}" for phase in ordered)
+    return ", ".join(f"{counts[phase]} {paint(phase)}" for phase in ordered)
 
 
 def _restarts(count) -> str:
@@ -139,6 +140,7 @@ class JobProgress:
     def __init__(self, api_client: ApiClient, out: TextIO | None = None, follow_logs: bool = False,
                  follow_all: bool = False) -> None:
         self.out = out or sys.stdout
+        self.paint = palette(self.out)  # phase words in colour, on a terminal that wants it
         self.follow_all = follow_all
         self.factory = InformerFactory(api_client)
         for kind in KINDS.values():
@@ -238,7 +240,7 @@ class JobProgress:
         job = tracked.job
         if job is None or not job.get("status"):
             return
-        state = f"{phase_of(job):<9}  {replica_states(job, self._describer(job))}"
+        state = f"{self.paint(f'{phase_of(job):<9}')}  {replica_states(job, self._describer(job), self.paint)}"
         if state != tracked.shown:
             tracked.shown = state
             self.emit(f"{self._name(tracked.key)}  {state}")
@@ -282,7 +284,7 @@ class JobProgress:
         if tracked.job is None or tracked.phase == "Succeeded":
             return []
         describe = self._describer(tracked.job)
-        shown = [replica_state(tracked.job, r, reason) for _, r in replica_records(tracked.job)
+        shown = [replica_state(tracked.job, r, reason, self.paint) for _, r in replica_records(tracked.job)
                  if (reason := describe(r))]
         more = len(shown) - EXPLAINED_REPLICAS
         return [f"    {line}" for line in shown[:EXPLAINED_REPLICAS]] + ([f"    and {more} more"] if more > 0 else [])
@@ -297,7 +299,8 @@ class JobProgress:
         restarts = sum(int(r.get("restartCount") or 0) for _, r in replica_records(tracked.job or {}))
         extra = [f"{took:.1f}s"] + ([plural(restarts, "restart")] if restarts else [])
         message = outcome_message(tracked.job) if tracked.job and tracked.done else ""
-        return f"{self._name(key)}  {tracked.phase:<9}  {', '.join(extra)}" + (f"  {message}" if message else "")
+        return (f"{self._name(key)}  {self.paint(f'{tracked.phase:<9}')}  {', '.join(extra)}"
+                + (f"  {message}" if message else ""))
 
     def summary(self) -> list[str]:
         """One line per job (phase, time taken, restarts, why it ended), then the totals."""
@@ -310,5 +313,5 @@ class JobProgress:
         if counts["Succeeded"] == total:
             lines.append(f"{'all ' if total > 1 else ''}{plural(total, 'job')} succeeded")
         else:
-            lines.append(f"{_counts(counts)} of {plural(total, 'job')}")
+            lines.append(f"{_counts(counts, self.paint)} of {plural(total, 'job')}")
         return lines

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ..errors import ApiError
+from ..errors import unknown_path
 from ..storage.resources import Registry
 
 # apimachinery's version.Info, keys in its field order: since 1.31 the emulation and minimum compatibility
@@ -38,7 +38,7 @@ def group_list(registry: Registry) -> dict:
 def group(registry: Registry, name: str) -> dict:
     versions = registry.groups().get(name)
     if not versions:
-        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        raise unknown_path()
     return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(name, versions)}
 
 

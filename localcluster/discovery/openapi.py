@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 import orjson
 from aiohttp import web
 
-from ..errors import ApiError
+from ..errors import ApiError, unknown_path
 from ..storage.resources import Registry, ResourceType
 from ..validation import builtin_schemas
 from . import openapi_v2
@@ -314,7 +314,7 @@ def _swagger(registry: Registry, request: web.Request) -> web.Response:
 
 
 def _not_found() -> ApiError:
-    return ApiError(404, "NotFound", "the server could not find the requested resource")
+    return unknown_path()
 
 
 def handle(registry: Registry, request: web.Request, rest: list[str]) -> web.Response:

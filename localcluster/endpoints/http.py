@@ -135,14 +135,14 @@ class HttpApi:
             if len(segs) == 2:
                 return json_response(documents.group(self.registry, segs[1]))
             return await self._resource_request(request, segs[1], segs[2], segs[3:])
-        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        raise errors.unknown_path()
 
     async def _resource_request(self, request: web.Request, group: str, version: str,
                                 rest: list[str]) -> web.StreamResponse:
         if not rest:
             found = documents.resource_list(self.registry, group, version)
             if found is None:
-                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+                raise errors.unknown_path()
             return json_response(found)
         if (group, version) == ("", "v1") and len(rest) == 5 and (rest[0], rest[2]) == ("namespaces", "pods") \
                 and rest[4] in POD_CONNECT:
@@ -278,19 +278,19 @@ class HttpApi:
         if rest[0] == "namespaces" and len(rest) >= 3 and not (len(rest) == 3 and rest[2] in ("status", "finalize")):
             namespace, rest = rest[1], rest[2:]
         if len(rest) > 3:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise errors.unknown_path()
         rt = self.registry.get(group, version, rest[0])
         if rt is None or (namespace is not None and not rt.namespaced):
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise errors.unknown_path()
         name = rest[1] if len(rest) > 1 else None
         sub = rest[2] if len(rest) > 2 else None
         if name is not None and rt.namespaced and namespace is None:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise errors.unknown_path()
         served = (sub == "status" and rt.status_subresource) or (sub == "scale" and rt.scale is not None)
         if sub is not None and not served and sub != "finalize":
             if rt.crd_name is not None:  # apiextensions-apiserver's answer to a subresource the CRD does not declare
                 raise errors.not_found(rt.qualified_resource, name or "", rt.group, rt.plural)
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise errors.unknown_path()
         return Target(rt, namespace, name, "status" if sub == "finalize" else sub)
 
     # --- list -----------------------------------------------------------------------------

@@ -461,3 +461,28 @@ async def test_explain_a_custom_resource(kubectl):
     assert "replicaSpecs\t<[]Object> -required-" in recursive or "replicaSpecs\t<[]Object>" in recursive
     unknown = await kubectl.run("explain", "gj.spec.nothing")
     assert unknown.code == 1 and 'field "nothing" does not exist' in unknown.err
+
+
+# --- debug ---------------------------------------------------------------------------------------
+
+
+async def test_debug_gets_the_real_servers_answer_for_a_missing_ephemeralcontainers_subresource(
+        kubectl, cluster, namespace):
+    """localcluster serves no `pods/ephemeralcontainers`: its 404 must carry the empty `details` of a real
+    apiserver's, which kubectl debug reads to tell a disabled feature from a missing pod (without it, 1.35
+    panics on a nil pointer)."""
+    await kubectl.ok("apply", "-f", "-", stdin=manifest(pod("p")))
+    await kubectl.ok("wait", "--for=condition=Ready", "pod/p", "--timeout=10s")
+    debug = await kubectl.run("debug", "p", "--image=busybox", "--profile=general", "--", "true")
+    assert debug.code == 1, debug.err + debug.out
+    assert "panic" not in debug.err and "goroutine" not in debug.err, debug.err
+    assert debug.err.strip() == ('error: ephemeral containers are disabled for this cluster (error from server: '
+                                 '"the server could not find the requested resource")'), debug.err
+    missing = await kubectl.run("debug", "nobody", "--image=busybox", "--profile=general", "--", "true")
+    assert missing.err.strip() == 'Error from server (NotFound): pods "nobody" not found', missing.err
+
+    code, body = await http(cluster, "PATCH", f"/api/v1/namespaces/{namespace}/pods/p/ephemeralcontainers", {},
+                            "application/strategic-merge-patch+json")
+    assert (code, body) == (404, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                  "message": "the server could not find the requested resource", "reason": "NotFound",
+                                  "details": {}, "code": 404})

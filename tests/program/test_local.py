@@ -203,6 +203,9 @@ async def test_interrupting_an_apply_run_exits_130_and_stops_the_pods(tmp_path):
             out, _ = await proc.communicate()
     assert proc.returncode == 130
     assert "interrupted after" in out.decode()
+    # Ctrl-C says once, last, that what was applied is gone with the process.
+    assert out.decode().splitlines()[-1] == ("the local cluster's state is discarded: 1 job, 1 pod and every other "
+                                             "object (it is kept in memory only; the next `local` starts empty)")
     with pytest.raises(ProcessLookupError):
         os.kill(int(pid_file.read_text()), 0)
 
@@ -229,7 +232,9 @@ async def test_serves_a_working_kubeconfig_until_interrupted(tmp_path, sig):
         async with asyncio.timeout(10):
             out, err = await proc.communicate()
         assert proc.returncode == 0, err.decode()
-        assert out.decode().strip().endswith("stopping")
+        assert out.decode().strip().endswith("stopping\nthe local cluster's state is discarded: 0 jobs, 0 pods and "
+                                              "every other object (it is kept in memory only; the next `local` "
+                                              "starts empty)")
 
 
 # --- pieces, in-process ----------------------------------------------------------------------------

@@ -199,7 +199,9 @@ async def test_serving_follows_every_job_applied_with_kubectl_and_prints_logs(tm
         finished = await _finished_lines(running, "restart-on-failure", 2)
         assert "1 restart" in finished[1]  # a new job (a new uid): its own first attempt fails again
         assert await running.stop(signal.SIGTERM) == 0
-    assert running.lines[-1] == "stopping"
+    assert running.lines[-2] == "stopping"
+    assert re.fullmatch(r"the local cluster's state is discarded: 2 jobs, \d+ pods? and every other object .*",
+                        running.lines[-1]), running.lines[-1]
 
 
 async def _finished_lines(running: LocalProcess, job: str, count: int) -> list[str]:

@@ -8,9 +8,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
+import shlex
 import sys
 from pathlib import Path
 
+from controller.kinds.registry import KINDS
+
+from .subprocesses import ROOT, LocalProcess
 from .test_local import started, write
 
 KUBECTL = Path(sys.executable).parent / "kubectl"
@@ -69,3 +74,44 @@ async def test_the_controllers_writes_carry_the_programs_name(tmp_path):
                               json.loads(out)["metadata"]["managedFields"]}
         assert managers["pod/debugged-worker-0"] == {("genericjob-controller", ""), ("kubelet", "status")}
         assert managers["genericjob/debugged"] == {("genericjob-controller", ""), ("genericjob-controller", "status")}
+
+
+# The one command docs/local.md gives for all logs of one job, as written there (JOB is the job's name).
+LOGS_COMMAND = re.compile(r"`kubectl logs -l (?P<label>[\w./-]+)=JOB (?P<flags>[^`]+)`")
+TWO_CONTAINERS = """apiVersion: batch.tensorstack.dev/v1beta1
+kind: GenericJob
+metadata: {name: chatty}
+spec:
+  replicaSpecs:
+  - type: worker
+    replicas: 2
+    template:
+      spec:
+        containers:
+        - {name: main, image: x, command: [sh, -c, 'for i in $(seq 12); do echo main $i; done; exec sleep 60']}
+        - {name: side, image: x, command: [sh, -c, 'for i in $(seq 12); do echo side $i; done; exec sleep 60']}
+"""
+
+
+def documented_logs_commands() -> dict[str, str]:
+    """label -> the flags after `-l LABEL=JOB`, for each form of the command docs/local.md gives."""
+    return {m["label"]: m["flags"] for m in LOGS_COMMAND.finditer((ROOT / "docs" / "local.md").read_text())}
+
+
+def test_the_documented_logs_command_names_each_kinds_label():
+    assert set(documented_logs_commands()) == {kind.api.name_label for kind in KINDS.values()}
+
+
+async def test_the_documented_logs_command_shows_every_line_of_every_container_of_the_job(tmp_path):
+    flags = documented_logs_commands()[KINDS["GenericJob"].api.name_label]
+    manifest = write(tmp_path, "chatty.yaml", TWO_CONTAINERS)
+    async with LocalProcess(tmp_path, "--port", "0", "--logs", "--apply", str(manifest)) as running:
+        for replica in ("worker-0", "worker-1"):  # every line written before kubectl reads them
+            for container in ("main", "side"):
+                await running.line(rf"chatty\s+{replica}/{container} \| {container} 12$")
+        code, out, err = await kubectl(running.kubeconfig, "logs", "-l",
+                                       f"{KINDS['GenericJob'].api.name_label}=chatty", *shlex.split(flags))
+    assert code == 0, err
+    expected = {f"[pod/chatty-{replica}/{container}] {container} {i}" for replica in ("worker-0", "worker-1")
+                for container in ("main", "side") for i in range(1, 13)}
+    assert set(out.splitlines()) == expected, out
