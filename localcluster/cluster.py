@@ -18,6 +18,7 @@ from .api import CRD_KEY, SYSTEM_NAMESPACES, Api
 from .auth.credentials import Credentials
 from .controllers.bootstrap import create_system_objects
 from .controllers.deployments import DeploymentController
+from .controllers.endpoints import EndpointsController
 from .controllers.gc import GarbageCollector
 from .controllers.namespace_objects import NamespaceObjects
 from .controllers.replicasets import ReplicaSetController
@@ -79,9 +80,10 @@ class LocalCluster:
         self.gc = GarbageCollector(self.api)
         self.deployments = DeploymentController(self.api)
         self.replicasets = ReplicaSetController(self.api)
+        self.endpoints = EndpointsController(self.api)
         self.runner = make_runner(runner, self.api, default_script)
         for listener in (self.hub.on_event, self.gc.on_event, self.deployments.on_event, self.replicasets.on_event,
-                         self.runner.on_event):
+                         self.endpoints.on_event, self.runner.on_event):
             self.store.subscribe(listener)
         # The last audit_size writes to pods, Services and custom objects (GET /_localcluster/audit).
         self.audit = AuditLog(audit_size)
@@ -120,6 +122,7 @@ class LocalCluster:
             self.gc.start()
             self.deployments.start()
             self.replicasets.start()
+            self.endpoints.start()
             self.runner.start()
             self._started = True
         await self._listen()
@@ -153,6 +156,7 @@ class LocalCluster:
         await self.gc.stop()
         await self.deployments.stop()
         await self.replicasets.stop()
+        await self.endpoints.stop()
         await self.runner.stop()
         self._started = False
 

@@ -60,7 +60,7 @@ def cluster_roles() -> list[dict]:
     view = [_rule([""], VIEW_CORE, READ), _rule(["apps"], APPS, READ),
             _rule(["batch"], ["cronjobs", "cronjobs/status", "jobs", "jobs/status"], READ),
             _rule(["policy"], ["poddisruptionbudgets", "poddisruptionbudgets/status"], READ),
-            _rule(["events.k8s.io"], ["events"], READ)]
+            _rule(["discovery.k8s.io"], ["endpointslices"], READ), _rule(["events.k8s.io"], ["events"], READ)]
     edit = [_rule([""], EDIT_CORE, WRITE),
             _rule([""], ["pods/attach", "pods/exec", "pods/portforward", "pods/proxy", "secrets", "services/proxy"],
                   READ),
@@ -68,6 +68,7 @@ def cluster_roles() -> list[dict]:
             _rule(["apps"], [r for r in APPS if not r.endswith("/status") and r != "controllerrevisions"], WRITE),
             _rule(["batch"], ["cronjobs", "jobs"], WRITE),
             _rule(["policy"], ["poddisruptionbudgets"], WRITE),
+            _rule(["discovery.k8s.io"], ["endpointslices"], WRITE),
             _rule(["coordination.k8s.io"], ["leases"], [*READ, *WRITE])]
     admin = [_rule(["authorization.k8s.io"], ["localsubjectaccessreviews"], ["create"]),
              _rule(["rbac.authorization.k8s.io"], ["rolebindings", "roles"], [*READ, *WRITE])]

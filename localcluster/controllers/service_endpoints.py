@@ -6,7 +6,9 @@ it. A selected pod counts once it has an address (`status.podIP`) and while it i
 (Succeeded or Failed pods are dropped, as the controllers' `ShouldPodBeInEndpoints` does). It is
 ready when its `Ready` condition is True and it is not being deleted; with `publishNotReadyAddresses`
 every counted pod is published as ready (peers of a distributed job must find each other while they
-start), including a terminating one, as the endpoints controller does.
+start), including a terminating one, as the endpoints controller does. The EndpointSlice controller
+keeps terminating pods in any case (`with_terminating`), not ready but still `serving` while their
+Ready condition holds, so that a proxy can drain them.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Backend:
-    """One pod behind a Service: its address, whether it is published as ready, and whether it is terminating."""
+    """One pod behind a Service: its address, whether it is published as ready, whether it is terminating,
+    and whether it serves (its Ready condition, terminating or not: an EndpointSlice's `serving`)."""
 
     ip: str
     pod: dict
     ready: bool
     terminating: bool
+    serving: bool
 
 
 def selects(service: dict, pod: dict) -> bool:
@@ -41,9 +45,9 @@ def pod_ready(pod: dict) -> bool:
                for c in (pod.get("status") or {}).get("conditions") or ())
 
 
-def backends(service: dict, pods: Iterable[dict]) -> list[Backend]:
+def backends(service: dict, pods: Iterable[dict], with_terminating: bool = False) -> list[Backend]:
     """The pods behind the Service, by pod name (the controllers' order is not promised; a stable one is kinder
-    to a reader of `kubectl get endpoints` and changes nothing)."""
+    to a reader of `kubectl get endpoints` and changes nothing); terminating ones too `with_terminating`."""
     publish = bool((service.get("spec") or {}).get("publishNotReadyAddresses"))
     out = []
     for pod in pods:
@@ -52,10 +56,11 @@ def backends(service: dict, pods: Iterable[dict]) -> list[Backend]:
         if not ip or status.get("phase") in ("Succeeded", "Failed") or not selects(service, pod):
             continue
         terminating = bool(pod["metadata"].get("deletionTimestamp"))
-        if terminating and not publish:
+        if terminating and not (publish or with_terminating):
             continue
-        ready = publish or (pod_ready(pod) and not terminating)
-        out.append(Backend(ip, pod, ready, terminating))
+        serving = pod_ready(pod)
+        ready = publish or (serving and not terminating)
+        out.append(Backend(ip, pod, ready, terminating, serving))
     out.sort(key=lambda b: b.pod["metadata"]["name"])
     return out
 

@@ -45,6 +45,7 @@ POD_CONNECT = {"log": ("pod_log", ("GET",)), "exec": ("pod_exec", ("GET", "POST"
                "portforward": ("pod_portforward", ("GET", "POST"))}
 MAX_FIELD_MANAGER = 128  # bytes (FieldManagerMaxLength)
 USER = web.RequestKey("user", object)  # the authenticated auth.User of a request
+DEPRECATION = web.RequestKey("deprecation", str)  # the warning a deprecated resource's requests get
 
 
 @dataclass(slots=True)
@@ -53,6 +54,19 @@ class Target:
     namespace: str | None
     name: str | None
     subresource: str | None
+
+
+def warning_header(text: str) -> str:
+    """A Warning header as the apiserver writes one: code 299, no agent, the text quoted."""
+    return '299 - "' + text.replace('"', '\\"') + '"'
+
+
+async def _deprecation_warning(request: web.Request, response: web.StreamResponse) -> None:
+    """The apiserver warns of a deprecated API version on every request to it, whatever the verb or
+    outcome (its installer wraps each handler); a watch's header goes out before the first event."""
+    text = request.get(DEPRECATION)
+    if text:
+        response.headers.add("Warning", warning_header(text))
 
 
 def json_response(body, status: int = 200, headers: dict | None = None) -> web.Response:
@@ -83,6 +97,7 @@ class HttpApi:
         app = web.Application(middlewares=[self._errors, self.cluster.faults.middleware],
                               client_max_size=MAX_REQUEST_BYTES)
         app.router.add_route("*", "/{tail:.*}", self.dispatch)
+        app.on_response_prepare.append(_deprecation_warning)
         return app
 
     @web.middleware
@@ -151,6 +166,8 @@ class HttpApi:
                 ("namespaces", "serviceaccounts", "token"):
             return await self._token_request(request, rest[1], rest[3])
         target = self._target(group, version, rest)
+        if target.rt.deprecation:
+            request[DEPRECATION] = target.rt.deprecation
         method = request.method
         if target.name is None:
             if method == "GET":
@@ -270,7 +287,7 @@ class HttpApi:
             status = 201 if created else 200
         response = json_response(obj, status)
         for text in warnings:
-            response.headers.add("Warning", '299 - "' + text.replace('"', '\\"') + '"')
+            response.headers.add("Warning", warning_header(text))
         return response
 
     def _target(self, group: str, version: str, rest: list[str]) -> Target:

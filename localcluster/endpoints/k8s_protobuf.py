@@ -24,6 +24,7 @@ KINDS = {
     ('batch/v1', 'CronJob'): 'k8s.io.api.batch.v1.CronJob',
     ('batch/v1', 'Job'): 'k8s.io.api.batch.v1.Job',
     ('coordination.k8s.io/v1', 'Lease'): 'k8s.io.api.coordination.v1.Lease',
+    ('discovery.k8s.io/v1', 'EndpointSlice'): 'k8s.io.api.discovery.v1.EndpointSlice',
     ('events.k8s.io/v1', 'Event'): 'k8s.io.api.events.v1.Event',
     ('policy/v1', 'PodDisruptionBudget'): 'k8s.io.api.policy.v1.PodDisruptionBudget',
     ('rbac.authorization.k8s.io/v1', 'ClusterRole'): 'k8s.io.api.rbac.v1.ClusterRole',
@@ -32,6 +33,7 @@ KINDS = {
     ('rbac.authorization.k8s.io/v1', 'RoleBinding'): 'k8s.io.api.rbac.v1.RoleBinding',
     ('scheduling.k8s.io/v1', 'PriorityClass'): 'k8s.io.api.scheduling.v1.PriorityClass',
     ('v1', 'ConfigMap'): 'k8s.io.api.core.v1.ConfigMap',
+    ('v1', 'Endpoints'): 'k8s.io.api.core.v1.Endpoints',
     ('v1', 'Event'): 'k8s.io.api.core.v1.Event',
     ('v1', 'Namespace'): 'k8s.io.api.core.v1.Namespace',
     ('v1', 'Node'): 'k8s.io.api.core.v1.Node',
@@ -609,6 +611,27 @@ PACKAGES = {
         'EmptyDirVolumeSource': ('struct', (
             (1, 'medium', 'string', 'medium', 'e'),
             (2, 'sizeLimit', 'k8s.io.apimachinery.pkg.api.resource.Quantity', 'sizeLimit', 'ep'),
+        )),
+        'EndpointAddress': ('struct', (
+            (1, 'ip', 'string', 'ip', ''),
+            (3, 'hostname', 'string', 'hostname', 'e'),
+            (4, 'nodeName', 'string', 'nodeName', 'ep'),
+            (2, 'targetRef', 'ObjectReference', 'targetRef', 'ep'),
+        )),
+        'EndpointPort': ('struct', (
+            (1, 'name', 'string', 'name', 'e'),
+            (2, 'port', 'int32', 'port', ''),
+            (3, 'protocol', 'string', 'protocol', 'e'),
+            (4, 'appProtocol', 'string', 'appProtocol', 'ep'),
+        )),
+        'EndpointSubset': ('struct', (
+            (1, 'addresses', '[]EndpointAddress', 'addresses', 'e'),
+            (2, 'notReadyAddresses', '[]EndpointAddress', 'notReadyAddresses', 'e'),
+            (3, 'ports', '[]EndpointPort', 'ports', 'e'),
+        )),
+        'Endpoints': ('struct', (
+            (1, 'metadata', 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta', 'metadata', 'e'),
+            (2, 'subsets', '[]EndpointSubset', 'subsets', 'e'),
         )),
         'EnvFromSource': ('struct', (
             (1, 'prefix', 'string', 'prefix', 'e'),
@@ -1721,6 +1744,45 @@ PACKAGES = {
         'UncountedTerminatedPods': ('struct', (
             (1, 'succeeded', '[]string', 'succeeded', 'e'),
             (2, 'failed', '[]string', 'failed', 'e'),
+        )),
+    },
+    'k8s.io.api.discovery.v1': {
+        'Endpoint': ('struct', (
+            (1, 'addresses', '[]string', 'addresses', ''),
+            (2, 'conditions', 'EndpointConditions', 'conditions', 'e'),
+            (3, 'hostname', 'string', 'hostname', 'ep'),
+            (4, 'targetRef', 'k8s.io.api.core.v1.ObjectReference', 'targetRef', 'ep'),
+            (5, 'deprecatedTopology', 'map<string,string>', 'deprecatedTopology', 'e'),
+            (6, 'nodeName', 'string', 'nodeName', 'ep'),
+            (7, 'zone', 'string', 'zone', 'ep'),
+            (8, 'hints', 'EndpointHints', 'hints', 'ep'),
+        )),
+        'EndpointConditions': ('struct', (
+            (1, 'ready', 'bool', 'ready', 'ep'),
+            (2, 'serving', 'bool', 'serving', 'ep'),
+            (3, 'terminating', 'bool', 'terminating', 'ep'),
+        )),
+        'EndpointHints': ('struct', (
+            (1, 'forZones', '[]ForZone', 'forZones', 'e'),
+            (2, 'forNodes', '[]ForNode', 'forNodes', 'e'),
+        )),
+        'EndpointPort': ('struct', (
+            (1, 'name', 'string', 'name', 'ep'),
+            (2, 'protocol', 'string', 'protocol', 'ep'),
+            (3, 'port', 'int32', 'port', 'ep'),
+            (4, 'appProtocol', 'string', 'appProtocol', 'ep'),
+        )),
+        'EndpointSlice': ('struct', (
+            (1, 'metadata', 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta', 'metadata', 'e'),
+            (4, 'addressType', 'string', 'addressType', ''),
+            (2, 'endpoints', '[]Endpoint', 'endpoints', ''),
+            (3, 'ports', '[]EndpointPort', 'ports', ''),
+        )),
+        'ForNode': ('struct', (
+            (1, 'name', 'string', 'name', ''),
+        )),
+        'ForZone': ('struct', (
+            (1, 'name', 'string', 'name', ''),
         )),
     },
     'k8s.io.api.events.v1': {

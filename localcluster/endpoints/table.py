@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 
 from ..kubelet import nodes
 from ..storage.resources import ResourceType
+from . import endpoint_cells
 
 META_GROUP = "meta.k8s.io"
 NAME_DOC = "Name must be unique within a namespace. More info: https://kubernetes.io/docs/concepts/overview/" \
@@ -305,6 +306,10 @@ BUILTIN_COLUMNS: dict[tuple[str, str], list[Column]] = {
         _col("Cluster-IP", lambda s: _get(s, "spec", "clusterIP", default="<none>")),
         _col("External-IP", _external_ip), _col("Port(s)", _ports), AGE,
         _col("Selector", lambda s: _selector(_get(s, "spec", "selector")), priority=1)],
+    ("", "endpoints"): [NAME, _col("Endpoints", endpoint_cells.endpoints), AGE],
+    ("discovery.k8s.io", "endpointslices"): [
+        NAME, _col("AddressType", lambda s: s.get("addressType", "")), _col("Ports", endpoint_cells.slice_ports),
+        _col("Endpoints", endpoint_cells.slice_endpoints), AGE],
     ("", "configmaps"): [
         NAME, _col("Data", lambda c: len(c.get("data") or {}) + len(c.get("binaryData") or {}), "integer"), AGE],
     ("", "secrets"): [NAME, _col("Type", lambda s: s.get("type", "Opaque")),

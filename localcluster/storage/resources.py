@@ -59,6 +59,9 @@ class ResourceType:
     # Create-only subresources served by another kind (serviceaccounts/token: a TokenRequest): (name, group,
     # version, kind), listed in discovery.
     create_subresources: tuple[tuple[str, str, str, str], ...] = ()
+    # The warning every request to a deprecated API version is answered with (apiserver's
+    # deprecation.WarningMessage, from the type's prerelease-lifecycle tags); "" if it is not deprecated.
+    deprecation: str = ""
 
     def __post_init__(self) -> None:
         if not self.singular:
@@ -146,6 +149,9 @@ def builtin_types() -> list[ResourceType]:
                  returns_deleted=True, tracks_generation=True),
         _builtin("", "v1", "services", "Service", short_names=("svc",), status_subresource=True,
                  categories=("all",), returns_deleted=True),
+        # Kept by the endpoints controller (controllers/endpoints.py); deprecated since 1.33, reads warn.
+        _builtin("", "v1", "endpoints", "Endpoints", singular="endpoints", short_names=("ep",),
+                 deprecation="v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"),
         _builtin("", "v1", "events", "Event", short_names=("ev",), create_on_update=True),
         _builtin("", "v1", "configmaps", "ConfigMap", short_names=("cm",)),
         _builtin("", "v1", "secrets", "Secret"),
@@ -156,6 +162,7 @@ def builtin_types() -> list[ResourceType]:
         _builtin("events.k8s.io", "v1", "events", "Event", short_names=("ev",), create_on_update=True,
                  stored_as=("", "events")),
         _builtin("coordination.k8s.io", "v1", "leases", "Lease"),
+        _builtin("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice"),
         _builtin("apps", "v1", "deployments", "Deployment", short_names=("deploy",),
                  status_subresource=True, categories=("all",), scale=DEPLOYMENT_SCALE, tracks_generation=True),
         # After deployments, as apps/v1 discovery lists them (`kubectl get all` prints in that order).
