@@ -1,12 +1,16 @@
 """A replica of a local run that failed because the port it listens on was taken, said in its failure line.
 
-Under `local` every pod runs on this machine and shares its network (127.0.0.1): two replicas that listen on
-the same port collide, the second failing with `Address already in use` (EADDRINUSE, errno 98) in its log.
-Every TensorFlow task listens on its own TF_CONFIG address, so any TensorFlowTrainingJob with two tasks on
-one port meets it. A cluster gives each pod its own IP, so this is a limit of local runs, not of the job:
+Where pods of a local run share this machine's network (no pod network here: docs/local.md, "Networking";
+or `hostNetwork: true`), their `status.podIP` is 127.0.0.1 and two replicas that listen on the same port
+collide, the second failing with `Address already in use` (EADDRINUSE, errno 98) in its log. Every
+TensorFlow task listens on its own TF_CONFIG address, so any TensorFlowTrainingJob with two tasks on one
+port meets it. A cluster gives each pod its own IP, so this is a limit of such runs, not of the job:
 
     worker-1 Failed (port 2222 is already in use on this machine: local runs share one network, so replicas
                      listening on the same port collide; exit 1)
+
+A pod with an address of its own collides only with what listens on that port at every address of this
+machine (a program of yours, a pod on the host's network) or inside the pod itself, and is told so.
 
 The port named is one the pod declares (a container port, or its own address in TF_CONFIG) that another pod
 of the run declares too, else the pod's first declared port.
@@ -21,6 +25,8 @@ from collections.abc import Iterable
 IN_USE = re.compile(r"address already in use|EADDRINUSE|errno 98\b", re.IGNORECASE)
 LOG_LINES = 50  # the tail of the failed container's log that is searched
 LIMIT = "local runs share one network, so replicas listening on the same port collide"
+OWN_ADDRESS = "a program of this machine listens on it at every address, or another container of the pod does"
+HOST_IP = "127.0.0.1"
 
 
 def failed_container(pod: dict) -> str | None:
@@ -63,4 +69,6 @@ def collision(pod: dict, log: str, others: Iterable[dict]) -> str:
     theirs = {p for other in others if other["metadata"].get("uid") != uid for p in declared_ports(other)}
     port = next((p for p in own if p in theirs), own[0] if own else None)
     what = f"port {port}" if port is not None else "a port it listens on"
+    if ((pod.get("status") or {}).get("podIP") or HOST_IP) != HOST_IP:
+        return f"{what} is already in use: {OWN_ADDRESS}"
     return f"{what} is already in use on this machine: {LIMIT}"

@@ -13,6 +13,7 @@ import socket
 import sys
 
 import pytest
+from kubernetes_asyncio.client import DiscoveryV1Api
 
 from localcluster.kubelet.network import preload
 
@@ -93,6 +94,24 @@ async def test_kubectl_get_pods_wide_shows_each_pod_s_address(cluster, core, net
     table = (await Kubectl(cluster, tmp_path).ok("get", "pods", "-o", "wide")).table()
     assert {name: row["IP"] for name, row in table.items()} == ips
     assert {row["NODE"] for row in table.values()} == {"localnode"}
+
+
+async def test_a_headless_service_s_endpoints_show_its_pods_own_addresses(cluster, core, network, api_client):
+    await core.create_namespaced_service("default", headless("grp", {"app": "grp"}))
+    for name in ("m0", "m1"):
+        await core.create_namespaced_pod("default", process_pod(name, *python("import time; time.sleep(30)"),
+                                                                labels={"app": "grp"}))
+    ips = sorted([(await wait_phase(core, name, "Running")).status.pod_ip for name in ("m0", "m1")])
+
+    async def endpoints():
+        subsets = (await core.read_namespaced_endpoints("grp", "default")).subsets or []
+        found = sorted(a.ip for subset in subsets for a in subset.addresses or ())
+        return found if found == ips else None
+
+    await eventually(endpoints)
+    slices = (await DiscoveryV1Api(api_client).list_namespaced_endpoint_slice(
+        "default", label_selector="kubernetes.io/service-name=grp")).items
+    assert sorted(a for sl in slices for ep in sl.endpoints or () for a in ep.addresses) == ips
 
 
 async def test_pods_listen_on_one_port_and_reach_each_other_by_service_name(cluster, core, network):

@@ -112,6 +112,7 @@ spec:
     replicas: 2
     template:
       spec:
+        hostNetwork: HOST_NETWORK
         containers:
         - name: tensorflow
           image: ignored
@@ -127,17 +128,22 @@ spec:
             server = socket.socket()
             server.bind(("127.0.0.1", port))  # as every TensorFlow task binds its TF_CONFIG address
             server.listen()
-            time.sleep(30)
+            time.sleep(float(os.environ.get("LISTEN_SECONDS", "30")))
 """
 
 
-def test_replicas_listening_on_one_port_are_told_they_collide(tmp_path):
-    """Two TensorFlow tasks on one port: the second cannot bind it on this machine, and its failure line says
-    why (local runs share one network), naming the port."""
-    with socket.socket() as probe:  # a port free now, so the collision is between the two replicas only
+def free_port() -> int:
+    with socket.socket() as probe:  # a port free now, so a collision is between the replicas only
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    manifest = write(tmp_path, "listeners.yaml", LISTENER.replace("PORT", str(port)))
+        return probe.getsockname()[1]
+
+
+def test_replicas_on_the_host_network_listening_on_one_port_are_told_they_collide(tmp_path):
+    """Two TensorFlow tasks on one port, on this machine's network (`hostNetwork: true`, as every pod is where
+    the pod network cannot be had): the second cannot bind it, and its failure line says why (local runs share
+    one network), naming the port."""
+    port = free_port()
+    manifest = write(tmp_path, "listeners.yaml", LISTENER.replace("PORT", str(port)).replace("HOST_NETWORK", "true"))
     done = run_local(tmp_path, "--timeout", "15", "--apply", str(manifest))
     assert done.returncode == 1, done.stdout + done.stderr
     why = (f"port {port} is already in use on this machine: local runs share one network, so replicas listening "
@@ -145,6 +151,14 @@ def test_replicas_listening_on_one_port_are_told_they_collide(tmp_path):
     phase, replicas = progress(done.stdout, "listeners")[-1]
     assert phase == "Failed" and re.search(rf"worker-[01] Failed \({re.escape(why)}\)", replicas), done.stdout
     assert f"Failed ({why})" in summary_of(done.stdout)
+
+
+def test_replicas_with_addresses_of_their_own_listen_on_one_port(tmp_path):
+    """The same two tasks on the pod network: each binds the port at its own address, and both succeed."""
+    manifest = write(tmp_path, "listeners.yaml", LISTENER.replace("PORT", str(free_port()))
+                     .replace("HOST_NETWORK", "false").replace('"30"', '"1"'))
+    done = run_local(tmp_path, "--timeout", "30", "--apply", str(manifest))
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_the_colliding_port_is_the_one_another_pod_declares_and_only_an_address_in_use_counts():
@@ -161,3 +175,7 @@ def test_the_colliding_port_is_the_one_another_pod_declares_and_only_an_address_
     assert collision(failed, in_use, [failed]).startswith("port 8080 is already in use")
     assert collision(pod("c"), in_use, []).startswith("a port it listens on is already in use")
     assert collision(failed, "ValueError: bad learning rate", [failed, other]) == ""
+    failed["status"] = {"podIP": "127.40.0.3"}  # an address of its own: only this machine or the pod itself
+    assert collision(failed, in_use, [failed, other]) == ("port 2222 is already in use: a program of this machine "
+                                                          "listens on it at every address, or another container of "
+                                                          "the pod does")
