@@ -4,6 +4,7 @@ rules, each checked without a cluster (the shim in real processes, preloaded as 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -100,13 +101,19 @@ def run(shim, ip: str | None, code: str) -> str:
 
 BIND = """
 import socket, sys
-kind, host = sys.argv[1], sys.argv[2]
+kind, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
 s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, getattr(socket, kind))
-if len(sys.argv) > 3:
+if len(sys.argv) > 4:
     s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-s.bind((host, 0))
+s.bind((host, port))
 print(s.getsockname()[0])
 """
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET6) as probe:  # free on every address, both families
+        probe.bind(("::", 0))
+        return probe.getsockname()[1]
 
 
 @pytest.mark.parametrize(("kind", "host", "v6only", "expected"), [
@@ -120,9 +127,26 @@ print(s.getsockname()[0])
     ("SOCK_STREAM", "127.0.0.2", False, "127.0.0.2"),  # another loopback address: as asked
 ])
 def test_the_shim_moves_wildcard_and_loopback_binds_to_the_pod_s_address(shim, kind, host, v6only, expected):
-    args = f"import sys; sys.argv = ['x', {kind!r}, {host!r}{', 1' if v6only else ''}]\n"
+    args = f"import sys; sys.argv = ['x', {kind!r}, {host!r}, {free_port()}{', 1' if v6only else ''}]\n"
     assert run(shim, "127.61.0.7", args + BIND) == expected
 
 
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "127.0.0.1"])
+def test_an_ephemeral_port_stays_where_it_was_asked_for(shim, host):
+    """Port 0 collides with nothing; a client bound to the wildcard must still reach the internet."""
+    assert run(shim, "127.61.0.7", f"import sys; sys.argv = ['x', 'SOCK_STREAM', {host!r}, 0]\n" + BIND) == host
+
+
 def test_without_a_pod_address_the_shim_changes_nothing(shim):
-    assert run(shim, None, "import sys; sys.argv = ['x', 'SOCK_STREAM', '0.0.0.0']\n" + BIND) == "0.0.0.0"
+    code = f"import sys; sys.argv = ['x', 'SOCK_STREAM', '0.0.0.0', {free_port()}]\n"
+    assert run(shim, None, code + BIND) == "0.0.0.0"
+
+
+def test_a_connection_leaves_from_the_pod_s_address_only_toward_the_loopback(shim):
+    code = """
+import socket
+server = socket.socket(); server.bind(("127.0.0.1", 0)); server.listen()  # port 0: stays on 127.0.0.1
+client = socket.create_connection(server.getsockname())
+print(server.accept()[1][0], client.getsockname()[0])
+"""
+    assert run(shim, "127.61.0.7", code).split() == ["127.61.0.7", "127.61.0.7"]

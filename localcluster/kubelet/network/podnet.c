@@ -4,9 +4,10 @@
  * (127.X.Y.Z: the whole of 127.0.0.0/8 is this machine's loopback on Linux, so no root and no interface
  * is needed). It moves what a pod's process means as "every address" or "this pod" to that address:
  *
- * - bind() to the wildcard (0.0.0.0, ::) or to the loopback (127.0.0.1, ::1, ::ffff:127.0.0.1) binds
- *   the pod's address instead, so two pods listening on one port do not collide, as they would not
- *   on a cluster where each pod has a network namespace of its own;
+ * - bind() of a port to the wildcard (0.0.0.0, ::) or to the loopback (127.0.0.1, ::1, ::ffff:127.0.0.1)
+ *   binds the pod's address instead, so two pods listening on one port do not collide, as they would not
+ *   on a cluster where each pod has a network namespace of its own. Port 0 is left alone: an ephemeral
+ *   port collides with nothing, and a client socket bound to the wildcard must still reach the internet;
  * - connect() to the loopback on a port the pod's own address listens on (TCP, from /proc/net/tcp and
  *   tcp6) goes to the pod's address: 127.0.0.1 and localhost reach the pod itself, as in a pod; any
  *   other loopback port is the host's, left alone.
@@ -106,14 +107,14 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len) {
         if (addr->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
             struct sockaddr_in in;
             memcpy(&in, addr, sizeof in);
-            if (in.sin_addr.s_addr == htonl(INADDR_ANY) || is_v4_loopback(in.sin_addr.s_addr)) {
+            if (in.sin_port != 0 && (in.sin_addr.s_addr == htonl(INADDR_ANY) || is_v4_loopback(in.sin_addr.s_addr))) {
                 in.sin_addr = pod;
                 return real_bind(fd, (struct sockaddr *)&in, sizeof in);
             }
         } else if (addr->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
             struct sockaddr_in6 in6;
             memcpy(&in6, addr, sizeof in6);
-            if (is_v6_local(&in6.sin6_addr, 1) && !v6_only(fd)) {
+            if (in6.sin6_port != 0 && is_v6_local(&in6.sin6_addr, 1) && !v6_only(fd)) {
                 map_v4(&in6.sin6_addr);
                 return real_bind(fd, (struct sockaddr *)&in6, sizeof in6);
             }
@@ -125,21 +126,25 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len) {
 /* Whether an IPv4 address (network order) is on the loopback network, 127.0.0.0/8. */
 static int on_loopback(in_addr_t a) { return (ntohl(a) >> 24) == 127; }
 
-/* Bind a socket that is not bound yet to the pod's address, port 0 (the kernel picks one). */
+/* Bind a socket that is not bound yet to the pod's address; its port is chosen at connect(), as for any
+ * connection (IP_BIND_ADDRESS_NO_PORT), so connections from pods use no more ports than without the shim. */
 static void leave_from_pod(int fd, int family) {
     static sockfn real_bind;
     if (real_bind == NULL) real_bind = real("bind");
+    int on = 1;
     struct sockaddr_storage name;
     socklen_t len = sizeof name;
     if (getsockname(fd, (struct sockaddr *)&name, &len) != 0) return;
     if (family == AF_INET) {
         struct sockaddr_in *in = (struct sockaddr_in *)&name;
-        if (in->sin_port != 0) return;
+        if (in->sin_port != 0 || in->sin_addr.s_addr != htonl(INADDR_ANY)) return;
+        setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &on, sizeof on);
         in->sin_addr = pod;
         real_bind(fd, (struct sockaddr *)in, sizeof *in);
     } else {
         struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&name;
-        if (in6->sin6_port != 0) return;
+        if (in6->sin6_port != 0 || !IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr)) return;
+        setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &on, sizeof on);
         map_v4(&in6->sin6_addr);
         real_bind(fd, (struct sockaddr *)in6, sizeof *in6);
     }
