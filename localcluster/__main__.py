@@ -72,6 +72,8 @@ async def serve(args: argparse.Namespace) -> None:
     warning = exposure_warning(args.host, cluster.port, str(kubeconfig))
     if warning:
         print(warning, file=sys.stderr, flush=True)
+    if args.runner == "process":
+        print(f"pod network: {cluster.runner.network.summary()}", flush=True)
     print(f"localcluster listening on {cluster.url} (kubeconfig: {kubeconfig})", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -230,7 +230,8 @@ def test_what_is_missing_is_named_with_the_command_that_installs_it(monkeypatch)
     monkeypatch.setattr(preload, "find_nss_wrapper", lambda: None)
     found = preload.find()
     assert found.shim is not None and found.nss_wrapper is None
-    assert "nss_wrapper is not installed" in found.missing[0] and "libnss-wrapper" in found.missing[0]
+    assert "name resolves" in found.missing[0] and "nss_wrapper is not installed" in found.missing[0]
+    assert "libnss-wrapper" in found.missing[0]
     monkeypatch.setattr(preload, "find_compiler", lambda: None)
     found = preload.find()
     assert found.shim is None and "no C compiler" in found.missing[0] and "gcc" in found.missing[0]

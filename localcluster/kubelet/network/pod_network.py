@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 import shutil
 import tempfile
@@ -26,8 +25,6 @@ from ...storage.store import Event
 from .addresses import AddressPool
 from .names import ServiceEntry, hosts_file, service_table
 from .preload import Preload, find
-
-log = logging.getLogger("localcluster.network")
 
 HOST_IP = "127.0.0.1"
 POD_IP_ENV = "LOCALCLUSTER_POD_IP"  # what the shim reads (podnet.c)
@@ -55,9 +52,7 @@ class PodNetwork:
         self._loop = asyncio.get_running_loop()
         if self.enabled and self.directory is None:
             self.directory = Path(tempfile.mkdtemp(prefix="localcluster-net-"))  # 0700: the user's alone
-            self.preload = find()
-            for line in self.preload.missing:
-                log.warning("%s", line)
+            self.preload = find()  # what is missing is said once, in summary(), by whoever starts the cluster
 
     def stop(self) -> None:
         self._loop = None

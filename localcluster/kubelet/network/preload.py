@@ -108,9 +108,12 @@ def find() -> Preload:
                                     f"(this is {sys.platform})",))
     shim, why = build_shim()
     if shim is None:
-        return Preload(None, None, (f"pods share this machine's network: {why} ({install_hint({'gcc': 'gcc'})})",))
+        return Preload(None, None, (f"pods share this machine's network, so replicas listening on one port collide "
+                                    f"and no pod's or Service's name resolves: {why} "
+                                    f"({install_hint({'gcc': 'gcc'})})",))
     nss = find_nss_wrapper()
     if nss is None:
-        return Preload(shim, None, ("pods' and Services' names do not resolve: nss_wrapper is not installed "
+        return Preload(shim, None, ("no pod's or Service's name resolves, so replicas that find each other by name "
+                                    "(MASTER_ADDR, TF_CONFIG) wait forever: nss_wrapper is not installed "
                                     f"({install_hint({'libnss-wrapper': 'nss_wrapper'})})",))
     return Preload(shim, nss)
