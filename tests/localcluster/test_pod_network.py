@@ -207,3 +207,18 @@ def test_what_is_missing_is_named_with_the_command_that_installs_it(tmp_path, mo
     assert found.shim is None and "no C compiler" in found.missing[0] and "gcc" in found.missing[0]
     monkeypatch.setattr(sys, "platform", "darwin")
     assert "need Linux" in preload.find(tmp_path).missing[0]
+
+
+async def test_names_resolve_with_many_services(cluster, core, network):
+    """More Services than nss_wrapper's default table holds (100 names: 25 Services of 4 names): every name
+    still resolves (it read none of them past that, and every job's pods failed to find their peers)."""
+    await core.create_namespaced_pod("default", process_pod("peer", *python("import time; time.sleep(30)"),
+                                                            labels={"app": "many"}))
+    ip = (await wait_phase(core, "peer", "Running")).status.pod_ip
+    for index in range(60):
+        await core.create_namespaced_service("default", headless(f"many-{index}", {"app": "many"}))
+    code = "import socket; print(*{socket.gethostbyname(f'many-{i}') for i in range(60)})"
+    await core.create_namespaced_pod("default", process_pod("asker", *python(code)))
+    asker = await wait_phase(core, "asker", "Succeeded", "Failed")
+    log = await core.read_namespaced_pod_log("asker", "default")
+    assert asker.status.phase == "Succeeded" and log.split() == [ip], log
