@@ -94,11 +94,13 @@ def generic_job(name: str, replicas: int = 3) -> dict:
                                        "template": {"spec": {"containers": [container]}}}]}}
 
 
-def apply_all(tmp_path: Path, *objects: dict, timeout: float = 90.0) -> str:
-    """`local --logs --apply` of `objects` to the end: exit 0, every job Succeeded; its output."""
+def apply_all(tmp_path: Path, *objects: dict, timeout: float = 90.0, cwd: Path | None = None) -> str:
+    """`local --logs --apply` of `objects` (in `cwd`, else tmp_path) to the end: exit 0, every job Succeeded; its
+    output."""
     manifest = tmp_path / "jobs.yaml"
     manifest.write_text(yaml.safe_dump_all(objects))
-    done = run_local(tmp_path, "--logs", "--timeout", str(timeout - 10), "--apply", str(manifest), timeout=timeout)
+    done = run_local(tmp_path, "--logs", "--timeout", str(timeout - 10), "--apply", str(manifest), timeout=timeout,
+                     cwd=cwd)
     assert done.returncode == 0, done.stdout + done.stderr
     summary = done.stdout[done.stdout.index("finished in"):]
     # Named as `local` prints them: NAMESPACE/NAME outside the default namespace.
