@@ -30,8 +30,7 @@ def torch_on_path(monkeypatch):
     """PATH with this interpreter's directory first (its python3 and torchrun), which must import torch."""
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     monkeypatch.setenv("PATH", path)
-    found = subprocess.run(["python3", "-c", "import torch"], env={**os.environ}, capture_output=True, text=True,
-                           timeout=60)
+    found = subprocess.run(["python3", "-c", "import torch"], capture_output=True, text=True, timeout=60)
     assert found.returncode == 0, f"PyTorch is not installed for {sys.executable}: {found.stderr}"
 
 
