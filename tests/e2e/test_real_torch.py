@@ -56,10 +56,10 @@ def test_eight_jobs_of_every_kind_talk_over_the_pod_network_at_once(tmp_path, to
     # torchrun's ranks go by the rendezvous, not by replica: any replica may print rank 0.
     for job, master, world in (("ddp-a", "master-0", 2), ("ddp-b", "master-0", 2), ("torchrun-a", "worker-0", 4),
                                ("elastic-a", "worker-0", 4)):
-        assert re.search(rf"{job}\s+\S+ \| rank 0 of {world} on {job}-\S+: .* parameters equal on every rank", out)
-        assert f"The master replica {job}-{master} has succeeded." in out
+        assert re.search(rf"{job}\s+\S+ \| rank 0 of {world} on {job}-\S+: .* parameters equal on every rank", out), out
+        assert f"The master replica {job}-{master} has succeeded." in out, out
     for job in ("tf-a", "tf-b"):
-        assert re.search(rf"{job}\s+chief-0 \| chief 0 reached and heard from 6 tasks", out)
+        assert re.search(rf"{job}\s+chief-0 \| chief 0 reached and heard from 6 tasks", out), out
 
 
 @pytest.mark.timeout(180)
@@ -69,7 +69,7 @@ def test_the_real_pytorch_examples_succeed(tmp_path, torch_on_path):
     assert done.returncode == 0, done.stdout + done.stderr
     for job, master, world in (("ddp-real", "master-0", 2), ("torchrun-real", "worker-0", 4)):
         assert progress(done.stdout, job)[-1][0] == "Succeeded", done.stdout
-        for rank in range(world):
-            assert re.search(rf"{job}\s+\S+ \| rank {rank} of {world} on {job}-\S+: .* parameters equal", done.stdout)
+        line = rf"{job}\s+\S+ \| rank 0 of {world} on {job}-\S+: .* parameters equal on every rank"
+        assert re.search(line, done.stdout), done.stdout  # rank 0 speaks for all: the others may be deleted first
         assert f"The master replica {job}-{master} has succeeded." in done.stdout
     assert done.stdout.rstrip().endswith("all 2 jobs succeeded")
