@@ -251,3 +251,18 @@ async def test_a_pod_reaches_the_api_server_where_its_environment_says(cluster, 
     pod = await wait_phase(core, "api", "Succeeded", "Failed", timeout=20)
     log = await core.read_namespaced_pod_log("api", "default")
     assert pod.status.phase == "Succeeded" and log.strip() == "200", log
+
+
+async def test_names_resolve_with_many_services(cluster, core, network):
+    """More Services than nss_wrapper's default table holds (100 names: 25 Services of 4 names): every name
+    still resolves (it read none of them past that, and every job's pods failed to find their peers)."""
+    await core.create_namespaced_pod("default", process_pod("peer", *python("import time; time.sleep(30)"),
+                                                            labels={"app": "many"}))
+    ip = (await wait_phase(core, "peer", "Running")).status.pod_ip
+    for index in range(60):
+        await core.create_namespaced_service("default", headless(f"many-{index}", {"app": "many"}))
+    code = "import socket; print(*{socket.gethostbyname(f'many-{i}') for i in range(60)})"
+    await core.create_namespaced_pod("default", process_pod("asker", *python(code)))
+    asker = await wait_phase(core, "asker", "Succeeded", "Failed")
+    log = await core.read_namespaced_pod_log("asker", "default")
+    assert asker.status.phase == "Succeeded" and log.split() == [ip], log

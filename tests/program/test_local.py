@@ -125,13 +125,16 @@ def test_restart_example_succeeds_after_one_restart_on_every_run(tmp_path):
         assert not list(tmp_path.glob("restart-on-failure-*.once"))
 
 
-def test_service_example_gives_each_replica_its_tf_config(tmp_path):
+def test_service_example_gives_each_replica_its_tf_config_and_they_reach_each_other(tmp_path):
+    """The hosts substituted from $(service...) resolve to the replicas' own addresses: each worker listens on
+    the port and reaches the other (both must, by the success rule)."""
     done = run_local(tmp_path, "--logs", "--apply", str(EXAMPLES / "service-tf-config.yaml"))
     assert done.returncode == 0, done.stdout + done.stderr
     hosts = '"cluster":{"worker":["tf-config-example-worker-0:2222","tf-config-example-worker-1:2222"]}'
     for rank in range(2):
         assert (f'worker-{rank} | TF_CONFIG={{"task":{{"type":"worker","index":{rank}}},{hosts}}}'
                 in done.stdout), done.stdout
+        assert f"worker-{rank} | worker {rank} reached 1 and heard from ['worker {1 - rank}']" in done.stdout
 
 
 @pytest.mark.parametrize(("example", "name", "replicas"), [
@@ -140,14 +143,16 @@ def test_service_example_gives_each_replica_its_tf_config(tmp_path):
 ])
 def test_the_tensorflow_examples_check_their_tf_config_and_succeed(tmp_path, example, name, replicas):
     """The T9k manual's two shapes, with a script in place of TensorFlow that checks the cluster its
-    TF_CONFIG describes (and fails if it is wrong): every replica prints its task, the master trains."""
+    TF_CONFIG describes (and fails if it is wrong): every replica prints its task, listens on the same port and
+    reaches every other task at its TF_CONFIG address; the master does so before it succeeds."""
     done = run_local(tmp_path, "--logs", "--apply", str(EXAMPLES / example))
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"created tensorflowtrainingjob.batch.tensorstack.dev/{name}" in done.stdout
     for replica_type, count in replicas.items():
         for index in range(count):
             assert f"{replica_type}-{index} | {replica_type} {index} of {replicas}" in done.stdout, done.stdout
-    master = "chief-0" if "chief" in replicas else "worker-0"
+    master, tasks = ("chief-0" if "chief" in replicas else "worker-0"), sum(replicas.values())
+    assert f"{master} | {master.replace('-', ' ')} reached and heard from {tasks - 1} tasks" in done.stdout
     assert f"{master} | {master.replace('-', ' ')} trained" in done.stdout
     assert f"The master replica {name}-{master} has succeeded." in done.stdout
 

@@ -29,7 +29,12 @@ from .preload import Preload, find
 HOST_IP = "127.0.0.1"
 POD_IP_ENV = "LOCALCLUSTER_POD_IP"  # what the shim reads (podnet.c)
 # Every variable `environment` may set: what a pod's process gets besides the minimal environment and its spec's.
-VARIABLES = ("LD_PRELOAD", POD_IP_ENV, "GRPC_DNS_RESOLVER", "NSS_WRAPPER_HOSTS", "NSS_WRAPPER_HOSTNAME")
+VARIABLES = ("LD_PRELOAD", POD_IP_ENV, "GRPC_DNS_RESOLVER", "NSS_WRAPPER_HOSTS", "NSS_WRAPPER_HOSTNAME",
+             "NSS_WRAPPER_MAX_HOSTENTS")
+# nss_wrapper keeps every name of a hosts file in a table of a fixed size, 100 by default: past that it fails to
+# read the whole file and resolves nothing. A Service has 4 names in its namespace (names.py), so 100 is ~24
+# Services; the file grows after the process starts, so room for far more (a few hundred KB per process).
+MAX_NAMES = 20_000
 PODS = ("", "pods")
 SERVICES = ("", "services")
 
@@ -118,7 +123,8 @@ class PodNetwork:
         if self.names_resolve and self.directory is not None:
             spec = pod.get("spec") or {}
             env.update(NSS_WRAPPER_HOSTS=str(self.directory / f"{uid}.hosts"),
-                       NSS_WRAPPER_HOSTNAME=spec.get("hostname") or pod["metadata"]["name"])
+                       NSS_WRAPPER_HOSTNAME=spec.get("hostname") or pod["metadata"]["name"],
+                       NSS_WRAPPER_MAX_HOSTENTS=str(MAX_NAMES))
         return env
 
     # --- keeping the name tables current -------------------------------------------------------
