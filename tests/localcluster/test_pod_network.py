@@ -114,6 +114,17 @@ async def test_a_headless_service_s_endpoints_show_its_pods_own_addresses(cluste
     assert sorted(a for sl in slices for ep in sl.endpoints or () for a in ep.addresses) == ips
 
 
+async def test_kubectl_exec_runs_on_the_pod_s_network(cluster, core, network, tmp_path):
+    """What `kubectl exec` runs is on the pod's network too: its host name resolves to the pod's address, and
+    what it listens on every address is at that address."""
+    await core.create_namespaced_pod("default", process_pod("shell", *python("import time; time.sleep(30)")))
+    ip = (await wait_phase(core, "shell", "Running")).status.pod_ip
+    code = ("import socket; s = socket.socket(); s.bind(('0.0.0.0', 2222)); "
+            "print(socket.gethostbyname(socket.gethostname()), s.getsockname()[0])")
+    done = await Kubectl(cluster, tmp_path).ok("exec", "shell", "--", sys.executable, "-c", code)
+    assert done.out.split() == [ip, ip], done.out
+
+
 async def test_pods_listen_on_one_port_and_reach_each_other_by_service_name(cluster, core, network):
     """TF_CONFIG's shape: three tasks, each listening on every address on port 2222, each reaching the others
     by their Services' names, in all four forms."""
