@@ -2,8 +2,9 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+TF_VENV := .venv-tf
 
-.PHONY: local test lint bench install install-local install-torch lock image
+.PHONY: local test lint bench install install-local install-torch install-tensorflow lock image
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -39,8 +40,14 @@ $(BIN)/kubectl: | $(BIN)/python
 install-torch: install
 	$(BIN)/python -m pip install -q --require-hashes --no-deps -r requirements-torch.lock
 
-# Install everything the tests need (kubectl, the pod network's system packages, torch), lint, and run the tests.
-test: install install-torch
+# TensorFlow's CPU build for the real-TensorFlow tests, hashed, in a venv of its own (a user's framework, not ours).
+install-tensorflow:
+	$(PY) -m venv $(TF_VENV)
+	$(TF_VENV)/bin/python -m pip install -q --require-hashes --no-deps -r requirements-tensorflow.lock
+
+# Install everything the tests need (kubectl, the pod network's system packages, torch, TensorFlow), lint, and run
+# the tests.
+test: install install-torch install-tensorflow
 	$(BIN)/python scripts/install_system_packages.py
 	$(BIN)/python scripts/install_kubectl.py --dest $(BIN)
 	$(BIN)/ruff check .
@@ -72,6 +79,8 @@ lock: install
 	$(LOCAL_COMPILE) --extra local --constraint requirements-dev.lock --output-file=requirements-local.lock pyproject.toml
 	$(BIN)/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe --no-emit-index-url --no-emit-find-links \
 		--constraint requirements-dev.lock --output-file=requirements-torch.lock requirements-torch.in
+	$(BIN)/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe --no-emit-index-url --no-emit-find-links \
+		--output-file=requirements-tensorflow.lock requirements-tensorflow.in
 
 # The controller's image, from the Dockerfile: `make image TAG=0.1.0-dev` (IMAGE names the repository; DOCKER
 # may be podman). Then push it (`docker push IMAGE:TAG`) or load it into kind (`kind load docker-image

@@ -245,12 +245,13 @@ def test_make_lock_regenerates_both_locks(tmp_path):
     compiles = [cmd for cmd in make_dry_run("lock", tmp_path) if "pip-compile" in cmd]
     outputs = [re.search(r"--output-file=(\S+)", cmd).group(1) for cmd in compiles]
     assert outputs == ["requirements.lock", "requirements-dev.lock", "requirements-local.lock",
-                       "requirements-torch.lock"]
+                       "requirements-torch.lock", "requirements-tensorflow.lock"]
     for cmd in compiles[:3]:
         assert "--generate-hashes" in cmd and "PIP_CONFIG_FILE=/dev/null" in cmd  # PyPI's hashes, not a mirror's
     # PyTorch's CPU build is not on PyPI: its lock is made with the machine's pip configuration (its wheel
     # directory), hashed all the same, at the dev lock's pins.
     assert "--generate-hashes" in compiles[3] and "--constraint requirements-dev.lock" in compiles[3]
+    assert "--generate-hashes" in compiles[4]  # TensorFlow's venv is its own: the dev lock does not bind it
     assert all(f"--extra {extra}" in compiles[1] for extra in MAKE_EXTRAS)
     assert "--constraint requirements.lock" in compiles[1]
     # make local's lock: the `local` extra alone, at the dev lock's pins
@@ -395,10 +396,12 @@ def test_what_local_imports_is_in_the_local_lock():
     assert not missing, f"local imports {missing}, which requirements-local.lock does not pin: add it to the extra"
 
 
-def test_make_test_installs_torch_only_from_its_hashed_lock(tmp_path):
-    """The real-torch tests' PyTorch: every package pinned with its hash (requirements-torch.lock), nothing resolved."""
+@pytest.mark.parametrize(("lockfile", "package", "version"), [
+    ("requirements-torch.lock", "torch", "2.13.0"), ("requirements-tensorflow.lock", "tensorflow-cpu", "2.21.0")])
+def test_make_test_installs_the_frameworks_only_from_their_hashed_locks(tmp_path, lockfile, package, version):
+    """The real-framework tests' PyTorch and TensorFlow: every package pinned with its hash, nothing resolved."""
     installs = [cmd for cmd in make_dry_run("test", tmp_path) if re.search(r"\bpip install\b", cmd)]
-    torch = [cmd for cmd in installs if "requirements-torch.lock" in cmd]
-    assert torch and all("--require-hashes" in cmd and "--no-deps" in cmd for cmd in torch), installs
-    pins = lock("requirements-torch.lock")
-    assert pins["torch"][0].startswith("2.13.0") and all(hashes for _, hashes in pins.values()), pins
+    framework = [cmd for cmd in installs if lockfile in cmd]
+    assert framework and all("--require-hashes" in cmd and "--no-deps" in cmd for cmd in framework), installs
+    pins = lock(lockfile)
+    assert pins[package][0].startswith(version) and all(hashes for _, hashes in pins.values()), pins
