@@ -272,7 +272,7 @@ async def _run_controller(kubeconfig: Path, cluster: LocalCluster, args: argpars
             InstrumentedApiClient(configuration, metrics=RequestMetrics(metrics.registry)) as controller_client:
         for each in (api_client, controller_client):
             each.user_agent = USER_AGENT  # the field manager of every write, as under `run`
-        resolve_proxy_once(api_client)
+            resolve_proxy_once(each)
         controller = registry.make_controller(controller_client, JobConfig(
             workers=args.workers, shutdown_timeout=5.0, restart_backoff=LOCAL_RESTART_BACKOFF), metrics.registry)
         await controller.start(sync_timeout=SYNC_TIMEOUT)
