@@ -18,13 +18,12 @@ import logging
 from ..errors import ApiError
 from ..storage.store import DELETED, Event
 from . import endpoint_objects as shapes
+from .endpoint_index import PODS, SERVICES, SLICES, EndpointIndexes
 from .service_endpoints import backends, selects
-from .workloads import PODS, Key, WorkloadController, as_controller, controller_ref
+from .workloads import Key, WorkloadController, as_controller, controller_ref
 
 log = logging.getLogger("localcluster.endpoints")
-SERVICES = ("", "services")
 ENDPOINTS = ("", "endpoints")
-SLICES = ("discovery.k8s.io", "endpointslices")
 RETRY = 1.0  # seconds before a sync whose write was refused (a conflict, a terminating namespace) runs again
 
 
@@ -39,6 +38,14 @@ def _endpoint_view(pod: dict | None) -> tuple:
             spec.get("subdomain"))
 
 
+def _managed_by_us(slice_: dict) -> tuple[str, str] | None:
+    """The (namespace, Service name) of a slice this controller manages, else None."""
+    labels = slice_["metadata"].get("labels") or {}
+    if labels.get(shapes.SLICE_MANAGED_BY) != shapes.SLICE_CONTROLLER or not labels.get(shapes.SERVICE_NAME):
+        return None
+    return (slice_["metadata"].get("namespace") or "", labels[shapes.SERVICE_NAME])
+
+
 class EndpointsController(WorkloadController):
     COMPONENT = "endpoint-controller"
 
@@ -47,8 +54,10 @@ class EndpointsController(WorkloadController):
         # While a sync writes: the store reports each write synchronously, and the controller's own writes
         # must not queue the Service again.
         self._writing = False
+        self.indexes = EndpointIndexes(_managed_by_us)
 
     def on_event(self, ev: Event) -> None:
+        self.indexes.update(ev)  # kept while stopped too: the store's events are the only way to learn of objects
         if not self.queue.running:
             return
         meta = ev.obj["metadata"]
@@ -58,9 +67,10 @@ class EndpointsController(WorkloadController):
         elif ev.key == PODS:
             if ev.type != DELETED and _endpoint_view(ev.obj) == _endpoint_view(ev.old):
                 return
-            for service in self.store.objects(SERVICES, namespace):
-                if selects(service, ev.obj) or (ev.old is not None and selects(service, ev.old)):
-                    self.queue.add((namespace, service["metadata"]["name"]))
+            for key in self.indexes.services_for(ev.obj, ev.old):
+                service = self.store.get(SERVICES, key)
+                if service is not None and any(pod is not None and selects(service, pod) for pod in (ev.obj, ev.old)):
+                    self.queue.add(key)
         elif ev.key in (ENDPOINTS, SLICES) and not self._writing:
             if ev.key == ENDPOINTS and ev.type == DELETED:
                 self.queue.add((namespace, meta["name"]))
@@ -79,7 +89,7 @@ class EndpointsController(WorkloadController):
                 spec = service.get("spec") or {}
                 if spec.get("type") == "ExternalName" or not spec.get("selector"):
                     return
-                pods = self.store.objects(PODS, key[0])
+                pods = [p for k in self.indexes.pods_for(service) if (p := self.store.get(PODS, k)) is not None]
                 self._sync_endpoints(service, backends(service, pods))
                 self._sync_slices(service, backends(service, pods, with_terminating=True))
         except ApiError as err:
@@ -126,10 +136,8 @@ class EndpointsController(WorkloadController):
         meta = service["metadata"]
         labels = shapes.slice_labels(service)
         owner = controller_ref(service)
-        existing = [s for s in self.store.objects(SLICES, meta["namespace"])
-                    if (s["metadata"].get("labels") or {}).get(shapes.SERVICE_NAME) == meta["name"]
-                    and (s["metadata"].get("labels") or {}).get(shapes.SLICE_MANAGED_BY) == shapes.SLICE_CONTROLLER
-                    and not s["metadata"].get("deletionTimestamp")]
+        existing = [s for k in sorted(self.indexes.slices.get((meta["namespace"], meta["name"])))
+                    if (s := self.store.get(SLICES, k)) is not None and not s["metadata"].get("deletionTimestamp")]
         stale = [s for s in existing if not any(r.get("uid") == meta["uid"] and r.get("controller")
                                                 for r in s["metadata"].get("ownerReferences") or ())]
         spare = [s for s in existing if s not in stale]

@@ -283,3 +283,20 @@ async def test_kubectl_get_and_describe_show_them(objects, kubectl, namespace):
     async def listed_none() -> bool:
         return (await kubectl.ok("get", "endpoints,endpointslices", "-o", "name")).out.strip() == ""
     await wait_until(listed_none, "kubectl listing neither after the Service's deletion")
+
+
+async def test_relabelled_pods_and_reselecting_services_move_between_endpoints(objects):
+    """The controller finds Services by their pods' labels and pods by a Service's selector through indexes; a
+    label or selector edit must move the pod all the same (the indexes follow every edit)."""
+    await objects.create("services", service("a"))
+    await objects.create("services", service("b", selector={"app": "b", "tier": "x"}))
+    await objects.create("pods", pod("p", "a"))
+    await objects.run("p", "127.0.0.9", ready=True)
+    await objects.wait_endpoints("a", lambda e: ips(e) == ["127.0.0.9"], "p behind a")
+    await objects.rest.ok("PATCH", f"{objects.core}/pods/p", {"metadata": {"labels": {"app": "b", "tier": "x"}}},
+                          MERGE)
+    await objects.wait_endpoints("a", lambda e: ips(e) == [], "p gone from a")
+    await objects.wait_endpoints("b", lambda e: ips(e) == ["127.0.0.9"], "p behind b")
+    await objects.rest.ok("PATCH", f"{objects.core}/services/a", {"spec": {"selector": {"app": None, "tier": "x"}}},
+                          MERGE)
+    await objects.wait_endpoints("a", lambda e: ips(e) == ["127.0.0.9"], "p behind a again, by its new selector")
