@@ -46,6 +46,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                        help="comma-separated admission plugins to switch off (OwnerReferencesPermissionEnforcement)")
     serve.add_argument("--service-account-token", action="append", default=[], metavar="NAMESPACE/NAME",
                        help="issue a token for this ServiceAccount (created if missing) and print it; repeatable")
+    serve.add_argument("--endpoint-controllers", choices=["auto", "on", "off"], default="auto",
+                       help="keep Endpoints and EndpointSlices of Services with a selector (auto: with the process "
+                            "runner only)")
     serve.add_argument("--log-level", default="WARNING")
     return parser.parse_args(argv)
 
@@ -54,7 +57,8 @@ async def serve(args: argparse.Namespace) -> None:
     default_script = orjson.loads(args.default_script) if args.default_script else None
     disabled = tuple(p for p in args.disable_admission_plugins.split(",") if p)
     cluster = LocalCluster(args.host, args.port, args.runner, args.history_size, args.bookmark_interval,
-                           default_script=default_script, disable_admission_plugins=disabled)
+                           default_script=default_script, disable_admission_plugins=disabled,
+                           endpoint_controllers={"auto": None, "on": True, "off": False}[args.endpoint_controllers])
     cluster.audit.resize(args.audit_size)
     await cluster.start()
     for account in args.service_account_token:

@@ -10,12 +10,21 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from localcluster import LocalCluster
+
 from .rest import MERGE, Rest, connect
 from .test_kubectl import wait_until
 
 pytestmark = pytest.mark.asyncio
 SLICE_MANAGER = {"kubernetes.io/service-name", "endpointslice.kubernetes.io/managed-by"}
 DEPRECATED = '299 - "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"'
+
+
+@pytest.fixture
+async def cluster():
+    """With the endpoint controllers, which run by default only beside the process runner (cluster.py says why)."""
+    async with LocalCluster(bookmark_interval=1.0, endpoint_controllers=True) as running:
+        yield running
 
 
 @pytest.fixture
@@ -300,3 +309,8 @@ async def test_relabelled_pods_and_reselecting_services_move_between_endpoints(o
     await objects.rest.ok("PATCH", f"{objects.core}/services/a", {"spec": {"selector": {"app": None, "tier": "x"}}},
                           MERGE)
     await objects.wait_endpoints("a", lambda e: ips(e) == ["127.0.0.9"], "p behind a again, by its new selector")
+
+
+async def test_without_the_process_runner_the_controllers_run_only_when_asked():
+    async with LocalCluster() as plain, LocalCluster(runner="process") as local:
+        assert plain.endpoints is None and local.endpoints is not None
