@@ -19,23 +19,12 @@ from ..errors import ApiError
 from ..storage.store import DELETED, Event
 from . import endpoint_objects as shapes
 from .endpoint_index import PODS, SERVICES, SLICES, EndpointIndexes
-from .service_endpoints import backends, selects
+from .service_endpoints import backends, endpoint_view, selects
 from .workloads import Key, WorkloadController, as_controller, controller_ref
 
 log = logging.getLogger("localcluster.endpoints")
 ENDPOINTS = ("", "endpoints")
 RETRY = 1.0  # seconds before a sync whose write was refused (a conflict, a terminating namespace) runs again
-
-
-def _endpoint_view(pod: dict | None) -> tuple:
-    """What of a pod can move its endpoints; other changes (most status writes) queue nothing."""
-    if pod is None:
-        return ()
-    meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
-    ready = [c.get("status") for c in status.get("conditions") or () if c.get("type") == "Ready"]
-    return (meta.get("labels"), bool(meta.get("deletionTimestamp")), status.get("podIP"),
-            status.get("phase") in ("Succeeded", "Failed"), ready, spec.get("nodeName"), spec.get("hostname"),
-            spec.get("subdomain"))
 
 
 def _managed_by_us(slice_: dict) -> tuple[str, str] | None:
@@ -65,7 +54,7 @@ class EndpointsController(WorkloadController):
         if ev.key == SERVICES:
             self.queue.add((namespace, meta["name"]))
         elif ev.key == PODS:
-            if ev.type != DELETED and _endpoint_view(ev.obj) == _endpoint_view(ev.old):
+            if ev.type != DELETED and endpoint_view(ev.obj) == endpoint_view(ev.old):
                 return
             for key in self.indexes.services_for(ev.obj, ev.old):
                 service = self.store.get(SERVICES, key)

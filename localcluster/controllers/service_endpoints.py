@@ -68,3 +68,14 @@ def backends(service: dict, pods: Iterable[dict], with_terminating: bool = False
 def resolved_addresses(service: dict, pods: Iterable[dict]) -> list[str]:
     """What cluster DNS answers for a headless Service's name: the addresses of its ready backends."""
     return [b.ip for b in backends(service, pods) if b.ready]
+
+
+def endpoint_view(pod: dict | None) -> tuple:
+    """What of a pod can move its endpoints; other changes (most status writes) queue nothing."""
+    if pod is None:
+        return ()
+    meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
+    ready = [c.get("status") for c in status.get("conditions") or () if c.get("type") == "Ready"]
+    return (meta.get("labels"), bool(meta.get("deletionTimestamp")), status.get("podIP"),
+            status.get("phase") in ("Succeeded", "Failed"), ready, spec.get("nodeName"), spec.get("hostname"),
+            spec.get("subdomain"))

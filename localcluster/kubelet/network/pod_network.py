@@ -21,12 +21,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ...storage.store import Event
+from ...controllers.service_endpoints import endpoint_view
+from ...storage.store import DELETED, Event
+from ..container_env import HOST_IP
 from .addresses import AddressPool
 from .names import ServiceEntry, hosts_file, service_table
 from .preload import Preload, find
 
-HOST_IP = "127.0.0.1"
 POD_IP_ENV = "LOCALCLUSTER_POD_IP"  # what the shim reads (podnet.c)
 # Every variable `environment` may set: what a pod's process gets besides the minimal environment and its spec's.
 VARIABLES = ("LD_PRELOAD", POD_IP_ENV, "GRPC_DNS_RESOLVER", "NSS_WRAPPER_HOSTS", "NSS_WRAPPER_HOSTNAME",
@@ -132,6 +133,8 @@ class PodNetwork:
     def on_event(self, ev: Event) -> None:
         if ev.key not in (PODS, SERVICES) or not self._pods or not self.names_resolve or self._loop is None:
             return
+        if ev.key == PODS and ev.type != DELETED and endpoint_view(ev.obj) == endpoint_view(ev.old):
+            return  # most pod writes (a container's state, Events' counts) move no name
         if not self._refresh_due:
             self._refresh_due = True
             self._loop.call_soon(self._refresh)
