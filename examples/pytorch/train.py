@@ -4,6 +4,7 @@ workers). Every rank trains a small model on its own random batches; DDP average
 ranks' parameters stay equal, which the script checks with an all_gather before it reports."""
 
 import os
+import sys
 
 import torch
 import torch.distributed as dist
@@ -25,6 +26,9 @@ flat = torch.cat([p.detach().flatten() for p in model.parameters()])
 everyone = [torch.zeros_like(flat) for _ in range(world)]
 dist.all_gather(everyone, flat)
 assert all(torch.equal(other, flat) for other in everyone), "the ranks' parameters differ"
-print(f"rank {rank} of {world} on {os.environ.get('HOSTNAME')}: loss {loss.item():.4f}, parameters equal on "
-      f"every rank (master {os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']})", flush=True)
+# One write of the whole line: torchrun's local ranks share the pod's output, and with PYTHONUNBUFFERED (the
+# controller sets it) print() writes the text and its newline apart, so two ranks' lines could run together.
+sys.stdout.write(f"rank {rank} of {world} on {os.environ.get('HOSTNAME')}: loss {loss.item():.4f}, parameters "
+                 f"equal on every rank (master {os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']})\n")
+sys.stdout.flush()
 dist.destroy_process_group()
