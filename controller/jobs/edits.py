@@ -57,11 +57,12 @@ def removed(kind: JobKind, job_name: str, old: dict, slots: list[Slot], pods: li
     names = {slot.name for slot in slots}
     present = {pod["metadata"]["name"] for pod in pods}
     carried = stored_carried(kind, old)
-    found: list[tuple[str, Replica]] = []
+    gone = {name: raw for name, raw in {**removed_records(old), **kind.status.stored_records(old)}.items()
+            if name not in names}
+    if not gone:
+        return Removed({}, carried)  # (nothing scaled away: the common case)
     types = _stored_types(kind, job_name, old)
-    for name, raw in {**removed_records(old), **kind.status.stored_records(old)}.items():
-        if name not in names:
-            found.append((types[name], st.read_record(raw, name).retired().in_phase(st.DELETED)))
+    found = [(types[name], st.read_record(raw, name).retired().in_phase(st.DELETED)) for name, raw in gone.items()]
     # Kept first: a pod still there, then records that restarted, then the lowest ranks (scaled back first).
     found.sort(key=lambda item: (item[1].name not in present, item[1].restart_count == 0, _rank(item[1].name),
                                  item[1].name))

@@ -270,11 +270,9 @@ def _invalid_records(kind: JobKind, old: dict, pods: list[dict], deleting: set[s
             else:
                 records.append(st.observed(record, pod))
         by_type.append((replica_type, records))
-    # Counters never decrease (those of ranks scaled away included), and `ready` counts the spec's replicas.
-    fields = edits.kept_counts(old, kind.status.replica_fields(by_type))
-    if "backoffCount" in fields:  # an earlier version's records of ranks scaled away, stored apart, still count
-        fields["backoffCount"] += sum(int(raw.get("restartCount") or 0) for raw in edits.removed_records(old).values())
-    return fields
+    # Counters never decrease (those of ranks scaled away included: the stored backoffCount counts them, those an
+    # earlier version stored apart too), and `ready` counts the spec's replicas.
+    return edits.kept_counts(old, kind.status.replica_fields(by_type))
 
 
 # --- the replicas -------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from controller.jobs import edits
 
-from .plan_support import Pods, at, make_job, plan, step
+from .plan_support import Pods, at, make_job, plan, plan_invalid, step
 
 
 def running(job, pods: Pods) -> dict:
@@ -126,3 +126,17 @@ def test_a_job_scaled_from_many_to_one_keeps_no_more_records_than_it_had():
     assert len(task(status, "worker")["replicas"]) == 50 and status["aggregate"]["deleted"] == 49
     status = step(make_job(("worker", 1)), status, pods, at(3)).status
     assert len(task(status, "worker")["replicas"]) == 50 and status["ready"] == "1/1"
+
+
+def test_a_job_found_invalid_keeps_its_counters_and_its_ready_total():
+    job = make_job(("worker", 3, "OnFailure", 1))
+    pods = Pods()
+    status = running(job, pods)
+    pods.set("worker", 2, "Failed")
+    status = step(job, status, pods, at(2)).status
+    status = step(make_job(("worker", 1, "OnFailure", 1)), status, pods, at(3)).status
+    failed = plan_invalid(status, pods.list(), "bad", at(4)).status
+    assert failed["backoffCount"] == 1 and failed["tasks"][0]["restartCount"] == 1 and failed["ready"] == "0/1"
+    legacy = {**running(make_job(("worker", 1)), Pods()), "backoffCount": 2,
+              "removedReplicas": [{"name": "job-worker-1", "phase": "Deleted", "restartCount": 2}]}
+    assert plan_invalid(legacy, [], "bad", at(5)).status["backoffCount"] == 2  # counted once
