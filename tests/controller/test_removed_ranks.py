@@ -140,3 +140,14 @@ def test_a_job_found_invalid_keeps_its_counters_and_its_ready_total():
     legacy = {**running(make_job(("worker", 1)), Pods()), "backoffCount": 2,
               "removedReplicas": [{"name": "job-worker-1", "phase": "Deleted", "restartCount": 2}]}
     assert plan_invalid(legacy, [], "bad", at(5)).status["backoffCount"] == 2  # counted once
+
+
+def test_a_status_never_holds_more_records_than_a_capped_job_has():
+    # 1000 workers scaled to 1 keep 1000 records; the ps then scaled up to 999 take the room of worker ranks that
+    # never restarted, so the status stays the size of a capped job's (tests/controller/test_job_size.py).
+    status = plan(make_job(("worker", edits.MAX_RECORDS), ("ps", 0)), {}, [], at(0)).status
+    status = plan(make_job(("worker", 1), ("ps", 0)), status, [], at(1)).status
+    assert len(task(status, "worker")["replicas"]) == edits.MAX_RECORDS
+    status = plan(make_job(("worker", 1), ("ps", edits.MAX_RECORDS - 1)), status, [], at(2)).status
+    assert sum(len(t["replicas"]) for t in status["tasks"]) == edits.MAX_RECORDS
+    assert [r["name"] for r in task(status, "worker")["replicas"]] == ["job-worker-0"]
