@@ -224,8 +224,9 @@ def status_schema(kind: str, records: str) -> dict:
         "phase": string("Pending, Running, Paused, Resuming, Succeeded, Failed or Unknown."),
         "conditions": array("The latest observations of the job's state.", condition),
         "tasks": array("The state of the replicas, by type.", task),
-        "removedReplicas": array("Replicas scaled away that had restarted: their restarts still count in "
-                                 "backoffCount, and a replica scaled back keeps its count.", copy.deepcopy(replica)),
+        "removedReplicas": array("Read only, from statuses an earlier version wrote: the records of ranks scaled "
+                                 "away, now kept in their type's task (Deleted); moved there at the next reconcile.",
+                                 copy.deepcopy(replica)),
         "aggregate": aggregate,
         "readyReplicas": integer("Replicas whose pod is Running and Ready (its Ready condition True, or no "
                                  "readiness reported)."),
