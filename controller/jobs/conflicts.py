@@ -1,5 +1,5 @@
-"""Names that are taken: a child (pod, Service, PodGroup, a kind's dependent) whose name already belongs to an
-object the job does not control (another job's, of any kind, or a stranger's).
+"""Names that are taken: a child (pod, Service, PodGroup) whose name already belongs to an object the job does
+not control (another job's, of any kind, or a stranger's).
 
 Such an object is never adopted, touched or skipped in silence. The reconciler learns of it from the create's
 409 and a look at the object that holds the name; it remembers the name here, per job, and:

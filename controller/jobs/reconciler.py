@@ -529,8 +529,9 @@ class Reconciler:
                         self._refused(obj, failed, "FailedDelete", f"Error deleting {what}: {err.message}")
                     continue
                 if isinstance(action, CreateChild) and err.code == 409:
-                    held_back |= await self._already_exists(obj, action, what, wake_ups)
-                    continue
+                    if action.resource in CHILD_KINDS:  # a Service or PodGroup: whose is it?
+                        held_back |= await self._already_exists(obj, action, what, wake_ups)
+                    continue  # a kind's dependent (a TensorBoard): the cache has not seen it yet
                 reason, doing = ("FailedCreate", "creating") if isinstance(action, CreateChild) else \
                     ("FailedUpdate", "updating")
                 self._refused(obj, failed, reason, f"Error {doing} {what}: {err.message}")
