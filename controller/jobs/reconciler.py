@@ -226,7 +226,7 @@ class Reconciler:
         that finishes waits for no name (and a finished job's conditions never change)."""
         if the_plan.terminal or isinstance(job, list):
             self.taken.forget(uid)
-        else:
+        elif self.taken.conflicts(uid):  # (most jobs never meet a taken name: nothing to work out)
             self.taken.keep_only(uid, self._wanted(job, the_plan))
         if status.get("phase") in TERMINAL_PHASES:
             return the_plan

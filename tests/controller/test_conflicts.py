@@ -154,3 +154,17 @@ async def test_the_jobs_own_child_not_yet_cached_is_no_conflict():
     assert harness.recorder.events == [("Normal", "SuccessfulCreate", "Created pod: job-worker-0")]
     assert result is None or result.requeue_after is None
     assert conflict_of(harness) is None
+
+
+async def test_a_name_the_job_no_longer_wants_is_forgotten_and_the_condition_clears():
+    harness, _ = harness_with(job_object(workers=1, service=True), ("services", "job-worker-0"))
+    await harness.reconcile()
+    await harness.reconcile()
+    assert conflict_of(harness)["status"] == "True"
+    job = harness.stores["jobs"].get("ns/job")
+    paused = {**job, "metadata": {**job["metadata"], "generation": 2},
+              "spec": {**job["spec"], "runMode": {"pause": {"enabled": True}}}}
+    harness.put("jobs", paused)
+    await harness.reconcile()  # a paused job makes nothing: it waits for no name
+    assert conflict_of(harness)["status"] == "False"
+    assert harness.reconciler.taken.conflicts("job-uid") == []
