@@ -241,8 +241,8 @@ def status_schema(kind: str, records: str) -> dict:
                            "description": "The hash of each replica type's pod template, as the job last ran it (the "
                                           "annotation <prefix>/template-hash of the pods made from it): an edit "
                                           "is announced once (TemplateChanged) and applies to new pods only."},
-        "cleanUpPolicy": string("Once the job has finished: the clean-up policy it finished with. Terminal is "
-                                "final: later edits of the spec, this policy's included, are ignored."),
+        "cleanUpPolicy": string("Once the job has finished: the clean-up policy in force (the spec's current "
+                                "one; an edit of it is applied, other edits are ignored)."),
     })
 
 

@@ -426,13 +426,15 @@ def _finish(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observa
 
 
 SPEC_IGNORED = "the job has finished; spec changes are ignored"
+CLEANUP_POLICY_APPLIED = "CleanUpPolicyApplied"
 
 
 def _settle_finished(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict], creating: frozenset[str]) -> Plan:
     """Terminal is final: a finished job never changes phase, conditions, times or counters again, never creates
-    a pod, and no edit of its spec (scale, template, run mode, clean-up policy) changes what it has: its replicas
-    are the ones it finished with, and its clean-up the policy it finished with. It only keeps its replica
-    records current and finishes that clean-up. An edit is said once, by a Normal Event of its generation."""
+    a pod, and no edit of its spec (scale, template, run mode) changes what it has: its replicas are the ones it
+    finished with. Its clean-up follows the current policy: an edit of the policy deletes what the new one
+    says (cleanup.py). It only keeps its replica records current and does that clean-up. An edit is said once,
+    by a Normal Event of its generation."""
     policy = cleanup.finished_policy(job, old)
     by_replica: dict[str, list[dict]] = {}
     for pod in pods:
@@ -455,11 +457,20 @@ def _settle_finished(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
         by_type.append((replica_type, records))
     generation = getattr(job, "generation", None)
     if old.get("observedGeneration") is not None and generation != old.get("observedGeneration"):
-        events.append(Event(NORMAL, "SpecChangeIgnored", SPEC_IGNORED))
+        events.append(_finished_edit_event(cleanup.stored_policy(old), policy))
     new = st.assemble(old, kind.status, phase=old["phase"], conditions=old.get("conditions") or [],
                       records_by_type=by_type, start_time=old.get("startTime"),
                       completion_time=old.get("completionTime"))
+    new[cleanup.FINISHED_POLICY] = str(policy)  # so the next edit of the policy is told from other edits
     return Plan(new, delete=delete, events=events, terminal=True)
+
+
+def _finished_edit_event(was: CleanUpPolicy | None, policy: CleanUpPolicy) -> Event:
+    """What an edit of a finished job does: a new clean-up policy is applied; anything else is ignored."""
+    if was is None or was == policy:
+        return Event(NORMAL, "SpecChangeIgnored", SPEC_IGNORED)
+    return Event(NORMAL, CLEANUP_POLICY_APPLIED, f"the job has finished; its clean-up now follows cleanUpPolicy "
+                 f"{policy} (was {was}); other spec changes are ignored")
 
 
 # --- helpers ----------------------------------------------------------------------------------------

@@ -217,7 +217,6 @@ class EngineModel(RuleBasedStateMachine):
         self.restarts: dict[str, int] = {}  # the most restarts ever written for each replica
         self.backoff_count = 0
         self.final: dict | None = None  # the first terminal status written, and the clean-up it called for
-        self.final_policy = ""
         self.clock_start: int | None = None  # when the deadline's clock last (re)started: start or resume
         self.steps = 0
         note(f"{self.kind.api.kind} {obj['spec']}")
@@ -526,15 +525,20 @@ class EngineModel(RuleBasedStateMachine):
                 f"a finished job's replica records changed: {sorted(before)} -> {sorted(kept)}"
         elif status.get("phase") in FINISHED:
             self.final = copy.deepcopy(status)
-            policy = self.cleanup_policy(self.job_seen["spec"])
-            if status.get("reason") == "DeadlineExceeded" and policy == "None":
-                policy = "Unfinished"
-            self.final_policy = policy
+
+    @property
+    def final_policy(self) -> str:
+        """The clean-up in force for a finished job: its current policy (edits included), as the reconcile
+        saw it; a job failed by its deadline deletes at least its unfinished pods."""
+        policy = self.cleanup_policy(self.job_seen["spec"])
+        if (self.final or {}).get("reason") == "DeadlineExceeded" and policy == "None":
+            policy = "Unfinished"
+        return policy
 
     def _check_pod_write(self, entry: tuple, status: dict) -> None:
         verb, name, pod = entry
         # No pod for a finished job except what its clean-up policy keeps: nothing created, and nothing deleted
-        # but what the policy it finished with selects.
+        # but what the policy in force selects (its current one: an edit of a finished job's policy applies).
         if self.final is None:
             return
         assert verb != "create", f"pod {name} created for a finished job"
