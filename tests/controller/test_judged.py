@@ -166,3 +166,13 @@ def test_a_rank_scaled_away_as_the_job_fails_is_left_to_the_clean_up_policy():
         assert (("job-worker-2", uid, "cleanup") in result.delete) is deleted, result.delete
         assert ("job-worker-2" in {p["metadata"]["name"] for p in pods.list()}) is not deleted
         assert removed(result.status)["job-worker-2"]["phase"] == ("Deleted" if deleted else "Failed")
+
+
+def test_a_workload_pod_deleted_as_debug_is_turned_on_is_counted_as_lost():
+    # The pod gone was the workload's (its record does not say debug): its loss is judged as the workload's.
+    workload, debug = make_job(("worker", 1, "OnFailure", 1)), make_job(("worker", 1, "OnFailure", 1), debug=True)
+    pods = Pods()
+    status = start(workload, pods)
+    pods.remove("worker", 0)
+    result = step(debug, status, pods, at(5))
+    assert result.status["backoffCount"] == 1 and result.create == [("worker", 0, "debug")]
