@@ -206,7 +206,11 @@ def _settle_leaving(policy: CleanUpPolicy, removed: list[Replica], pods: Mapping
     records, delete, events = [], [], []
     for record in removed:
         pod = pods.get(record.name)
-        if pod is None or (record.phase == st.DELETED and st.is_terminating(pod)):  # (gone, or going: as it was)
+        if pod is None or st.is_terminating(pod) or (record.phase == st.DELETED and not ending):
+            # Gone or going, or deleted already (by the scale-down, or an earlier clean-up): the record stays as it
+            # was (terminal is final), and only a delete the policy asks for is repeated.
+            if pod is not None and not st.is_terminating(pod) and cleanup.selects(policy, pod):
+                delete.append(DeletePod(record.name, st.pod_uid(pod), CLEANUP))
             records.append(record)
             continue
         settled = cleanup.settle(policy, st.observed(record, pod) if ending else record, pod)
