@@ -175,6 +175,35 @@ async def test_a_failure_seen_as_debug_is_turned_on_is_judged_first(cluster, kin
     assert backoff(job) == 1 and records(job)["on-worker-0"]["restartCount"] == 1
 
 
+async def test_a_debug_pod_that_ended_as_debug_is_turned_off_counts_nothing(cluster, kind, running, kjobs):
+    scripts(cluster, "end", {"*": FOREVER})
+    await running.start()
+    await kjobs.submit(kind.job("end", {"worker": 1}, "Never", None, runMode={"debug": {kind.switch: True}}))
+    [debug] = await _running_pods(kjobs, "end", 1)
+    await kjobs.wait("end", lambda j: records(j).get("end-worker-0", {}).get("phase") == "Running")
+    await running.stop()
+    await finish_pod(kjobs, "end-worker-0", 1)  # under Never: the workload's failure would be final
+    await kjobs.patch("end", kind.mode("debug", False))
+    await running.start()
+    [workload] = await _running_pods(kjobs, "end", 1, {debug.metadata.uid})
+    job = await kjobs.wait("end", lambda j: records(j)["end-worker-0"]["uid"] == workload.metadata.uid)
+    assert phase(job) == "Running" and backoff(job) == 0
+
+
+async def test_a_final_failure_seen_as_debug_is_turned_on_fails_the_job(cluster, kind, running, kjobs):
+    scripts(cluster, "last", {"*": FOREVER})
+    await running.start()
+    await kjobs.submit(kind.job("last", {"worker": 1}, "Never", None))
+    await kjobs.wait_phase("last", "Running")
+    await running.stop()
+    await finish_pod(kjobs, "last-worker-0", 1)
+    await kjobs.patch("last", kind.mode("debug", True))
+    await running.start()
+    done = await kjobs.wait("last", lambda j: phase(j) == "Failed")
+    assert condition(done, "Failed")["reason"] == "ReplicaFailed"
+    assert [p.spec.containers[0].command for p in await kjobs.pods("last")] != [["sleep", "inf"]]
+
+
 # --- defect 2: a failure that arrives with a scale-down --------------------------------------------------------
 
 
