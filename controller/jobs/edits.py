@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from controller.jobs import status as st
 from controller.jobs.actions import DEBUG, NORMAL, Event
-from controller.jobs.api import MAX_TOTAL_REPLICAS
+from controller.jobs.api import MAX_TOTAL_REPLICAS, Outcome
 from controller.jobs.kind import JobKind, ParsedJob
 from controller.jobs.pods import pod_mode, template_hash
 from controller.jobs.restart import Observation, Seen, Slot
@@ -131,16 +131,27 @@ def kept_counts(old: Mapping, fields: dict) -> dict:
     return fields
 
 
-def judged(kind: JobKind, observations: list[Observation], debugging: bool) -> dict:
-    """The outcomes the rules judge, by (type, rank): those of pods that ran the workload. A debug pod's end
-    says nothing of the job; in debug mode, neither does a replica whose pod is gone or was made before pods
-    said their mode (as debug mode always decided nothing)."""
-    outcomes = {}
-    for o in observations:
-        mode = pod_mode(kind.api, o.slot.pod) if o.slot.pod is not None else None
-        workload = mode not in (None, DEBUG) if debugging else mode != DEBUG
-        outcomes[(o.slot.type, o.slot.rank)] = o.outcome if workload else None
+def judged(kind: JobKind, observations: list[Observation], debugging: bool,
+           leaving: list[Observation] = ()) -> dict:
+    """The outcomes the rules judge, by (type, rank): those of pods that ran the workload (a debug pod's end
+    says nothing of the job: `is_debug`, and restart.observe gives it no outcome), and the failures of ranks
+    scaled away in the same moment (`leaving`): every outcome is judged before the edit takes effect."""
+    outcomes = {(o.slot.type, o.slot.rank): None if o.slot.debug else o.outcome for o in observations}
+    for o in leaving:
+        if o.outcome == Outcome.FAILED and not o.slot.debug:
+            outcomes[(o.slot.type, o.slot.rank)] = o.outcome
     return outcomes
+
+
+def is_debug(kind: JobKind, pod: dict | None, record: Replica, debugging: bool) -> bool:
+    """Is the replica's pod a debug pod, whose end decides nothing and counts nothing? A pod made in debug mode
+    is, and so, in debug mode, is one made before pods said their mode (as debug mode always decided nothing).
+    A pod gone was one if its record says so: a debug pod deleted as debug mode is turned off counts nothing,
+    and a workload's pod deleted as it is turned on is judged as the workload's."""
+    if pod is None:
+        return record.debug
+    mode = pod_mode(kind.api, pod)
+    return mode == DEBUG or (debugging and mode is None)
 
 
 TEMPLATES = "templateHashes"  # status: the template hash of each replica type, as last run (pods.template_hash)
