@@ -273,3 +273,19 @@ async def test_a_swap_of_the_pytorch_types_past_the_crd_is_held_and_the_master_s
     await finish_pod(pjobs, "swap-worker-0", 0)  # the master, as it always was
     await pjobs.wait_phase("swap", "Succeeded")
 
+
+
+async def test_a_pytorch_master_scaled_to_zero_past_the_crd_is_held(cluster, pj_controller, pjobs):
+    # Applied, worker-0 would become the master while its environment still says RANK=1.
+    scripts(cluster, "m0", {"*": FOREVER})
+    loosen(cluster, "pytorchtrainingjobs")
+    await pjobs.submit(pjob("m0", {"master": 1, "worker": 2}))
+    await pjobs.wait("m0", lambda j: status(j).get("ready") == "3/3")
+    before = await live_uids(pjobs, "m0")
+    edited = await json_patch(pjobs, "m0", [set_replicas(0, 0)])
+    job = await wait_held(pjobs, "m0", edited["metadata"]["generation"])
+    assert 'spec.replicaSpecs[0].replicas: a replica type "master" has exactly one replica' in held(job)["message"]
+    assert phase(job) == "Running" and await live_uids(pjobs, "m0") == before
+    await finish_pod(pjobs, "m0-worker-0", 0)  # not the master: it decides nothing
+    job = await pjobs.wait("m0", lambda j: pt_records(j)["m0-worker-0"]["phase"] == "Succeeded")
+    assert phase(job) == "Running"
