@@ -201,7 +201,8 @@ def status_schema(kind: str, records: str) -> dict:
     replicaStatus)."""
     time = {"format": "date-time"}
     condition = obj("An observation of the job's state.", {
-        "type": string("Initialized, Running, ReplicaFailure, ReplicasWaiting, Completed, Failed or Paused."),
+        "type": string("Initialized, Running, ReplicaFailure, ReplicasWaiting, Completed, Failed, Paused or "
+                       "SpecInvalid (an edit not applied: the job is held until a valid one)."),
         "status": string("True, False or Unknown."),
         "reason": string("A brief CamelCase reason for the last transition."),
         "message": string("A human readable message about the last transition."),
