@@ -110,6 +110,11 @@ def _current_records(kind: JobKind, old: dict, pods: list[dict]) -> dict:
             records.append(record if retired else st.observed(record, pod))
         by_type.append((replica_type, records))
     fields = kind.status.replica_fields(by_type)
+    # Counters never go down: they may count more than these records (the restarts of ranks scaled away).
     if "backoffCount" in fields and "backoffCount" in old:
-        fields["backoffCount"] = max(fields["backoffCount"], int(old.get("backoffCount") or 0))  # never goes down
+        fields["backoffCount"] = max(fields["backoffCount"], int(old.get("backoffCount") or 0))
+    counted = {task.get("type"): int(task.get("restartCount") or 0) for task in old.get("tasks") or ()
+               if isinstance(task, dict)}
+    for task in fields.get("tasks") or ():
+        task["restartCount"] = max(task["restartCount"], counted.get(task["type"], 0))
     return fields

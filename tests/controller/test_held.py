@@ -89,3 +89,11 @@ def test_the_deadline_is_read_from_the_object_as_stored():
                  {"runPolicy": {"activeDeadlineSeconds": "30"}}, {"runPolicy": "x"}):
         assert held.raw_deadline({"spec": spec}) is None
     assert held.raw_deadline({}) is None and held.raw_deadline({"spec": None}) is None
+
+
+def test_counters_never_go_down_while_held():
+    job, pods = make_job(("worker", 2)), Pods()
+    status = running(job, pods)
+    status = {**status, "backoffCount": 4, "tasks": [{**task, "restartCount": 3} for task in status["tasks"]]}
+    result = hold(status, pods, at(5))  # (3 restarts of ranks scaled away: not in these records)
+    assert result.status["backoffCount"] == 4 and result.status["tasks"][0]["restartCount"] == 3
