@@ -122,6 +122,23 @@ UNIQUE_TYPES = {
     "message": "replica types must be unique within spec.replicaSpecs",
 }
 
+AT_LEAST_ONE_REPLICA = {
+    # On create and on every edit (a scale to 0 of every type): a job with no replica has nothing to judge it by.
+    "rule": "self.exists(r, !has(r.replicas) || r.replicas > 0)",
+    "message": "a job needs at least one replica: the replicas of all its types add up to 0",
+}
+
+def fixed_types(max_types: int) -> dict:
+    """A transition rule (TensorFlow and PyTorch jobs): global ranks and the master follow from the types and
+    their order, and the running pods were told them; only the counts may change. One comparison per possible
+    entry, as `total_replicas`: `self.map(...) == oldSelf.map(...)` is priced at 2^64-1 (a macro's result has
+    no size the estimator knows)."""
+    pairs = " && ".join(f"(size(self) <= {i} || self[{i}].type == oldSelf[{i}].type)" for i in range(max_types))
+    return {
+        "rule": f"size(self) == size(oldSelf) && {pairs}",
+        "message": "the replica types and their order cannot change once the job exists: only their replicas can",
+    }
+
 
 
 def total_replicas(max_types: int) -> dict:
@@ -184,7 +201,8 @@ def status_schema(kind: str, records: str) -> dict:
     replicaStatus)."""
     time = {"format": "date-time"}
     condition = obj("An observation of the job's state.", {
-        "type": string("Initialized, Running, ReplicaFailure, ReplicasWaiting, Completed, Failed or Paused."),
+        "type": string("Initialized, Running, ReplicaFailure, ReplicasWaiting, Completed, Failed, Paused or "
+                       "SpecInvalid (an edit not applied: the job is held until a valid one)."),
         "status": string("True, False or Unknown."),
         "reason": string("A brief CamelCase reason for the last transition."),
         "message": string("A human readable message about the last transition."),

@@ -35,7 +35,7 @@ import time
 import structlog
 
 from apimachinery.errors import ApiStatusError
-from controller.jobs import oversize
+from controller.jobs import held, oversize
 from controller.jobs.actions import (
     CHILD_KINDS,
     WARNING,
@@ -142,7 +142,12 @@ class Reconciler:
         children = {"services": self.services.controlled_by(uid),
                     "podgroups": self.podgroups.controlled_by(uid) if self.podgroups is not None else None,
                     "clock": self.clock(), "stuck_after": self.stuck_after}
-        if isinstance(job, list):
+        if isinstance(job, list) and held.is_edit(status):
+            # An invalid edit of a running job is not applied: the job is held until a valid one (held.py).
+            the_plan = held.plan_held(self.kind, status, pods, self.kind.invalid_spec_message(job),
+                                      obj["metadata"].get("generation"), self.now(), deadline=held.raw_deadline(obj),
+                                      **children)
+        elif isinstance(job, list):
             the_plan = plan_invalid(self.kind, status, pods, self.kind.invalid_spec_message(job), self.now(),
                                     **children)
         elif oversize.failed_too_large(status):  # its records are gone for good: never rebuilt
@@ -161,6 +166,7 @@ class Reconciler:
                 the_plan = await asyncio.to_thread(*planning, **options)
             else:
                 the_plan = plan(*planning[1:], **options)
+            the_plan = held.release(the_plan, status, obj["metadata"].get("generation"), self.now())
         the_plan = self._with_conflicts(uid, job, status, the_plan)
         shown = self.taken.conflicts(uid)
         confirm = not isinstance(job, list) and self._sends_creates(job, the_plan, expected)
