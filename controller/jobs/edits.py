@@ -6,7 +6,7 @@ and is announced once). Pure helpers of plan.py.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from controller.jobs import status as st
@@ -110,6 +110,21 @@ def with_removed(kind: JobKind, status: dict, removed: Removed) -> dict:
         return status  # (nothing scaled away: the common case, no copy)
     status = {key: value for key, value in status.items() if key != REMOVED}
     return kind.status.with_removed(status, removed.by_type, removed.carried) if removed else status
+
+
+def described_records(kind: JobKind, old: Mapping, pods: list[dict],
+                       describe: Callable[[Replica, dict | None], Replica]) -> dict:
+    """The replica fields of a job planned without its spec (invalid, or held): the stored records, each as
+    `describe(record, its pod or None)` says, with counters that never decrease (kept_counts). Empty when the job
+    never had a status of its replicas."""
+    stored = kind.status.stored_types(old)
+    if not stored:
+        return {}
+    by_name = {p["metadata"]["name"]: p for p in pods}
+    by_type = [(replica_type, [describe(record, by_name.get(record.name))
+                               for record in (st.read_record(raw, raw.get("name") or "") for raw in raws)])
+               for replica_type, raws in stored]
+    return kept_counts(old, kind.status.replica_fields(by_type))
 
 
 def kept_counts(old: Mapping, fields: dict) -> dict:

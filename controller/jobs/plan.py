@@ -332,25 +332,14 @@ def _stuck_pods(pods: list[dict], clock: float | None, stuck_after: float) -> tu
 def _invalid_records(kind: JobKind, old: dict, pods: list[dict], deleting: set[str]) -> dict:
     """The replica records of a job whose spec is invalid, kept in step with its pods: there is no
     spec to say which replicas exist, so the stored ones are described; those whose pod is being
-    deleted, or is gone, are Deleted. Empty when the job never had a status of its replicas."""
-    stored = kind.status.stored_types(old)
-    if not stored:
-        return {}
-    by_name = {p["metadata"]["name"]: p for p in pods}
-    by_type = []
-    for replica_type, raws in stored:
-        records = []
-        for raw in raws:
-            record = st.read_record(raw, raw.get("name") or "")
-            pod = by_name.get(record.name)
-            if pod is None or st.pod_uid(pod) in deleting or st.is_terminating(pod):
-                records.append(record.in_phase(st.DELETED))
-            else:
-                records.append(st.observed(record, pod))
-        by_type.append((replica_type, records))
-    # Counters never decrease (those of ranks scaled away included: the stored backoffCount counts them, those an
-    # earlier version stored apart too), and `ready` counts the spec's replicas.
-    return edits.kept_counts(old, kind.status.replica_fields(by_type))
+    deleted, or is gone, are Deleted. Counters never decrease (those of ranks scaled away included: the stored
+    backoffCount counts them, those an earlier version stored apart too), and `ready` counts the spec's replicas."""
+    def describe(record: Replica, pod: dict | None) -> Replica:
+        if pod is None or st.pod_uid(pod) in deleting or st.is_terminating(pod):
+            return record.in_phase(st.DELETED)
+        return st.observed(record, pod)
+
+    return edits.described_records(kind, old, pods, describe)
 
 
 # --- the replicas -------------------------------------------------------------------------------

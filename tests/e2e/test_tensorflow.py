@@ -11,11 +11,10 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from controller.jobs.controller import JobController
 from controller.kinds.tensorflow.kind import TENSORFLOW
-from controller.kinds.tensorflow.models import PLURAL
 from tests.builders import TENSORFLOW as TENSORFLOW_KIND
 from tests.builders import JobBuilder
 
-from .conftest import FOREVER, QUICK, Jobs, phase, scripts, template, until
+from .conftest import FOREVER, QUICK, phase, scripts, template, until
 
 LABEL = "tensorflowtrainingjob.batch.tensorstack.dev/name"
 FAIL_137 = {"run_for": 0.05, "exit_code": 137}  # killed by SIGKILL: retryable under ExitCode
@@ -45,17 +44,6 @@ def records(job: dict) -> dict[str, dict]:
     return {r["name"]: r for t in (job.get("status") or {}).get("tasks") or () for r in t.get("replicaStatus") or ()}
 
 
-@pytest.fixture
-def tfjobs(api_client) -> Jobs:
-    return Jobs(api_client, plural=PLURAL, label_job_name=LABEL)
-
-
-@pytest.fixture
-async def tf_controller(api_client, config):
-    made = JobController(TENSORFLOW, api_client, config)
-    await made.start(sync_timeout=10)
-    yield made
-    await made.stop()
 
 
 async def test_the_chief_succeeding_ends_the_job_and_the_ps_are_cleaned_up(cluster, tf_controller, tfjobs):
