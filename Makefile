@@ -65,7 +65,7 @@ model-long: $(BIN)/python
 
 # Each hand-made mutant of the engine (tests/controller/model/mutants.py) applied in turn: the model must kill it.
 model-mutants: $(BIN)/python
-	$(BIN)/python -m tests.controller.model.mutants --examples $${EXAMPLES:-1500}
+	$(BIN)/python -m tests.controller.model.mutants --examples $${EXAMPLES:-1000}
 
 bench: install
 	$(BIN)/python bench/bench_localcluster.py

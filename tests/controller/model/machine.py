@@ -132,6 +132,7 @@ class EngineModel(RuleBasedStateMachine):
         self.final_policy = ""
         self.steps = 0
         note(f"{self.kind_name} {obj['spec']}")
+        self.reconcile()  # the controller sees the new job
 
     def new_controller(self) -> None:
         self.client = WorldClient(self.world)
@@ -153,10 +154,6 @@ class EngineModel(RuleBasedStateMachine):
             return
         suffix = f" [known defect {marker}: {defects.KNOWN[marker]}]" if marker else ""
         raise AssertionError(message + suffix)
-
-    def pod_named(self, type_index: int, rank: int) -> str | None:
-        name = replica_name(JOB, self.types[type_index % len(self.types)], rank)
-        return name if name in self.world.pods else None
 
     # --- user edits ------------------------------------------------------------------------------
 
@@ -210,44 +207,45 @@ class EngineModel(RuleBasedStateMachine):
 
     # --- pods ------------------------------------------------------------------------------------
 
-    def _live(self, type_index: int, rank: int) -> str | None:
-        name = self.pod_named(type_index, rank)
-        if name is None or self.world.pods[name]["status"].get("phase") in FINISHED:
-            return None
-        return name
+    def _pod(self, which: int, live: bool = True) -> str | None:
+        """One of the pods there are (any of them, whatever `which` is: a rule always has a pod to act on when
+        there is one); with `live`, one that has not finished."""
+        names = sorted(n for n, p in self.world.pods.items()
+                       if not live or p["status"].get("phase") not in FINISHED)
+        return names[which % len(names)] if names else None
 
-    @rule(type_index=st.integers(0, 2), rank=st.integers(0, 2))
-    def pod_runs(self, type_index, rank):
-        if name := self._live(type_index, rank):
+    @rule(which=st.integers(0, 11))
+    def pod_runs(self, which):
+        if name := self._pod(which):
             self.world.set_pod(name, phase="Running", startTime=stamp(self.world.now),
                                containerStatuses=[{"name": "c", "state": {"running": {}}}])
 
-    @rule(type_index=st.integers(0, 2), rank=st.integers(0, 2))
-    def pod_succeeds(self, type_index, rank):
-        if name := self._live(type_index, rank):
+    @rule(which=st.integers(0, 11))
+    def pod_succeeds(self, which):
+        if name := self._pod(which):
             self.world.set_pod(name, phase="Succeeded", containerStatuses=[
                 {"name": r.CONTAINER[self.kind_name], "state": {"terminated": {"exitCode": 0}}}])
 
-    @rule(type_index=st.integers(0, 2), rank=st.integers(0, 2), code=st.sampled_from([1, 137, 143]))
-    def pod_fails(self, type_index, rank, code):
-        if name := self._live(type_index, rank):
+    @rule(which=st.integers(0, 11), code=st.sampled_from([1, 137, 143]))
+    def pod_fails(self, which, code):
+        if name := self._pod(which):
             self.world.set_pod(name, phase="Failed", containerStatuses=[
                 {"name": r.CONTAINER[self.kind_name], "state": {"terminated": {"exitCode": code}}}])
 
-    @rule(type_index=st.integers(0, 2), rank=st.integers(0, 2))
-    def pod_evicted(self, type_index, rank):
-        if name := self._live(type_index, rank):
+    @rule(which=st.integers(0, 11))
+    def pod_evicted(self, which):
+        if name := self._pod(which):
             self.world.set_pod(name, phase="Failed", reason="Evicted", containerStatuses=[])
 
-    @rule(type_index=st.integers(0, 2), rank=st.integers(0, 2))
-    def pod_deleted_by_someone(self, type_index, rank):
-        if name := self.pod_named(type_index, rank):
+    @rule(which=st.integers(0, 11))
+    def pod_deleted_by_someone(self, which):
+        if name := self._pod(which, live=False):
             self.world.remove_pod(name)
 
-    @rule(type_index=st.integers(0, 2), rank=st.integers(0, 2))
-    def pod_gets_stuck(self, type_index, rank):
+    @rule(which=st.integers(0, 11))
+    def pod_gets_stuck(self, which):
         """The pod's node stops answering: its next delete leaves it terminating."""
-        if name := self.pod_named(type_index, rank):
+        if name := self._pod(which, live=False):
             self.world.stuck.add(name)
 
     @rule()
@@ -319,6 +317,17 @@ class EngineModel(RuleBasedStateMachine):
             self._check_counts(after, spec, expect)
         if not self.tainted and self.pods_seen == world.pods and acts:
             self._check_pods_follow(after)
+
+    @rule()
+    def reconcile_again(self):
+        """(The controller reconciles far more often than anything else happens: a second rule for it.)"""
+        self.reconcile()
+
+    @rule(seconds=st.sampled_from([1, 6]))
+    def reconcile_later(self, seconds):
+        """A wake-up: time passes, and the controller looks again."""
+        self.world.now += seconds
+        self.reconcile()
 
     def _acts(self) -> bool:
         """Can this reconcile act on what it sees? Not with a stale job (its status write would lose), nor while

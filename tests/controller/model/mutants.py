@@ -142,7 +142,7 @@ def run_model(examples: int) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="mutants to run (default: all)")
-    parser.add_argument("--examples", type=int, default=int(os.environ.get("ENGINE_MODEL_EXAMPLES", "1500")))
+    parser.add_argument("--examples", type=int, default=int(os.environ.get("ENGINE_MODEL_EXAMPLES", "1000")))
     parser.add_argument("--strict", action="store_true", help="tolerate no known defect")
     parser.add_argument("--defects", action="store_true", help="run today's engine with each known defect "
                         "checked strictly in turn, the others tolerated")

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, Phase, settings
 
 from tests.controller.model.machine import EngineModel
 
-EXAMPLES = int(os.environ.get("ENGINE_MODEL_EXAMPLES", "1500"))
+EXAMPLES = int(os.environ.get("ENGINE_MODEL_EXAMPLES", "1000"))
 # ENGINE_MODEL_NO_SHRINK: report the first failing story as found (faster; mutants.py uses it).
 PHASES = [Phase.explicit, Phase.reuse, Phase.generate] + ([] if os.environ.get("ENGINE_MODEL_NO_SHRINK")
                                                           else [Phase.shrink])

@@ -9,7 +9,7 @@ import pytest
 
 from tests.controller.model.mutants import MUTANTS, applied, run_model
 
-EXAMPLES = int(os.environ.get("ENGINE_MODEL_EXAMPLES", "1500"))
+EXAMPLES = int(os.environ.get("ENGINE_MODEL_EXAMPLES", "1000"))
 
 pytestmark = [pytest.mark.skipif(not os.environ.get("ENGINE_MODEL_MUTANTS"), reason="ENGINE_MODEL_MUTANTS=1 runs it"),
               pytest.mark.timeout(1800)]
