@@ -114,12 +114,10 @@ class Ledger:
         paused = r.run_mode(spec, "pause")
         if self.must is None:
             # The edits take effect: a pause retires every replica (all run again at resume), a scale-down the
-            # removed ranks (a rank re-added starts afresh, with its counts).
+            # removed ranks (a rank re-added starts afresh, with its counts): their outcomes are gone.
             for key in (present if paused else []) + expect.removed:
                 rep = self.rep(key)
-                rep.rerun_ok = True
-                if paused:
-                    rep.outcome = None
+                rep.rerun_ok, rep.outcome = True, None
         self.paused_last = paused
         self.spec_last = spec
         return expect
@@ -144,15 +142,16 @@ class Ledger:
             return None
         if life.seen_phase in FINISHED:
             return None
-        # Lost while running. A pause, a debug change or a scale-down seen with it would have deleted it anyway:
-        # the spec does not say whether it counts, so the model follows the engine there (`ambiguous`).
-        if r.run_mode(spec, "pause") or life.debug != r.run_mode(spec, "debug") or removed:
+        # Lost while running: a failure without an exit code, judged as any (with a pause or a debug change seen
+        # with it too: "a deletion of the pod" is an outcome the spec has judged first). Of a rank being scaled
+        # away, the spec does not say: the scale-down deletes it anyway, so the model follows the engine there.
+        if removed:
             if not life.debug and r.counts_lost(self.kind, spec, key[0]):
                 expect.ambiguous.add(key)
-            if r.run_mode(spec, "debug"):
-                self.lost_in_debug.add(key)
             life.judged = True
             return None
+        if not life.debug and r.run_mode(spec, "debug"):
+            self.lost_in_debug.add(key)
         return self._ended(spec, key, life, "Failed", None, True, expect)
 
     def _ended(self, spec: dict, key: Key, life: Life, phase: str, code: int | None, lost: bool,
