@@ -384,6 +384,9 @@ class EngineModel(RuleBasedStateMachine):
     def _why_wrong_end(self, spec: dict, expect: Expect, phase: str, reason: str | None) -> str | None:
         if not r.run_mode(spec, "debug") and (self.ledger.lost_in_debug or self._debug_counted()):
             return "debug-counts"  # the engine judged a debug pod's loss, and ends the job by it once debug is off
+        if expect.removed and any(self.ledger.rep(k).outcome == "Failed" or k in expect.failed_removed
+                                  for k in expect.removed):
+            return "scale-down-forgets-failure"
         if phase == "Failed" and reason == "BackoffLimitExceeded" and ("Failed", "ReplicaFailed") in expect.allowed:
             return "zero-restarts-reason"
         return None

@@ -57,6 +57,7 @@ class Expect:
     ambiguous: set[Key] = field(default_factory=set)  # lost pods the spec does not say are counted
     removed: list[Key] = field(default_factory=list)  # ranks seen scaled away in this reconcile
     judged: list[str] = field(default_factory=list)  # what was judged, for the failure message
+    failed_removed: list[Key] = field(default_factory=list)  # ranks scaled away whose failure for good was seen
 
 
 class Ledger:
@@ -92,7 +93,7 @@ class Ledger:
             if outcome == "Failed":
                 newly_failed.append(key)
         outcomes = {k: self.reps[k].outcome for k in present if k in self.reps and self.reps[k].outcome}
-        removed_failed = [k for k in expect.removed if k in newly_failed]
+        removed_failed = expect.failed_removed = [k for k in expect.removed if k in newly_failed]
         verdict = r.verdict(self.kind, spec, outcomes, removed_failed)
         if verdict is not None and self.must is None:
             self.must = verdict
