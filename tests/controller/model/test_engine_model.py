@@ -1,7 +1,8 @@
 """The engine's model-based test (machine.py), as CI runs it: a fixed budget of derandomized examples, so every run
-explores the same sequences. `ENGINE_MODEL_EXAMPLES` raises the budget; `ENGINE_MODEL_SEED` (or pytest's
-`--hypothesis-seed`, which `make model-long` passes with a random seed it prints) explores other sequences;
-`ENGINE_MODEL_TOLERATE` says which known defects are tolerated (defects.py)."""
+explores the same sequences. `ENGINE_MODEL_EXAMPLES` raises the budget; `ENGINE_MODEL_RANDOM=1` with pytest's
+`--hypothesis-seed` explores other sequences (`make model-long` passes a random seed and prints it);
+`ENGINE_MODEL_TOLERATE` says which known defects are tolerated (defects.py); `ENGINE_MODEL_NO_SHRINK=1` reports
+the first failing story as found, unshrunk."""
 
 from __future__ import annotations
 
