@@ -284,10 +284,15 @@ class JobProgress:
         if tracked.job is None or tracked.phase == "Succeeded":
             return []
         describe = self._describer(tracked.job)
-        shown = [replica_state(tracked.job, r, reason, self.paint) for _, r in replica_records(tracked.job)
-                 if (reason := describe(r))]
-        more = len(shown) - EXPLAINED_REPLICAS
-        return [f"    {line}" for line in shown[:EXPLAINED_REPLICAS]] + ([f"    and {more} more"] if more > 0 else [])
+        explained = [(r, replica_state(tracked.job, r, reason, self.paint)) for _, r in replica_records(tracked.job)
+                     if (reason := describe(r))]
+        lines = []
+        for record, line in explained[:EXPLAINED_REPLICAS]:
+            lines.append(f"    {line}")
+            if self.logs is None:  # its output was not shown as it ran: its last lines say why it failed
+                lines += [f"      | {output}" for output in self.reasons.output_tail(record)]
+        more = len(explained) - EXPLAINED_REPLICAS
+        return lines + ([f"    and {more} more"] if more > 0 else [])
 
     def succeeded(self) -> bool:
         return all(t.phase == "Succeeded" for t in self.tracked.values())

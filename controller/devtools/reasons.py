@@ -26,6 +26,7 @@ from informers import InformerFactory
 
 LogReader = Callable[[str, str, str], Awaitable[str]]  # (namespace, pod, container) -> the tail of its log
 LOG_TIMEOUT = 2.0  # seconds a failed pod's log may take to read
+TAIL_LINES = 10  # lines of a failed pod's output the summary shows (a run without --logs)
 
 EVENTS = Resource("", "v1", "events")
 # Waits every container goes through on its way to running: nothing to explain.
@@ -84,6 +85,7 @@ class ReplicaReasons:
         self._changed = changed
         self._read_log = read_log
         self._log_notes: dict[str, str | None] = {}  # failed pod uid -> what its log tells ("": nothing; None: reading)
+        self._log_tails: dict[str, list[str]] = {}  # failed pod uid -> the last lines of its failed container's log
         self._reading: set[asyncio.Task] = set()
         self._seen = asyncio.Event()  # set at every pod or Warning seen
         # The latest state of each pod by namespace and name, kept once it is deleted: a failed pod's final
@@ -104,6 +106,10 @@ class ReplicaReasons:
         reason = pod_reason(pod, record["phase"] != "Pending", self._warnings.get(record.get("uid", ""), ""))
         note = self._log_notes.get(record.get("uid", "")) if record["phase"] != "Pending" else ""
         return "; ".join(part for part in (note, reason) if part)
+
+    def output_tail(self, record: dict) -> list[str]:
+        """The last lines the failed container of the replica's pod wrote (empty if unread or silent)."""
+        return self._log_tails.get(record.get("uid", ""), [])
 
     async def settle(self, failed: Callable[[], list[tuple[str, dict]]], timeout: float) -> None:
         """Wait, `timeout` seconds at most, until the pod of every (namespace, record) `failed()` lists has been
@@ -150,6 +156,7 @@ class ReplicaReasons:
                 async with asyncio.timeout(LOG_TIMEOUT):
                     log = await self._read_log(meta.get("namespace", ""), meta["name"], container)
                 note = collision(pod, log, self._pods.values())
+                self._log_tails[meta.get("uid", "")] = [line for line in log.splitlines() if line.strip()][-TAIL_LINES:]
         self._log_notes[meta.get("uid", "")] = note
         self._notify(pod)
 

@@ -12,8 +12,11 @@ ran out (the kind's `RestartRule.why_final`), and how many more replicas failed 
 
 The reason says which way the job failed: `BackoffLimitExceeded` when the replica's restart limit (or the
 job's backoffLimit) ran out, as batch/v1 Job says it, else `ReplicaFailed` (its restart policy does not
-replace it). A verdict that carries its own reason (DeadlineExceeded) is left as it is; InvalidSpec and
-StatusTooLarge are decided elsewhere (plan.plan_invalid).
+replace it, or grants no restart at all: limit 0 is no limit that "ran out"). The counts are what they say:
+the replica's own restarts against its own limit, the job's (backoffCount, ranks scaled away included)
+against backoffLimit; and a pod someone deleted is said "deleted", not by its SIGTERM's exit code 143.
+A verdict that carries its own reason (DeadlineExceeded) is left as it is; InvalidSpec and StatusTooLarge
+are decided elsewhere (plan.plan_invalid).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from dataclasses import replace
 
 from controller.jobs.api import JobPhase, Outcome, Verdict
 from controller.jobs.restart import Observation, Seen, will_count
+from controller.jobs.status import is_terminating
 
 REPLICA_FAILED = "ReplicaFailed"
 BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
@@ -37,9 +41,11 @@ def explained(verdict: Verdict, observations: Sequence[Observation]) -> Verdict:
     if not failed:
         return replace(verdict, reason=REPLICA_FAILED)
     first = failed[0]
-    # The job's restarts: those recorded, and those granted in this same reconcile to replicas judged before
-    # (observe_all): two replicas failing at once under a budget of one fail the job "after 1 of 1 restarts".
-    job_restarts = sum(o.record.restart_count for o in observations) + sum(map(will_count, observations))
+    # The job's restarts, as backoffCount will say them: those recorded (ranks scaled away included), and those
+    # granted in this same reconcile (observe_all numbers them in order): two replicas failing at once under a
+    # budget of one fail the job "after 1 of 1 restarts".
+    last = observations[-1]
+    job_restarts = last.job_restarts + will_count(last)
     exhausted, limit = first.slot.policy.why_final(first.record.restart_count, first.record.containers, job_restarts)
     text = f"replica {first.slot.type}-{first.slot.rank} failed {how(first)} {limit}"
     if len(failed) > 1:
@@ -53,6 +59,9 @@ def how(obs: Observation) -> str:
     """`with exit code 137 (OOMKilled)`, `with exit code 137 (Error, Evicted)` (the container's reason, then the
     pod's), `without an exit code (Evicted)`, or the pod's loss."""
     pod = obs.slot.pod if obs.slot.pod is not None and obs.seen == Seen.CURRENT else None
+    if pod is not None and is_terminating(pod):
+        # Deleted by someone (the controller retires what it deletes): the SIGTERM's exit code 143 is not why.
+        return "because its pod was deleted"
     exited = [c for c in obs.record.containers if c.get("state") == "terminated" and c.get("exitCode") is not None]
     container = next((c for c in exited if c.get("exitCode") != 0), exited[0] if exited else None)
     pod_reason = str(((pod or {}).get("status") or {}).get("reason") or "")

@@ -17,16 +17,24 @@ from controller.jobs.api import TERMINAL_PHASES, CleanUpPolicy
 from controller.jobs.kind import ParsedJob
 from controller.jobs.status import CREATING, DELETED, FINISHED, Replica, is_terminating, observed, pod_phase, pod_uid
 
-FINISHED_POLICY = "cleanUpPolicy"  # the status field: the clean-up policy the job finished with
+FINISHED_POLICY = "cleanUpPolicy"  # the status field: the clean-up policy in force once the job has finished
+DEADLINE_EXCEEDED = "DeadlineExceeded"  # the reason of a job failed by its deadline (plan.DEADLINE_EXCEEDED)
 
 
 def finished_policy(job: ParsedJob, status: Mapping) -> CleanUpPolicy:
-    """The clean-up policy of a job: the one it finished with, once finished (a job finished by an older
-    controller, which did not write it: the spec's); the spec's while it runs."""
+    """The clean-up policy in force: the spec's, edits of a finished job included; but a job failed by its
+    deadline stops, so its None counts as Unfinished (its running pods are deleted, as when it failed)."""
+    policy = job.spec.clean_up_policy
+    if policy == CleanUpPolicy.NONE and status.get("phase") in TERMINAL_PHASES and \
+            status.get("reason") == DEADLINE_EXCEEDED:
+        return CleanUpPolicy.UNFINISHED
+    return policy
+
+
+def stored_policy(status: Mapping) -> CleanUpPolicy | None:
+    """The policy a finished job's last status recorded (None: not recorded, by an older controller)."""
     stored = status.get(FINISHED_POLICY)
-    if status.get("phase") in TERMINAL_PHASES and stored in CleanUpPolicy.__members__.values():
-        return CleanUpPolicy(stored)
-    return job.spec.clean_up_policy
+    return CleanUpPolicy(stored) if stored in CleanUpPolicy.__members__.values() else None
 
 
 @dataclass(slots=True)  # never changed once made; not frozen: a frozen init costs twice as much
@@ -59,13 +67,14 @@ def settle(policy: CleanUpPolicy, record: Replica, pod: dict | None, create_pend
         # A pod retired before the job finished that is no longer the replica's own: the policy
         # decides its fate, and the record keeps describing the replica (no pod of its own: Deleted).
         return Settled(record if record.uid else record.in_phase(DELETED), delete, False)
-    if policy != CleanUpPolicy.NONE and record.phase == DELETED and record.uid == uid:
+    if record.phase == DELETED and record.uid == uid and (policy != CleanUpPolicy.NONE or is_terminating(pod)):
         if delete is None and not is_terminating(pod):
             # Its delete never went through (refused, or the controller stopped first) and the pod has since
             # finished, which the policy keeps (Unfinished): it stays, and the record describes it again.
             return Settled(observed(record, pod), None, False)
         # Deleted by an earlier clean-up and still seen (terminating, or the cache lags): keep it
-        # Deleted, whatever phase the dying pod reports, and repeat the delete only if it did not start.
+        # Deleted, whatever phase the dying pod reports (and whatever policy an edit has put in force
+        # since), and repeat the delete only if it did not start.
         return Settled(record, delete, False)
     current = observed(record, pod)
     if not selects(policy, pod):

@@ -122,6 +122,23 @@ UNIQUE_TYPES = {
     "message": "replica types must be unique within spec.replicaSpecs",
 }
 
+AT_LEAST_ONE_REPLICA = {
+    # On create and on every edit (a scale to 0 of every type): a job with no replica has nothing to judge it by.
+    "rule": "self.exists(r, !has(r.replicas) || r.replicas > 0)",
+    "message": "a job needs at least one replica: the replicas of all its types add up to 0",
+}
+
+def fixed_types(max_types: int) -> dict:
+    """A transition rule (TensorFlow and PyTorch jobs): global ranks and the master follow from the types and
+    their order, and the running pods were told them; only the counts may change. One comparison per possible
+    entry, as `total_replicas`: `self.map(...) == oldSelf.map(...)` is priced at 2^64-1 (a macro's result has
+    no size the estimator knows)."""
+    pairs = " && ".join(f"(size(self) <= {i} || self[{i}].type == oldSelf[{i}].type)" for i in range(max_types))
+    return {
+        "rule": f"size(self) == size(oldSelf) && {pairs}",
+        "message": "the replica types and their order cannot change once the job exists: only their replicas can",
+    }
+
 
 
 def total_replicas(max_types: int) -> dict:
@@ -184,7 +201,8 @@ def status_schema(kind: str, records: str) -> dict:
     replicaStatus)."""
     time = {"format": "date-time"}
     condition = obj("An observation of the job's state.", {
-        "type": string("Initialized, Running, ReplicaFailure, ReplicasWaiting, Completed, Failed or Paused."),
+        "type": string("Initialized, Running, ReplicaFailure, ReplicasWaiting, Completed, Failed, Paused or "
+                       "SpecInvalid (an edit not applied: the job is held until a valid one)."),
         "status": string("True, False or Unknown."),
         "reason": string("A brief CamelCase reason for the last transition."),
         "message": string("A human readable message about the last transition."),
@@ -224,8 +242,9 @@ def status_schema(kind: str, records: str) -> dict:
         "phase": string("Pending, Running, Paused, Resuming, Succeeded, Failed or Unknown."),
         "conditions": array("The latest observations of the job's state.", condition),
         "tasks": array("The state of the replicas, by type.", task),
-        "removedReplicas": array("Replicas scaled away that had restarted: their restarts still count in "
-                                 "backoffCount, and a replica scaled back keeps its count.", copy.deepcopy(replica)),
+        "removedReplicas": array("Read only, from statuses an earlier version wrote: the records of ranks scaled "
+                                 "away, now kept in their type's task (Deleted); moved there at the next reconcile.",
+                                 copy.deepcopy(replica)),
         "aggregate": aggregate,
         "readyReplicas": integer("Replicas whose pod is Running and Ready (its Ready condition True, or no "
                                  "readiness reported)."),
@@ -240,8 +259,8 @@ def status_schema(kind: str, records: str) -> dict:
                            "description": "The hash of each replica type's pod template, as the job last ran it (the "
                                           "annotation <prefix>/template-hash of the pods made from it): an edit "
                                           "is announced once (TemplateChanged) and applies to new pods only."},
-        "cleanUpPolicy": string("Once the job has finished: the clean-up policy it finished with. Terminal is "
-                                "final: later edits of the spec, this policy's included, are ignored."),
+        "cleanUpPolicy": string("Once the job has finished: the clean-up policy in force (the spec's current "
+                                "one; an edit of it is applied, other edits are ignored)."),
     })
 
 

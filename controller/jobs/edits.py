@@ -7,48 +7,128 @@ and is announced once). Pure helpers of plan.py.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from controller.jobs import status as st
 from controller.jobs.actions import DEBUG, NORMAL, Event
+from controller.jobs.api import MAX_TOTAL_REPLICAS
 from controller.jobs.kind import JobKind, ParsedJob
 from controller.jobs.pods import pod_mode, template_hash
 from controller.jobs.restart import Observation, Seen, Slot
 from controller.jobs.status import Replica
 
-REMOVED = "removedReplicas"
+REMOVED = "removedReplicas"  # where an earlier version kept the ranks scaled away: read (and migrated), not written
+# The records a status keeps at most, the spec's ranks and the ranks scaled away together: a status of this many
+# fits in the API server (tests/controller/test_job_size.py). Past it, the records of ranks scaled away are dropped,
+# those of pods still there last, and those that never restarted first; a dropped record's restarts stay counted
+# in its type's restartCount (its rank, scaled back, would start from 0: the price of a bounded status).
+MAX_RECORDS = MAX_TOTAL_REPLICAS
 
 
 def removed_records(status: Mapping) -> dict[str, dict]:
-    """The stored records of ranks scaled away (status.removedReplicas), by pod name."""
+    """The records of ranks scaled away an earlier version stored apart (status.removedReplicas), by pod name."""
     return {raw["name"]: raw for raw in status.get(REMOVED) or () if isinstance(raw, dict) and raw.get("name")}
 
 
-def removed(kind: JobKind, old: dict, slots: list[Slot], pods: list[dict]) -> list[Replica]:
-    """Budgets are never refunded: the records of ranks no longer in the spec that restarted (their restarts
-    still count in backoffCount and against the job's budget, and come back with the rank if it is scaled up
-    again), or whose pod is still there (a rank scaled back before its old pod is gone waits for it, as for a
-    pod it retired). Each is stored retired: the rank's next pod is a new one, never a lost one."""
+@dataclass(frozen=True)
+class Removed:
+    """The ranks scaled away, as a status keeps them: their records by type (Deleted, each pod retired), and the
+    restarts of records no longer kept (dropped for size), by type. Both count in the type's restartCount."""
+
+    by_type: dict[str, list[Replica]] = field(default_factory=dict)
+    carried: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def restarts(self) -> int:
+        return sum(r.restart_count for records in self.by_type.values() for r in records) + sum(self.carried.values())
+
+    def __bool__(self) -> bool:
+        return bool(self.by_type or self.carried)
+
+
+NONE_REMOVED = Removed()
+
+
+def removed(kind: JobKind, job_name: str, old: dict, slots: list[Slot], pods: list[dict]) -> Removed:
+    """Budgets are never refunded: the records of the ranks no longer in the spec (their restarts still count in
+    backoffCount and against the job's budget, and come back with the rank if it is scaled up again; a rank
+    scaled back before its old pod is gone waits for it, as for a pod it retired). Each is stored Deleted and
+    retired: the rank's next pod is a new one, never a lost one. At most MAX_RECORDS records in all."""
     names = {slot.name for slot in slots}
     present = {pod["metadata"]["name"] for pod in pods}
-    kept = []
-    for name, raw in sorted({**removed_records(old), **kind.status.stored_records(old)}.items()):
-        if name in names:
-            continue
-        record = st.read_record(raw, name)
-        if record.restart_count or name in present:
-            kept.append(record.retired().in_phase(st.DELETED))
-    return kept
+    carried = stored_carried(kind, old)
+    gone = {name: raw for name, raw in {**removed_records(old), **kind.status.stored_records(old)}.items()
+            if name not in names}
+    if not gone:
+        return Removed({}, carried)  # (nothing scaled away: the common case)
+    types = _stored_types(kind, job_name, old)
+    found = [(types[name], st.read_record(raw, name).retired().in_phase(st.DELETED)) for name, raw in gone.items()]
+    # Kept first: a pod still there, then records that restarted, then the lowest ranks (scaled back first).
+    found.sort(key=lambda item: (item[1].name not in present, item[1].restart_count == 0, _rank(item[1].name),
+                                 item[1].name))
+    room = max(0, MAX_RECORDS - len(slots))
+    by_type: dict[str, list[Replica]] = {}
+    for replica_type, record in found[:room]:
+        by_type.setdefault(replica_type, []).append(record)
+    for replica_type, record in found[room:]:
+        if record.restart_count:
+            carried[replica_type] = carried.get(replica_type, 0) + record.restart_count
+    for records in by_type.values():
+        records.sort(key=lambda r: (_rank(r.name), r.name))
+    return Removed(by_type, carried)
 
 
-def with_removed(status: dict, removed: list[Replica]) -> dict:
-    """The plan's status with the records of ranks scaled away, their restarts counted in backoffCount."""
+def stored_carried(kind: JobKind, old: Mapping) -> dict[str, int]:
+    """The restarts each stored task counts beyond its records': those of records dropped for size."""
+    counts = {str(task.get("type") or ""): int(task.get("restartCount") or 0) for task in old.get("tasks") or ()
+              if isinstance(task, dict)}
+    carried = {}
+    for replica_type, raws in kind.status.stored_types(old):
+        extra = counts.get(replica_type, 0) - sum(int(raw.get("restartCount") or 0) for raw in raws if raw)
+        if extra > 0:
+            carried[replica_type] = extra
+    return carried
+
+
+def _stored_types(kind: JobKind, job_name: str, old: Mapping) -> dict[str, str]:
+    """The replica type of each stored record: its task's; for those stored apart, as its name says."""
+    types = {raw["name"]: replica_type for replica_type, raws in kind.status.stored_types(old) for raw in raws
+             if raw and raw.get("name")}
+    for name in removed_records(old):
+        types.setdefault(name, name.removeprefix(f"{job_name}-").rpartition("-")[0])
+    return types
+
+
+def _rank(name: str) -> int:
+    rank = name.rpartition("-")[2]
+    return int(rank) if rank.isdigit() else 0
+
+
+def with_removed(kind: JobKind, status: dict, removed: Removed) -> dict:
+    """The plan's status with the records of ranks scaled away under their types' tasks (no longer apart)."""
     if not removed and REMOVED not in status:
         return status  # (nothing scaled away: the common case, no copy)
     status = {key: value for key, value in status.items() if key != REMOVED}
-    if removed:
-        status[REMOVED] = [record.to_json() for record in removed]
-        status["backoffCount"] = int(status.get("backoffCount") or 0) + sum(r.restart_count for r in removed)
-    return status
+    return kind.status.with_removed(status, removed.by_type, removed.carried) if removed else status
+
+
+def kept_counts(old: Mapping, fields: dict) -> dict:
+    """Replica fields recomputed from stored records alone, without the spec (a finished job, an invalid one):
+    counters never decrease (each task's restartCount and backoffCount stay at least as stored, those of
+    records dropped for size included), and `ready` still counts the replicas of the spec (records of ranks
+    scaled away are not replicas of the job): its total is the stored one."""
+    if "tasks" not in fields:
+        return fields
+    before = {str(t.get("type") or ""): int(t.get("restartCount") or 0) for t in old.get("tasks") or ()
+              if isinstance(t, dict)}
+    tasks = [{**t, "restartCount": max(t["restartCount"], before.get(t["type"], 0))} for t in fields["tasks"]]
+    fields = {**fields, "tasks": tasks}
+    if "backoffCount" in fields:
+        fields["backoffCount"] = max(sum(t["restartCount"] for t in tasks), int(old.get("backoffCount") or 0))
+    total = str(old.get("ready") or "").rpartition("/")[2]
+    if total.isdigit() and "readyReplicas" in fields:
+        fields["ready"] = f"{fields['readyReplicas']}/{total}"
+    return fields
 
 
 def judged(kind: JobKind, observations: list[Observation], debugging: bool) -> dict:

@@ -143,16 +143,17 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
                    creating: frozenset[str] = frozenset()) -> Plan:
     old = status or {}
     if old.get("phase") in TERMINAL_PHASES:
-        removed = [st.read_record(raw, name) for name, raw in edits.removed_records(old).items()]
-        return _with_removed(_settle_finished(kind, job, old, pods, creating), removed)
+        # The ranks scaled away are in the stored tasks (but for an earlier version's, stored apart: moved in).
+        legacy = edits.removed(kind, job.name, old, _legacy_slots(kind, old), []) if edits.REMOVED in old else None
+        return _with_removed(kind, _settle_finished(kind, job, old, pods, creating), legacy or edits.NONE_REMOVED,
+                             kept_from=old)
     slots, strays = _slots(kind, job, old, pods, creating)
     # Pods of ranks or types no longer in the spec belong to no replica: they go, whatever the phase.
     delete = [DeletePod(p["metadata"]["name"], st.pod_uid(p), SCALE_DOWN) for p in strays if not st.is_terminating(p)]
     events = [deleted_event(d.name) for d in delete]
 
-    removed = edits.removed(kind, old, slots, pods)
-    observations = restart.observe_all(slots, sum(slot.record.restart_count for slot in slots) +
-                                       sum(record.restart_count for record in removed))
+    removed = edits.removed(kind, job.name, old, slots, pods)
+    observations = restart.observe_all(slots, sum(slot.record.restart_count for slot in slots) + removed.restarts)
     run_mode = job.spec.run_mode
     now_epoch = clock if clock is not None else epoch(now)  # the clock when given: `now` has whole seconds
     deadline_check = verdict = None
@@ -164,10 +165,10 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
         # both at once. A debug pod's end is no outcome of the workload.
         verdict = kind.verdict(job, edits.judged(kind, observations, run_mode.debugging))
     if verdict is not None:
-        return _with_removed(_finish(kind, job, old, observations, verdict, now, delete, events), removed)
+        return _with_removed(kind, _finish(kind, job, old, observations, verdict, now, delete, events), removed)
     if run_mode.paused:
-        return _with_removed(_pause(kind, job, old, observations, now, delete, events), removed)
-    the_plan = _with_removed(_run(kind, job, old, observations, now, delete, events, now_epoch, backoff), removed)
+        return _with_removed(kind, _pause(kind, job, old, observations, now, delete, events), removed)
+    the_plan = _with_removed(kind, _run(kind, job, old, observations, now, delete, events, now_epoch, backoff), removed)
     if deadline_check is None and the_plan.status.get("startTime") != old.get("startTime"):
         _, deadline_check = _deadline(kind.active_deadline(job), the_plan.status, now_epoch)  # (re)started just now
     if deadline_check is None:
@@ -269,10 +270,9 @@ def _invalid_records(kind: JobKind, old: dict, pods: list[dict], deleting: set[s
             else:
                 records.append(st.observed(record, pod))
         by_type.append((replica_type, records))
-    fields = kind.status.replica_fields(by_type)
-    if "backoffCount" in fields:  # the restarts of ranks scaled away still count
-        fields["backoffCount"] += sum(int(raw.get("restartCount") or 0) for raw in edits.removed_records(old).values())
-    return fields
+    # Counters never decrease (those of ranks scaled away included: the stored backoffCount counts them, those an
+    # earlier version stored apart too), and `ready` counts the spec's replicas.
+    return edits.kept_counts(old, kind.status.replica_fields(by_type))
 
 
 # --- the replicas -------------------------------------------------------------------------------
@@ -426,13 +426,15 @@ def _finish(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observa
 
 
 SPEC_IGNORED = "the job has finished; spec changes are ignored"
+CLEANUP_POLICY_APPLIED = "CleanUpPolicyApplied"
 
 
 def _settle_finished(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict], creating: frozenset[str]) -> Plan:
     """Terminal is final: a finished job never changes phase, conditions, times or counters again, never creates
-    a pod, and no edit of its spec (scale, template, run mode, clean-up policy) changes what it has: its replicas
-    are the ones it finished with, and its clean-up the policy it finished with. It only keeps its replica
-    records current and finishes that clean-up. An edit is said once, by a Normal Event of its generation."""
+    a pod, and no edit of its spec (scale, template, run mode) changes what it has: its replicas are the ones it
+    finished with. Its clean-up follows the current policy: an edit of the policy deletes what the new one
+    says (cleanup.py). It only keeps its replica records current and does that clean-up. An edit is said once,
+    by a Normal Event of its generation."""
     policy = cleanup.finished_policy(job, old)
     by_replica: dict[str, list[dict]] = {}
     for pod in pods:
@@ -455,19 +457,37 @@ def _settle_finished(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
         by_type.append((replica_type, records))
     generation = getattr(job, "generation", None)
     if old.get("observedGeneration") is not None and generation != old.get("observedGeneration"):
-        events.append(Event(NORMAL, "SpecChangeIgnored", SPEC_IGNORED))
+        events.append(_finished_edit_event(cleanup.stored_policy(old), policy))
     new = st.assemble(old, kind.status, phase=old["phase"], conditions=old.get("conditions") or [],
                       records_by_type=by_type, start_time=old.get("startTime"),
                       completion_time=old.get("completionTime"))
+    new[cleanup.FINISHED_POLICY] = str(policy)  # so the next edit of the policy is told from other edits
     return Plan(new, delete=delete, events=events, terminal=True)
+
+
+def _finished_edit_event(was: CleanUpPolicy | None, policy: CleanUpPolicy) -> Event:
+    """What an edit of a finished job does: a new clean-up policy is applied; anything else is ignored."""
+    if was is None or was == policy:
+        return Event(NORMAL, "SpecChangeIgnored", SPEC_IGNORED)
+    return Event(NORMAL, CLEANUP_POLICY_APPLIED, f"the job has finished; its clean-up now follows cleanUpPolicy "
+                 f"{policy} (was {was}); other spec changes are ignored")
 
 
 # --- helpers ----------------------------------------------------------------------------------------
 
 
-def _with_removed(the_plan: Plan, removed: list[Replica]) -> Plan:
-    status = edits.with_removed(the_plan.status, removed)
+def _with_removed(kind: JobKind, the_plan: Plan, removed: edits.Removed, kept_from: dict | None = None) -> Plan:
+    """The plan's status with the records of ranks scaled away in their types' tasks. `kept_from`: the stored
+    status of a finished job, whose counters never change (records settled without the spec keep them)."""
+    status = edits.with_removed(kind, the_plan.status, removed)
+    if kept_from is not None:
+        status = edits.kept_counts(kept_from, status)
     return the_plan if status is the_plan.status else the_plan.but(status=status)
+
+
+def _legacy_slots(kind: JobKind, old: dict) -> list[Slot]:
+    """Stand-ins for the stored records of a finished job, so that only those stored apart count as removed."""
+    return [Slot("", 0, name, None, st.blank_record(name), None) for name in kind.status.stored_records(old)]
 
 
 def _slots_of(observations: list[Observation]) -> list[Slot]:

@@ -11,8 +11,9 @@ A status the server refuses as too large (oversize.py) ends the job Failed with 
 Event: retrying the same write could only fail again.
 The plan of a large job is made on a worker thread (`OFF_LOOP_REPLICAS`): it is pure and reads only
 what the reconcile handed it, and the event loop meanwhile keeps renewing the Lease and serving the other jobs.
-A reconcile asks for a timed wake-up when the plan does (a stuck pod's deadline), or when a pod
-name is held by another owner (no event of ours announces when it goes).
+A reconcile asks for a timed wake-up when the plan does (a stuck pod's deadline), or when a child's
+name is held by another owner (no event of ours announces when it goes): such a name is never adopted nor
+skipped in silence, but shown in a ChildConflict condition and retried with back-off (conflicts.py).
 Expectations remember the creates and deletes in flight, so a cache that has not yet seen them does
 not make the same request twice; they are raised before each request and lowered by the pod
 informer's handlers (as client-go's ControllerExpectations), so a pod deleted just after it was
@@ -34,7 +35,7 @@ import time
 import structlog
 
 from apimachinery.errors import ApiStatusError
-from controller.jobs import oversize
+from controller.jobs import held, oversize
 from controller.jobs.actions import (
     CHILD_KINDS,
     WARNING,
@@ -45,6 +46,7 @@ from controller.jobs.actions import (
 )
 from controller.jobs.api import TERMINAL_PHASES
 from controller.jobs.backoff import NO_BACKOFF, RestartBackoff
+from controller.jobs.conflicts import Conflict, TakenNames, conflict_condition, holder_of
 from controller.jobs.kind import JobKind, ParsedJob, SpecProblem
 from controller.jobs.metrics import StatusLatency
 from controller.jobs.naming import controller_uid, replica_name
@@ -61,7 +63,8 @@ log = structlog.get_logger("controller.reconciler")
 
 __all__ = ["DONE", "STUCK_TERMINATING_AFTER", "Reconciler", "Result", "WriteFailure", "WritesFailed"]
 
-# A pod name held by a pod that is not the job's: no event of ours announces when it goes, so look again.
+# A create refused as AlreadyExists whose holder could not be found (gone meanwhile, or our own child not yet
+# cached): no event of ours may announce it, so look again. (A holder found not ours: conflicts.py's back-off.)
 NAME_TAKEN_RETRY = 1.0
 FAILURE_CLEARED_RECHECK = 0.05  # seconds; see Reconciler.reconcile
 # Jobs of this many replicas or more are planned on a worker thread. Planning costs ~30 µs a replica (a
@@ -94,6 +97,7 @@ class Reconciler:
         self.restart_backoff = restart_backoff
         self.latency = latency if latency is not None and latency.enabled else None
         self.expectations = Expectations()
+        self.taken = TakenNames()  # names of children held by objects the job does not control
         # The kind's dependent resources the cluster serves, by resource: a lister once its informer has synced.
         self.dependent_listers: dict = {}
         self.child_kinds = {**CHILD_KINDS, **{d.resource.plural: d.kind for d in kind.dependent_resources}}
@@ -138,7 +142,12 @@ class Reconciler:
         children = {"services": self.services.controlled_by(uid),
                     "podgroups": self.podgroups.controlled_by(uid) if self.podgroups is not None else None,
                     "clock": self.clock(), "stuck_after": self.stuck_after}
-        if isinstance(job, list):
+        if isinstance(job, list) and held.is_edit(status):
+            # An invalid edit of a running job is not applied: the job is held until a valid one (held.py).
+            the_plan = held.plan_held(self.kind, status, pods, self.kind.invalid_spec_message(job),
+                                      obj["metadata"].get("generation"), self.now(), deadline=held.raw_deadline(obj),
+                                      **children)
+        elif isinstance(job, list):
             the_plan = plan_invalid(self.kind, status, pods, self.kind.invalid_spec_message(job), self.now(),
                                     **children)
         elif oversize.failed_too_large(status):  # its records are gone for good: never rebuilt
@@ -157,6 +166,9 @@ class Reconciler:
                 the_plan = await asyncio.to_thread(*planning, **options)
             else:
                 the_plan = plan(*planning[1:], **options)
+            the_plan = held.release(the_plan, status, obj["metadata"].get("generation"), self.now())
+        the_plan = self._with_conflicts(uid, job, status, the_plan)
+        shown = self.taken.conflicts(uid)
         confirm = not isinstance(job, list) and self._sends_creates(job, the_plan, expected)
         wait = self._coalesces(uid, status, the_plan, confirm)
         if wait is not None:
@@ -175,15 +187,16 @@ class Reconciler:
         refused_deletes = await self._delete_pods(obj, the_plan, failed) if the_plan.delete else set()
         # The PodGroup before the pods, so a gang scheduler never sees a pod of a group it does not
         # know; the pods before their Services (as training-operator), since pods are what a job waits on.
-        if the_plan.podgroup:
-            await self._upkeep(obj, the_plan.podgroup, failed)
         wake_ups: list[float] = []  # seconds until something not announced by any event needs a look
-        if the_plan.create and not await self._create_pods(obj, job, the_plan, expected, failed):
+        # A PodGroup whose name is taken holds the pods back: they would join the other job's gang.
+        gang_taken = bool(the_plan.podgroup) and await self._upkeep(obj, the_plan.podgroup, failed, wake_ups)
+        if the_plan.create and not gang_taken and not await self._create_pods(obj, job, the_plan, expected, failed):
             wake_ups.append(NAME_TAKEN_RETRY)
         if the_plan.services:
-            await self._upkeep(obj, the_plan.services, failed)
+            await self._upkeep(obj, the_plan.services, failed, wake_ups)
         if the_plan.dependents:
-            await self._upkeep(obj, the_plan.dependents, failed)
+            await self._upkeep(obj, the_plan.dependents, failed, wake_ups)
+        wake_ups.extend(self._conflict_wake_ups(uid, shown))
         for event in the_plan.events_after(refused_deletes) if the_plan.events else ():
             self.recorder.record(written, *event)
         if the_plan.force_delete:
@@ -203,6 +216,7 @@ class Reconciler:
         self._starting.pop(uid, None)
         self._parsed.pop(uid, None)
         self._failures.pop(uid, None)
+        self.taken.forget(uid)
         self.expectations.forget(uid)
 
     def _refused(self, obj: dict, failed: list[tuple[str, str]], reason: str, message: str) -> None:
@@ -210,6 +224,58 @@ class Reconciler:
         log.info("write refused", job=_key(obj), reason=reason, message=message)
         self.recorder.record(obj, WARNING, reason, message)
         failed.append((reason, message))
+
+    # --- names that are taken -------------------------------------------------------------
+
+    def _with_conflicts(self, uid: str, job: ParsedJob | list, status: dict, the_plan: Plan) -> Plan:
+        """The plan with the job's ChildConflict condition: the taken names it still wants to create. A job
+        that finishes waits for no name (and a finished job's conditions never change)."""
+        if the_plan.terminal or isinstance(job, list):
+            self.taken.forget(uid)
+        elif self.taken.conflicts(uid):  # (most jobs never meet a taken name: nothing to work out)
+            self.taken.keep_only(uid, self._wanted(job, the_plan))
+        if status.get("phase") in TERMINAL_PHASES:
+            return the_plan
+        conditions = the_plan.status.get("conditions") or []
+        shown = conflict_condition(conditions, self.taken.conflicts(uid), self.now())
+        return the_plan if shown is conditions else the_plan.but(status={**the_plan.status, "conditions": shown})
+
+    def _wanted(self, job: ParsedJob, the_plan: Plan) -> set[str]:
+        """The children the plan creates, as conflicts name them."""
+        wanted = {f"pod {replica_name(job.name, replica_type, rank)}" for replica_type, rank, _ in the_plan.create}
+        wanted.update(self._what(a) for a in (*the_plan.podgroup, *the_plan.services, *the_plan.dependents)
+                      if isinstance(a, CreateChild))
+        return wanted
+
+    def _what(self, action: ChildAction) -> str:
+        return f"{self.child_kinds.get(action.resource, action.resource)} {action.name}"
+
+    def _conflict_wake_ups(self, uid: str, shown: list[Conflict]) -> list[float]:
+        """When to look again: at the next retry of a taken name; and at once when the status just written no
+        longer says which names are taken (one was found, or freed), so the condition follows."""
+        wake_ups = []
+        retry = self.taken.next_retry(uid)
+        if retry is not None:
+            wake_ups.append(retry)
+        if set(self.taken.conflicts(uid)) != set(shown):
+            wake_ups.append(FAILURE_CLEARED_RECHECK)
+        return wake_ups
+
+    def _name_taken(self, obj: dict, what: str, holder: dict) -> None:
+        """A create refused because `holder`, not the job's, has the name: said, and retried with back-off."""
+        conflict = Conflict(what, holder_of(holder))
+        log.info("name taken", job=_key(obj), child=what, holder=conflict.holder)
+        self.taken.found(obj["metadata"]["uid"], conflict)
+        self.recorder.record(obj, WARNING, "FailedCreate", conflict.event_message())
+
+    async def _holder(self, resource: str, namespace: str, name: str) -> dict | None:
+        """The object that has a name a create was refused for (None: gone since)."""
+        try:
+            return await self.client.get(resource, namespace, name)
+        except ApiStatusError as err:
+            if err.code == 404:
+                return None
+            raise
 
     # --- status ---------------------------------------------------------------------------
 
@@ -399,7 +465,7 @@ class Reconciler:
         refused_types: set[str] = set()
         for replica_type, rank, mode in the_plan.create:
             name = replica_name(job.name, replica_type, rank)
-            if name in expected or replica_type in refused_types:
+            if name in expected or replica_type in refused_types or self.taken.waits(job_uid, f"pod {name}"):
                 continue
             self.expectations.expect_create(job_uid, name)  # before the request: its watch event may come first
             try:
@@ -412,11 +478,10 @@ class Reconciler:
                     # that pod is never touched, and only a retry notices when it has gone.
                     # The cache holds only the kind's children: another's pod is asked of the server.
                     holder = self.pods.get(f"{job.namespace}/{name}") or await self._live_pod(job.namespace, name)
-                    if holder is None or controller_uid(holder) != job_uid:
+                    if holder is None:
                         all_made = False
-                        if holder is not None:
-                            self.recorder.record(obj, WARNING, "FailedCreate", f"Error creating pod {name}: a pod "
-                                                 "of that name exists and is not controlled by this job")
+                    elif controller_uid(holder) != job_uid:
+                        self._name_taken(obj, f"pod {name}", holder)
                     elif not self._selected(holder):
                         all_made = False
                         self.recorder.record(obj, WARNING, "FailedCreate", f"Error creating pod {name}: the job's "
@@ -427,6 +492,7 @@ class Reconciler:
                 refused_types.add(replica_type)
                 self._refused(obj, failed, "FailedCreate", f"Error creating pod {name}: {err.message}")
                 continue
+            self.taken.freed(job_uid, f"pod {name}")
             self.recorder.record(obj, *created_event(name))
         return all_made
 
@@ -443,17 +509,24 @@ class Reconciler:
 
     # --- Services and the PodGroup --------------------------------------------------------
 
-    async def _upkeep(self, obj: dict, actions: list[ChildAction], failed: list[tuple[str, str]]) -> None:
-        """Executes the plan's Service or PodGroup actions in order. After a refused create or patch the
-        others wait for the retry: every Service is made from the same spec, and would be refused alike."""
-        namespace = obj["metadata"]["namespace"]
+    async def _upkeep(self, obj: dict, actions: list[ChildAction], failed: list[tuple[str, str]],
+                      wake_ups: list[float]) -> bool:
+        """Executes the plan's Service or PodGroup actions in order; True when a create was held back because its
+        name is taken (or its holder could not be told). After a refused create or patch the others wait for the
+        retry: every Service is made from the same spec, and would be refused alike."""
+        namespace, job_uid = obj["metadata"]["namespace"], obj["metadata"]["uid"]
+        held_back = False
         for action in actions:
-            what = f"{self.child_kinds.get(action.resource, action.resource)} {action.name}"
+            what = self._what(action)
+            if isinstance(action, CreateChild) and self.taken.waits(job_uid, what):
+                held_back = True
+                continue
             try:
                 if isinstance(action, DeleteChild):
                     await self.client.delete(action.resource, namespace, action.name, action.uid)
                 elif isinstance(action, CreateChild):
                     await self.client.create(action.resource, action.body, answer=False)
+                    self.taken.freed(job_uid, what)
                 else:
                     await self.client.patch(action.resource, namespace, action.name, action.changes, answer=False)
             except ApiStatusError as err:
@@ -462,11 +535,26 @@ class Reconciler:
                         self._refused(obj, failed, "FailedDelete", f"Error deleting {what}: {err.message}")
                     continue
                 if isinstance(action, CreateChild) and err.code == 409:
-                    continue  # the cache has not seen that child yet
+                    if action.resource in CHILD_KINDS:  # a Service or PodGroup: whose is it?
+                        held_back |= await self._already_exists(obj, action, what, wake_ups)
+                    continue  # a kind's dependent (a TensorBoard): the cache has not seen it yet
                 reason, doing = ("FailedCreate", "creating") if isinstance(action, CreateChild) else \
                     ("FailedUpdate", "updating")
                 self._refused(obj, failed, reason, f"Error {doing} {what}: {err.message}")
-                return
+                return held_back
+        return held_back
+
+    async def _already_exists(self, obj: dict, action: CreateChild, what: str, wake_ups: list[float]) -> bool:
+        """A child's create refused as AlreadyExists: the job's own child the cache has not seen yet (fine), or
+        another's (its name is taken: conflicts.py). True unless it is the job's own."""
+        holder = await self._holder(action.resource, obj["metadata"]["namespace"], action.name)
+        if holder is None:  # gone meanwhile: try again soon
+            wake_ups.append(NAME_TAKEN_RETRY)
+            return True
+        if controller_uid(holder) == obj["metadata"]["uid"]:
+            return False
+        self._name_taken(obj, what, holder)
+        return True
 
 
 def phase_reason(status: dict) -> dict[str, str]:

@@ -53,6 +53,9 @@ class Observation:
     seen: Seen
     record: Replica  # the stored record updated with what was seen; no decision applied yet
     outcome: Outcome | None  # what the replica has come to for good, if anything
+    # The job's restarts before this replica is judged (removed ranks' and those granted earlier in the same
+    # reconcile included): what a restart of the job's budget is numbered from.
+    job_restarts: int = 0
 
 
 @dataclass(slots=True)
@@ -82,6 +85,7 @@ def observe_all(slots: Sequence[Slot], job_restarts: int) -> list[Observation]:
     observations = []
     for slot in slots:
         obs = observe(slot, job_restarts)
+        obs.job_restarts = job_restarts
         observations.append(obs)
         if will_count(obs):
             job_restarts += 1
@@ -161,12 +165,12 @@ def step(obs: Observation, now: str = "", now_epoch: float = 0.0, backoff: Resta
         # replacement is created by a later reconcile, once the old pod is gone (and the back-off over).
         counted = record.counted(now, backoff.streak(record.restart_streak, pod, now_epoch))
         return Step(counted, delete=None if is_terminating(pod) else pod_uid(pod),
-                    restart_event=_restart_message(counted, policy, _exit_cause(record, pod), backoff))
+                    restart_event=_restart_message(counted, obs, _exit_cause(record, pod), backoff))
     # GONE, to be replaced: nothing left to delete, so the replacement is due once the back-off is over.
     if record.phase in FINISHED:
         counted = record.counted(now, backoff.streak(record.restart_streak, None, now_epoch))
         return replace(_replace(counted.awaiting(), backoff, now_epoch),
-                       restart_event=_restart_message(counted, policy, _exit_cause(record, None), backoff))
+                       restart_event=_restart_message(counted, obs, _exit_cause(record, None), backoff))
     if not policy.counts_lost_pods:
         retired = record.retired()
         return Step(retired.awaiting(), create=True,
@@ -174,7 +178,7 @@ def step(obs: Observation, now: str = "", now_epoch: float = 0.0, backoff: Resta
                                   "pod was deleted")
     counted = record.counted(now, backoff.streak(record.restart_streak, None, now_epoch))
     return replace(_replace(counted.awaiting(), backoff, now_epoch),
-                   restart_event=_restart_message(counted, policy, "pod was deleted", backoff))
+                   restart_event=_restart_message(counted, obs, "pod was deleted", backoff))
 
 
 def _replace(awaiting: Replica, backoff: RestartBackoff, now_epoch: float) -> Step:
@@ -191,14 +195,24 @@ def pause(obs: Observation) -> Step:
     return Step(paused, delete=None if pod is None or is_terminating(pod) else pod_uid(pod))
 
 
-def _restart_message(record: Replica, policy: RestartRule, cause: str, backoff: RestartBackoff) -> str:
-    limit = "" if policy.limit is None else f" of {policy.limit}"
+def _restart_message(record: Replica, obs: Observation, cause: str, backoff: RestartBackoff) -> str:
+    """"restart K of N": the replica's own count against its own limit, or the job's (every replica's, removed
+    ranks' included) against the job's budget, as the replica's rule counts it."""
+    policy = obs.slot.policy
+    text = getattr(policy, "restart_text", None)
+    if text is not None:
+        counted = text(record.restart_count, obs.job_restarts + 1)
+    else:  # (a rule that does not say: its own count against its limit)
+        counted = f"restart {record.restart_count}" + ("" if policy.limit is None else f" of {policy.limit}")
     delay = backoff.delay(record.restart_streak)
     wait = f"; its next pod in {delay:g}s (back-off)" if delay > 0 else ""
-    return f"Restarting replica {record.name} (restart {record.restart_count}{limit}): {cause}{wait}"
+    return f"Restarting replica {record.name} ({counted}): {cause}{wait}"
 
 
 def _exit_cause(record: Replica, pod: dict | None) -> str:
+    if pod is not None and is_terminating(pod):
+        # Someone deleted it (the controller's own deletes retire the pod first): its SIGTERM's 143 is no exit.
+        return "pod was deleted"
     codes = [c.get("exitCode") for c in record.containers if c.get("state") == "terminated"]
     codes = [code for code in codes if code is not None]
     if codes:

@@ -214,3 +214,39 @@ def name_errors(job: ParsedJob, api: KindApi, *, services: bool) -> list[SpecErr
             errors.append(SpecError("metadata.name", f'the pod name "{longest}" (replica type "{spec.type}") must '
                                     f"be a DNS-1123 subdomain of at most {SUBDOMAIN_MAX} characters"))
     return errors
+
+
+def no_replicas_errors(counts: list[int]) -> list[SpecError]:
+    """A job runs at least one replica, when created and after any edit: with none there is nothing to
+    judge it by (a GenericJob would succeed at once, a training job would wait forever)."""
+    if any(count > 0 for count in counts):
+        return []
+    return [SpecError("spec.replicaSpecs", "a job needs at least one replica: the replicas of all its types "
+                                           "add up to 0")]
+
+
+def recorded_types(obj: dict) -> list[str]:
+    """The replica types, in order, of the job's status (`status.tasks[].type`, written from the spec the
+    job last ran): empty before the first status write."""
+    status = obj.get("status") if isinstance(obj, dict) else None
+    tasks = status.get("tasks") if isinstance(status, dict) else None
+    if not isinstance(tasks, list):
+        return []
+    return [task.get("type") for task in tasks if isinstance(task, dict)]
+
+
+def fixed_types_errors(job: ParsedJob, obj: dict) -> list[SpecError]:
+    """A training job's replica types, their names and their order cannot change once it exists: global ranks
+    and the master follow from them, and the running pods were told them. The CRD refuses such an edit
+    (a transition rule); this compares with the types the status recorded, for an edit that got past it."""
+    recorded = recorded_types(obj)
+    types = [spec.type for spec in job.spec.replica_specs]
+    if not recorded or types == recorded:
+        return []
+    return [SpecError("spec.replicaSpecs", f"the replica types and their order cannot change once the job exists "
+                                           f"(it has {_listed(recorded)}; the spec now has {_listed(types)}): "
+                                           "only their replicas can")]
+
+
+def _listed(types: list[str]) -> str:
+    return "[" + ", ".join(types) + "]"

@@ -31,4 +31,7 @@ assert all(torch.equal(other, flat) for other in everyone), "the ranks' paramete
 sys.stdout.write(f"rank {rank} of {world} on {os.environ.get('HOSTNAME')}: loss {loss.item():.4f}, parameters "
                  f"equal on every rank (master {os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']})\n")
 sys.stdout.flush()
+# Every rank past its last collective before any tears down: a rank that destroys its process group while a peer's
+# gloo threads still talk to it can make that peer abort ("terminate called without an active exception").
+dist.barrier()
 dist.destroy_process_group()

@@ -284,6 +284,8 @@ async def test_valid_jobs_are_stored_with_defaults_and_parse_cleanly(api):
     ({"replicaSpecs": [{"type": "worker", "template": {"spec": {"containers": []}}}]},
      "spec.replicaSpecs[0].template.spec.containers", "at least 1 items"),
     ({"replicaSpecs": []}, "spec.replicaSpecs", "at least 1 items"),
+    ({"replicaSpecs": [{"type": "worker", "replicas": 0, "template": {"spec": {"containers": [CONTAINER]}}}]},
+     "spec.replicaSpecs", "a job needs at least one replica"),
     ({"replicaSpecs": [{"type": "worker", "restartPolicy": {"policy": "Sometimes"},
                         "template": {"spec": {"containers": [CONTAINER]}}}]},
      "spec.replicaSpecs[0].restartPolicy.policy", "Unsupported value"),
@@ -394,3 +396,17 @@ async def test_resume_specs_can_be_set_when_there_were_none(api):
     obj = api.get("generic-example")
     obj["spec"]["runMode"]["pause"]["resumeSpecs"] = [{"type": "worker", "args": ["--resume"]}]
     assert api.update(obj)["spec"]["runMode"]["pause"]["resumeSpecs"][0]["args"] == ["--resume"]
+
+
+async def test_an_edit_to_no_replicas_is_refused_and_one_type_may_be_zero(api):
+    two = [{"type": t, "replicas": 1, "template": {"spec": {"containers": [CONTAINER]}}} for t in ("worker", "ps")]
+    api.create(job_object(replicaSpecs=two))
+    obj = api.get("generic-example")
+    obj["spec"]["replicaSpecs"][1]["replicas"] = 0
+    api.update(obj)
+    obj = api.get("generic-example")
+    obj["spec"]["replicaSpecs"][0]["replicas"] = 0
+    with pytest.raises(ApiError) as caught:
+        api.update(obj)
+    assert caught.value.code == 422 and "spec.replicaSpecs: Invalid value" in caught.value.message
+    assert "a job needs at least one replica" in caught.value.message

@@ -21,7 +21,8 @@ def test_a_rank_scaled_away_and_back_keeps_its_restarts():
     assert status["backoffCount"] == 1
     status = step(make_job(("worker", 1, "OnFailure", 1)), status, pods, at(3)).status
     assert status["backoffCount"] == 1  # the rank is gone; its restart still counts
-    assert [(r["name"], r["restartCount"]) for r in status["removedReplicas"]] == [("job-worker-1", 1)]
+    removed = record(status, "worker", 1)  # kept after the spec's ranks, Deleted
+    assert (removed["name"], removed["phase"], removed["restartCount"]) == ("job-worker-1", "Deleted", 1)
     status = step(job, status, pods, at(4)).status
     assert record(status, "worker", 1)["restartCount"] == 1 and "removedReplicas" not in status
     pods.set("worker", 1, "Running")

@@ -428,7 +428,10 @@ def test_scaled_down_ranks_are_deleted():
     uids = [pods.uid("worker", r) for r in range(3)]
     result = step(smaller, status, pods, at(5))
     assert result.delete == [("job-worker-1", uids[1], "scale-down"), ("job-worker-2", uids[2], "scale-down")]
-    assert [r["name"] for r in result.status["tasks"][0]["replicas"]] == ["job-worker-0"]
+    # Their records stay, Deleted (the spec's "Removed ranks"), and READY counts the spec's replicas.
+    assert [(r["name"], r["phase"]) for r in result.status["tasks"][0]["replicas"]] == [
+        ("job-worker-0", "Running"), ("job-worker-1", "Deleted"), ("job-worker-2", "Deleted")]
+    assert result.status["ready"] == "1/1" and result.status["aggregate"]["deleted"] == 2
     assert result.create == [] and result.status["phase"] == "Running"
 
 

@@ -8,6 +8,10 @@ from controller.jobs.pods import PodMode, desired_pod
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GenericJob
 from controller.kinds.genericjob.validation import SpecError, invalid_spec_message, parse, validate
+from controller.kinds.pytorch.kind import PYTORCH
+from controller.kinds.tensorflow.kind import TENSORFLOW
+from tests.builders import PYTORCH as PYTORCH_KIND
+from tests.builders import TENSORFLOW as TENSORFLOW_KIND
 from tests.builders import JobBuilder
 
 CONTAINER = {"name": "main", "image": "trainer"}
@@ -201,7 +205,7 @@ def test_service_names_must_be_dns_1035_labels_of_63_characters():
         f'metadata.name: the Service name "{fits}j-worker-9" (replica type "worker") must be a DNS-1035 label of '
         "at most 63 characters: lower case letters, digits and '-', starting with a letter"]
     assert len(errors_of(spec, name="1job")) == 1 and len(errors_of(spec, name="my.job")) == 1
-    assert errors_of({**spec, "replicaSpecs": [replica("worker", 0)]}, name=fits + "jjj") == []  # no replicas
+    assert errors_of({**spec, "replicaSpecs": [replica("worker", 0), replica("w")]}, name=fits + "jjj") == []
 
 
 def test_without_services_pod_names_only_need_to_be_subdomains():
@@ -262,3 +266,84 @@ def test_invalid_spec_message():
     assert invalid_spec_message(errors) == 'spec.successRules[0]: replica type "master" is not in spec.replicaSpecs'
     many = [SpecError(f"f{i}", "bad") for i in range(7)]
     assert invalid_spec_message(many) == "f0: bad; f1: bad; f2: bad; f3: bad; f4: bad; and 2 more"
+
+
+# --- every edit: at least one replica, the master kept, TF/PyTorch replica types fixed --------------------------
+
+
+def test_a_job_needs_at_least_one_replica_and_one_type_may_be_zero():
+    assert errors_of({"replicaSpecs": [replica("worker", 0), replica("ps", 0)]}) == [
+        "spec.replicaSpecs: a job needs at least one replica: the replicas of all its types add up to 0"]
+    assert errors_of({"replicaSpecs": [replica("worker", 0), replica("ps", 1)]}) == []
+
+
+def test_a_scale_down_below_a_rule_is_invalid():
+    spec = {"failureRules": [{"worker": [0]}, {"worker": [1]}], "replicaSpecs": [replica("worker", 1)]}
+    assert errors_of(spec) == ['spec.failureRules[1]: rank 1 of "worker" is out of range [0, 1)']
+
+
+def tf_object(*replicas: tuple[str, int], tasks: list[str] | None = None) -> dict:
+    pod = {"spec": {"containers": [{"name": "tensorflow", "image": "tf"}]}}
+    job = JobBuilder("tf", kind=TENSORFLOW_KIND, namespace="ns", uid="u", generation=2)
+    for replica_type, count in replicas:
+        job = job.replica(replica_type, count, template=pod)
+    obj = job.obj()
+    if tasks is not None:
+        obj["status"] = {"tasks": [{"type": t, "replicaStatus": []} for t in tasks]}
+    return obj
+
+
+def pt_object(*replicas: tuple[str, int], tasks: list[str] | None = None, **spec) -> dict:
+    pod = {"spec": {"containers": [{"name": "pytorch", "image": "pt"}]}}
+    job = JobBuilder("pj", kind=PYTORCH_KIND, namespace="ns", uid="u", generation=2)
+    for replica_type, count in replicas:
+        job = job.replica(replica_type, count, template=pod)
+    obj = job.spec(**spec).obj()
+    if tasks is not None:
+        obj["status"] = {"tasks": [{"type": t, "replicas": []} for t in tasks]}
+    return obj
+
+
+def problems(kind, obj: dict) -> list[str]:
+    parsed = kind.parse(obj)
+    return [str(p) for p in parsed] if isinstance(parsed, list) else []
+
+
+@pytest.mark.parametrize(("replicas", "words"), [
+    ((("chief", 0), ("worker", 2)), 'spec.replicaSpecs[0].replicas: the job\'s success is judged by the chief'),
+    ((("ps", 1), ("worker", 0)), "spec.replicaSpecs[1].replicas: the job's success is judged by worker 0"),
+    ((("ps", 0), ("worker", 0)), "spec.replicaSpecs: a job needs at least one replica"),
+])
+def test_a_tensorflow_job_keeps_the_replica_it_is_judged_by(replicas, words):
+    found = problems(TENSORFLOW, tf_object(*replicas))
+    assert any(p.startswith(words) for p in found), found
+    assert problems(TENSORFLOW, tf_object(("chief", 1), ("worker", 0))) == []
+    assert problems(TENSORFLOW, tf_object(("ps", 0), ("evaluator", 1))) == []  # no master: all must succeed
+
+
+@pytest.mark.parametrize(("replicas", "words"), [
+    ((("master", 0), ("worker", 2)), 'spec.replicaSpecs[0].replicas: a replica type "master" has exactly one'),
+    ((("worker", 2), ("master", 2)), 'spec.replicaSpecs[1].replicas: a replica type "master" has exactly one'),
+    ((("worker", 0), ("node", 2)), 'spec.replicaSpecs[0].replicas: without a "master" type, rank 0 of the first'),
+    ((("worker", 0),), "spec.replicaSpecs: a job needs at least one replica"),
+])
+def test_a_pytorch_master_never_moves(replicas, words):
+    found = problems(PYTORCH, pt_object(*replicas))
+    assert any(p.startswith(words) for p in found), found
+    assert problems(PYTORCH, pt_object(("master", 1), ("worker", 0))) == []
+    assert problems(PYTORCH, pt_object(("worker", 1), ("node", 0))) == []
+
+
+@pytest.mark.parametrize(("kind", "make", "types"), [
+    (TENSORFLOW, tf_object, ("worker", "ps")),
+    (PYTORCH, pt_object, ("worker", "node")),
+])
+def test_training_job_replica_types_and_their_order_are_those_the_status_recorded(kind, make, types):
+    first, second = types
+    assert problems(kind, make((first, 1), (second, 1), tasks=[first, second])) == []
+    assert problems(kind, make((first, 1), (second, 1))) == []  # a new job: nothing recorded yet
+    assert problems(kind, make((first, 1), (second, 0), tasks=[first, second])) == []  # counts may change
+    for changed in ([(second, 1), (first, 1)], [(first, 1)], [(first, 1), (second, 1), ("evaluator", 1)]):
+        found = problems(kind, make(*changed, tasks=[first, second]))
+        assert any(p.startswith("spec.replicaSpecs: the replica types and their order cannot change once the "
+                                f"job exists (it has [{first}, {second}]") for p in found), found

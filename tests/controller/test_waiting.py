@@ -97,5 +97,5 @@ def test_a_pause_ends_the_wait_and_a_running_or_failed_pod_never_waits():
     pod = failed.set("worker", 0, "Failed")
     pod["status"]["initContainerStatuses"] = [{"name": "init", "state": {"waiting": {"reason": "ErrImagePull"}}}]
     assert warnings(step(job, status, failed, at(1))) == [("Failed", 'The job is failed with rule: {"worker": [0]}: '
-                                                           "replica worker-0 failed with exit code 1 after 0 of 0 "
-                                                           "restarts")]
+                                                           "replica worker-0 failed with exit code 1 under restart "
+                                                           "policy OnFailure with limit 0 (no restarts)")]

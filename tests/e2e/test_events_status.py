@@ -49,7 +49,8 @@ async def test_phase_change_events(cluster, controller, jobs):
     await jobs.wait_phase("job", "Failed")
     [failed] = await jobs.wait_event("job", "Failed")
     assert (failed.type, failed.message) == ("Warning", 'The job is failed with rule: {"worker": [0]}: replica '
-                                             "worker-0 failed with exit code 1 (Error) after 0 of 0 restarts")
+                                             "worker-0 failed with exit code 1 (Error) "
+                                             "under restart policy OnFailure with limit 0 (no restarts)")
     assert not [e for e in await jobs.events("job") if e.reason == "Pending"]  # a new job is Pending: not news
 
 

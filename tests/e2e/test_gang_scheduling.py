@@ -9,7 +9,7 @@ from kubernetes_asyncio import client
 from localcluster import LocalCluster
 from tests.builders import JobBuilder
 
-from .conftest import CRDS, FOREVER, genericjob, template, until
+from .conftest import CRDS, FOREVER, condition, genericjob, template, until
 
 GROUP_KEY = "scheduler.tensorstack.dev/group-name"
 PODGROUP = ("scheduler.tensorstack.dev", "v1beta1", "podgroups")
@@ -63,25 +63,26 @@ async def test_a_t9k_scheduler_job_runs_its_pods_only_once_all_exist(cluster, co
     assert min(seen.bound.values()) > max(seen.created.values())  # none bound before the last one existed
 
 
-async def test_a_jobs_pods_wait_while_its_podgroup_asks_for_more(cluster, controller, jobs, api_client):
-    """A PodGroup named like the job, made beforehand with minMember 5, keeps the job's three pods Pending;
-    lowering minMember to 3 lets the gang be bound and the job run."""
+async def test_a_podgroup_named_like_the_job_but_not_its_own_is_never_joined(cluster, controller, jobs, api_client):
+    """A PodGroup named like the job, made beforehand by someone else (minMember 5), is not the job's: the job
+    makes no pod that would join it, and says why (ChildConflict, the spec's "Names that are taken"); once it
+    is deleted, the job makes its own group (minMember 3) and runs."""
     custom = client.CustomObjectsApi(api_client)
     group, version, plural = PODGROUP
     await custom.create_namespaced_custom_object(group, version, "default", plural, {
         "apiVersion": f"{group}/{version}", "kind": "PodGroup", "metadata": {"name": "job"},
         "spec": {"minMember": 5, "queue": "default"}})
     await jobs.submit(genericjob("job", {"worker": 3}, scheduler={"t9kScheduler": {"queue": "default"}}))
-    await jobs.wait_pods("job", lambda pods: len(pods) == 3)
-    # A job of the default scheduler submitted after it runs: the scheduler has seen the first job's pods.
-    await jobs.submit(genericjob("other", {"worker": 1}))
-    await jobs.wait_phase("other", "Running")
-    for pod in await jobs.pods("job"):
-        await assert_untouched(jobs.core, pod.metadata.name)
-    assert (await jobs.get("job"))["status"]["phase"] == "Pending"
-    await custom.patch_namespaced_custom_object(group, version, "default", plural, "job", {"spec": {"minMember": 3}},
-                                                _content_type="application/merge-patch+json")
-    await jobs.wait_phase("job", "Running")
+    waiting = await jobs.wait("job", lambda j: condition(j, "ChildConflict") is not None)
+    assert "PodGroup job" in condition(waiting, "ChildConflict")["message"]
+    assert await jobs.pods("job") == []
+    stranger = await custom.get_namespaced_custom_object(group, version, "default", plural, "job")
+    assert stranger["spec"]["minMember"] == 5 and not stranger["metadata"].get("ownerReferences")
+    await custom.delete_namespaced_custom_object(group, version, "default", plural, "job")
+    running = await jobs.wait_phase("job", "Running", timeout=30)
+    assert condition(running, "ChildConflict")["status"] == "False"
+    [own] = await jobs.podgroups()
+    assert own["spec"]["minMember"] == 3 and own["metadata"]["ownerReferences"][0]["name"] == "job"
 
 
 async def test_a_podgroup_larger_than_its_pods_keeps_them_pending(cluster, api_client):

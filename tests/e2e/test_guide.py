@@ -59,7 +59,8 @@ async def test_basic_example_fails_with_worker_1(cluster, controller, jobs):
     done = await jobs.wait_phase("generic-example", "Failed")
     assert condition(done, "Failed")["status"] == "True"
     assert condition(done, "Failed")["message"] == ('The job is failed with rule: {"worker": [1]}: replica worker-1 '
-                                                    "failed with exit code 1 (Error) after 0 of 0 restarts")
+                                                    "failed with exit code 1 (Error) "
+                                                    "under restart policy OnFailure with limit 0 (no restarts)")
     assert condition(done, "Completed")["status"] == "False"
 
 
@@ -74,7 +75,7 @@ async def test_basic_example_ignores_failure_of_worker_outside_the_rules(cluster
     done = await jobs.wait_phase("generic-example", "Failed")
     assert condition(done, "Failed")["message"] == (
         'The job is failed with rule: {"worker": [0]}: replica worker-0 failed without an exit code '
-        "(its pod was lost: deleted, or its node gone) after 0 of 0 restarts")
+        "(its pod was lost: deleted, or its node gone) under restart policy OnFailure with limit 0 (no restarts)")
 
 
 async def test_resources_example_passes_requests_and_limits_through(cluster, controller, jobs):

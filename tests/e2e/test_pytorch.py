@@ -222,7 +222,7 @@ async def test_kubectl_get_pj_shows_the_columns_and_explain_documents_elastic(cl
 
 
 @pytest.mark.parametrize(("spec", "words"), [
-    ({"replicaSpecs": [{"type": "master", "replicas": 2, "template": pt_template()}]}, "at most one replica"),
+    ({"replicaSpecs": [{"type": "master", "replicas": 2, "template": pt_template()}]}, "exactly one replica"),
     ({"replicaSpecs": [{"type": "Worker", "template": pt_template()}]}, "type"),
     ({"replicaSpecs": [{"type": "worker", "template": pt_template()}],
       "elastic": {"minReplicas": 3, "maxReplicas": 2}}, "minReplicas must be at most maxReplicas"),

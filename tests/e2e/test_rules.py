@@ -111,7 +111,8 @@ async def test_without_rules_any_replica_failing_for_good_fails_the_job(cluster,
     await jobs.submit(genericjob("job", {"master": 1, "worker": 2}))
     done = await jobs.wait_phase("job", "Failed")
     assert condition(done, "Failed")["message"] == ('The job is failed with rule: {"worker": [1]}: replica worker-1 '
-                                                    "failed with exit code 1 (Error) after 0 of 0 restarts")
+                                                    "failed with exit code 1 (Error) "
+                                                    "under restart policy OnFailure with limit 0 (no restarts)")
 
 
 async def test_without_rules_failure_wins_a_tie(cluster, controllers, jobs):
@@ -124,7 +125,8 @@ async def test_without_rules_failure_wins_a_tie(cluster, controllers, jobs):
     await controllers.start()
     done = await jobs.wait_phase("job", "Failed")
     assert condition(done, "Failed")["message"] == ('The job is failed with rule: {"worker": [1]}: replica worker-1 '
-                                                    "failed with exit code 2 (Error) after 0 of 0 restarts")
+                                                    "failed with exit code 2 (Error) "
+                                                    "under restart policy OnFailure with limit 0 (no restarts)")
 
 
 async def test_only_success_rules_given_keeps_the_default_failure_rule(cluster, controller, jobs):
@@ -132,7 +134,8 @@ async def test_only_success_rules_given_keeps_the_default_failure_rule(cluster, 
     await jobs.submit(genericjob("job", {"worker": 3}, successRules=[{"worker": [0]}]))
     done = await jobs.wait_phase("job", "Failed")
     assert condition(done, "Failed")["message"] == ('The job is failed with rule: {"worker": [2]}: replica worker-2 '
-                                                    "failed with exit code 1 (Error) after 0 of 0 restarts")
+                                                    "failed with exit code 1 (Error) "
+                                                    "under restart policy OnFailure with limit 0 (no restarts)")
 
 
 async def test_ranks_may_be_strings(cluster, controller, jobs):

@@ -1,33 +1,32 @@
 """No job can take the controller down: a job of 64 types of 10,000 replicas, admitted before the CRD capped the
 replicas of a job, beside a job at the cap and a normal job, under a Manager leading with a Lease. The normal
 job finishes, the pathological one fails InvalidSpec with its Event, the one at the cap is planned, and the
-lease is kept all along: the event loop never stalls long enough to miss a renewal."""
+lease is kept all along: the event loop never stalls long enough to miss a renewal.
+
+localcluster runs as a process of its own, as an API server does: in this process it would share the
+controller's event loop, and the loop's lag would count the server's work (validating and storing a status
+of thousands of records) as the controller's."""
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import shutil
 
-import pytest
+import yaml
 from kubernetes_asyncio import client
 
 from controller.jobs.api import MAX_TOTAL_REPLICAS
 from controller.kinds.genericjob.crd import genericjob_crd
 from controller.runtime.leader import LeaderElectionConfig
 from controller.runtime.manager import Manager
-from tests.e2e.conftest import CRDS, QUICK, Jobs, condition, genericjob, phase, status
+from tests.e2e.conftest import QUICK, Jobs, condition, genericjob, phase, status
 
-from .inprocess import Running, cluster_with_crds, manager_config
-from .subprocesses import until
+from .inprocess import Running, manager_config
+from .subprocesses import ROOT, LocalClusterProcess, until
 
 LEASE_NAME = "genericjob-controller"
 TIMING = {"lease_duration": 2, "renew_deadline": 1.5, "retry_period": 0.25}
-
-
-@pytest.fixture
-async def cluster():
-    async with cluster_with_crds() as running:
-        yield running
 
 
 def uncapped_crd() -> dict:
@@ -42,12 +41,21 @@ def uncapped_crd() -> dict:
     return crd
 
 
-def install(cluster, crd: dict) -> None:
-    crds = cluster.registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-    current = cluster.api.get(crds, None, crd["metadata"]["name"])
-    version = current["metadata"]["resourceVersion"]
-    cluster.api.update(crds, None, crd["metadata"]["name"],
-                       {**crd, "metadata": {**crd["metadata"], "resourceVersion": version}})
+def crds_before_the_cap(directory) -> object:
+    """A copy of manifests/crds/ with the GenericJob CRD as it was before the cap."""
+    shutil.copytree(ROOT / "manifests" / "crds", directory)
+    (directory / "genericjob.yaml").write_text(yaml.safe_dump(uncapped_crd()))
+    return directory
+
+
+async def upgrade_crd(api_client, crd: dict) -> None:
+    """Replace the installed CRD with `crd`, as `kubectl replace` does."""
+    crds = client.ApiextensionsV1Api(api_client)
+    name = crd["metadata"]["name"]
+    current = await crds.read_custom_resource_definition(name, _preload_content=False)
+    version = (await current.json())["metadata"]["resourceVersion"]
+    await crds.replace_custom_resource_definition(
+        name, {**crd, "metadata": {**crd["metadata"], "resourceVersion": version}})
 
 
 class LoopWatch:
@@ -73,11 +81,15 @@ class LoopWatch:
         await asyncio.gather(self.task, return_exceptions=True)
 
 
-async def test_a_pathological_job_neither_stalls_the_controller_nor_costs_it_the_lease(cluster, api_client):
+async def test_a_pathological_job_neither_stalls_the_controller_nor_costs_it_the_lease(tmp_path):
+    async with LocalClusterProcess(tmp_path, crds_before_the_cap(tmp_path / "crds")) as cluster:
+        await stays_in_the_lead(cluster.api)
+
+
+async def stays_in_the_lead(api_client) -> None:
     jobs = Jobs(api_client)
-    install(cluster, uncapped_crd())
     await jobs.submit(genericjob("huge", {f"t{i}": 10_000 for i in range(64)}, script=QUICK))  # 640,000 replicas
-    cluster.apply_crds(CRDS)  # the upgrade: the stored job stays as it was admitted
+    await upgrade_crd(api_client, genericjob_crd())  # the upgrade: the stored job stays as it was admitted
     manager = Manager(api_client, manager_config(LeaderElectionConfig(LEASE_NAME, "default", **TIMING)))
     running = Running(manager)
     watch = None
@@ -115,6 +127,7 @@ async def test_a_pathological_job_neither_stalls_the_controller_nor_costs_it_the
         assert not watch.lost and not running.task.done()
         # A renewal is missed only when the loop is held past renew_deadline - retry_period; a machine under
         # load delays the loop by tenths of a second anyway, so the bound is the lease's, not the retry period.
+        print(f"worst event loop lag {watch.worst_lag:.3f}s")
         assert watch.worst_lag < TIMING["renew_deadline"] - TIMING["retry_period"], watch.worst_lag
         assert phase(await jobs.get("huge")) == "Failed"
     finally:

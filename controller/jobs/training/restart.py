@@ -52,7 +52,14 @@ class ReplicaRestart:
             return False, "under restart policy ExitCode (its exit code is not retryable)"
         if self.limit is None:  # not reached: without a budget a retryable failure is always replaced
             return False, f"under restart policy {self.policy}"
+        if self.limit == 0:  # no budget ran out: none was granted
+            return False, f"under restart policy {self.policy} with runPolicy.backoffLimit 0 (no restarts)"
         return True, f"after {job_restarts} of {self.limit} restarts of the job (runPolicy.backoffLimit)"
+
+    def restart_text(self, restart_count: int, job_restarts: int) -> str:
+        """The Restarting Event's count: the job's restarts (this one included) against the job's budget."""
+        limit = "" if self.limit is None else f" of {self.limit}"
+        return f"restart {job_restarts}{limit} of the job"
 
     @property
     def counts_lost_pods(self) -> bool:

@@ -5,13 +5,17 @@ key that holds each type's records as the kind's API spells it (`replicas`, `rep
                      lastRestartUid, ready}]}
     status.aggregate: replicas by phase;  status.readyReplicas, status.ready ("3/4"): replicas Running and Ready
     status.backoffCount: restarts of every replica
+
+A rank scaled away keeps its record (the spec's "Removed ranks"): Deleted, after the spec's ranks of its type,
+in a task of its own when its type left the spec altogether. It counts in `aggregate` (deleted) and in the
+restart counters, never in `ready`, which counts the spec's replicas.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from controller.jobs.status import Replica, replica_counts
+from controller.jobs.status import Replica, aggregate, replica_counts
 
 
 class TasksStatus:
@@ -35,3 +39,25 @@ class TasksStatus:
         task_list = self.tasks(records_by_type)
         return {"tasks": task_list, **replica_counts([r for _, records in records_by_type for r in records]),
                 "backoffCount": sum(t["restartCount"] for t in task_list)}
+
+    def with_removed(self, status: dict, removed: Mapping[str, list[Replica]], carried: Mapping[str, int]) -> dict:
+        """`status` (made of the spec's replicas) with the records of ranks scaled away after their type's, and
+        with the restarts of records dropped for size (`carried`): both in restartCount and backoffCount;
+        the removed records in `aggregate` too."""
+        tasks = [dict(task) for task in status.get("tasks") or ()]
+        by_type = {task["type"]: task for task in tasks}
+        for replica_type in [*removed, *carried]:
+            if replica_type not in by_type:  # a type no longer in the spec: a task of its own, after the spec's
+                by_type[replica_type] = {"type": replica_type, "restartCount": 0, self.records: []}
+                tasks.append(by_type[replica_type])
+        for replica_type, records in removed.items():
+            task = by_type[replica_type]
+            task[self.records] = [*(task.get(self.records) or ()), *(r.to_json() for r in records)]
+            task["restartCount"] += sum(r.restart_count for r in records)
+        for replica_type, count in carried.items():
+            by_type[replica_type]["restartCount"] += count
+        counts = dict(status.get("aggregate") or {})
+        for key, value in aggregate(r for records in removed.values() for r in records).items():
+            counts[key] = counts.get(key, 0) + value
+        return {**status, "tasks": tasks, "aggregate": counts,
+                "backoffCount": sum(task["restartCount"] for task in tasks)}

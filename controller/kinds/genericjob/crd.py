@@ -8,7 +8,13 @@ JSON schema is turned into one (`structural`), then what the models cannot say i
 ranks are int-or-string, the pod template is Kubernetes' PodTemplateSpec (`template_schema`: checked as
 a Deployment's template is), and CEL rules reject at apply time what a schema alone cannot:
 
-- replica types are unique, and the job has at most MAX_TOTAL_REPLICAS replicas in all;
+- replica types are unique, and the job has at most MAX_TOTAL_REPLICAS replicas in all, and at least one
+  (on every edit too: scaling every type to 0 is refused);
+- not here: a success or failure rule naming a rank the spec does not have (a scale-down below a rule's
+  rank). CEL would have to look up each rule's type among the replicaSpecs for every rank it names, and ranks
+  and rules are unbounded lists: bounding them would refuse jobs that are valid today, and the rule's cost
+  would still be over the budget. The admission webhook (issue 34) refuses such an edit; should it reach
+  the controller, the job is held (controller/jobs/held.py);
 - `spec.runMode.pause.resumeSpecs` cannot change once set (004), nor be removed with its parents;
 - names: the job name is a label value on every pod (<= 63 characters) and, with spec.service,
   `[job]-[type]-[rank]` is a Service name (a DNS-1035 label of <= 63 characters). A rule at the
@@ -26,6 +32,7 @@ import copy
 from pathlib import Path
 
 from controller.jobs.crd import (
+    AT_LEAST_ONE_REPLICA,
     MANIFEST_DIR,
     MAX_REPLICA_TYPES,
     NAME_MAX,
@@ -112,7 +119,8 @@ def spec_schema() -> dict:
         props[name]["items"] = _finish_rule_schema()
     replica_specs = props["replicaSpecs"]
     replica_specs["maxItems"] = MAX_REPLICA_TYPES
-    replica_specs["x-kubernetes-validations"] = [UNIQUE_TYPES, total_replicas(MAX_REPLICA_TYPES)]
+    replica_specs["x-kubernetes-validations"] = [UNIQUE_TYPES, total_replicas(MAX_REPLICA_TYPES),
+                                                 AT_LEAST_ONE_REPLICA]
     template = replica_specs["items"]["properties"]["template"]
     replica_specs["items"]["properties"]["template"] = template_schema(template["description"])
     run_mode = props["runMode"]["properties"]

@@ -69,7 +69,13 @@ class RestartPolicy(Model):
     def why_final(self, restart_count: int, containers: Sequence[dict] = (), job_restarts: int = 0) -> tuple[bool, str]:
         if self.policy == RestartPolicyType.NEVER:
             return False, "under restart policy Never"
+        if self.limit == 0:  # no limit ran out: none was granted
+            return False, f"under restart policy {self.policy} with limit 0 (no restarts)"
         return True, f"after {restart_count} of {self.limit} restarts"
+
+    def restart_text(self, restart_count: int, job_restarts: int = 0) -> str:
+        """The Restarting Event's count: the replica's own restarts (this one included) against its limit."""
+        return f"restart {restart_count} of {self.limit}"
 
 
 class ReplicaSpec(Model):

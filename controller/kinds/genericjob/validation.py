@@ -3,9 +3,10 @@
 `parse` turns a GenericJob object into the model or into SpecErrors (a schema error that got past
 the API server: an older CRD, or a value the model is stricter about). `validate` then checks what
 only the controller can see: rules naming unknown types or ranks out of range, unresolvable
-variables, duplicate replica types, names too long for a pod or Service, run-mode overrides naming
-unknown types, templates without containers. Any error makes the job Failed with reason
-InvalidSpec, with `invalid_spec_message` as the condition and Warning Event text, and no pods.
+variables, no replicas at all, duplicate replica types, names too long for a pod or Service, run-mode
+overrides naming unknown types, templates without containers. Any error makes a new job Failed with
+reason InvalidSpec, with `invalid_spec_message` as the condition and Warning Event text, and no pods;
+a running job whose edit has errors is held (controller/jobs/held.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from controller.jobs.validation import (
     duplicate_types,
     invalid_spec_message,
     name_errors,
+    no_replicas_errors,
     run_mode_errors,
     template_errors,
 )
@@ -34,6 +36,7 @@ def validate(job: GenericJob) -> list[SpecError]:
     errors = [
         *name_errors(job, API, services=job.spec.service is not None),
         *duplicate_types(job),
+        *no_replicas_errors([spec.replicas for spec in job.spec.replica_specs]),
         *template_errors(job),
         *_rule_errors(job, "successRules", job.spec.success_rules),
         *_rule_errors(job, "failureRules", job.spec.failure_rules),

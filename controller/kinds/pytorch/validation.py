@@ -7,7 +7,9 @@ from __future__ import annotations
 from controller.jobs.validation import (
     SpecError,
     duplicate_types,
+    fixed_types_errors,
     name_errors,
+    no_replicas_errors,
     parse,
     run_mode_errors,
     template_errors,
@@ -20,23 +22,38 @@ __all__ = ["parse_and_validate", "validate"]
 def parse_and_validate(obj: dict) -> PyTorchTrainingJob | list[SpecError]:
     job = parse(obj, PyTorchTrainingJob)
     if isinstance(job, PyTorchTrainingJob):
-        return validate(job) or job
+        return validate(job) + fixed_types_errors(job, obj) or job
     return job
 
 
 def validate(job: PyTorchTrainingJob) -> list[SpecError]:
     errors = [*name_errors(job, API, services=True), *duplicate_types(job), *template_errors(job),
-              *run_mode_errors(job)]
-    for index, spec in enumerate(job.spec.replica_specs):
-        if spec.type == MASTER and job.spec.declared_replicas.get(MASTER, 0) > 1:
-            errors.append(SpecError(f"spec.replicaSpecs[{index}].replicas",
-                                    f'at most one replica of type "{MASTER}" '
-                                    f"(it has {job.spec.declared_replicas[MASTER]})"))
-    if not any(job.spec.declared_replicas.values()):
-        errors.append(SpecError("spec.replicaSpecs", "the job has no replicas"))
+              *run_mode_errors(job), *no_replicas_errors(list(job.spec.declared_replicas.values())),
+              *master_errors(job)]
     elastic = job.spec.elastic
     if elastic.enabled and elastic.min_replicas is not None and elastic.max_replicas is not None \
             and elastic.min_replicas > elastic.max_replicas:
         errors.append(SpecError("spec.elastic", f"minReplicas ({elastic.min_replicas}) must be at most maxReplicas "
                                                 f"({elastic.max_replicas})"))
     return list(dict.fromkeys(errors))
+
+
+def master_errors(job: PyTorchTrainingJob) -> list[SpecError]:
+    """Global rank 0 (the master, whose success is the job's) never moves: a `master` type has exactly one
+    replica; without one, the first type keeps at least one (its rank 0 is the master). Elastic mode splits
+    its replicas by weight: the first type must keep one there too."""
+    specs = job.spec.replica_specs
+    for index, spec in enumerate(specs):
+        declared = job.spec.declared_replicas.get(spec.type, spec.replicas)
+        if spec.type == MASTER and declared != 1:
+            return [SpecError(f"spec.replicaSpecs[{index}].replicas",
+                              f'a replica type "{MASTER}" has exactly one replica (it has {declared})')]
+    if any(spec.type == MASTER for spec in specs) or not specs:
+        return []
+    first = specs[0]
+    declared = job.spec.declared_replicas.get(first.type, first.replicas)
+    if min(declared, first.replicas) > 0 or not any(job.spec.declared_replicas.values()):
+        return []  # (no replicas at all: said once, by no_replicas_errors)
+    return [SpecError("spec.replicaSpecs[0].replicas", f'without a "{MASTER}" type, rank 0 of the first type '
+                      f'("{first.type}") is the master, whose success is the job\'s: it needs at least one replica '
+                      f"(it has {min(declared, first.replicas)})")]

@@ -3,7 +3,8 @@
 `python -m controller.kinds.tensorflow.crd` writes manifests/crds/tensorflowtrainingjob.yaml; a test
 fails when it differs from what the models generate. Beyond the models, CEL rules reject at apply
 time: duplicate replica types, more than one chief or evaluator replica, more replicas in all than the cap
-(MAX_TOTAL_REPLICAS), a template without a container named `tensorflow`, and a job name that makes an
+(MAX_TOTAL_REPLICAS) or none at all, a chief (else a worker type) scaled to 0, a change of the replica types or
+their order (a transition rule), a template without a container named `tensorflow`, and a job name that makes an
 invalid Service name (every replica has one).
 `tensorboardSpec` takes the fields of T9k's TensorBoardSpec only (no pod template).
 """
@@ -34,6 +35,15 @@ _SINGLE = {
     "rule": "self.all(r, !(r.type in ['chief', 'evaluator']) || !has(r.replicas) || r.replicas <= 1)",
     "message": "at most one replica of type chief and one of type evaluator",
 }
+_MASTER_KEPT = [
+    # The replica the job's success is judged by never goes: the chief, else worker 0 (scaled to 0, the master
+    # would move to another replica mid-run, or vanish and leave the job running forever).
+    {"rule": "self.all(r, r.type != 'chief' || !has(r.replicas) || r.replicas >= 1)",
+     "message": "the job's success is judged by the chief: a chief type needs its one replica"},
+    {"rule": ("self.exists(r, r.type == 'chief') || "
+              "self.all(r, r.type != 'worker' || !has(r.replicas) || r.replicas >= 1)"),
+     "message": "without a chief, the job's success is judged by worker 0: a worker type needs at least one replica"},
+]
 _TENSORFLOW_CONTAINER = {
     "rule": "self.spec.containers.exists(c, has(c.name) && c.name == 'tensorflow')",
     "message": "every template needs a container named tensorflow (the training container)",
@@ -63,7 +73,10 @@ def spec_schema() -> dict:
     replica_specs = props["replicaSpecs"]
     replica_specs["maxItems"] = 4  # one entry per type at most
     replica_specs["x-kubernetes-validations"] = [copy.deepcopy(generic.UNIQUE_TYPES), _SINGLE,
-                                                 generic.total_replicas(replica_specs["maxItems"])]
+                                                 generic.total_replicas(replica_specs["maxItems"]),
+                                                 copy.deepcopy(generic.AT_LEAST_ONE_REPLICA),
+                                                 *copy.deepcopy(_MASTER_KEPT),
+                                                 generic.fixed_types(replica_specs["maxItems"])]
     item = replica_specs["items"]["properties"]
     generic.enum_max_length(item["type"])  # compared by the rules
     template = generic.template_schema(item["template"]["description"])
