@@ -500,6 +500,8 @@ class EngineModel(RuleBasedStateMachine):
         spec = self.world.job["spec"]
         if self.final is not None:
             policy = r.cleanup_policy(self.kind_name, spec)
+            if self.final.get("reason") == "DeadlineExceeded" and policy == "None":
+                policy = "Unfinished"  # past its deadline a job stops: its unfinished pods stay deleted
             for pod in live:
                 phase = pod["status"].get("phase")
                 if policy == "All" or (policy == "Unfinished" and phase not in FINISHED):
