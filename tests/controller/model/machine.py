@@ -308,9 +308,10 @@ class EngineModel(RuleBasedStateMachine):
             self.final_policy = r.cleanup_policy(self.kind_name, spec)
             if after.get("reason") == "DeadlineExceeded" and self.final_policy == "None":
                 self.final_policy = "Unfinished"  # past its deadline a job stops: its running pods go
-        self._check_pod_writes(writes, spec, finished_before, after)
-        if not finished_before and not self.tainted:
+        if not finished_before:  # the end first: a missed end explains the pod writes that follow from it
             self._check_end(before, after, expect, acts)
+        if not self.tainted:
+            self._check_pod_writes(writes, spec, finished_before, after)
         if wrote and finished_before and not self.tainted:
             self._check_final(after)
         if wrote and not self.tainted:
@@ -403,8 +404,10 @@ class EngineModel(RuleBasedStateMachine):
     def _why_no_end(self, spec: dict, expect: Expect) -> str | None:
         if self.ledger.lost_in_debug:
             return "debug-counts"  # a workload pod lost as debug mode came on: the engine defers its verdict
-        if expect.removed:
+        if expect.failed_removed:
             return "scale-down-forgets-failure"
+        if r.run_mode(spec, "pause"):
+            return "pause-forgets-failure"
         return None
 
     def _condition(self, status: dict) -> str:
