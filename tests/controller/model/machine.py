@@ -383,7 +383,7 @@ class EngineModel(RuleBasedStateMachine):
                         f"{expect.why}, but the job is still {phase or 'new'} after a reconcile that saw it")
 
     def _why_wrong_end(self, spec: dict, expect: Expect, phase: str, reason: str | None) -> str | None:
-        if not r.run_mode(spec, "debug") and (self.ledger.lost_in_debug or self._debug_counted()):
+        if not r.run_mode(spec, "debug") and (self.ledger.lost_in_debug or self.ledger.debug_ended):
             return "debug-counts"  # the engine judged a debug pod's loss, and ends the job by it once debug is off
         if expect.removed and any(self.ledger.rep(k).outcome == "Failed" or k in expect.failed_removed
                                   for k in expect.removed):
@@ -391,15 +391,6 @@ class EngineModel(RuleBasedStateMachine):
         if phase == "Failed" and reason == "BackoffLimitExceeded" and ("Failed", "ReplicaFailed") in expect.allowed:
             return "zero-restarts-reason"
         return None
-
-    def _debug_counted(self) -> bool:
-        """Has the status ever shown a replica whose pod was a debug pod as Failed (the engine judged it)?"""
-        status = self.world.job.get("status") or {} if self.world.job else {}
-        for rec in records(self.kind, status).values():
-            life = self.ledger.lives.get(rec.get("uid") or "")
-            if life is not None and life.debug and rec.get("phase") == "Failed":
-                return True
-        return False
 
     def _why_no_end(self, spec: dict, expect: Expect) -> str | None:
         if self.ledger.lost_in_debug:

@@ -71,6 +71,7 @@ class Ledger:
         self.must: str | None = None  # the verdict the rules reached
         self.reasons: set[str] = set()
         self.lost_in_debug: set[Key] = set()  # replicas whose pod was lost as debug mode was turned on
+        self.debug_ended = False  # a debug pod came to an end (or was lost): decides nothing, by the spec
 
     def rep(self, key: Key) -> Rep:
         return self.reps.setdefault(key, Rep())
@@ -162,6 +163,7 @@ class Ledger:
         expect.judged.append(f"{life.name} {'lost' if lost else phase}{'' if code is None else f' ({code})'}"
                              f"{' [debug]' if life.debug else ''}")
         if life.debug:
+            self.debug_ended = True
             return None  # debug pods decide and count nothing: replaced as they were
         if lost and not r.counts_lost(self.kind, spec, key[0]):
             return None  # recreated without counting
