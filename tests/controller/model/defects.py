@@ -21,6 +21,8 @@ KNOWN = {
                             "BackoffLimitExceeded, not ReplicaFailed (the newcomer's case)",
     "finish-applies-scale-down": "a job that ends in the reconcile that sees a scale-down still deletes the removed "
                                  "ranks' pods, which its cleanUpPolicy keeps (found by this model)",
+    "readded-rank-adopts-old-pod": "a rank scaled away before its pod was recorded, and re-added while that pod still "
+                                   "terminates, adopts it: its end counts a restart (found by this model)",
     "cleanup-by-finished-policy": "a finished job cleans up by the policy it finished with, not its current one",
 }
 

@@ -440,6 +440,9 @@ class EngineModel(RuleBasedStateMachine):
                 return
 
     def _why_miscount(self, spec: dict, key: tuple[str, int], expect: Expect) -> str | None:
+        life = self.ledger.reps[key].life
+        if life and life.retired == "scale" and any(p["metadata"]["uid"] == life.uid for p in self.pods_seen.values()):
+            return "readded-rank-adopts-old-pod"  # re-added while its scaled-away pod is still terminating
         if self.ledger.reps[key].life and self.ledger.reps[key].life.debug:
             return "debug-counts"  # its pod is a debug pod: only the engine's counting it explains a difference
         if r.run_mode(spec, "pause"):
