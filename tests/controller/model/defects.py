@@ -26,7 +26,10 @@ KNOWN = {
     "cleanup-by-finished-policy": "a finished job cleans up by the policy it finished with, not its current one",
 }
 
-TOLERATED_ON_MAIN = frozenset(KNOWN)
+# Fixed on main since 3d8fed5 (the records branch: counters of removed ranks, messages that count what they say):
+# held to the spec again.
+FIXED_ON_MAIN = frozenset({"type-count-drops-removed", "zero-restarts-reason"})
+TOLERATED_ON_MAIN = frozenset(KNOWN) - FIXED_ON_MAIN
 
 
 def tolerated() -> frozenset[str]:
