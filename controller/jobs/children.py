@@ -50,9 +50,16 @@ def _wanted_services(kind: JobKind, job: ParsedJob, status: dict, terminal: bool
         if policy == CleanUpPolicy.ALL:
             return {}
         return {name: ("", -1) for name, r in kind.status.stored_records(status).items()
-                if policy == CleanUpPolicy.NONE or r.get("phase") != DELETED}
+                if r.get("phase") != DELETED or (policy == CleanUpPolicy.NONE and not _retired(r))}
     return {replica_name(job.name, spec.type, rank): (spec.type, rank)
             for spec in job.spec.replica_specs if ports[spec.type] is not None for rank in range(spec.replicas)}
+
+
+def _retired(record: Mapping) -> bool:
+    """A record whose pod the controller retired or never made (a rank scaled away keeps such a Deleted record):
+    no pod of the replica's is left to reach, so it needs no Service, whatever the clean-up policy."""
+    uid = record.get("uid") or ""
+    return not uid or uid == record.get("lastRestartUid")
 
 
 def podgroup_actions(kind: JobKind, job: ParsedJob, existing: list[dict], *, terminal: bool,

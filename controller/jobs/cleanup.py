@@ -67,6 +67,11 @@ def settle(policy: CleanUpPolicy, record: Replica, pod: dict | None, create_pend
         # A pod retired before the job finished that is no longer the replica's own: the policy
         # decides its fate, and the record keeps describing the replica (no pod of its own: Deleted).
         return Settled(record if record.uid else record.in_phase(DELETED), delete, False)
+    if record.phase == DELETED and uid == record.uid == record.last_restart_uid:
+        # Retired and deleted by the controller (a rank scaled away, a pause, a debug switch) and still seen
+        # (terminating, or the cache lags): no longer the replica's, so its record stays Deleted whatever the
+        # pod reports and whatever the policy (terminal is final); only a delete the policy asks for is repeated.
+        return Settled(record, delete, False)
     if record.phase == DELETED and record.uid == uid and (policy != CleanUpPolicy.NONE or is_terminating(pod)):
         if delete is None and not is_terminating(pod):
             # Its delete never went through (refused, or the controller stopped first) and the pod has since

@@ -221,6 +221,8 @@ def status_schema(kind: str, records: str) -> dict:
         "restartStreak": integer("Quick restarts in a row (a pod that ran 10 minutes starts again at 1): the "
                                   "back-off doubles with each."),
         "ready": {"type": "boolean", "description": "True while the pod is Running and Ready (absent otherwise)."},
+        "debug": {"type": "boolean", "description": "True while the pod is a debug pod (absent otherwise): its end, "
+                  "or its loss, counts no restart."},
         "waiting": obj("What the Pending pod waits for and cannot get, as first seen (absent otherwise): its "
                        "image (ErrImagePull, ImagePullBackOff), a Secret or ConfigMap (CreateContainerConfigError), "
                        "a node (Unschedulable).", {

@@ -6,12 +6,12 @@ and is announced once). Pure helpers of plan.py.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from controller.jobs import status as st
 from controller.jobs.actions import DEBUG, NORMAL, Event
-from controller.jobs.api import MAX_TOTAL_REPLICAS
+from controller.jobs.api import MAX_TOTAL_REPLICAS, Outcome
 from controller.jobs.kind import JobKind, ParsedJob
 from controller.jobs.pods import pod_mode, template_hash
 from controller.jobs.restart import Observation, Seen, Slot
@@ -112,6 +112,21 @@ def with_removed(kind: JobKind, status: dict, removed: Removed) -> dict:
     return kind.status.with_removed(status, removed.by_type, removed.carried) if removed else status
 
 
+def described_records(kind: JobKind, old: Mapping, pods: list[dict],
+                       describe: Callable[[Replica, dict | None], Replica]) -> dict:
+    """The replica fields of a job planned without its spec (invalid, or held): the stored records, each as
+    `describe(record, its pod or None)` says, with counters that never decrease (kept_counts). Empty when the job
+    never had a status of its replicas."""
+    stored = kind.status.stored_types(old)
+    if not stored:
+        return {}
+    by_name = {p["metadata"]["name"]: p for p in pods}
+    by_type = [(replica_type, [describe(record, by_name.get(record.name))
+                               for record in (st.read_record(raw, raw.get("name") or "") for raw in raws)])
+               for replica_type, raws in stored]
+    return kept_counts(old, kind.status.replica_fields(by_type))
+
+
 def kept_counts(old: Mapping, fields: dict) -> dict:
     """Replica fields recomputed from stored records alone, without the spec (a finished job, an invalid one):
     counters never decrease (each task's restartCount and backoffCount stay at least as stored, those of
@@ -131,16 +146,27 @@ def kept_counts(old: Mapping, fields: dict) -> dict:
     return fields
 
 
-def judged(kind: JobKind, observations: list[Observation], debugging: bool) -> dict:
-    """The outcomes the rules judge, by (type, rank): those of pods that ran the workload. A debug pod's end
-    says nothing of the job; in debug mode, neither does a replica whose pod is gone or was made before pods
-    said their mode (as debug mode always decided nothing)."""
-    outcomes = {}
-    for o in observations:
-        mode = pod_mode(kind.api, o.slot.pod) if o.slot.pod is not None else None
-        workload = mode not in (None, DEBUG) if debugging else mode != DEBUG
-        outcomes[(o.slot.type, o.slot.rank)] = o.outcome if workload else None
+def judged(kind: JobKind, observations: list[Observation], debugging: bool,
+           leaving: list[Observation] = ()) -> dict:
+    """The outcomes the rules judge, by (type, rank): those of pods that ran the workload (a debug pod's end
+    says nothing of the job: `is_debug`, and restart.observe gives it no outcome), and the failures of ranks
+    scaled away in the same moment (`leaving`): every outcome is judged before the edit takes effect."""
+    outcomes = {(o.slot.type, o.slot.rank): None if o.slot.debug else o.outcome for o in observations}
+    for o in leaving:
+        if o.outcome == Outcome.FAILED and not o.slot.debug:
+            outcomes[(o.slot.type, o.slot.rank)] = o.outcome
     return outcomes
+
+
+def is_debug(kind: JobKind, pod: dict | None, record: Replica, debugging: bool) -> bool:
+    """Is the replica's pod a debug pod, whose end decides nothing and counts nothing? A pod made in debug mode
+    is, and so, in debug mode, is one made before pods said their mode (as debug mode always decided nothing).
+    A pod gone was one if its record says so: a debug pod deleted as debug mode is turned off counts nothing,
+    and a workload's pod deleted as it is turned on is judged as the workload's."""
+    if pod is None:
+        return record.debug
+    mode = pod_mode(kind.api, pod)
+    return mode == DEBUG or (debugging and mode is None)
 
 
 TEMPLATES = "templateHashes"  # status: the template hash of each replica type, as last run (pods.template_hash)

@@ -17,6 +17,7 @@ The CRD refuses most invalid edits, and the admission webhook the rest; one that
 
 from __future__ import annotations
 
+from controller.jobs import edits
 from controller.jobs import status as st
 from controller.jobs.actions import NORMAL, WARNING, Event
 from controller.jobs.api import TERMINAL_PHASES, JobPhase
@@ -95,26 +96,10 @@ def _deadline_left(seconds: float | None, old: dict, now_epoch: float) -> float 
 
 def _current_records(kind: JobKind, old: dict, pods: list[dict]) -> dict:
     """The stored records, each describing its pod as it is now. A record whose pod is gone stays as it was:
-    the loss is judged (a restart counted or not) once the job is released, as every outcome is."""
-    stored = kind.status.stored_types(old)
-    if not stored:
-        return {}
-    by_name = {p["metadata"]["name"]: p for p in pods}
-    by_type = []
-    for replica_type, raws in stored:
-        records = []
-        for raw in raws:
-            record = st.read_record(raw, raw.get("name") or "")
-            pod = by_name.get(record.name)
-            retired = pod is None or (record.last_restart_uid and st.pod_uid(pod) == record.last_restart_uid)
-            records.append(record if retired else st.observed(record, pod))
-        by_type.append((replica_type, records))
-    fields = kind.status.replica_fields(by_type)
-    # Counters never go down: they may count more than these records (the restarts of ranks scaled away).
-    if "backoffCount" in fields and "backoffCount" in old:
-        fields["backoffCount"] = max(fields["backoffCount"], int(old.get("backoffCount") or 0))
-    counted = {task.get("type"): int(task.get("restartCount") or 0) for task in old.get("tasks") or ()
-               if isinstance(task, dict)}
-    for task in fields.get("tasks") or ():
-        task["restartCount"] = max(task["restartCount"], counted.get(task["type"], 0))
-    return fields
+    the loss is judged (a restart counted or not) once the job is released, as every outcome is. Counters never
+    go down: they may count more than these records (the restarts of ranks scaled away)."""
+    def describe(record: st.Replica, pod: dict | None) -> st.Replica:
+        retired = pod is None or (record.last_restart_uid and st.pod_uid(pod) == record.last_restart_uid)
+        return record if retired else st.observed(record, pod)
+
+    return edits.described_records(kind, old, pods, describe)

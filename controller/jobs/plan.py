@@ -47,7 +47,7 @@ from controller.jobs.api import TERMINAL_PHASES, CleanUpPolicy, JobPhase, Verdic
 from controller.jobs.backoff import NO_BACKOFF, RestartBackoff, epoch, stamp
 from controller.jobs.kind import JobKind, ParsedJob
 from controller.jobs.naming import replica_name, replica_of
-from controller.jobs.restart import Observation, Slot
+from controller.jobs.restart import Observation, Seen, Slot
 from controller.jobs.status import Replica
 
 __all__ = ["CLEANUP", "DEBUG", "IMMEDIATE", "NORMAL", "PAUSE", "RESTART", "RESUME", "SCALE_DOWN", "WARNING",
@@ -143,19 +143,26 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
                    creating: frozenset[str] = frozenset()) -> Plan:
     old = status or {}
     if old.get("phase") in TERMINAL_PHASES:
-        # The ranks scaled away are in the stored tasks (but for an earlier version's, stored apart: moved in).
+        # The ranks scaled away are in the stored tasks (but for an earlier version's, stored apart: moved in),
+        # settled with the others by the clean-up policy in force: one scaled away in the moment its job ended
+        # kept its pod but for that policy (below), and one the scale-down deleted stays Deleted (cleanup.settle).
         legacy = edits.removed(kind, job.name, old, _legacy_slots(kind, old), []) if edits.REMOVED in old else None
         return _with_removed(kind, _settle_finished(kind, job, old, pods, creating), legacy or edits.NONE_REMOVED,
                              kept_from=old)
-    slots, strays = _slots(kind, job, old, pods, creating)
-    # Pods of ranks or types no longer in the spec belong to no replica: they go, whatever the phase.
-    delete = [DeletePod(p["metadata"]["name"], st.pod_uid(p), SCALE_DOWN) for p in strays if not st.is_terminating(p)]
-    events = [deleted_event(d.name) for d in delete]
+    slots, strays, scaled_away = _slots(kind, job, old, pods, creating)
+    # Pods of ranks or types no longer in the spec belong to no replica: they go, whatever the phase (their
+    # outcomes judged first, below).
+    delete, events = _scaled_down(strays)
 
     removed = edits.removed(kind, job.name, old, slots, pods)
-    observations = restart.observe_all(slots, sum(slot.record.restart_count for slot in slots) + removed.restarts)
-    run_mode = job.spec.run_mode
+    # Every outcome is judged, those of ranks scaled away in the same moment included (after the spec's ranks:
+    # a job-wide budget goes to the replicas that stay first).
+    everyone = restart.observe_all([*slots, *scaled_away],
+                                   sum(slot.record.restart_count for slot in slots) + removed.restarts)
+    observations, leaving = everyone[:len(slots)], everyone[len(slots):]
     now_epoch = clock if clock is not None else epoch(now)  # the clock when given: `now` has whole seconds
+    removed = _judged_away(removed, leaving, stamp(now_epoch), now_epoch, backoff)
+    run_mode = job.spec.run_mode
     deadline_check = verdict = None
     if not run_mode.paused and old.get("phase") != JobPhase.PAUSED:  # paused time never counts; debug time does
         verdict, deadline_check = _deadline(kind.active_deadline(job), old, now_epoch)
@@ -163,17 +170,88 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
         # Every outcome is judged before an edit takes effect: an end the replicas already decided is the
         # end, even when the job was paused (or debug mode changed) in the same moment, or the controller saw
         # both at once. A debug pod's end is no outcome of the workload.
-        verdict = kind.verdict(job, edits.judged(kind, observations, run_mode.debugging))
+        verdict = kind.verdict(job, edits.judged(kind, observations, run_mode.debugging, leaving))
     if verdict is not None:
-        return _with_removed(kind, _finish(kind, job, old, observations, verdict, now, delete, events), removed)
+        # The job ends, so the scale-down seen with it is an edit of a finished job: the pods of the ranks it
+        # removed are left to the clean-up policy (their records are kept, in their type's task), as every other
+        # pod of the job.
+        # (A rank scaled away by an earlier reconcile, whose pod the controller retired, is no rank of the finished
+        # job: its record stays Deleted, and its pod's delete is repeated.)
+        policy = _clean_up_policy(job, verdict)
+        kept = {o.slot.name: o.slot.pod for o in leaving if o.slot.pod is not None and o.seen != Seen.RETIRED}
+        delete, events = _scaled_down(strays, {st.pod_uid(pod) for pod in kept.values()})
+        removed, cleaned, said = _settle_leaving(policy, removed, kept)
+        finished = _finish(kind, job, old, observations, verdict, now, delete, events, leaving)
+        return _with_removed(kind, finished.but(delete=finished.delete + cleaned, events=finished.events + said),
+                             removed)
     if run_mode.paused:
-        return _with_removed(kind, _pause(kind, job, old, observations, now, delete, events), removed)
+        return _with_removed(kind, _pause(kind, job, old, observations, now, delete, events, now_epoch, backoff),
+                             removed)
     the_plan = _with_removed(kind, _run(kind, job, old, observations, now, delete, events, now_epoch, backoff), removed)
     if deadline_check is None and the_plan.status.get("startTime") != old.get("startTime"):
         _, deadline_check = _deadline(kind.active_deadline(job), the_plan.status, now_epoch)  # (re)started just now
     if deadline_check is None:
         return the_plan
     return the_plan.but(requeue_after=_soonest(the_plan.requeue_after, deadline_check))
+
+
+def _scaled_down(strays: list[dict], kept: set[str] = frozenset()) -> tuple[list[DeletePod], list[Event]]:
+    """The deletes of pods of ranks or types no longer in the spec (but those of uids `kept`), and their Events."""
+    delete = [DeletePod(p["metadata"]["name"], st.pod_uid(p), SCALE_DOWN) for p in strays
+              if not st.is_terminating(p) and st.pod_uid(p) not in kept]
+    return delete, [deleted_event(d.name) for d in delete]
+
+
+def _settle_leaving(policy: CleanUpPolicy, removed: edits.Removed,
+                    pods: Mapping[str, dict | None]) -> tuple[edits.Removed, list[DeletePod], list[Event]]:
+    """The clean-up of ranks scaled away in the moment their job ended, which keep their pods (`pods` by name):
+    the scale-down that retired them does not take effect, so their records describe their pods again, and the
+    policy settles them as the job's other replicas (a pod it keeps keeps its record's phase)."""
+    by_type: dict[str, list[Replica]] = {}
+    delete, events = [], []
+    for replica_type, records in removed.by_type.items():
+        settled_records = by_type.setdefault(replica_type, [])
+        for record in records:
+            pod = pods.get(record.name)
+            if pod is None or st.is_terminating(pod):  # gone or going: the record stays as it was
+                settled_records.append(record)
+                continue
+            settled = cleanup.settle(policy, st.observed(record, pod), pod)
+            settled_records.append(settled.record)
+            if settled.delete:
+                delete.append(DeletePod(record.name, settled.delete, CLEANUP))
+            if settled.cleaned:
+                events.append(deleted_event(record.name))
+    return edits.Removed(by_type, removed.carried), delete, events
+
+
+def _clean_up_policy(job: ParsedJob, verdict: Verdict) -> CleanUpPolicy:
+    policy = job.spec.clean_up_policy
+    if verdict.reason == DEADLINE_EXCEEDED and policy == CleanUpPolicy.NONE:
+        policy = CleanUpPolicy.UNFINISHED  # past its deadline a job stops: its running pods are deleted
+    return policy
+
+
+def _judged_away(removed: edits.Removed, leaving: list[Observation], now: str, now_epoch: float,
+                 backoff: RestartBackoff) -> edits.Removed:
+    """The records of ranks scaled away (Deleted, in their type's task), with what their pods came to as the
+    scale-down was seen: a failure their policy replaces used a restart (counted, never refunded, though the rank
+    is not recreated). A rank whose record was dropped for size keeps that restart in its type's count."""
+    if not leaving:
+        return removed
+    judged = {}
+    for o in leaving:
+        record = o.record
+        if restart.will_count(o):
+            record = record.counted(now, backoff.streak(record.restart_streak, o.slot.pod, now_epoch))
+        judged[o.slot.name] = (o.slot.type, o.slot.record.restart_count, record.retired().in_phase(st.DELETED))
+    by_type = {replica_type: [judged.pop(r.name)[2] if r.name in judged else r for r in records]
+               for replica_type, records in removed.by_type.items()}
+    carried = dict(removed.carried)
+    for replica_type, stored_count, record in judged.values():  # (records not kept: their restarts are carried)
+        if record.restart_count > stored_count:
+            carried[replica_type] = carried.get(replica_type, 0) + record.restart_count - stored_count
+    return edits.Removed(by_type, carried)
 
 
 DEADLINE_EXCEEDED = "DeadlineExceeded"
@@ -254,34 +332,24 @@ def _stuck_pods(pods: list[dict], clock: float | None, stuck_after: float) -> tu
 def _invalid_records(kind: JobKind, old: dict, pods: list[dict], deleting: set[str]) -> dict:
     """The replica records of a job whose spec is invalid, kept in step with its pods: there is no
     spec to say which replicas exist, so the stored ones are described; those whose pod is being
-    deleted, or is gone, are Deleted. Empty when the job never had a status of its replicas."""
-    stored = kind.status.stored_types(old)
-    if not stored:
-        return {}
-    by_name = {p["metadata"]["name"]: p for p in pods}
-    by_type = []
-    for replica_type, raws in stored:
-        records = []
-        for raw in raws:
-            record = st.read_record(raw, raw.get("name") or "")
-            pod = by_name.get(record.name)
-            if pod is None or st.pod_uid(pod) in deleting or st.is_terminating(pod):
-                records.append(record.in_phase(st.DELETED))
-            else:
-                records.append(st.observed(record, pod))
-        by_type.append((replica_type, records))
-    # Counters never decrease (those of ranks scaled away included: the stored backoffCount counts them, those an
-    # earlier version stored apart too), and `ready` counts the spec's replicas.
-    return edits.kept_counts(old, kind.status.replica_fields(by_type))
+    deleted, or is gone, are Deleted. Counters never decrease (those of ranks scaled away included: the stored
+    backoffCount counts them, those an earlier version stored apart too), and `ready` counts the spec's replicas."""
+    def describe(record: Replica, pod: dict | None) -> Replica:
+        if pod is None or st.pod_uid(pod) in deleting or st.is_terminating(pod):
+            return record.in_phase(st.DELETED)
+        return st.observed(record, pod)
+
+    return edits.described_records(kind, old, pods, describe)
 
 
 # --- the replicas -------------------------------------------------------------------------------
 
 
 def _slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
-           creating: frozenset[str] = frozenset()) -> tuple[list[Slot], list[dict]]:
-    """One slot per replica of the spec, in spec and rank order, with its stored record and pod;
-    and the pods that belong to no replica of the spec."""
+           creating: frozenset[str] = frozenset()) -> tuple[list[Slot], list[dict], list[Slot]]:
+    """One slot per replica of the spec, in spec and rank order, with its stored record and pod; the pods
+    that belong to no replica of the spec; and a slot for each rank scaled away that still has a pod and a
+    record, so that the pod's outcome is judged before the scale-down deletes it."""
     stored = kind.status.stored_records(old)
     removed = edits.removed_records(old)
     if removed:
@@ -292,17 +360,26 @@ def _slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
         if key is not None:  # a pod without our labels is not one we can reason about: left alone
             by_replica.setdefault(key, []).append(pod)
     slots = []
+    debugging = job.spec.run_mode.debugging
     rules = {spec.type: kind.restart_rule(job, spec.type) for spec in job.spec.replica_specs}
     for spec in job.spec.replica_specs:
         for rank in range(spec.replicas):
             name = replica_name(job.name, spec.type, rank)
             record = st.read_record(stored.get(name), name)
             candidates = by_replica.pop((spec.type, rank), None)
-            slots.append(Slot(spec.type, rank, name, rules[spec.type], record,
-                              _pick(candidates, record) if candidates else None, name in creating))
+            pod = _pick(candidates, record) if candidates else None
+            slots.append(Slot(spec.type, rank, name, rules[spec.type], record, pod, name in creating,
+                              edits.is_debug(kind, pod, record, debugging)))
     strays = sorted((p for found in by_replica.values() for p in found), key=lambda p: p["metadata"]["name"])
-    return slots, strays
-
+    gone = []
+    for (replica_type, rank), found in sorted(by_replica.items()):
+        name = replica_name(job.name, replica_type, rank)
+        if replica_type in rules and name in stored:  # (a type no longer in the spec has no rule to judge by)
+            record = st.read_record(stored[name], name)
+            pod = _pick(found, record)
+            gone.append(Slot(replica_type, rank, name, rules[replica_type], record, pod, False,
+                             edits.is_debug(kind, pod, record, debugging)))
+    return slots, strays, gone
 
 
 def _pick(candidates: list[dict], record: Replica) -> dict | None:
@@ -340,7 +417,12 @@ def _run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observatio
         # Debug mode turned on or off: the pods of the other mode go without counting a restart, as for a pause,
         # and their replacements are made in the new mode once they are gone.
         other = edits.other_mode(kind, o, debugging)
-        s = restart.pause(o) if other else restart.step(o, restarted_at, now_epoch, backoff)
+        if other:
+            s = restart.pause(o)
+        elif o.slot.debug:  # a debug pod decides and counts nothing; once debug is off, its successor is made at once
+            s = restart.debug_step(o, restarted_at, now_epoch, backoff if debugging else NO_BACKOFF)
+        else:
+            s = restart.step(o, restarted_at, now_epoch, backoff)
         slot = o.slot
         switched.append(other)
         steps.append(s)
@@ -381,10 +463,13 @@ def _run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observatio
 
 
 def _pause(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observation], now: str,
-           delete: list, events: list) -> Plan:
-    steps = [restart.pause(o) for o in observations]
+           delete: list, events: list, now_epoch: float, backoff: RestartBackoff) -> Plan:
+    # A failure seen with the pause is judged first: a restart it used is counted (restart.pause).
+    steps = [restart.pause(o, stamp(now_epoch), now_epoch, backoff) for o in observations]
     records = [s.record for s in steps]
     for o, s in zip(observations, steps, strict=True):
+        if s.restart_event:
+            events = [*events, Event(NORMAL, "Restarting", s.restart_event)]
         if s.delete:
             delete = [*delete, DeletePod(o.slot.name, s.delete, PAUSE)]
             if o.slot.record.phase != st.DELETED:
@@ -401,14 +486,13 @@ def _pause(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observat
 
 
 def _finish(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observation], verdict: Verdict, now: str,
-            delete: list, events: list) -> Plan:
-    """The job has just succeeded or failed: record it, with the clean-up it calls for."""
-    verdict = cause.explained(verdict, observations)  # a failure's reason, and its cause in the message
+            delete: list, events: list, leaving: list[Observation] = ()) -> Plan:
+    """The job has just succeeded or failed: record it, with the clean-up it calls for. `leaving`: the
+    observations of ranks scaled away in the same moment (one of them may be the cause)."""
+    verdict = cause.explained(verdict, [*observations, *leaving])  # a failure's reason, and its cause
     events = [*events, _phase_event(verdict.phase, verdict.message)]
     slots = _slots_of(observations)
-    policy = job.spec.clean_up_policy
-    if verdict.reason == DEADLINE_EXCEEDED and policy == CleanUpPolicy.NONE:
-        policy = CleanUpPolicy.UNFINISHED  # past its deadline a job stops: its running pods are deleted
+    policy = _clean_up_policy(job, verdict)
     settled = [cleanup.settle(policy, slot.record, slot.pod, slot.create_pending) for slot in slots]
     delete, events = _cleanup_actions(slots, settled, delete, events)
     old_conditions = old.get("conditions") or []

@@ -38,6 +38,8 @@ class Slot:
     record: Replica
     pod: dict | None
     create_pending: bool = False  # its pod's create was sent and the pod is not in the cache yet
+    # Its pod is a debug pod (or, gone, was one: the record says so): its end decides and counts nothing.
+    debug: bool = False
 
 
 class Seen(StrEnum):
@@ -93,8 +95,8 @@ def observe_all(slots: Sequence[Slot], job_restarts: int) -> list[Observation]:
 
 
 def will_count(obs: Observation) -> bool:
-    """Will `step` count a restart for this observation?"""
-    if obs.outcome is not None or obs.seen in (Seen.RETIRED, Seen.MISSING):
+    """Will `step` (or `pause`) count a restart for this observation? Never for a debug pod."""
+    if obs.slot.debug or obs.outcome is not None or obs.seen in (Seen.RETIRED, Seen.MISSING):
         return False
     if obs.seen == Seen.CURRENT:
         return obs.record.phase in FINISHED
@@ -113,11 +115,15 @@ def observe(slot: Slot, job_restarts: int = 0) -> Observation:
         # The recorded pod, the new pod we asked for, or one that replaced ours behind our back:
         # adopt it. Adopting never counts a restart, so caches that disagree cannot inflate counts.
         seen_record = observed(record, pod)
+        if slot.debug:  # a debug pod's end is no outcome of the workload
+            return Observation(slot, Seen.CURRENT, replace(seen_record, debug=True), None)
         return Observation(slot, Seen.CURRENT, seen_record,
                            final_outcome(seen_record.phase, slot.policy, seen_record.restart_count,
                                          seen_record.containers, job_restarts))
     if record.uid in ("", retired):
         return Observation(slot, Seen.MISSING, record, None)
+    if slot.debug:  # a debug pod lost: replaced as it was (debug_step), nothing judged
+        return Observation(slot, Seen.GONE, record, None)
     return _gone(slot, job_restarts)
 
 
@@ -187,12 +193,45 @@ def _replace(awaiting: Replica, backoff: RestartBackoff, now_epoch: float) -> St
     return Step(awaiting, wake=wait) if wait > 0 else Step(awaiting, create=True)
 
 
-def pause(obs: Observation) -> Step:
+def pause(obs: Observation, now: str = "", now_epoch: float = 0.0, backoff: RestartBackoff = NO_BACKOFF) -> Step:
     """Pause deletes every pod, retiring it without counting a restart: its replacement is created
-    on resume (in mode "resume"). Every replica runs again after a resume, finished ones included."""
+    on resume (in mode "resume"). Every replica runs again after a resume, finished ones included.
+
+    Every outcome is judged first: a pod that failed (or was lost) under a policy that replaces it, seen in the
+    same reconcile as the pause, has used a restart, counted here as `step` would (the pause must not rerun it
+    for free); one past its limit was final, and the verdict ended the job before any pause."""
     record, pod = obs.record, obs.slot.pod
+    event = None
+    if will_count(obs):
+        cause = _exit_cause(record, pod) if obs.seen == Seen.CURRENT else "pod was deleted"
+        record = record.counted(now, backoff.streak(record.restart_streak, pod, now_epoch))
+        event = f"{_restart_message(record, obs, cause, NO_BACKOFF)}; its next pod when the job resumes"
     paused = record.retired().in_phase(DELETED)
-    return Step(paused, delete=None if pod is None or is_terminating(pod) else pod_uid(pod))
+    if obs.slot.debug:  # the quick ends of a debug session say nothing of the workload's next restart
+        paused = replace(paused, restart_streak=0)
+    return Step(paused, delete=None if pod is None or is_terminating(pod) else pod_uid(pod), restart_event=event)
+
+
+def debug_step(obs: Observation, now: str = "", now_epoch: float = 0.0, backoff: RestartBackoff = NO_BACKOFF) -> Step:
+    """The decision for a replica whose pod is a debug pod (`Slot.debug`): a debug pod decides nothing and
+    counts nothing. One that ends, or is lost, is replaced as it was, without counting a restart; the
+    replacement waits out the restart back-off all the same (its streak, kept in the record), so a debug
+    command that exits at once is not recreated in a hot loop. `backoff` NO_BACKOFF: debug mode was turned off
+    meanwhile, and the replacement, a pod of the workload, is made at once, as resuming does."""
+    record, pod = obs.record, obs.slot.pod
+    if obs.seen not in (Seen.CURRENT, Seen.GONE):
+        return step(obs, now, now_epoch, backoff)  # a retired pod to delete, or a pod due: as for any replica
+    if obs.seen == Seen.CURRENT and record.phase not in FINISHED:
+        return Step(record)  # still going
+    cause = _exit_cause(record, pod) if obs.seen == Seen.CURRENT else "pod was deleted"
+    streak = backoff.streak(record.restart_streak, pod, now_epoch) if backoff.base > 0 else 0
+    retired = replace(record.retired(), last_restart_time=now if streak else "", restart_streak=streak)
+    delay = backoff.delay(streak)
+    wait = f"; its next pod in {delay:g}s (back-off)" if delay > 0 else ""
+    event = f"Recreating debug pod of replica {record.name} (debug mode: no restart counted): {cause}{wait}"
+    if obs.seen == Seen.CURRENT:  # retired now, replaced once the pod is gone (and the back-off over)
+        return Step(retired, delete=None if is_terminating(pod) else pod_uid(pod), restart_event=event)
+    return replace(_replace(retired.awaiting(), backoff, now_epoch), restart_event=event)
 
 
 def _restart_message(record: Replica, obs: Observation, cause: str, backoff: RestartBackoff) -> str:

@@ -106,6 +106,8 @@ class Replica:
     ready: bool = False
     # What the current pod waits for and cannot get ({reason, message}: waiting.py), as first seen; None: nothing.
     waiting: dict | None = None
+    # The current pod is a debug pod (restart.Slot.debug): should it vanish, its loss counts nothing.
+    debug: bool = False
 
     @property
     def is_ready(self) -> bool:
@@ -123,12 +125,14 @@ class Replica:
             out["ready"] = True
         if self.waiting:
             out["waiting"] = self.waiting
+        if self.debug:  # only for a debug pod: a record of the workload's stays as it was
+            out["debug"] = True
         return out
 
     def _with(self, uid: str, phase: str, containers: tuple[dict, ...], last_restart_uid: str,
               ready: bool = False, waiting: dict | None = None) -> Replica:
         return Replica(self.name, uid, phase, containers, self.restart_count, last_restart_uid,
-                       self.last_restart_time, self.restart_streak, ready, waiting)
+                       self.last_restart_time, self.restart_streak, ready, waiting, self.debug and uid == self.uid)
 
     def in_phase(self, phase: str) -> Replica:
         containers = self.containers
@@ -163,7 +167,7 @@ def read_record(raw: dict | None, name: str) -> Replica:
     return Replica(name, raw.get("uid") or "", raw.get("phase") or CREATING, tuple(raw.get("containers") or ()),
                    int(raw.get("restartCount") or 0), raw.get("lastRestartUid") or "", raw.get("lastRestartTime") or "",
                    int(raw.get("restartStreak") or 0), raw.get("ready") is True,
-                   raw.get("waiting") if isinstance(raw.get("waiting"), dict) else None)
+                   raw.get("waiting") if isinstance(raw.get("waiting"), dict) else None, raw.get("debug") is True)
 
 
 def observed(record: Replica, pod: dict) -> Replica:

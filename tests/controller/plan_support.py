@@ -7,6 +7,7 @@ import itertools
 from controller.jobs import plan as engine
 from controller.jobs.naming import replica_labels, replica_name
 from controller.jobs.plan import Plan
+from controller.jobs.pods import mode_annotation, pod_mode
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GenericJob
 from tests.builders import JobBuilder
@@ -51,9 +52,12 @@ def plan_invalid(status: dict, pods: list[dict], message: str, now: str) -> Plan
 
 
 def make_pod(replica_type: str, rank: int, uid: str, phase: str | None = "Running", *, exit_code: int | None = None,
-             terminating: bool = False, reason: str | None = None, container_reason: str | None = None) -> dict:
+             terminating: bool = False, reason: str | None = None, container_reason: str | None = None,
+             mode: str | None = None) -> dict:
     metadata = {"name": replica_name(JOB, replica_type, rank), "namespace": "ns", "uid": uid,
                 "labels": replica_labels(GENERICJOB.api, JOB, JOB_UID, replica_type, rank)}
+    if mode is not None:  # the run mode the pod was made in, as pods.make_pod annotates it
+        metadata["annotations"] = {mode_annotation(GENERICJOB.api): mode}
     if terminating:
         metadata["deletionTimestamp"] = "2024-01-01T00:00:00Z"
     status: dict = {}
@@ -88,7 +92,9 @@ class Pods:
         return self.get(replica_type, rank)["metadata"]["uid"]
 
     def set(self, replica_type: str, rank: int, phase: str, **kwargs) -> dict:
-        pod = make_pod(replica_type, rank, self.uid(replica_type, rank), phase, **kwargs)
+        existing = self.by_name.get(replica_name(JOB, replica_type, rank))
+        mode = pod_mode(GENERICJOB.api, existing) if existing is not None else None
+        pod = make_pod(replica_type, rank, self.uid(replica_type, rank), phase, mode=mode, **kwargs)
         self.by_name[pod["metadata"]["name"]] = pod
         return pod
 
@@ -114,7 +120,7 @@ class Pods:
         for replica_type, rank, mode in result.create:
             name = replica_name(JOB, replica_type, rank)
             if name not in self.by_name:
-                self.by_name[name] = make_pod(replica_type, rank, f"{name}-u{next(self._uids)}", "Pending")
+                self.by_name[name] = make_pod(replica_type, rank, f"{name}-u{next(self._uids)}", "Pending", mode=mode)
                 self.created.append((replica_type, rank, mode))
 
 

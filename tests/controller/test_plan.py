@@ -461,17 +461,19 @@ def test_debug_creates_debug_pods_and_never_finishes():
     assert not result.terminal and result.status["phase"] == "Running"
 
 
-def test_debug_pods_restart_by_the_same_policy_in_debug_mode():
+def test_debug_pods_that_end_are_replaced_and_count_nothing():
+    # Debug pods decide nothing and count nothing (issue 33): each end is replaced as it was, past any limit.
     job = make_job(("worker", 1, "OnFailure", 1), debug=True)
     pods = Pods()
     status = start(job, pods)
-    pods.set("worker", 0, "Failed")
-    status = step(job, status, pods, at(5)).status
-    result = step(job, status, pods, at(6))
-    assert result.create == [("worker", 0, "debug")]
-    pods.set("worker", 0, "Failed")
-    status = step(job, result.status, pods, at(7)).status
-    assert status["phase"] == "Running" and status["backoffCount"] == 1  # limit used up, but no rules
+    for second in (5, 8):
+        pods.set("worker", 0, "Failed")
+        status = step(job, status, pods, at(second)).status
+        result = step(job, status, pods, at(second + 1))
+        assert result.create == [("worker", 0, "debug")]
+        status = result.status
+        assert status["phase"] == "Running" and status["backoffCount"] == 0
+        assert record(status, "worker", 0)["restartCount"] == 0
 
 
 def test_pause_then_resume():

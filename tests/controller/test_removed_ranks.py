@@ -4,7 +4,9 @@ earlier version's `status.removedReplicas` is moved into the tasks; and the stat
 
 from __future__ import annotations
 
-from controller.jobs import edits
+from controller.jobs import children, edits
+from controller.jobs.actions import SERVICES, DeleteChild
+from controller.kinds.genericjob.kind import GENERICJOB
 
 from .plan_support import Pods, at, make_job, plan, plan_invalid, step
 
@@ -151,3 +153,19 @@ def test_a_status_never_holds_more_records_than_a_capped_job_has():
     status = plan(make_job(("worker", 1), ("ps", edits.MAX_RECORDS - 1)), status, [], at(2)).status
     assert sum(len(t["replicas"]) for t in status["tasks"]) == edits.MAX_RECORDS
     assert [r["name"] for r in task(status, "worker")["replicas"]] == ["job-worker-0"]
+
+
+def test_a_job_finished_under_clean_up_policy_none_keeps_no_service_for_a_rank_scaled_away():
+    # Its record is kept (Deleted, its pod retired by the scale-down), but no pod is left for a Service to reach.
+    job = make_job(("worker", 3, "Never"))
+    pods = Pods()
+    status = running(job, pods)
+    small = make_job(("worker", 2, "Never"))
+    status = step(small, status, pods, at(2)).status
+    pods.set("worker", 0, "Succeeded")
+    pods.set("worker", 1, "Succeeded")
+    finished = step(small, status, pods, at(3)).status
+    assert finished["phase"] == "Succeeded" and names(finished, "worker")[2] == ("job-worker-2", "Deleted", 0)
+    existing = [{"metadata": {"name": f"job-worker-{rank}", "uid": f"svc-{rank}"}} for rank in range(3)]
+    assert children.service_actions(GENERICJOB, small, finished, existing, terminal=True, making=False) == \
+        [DeleteChild(SERVICES, "job-worker-2", "svc-2")]

@@ -20,6 +20,8 @@ from controller.jobs.podgroup import PLURAL as PG_PLURAL
 from controller.jobs.podgroup import VERSION as PG_VERSION
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
+from controller.kinds.pytorch.kind import PYTORCH
+from controller.kinds.tensorflow.kind import TENSORFLOW
 from informers import BackoffPolicy, InformerOptions
 from localcluster import LocalCluster
 from localcluster.kubelet.runner import SCRIPT_ANNOTATION
@@ -306,3 +308,40 @@ async def finish_pod(jobs: Jobs, name: str, exit_code: int, namespace: str = "de
                        "containerStatuses": [{"name": "main", "image": "busybox:1.36", "imageID": "", "ready": False,
                                               "restartCount": 0, "state": {"terminated": terminated}}]}}
     await jobs.core.patch_namespaced_pod_status(name, namespace, body, _content_type=MERGE)
+
+
+# --- the training kinds: their jobs and a controller of each, for the tests that need them --------------
+
+TF_PLURAL, TF_LABEL = "tensorflowtrainingjobs", "tensorflowtrainingjob.batch.tensorstack.dev/name"
+PJ_PLURAL, PJ_LABEL = "pytorchtrainingjobs", "pytorchtrainingjob.batch.tensorstack.dev/name"
+
+
+@pytest.fixture
+def tfjobs(api_client) -> Jobs:
+    return Jobs(api_client, plural=TF_PLURAL, label_job_name=TF_LABEL)
+
+
+@pytest.fixture
+def pjobs(api_client) -> Jobs:
+    return Jobs(api_client, plural=PJ_PLURAL, label_job_name=PJ_LABEL)
+
+
+async def _kind_controller(kind, api_client, config):
+    made = JobController(kind, api_client, config)
+    await made.start(sync_timeout=10)
+    return made
+
+
+@pytest.fixture
+async def tf_controller(api_client, config):
+    made = await _kind_controller(TENSORFLOW, api_client, config)
+    yield made
+    await made.stop()
+
+
+@pytest.fixture
+async def pj_controller(api_client, config):
+    made = await _kind_controller(PYTORCH, api_client, config)
+    yield made
+    await made.stop()
+

@@ -13,7 +13,7 @@ import yaml
 from tests.localcluster.kubectl import Kubectl
 
 from .conftest import FAIL, FOREVER, QUICK, genericjob, phase, status
-from .test_tensorflow import tf_controller, tfjob, tfjobs  # noqa: F401 - fixtures for the tftj test
+from .test_tensorflow import tfjob
 
 PENDING = {"start_after": 3600}  # a pod the kubelet has not started: Pending for the whole test
 
@@ -55,7 +55,7 @@ async def test_get_shows_phase_ready_restarts_and_reason_and_wide_adds_the_times
     assert re.fullmatch(r"\d+s", wide["invalid"]["COMPLETED"])
 
 
-async def test_get_tftj_shows_the_same_columns(cluster, tf_controller, tfjobs, kubectl):  # noqa: F811
+async def test_get_tftj_shows_the_same_columns(cluster, tf_controller, tfjobs, kubectl):
     await tfjobs.submit(tfjob("train", {"chief": 1, "worker": 2}))  # pods run until deleted
     await tfjobs.wait("train", lambda j: phase(j) == "Running" and status(j).get("ready") == "3/3")
     row = (await kubectl.ok("get", "tftj")).table()["train"]

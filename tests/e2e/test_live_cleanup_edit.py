@@ -6,27 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller.jobs.controller import JobController
-from controller.kinds.pytorch.kind import PYTORCH
-from controller.kinds.pytorch.models import PLURAL as PJ_PLURAL
-
-from .conftest import FOREVER, Jobs, finish_pod, genericjob, phase, replicas, until
-from .test_pytorch import LABEL as PJ_LABEL
+from .conftest import FOREVER, finish_pod, genericjob, phase, replicas, until
 from .test_pytorch import pjob
-
-
-@pytest.fixture
-def pjobs(api_client) -> Jobs:
-    return Jobs(api_client, plural=PJ_PLURAL, label_job_name=PJ_LABEL)
-
-
-@pytest.fixture
-async def pj_controller(api_client, config):
-    made = JobController(PYTORCH, api_client, config)
-    await made.start(sync_timeout=10)
-    yield made
-    await made.stop()
-
 
 UNCHANGED = ("phase", "conditions", "completionTime", "startTime", "backoffCount", "reason", "aggregate")
 PORTS = {"ports": [{"name": "http", "port": 80}]}

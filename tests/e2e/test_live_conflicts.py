@@ -8,27 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller.jobs.controller import JobController
-from controller.kinds.pytorch.kind import PYTORCH
-from controller.kinds.pytorch.models import PLURAL as PJ_PLURAL
-
 from .conftest import FOREVER, Jobs, condition, genericjob, phase, until
-from .test_pytorch import LABEL as PJ_LABEL
 from .test_pytorch import pjob
-
-
-@pytest.fixture
-def pjobs(api_client) -> Jobs:
-    return Jobs(api_client, plural=PJ_PLURAL, label_job_name=PJ_LABEL)
-
-
-@pytest.fixture
-async def pj_controller(api_client, config):
-    made = JobController(PYTORCH, api_client, config)
-    await made.start(sync_timeout=10)
-    yield made
-    await made.stop()
-
 
 T9K = {"t9kScheduler": {"queue": "default", "priority": 7}}
 

@@ -6,29 +6,12 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 from controller.jobs.backoff import epoch
 from controller.jobs.controller import JobController
 from controller.kinds.tensorflow.kind import TENSORFLOW
-from controller.kinds.tensorflow.models import PLURAL as TF_PLURAL
 
-from .conftest import FOREVER, QUICK, Jobs, condition, finish_pod, genericjob, phase, replicas, scripts, until
-from .test_tensorflow import LABEL as TF_LABEL
+from .conftest import FOREVER, QUICK, condition, finish_pod, genericjob, phase, replicas, scripts, until
 from .test_tensorflow import tfjob
-
-
-@pytest.fixture
-def tfjobs(api_client) -> Jobs:
-    return Jobs(api_client, plural=TF_PLURAL, label_job_name=TF_LABEL)
-
-
-@pytest.fixture
-async def tf_controller(api_client, config):
-    made = JobController(TENSORFLOW, api_client, config)
-    await made.start(sync_timeout=10)
-    yield made
-    await made.stop()
 
 
 async def test_editing_a_finished_job_changes_nothing_and_says_so_once(cluster, controllers, jobs, history):

@@ -10,9 +10,7 @@ import pytest
 from controller.jobs.config import JobConfig
 from controller.jobs.controller import JobController
 from controller.kinds.pytorch.kind import PYTORCH
-from controller.kinds.pytorch.models import PLURAL as PJ_PLURAL
 from controller.kinds.tensorflow.kind import TENSORFLOW
-from controller.kinds.tensorflow.models import PLURAL as TF_PLURAL
 
 from .conftest import (
     FAST,
@@ -28,9 +26,7 @@ from .conftest import (
     task,
     until,
 )
-from .test_pytorch import LABEL as PJ_LABEL
 from .test_pytorch import pjob
-from .test_tensorflow import LABEL as TF_LABEL
 from .test_tensorflow import tfjob
 
 STUCK = {"stuck_terminating": True}  # a pod that stays terminating once deleted (until force-deleted)
@@ -43,14 +39,6 @@ def config() -> JobConfig:
                      stuck_terminating_after=0.5)
 
 
-@pytest.fixture
-def tfjobs(api_client) -> Jobs:
-    return Jobs(api_client, plural=TF_PLURAL, label_job_name=TF_LABEL)
-
-
-@pytest.fixture
-def pjobs(api_client) -> Jobs:
-    return Jobs(api_client, plural=PJ_PLURAL, label_job_name=PJ_LABEL)
 
 
 @pytest.fixture

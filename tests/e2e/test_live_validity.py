@@ -12,47 +12,20 @@ import json
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from controller.jobs.controller import JobController
 from controller.kinds.genericjob.models import GROUP, VERSION
-from controller.kinds.pytorch.kind import PYTORCH
-from controller.kinds.tensorflow.kind import TENSORFLOW
 from localcluster.api import CRD_KEY
 
 from .conftest import FOREVER, Jobs, condition, finish_pod, genericjob, phase, scripts, status, until
-from .test_pytorch import LABEL as PT_LABEL
 from .test_pytorch import pjob
 from .test_pytorch import records as pt_records
-from .test_tensorflow import LABEL as TF_LABEL
 from .test_tensorflow import records as tf_records
 from .test_tensorflow import tfjob
 
 JSON_PATCH = "application/json-patch+json"
 
 
-@pytest.fixture
-def tfjobs(api_client) -> Jobs:
-    return Jobs(api_client, plural="tensorflowtrainingjobs", label_job_name=TF_LABEL)
 
 
-@pytest.fixture
-def pjobs(api_client) -> Jobs:
-    return Jobs(api_client, plural="pytorchtrainingjobs", label_job_name=PT_LABEL)
-
-
-@pytest.fixture
-async def tf_controller(api_client, config):
-    made = JobController(TENSORFLOW, api_client, config)
-    await made.start(sync_timeout=10)
-    yield made
-    await made.stop()
-
-
-@pytest.fixture
-async def pj_controller(api_client, config):
-    made = JobController(PYTORCH, api_client, config)
-    await made.start(sync_timeout=10)
-    yield made
-    await made.stop()
 
 
 async def json_patch(jobs: Jobs, name: str, operations: list[dict]) -> dict:

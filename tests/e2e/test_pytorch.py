@@ -11,12 +11,11 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from controller.jobs.controller import JobController
 from controller.kinds.pytorch.kind import PYTORCH
-from controller.kinds.pytorch.models import PLURAL
 from tests.builders import PYTORCH as PYTORCH_KIND
 from tests.builders import JobBuilder
 from tests.localcluster.kubectl import Kubectl
 
-from .conftest import FOREVER, QUICK, Jobs, finish_pod, phase, scripts, status, template, until
+from .conftest import FOREVER, QUICK, finish_pod, phase, scripts, status, template, until
 
 LABEL = "pytorchtrainingjob.batch.tensorstack.dev/name"
 FAIL_137 = {"run_for": 0.05, "exit_code": 137}  # killed by SIGKILL: retryable under ExitCode
@@ -45,17 +44,6 @@ def env_of(pod) -> dict[str, str]:
     return {e.name: e.value for e in pod.spec.containers[0].env or ()}
 
 
-@pytest.fixture
-def pjobs(api_client) -> Jobs:
-    return Jobs(api_client, plural=PLURAL, label_job_name=LABEL)
-
-
-@pytest.fixture
-async def pj_controller(api_client, config):
-    made = JobController(PYTORCH, api_client, config)
-    await made.start(sync_timeout=10)
-    yield made
-    await made.stop()
 
 
 async def test_ddp_master_success_ends_the_job_with_the_environment_and_services(cluster, pj_controller, pjobs):

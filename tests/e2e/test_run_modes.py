@@ -19,17 +19,23 @@ def with_init(job: dict) -> dict:
     return job
 
 
-async def test_debug_overrides_command_of_each_type_and_skips_rules(cluster, controller, jobs):
+async def test_debug_overrides_command_of_each_type_and_skips_rules(cluster, controller, jobs, history):
     debug = {"enabled": True, "replicaSpecs": [{"type": "worker", "command": ["debug-me", "$(type)"]},
                                                {"type": "ps", "skipInitContainer": True}]}
-    job = with_init(genericjob("job", {"worker": 2, "ps": 1, "chief": 1}, script=QUICK, runMode={"debug": debug}))
+    scripts(cluster, "job", {"*": [QUICK, FOREVER]})
+    job = with_init(genericjob("job", {"worker": 2, "ps": 1, "chief": 1}, runMode={"debug": debug}))
     await jobs.submit(job)
-    # The pods exit at once, yet no rule is evaluated in debug mode: the job keeps running.
-    seen = await jobs.wait("job", lambda j: j["status"].get("aggregate", {}).get("succeeded") == 4
-                           if j.get("status") else False)
-    assert phase(seen) == "Running"
+    # The pods exit at once, yet no rule is evaluated in debug mode: the job keeps running, and each debug pod
+    # that ended is replaced as it was, counting no restart.
+    names = ["job-chief-0", "job-ps-0", "job-worker-0", "job-worker-1"]
+    await until(lambda: all(len(history.uids(name)) == 2 for name in names), what="each debug pod replaced once")
+    live = await jobs.wait_pods("job", lambda found: len(found) == 4 and all(
+        p.status.phase == "Running" and p.metadata.deletion_timestamp is None for p in found))
+    seen = await jobs.wait("job", lambda j: {r["uid"] for r in replicas(j).values()} == {
+        p.metadata.uid for p in live})
+    assert phase(seen) == "Running" and seen["status"]["backoffCount"] == 0
     assert condition(seen, "Completed")["status"] == "False"
-    pods = {p.metadata.name: p for p in await jobs.pods("job")}
+    pods = {p.metadata.name: p for p in live}
     assert pods["job-worker-1"].spec.containers[0].command == ["debug-me", "worker"]
     assert pods["job-ps-0"].spec.containers[0].command == ["sleep", "inf"]  # the default command
     assert pods["job-chief-0"].spec.containers[0].command == ["sleep", "inf"]

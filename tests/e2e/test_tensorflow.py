@@ -11,11 +11,10 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from controller.jobs.controller import JobController
 from controller.kinds.tensorflow.kind import TENSORFLOW
-from controller.kinds.tensorflow.models import PLURAL
 from tests.builders import TENSORFLOW as TENSORFLOW_KIND
 from tests.builders import JobBuilder
 
-from .conftest import FOREVER, QUICK, Jobs, phase, scripts, template
+from .conftest import FOREVER, QUICK, phase, scripts, template, until
 
 LABEL = "tensorflowtrainingjob.batch.tensorstack.dev/name"
 FAIL_137 = {"run_for": 0.05, "exit_code": 137}  # killed by SIGKILL: retryable under ExitCode
@@ -45,17 +44,6 @@ def records(job: dict) -> dict[str, dict]:
     return {r["name"]: r for t in (job.get("status") or {}).get("tasks") or () for r in t.get("replicaStatus") or ()}
 
 
-@pytest.fixture
-def tfjobs(api_client) -> Jobs:
-    return Jobs(api_client, plural=PLURAL, label_job_name=LABEL)
-
-
-@pytest.fixture
-async def tf_controller(api_client, config):
-    made = JobController(TENSORFLOW, api_client, config)
-    await made.start(sync_timeout=10)
-    yield made
-    await made.stop()
 
 
 async def test_the_chief_succeeding_ends_the_job_and_the_ps_are_cleaned_up(cluster, tf_controller, tfjobs):
@@ -341,13 +329,19 @@ async def test_without_the_tensorboard_api_the_job_runs_and_says_so_then_the_api
         await made.stop()
 
 
-async def test_debug_mode_makes_the_pods_with_their_tf_config_and_decides_nothing(cluster, tf_controller, tfjobs):
-    scripts(cluster, "dbg", {"*": QUICK})  # the pods end at once: in debug mode that decides nothing
+async def test_debug_mode_makes_the_pods_with_their_tf_config_and_decides_nothing(cluster, tf_controller, tfjobs,
+                                                                                  history):
+    # The first pods end at once: in debug mode that decides nothing and counts nothing, and each debug pod that
+    # ended is replaced as it was (the spec's "Debug pods decide nothing and count nothing").
+    scripts(cluster, "dbg", {"*": [QUICK, FOREVER]})
     await tfjobs.submit(tfjob("dbg", {"chief": 1, "worker": 1}, runMode={"debug": {"enable": True}}))
-    pods = await tfjobs.wait_pods("dbg", lambda found: len(found) == 2)
+    await until(lambda: all(len(history.uids(name)) == 2 for name in ("dbg-chief-0", "dbg-worker-0")),
+                what="each debug pod replaced once")
+    pods = await tfjobs.wait_pods("dbg", lambda found: len(found) == 2 and all(
+        p.status.phase == "Running" and p.metadata.deletion_timestamp is None for p in found))
     for pod in pods:
         [container] = pod.spec.containers
         assert container.command == ["sleep", "inf"] and not container.args
         assert [e.name for e in container.env] == ["TF_CONFIG"]
-    await tfjobs.wait("dbg", lambda j: (j.get("status") or {}).get("aggregate", {}).get("succeeded") == 2)
-    assert phase(await tfjobs.get("dbg")) not in ("Succeeded", "Failed")
+    job = await tfjobs.get("dbg")
+    assert phase(job) not in ("Succeeded", "Failed") and int(job["status"].get("backoffCount") or 0) == 0

@@ -10,7 +10,7 @@ import pytest
 from tests.localcluster.kubectl import Kubectl
 
 from .conftest import FOREVER, condition, finish_pod, genericjob, scripts, status, until
-from .test_tensorflow import tf_controller, tfjob, tfjobs  # noqa: F401 - fixtures for the tftj tests
+from .test_tensorflow import tfjob
 
 OOM = {"run_for": 0.05, "exit_code": 137, "exit_reason": "OOMKilled"}  # killed for its memory limit
 
@@ -61,7 +61,7 @@ async def test_several_replicas_failing_at_once_name_the_first_by_rank(cluster, 
     assert (await kubectl.ok("get", "gj", "many")).table()["many"]["REASON"] == "ReplicaFailed"
 
 
-async def test_a_tf_job_says_which_replica_failed_and_that_its_budget_ran_out(cluster, tf_controller, tfjobs,  # noqa: F811
+async def test_a_tf_job_says_which_replica_failed_and_that_its_budget_ran_out(cluster, tf_controller, tfjobs,
                                                                            kubectl):
     scripts(cluster, "tf", {"worker-1": OOM, "*": FOREVER})
     await tfjobs.submit(tfjob("tf", {"chief": 1, "worker": 2}, restart="OnFailure", run_policy={"backoffLimit": 1}))
@@ -78,7 +78,7 @@ async def test_a_tf_job_says_which_replica_failed_and_that_its_budget_ran_out(cl
     assert message in described[described.index("\nEvents:"):]
 
 
-async def test_a_tf_job_past_its_deadline_says_so_in_get(cluster, tf_controller, tfjobs, kubectl):  # noqa: F811
+async def test_a_tf_job_past_its_deadline_says_so_in_get(cluster, tf_controller, tfjobs, kubectl):
     scripts(cluster, "late", {"*": FOREVER})
     await tfjobs.submit(tfjob("late", {"worker": 1}, run_policy={"activeDeadlineSeconds": 1}))
     await tfjobs.wait_phase("late", "Failed")
@@ -115,7 +115,7 @@ async def test_an_image_that_cannot_be_pulled_is_said_on_the_job_once(cluster, c
     assert "Warning  ErrImagePull" in described[described.index("\nEvents:"):]
 
 
-async def test_a_missing_secret_and_no_node_are_said_on_a_tf_job(cluster, tf_controller, tfjobs):  # noqa: F811
+async def test_a_missing_secret_and_no_node_are_said_on_a_tf_job(cluster, tf_controller, tfjobs):
     scripts(cluster, "wait", {"worker-0": {"fail_to_start": "CreateContainerConfigError",
                                            "fail_message": 'secret "creds" not found'},
                               "worker-1": {"unschedulable": True}, "*": FOREVER})

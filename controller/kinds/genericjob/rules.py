@@ -56,6 +56,12 @@ def evaluate(spec: GenericJobSpec, outcomes: Outcomes) -> Verdict | None:
     once (like a batch/v1 Job with zero completions).
     """
     failed = tuple(key for key in _spec_order(spec) if outcomes.get(key) == Outcome.FAILED)
+    if len(outcomes) > sum(r.replicas for r in spec.replica_specs):
+        # Ranks scaled away in the moment they failed are judged too (after those of the spec), by the default
+        # rule; an explicit rule never names them (admission refuses such a scale-down).
+        named = set(_spec_order(spec))
+        failed += tuple(sorted(key for key, outcome in outcomes.items()
+                               if outcome == Outcome.FAILED and key not in named))
     if spec.failure_rules:
         for rule in spec.failure_rules:
             if rule_met(rule, outcomes, Outcome.FAILED):

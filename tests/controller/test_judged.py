@@ -1,0 +1,219 @@
+"""Every outcome is judged, and debug pods count nothing (issue 33's defects 1, 2 and 7): the engine's decisions
+when an outcome and an edit (a pause, a debug change, a scale-down, a pod deleted) are seen in one reconcile."""
+
+from __future__ import annotations
+
+from controller.jobs import plan as engine
+from controller.jobs.backoff import RestartBackoff
+from controller.kinds.genericjob.kind import GENERICJOB
+
+from .plan_support import Pods, at, condition, make_job, record, step
+
+
+def start(job, pods: Pods) -> dict:
+    status = step(job, {}, pods, at(0)).status
+    status = step(job, status, pods, at(1)).status
+    pods.set_all("Running")
+    return step(job, status, pods, at(2)).status
+
+
+def removed(status: dict) -> dict[str, dict]:
+    """The records of ranks scaled away, by name: kept in their type's task (not in status.removedReplicas)."""
+    assert "removedReplicas" not in status
+    return {r["name"]: r for task in status["tasks"] for r in task["replicas"]}
+
+
+# --- debug pods ---------------------------------------------------------------------------------------------------
+
+
+def test_a_debug_pod_deleted_is_replaced_without_a_restart_under_limit_0():
+    job = make_job(("worker", 1), debug=True)  # OnFailure, limit 0
+    pods = Pods()
+    status = start(job, pods)
+    assert record(status, "worker", 0)["debug"] is True
+    pods.remove("worker", 0)
+    result = step(job, status, pods, at(5))
+    assert result.create == [("worker", 0, "debug")]
+    assert result.status["phase"] == "Running" and result.status["backoffCount"] == 0
+    assert record(result.status, "worker", 0)["restartCount"] == 0
+    assert any(reason == "Restarting" and "no restart counted" in message for _, reason, message in result.events)
+
+
+def test_a_debug_pod_deleted_as_debug_is_turned_off_is_replaced_by_the_workload_uncounted():
+    debug, workload = make_job(("worker", 1, "OnFailure", 1), debug=True), make_job(("worker", 1, "OnFailure", 1))
+    pods = Pods()
+    status = start(debug, pods)
+    pods.remove("worker", 0)
+    result = step(workload, status, pods, at(5))
+    assert result.create == [("worker", 0, "immediate")]
+    assert result.status["backoffCount"] == 0 and record(result.status, "worker", 0)["restartCount"] == 0
+    assert "debug" not in record(result.status, "worker", 0)
+
+
+def test_a_crashing_debug_pod_waits_out_the_restart_back_off():
+    job = make_job(("worker", 1), debug=True)
+    pods = Pods()
+    status = start(job, pods)
+    pods.set("worker", 0, "Failed")
+    first = engine.plan(GENERICJOB, job, status, pods.list(), at(5), restart_backoff=RestartBackoff(10.0))
+    pods.apply(first)
+    waiting = engine.plan(GENERICJOB, job, first.status, pods.list(), at(6), restart_backoff=RestartBackoff(10.0))
+    assert waiting.create == [] and 0 < waiting.requeue_after <= 10
+    later = engine.plan(GENERICJOB, job, first.status, pods.list(), at(16), restart_backoff=RestartBackoff(10.0))
+    assert later.create == [("worker", 0, "debug")] and later.status["backoffCount"] == 0
+
+
+def test_a_failure_seen_as_debug_is_turned_on_is_counted_first():
+    workload, debug = make_job(("worker", 1, "OnFailure", 1)), make_job(("worker", 1, "OnFailure", 1), debug=True)
+    pods = Pods()
+    status = start(workload, pods)
+    pods.set("worker", 0, "Failed")
+    status = step(debug, status, pods, at(5)).status
+    assert status["backoffCount"] == 1 and record(status, "worker", 0)["restartCount"] == 1
+    result = step(debug, status, pods, at(6))
+    assert result.create == [("worker", 0, "debug")]
+
+
+# --- scale-down ---------------------------------------------------------------------------------------------------
+
+
+def test_a_final_failure_seen_with_a_scale_down_fails_the_job():
+    pods = Pods()
+    status = start(make_job(("worker", 3, "Never")), pods)
+    pods.set("worker", 2, "Failed")
+    result = step(make_job(("worker", 2, "Never")), status, pods, at(5))
+    assert result.terminal and result.status["phase"] == "Failed"
+    failed = condition(result.status, "Failed")
+    assert failed["reason"] == "ReplicaFailed"
+    assert failed["message"].startswith('The job is failed with rule: {"worker": [2]}: replica worker-2 failed '
+                                        "with exit code 1"), failed["message"]
+
+
+def test_a_final_failure_of_a_rank_scaled_away_is_judged_by_the_rules():
+    # Explicit failure rules that name only worker 0: the removed rank's failure does not fail the job.
+    pods = Pods()
+    status = start(make_job(("worker", 3, "Never"), failure=[{"worker": [0]}]), pods)
+    uid = pods.uid("worker", 2)
+    pods.set("worker", 2, "Failed")
+    result = step(make_job(("worker", 2, "Never"), failure=[{"worker": [0]}]), status, pods, at(5))
+    assert not result.terminal and result.status["phase"] == "Running"
+    assert result.delete == [("job-worker-2", uid, "scale-down")]
+
+
+def test_a_retryable_failure_seen_with_a_scale_down_is_counted_and_not_recreated():
+    pods = Pods()
+    status = start(make_job(("worker", 3, "OnFailure", 2)), pods)
+    uid = pods.uid("worker", 2)
+    pods.set("worker", 2, "Failed")
+    job = make_job(("worker", 2, "OnFailure", 2))
+    result = step(job, status, pods, at(5))
+    assert result.status["phase"] == "Running" and result.create == []
+    assert result.delete == [("job-worker-2", uid, "scale-down")]
+    assert result.status["backoffCount"] == 1
+    assert removed(result.status)["job-worker-2"]["restartCount"] == 1
+    assert removed(result.status)["job-worker-2"]["phase"] == "Deleted"  # in the worker task, with its count
+    assert result.status["tasks"][0]["restartCount"] == 1 and result.status["aggregate"]["deleted"] == 1
+    again = step(job, result.status, pods, at(6))  # counted once
+    assert again.status["backoffCount"] == 1 and again.create == []
+
+
+def test_a_running_pod_scaled_away_counts_nothing_when_it_fails_terminating():
+    # The scale-down's own delete ends the pod with SIGTERM: that is no outcome of the workload.
+    pods = Pods()
+    status = start(make_job(("worker", 3, "Never")), pods)
+    job = make_job(("worker", 2, "Never"))
+    status = step(job, status, pods, at(5), graceful=True).status
+    pods.set("worker", 2, "Failed", exit_code=143, terminating=True)
+    result = step(job, status, pods, at(6))
+    assert result.status["phase"] == "Running" and result.status["backoffCount"] == 0
+
+
+# --- pause --------------------------------------------------------------------------------------------------------
+
+
+def test_a_retryable_failure_seen_with_a_pause_is_counted():
+    pods = Pods()
+    status = start(make_job(("worker", 2, "OnFailure", 2)), pods)
+    pods.set("worker", 1, "Failed")
+    result = step(make_job(("worker", 2, "OnFailure", 2), pause=True), status, pods, at(5))
+    assert result.status["phase"] == "Paused" and result.status["backoffCount"] == 1
+    assert record(result.status, "worker", 1)["restartCount"] == 1
+    assert any(reason == "Restarting" and "job-worker-1" in message for _, reason, message in result.events)
+    resumed = make_job(("worker", 2, "OnFailure", 2), pause=False)
+    status = step(resumed, result.status, pods, at(6)).status
+    assert status["backoffCount"] == 1
+
+
+def test_a_failure_past_the_limit_seen_with_a_pause_fails_the_job():
+    pods = Pods()
+    status = start(make_job(("worker", 2, "OnFailure", 1)), pods)
+    pods.set("worker", 1, "Failed")
+    status = step(make_job(("worker", 2, "OnFailure", 1)), status, pods, at(3)).status
+    status = step(make_job(("worker", 2, "OnFailure", 1)), status, pods, at(4)).status
+    pods.set("worker", 1, "Running")
+    status = step(make_job(("worker", 2, "OnFailure", 1)), status, pods, at(5)).status
+    pods.set("worker", 1, "Failed")
+    result = step(make_job(("worker", 2, "OnFailure", 1), pause=True), status, pods, at(6))
+    assert result.terminal and condition(result.status, "Failed")["reason"] == "BackoffLimitExceeded"
+
+
+def test_a_rank_scaled_away_as_the_job_fails_is_left_to_the_clean_up_policy():
+    # The job ends in the moment of the scale-down: the edit is one of a finished job, and the removed rank's
+    # pod goes by the clean-up policy (All: deleted; None: kept for its logs), its record kept.
+    for policy, deleted in (("All", True), ("None", False)):
+        pods = Pods()
+        status = start(make_job(("worker", 3, "Never"), cleanup=policy), pods)
+        uid = pods.uid("worker", 2)
+        pods.set("worker", 2, "Failed")
+        result = step(make_job(("worker", 2, "Never"), cleanup=policy), status, pods, at(5))
+        assert result.terminal
+        assert (("job-worker-2", uid, "cleanup") in result.delete) is deleted, result.delete
+        assert ("job-worker-2" in {p["metadata"]["name"] for p in pods.list()}) is not deleted
+        assert removed(result.status)["job-worker-2"]["phase"] == ("Deleted" if deleted else "Failed")
+
+
+def test_a_workload_pod_deleted_as_debug_is_turned_on_is_counted_as_lost():
+    # The pod gone was the workload's (its record does not say debug): its loss is judged as the workload's.
+    workload, debug = make_job(("worker", 1, "OnFailure", 1)), make_job(("worker", 1, "OnFailure", 1), debug=True)
+    pods = Pods()
+    status = start(workload, pods)
+    pods.remove("worker", 0)
+    result = step(debug, status, pods, at(5))
+    assert result.status["backoffCount"] == 1 and result.create == [("worker", 0, "debug")]
+
+
+def test_a_finished_jobs_record_of_a_rank_the_scale_down_deleted_stays_deleted_while_its_pod_lingers():
+    # The scale-down's delete was sent before the job finished; a lagging cache still shows the pod (not yet
+    # terminating, then finished): under cleanUpPolicy None its record, in the worker task, stays Deleted.
+    pods = Pods()
+    status = start(make_job(("worker", 3, "Never")), pods)
+    job = make_job(("worker", 2, "Never"))
+    stale = pods.get("worker", 2)
+    status = step(job, status, pods, at(5)).status
+    assert removed(status)["job-worker-2"]["phase"] == "Deleted"
+    pods.by_name["job-worker-2"] = stale  # (the cache lags behind the delete)
+    pods.set("worker", 0, "Succeeded")
+    pods.set("worker", 1, "Succeeded")
+    done = engine.plan(GENERICJOB, job, status, pods.list(), at(6))
+    assert done.terminal and done.status["phase"] == "Succeeded"
+    assert removed(done.status)["job-worker-2"]["phase"] == "Deleted"
+    pods.set("worker", 2, "Failed", exit_code=143)
+    later = engine.plan(GENERICJOB, job, done.status, pods.list(), at(7))
+    assert removed(later.status)["job-worker-2"]["phase"] == "Deleted" and later.delete == []
+    assert later.status["aggregate"] == done.status["aggregate"]
+
+
+def test_a_retryable_failure_of_a_rank_scaled_away_counts_in_the_jobs_messages():
+    # The restart a rank scaled away used in the moment of the scale-down counts in the job's budget, as the next
+    # Restarting Event and backoffCount say.
+    pods = Pods()
+    status = start(make_job(("worker", 3, "OnFailure", 3)), pods)
+    pods.set("worker", 2, "Failed")
+    job = make_job(("worker", 2, "OnFailure", 3))
+    status = step(job, status, pods, at(5)).status
+    assert status["backoffCount"] == 1 and status["tasks"][0]["restartCount"] == 1
+    pods.set("worker", 1, "Failed")
+    result = step(job, status, pods, at(6))
+    assert result.status["backoffCount"] == 2 and result.status["tasks"][0]["restartCount"] == 2
+    assert any(reason == "Restarting" and "job-worker-1 (restart 1 of 3)" in message
+               for _, reason, message in result.events), result.events
