@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TF_VENV := .venv-tf
 
-.PHONY: local test lint bench install install-local install-torch install-tensorflow lock image
+.PHONY: local test lint bench install install-local install-torch install-tensorflow lock image model-long model-mutants
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -52,6 +52,20 @@ test: install install-torch install-tensorflow
 	$(BIN)/python scripts/install_kubectl.py --dest $(BIN)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+# The engine's model-based test (tests/controller/model) for longer than CI's fixed seed: a random seed, printed
+# (replay a failure with SEED=<it>), and EXAMPLES examples (default 20000). TOLERATE names the known defects to
+# tolerate (tests/controller/model/defects.py; default: those of today's main; `none` checks everything).
+model-long: $(BIN)/python
+	@seed=$${SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}; \
+	echo "model-long: seed $$seed, $${EXAMPLES:-20000} examples (replay: SEED=$$seed make model-long)"; \
+	env ENGINE_MODEL_RANDOM=1 ENGINE_MODEL_EXAMPLES=$${EXAMPLES:-20000} $${TOLERATE+ENGINE_MODEL_TOLERATE=$$TOLERATE} \
+		$(BIN)/python -m pytest -q -p no:cacheprovider tests/controller/model/test_engine_model.py \
+		--hypothesis-seed=$$seed
+
+# Each hand-made mutant of the engine (tests/controller/model/mutants.py) applied in turn: the model must kill it.
+model-mutants: $(BIN)/python
+	$(BIN)/python -m tests.controller.model.mutants --examples $${EXAMPLES:-1000}
 
 bench: install
 	$(BIN)/python bench/bench_localcluster.py

@@ -1,5 +1,5 @@
 """The rules for live jobs (the spec's "Live jobs"), one example each, planned against a fake pod store:
-the model-based test (test_engine_model.py) explores the sequences; these read as the rules."""
+the model-based test (tests/controller/model/) explores the sequences; these read as the rules."""
 
 from __future__ import annotations
 

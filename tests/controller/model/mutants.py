@@ -1,0 +1,185 @@
+"""Hand-made mutants of the engine, and a runner that shows the model kills each (issue 33: the model is measured by
+the defects it finds). A mutant is one source edit of one decision module; applying it recompiles the module's
+source with the edit and swaps the new code into the existing functions and methods (so every `from x import y`
+already made sees it too), and restores the old code afterwards.
+
+    python -m tests.controller.model.mutants [--examples N] [--strict] [NAME ...]   # each mutant: killed or not
+    python -m tests.controller.model.mutants --defects                             # which known defects main has
+
+tests/controller/model/test_mutants.py runs the same table under pytest (ENGINE_MODEL_MUTANTS=1)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import inspect
+import os
+import sys
+import time
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    module: str
+    old: str
+    new: str
+    what: str
+    equivalent: str = ""  # why the mutant is no defect by the spec, so the model rightly lets it live
+
+
+MUTANTS = [
+    Mutant("backoff-limit-one-early", "controller.jobs.training.restart",
+           "return self.limit is None or job_restarts < self.limit",
+           "return self.limit is None or job_restarts + 1 < self.limit",
+           "runPolicy.backoffLimit fails the job one restart early"),
+    Mutant("generic-limit-one-early", "controller.kinds.genericjob.models",
+           "return restart_count < self.limit", "return restart_count + 1 < self.limit",
+           "a GenericJob replica's limit grants one restart fewer"),
+    Mutant("generic-limit-one-late", "controller.kinds.genericjob.models",
+           "return restart_count < self.limit", "return restart_count <= self.limit",
+           "a GenericJob replica's limit grants one restart more"),
+    Mutant("default-success-any", "controller.kinds.genericjob.rules",
+           "if all(outcomes.get(key) == Outcome.SUCCEEDED for key in keys):",
+           "if any(outcomes.get(key) == Outcome.SUCCEEDED for key in keys):",
+           "the default success rule is 'any replica' instead of 'all'"),
+    Mutant("exitcode-137-final", "controller.jobs.training.restart",
+           "return code is None or code in self.retryable_codes",
+           "return code is None or (code in self.retryable_codes and code != 137)",
+           "ExitCode treats 137 (SIGKILL) as final"),
+    Mutant("tf-any-worker-success", "controller.kinds.tensorflow.kind",
+           "if master is not None and outcomes.get(master) == Outcome.SUCCEEDED:",
+           "if master is not None and Outcome.SUCCEEDED in outcomes.values():",
+           "any TensorFlowTrainingJob replica's success counts as the master's"),
+    Mutant("pytorch-any-worker-success", "controller.kinds.pytorch.kind",
+           "if master is not None and outcomes.get(master) == Outcome.SUCCEEDED:",
+           "if master is not None and Outcome.SUCCEEDED in outcomes.values():",
+           "any PyTorchTrainingJob replica's success counts as the master's"),
+    Mutant("debug-end-judged", "controller.jobs.edits",
+           "    return mode == DEBUG or (debugging and mode is None)", "    return False",
+           "a debug pod's end is judged (and counted) as the workload's"),
+    Mutant("deleted-pod-uncounted", "controller.jobs.restart",
+           "    if not policy.counts_lost_pods:\n        retired = record.retired()",
+           "    if True:\n        retired = record.retired()",
+           "a pod deleted by hand is recreated without counting a restart"),
+    Mutant("cleanup-while-running", "controller.jobs.plan",
+           "    delete = delete + restart_deletes\n",
+           "    delete = delete + restart_deletes + [DeletePod(o.slot.name, st.pod_uid(o.slot.pod), CLEANUP)\n"
+           "        for o in observations if o.slot.pod is not None and o.outcome is not None\n"
+           "        and job.spec.clean_up_policy != CleanUpPolicy.NONE]\n",
+           "cleanUpPolicy applied to a running job (its replicas finished for good are deleted)"),
+    Mutant("deadline-judged-at-resume", "controller.jobs.plan",
+           'if not run_mode.paused and old.get("phase") != JobPhase.PAUSED:', "if not run_mode.paused:",
+           "paused time counts: the deadline is judged by the old startTime in the reconcile that resumes"),
+    Mutant("deadline-clock-kept-at-resume", "controller.jobs.plan",
+           'resumed = old.get("phase") == JobPhase.PAUSED and old.get("startTime")', "resumed = False",
+           "paused time counts: startTime is not restarted at resume"),
+    Mutant("deadline-runs-while-paused", "controller.jobs.plan",
+           'if not run_mode.paused and old.get("phase") != JobPhase.PAUSED:', "if True:",
+           "paused time counts: the deadline is judged while the job is paused"),
+    Mutant("deadline-judged-at-pause", "controller.jobs.plan",
+           'if not run_mode.paused and old.get("phase") != JobPhase.PAUSED:',
+           'if old.get("phase") != JobPhase.PAUSED:',
+           "the deadline is also judged in the reconcile that pauses, by the active time before it",
+           equivalent="the time before the pause was active: a deadline that ran out then may fail the job in the "
+                      "reconcile that sees the pause (the model allows it; it requires it only of a running job)"),
+]
+
+
+@contextlib.contextmanager
+def applied(mutant: Mutant) -> Iterator[None]:
+    """The engine with the mutant's edit, for the duration of the block."""
+    module = importlib.import_module(mutant.module)
+    source = inspect.getsource(module)
+    if source.count(mutant.old) != 1:
+        raise ValueError(f"mutant {mutant.name}: its text is found {source.count(mutant.old)} times in "
+                         f"{mutant.module} (the engine changed: update the table)")
+    namespace: dict = {"__name__": module.__name__, "__file__": module.__file__, "__package__": module.__package__}
+    exec(compile(source.replace(mutant.old, mutant.new), module.__file__, "exec"), namespace)
+    saved = []
+    for name, new in namespace.items():
+        old = getattr(module, name, None)
+        for old_fn, new_fn in _functions(old, new, module.__name__):
+            saved.append((old_fn, old_fn.__code__))
+            old_fn.__code__ = new_fn.__code__
+    try:
+        yield
+    finally:
+        for fn, code in saved:
+            fn.__code__ = code
+
+
+def _functions(old, new, module_name: str):
+    """Pairs of (existing function, recompiled function) defined by the module: functions and methods."""
+    if isinstance(old, types.FunctionType) and isinstance(new, types.FunctionType) and old.__module__ == module_name:
+        yield old, new
+    elif isinstance(old, type) and isinstance(new, type) and old.__module__ == module_name:
+        for attr, value in vars(new).items():
+            current = vars(old).get(attr)
+            for getter in ("fget", "__func__", None):
+                a = getattr(current, getter) if getter and hasattr(current, getter) else current
+                b = getattr(value, getter) if getter and hasattr(value, getter) else value
+                if isinstance(a, types.FunctionType) and isinstance(b, types.FunctionType) and \
+                        a.__code__.co_freevars == b.__code__.co_freevars:
+                    yield a, b
+                    break
+
+
+def run_model(examples: int) -> str | None:
+    """Run the model (no shrinking: the first failure found is enough); the failure's first line, or None."""
+    from hypothesis import HealthCheck, Phase, settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from tests.controller.model.machine import EngineModel
+    try:
+        run_state_machine_as_test(EngineModel, settings=settings(
+            max_examples=examples, stateful_step_count=50, derandomize=True, database=None, deadline=None,
+            phases=[Phase.explicit, Phase.generate], print_blob=False,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))
+    except AssertionError as err:
+        return str(err).splitlines()[0]
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="mutants to run (default: all)")
+    parser.add_argument("--examples", type=int, default=int(os.environ.get("ENGINE_MODEL_EXAMPLES", "1000")))
+    parser.add_argument("--strict", action="store_true", help="tolerate no known defect")
+    parser.add_argument("--defects", action="store_true", help="run today's engine with each known defect "
+                        "checked strictly in turn, the others tolerated")
+    args = parser.parse_args(argv)
+    from tests.controller.model import defects
+    if args.strict:
+        os.environ["ENGINE_MODEL_TOLERATE"] = "none"
+    if args.defects:
+        for marker in defects.KNOWN:
+            os.environ["ENGINE_MODEL_TOLERATE"] = ",".join(m for m in defects.KNOWN if m != marker)
+            started = time.monotonic()
+            found = run_model(args.examples)
+            print(f"{marker:28} {'FOUND' if found else 'not found':9} {time.monotonic() - started:6.1f}s  "
+                  f"{found or ''}", flush=True)
+        return 0
+    chosen = [m for m in MUTANTS if not args.names or m.name in args.names]
+    baseline = run_model(args.examples)
+    if baseline:
+        print(f"the unmutated engine fails the model: {baseline}")
+        return 2
+    survivors = 0
+    for mutant in chosen:
+        started = time.monotonic()
+        with applied(mutant):
+            found = run_model(args.examples)
+        verdict = "killed" if found else "equivalent" if mutant.equivalent else "SURVIVED"
+        survivors += verdict == "SURVIVED"
+        print(f"{mutant.name:30} {verdict:10} {time.monotonic() - started:6.1f}s  "
+              f"{found or mutant.equivalent or mutant.what}", flush=True)
+    return 1 if survivors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
