@@ -161,7 +161,6 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
                                    sum(slot.record.restart_count for slot in slots) + removed.restarts)
     observations, leaving = everyone[:len(slots)], everyone[len(slots):]
     now_epoch = clock if clock is not None else epoch(now)  # the clock when given: `now` has whole seconds
-    removed = _judged_away(removed, leaving, stamp(now_epoch), now_epoch, backoff)
     run_mode = job.spec.run_mode
     deadline_check = verdict = None
     if not run_mode.paused and old.get("phase") != JobPhase.PAUSED:  # paused time never counts; debug time does
@@ -171,6 +170,8 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
         # end, even when the job was paused (or debug mode changed) in the same moment, or the controller saw
         # both at once. A debug pod's end is no outcome of the workload.
         verdict = kind.verdict(job, edits.judged(kind, observations, run_mode.debugging, leaving))
+    # A job that ends now restarts nothing: a retryable failure of a rank scaled away counts only if it goes on.
+    removed = _judged_away(removed, leaving, stamp(now_epoch), now_epoch, backoff, counting=verdict is None)
     if verdict is not None:
         # The job ends, so the scale-down seen with it is an edit of a finished job: the pods of the ranks it
         # removed are left to the clean-up policy (their records are kept, in their type's task), as every other
@@ -233,16 +234,17 @@ def _clean_up_policy(job: ParsedJob, verdict: Verdict) -> CleanUpPolicy:
 
 
 def _judged_away(removed: edits.Removed, leaving: list[Observation], now: str, now_epoch: float,
-                 backoff: RestartBackoff) -> edits.Removed:
+                 backoff: RestartBackoff, counting: bool = True) -> edits.Removed:
     """The records of ranks scaled away (Deleted, in their type's task), with what their pods came to as the
     scale-down was seen: a failure their policy replaces used a restart (counted, never refunded, though the rank
-    is not recreated). A rank whose record was dropped for size keeps that restart in its type's count."""
+    is not recreated), unless the job ends (`counting` False: as for its other replicas, a failure seen as it ends
+    is no restart). A rank whose record was dropped for size keeps that restart in its type's count."""
     if not leaving:
         return removed
     judged = {}
     for o in leaving:
         record = o.record
-        if restart.will_count(o):
+        if counting and restart.will_count(o):
             record = record.counted(now, backoff.streak(record.restart_streak, o.slot.pod, now_epoch))
         judged[o.slot.name] = (o.slot.type, o.slot.record.restart_count, record.retired().in_phase(st.DELETED))
     by_type = {replica_type: [judged.pop(r.name)[2] if r.name in judged else r for r in records]

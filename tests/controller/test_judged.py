@@ -117,6 +117,20 @@ def test_a_retryable_failure_seen_with_a_scale_down_is_counted_and_not_recreated
     assert again.status["backoffCount"] == 1 and again.create == []
 
 
+def test_a_retryable_failure_of_a_rank_scaled_away_as_the_job_ends_counts_no_restart():
+    # Found by the model test (tests/controller/model, a random seed): the job succeeds in the reconcile that sees
+    # the scale-down, so nothing restarts; the removed rank's retryable failure is no restart, as it is for the
+    # ranks that stay.
+    pods = Pods()
+    status = start(make_job(("worker", 3, "OnFailure", 2), success=[{"worker": [0]}]), pods)
+    pods.set("worker", 0, "Succeeded")
+    pods.set("worker", 2, "Failed")
+    result = step(make_job(("worker", 2, "OnFailure", 2), success=[{"worker": [0]}]), status, pods, at(5))
+    assert result.status["phase"] == "Succeeded"
+    assert result.status["backoffCount"] == 0 and result.status["tasks"][0]["restartCount"] == 0
+    assert removed(result.status)["job-worker-2"]["restartCount"] == 0
+
+
 def test_a_running_pod_scaled_away_counts_nothing_when_it_fails_terminating():
     # The scale-down's own delete ends the pod with SIGTERM: that is no outcome of the workload.
     pods = Pods()
