@@ -6,6 +6,7 @@ and is announced once). Pure helpers of plan.py.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -62,7 +63,8 @@ def removed(kind: JobKind, job_name: str, old: dict, slots: list[Slot], pods: li
     if not gone:
         return Removed({}, carried)  # (nothing scaled away: the common case)
     types = _stored_types(kind, job_name, old)
-    found = [(types[name], st.read_record(raw, name).retired().in_phase(st.DELETED)) for name, raw in gone.items()]
+    by_name = {pod["metadata"]["name"]: pod for pod in pods}
+    found = [(types[name], _retired(st.read_record(raw, name), by_name.get(name))) for name, raw in gone.items()]
     # Kept first: a pod still there, then records that restarted, then the lowest ranks (scaled back first).
     found.sort(key=lambda item: (item[1].name not in present, item[1].restart_count == 0, _rank(item[1].name),
                                  item[1].name))
@@ -76,6 +78,15 @@ def removed(kind: JobKind, job_name: str, old: dict, slots: list[Slot], pods: li
     for records in by_type.values():
         records.sort(key=lambda r: (_rank(r.name), r.name))
     return Removed(by_type, carried)
+
+
+def _retired(record: Replica, pod: dict | None) -> Replica:
+    """A removed rank's record, Deleted, its pod retired: the recorded one, or the pod still there when none was
+    recorded (made before the cache showed it, the scale-down deletes it), so that a rank scaled back waits for that
+    pod to go instead of adopting it (found by the model test: its end was judged as the new rank's)."""
+    if pod is not None and not record.uid and not record.last_restart_uid:
+        record = dataclasses.replace(record, uid=st.pod_uid(pod))
+    return record.retired().in_phase(st.DELETED)
 
 
 def stored_carried(kind: JobKind, old: Mapping) -> dict[str, int]:

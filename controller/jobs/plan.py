@@ -376,7 +376,10 @@ def _slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
     gone = []
     for (replica_type, rank), found in sorted(by_replica.items()):
         name = replica_name(job.name, replica_type, rank)
-        if replica_type in rules and name in stored:  # (a type no longer in the spec has no rule to judge by)
+        # Judged: ranks the last reconcile still ran. A record already Deleted is a rank scaled away (or paused)
+        # before: what its pod does now is after the edit took effect, so it decides nothing. (A type no longer
+        # in the spec has no rule to judge by.)
+        if replica_type in rules and name in stored and stored[name].get("phase") != st.DELETED:
             record = st.read_record(stored[name], name)
             pod = _pick(found, record)
             gone.append(Slot(replica_type, rank, name, rules[replica_type], record, pod, False,

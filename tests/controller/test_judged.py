@@ -131,6 +131,23 @@ def test_a_retryable_failure_of_a_rank_scaled_away_as_the_job_ends_counts_no_res
     assert removed(result.status)["job-worker-2"]["restartCount"] == 0
 
 
+def test_a_rank_scaled_back_waits_for_the_pod_its_scale_down_deleted_even_one_never_recorded():
+    # Found by the model test (tests/controller/model, seed 777): the pods were made, but the rank was scaled away
+    # before the controller recorded its pod; the pod is evicted; the scale-down deletes it, and the rank is scaled
+    # back while a lagging cache still shows it. The re-added rank must not adopt that pod's end as its own.
+    pods = Pods()
+    two, one = make_job(("worker", 2, "Never")), make_job(("worker", 1, "Never"))
+    status = step(two, {}, pods, at(0)).status  # created; no pod recorded yet
+    status = engine.plan(GENERICJOB, one, status, [], at(1)).status  # scaled to 1 before the cache shows the pods
+    pods.set("worker", 1, "Failed", reason="Evicted")
+    lagging = pods.list()
+    status = step(one, status, pods, at(2)).status  # the scale-down deletes the evicted pod
+    assert "job-worker-1" not in {p["metadata"]["name"] for p in pods.list()}
+    back = engine.plan(GENERICJOB, two, status, lagging, at(3))  # scaled back; the cache still shows the old pod
+    assert back.status["phase"] not in ("Failed", "Succeeded"), back.status.get("conditions")
+    assert removed(back.status)["job-worker-1"]["restartCount"] == 0 and back.create == []
+
+
 def test_a_running_pod_scaled_away_counts_nothing_when_it_fails_terminating():
     # The scale-down's own delete ends the pod with SIGTERM: that is no outcome of the workload.
     pods = Pods()

@@ -130,6 +130,7 @@ class EngineModel(RuleBasedStateMachine):
         self.seen_seq = 0
         self.final: dict | None = None  # the first terminal status written
         self.final_policy = ""
+        self.end_ranks: set[str] | None = None  # the job's ranks as it ended (reconcile)
         self.steps = 0
         note(f"{self.kind_name} {obj['spec']}")
         self.reconcile()  # the controller sees the new job
@@ -305,6 +306,9 @@ class EngineModel(RuleBasedStateMachine):
         for key in expect.ambiguous:
             self.ledger.follow(key, self._count(after, replica_name(JOB, *key)))
         if not finished_before and after.get("phase") in FINISHED:
+            # The job's ranks as it ends: those of its spec and those scaled away in this very moment (whose pods
+            # the clean-up policy decides); a rank scaled away before is no rank of the finished job.
+            self.end_ranks = {replica_name(JOB, *k) for k in [*r.replicas(spec), *expect.removed]}
             self.final_policy = r.cleanup_policy(self.kind_name, spec)
             if after.get("reason") == "DeadlineExceeded" and self.final_policy == "None":
                 self.final_policy = "Unfinished"  # past its deadline a job stops: its running pods go
@@ -475,14 +479,22 @@ class EngineModel(RuleBasedStateMachine):
                 pod = seen if seen and seen["metadata"]["uid"] == uid else entry[2]  # as the controller saw it
                 phase = pod["status"].get("phase") if pod else None
                 if finished:
-                    self._check_cleanup_delete(name, phase, spec, finished_before)
+                    self._check_cleanup_delete(name, uid, phase, spec, finished_before)
                 elif self.ledger.deleted(spec, name, uid, phase) is None:
                     self.defect(None, f"pod {name} ({phase}) deleted from a running job, for no reason the spec "
                                       "gives (not a restart, pause, debug change or scale-down)")
 
-    def _check_cleanup_delete(self, name: str, phase: str | None, spec: dict, finished_before: bool) -> None:
+    def _check_cleanup_delete(self, name: str, uid: str, phase: str | None, spec: dict, finished_before: bool) -> None:
         """A finished job deletes what its clean-up policy selects: the current one (the spec) or, just as it
-        finishes, the one it finished with."""
+        finishes, the one it finished with; and it may repeat the delete of a pod it retired while it ran (a
+        restart, a pause, a debug change or a scale-down decided before the end: the delete may not have gone
+        through, or the cache not show it yet)."""
+        life = self.ledger.lives.get(uid)
+        if life is not None and life.retired in ("restart", "pause", "mode", "scale"):
+            return
+        if self.end_ranks is not None and name not in self.end_ranks:
+            return  # a pod of a rank scaled away before the end (its delete waited for the cache to show it)
+
         def selects(policy):
             return policy == "All" or (policy == "Unfinished" and phase not in FINISHED)
         if not (selects(self.final_policy) or selects(r.cleanup_policy(self.kind_name, spec))):
