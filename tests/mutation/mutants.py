@@ -167,12 +167,12 @@ def _outermost_functions(tree) -> dict[int, tuple[str, int]]:
             if current is None and isinstance(child, FUNCTIONS):
                 name = "<lambda>" if isinstance(child, ast.Lambda) else child.name
                 first = min([child.lineno] + [d.lineno for d in getattr(child, "decorator_list", ())])
-                key = (".".join(scope + [name]), first)
+                key = (".".join([*scope, name]), first)
                 _mark(child, key, inside)
                 continue
             if current is not None:
                 inside[id(child)] = current
-            visit(child, scope + [child.name] if isinstance(child, ast.ClassDef) else scope, key)
+            visit(child, [*scope, child.name] if isinstance(child, ast.ClassDef) else scope, key)
 
     visit(tree, [], None)
     return inside
@@ -195,7 +195,7 @@ def _replace(parent, old, new):
             setattr(parent, field, new)
             return
         if isinstance(value, list) and any(item is old for item in value):
-            value[[i for i, item in enumerate(value) if item is old][0]] = new
+            value[next(i for i, item in enumerate(value) if item is old)] = new
             return
     raise ValueError("node not under its parent")
 

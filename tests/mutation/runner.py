@@ -13,7 +13,6 @@ leak into the worktree, and a fork costs milliseconds instead of a second of imp
 from __future__ import annotations
 
 import argparse
-import ast
 import importlib
 import json
 import os
