@@ -70,3 +70,23 @@ def test_a_pod_without_container_statuses_any_more_still_gives_the_recorded_exit
     containers = [{"name": "main", "state": "terminated", "exitCode": 2}]
     seen = {"metadata": {"uid": "uid-1"}, "status": {"phase": "Failed", "reason": "Evicted"}}
     assert how(observation(Seen.CURRENT, containers, seen)) == "with exit code 2 (Evicted)"
+
+
+def test_a_terminated_container_without_an_exit_code_is_no_exit_code():
+    containers = [{"name": "main", "state": "terminated", "exitCode": None}]
+    assert how(observation(Seen.CURRENT, containers, pod("Evicted"))) == "without an exit code (Evicted)"
+
+
+def test_when_no_container_failed_the_first_that_exited_is_named():
+    containers = [{"name": "main", "state": "terminated", "exitCode": 0},
+                  {"name": "sidecar", "state": "terminated", "exitCode": 0}]
+    seen = pod("", terminated("main", 0, "Completed"), terminated("sidecar", 0, "Done"))
+    assert how(observation(Seen.CURRENT, containers, seen)) == "with exit code 0 (Completed)"
+
+
+def test_the_recorded_exit_code_is_given_when_the_pod_or_its_statuses_say_nothing_more():
+    containers = [{"name": "main", "state": "terminated", "exitCode": 2}]
+    assert how(observation(Seen.GONE, containers)) == "with exit code 2"
+    for seen in ({"metadata": {"uid": "uid-1"}}, pod("", {"name": "main"}), pod("", {"name": "main", "state": {}}),
+                 pod("", {"name": "main", "state": {"running": {}}})):
+        assert how(observation(Seen.CURRENT, containers, seen)) == "with exit code 2"
