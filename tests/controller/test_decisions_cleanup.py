@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from controller.jobs.api import CleanUpPolicy
-from controller.jobs.cleanup import finished_policy
+from controller.jobs.cleanup import finished_policy, settle
+from controller.jobs.status import CREATING, DELETED, Replica
 
 from .plan_support import make_job
 
@@ -28,3 +29,26 @@ def test_a_job_finished_without_a_stored_policy_or_a_bad_one_is_judged_by_its_sp
     job = make_job(("worker", 1), cleanup="Unfinished")
     assert finished_policy(job, {"phase": "Succeeded"}) == CleanUpPolicy.UNFINISHED
     assert finished_policy(job, {"phase": "Failed", "cleanUpPolicy": "Sometimes"}) == CleanUpPolicy.UNFINISHED
+
+
+def pod(uid: str, phase: str, terminating: bool = False) -> dict:
+    metadata = {"uid": uid, **({"deletionTimestamp": "2024-01-01T00:00:00Z"} if terminating else {})}
+    return {"metadata": metadata, "status": {"phase": phase}}
+
+
+def test_a_pod_that_replaced_a_deleted_one_is_the_replicas_and_is_cleaned_up():
+    settled = settle(CleanUpPolicy.ALL, Replica("r", "a", DELETED), pod("b", "Running"))
+    assert (settled.record.uid, settled.record.phase, settled.delete, settled.cleaned) == ("b", DELETED, "b", True)
+
+
+@pytest.mark.parametrize("terminating", [False, True])
+def test_under_none_a_record_marked_deleted_describes_its_pod_again_when_it_shows(terminating):
+    settled = settle(CleanUpPolicy.NONE, Replica("r", "a", DELETED), pod("a", "Failed", terminating))
+    assert (settled.record.uid, settled.record.phase, settled.delete, settled.cleaned) == ("a", "Failed", None, False)
+
+
+def test_only_a_pod_being_created_and_unseen_is_waited_for():
+    waited = settle(CleanUpPolicy.ALL, Replica("r", "", CREATING), None, create_pending=True)
+    assert waited.record.phase == CREATING
+    for record in (Replica("r", "", "Failed"), Replica("r", "a", CREATING)):
+        assert settle(CleanUpPolicy.ALL, record, None, create_pending=True).record.phase == DELETED
