@@ -35,3 +35,34 @@ def test_a_genericjob_replica_type_no_longer_in_the_spec_restarts_by_the_default
     job = make_job(("worker", 1, "Always", 3))
     assert GENERICJOB.restart_rule(job, "removed") == RestartPolicy()
     assert GENERICJOB.restart_rule(job, "worker").limit == 3
+
+
+def test_a_tensorflow_job_asks_for_its_tensorboard_only_with_a_tensorboard_spec():
+    from controller.kinds.tensorflow import tensorboard
+
+    assert TENSORFLOW.dependents(parsed(("worker", 1))) == {}
+    job = parsed(("worker", 1), tensorboardSpec={"image": "tb"})
+    assert TENSORFLOW.dependents(job) == {tensorboard.RESOURCE: tensorboard.desired(job)}
+
+
+def test_a_tensorflow_job_reports_its_tensorboard_only_with_a_tensorboard_spec():
+    from controller.kinds.tensorflow import tensorboard
+
+    assert TENSORFLOW.dependent_status(parsed(("worker", 1)), {tensorboard.RESOURCE: []}, {}) == {}
+    job = parsed(("worker", 1), tensorboardSpec={"image": "tb"})
+    reported = TENSORFLOW.dependent_status(job, {tensorboard.RESOURCE: []}, {tensorboard.RESOURCE: "Create"})
+    assert reported == {"tensorboard": tensorboard.status(job, [], "Create")}
+    assert reported["tensorboard"]["action"] == "Create"
+
+
+def test_tensorflow_service_ports_of_a_type_not_in_the_spec_are_the_default_port():
+    ports = TENSORFLOW.service_ports(parsed(("worker", 1)), "removed")
+    assert ports == TENSORFLOW.service_ports(parsed(("worker", 1)), "worker")
+
+
+def test_a_tensorflow_failure_names_the_first_failed_replica_by_type_and_rank():
+    job = parsed(("worker", 3))
+    verdict = TENSORFLOW.verdict(job, {("worker", 0): None, ("worker", 1): Outcome.FAILED,
+                                       ("worker", 2): Outcome.FAILED})
+    assert (verdict.rule, verdict.message, verdict.replicas) == (
+        ("worker", 1), "Replica tf-worker-1 has failed.", (("worker", 1), ("worker", 2)))
