@@ -21,6 +21,7 @@ def test_a_tensorflow_job_of_parameter_servers_only_succeeds_when_every_replica_
     succeeded = TENSORFLOW.verdict(job, {("ps", 0): Outcome.SUCCEEDED, ("ps", 1): Outcome.SUCCEEDED})
     assert (succeeded.phase, succeeded.message) == (JobPhase.SUCCEEDED, "Every replica has succeeded.")
     assert TENSORFLOW.verdict(job, {("ps", 0): Outcome.SUCCEEDED, ("ps", 1): None}) is None
+    assert TENSORFLOW.verdict(job, {("ps", 0): None, ("ps", 1): None}) is None
     assert TENSORFLOW.verdict(job, {}) is None  # no replica at all is no success
 
 
