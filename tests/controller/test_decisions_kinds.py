@@ -67,3 +67,12 @@ def test_a_tensorflow_failure_names_the_first_failed_replica_by_type_and_rank():
                                        ("worker", 2): Outcome.FAILED})
     assert (verdict.rule, verdict.message, verdict.replicas) == (
         ("worker", 1), "Replica tf-worker-1 has failed.", (("worker", 1), ("worker", 2)))
+
+
+def test_a_tensorflow_success_names_the_master_replica():
+    chief = parsed(("chief", 1), ("worker", 2))
+    assert TENSORFLOW.verdict(chief, {("chief", 0): Outcome.SUCCEEDED, ("worker", 0): None, ("worker", 1): None}
+                              ).message == "The master replica tf-chief-0 has succeeded."
+    workers = parsed(("worker", 2))
+    assert TENSORFLOW.verdict(workers, {("worker", 0): Outcome.SUCCEEDED, ("worker", 1): None}
+                              ).message == "The master replica tf-worker-0 has succeeded."
