@@ -1,18 +1,21 @@
 """Live edits (controller/jobs/edits.py): which pods are of the other run mode and are replaced when debug mode is
-turned on or off, and which records of ranks scaled away are kept. Written against the mutants that survived the other tests (tests/mutation, RELIABILITY.md): each
-test names the behaviour a surviving mutant broke."""
+turned on or off, which records of ranks scaled away are kept, when a template change is announced. Written
+against the mutants that survived the other tests (tests/mutation, RELIABILITY.md): each test names the
+behaviour a surviving mutant broke."""
 
 from __future__ import annotations
 
 import pytest
 
 from controller.jobs.actions import DEBUG
-from controller.jobs.edits import other_mode, removed
+from controller.jobs.edits import other_mode, removed, template_changes
 from controller.jobs.pods import PodMode, mode_annotation
 from controller.jobs.restart import Observation, Seen, Slot
 from controller.jobs.status import Replica
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import RestartPolicy
+
+from .plan_support import make_job
 
 WORKLOAD = PodMode.IMMEDIATE  # (and resume: any mode but debug)
 
@@ -63,3 +66,14 @@ def test_of_the_ranks_scaled_away_only_those_that_restarted_or_whose_pod_remains
     kept = removed(GENERICJOB, old, [slot], pods)
     assert [(r.name, r.restart_count, r.phase) for r in kept] == [("job-worker-1", 1, "Deleted"),
                                                                    ("job-worker-3", 0, "Deleted")]
+
+
+def test_a_template_change_is_announced_once_and_a_first_or_unreadable_record_announces_nothing():
+    job = make_job(("worker", 1))
+    hashes, events = template_changes(job, {})
+    assert events == []
+    assert template_changes(job, {"templateHashes": hashes}) == (hashes, [])
+    assert template_changes(job, {"templateHashes": "garbage"}) == (hashes, [])
+    _, [event] = template_changes(job, {"templateHashes": {"worker": "an older hash"}})
+    assert (event.type, event.reason) == ("Normal", "TemplateChanged")
+    assert event.message.startswith("spec.replicaSpecs[0].template (worker) changed")
