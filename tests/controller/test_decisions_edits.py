@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from controller.jobs.actions import DEBUG
-from controller.jobs.edits import other_mode, removed, template_changes
+from controller.jobs.api import Outcome
+from controller.jobs.edits import judged, other_mode, removed, template_changes
 from controller.jobs.pods import PodMode, mode_annotation
 from controller.jobs.restart import Observation, Seen, Slot
 from controller.jobs.status import Replica
@@ -20,7 +21,8 @@ from .plan_support import make_job
 WORKLOAD = PodMode.IMMEDIATE  # (and resume: any mode but debug)
 
 
-def observed(mode: str | None, phase: str = "Running", seen: Seen = Seen.CURRENT, terminating: bool = False):
+def observed(mode: str | None, phase: str = "Running", seen: Seen = Seen.CURRENT, terminating: bool = False,
+             outcome: Outcome | None = None):
     metadata: dict = {"name": "job-worker-0", "uid": "u1"}
     if mode is not None:
         metadata["annotations"] = {mode_annotation(GENERICJOB.api): mode}
@@ -28,7 +30,7 @@ def observed(mode: str | None, phase: str = "Running", seen: Seen = Seen.CURRENT
         metadata["deletionTimestamp"] = "2024-01-01T00:00:00Z"
     pod = {"metadata": metadata, "status": {"phase": phase}}
     record = Replica("job-worker-0", "u1", phase)
-    return Observation(Slot("worker", 0, "job-worker-0", RestartPolicy(), record, pod), seen, record, None)
+    return Observation(Slot("worker", 0, "job-worker-0", RestartPolicy(), record, pod), seen, record, outcome)
 
 
 @pytest.mark.parametrize("phase", ["Pending", "Running", "Succeeded", "Failed"])
@@ -77,3 +79,14 @@ def test_a_template_change_is_announced_once_and_a_first_or_unreadable_record_an
     _, [event] = template_changes(job, {"templateHashes": {"worker": "an older hash"}})
     assert (event.type, event.reason) == ("Normal", "TemplateChanged")
     assert event.message.startswith("spec.replicaSpecs[0].template (worker) changed")
+
+
+def test_in_debug_mode_a_workload_pods_end_is_judged_and_a_debug_pods_is_not():
+    def outcome(mode, debugging):
+        return judged(GENERICJOB, [observed(mode, "Failed", outcome=Outcome.FAILED)], debugging)[("worker", 0)]
+
+    assert outcome(WORKLOAD, debugging=True) == Outcome.FAILED
+    assert outcome(WORKLOAD, debugging=False) == Outcome.FAILED
+    assert outcome(DEBUG, debugging=True) is None
+    assert outcome(None, debugging=True) is None  # made before pods said their mode: debug decided nothing
+    assert outcome(None, debugging=False) == Outcome.FAILED
