@@ -9,7 +9,7 @@ import pytest
 
 from controller.jobs.actions import DEBUG
 from controller.jobs.api import Outcome
-from controller.jobs.edits import judged, other_mode, removed, template_changes
+from controller.jobs.edits import judged, other_mode, removed, removed_records, template_changes
 from controller.jobs.pods import PodMode, mode_annotation
 from controller.jobs.restart import Observation, Seen, Slot
 from controller.jobs.status import Replica
@@ -90,3 +90,8 @@ def test_in_debug_mode_a_workload_pods_end_is_judged_and_a_debug_pods_is_not():
     assert outcome(DEBUG, debugging=True) is None
     assert outcome(None, debugging=True) is None  # made before pods said their mode: debug decided nothing
     assert outcome(None, debugging=False) == Outcome.FAILED
+
+
+def test_unreadable_records_of_ranks_scaled_away_are_skipped():
+    status = {"removedReplicas": ["garbage", None, {"restartCount": 1}, {"name": ""}, {"name": "job-worker-1"}]}
+    assert removed_records(status) == {"job-worker-1": {"name": "job-worker-1"}}
