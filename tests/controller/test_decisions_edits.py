@@ -9,7 +9,7 @@ import pytest
 
 from controller.jobs.actions import DEBUG
 from controller.jobs.api import Outcome
-from controller.jobs.edits import judged, other_mode, removed, removed_records, template_changes
+from controller.jobs.edits import judged, other_mode, removed, removed_records, template_changes, with_removed
 from controller.jobs.pods import PodMode, mode_annotation
 from controller.jobs.restart import Observation, Seen, Slot
 from controller.jobs.status import Replica
@@ -95,3 +95,10 @@ def test_in_debug_mode_a_workload_pods_end_is_judged_and_a_debug_pods_is_not():
 def test_unreadable_records_of_ranks_scaled_away_are_skipped():
     status = {"removedReplicas": ["garbage", None, {"restartCount": 1}, {"name": ""}, {"name": "job-worker-1"}]}
     assert removed_records(status) == {"job-worker-1": {"name": "job-worker-1"}}
+
+
+def test_restarts_of_ranks_scaled_away_add_to_the_backoff_count():
+    gone = [Replica("job-worker-1", restart_count=2)]
+    assert with_removed({"backoffCount": 3}, gone)["backoffCount"] == 5
+    assert with_removed({}, gone)["backoffCount"] == 2
+    assert with_removed({"backoffCount": 3, "removedReplicas": []}, []) == {"backoffCount": 3}

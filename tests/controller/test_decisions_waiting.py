@@ -1,0 +1,22 @@
+"""What a replica waits for (controller/jobs/waiting.py) at the edges of a pod's status. Written against the
+mutants that survived the other tests (tests/mutation, RELIABILITY.md): each test names the behaviour a surviving
+mutant broke."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.jobs.waiting import cause
+
+PULLING = {"name": "main", "state": {"waiting": {"reason": "ImagePullBackOff", "message": "no such image"}}}
+
+
+def test_a_pod_without_a_status_waits_for_nothing_yet():
+    assert cause({"metadata": {"name": "p"}}) is None
+
+
+@pytest.mark.parametrize("phase", ["Running", "Succeeded", "Failed", "Unknown"])
+def test_only_a_pending_pod_is_looked_at(phase):
+    assert cause({"status": {"phase": phase, "containerStatuses": [PULLING]}}) is None
+    assert cause({"status": {"phase": "Pending", "containerStatuses": [PULLING]}}) == {
+        "reason": "ImagePullBackOff", "message": 'container "main": no such image'}
