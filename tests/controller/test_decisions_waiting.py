@@ -20,3 +20,20 @@ def test_only_a_pending_pod_is_looked_at(phase):
     assert cause({"status": {"phase": phase, "containerStatuses": [PULLING]}}) is None
     assert cause({"status": {"phase": "Pending", "containerStatuses": [PULLING]}}) == {
         "reason": "ImagePullBackOff", "message": 'container "main": no such image'}
+
+
+@pytest.mark.parametrize("condition", [
+    {"type": "PodScheduled", "status": "True"},
+    {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"},
+    {"type": "Ready", "status": "False", "reason": "Unschedulable"},
+    {"type": "PodScheduled", "status": "Unknown", "reason": "Unschedulable"},
+])
+def test_only_the_schedulers_unschedulable_verdict_is_waiting_for_a_node(condition):
+    assert cause({"status": {"phase": "Pending", "conditions": [condition]}}) is None
+
+
+def test_a_pod_no_node_takes_waits_unschedulable():
+    unschedulable = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/3 nodes"}
+    assert cause({"status": {"phase": "Pending", "conditions": [{"type": "Initialized", "status": "True"},
+                                                                 unschedulable]}}) == {
+        "reason": "Unschedulable", "message": "0/3 nodes"}
