@@ -37,3 +37,12 @@ def test_a_pod_no_node_takes_waits_unschedulable():
     assert cause({"status": {"phase": "Pending", "conditions": [{"type": "Initialized", "status": "True"},
                                                                  unschedulable]}}) == {
         "reason": "Unschedulable", "message": "0/3 nodes"}
+
+
+def test_no_cause_is_the_same_as_no_cause_and_not_as_a_cause():
+    from controller.jobs.waiting import same
+
+    image = {"reason": "ErrImagePull", "message": ""}
+    assert same(None, None) is True and same({}, None) is True
+    assert same(None, image) is False and same(image, {}) is False
+    assert same(image, {"reason": "ImagePullBackOff", "message": "x"}) is True
