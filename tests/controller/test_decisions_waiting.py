@@ -46,3 +46,43 @@ def test_no_cause_is_the_same_as_no_cause_and_not_as_a_cause():
     assert same(None, None) is True and same({}, None) is True
     assert same(None, image) is False and same(image, {}) is False
     assert same(image, {"reason": "ImagePullBackOff", "message": "x"}) is True
+
+
+def pending(*containers: dict, phase: str | None = "Pending") -> dict:
+    status: dict = {"containerStatuses": list(containers)}
+    if phase is not None:
+        status["phase"] = phase
+    return {"status": status}
+
+
+def test_a_pod_with_no_phase_yet_is_pending():
+    assert cause(pending(PULLING, phase=None))["reason"] == "ImagePullBackOff"
+
+
+def test_a_container_waiting_for_its_turn_or_without_a_state_is_not_stuck():
+    creating = {"name": "main", "state": {"waiting": {"reason": "ContainerCreating"}}}
+    assert cause(pending({"name": "a"}, {"name": "b", "state": {}}, {"name": "c", "state": {"running": {}}},
+                         creating)) is None
+
+
+def test_a_cause_without_a_message_says_only_where():
+    assert cause(pending({"name": "main", "state": {"waiting": {"reason": "ErrImagePull"}}})) == {
+        "reason": "ErrImagePull", "message": 'container "main"'}
+    assert cause({"status": {"phase": "Pending", "conditions": [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}}) == {
+        "reason": "Unschedulable", "message": ""}
+
+
+def test_the_waiting_condition_names_the_first_replica_and_counts_the_others():
+    from controller.jobs.status import Replica
+    from controller.jobs.waiting import condition
+
+    def waiting(name):
+        return Replica(name, waiting={"reason": "ErrImagePull", "message": f'container "{name}"'})
+
+    first = 'Replica w-0 is waiting: ErrImagePull: container "w-0"'
+    assert condition([Replica("idle"), waiting("w-0")]) == ("ErrImagePull", first)
+    assert condition([waiting("w-0"), waiting("w-1")]) == ("ErrImagePull", first + "; and 1 more replica waiting")
+    assert condition([waiting("w-0"), waiting("w-1"), waiting("w-2")]) == (
+        "ErrImagePull", first + "; and 2 more replicas waiting")
+    assert condition([Replica("idle")]) is None
