@@ -76,3 +76,48 @@ def test_a_tensorflow_success_names_the_master_replica():
     workers = parsed(("worker", 2))
     assert TENSORFLOW.verdict(workers, {("worker", 0): Outcome.SUCCEEDED, ("worker", 1): None}
                               ).message == "The master replica tf-worker-0 has succeeded."
+
+
+def pytorch(*replicas, **spec):
+    from .test_pytorch_kind import parsed as parsed_pytorch
+
+    return parsed_pytorch(*replicas, **spec)
+
+
+def test_a_pytorch_jobs_deadline_is_its_run_policys():
+    from controller.kinds.pytorch.kind import PYTORCH
+
+    assert PYTORCH.active_deadline(pytorch(("worker", 1))) is None
+    assert PYTORCH.active_deadline(pytorch(("worker", 1), runPolicy={"activeDeadlineSeconds": 60})) == 60
+
+
+def test_a_pytorch_jobs_invalid_spec_message_names_the_field():
+    from controller.kinds.pytorch.kind import PYTORCH
+
+    from .test_pytorch_kind import pjob
+
+    problems = PYTORCH.parse(pjob(("Worker", 1)))
+    assert "spec.replicaSpecs[0].type" in PYTORCH.invalid_spec_message(problems)
+
+
+def test_a_pytorch_job_asks_for_and_reports_its_tensorboard_only_with_a_tensorboard_spec():
+    from controller.kinds.pytorch import tensorboard
+    from controller.kinds.pytorch.kind import PYTORCH
+
+    plain = pytorch(("worker", 1))
+    assert PYTORCH.dependents(plain) == {} and PYTORCH.dependent_status(plain, {tensorboard.RESOURCE: []}, {}) == {}
+    job = pytorch(("worker", 1), tensorboardSpec={"image": "tb"})
+    assert PYTORCH.dependents(job) == {tensorboard.RESOURCE: tensorboard.desired(job)}
+    reported = PYTORCH.dependent_status(job, {tensorboard.RESOURCE: []}, {tensorboard.RESOURCE: "Create"})
+    assert reported == {"tensorboard": tensorboard.status(job, [], "Create")}
+
+
+def test_a_pytorch_failure_names_the_failed_replica_of_lowest_global_rank():
+    from controller.kinds.pytorch.kind import PYTORCH
+
+    job = pytorch(("worker", 2), ("master", 1))  # the master is global rank 0 wherever it is listed
+    verdict = PYTORCH.verdict(job, {("master", 0): Outcome.FAILED, ("worker", 0): None, ("worker", 1): Outcome.FAILED})
+    assert (verdict.rule, verdict.message, verdict.replicas) == (
+        ("master", 0), "Replica pj-master-0 has failed.", (("master", 0), ("worker", 1)))
+    succeeded = PYTORCH.verdict(job, {("master", 0): Outcome.SUCCEEDED, ("worker", 0): None, ("worker", 1): None})
+    assert succeeded.message == "The master replica pj-master-0 has succeeded."
