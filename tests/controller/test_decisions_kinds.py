@@ -121,3 +121,43 @@ def test_a_pytorch_failure_names_the_failed_replica_of_lowest_global_rank():
         ("master", 0), "Replica pj-master-0 has failed.", (("master", 0), ("worker", 1)))
     succeeded = PYTORCH.verdict(job, {("master", 0): Outcome.SUCCEEDED, ("worker", 0): None, ("worker", 1): None})
     assert succeeded.message == "The master replica pj-master-0 has succeeded."
+
+
+def resumed_pod(template: dict, **resume) -> dict:
+    from controller.jobs.pods import desired_pod
+    from controller.kinds.pytorch.kind import PYTORCH
+
+    job = pytorch(("worker", 1, template), torchrunConfig={"enabled": True},
+                  runMode={"pause": {"enabled": False, "resumeSpecs": [{"type": "worker", **resume}]}})
+    return desired_pod(PYTORCH, job, "worker", 0, mode="resume")["spec"]
+
+
+def with_sidecar(args=None) -> dict:
+    training = {"name": "pytorch", "image": "pytorch/pytorch:2.0.0", **({"args": args} if args is not None else {})}
+    return {"spec": {"initContainers": [{"name": "init", "image": "busybox"}],
+                     "containers": [training, {"name": "sidecar", "image": "busybox", "args": ["serve"]}]}}
+
+
+def test_under_torchrun_a_resume_runs_its_args_by_torchrun_and_gives_the_other_containers_its_override():
+    spec = resumed_pod(with_sidecar(["train.py"]), command=["python"], args=["train.py", "--resume"])
+    training, sidecar = spec["containers"]
+    assert training["command"] == ["torchrun"] and training["args"][-2:] == ["train.py", "--resume"]
+    assert (sidecar["command"], sidecar["args"]) == (["python"], ["train.py", "--resume"])
+    assert spec["initContainers"] == [{"name": "init", "image": "busybox"}]
+
+
+def test_under_torchrun_a_resume_without_args_runs_the_templates_args():
+    spec = resumed_pod(with_sidecar(["train.py"]), command=["python"])
+    assert spec["containers"][0]["args"][-1] == "train.py"
+    sidecar = spec["containers"][1]
+    assert (sidecar["command"], sidecar["args"]) == (["python"], ["serve"])
+
+
+def test_under_torchrun_a_resume_may_skip_the_init_containers():
+    assert "initContainers" not in resumed_pod(with_sidecar(["train.py"]), skipInitContainer=True)
+    assert "initContainers" in resumed_pod(with_sidecar(["train.py"]), skipInitContainer=False)
+
+
+def test_under_torchrun_a_training_container_without_args_runs_torchrun_with_no_script():
+    spec = resumed_pod(with_sidecar())
+    assert spec["containers"][0]["command"] == ["torchrun"] and "train.py" not in spec["containers"][0]["args"]
