@@ -90,9 +90,8 @@ def main(argv=None) -> int:
     tests = [t for t in (args.tests or KILL_SET) if Path(t).exists()]
     found = [m for path in modules for m in mutation.mutants(Path(path).read_text(), path)]
     if args.survivors_of:
-        earlier = json.loads(Path(args.survivors_of).read_text())["results"]
-        alive = {r["id"] for r in earlier if r["outcome"] in ("survived", "no tests")}
-        found = [m for m in found if m.ident in alive]
+        alive = _survivors(Path(args.survivors_of))
+        found = [m for m in found if m.ident in alive or (m.path, m.line, m.function[0], m.description) in alive]
     if args.list:
         for m in found:
             print(f"{m.path}:{m.line}: {m.description}  [{m.function[0]}]")
@@ -104,6 +103,22 @@ def main(argv=None) -> int:
     results = _run_all(found, functions, coverage, args.jobs)
     _report(results, modules, args.report)
     return 0
+
+
+def _survivors(report: Path) -> set:
+    """The mutants alive in an earlier run: ids from its JSON report, or (path, line, function, mutation) from
+    its printed lines (`SURVIVED  path:line [function] mutation`, as a run prints them while it goes)."""
+    text = report.read_text()
+    if text.lstrip().startswith("{"):
+        return {r["id"] for r in json.loads(text)["results"] if r["outcome"] in ("survived", "no tests")}
+    alive = set()
+    for line in text.splitlines():
+        if line.startswith(("SURVIVED ", "NO TESTS ")):
+            where, rest = line[9:].strip().split(" [", 1)
+            path, number = where.rsplit(":", 1)
+            function, description = rest.split("] ", 1)
+            alive.add((path, int(number), function, description))
+    return alive
 
 
 def _quiet_pytest(args: list[str]) -> int:
