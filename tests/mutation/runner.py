@@ -157,7 +157,7 @@ def _live_functions(modules: list[str]) -> dict[tuple[str, str, int], list]:
 
 def _baseline(tests: list[str], modules: list[str]) -> dict:
     """Run the kill set unmutated in a child; per test: outcome, duration, the mutated modules' functions it calls."""
-    out = ROOT / ".mutants-baseline.json"
+    out = ROOT / f".mutants-baseline.{os.getpid()}.json"
     pid = os.fork()
     if pid == 0:
         code = 1
