@@ -61,11 +61,15 @@ def test_a_lost_pod_counts_against_the_budget_except_under_never():
         False, True, True, True]
 
 
-@pytest.mark.parametrize("spec", [{"runMode": "debug"}, {"runMode": None},
-                                  {"runPolicy": {"cleanUpPolicy": 5}}, {"runPolicy": {"cleanUpPolicy": ["All"]}}])
-def test_run_mode_and_clean_up_policy_of_the_wrong_type_are_spec_errors(spec):
-    problems = TENSORFLOW.parse(tfjob(("worker", 1), **spec))
-    assert isinstance(problems, list) and problems
+@pytest.mark.parametrize(("spec", "message"), [
+    ({"runMode": "debug"}, "Input should be a valid dictionary or instance of RunMode"),
+    ({"runMode": None}, "Input should be a valid dictionary or instance of RunMode"),
+    ({"runPolicy": {"cleanUpPolicy": 5}}, "Input should be 'None', 'Unfinished' or 'All'"),
+    ({"runPolicy": {"cleanUpPolicy": ["All"]}}, "Input should be 'None', 'Unfinished' or 'All'"),
+])
+def test_run_mode_and_clean_up_policy_of_the_wrong_type_are_spec_errors_that_say_what_is_wanted(spec, message):
+    [problem] = TENSORFLOW.parse(tfjob(("worker", 1), **spec))
+    assert problem.message.startswith(message), problem
 
 
 def test_an_unknown_clean_up_policy_is_quoted_as_the_user_spelled_it():
