@@ -59,3 +59,26 @@ def test_a_restart_without_an_exit_code_says_how_the_pod_ended():
     no_code = [{"name": "main", "state": "terminated", "exitCode": None}]
     decided = step(observation(Seen.CURRENT, "Failed", containers=no_code, pod=pod))
     assert decided.restart_event == "Restarting replica job-worker-0 (restart 1 of 1): pod failed: Evicted"
+
+
+def test_a_pod_lost_while_running_is_counted_and_replaced_after_a_back_off_under_a_second():
+    from controller.jobs.backoff import RestartBackoff, stamp
+
+    decided = step(observation(Seen.GONE, "Running"), stamp(1000.0), 1000.0, RestartBackoff(0.5))
+    assert decided.restart_event == ("Restarting replica job-worker-0 (restart 1 of 1): pod was deleted; "
+                                     "its next pod in 0.5s (back-off)")
+    assert (decided.create, decided.wake, decided.record.restart_count) == (False, 0.5, 1)
+
+
+def test_a_restart_without_a_limit_or_a_reason_says_neither():
+    unlimited = ReplicaRestart(RestartPolicyType.ON_FAILURE, None, "main")
+    pod = {"metadata": {"uid": "u1"}, "status": {"phase": "Failed"}}
+    decided = step(observation(Seen.CURRENT, "Failed", unlimited, pod=pod))
+    assert decided.restart_event == "Restarting replica job-worker-0 (restart 1): pod failed"
+
+
+def test_pods_lost_at_once_draw_on_a_budget_of_two_one_restart_each():
+    budget = ReplicaRestart(RestartPolicyType.ON_FAILURE, 2, "main")
+    slots = [Slot("worker", rank, f"job-worker-{rank}", budget, Replica(f"job-worker-{rank}", f"u{rank}", "Running"),
+                  None) for rank in (0, 1, 2)]
+    assert [o.outcome for o in observe_all(slots, 0)] == [None, None, Outcome.FAILED]
