@@ -82,3 +82,23 @@ def test_pods_lost_at_once_draw_on_a_budget_of_two_one_restart_each():
     slots = [Slot("worker", rank, f"job-worker-{rank}", budget, Replica(f"job-worker-{rank}", f"u{rank}", "Running"),
                   None) for rank in (0, 1, 2)]
     assert [o.outcome for o in observe_all(slots, 0)] == [None, None, Outcome.FAILED]
+
+
+def test_a_restart_names_the_first_failing_exit_code_else_zero():
+    always = ReplicaRestart(RestartPolicyType.ALWAYS, None, "main")
+    pod = {"metadata": {"uid": "u1"}, "status": {"phase": "Failed"}}
+    codes = [{"name": "a", "state": "terminated", "exitCode": 0}, {"name": "b", "state": "terminated", "exitCode": 2}]
+    assert step(observation(Seen.CURRENT, "Failed", always, containers=codes, pod=pod)).restart_event.endswith(
+        "pod exited with code 2")
+    succeeded = [{"name": "a", "state": "terminated", "exitCode": 0}]
+    assert step(observation(Seen.CURRENT, "Succeeded", always, containers=succeeded, pod=pod)).restart_event.endswith(
+        "pod exited with code 0")
+
+
+def test_pause_does_not_delete_again_a_pod_already_terminating():
+    from controller.jobs.restart import pause
+
+    going = {"metadata": {"uid": "u1", "deletionTimestamp": "2024-01-01T00:00:00Z"}, "status": {"phase": "Running"}}
+    assert pause(observation(Seen.CURRENT, "Running", pod=going)).delete is None
+    running = {"metadata": {"uid": "u1"}, "status": {"phase": "Running"}}
+    assert pause(observation(Seen.CURRENT, "Running", pod=running)).delete == "u1"
