@@ -1,0 +1,21 @@
+"""The job's status and conditions (controller/jobs/status.py) in the cases the planning tests do not reach.
+Written against the mutants that survived the other tests (tests/mutation, RELIABILITY.md): each test names the
+behaviour a surviving mutant broke."""
+
+from __future__ import annotations
+
+from controller.jobs import status as st
+
+NOW, LATER = "2024-01-01T00:00:01Z", "2024-01-01T00:00:09Z"
+
+
+def test_a_refused_write_adds_replica_failure_to_conditions_without_it_and_keeps_its_first_time():
+    [failure] = st.write_failure_condition([], [], "FailedCreate", "pods is forbidden", NOW)
+    assert (failure["type"], failure["status"], failure["reason"], failure["lastTransitionTime"]) == (
+        "ReplicaFailure", "True", "FailedCreate", NOW)
+    stored = [failure]
+    computed = [{"type": "Completed", "status": "False"},
+                {"type": "ReplicaFailure", "status": "False", "reason": "NoFailure", "lastTransitionTime": LATER}]
+    conditions = st.write_failure_condition(computed, stored, "FailedCreate", "pods is forbidden", LATER)
+    assert conditions[0] == {"type": "Completed", "status": "False"}
+    assert (conditions[1]["status"], conditions[1]["lastTransitionTime"]) == ("True", NOW)
