@@ -19,3 +19,8 @@ def test_a_refused_write_adds_replica_failure_to_conditions_without_it_and_keeps
     conditions = st.write_failure_condition(computed, stored, "FailedCreate", "pods is forbidden", LATER)
     assert conditions[0] == {"type": "Completed", "status": "False"}
     assert (conditions[1]["status"], conditions[1]["lastTransitionTime"]) == ("True", NOW)
+
+
+def test_a_pod_without_a_status_is_not_ready_and_one_without_a_uid_has_an_empty_one():
+    assert st.pod_ready({"metadata": {"name": "p"}}) is False
+    assert st.pod_uid({"metadata": {"name": "p"}}) == ""
