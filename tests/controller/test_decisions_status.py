@@ -24,3 +24,17 @@ def test_a_refused_write_adds_replica_failure_to_conditions_without_it_and_keeps
 def test_a_pod_without_a_status_is_not_ready_and_one_without_a_uid_has_an_empty_one():
     assert st.pod_ready({"metadata": {"name": "p"}}) is False
     assert st.pod_uid({"metadata": {"name": "p"}}) == ""
+
+
+def test_a_pod_not_reported_on_yet_is_a_pending_replica():
+    record = st.observed(st.Replica("job-worker-0"), {"metadata": {"uid": "u1"}})
+    assert (record.uid, record.phase, record.containers, record.ready) == ("u1", "Pending", (), False)
+    assert st.observed(st.Replica("job-worker-0"), {"metadata": {"uid": "u1"}, "status": {}}).phase == "Pending"
+
+
+def test_only_a_deleted_replica_says_its_unfinished_containers_are_deleted():
+    running = st.Replica("job-worker-0", "u1", "Running", ({"name": "main", "state": "running"},
+                                                            {"name": "init", "state": "terminated", "exitCode": 0}))
+    assert running.in_phase("Failed").containers == running.containers
+    assert running.in_phase(st.DELETED).containers == ({"name": "main", "state": "deleted"},
+                                                       {"name": "init", "state": "terminated", "exitCode": 0})
