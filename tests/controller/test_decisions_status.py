@@ -38,3 +38,14 @@ def test_only_a_deleted_replica_says_its_unfinished_containers_are_deleted():
     assert running.in_phase("Failed").containers == running.containers
     assert running.in_phase(st.DELETED).containers == ({"name": "main", "state": "deleted"},
                                                        {"name": "init", "state": "terminated", "exitCode": 0})
+
+
+def test_replica_failure_names_the_failed_replicas_up_to_its_maximum_and_counts_the_rest():
+    def message(failed: int) -> str:
+        records = [st.Replica(f"w-{i}", f"u{i}", "Failed") for i in range(failed)] + [st.Replica("ok", "u", "Running")]
+        conditions = st.progress_conditions([], phase="Running", records=records, now=NOW)
+        return st.find_condition(conditions, "ReplicaFailure")["message"]
+
+    assert message(1) == "Replicas with a failed pod: w-0."
+    assert message(st.NAMES_SHOWN) == f"Replicas with a failed pod: {', '.join(f'w-{i}' for i in range(5))}."
+    assert message(st.NAMES_SHOWN + 2).endswith("w-4 and 2 more.")
