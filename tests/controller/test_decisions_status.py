@@ -49,3 +49,13 @@ def test_replica_failure_names_the_failed_replicas_up_to_its_maximum_and_counts_
     assert message(1) == "Replicas with a failed pod: w-0."
     assert message(st.NAMES_SHOWN) == f"Replicas with a failed pod: {', '.join(f'w-{i}' for i in range(5))}."
     assert message(st.NAMES_SHOWN + 2).endswith("w-4 and 2 more.")
+
+
+def test_a_stored_record_with_an_unreadable_waiting_cause_waits_for_nothing():
+    assert st.read_record({"waiting": "ImagePullBackOff"}, "w-0").waiting is None
+    assert st.read_record({"waiting": {"reason": "ErrImagePull", "message": ""}}, "w-0").waiting == {
+        "reason": "ErrImagePull", "message": ""}
+
+
+def test_a_pod_without_a_uid_is_recorded_with_an_empty_one():
+    assert st.observed(st.Replica("w-0"), {"metadata": {}, "status": {"phase": "Running"}}).uid == ""
