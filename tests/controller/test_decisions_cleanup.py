@@ -52,3 +52,11 @@ def test_only_a_pod_being_created_and_unseen_is_waited_for():
     assert waited.record.phase == CREATING
     for record in (Replica("r", "", "Failed"), Replica("r", "a", CREATING)):
         assert settle(CleanUpPolicy.ALL, record, None, create_pending=True).record.phase == DELETED
+
+
+def test_a_pod_retired_for_a_restart_and_still_the_records_is_cleaned_up_as_the_replicas_own():
+    # A restart was counted (the record keeps the pod as uid and lastRestartUid) and the job finished before the
+    # pod was gone: under All it is deleted, the replica shown Deleted, with the clean-up's event.
+    counted = Replica("r", "a", "Failed", restart_count=1, last_restart_uid="a")
+    settled = settle(CleanUpPolicy.ALL, counted, pod("a", "Failed"))
+    assert (settled.record.phase, settled.delete, settled.cleaned) == (DELETED, "a", True)

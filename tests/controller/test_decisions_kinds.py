@@ -161,3 +161,10 @@ def test_under_torchrun_a_resume_may_skip_the_init_containers():
 def test_under_torchrun_a_training_container_without_args_runs_torchrun_with_no_script():
     spec = resumed_pod(with_sidecar())
     assert spec["containers"][0]["command"] == ["torchrun"] and "train.py" not in spec["containers"][0]["args"]
+
+
+def test_pytorch_service_ports_of_a_type_not_in_the_spec_are_the_default_port():
+    from controller.kinds.pytorch.kind import PYTORCH
+
+    job = pytorch(("worker", 1))
+    assert PYTORCH.service_ports(job, "removed") == PYTORCH.service_ports(job, "worker")
