@@ -59,3 +59,12 @@ def test_a_stored_record_with_an_unreadable_waiting_cause_waits_for_nothing():
 
 def test_a_pod_without_a_uid_is_recorded_with_an_empty_one():
     assert st.observed(st.Replica("w-0"), {"metadata": {}, "status": {"phase": "Running"}}).uid == ""
+
+
+def test_paused_says_whether_pods_are_still_being_deleted():
+    def paused(pods_left: bool) -> str:
+        conditions = st.pause_conditions([], paused=True, pods_left=pods_left, now=NOW)
+        return st.find_condition(conditions, "Paused")["message"]
+
+    assert paused(True) == "The job is paused: its pods are being deleted."
+    assert paused(False) == "The job is paused: all its pods are deleted."
