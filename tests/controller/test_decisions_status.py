@@ -48,6 +48,7 @@ def test_replica_failure_names_the_failed_replicas_up_to_its_maximum_and_counts_
 
     assert message(1) == "Replicas with a failed pod: w-0."
     assert message(st.NAMES_SHOWN) == f"Replicas with a failed pod: {', '.join(f'w-{i}' for i in range(5))}."
+    assert message(st.NAMES_SHOWN + 1).endswith("w-4 and 1 more.")
     assert message(st.NAMES_SHOWN + 2).endswith("w-4 and 2 more.")
 
 
@@ -68,3 +69,15 @@ def test_paused_says_whether_pods_are_still_being_deleted():
 
     assert paused(True) == "The job is paused: its pods are being deleted."
     assert paused(False) == "The job is paused: all its pods are deleted."
+
+
+def test_retiring_a_replica_awaiting_its_pod_keeps_the_pod_it_retired_before():
+    awaiting = st.Replica("w-0", "", st.CREATING, last_restart_uid="old")
+    assert awaiting.retired().last_restart_uid == "old"
+    assert st.Replica("w-0", "new", "Running", last_restart_uid="old").retired().last_restart_uid == "new"
+
+
+def test_bare_pods_and_container_statuses_read_as_pending_and_waiting():
+    assert st.pod_phase({"metadata": {}}) == "Pending"
+    assert st.container_states({"status": {"containerStatuses": [{"name": "main"}]}}) == [
+        {"name": "main", "state": "waiting"}]
