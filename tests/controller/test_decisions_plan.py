@@ -5,6 +5,7 @@ RELIABILITY.md): each test names the behaviour a surviving mutant broke."""
 from __future__ import annotations
 
 from controller.jobs import plan as engine
+from controller.jobs.pods import mode_annotation
 from controller.kinds.tensorflow import tensorboard
 from controller.kinds.tensorflow.kind import TENSORFLOW
 
@@ -63,3 +64,72 @@ def test_a_resumed_job_starts_its_deadline_again():
     resumed = engine.plan(TENSORFLOW, job, paused, [], at(100))
     assert not resumed.terminal and resumed.status["phase"] == "Resuming"
     assert (resumed.status["startTime"], resumed.requeue_after) == (at(100), 60)
+
+
+# --- GenericJobs (tests/controller/plan_support.py) ----------------------------------------------------------
+
+
+def generic():
+    from . import plan_support
+
+    return plan_support
+
+
+def test_a_job_created_paused_says_it_has_neither_completed_nor_failed():
+    ps = generic()
+    job = ps.make_job(("worker", 1), pause=True)
+    conditions = {c["type"]: c["status"] for c in ps.plan(job, {}, [], at(0)).status["conditions"]}
+    assert (conditions["Completed"], conditions["Failed"], conditions["Paused"]) == ("False", "False", "True")
+
+
+def test_a_template_change_is_announced_in_the_plan_and_recorded():
+    ps = generic()
+    job = ps.make_job(("worker", 1))
+    first = ps.plan(job, {}, [], at(0))
+    hashes = first.status["templateHashes"]
+    assert set(hashes) == {"worker"}
+    edited = ps.plan(job, {**first.status, "templateHashes": {"worker": "an older hash"}}, [], at(1))
+    assert [e.reason for e in edited.events if e.reason == "TemplateChanged"] == ["TemplateChanged"]
+    assert edited.status["templateHashes"] == hashes
+
+
+def test_turning_debug_mode_on_replaces_the_running_pods_and_says_so():
+    ps = generic()
+    pods = ps.Pods()
+    job = ps.make_job(("worker", 2))
+    status = ps.step(job, {}, pods, at(0)).status
+    pods.set_all("Running")
+    for pod in pods.list():  # made in the workload's mode, as the controller's pods say
+        pod["metadata"]["annotations"] = {mode_annotation(ps.GENERICJOB.api): "immediate"}
+    status = ps.step(job, status, pods, at(1)).status
+    debug = ps.make_job(("worker", 2), debug=True)
+    switched = ps.plan(debug, status, pods.list(), at(2))
+    assert sorted(d.name for d in switched.delete) == ["job-worker-0", "job-worker-1"]
+    assert [e.message for e in switched.events if e.reason == "RunModeChanged"] == [
+        "Debug mode turned on: replacing the pods of job-worker-0, job-worker-1"]
+
+
+def test_an_invalid_job_force_deletes_its_stuck_pods_and_is_no_longer_running():
+    ps = generic()
+    stuck = ps.make_pod("worker", 0, "u0", "Running", terminating=True)
+    status = {"phase": "Running", "conditions": [{"type": "Running", "status": "True"}]}
+    invalid = engine.plan_invalid(ps.GENERICJOB, status, [stuck], "bad", at(0), clock=1.8e9, stuck_after=60.0)
+    assert [f.name for f in invalid.force_delete] == ["job-worker-0"]
+    running = next(c for c in invalid.status["conditions"] if c["type"] == "Running")
+    assert (running["status"], running["message"]) == ("False", "The job has finished.")
+
+
+def test_an_invalid_job_that_never_described_its_replicas_gets_no_replica_status():
+    ps = generic()
+    invalid = ps.plan_invalid({}, [], "bad", at(0))
+    assert {"tasks", "aggregate", "backoffCount"}.isdisjoint(invalid.status)
+
+
+def test_an_invalid_job_still_counts_the_restarts_of_ranks_scaled_away():
+    ps = generic()
+    pods = ps.Pods()
+    job = ps.make_job(("worker", 1))
+    status = ps.step(job, {}, pods, at(0)).status
+    status = {**status, "removedReplicas": [{"name": "job-worker-5", "restartCount": 2}]}
+    invalid = ps.plan_invalid(status, pods.list(), "bad", at(1))
+    assert invalid.status["backoffCount"] == 2
