@@ -133,3 +133,24 @@ def test_an_invalid_job_still_counts_the_restarts_of_ranks_scaled_away():
     status = {**status, "removedReplicas": [{"name": "job-worker-5", "restartCount": 2}]}
     invalid = ps.plan_invalid(status, pods.list(), "bad", at(1))
     assert invalid.status["backoffCount"] == 2
+
+
+def test_a_finished_job_records_the_clean_up_policy_it_finished_with():
+    ps = generic()
+    pods = ps.Pods()
+    job = ps.make_job(("worker", 1, "Never"), cleanup="All")
+    status = ps.step(job, {}, pods, at(0)).status
+    pods.set("worker", 0, "Failed")
+    finished = ps.plan(job, status, pods.list(), at(1))
+    assert finished.terminal and finished.status["cleanUpPolicy"] == "All"
+
+
+def test_among_look_alike_pods_the_recorded_one_is_the_replicas_then_one_not_retired():
+    ps = generic()
+    from controller.jobs.status import Replica
+
+    retired, recorded, other = (ps.make_pod("worker", 0, uid) for uid in ("u-old", "u-rec", "u-new"))
+    record = Replica("job-worker-0", "u-rec", "Running", last_restart_uid="u-old")
+    assert engine._pick([retired, other, recorded], record) is recorded
+    assert engine._pick([retired, other], Replica("job-worker-0", "", "Creating", last_restart_uid="u-old")) is other
+    assert engine._pick([retired], record) is retired
