@@ -154,3 +154,40 @@ def test_among_look_alike_pods_the_recorded_one_is_the_replicas_then_one_not_ret
     assert engine._pick([retired, other, recorded], record) is recorded
     assert engine._pick([retired, other], Replica("job-worker-0", "", "Creating", last_restart_uid="u-old")) is other
     assert engine._pick([retired], record) is retired
+
+
+def test_a_jobs_podgroup_and_services_are_made_when_watched_and_not_while_paused():
+    job = parsed(("worker", 1), scheduler={"t9kScheduler": {"queue": "q"}})
+    made = engine.plan(TENSORFLOW, job, {}, [], NOW, services=[], podgroups=[])
+    assert [a.resource for a in made.podgroup] == ["podgroups"] and [a.resource for a in made.services] == ["services"]
+    paused = parsed(("worker", 1), scheduler={"t9kScheduler": {"queue": "q"}}, runMode={"pause": {"enabled": True}})
+    held = engine.plan(TENSORFLOW, paused, {}, [], NOW, services=[], podgroups=[])
+    assert (held.podgroup, held.services) == ([], [])
+    unwatched = engine.plan(TENSORFLOW, job, {}, [], NOW)
+    assert (unwatched.podgroup, unwatched.services) == ([], [])
+
+
+def test_a_refused_write_does_not_change_the_conditions_of_a_job_that_finishes():
+    ps = generic()
+    pods = ps.Pods()
+    job = ps.make_job(("worker", 1, "Never"))
+    status = ps.step(job, {}, pods, at(0)).status
+    pods.set("worker", 0, "Failed")
+    finished = engine.plan(ps.GENERICJOB, job, status, pods.list(), at(1),
+                           write_failure=engine.WriteFailure("FailedCreate", "pods is forbidden"))
+    failure = next(c for c in finished.status["conditions"] if c["type"] == "ReplicaFailure")
+    assert finished.terminal and failure["reason"] != "FailedCreate"
+
+
+def test_the_deadlines_wake_up_is_timed_by_the_clock_not_whole_seconds():
+    from controller.jobs.backoff import epoch
+
+    job = parsed(("worker", 1), runPolicy={"activeDeadlineSeconds": 60})
+    woken = engine.plan(TENSORFLOW, job, {"phase": "Running", "startTime": at(0)}, [], at(20),
+                        clock=epoch(at(20)) + 0.5)
+    assert woken.requeue_after == 39.5
+
+
+def test_a_job_without_a_status_is_planned_as_a_new_one():
+    job = parsed(("worker", 1))
+    assert engine.plan(TENSORFLOW, job, None, [], NOW).status == engine.plan(TENSORFLOW, job, {}, [], NOW).status
