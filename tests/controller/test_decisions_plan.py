@@ -191,3 +191,19 @@ def test_the_deadlines_wake_up_is_timed_by_the_clock_not_whole_seconds():
 def test_a_job_without_a_status_is_planned_as_a_new_one():
     job = parsed(("worker", 1))
     assert engine.plan(TENSORFLOW, job, None, [], NOW).status == engine.plan(TENSORFLOW, job, {}, [], NOW).status
+
+
+def test_an_invalid_job_keeps_its_other_conditions_and_may_have_no_status_yet():
+    ps = generic()
+    initialized = {"type": "Initialized", "status": "True", "reason": "PodsCreated"}
+    invalid = ps.plan_invalid({"phase": "Running", "conditions": [initialized]}, [], "bad", at(0))
+    assert initialized in invalid.status["conditions"]
+    assert ps.plan_invalid(None, [], "bad", at(0)).status["phase"] == "Failed"
+
+
+def test_a_job_already_failed_as_invalid_still_deletes_its_unfinished_pods():
+    ps = generic()
+    first = ps.plan_invalid({"phase": "Running"}, [], "bad", at(0))
+    running = ps.make_pod("worker", 0, "u0", "Running")
+    again = ps.plan_invalid(first.status, [running], "bad", at(1))
+    assert again.terminal and [d.name for d in again.delete] == ["job-worker-0"]
