@@ -207,3 +207,71 @@ def test_a_job_already_failed_as_invalid_still_deletes_its_unfinished_pods():
     running = ps.make_pod("worker", 0, "u0", "Running")
     again = ps.plan_invalid(first.status, [running], "bad", at(1))
     assert again.terminal and [d.name for d in again.delete] == ["job-worker-0"]
+
+
+def tf_pod(job, replica_type: str, rank: int, phase: str) -> dict:
+    from controller.jobs.naming import replica_labels, replica_name
+
+    return {"metadata": {"name": replica_name(job.name, replica_type, rank), "namespace": "ns",
+                         "uid": f"u-{replica_type}-{rank}",
+                         "labels": replica_labels(TENSORFLOW.api, job.name, job.uid, replica_type, rank)},
+            "status": {"phase": phase}}
+
+
+def test_past_its_deadline_a_job_under_all_deletes_every_pod_and_under_none_its_unfinished_ones():
+    running = {"phase": "Running", "startTime": at(0)}
+    for policy, deleted in (("All", ["tf-worker-0", "tf-worker-1"]), ("None", ["tf-worker-0"])):
+        job = parsed(("worker", 2), runPolicy={"activeDeadlineSeconds": 60, "cleanUpPolicy": policy})
+        pods = [tf_pod(job, "worker", 0, "Running"), tf_pod(job, "worker", 1, "Succeeded")]
+        failed = engine.plan(TENSORFLOW, job, running, pods, at(61))
+        assert failed.status["reason"] == "DeadlineExceeded"
+        assert sorted(d.name for d in failed.delete) == deleted, policy
+
+
+def test_the_deadline_passes_only_when_no_time_is_left():
+    from controller.jobs.backoff import epoch
+
+    job = parsed(("worker", 1), runPolicy={"activeDeadlineSeconds": 60})
+    almost = engine.plan(TENSORFLOW, job, {"phase": "Running", "startTime": at(0)}, [], at(59),
+                         clock=epoch(at(59)) + 0.5)
+    assert not almost.terminal and almost.requeue_after == 0.5
+
+
+def test_a_finished_job_says_once_per_generation_that_spec_changes_are_ignored():
+    ps = generic()
+    pods = ps.Pods()
+    job = ps.make_job(("worker", 1, "Never"))
+    status = ps.step(job, {}, pods, at(0)).status
+    pods.set("worker", 0, "Failed")
+    finished = ps.plan(job, status, pods.list(), at(1)).status
+    seen = ps.plan(job, {**finished, "observedGeneration": job.generation}, pods.list(), at(2))
+    assert not [e for e in seen.events if e.reason == "SpecChangeIgnored"]
+    edited = ps.plan(job, {**finished, "observedGeneration": job.generation - 1}, pods.list(), at(2))
+    assert [e.reason for e in edited.events if e.reason == "SpecChangeIgnored"] == ["SpecChangeIgnored"]
+
+
+def test_a_finishing_job_keeps_the_conditions_of_its_past():
+    ps = generic()
+    pods = ps.Pods()
+    job = ps.make_job(("worker", 1, "Never"))
+    status = ps.step(job, {}, pods, at(0)).status
+    resumed = {"type": "Paused", "status": "False", "reason": "Resumed", "message": "The job was resumed.",
+               "lastTransitionTime": at(0)}
+    pods.set("worker", 0, "Failed")
+    finished = ps.plan(job, {**status, "conditions": [*status["conditions"], resumed]}, pods.list(), at(1))
+    assert finished.terminal and resumed in finished.status["conditions"]
+
+
+def test_the_restarts_of_ranks_scaled_away_spend_the_jobs_budget():
+    job = TENSORFLOW.parse(tfjob_with_restart_policy("OnFailure"))
+    status = {"phase": "Running", "startTime": at(0), "removedReplicas": [{"name": "tf-worker-3", "restartCount": 2}]}
+    failed = engine.plan(TENSORFLOW, job, status, [tf_pod(job, "worker", 0, "Failed")], at(1))
+    assert failed.terminal and failed.status["reason"] == "BackoffLimitExceeded"
+
+
+def tfjob_with_restart_policy(policy: str) -> dict:
+    from .test_tensorflow_kind import tfjob
+
+    obj = tfjob(("worker", 1), runPolicy={"backoffLimit": 2})
+    obj["spec"]["replicaSpecs"][0]["restartPolicy"] = policy
+    return obj
