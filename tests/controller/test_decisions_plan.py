@@ -275,3 +275,17 @@ def tfjob_with_restart_policy(policy: str) -> dict:
     obj = tfjob(("worker", 1), runPolicy={"backoffLimit": 2})
     obj["spec"]["replicaSpecs"][0]["restartPolicy"] = policy
     return obj
+
+
+def test_a_pod_stuck_terminating_is_force_deleted_once_its_time_is_up_not_a_moment_later():
+    from controller.jobs.backoff import epoch
+
+    ps = generic()
+    stuck = ps.make_pod("worker", 0, "u0", "Running", terminating=True)
+    deadline = epoch(stuck["metadata"]["deletionTimestamp"])
+    due = ps.plan_invalid({"phase": "Failed"}, [stuck], "bad", at(0))  # (no clock: never checked)
+    assert due.force_delete == []
+    early = engine.plan_invalid(ps.GENERICJOB, {}, [stuck], "bad", at(0), clock=deadline + 59.5, stuck_after=60.0)
+    assert (early.force_delete, early.requeue_after) == ([], 0.5)
+    on_time = engine.plan_invalid(ps.GENERICJOB, {}, [stuck], "bad", at(0), clock=deadline + 60.0, stuck_after=60.0)
+    assert [f.name for f in on_time.force_delete] == ["job-worker-0"]
