@@ -289,3 +289,71 @@ def test_a_pod_stuck_terminating_is_force_deleted_once_its_time_is_up_not_a_mome
     assert (early.force_delete, early.requeue_after) == ([], 0.5)
     on_time = engine.plan_invalid(ps.GENERICJOB, {}, [stuck], "bad", at(0), clock=deadline + 60.0, stuck_after=60.0)
     assert [f.name for f in on_time.force_delete] == ["job-worker-0"]
+
+
+def test_an_invalid_job_removes_its_services_and_podgroup():
+    ps = generic()
+    child = {"metadata": {"name": "job", "uid": "c1"}}
+    invalid = engine.plan_invalid(ps.GENERICJOB, {}, [], "bad", at(0), services=[child], podgroups=[child])
+    assert [(a.resource, a.name) for a in invalid.services] == [("services", "job")]
+    assert [(a.resource, a.name) for a in invalid.podgroup] == [("podgroups", "job")]
+
+
+def test_a_job_that_finished_otherwise_is_left_as_it_is_when_its_spec_turns_invalid():
+    ps = generic()
+    succeeded = {"phase": "Succeeded"}
+    assert ps.plan_invalid(succeeded, [ps.make_pod("worker", 0, "u0", "Running")], "bad", at(0)).status == succeeded
+
+
+def test_an_invalid_job_does_not_delete_a_terminating_pod_again_and_shows_its_replica_deleted():
+    ps = generic()
+    pods = ps.Pods()
+    job = ps.make_job(("worker", 1))
+    status = ps.step(job, {}, pods, at(0)).status
+    going = pods.list()[0]
+    going["metadata"]["deletionTimestamp"] = at(0)
+    going["status"] = {"phase": "Running"}
+    invalid = ps.plan_invalid(status, [going], "bad", at(1))
+    assert invalid.delete == []
+    [replica] = invalid.status["tasks"][0]["replicas"]
+    assert replica["phase"] == "Deleted"
+
+
+def test_of_two_pods_stuck_terminating_the_sooner_wakes_the_job():
+    from controller.jobs.backoff import epoch
+
+    ps = generic()
+    first = ps.make_pod("worker", 0, "u0", "Running", terminating=True)
+    later = ps.make_pod("worker", 1, "u1", "Running", terminating=True)
+    later["metadata"]["deletionTimestamp"] = at(30)
+    clock = epoch(at(0)) + 10
+    for pods in ([first, later], [later, first]):
+        woken = engine.plan_invalid(ps.GENERICJOB, {}, pods, "bad", at(0), clock=clock, stuck_after=60.0)
+        assert woken.requeue_after == 50
+
+
+def test_a_refused_write_shows_on_a_new_job_and_keeps_its_first_time_and_the_other_conditions():
+    ps = generic()
+    job = ps.make_job(("worker", 1))
+    refused = engine.WriteFailure("FailedCreate", "pods is forbidden")
+    first = engine.plan(ps.GENERICJOB, job, {}, [], at(0), write_failure=refused)
+    conditions = {c["type"]: c for c in first.status["conditions"]}
+    assert conditions["ReplicaFailure"]["reason"] == "FailedCreate" and "Completed" in conditions
+    again = engine.plan(ps.GENERICJOB, job, first.status, [], at(5), write_failure=refused)
+    failure = next(c for c in again.status["conditions"] if c["type"] == "ReplicaFailure")
+    assert failure["lastTransitionTime"] == at(0)
+
+
+def test_a_finished_jobs_clean_up_of_a_pod_its_record_still_shows_says_so():
+    import copy
+
+    ps = generic()
+    pods = ps.Pods()
+    job = ps.make_job(("worker", 2, "Never"), cleanup="All")
+    status = ps.step(job, {}, pods, at(0)).status
+    pods.set("worker", 0, "Failed")
+    pods.set("worker", 1, "Running")
+    finished = copy.deepcopy(ps.plan(job, status, pods.list(), at(1)).status)
+    finished["tasks"][0]["replicas"][1]["phase"] = "Running"  # as a controller that stopped before its write left it
+    late = ps.plan(job, finished, pods.list(), at(2))
+    assert [e.message for e in late.events if e.reason == "SuccessfulDelete"] == ["Deleted pod: job-worker-1"]
