@@ -4,6 +4,8 @@ RELIABILITY.md): each test names the behaviour a surviving mutant broke."""
 
 from __future__ import annotations
 
+import pytest
+
 from controller.jobs import plan as engine
 from controller.jobs.pods import mode_annotation
 from controller.kinds.tensorflow import tensorboard
@@ -93,20 +95,24 @@ def test_a_template_change_is_announced_in_the_plan_and_recorded():
     assert edited.status["templateHashes"] == hashes
 
 
-def test_turning_debug_mode_on_replaces_the_running_pods_and_says_so():
+@pytest.mark.parametrize(("replicas", "shown"), [
+    (2, "job-worker-0, job-worker-1"),
+    (7, "job-worker-0, job-worker-1, job-worker-2, job-worker-3, job-worker-4 and 2 more"),
+])
+def test_turning_debug_mode_on_replaces_the_running_pods_and_says_so(replicas, shown):
     ps = generic()
     pods = ps.Pods()
-    job = ps.make_job(("worker", 2))
+    job = ps.make_job(("worker", replicas))
     status = ps.step(job, {}, pods, at(0)).status
     pods.set_all("Running")
     for pod in pods.list():  # made in the workload's mode, as the controller's pods say
         pod["metadata"]["annotations"] = {mode_annotation(ps.GENERICJOB.api): "immediate"}
     status = ps.step(job, status, pods, at(1)).status
-    debug = ps.make_job(("worker", 2), debug=True)
+    debug = ps.make_job(("worker", replicas), debug=True)
     switched = ps.plan(debug, status, pods.list(), at(2))
-    assert sorted(d.name for d in switched.delete) == ["job-worker-0", "job-worker-1"]
+    assert sorted(d.name for d in switched.delete) == sorted(f"job-worker-{rank}" for rank in range(replicas))
     assert [e.message for e in switched.events if e.reason == "RunModeChanged"] == [
-        "Debug mode turned on: replacing the pods of job-worker-0, job-worker-1"]
+        f"Debug mode turned on: replacing the pods of {shown}"]
 
 
 def test_an_invalid_job_force_deletes_its_stuck_pods_and_is_no_longer_running():
@@ -260,6 +266,7 @@ def test_a_finishing_job_keeps_the_conditions_of_its_past():
     pods.set("worker", 0, "Failed")
     finished = ps.plan(job, {**status, "conditions": [*status["conditions"], resumed]}, pods.list(), at(1))
     assert finished.terminal and resumed in finished.status["conditions"]
+    assert (finished.status["startTime"], finished.status["completionTime"]) == (at(0), at(1))
 
 
 def test_the_restarts_of_ranks_scaled_away_spend_the_jobs_budget():
