@@ -97,6 +97,7 @@ def test_a_template_change_is_announced_in_the_plan_and_recorded():
 
 @pytest.mark.parametrize(("replicas", "shown"), [
     (2, "job-worker-0, job-worker-1"),
+    (5, "job-worker-0, job-worker-1, job-worker-2, job-worker-3, job-worker-4"),
     (7, "job-worker-0, job-worker-1, job-worker-2, job-worker-3, job-worker-4 and 2 more"),
 ])
 def test_turning_debug_mode_on_replaces_the_running_pods_and_says_so(replicas, shown):
@@ -309,7 +310,8 @@ def test_an_invalid_job_removes_its_services_and_podgroup():
 def test_a_job_that_finished_otherwise_is_left_as_it_is_when_its_spec_turns_invalid():
     ps = generic()
     succeeded = {"phase": "Succeeded"}
-    assert ps.plan_invalid(succeeded, [ps.make_pod("worker", 0, "u0", "Running")], "bad", at(0)).status == succeeded
+    left = ps.plan_invalid(succeeded, [ps.make_pod("worker", 0, "u0", "Running")], "bad", at(0))
+    assert left.terminal and left.status == succeeded and left.delete == []
 
 
 def test_an_invalid_job_does_not_delete_a_terminating_pod_again_and_shows_its_replica_deleted():
