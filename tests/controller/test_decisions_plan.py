@@ -366,3 +366,36 @@ def test_a_finished_jobs_clean_up_of_a_pod_its_record_still_shows_says_so():
     finished["tasks"][0]["replicas"][1]["phase"] = "Running"  # as a controller that stopped before its write left it
     late = ps.plan(job, finished, pods.list(), at(2))
     assert [e.message for e in late.events if e.reason == "SuccessfulDelete"] == ["Deleted pod: job-worker-1"]
+
+
+def test_a_force_delete_says_how_long_ago_the_pods_grace_period_ended():
+    from controller.jobs.backoff import epoch
+
+    ps = generic()
+    stuck = ps.make_pod("worker", 0, "u0", "Running", terminating=True)
+    clock = epoch(stuck["metadata"]["deletionTimestamp"]) + 75.0
+    [force] = engine.plan_invalid(ps.GENERICJOB, {}, [stuck], "bad", at(0), clock=clock, stuck_after=60.0).force_delete
+    assert force.overdue == 75.0
+
+
+def test_a_rank_scaled_away_without_restarts_adds_nothing_to_an_invalid_jobs_backoff_count():
+    ps = generic()
+    pods = ps.Pods()
+    status = ps.step(ps.make_job(("worker", 1)), {}, pods, at(0)).status
+    invalid = ps.plan_invalid({**status, "removedReplicas": [{"name": "job-worker-5"}]}, pods.list(), "bad", at(1))
+    assert invalid.status["backoffCount"] == 0
+
+
+def test_turning_debug_mode_off_replaces_the_debug_pods_and_says_so():
+    ps = generic()
+    pods = ps.Pods()
+    debug = ps.make_job(("worker", 1), debug=True)
+    status = ps.step(debug, {}, pods, at(0)).status
+    pods.set_all("Running")
+    for pod in pods.list():
+        pod["metadata"]["annotations"] = {mode_annotation(ps.GENERICJOB.api): "debug"}
+    status = ps.step(debug, status, pods, at(1)).status
+    switched = ps.plan(ps.make_job(("worker", 1)), status, pods.list(), at(2))
+    assert [d.name for d in switched.delete] == ["job-worker-0"]
+    assert [e.message for e in switched.events if e.reason == "RunModeChanged"] == [
+        "Debug mode turned off: replacing the pods of job-worker-0"]
