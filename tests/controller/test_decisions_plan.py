@@ -399,3 +399,23 @@ def test_turning_debug_mode_off_replaces_the_debug_pods_and_says_so():
     assert [d.name for d in switched.delete] == ["job-worker-0"]
     assert [e.message for e in switched.events if e.reason == "RunModeChanged"] == [
         "Debug mode turned off: replacing the pods of job-worker-0"]
+
+
+def test_a_finished_jobs_replica_awaiting_a_pod_is_deleted_unless_its_create_was_just_sent():
+    import copy
+
+    ps = generic()
+    pods = ps.Pods()
+    job = ps.make_job(("worker", 2, "Never"))
+    status = ps.step(job, {}, pods, at(0)).status
+    pods.set("worker", 0, "Failed")
+    finished = copy.deepcopy(ps.plan(job, status, pods.list(), at(1)).status)
+    finished["tasks"][0]["replicas"][1].update(phase="Creating", uid="")
+    others = [p for p in pods.list() if p["metadata"]["name"] != "job-worker-1"]
+
+    def phase(creating):
+        settled = engine.plan(ps.GENERICJOB, job, finished, others, at(2), creating=frozenset(creating))
+        return settled.status["tasks"][0]["replicas"][1]["phase"]
+
+    assert phase(()) == "Deleted"
+    assert phase({"job-worker-1"}) == "Creating"
