@@ -1,0 +1,104 @@
+"""Per-replica restart decisions (controller/jobs/restart.py) the planning tests do not reach: which observations
+draw on a job-wide restart budget in the same reconcile. Written against the mutants that survived the other tests
+(tests/mutation, RELIABILITY.md): each test names the behaviour a surviving mutant broke."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.jobs.api import Outcome
+from controller.jobs.restart import Observation, Seen, Slot, observe_all, step, will_count
+from controller.jobs.status import Replica
+from controller.jobs.training.restart import ReplicaRestart, RestartPolicyType
+
+ON_FAILURE = ReplicaRestart(RestartPolicyType.ON_FAILURE, 1, "main")
+NEVER = ReplicaRestart(RestartPolicyType.NEVER, 1, "main")
+
+
+def observation(seen: Seen, phase: str, policy=ON_FAILURE, outcome: Outcome | None = None, containers=(),
+                pod: dict | None = None) -> Observation:
+    record = Replica("job-worker-0", "u1", phase, tuple(containers))
+    return Observation(Slot("worker", 0, "job-worker-0", policy, record, pod), seen, record, outcome)
+
+
+@pytest.mark.parametrize(("phase", "policy", "counts"), [
+    ("Running", ON_FAILURE, True),   # a lost pod is a failure, replaced and counted
+    ("Running", NEVER, False),       # under Never it is recreated uncounted
+    ("Failed", NEVER, True),         # (a finished pod that vanished stands for itself)
+    ("Succeeded", ON_FAILURE, True),
+])
+def test_a_pod_gone_behind_the_controllers_back_counts_as_its_policy_says(phase, policy, counts):
+    assert will_count(observation(Seen.GONE, phase, policy)) is counts
+
+
+def test_a_replica_decided_for_good_or_awaiting_its_pod_counts_nothing():
+    assert will_count(observation(Seen.GONE, "Failed", outcome=Outcome.FAILED)) is False
+    assert will_count(observation(Seen.MISSING, "Failed")) is False
+    assert will_count(observation(Seen.RETIRED, "Failed")) is False
+    assert will_count(observation(Seen.CURRENT, "Running")) is False
+    assert will_count(observation(Seen.CURRENT, "Failed")) is True
+
+
+def test_two_pods_lost_at_once_draw_on_a_budget_of_one_in_turn():
+    slots = [Slot("worker", rank, f"job-worker-{rank}", ON_FAILURE,
+                  Replica(f"job-worker-{rank}", f"u{rank}", "Running"), None) for rank in (0, 1)]
+    first, second = observe_all(slots, 0)
+    assert (first.seen, first.outcome) == (Seen.GONE, None)
+    assert (second.seen, second.outcome, second.record.phase) == (Seen.GONE, Outcome.FAILED, "Failed")
+
+
+def test_a_finished_pod_that_vanished_is_restarted_for_how_it_ended_not_as_a_lost_pod():
+    exited = [{"name": "main", "state": "terminated", "exitCode": 3}]
+    decided = step(observation(Seen.GONE, "Failed", containers=exited))
+    assert decided.restart_event == "Restarting replica job-worker-0 (restart 1 of 1): pod exited with code 3"
+    assert decided.create and decided.record.restart_count == 1
+
+
+def test_a_restart_without_an_exit_code_says_how_the_pod_ended():
+    pod = {"metadata": {"uid": "u1"}, "status": {"phase": "Failed", "reason": "Evicted"}}
+    no_code = [{"name": "main", "state": "terminated", "exitCode": None}]
+    decided = step(observation(Seen.CURRENT, "Failed", containers=no_code, pod=pod))
+    assert decided.restart_event == "Restarting replica job-worker-0 (restart 1 of 1): pod failed: Evicted"
+
+
+def test_a_pod_lost_while_running_is_counted_and_replaced_after_a_back_off_under_a_second():
+    from controller.jobs.backoff import RestartBackoff, stamp
+
+    decided = step(observation(Seen.GONE, "Running"), stamp(1000.0), 1000.0, RestartBackoff(0.5))
+    assert decided.restart_event == ("Restarting replica job-worker-0 (restart 1 of 1): pod was deleted; "
+                                     "its next pod in 0.5s (back-off)")
+    assert (decided.create, decided.wake, decided.record.restart_count) == (False, 0.5, 1)
+
+
+def test_a_restart_without_a_limit_or_a_reason_says_neither():
+    unlimited = ReplicaRestart(RestartPolicyType.ON_FAILURE, None, "main")
+    pod = {"metadata": {"uid": "u1"}, "status": {"phase": "Failed"}}
+    decided = step(observation(Seen.CURRENT, "Failed", unlimited, pod=pod))
+    assert decided.restart_event == "Restarting replica job-worker-0 (restart 1): pod failed"
+
+
+def test_pods_lost_at_once_draw_on_a_budget_of_two_one_restart_each():
+    budget = ReplicaRestart(RestartPolicyType.ON_FAILURE, 2, "main")
+    slots = [Slot("worker", rank, f"job-worker-{rank}", budget, Replica(f"job-worker-{rank}", f"u{rank}", "Running"),
+                  None) for rank in (0, 1, 2)]
+    assert [o.outcome for o in observe_all(slots, 0)] == [None, None, Outcome.FAILED]
+
+
+def test_a_restart_names_the_first_failing_exit_code_else_zero():
+    always = ReplicaRestart(RestartPolicyType.ALWAYS, None, "main")
+    pod = {"metadata": {"uid": "u1"}, "status": {"phase": "Failed"}}
+    codes = [{"name": "a", "state": "terminated", "exitCode": 0}, {"name": "b", "state": "terminated", "exitCode": 2}]
+    assert step(observation(Seen.CURRENT, "Failed", always, containers=codes, pod=pod)).restart_event.endswith(
+        "pod exited with code 2")
+    succeeded = [{"name": "a", "state": "terminated", "exitCode": 0}]
+    assert step(observation(Seen.CURRENT, "Succeeded", always, containers=succeeded, pod=pod)).restart_event.endswith(
+        "pod exited with code 0")
+
+
+def test_pause_does_not_delete_again_a_pod_already_terminating():
+    from controller.jobs.restart import pause
+
+    going = {"metadata": {"uid": "u1", "deletionTimestamp": "2024-01-01T00:00:00Z"}, "status": {"phase": "Running"}}
+    assert pause(observation(Seen.CURRENT, "Running", pod=going)).delete is None
+    running = {"metadata": {"uid": "u1"}, "status": {"phase": "Running"}}
+    assert pause(observation(Seen.CURRENT, "Running", pod=running)).delete == "u1"
