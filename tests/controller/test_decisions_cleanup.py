@@ -19,10 +19,27 @@ def test_a_job_not_finished_is_judged_by_its_spec(phase):
 
 
 @pytest.mark.parametrize("phase", ["Succeeded", "Failed"])
-def test_a_finished_job_keeps_the_policy_it_finished_with_whatever_the_spec_says_now(phase):
+def test_a_finished_job_follows_its_current_policy_whatever_it_finished_with(phase):
+    # The spec's "Clean-up of a finished job follows its current cleanUpPolicy": the stored policy is only
+    # what was in force, an edit of the spec's policy puts another in force.
     job = make_job(("worker", 1), cleanup="All")
-    assert finished_policy(job, {"phase": phase, "cleanUpPolicy": "None"}) == CleanUpPolicy.NONE
-    assert finished_policy(job, {"phase": phase, "cleanUpPolicy": "Unfinished"}) == CleanUpPolicy.UNFINISHED
+    assert finished_policy(job, {"phase": phase, "cleanUpPolicy": "None"}) == CleanUpPolicy.ALL
+    job = make_job(("worker", 1), cleanup="None")
+    assert finished_policy(job, {"phase": phase, "cleanUpPolicy": "All"}) == CleanUpPolicy.NONE
+
+
+@pytest.mark.parametrize("cleanup, expected", [("None", "Unfinished"), ("Unfinished", "Unfinished"), ("All", "All")])
+def test_a_job_failed_by_its_deadline_deletes_at_least_its_unfinished_pods(cleanup, expected):
+    job = make_job(("worker", 1), cleanup=cleanup)
+    status = {"phase": "Failed", "reason": "DeadlineExceeded"}
+    assert finished_policy(job, status) == CleanUpPolicy(expected)
+
+
+@pytest.mark.parametrize("status", [{"phase": "Failed", "reason": "BackoffLimitExceeded"},
+                                    {"phase": "Running", "reason": "DeadlineExceeded"},
+                                    {"phase": "", "reason": "DeadlineExceeded"}])
+def test_none_is_none_unless_the_job_has_ended_by_its_deadline(status):
+    assert finished_policy(make_job(("worker", 1), cleanup="None"), status) == CleanUpPolicy.NONE
 
 
 def test_a_job_finished_without_a_stored_policy_or_a_bad_one_is_judged_by_its_spec():
@@ -41,10 +58,17 @@ def test_a_pod_that_replaced_a_deleted_one_is_the_replicas_and_is_cleaned_up():
     assert (settled.record.uid, settled.record.phase, settled.delete, settled.cleaned) == ("b", DELETED, "b", True)
 
 
-@pytest.mark.parametrize("terminating", [False, True])
-def test_under_none_a_record_marked_deleted_describes_its_pod_again_when_it_shows(terminating):
-    settled = settle(CleanUpPolicy.NONE, Replica("r", "a", DELETED), pod("a", "Failed", terminating))
+def test_under_none_a_record_marked_deleted_describes_its_pod_again_when_it_shows_alive():
+    # Its delete never went through (the pod is not terminating) and None keeps it: the record describes it.
+    settled = settle(CleanUpPolicy.NONE, Replica("r", "a", DELETED), pod("a", "Failed"))
     assert (settled.record.uid, settled.record.phase, settled.delete, settled.cleaned) == ("a", "Failed", None, False)
+
+
+def test_a_pod_deleted_by_an_earlier_clean_up_stays_deleted_when_the_policy_is_weakened_to_none():
+    # The spec: records of deleted pods become Deleted, and stay so (docs/live-jobs.md, "Clean-up follows
+    # the current policy"); a dying pod's phase does not bring the record back.
+    settled = settle(CleanUpPolicy.NONE, Replica("r", "a", DELETED), pod("a", "Failed", terminating=True))
+    assert (settled.record.uid, settled.record.phase, settled.delete, settled.cleaned) == ("a", DELETED, None, False)
 
 
 def test_only_a_pod_being_created_and_unseen_is_waited_for():

@@ -9,7 +9,17 @@ import pytest
 
 from controller.jobs.actions import DEBUG
 from controller.jobs.api import Outcome
-from controller.jobs.edits import judged, other_mode, removed, removed_records, template_changes, with_removed
+from controller.jobs.edits import (
+    NONE_REMOVED,
+    Removed,
+    is_debug,
+    judged,
+    other_mode,
+    removed,
+    removed_records,
+    template_changes,
+    with_removed,
+)
 from controller.jobs.pods import PodMode, mode_annotation
 from controller.jobs.restart import Observation, Seen, Slot
 from controller.jobs.status import Replica
@@ -60,14 +70,19 @@ def test_a_pod_terminating_or_not_the_replicas_own_is_left_to_go():
     assert other_mode(GENERICJOB, observed(DEBUG, seen=Seen.RETIRED), debugging=False) is False
 
 
-def test_of_the_ranks_scaled_away_only_those_that_restarted_or_whose_pod_remains_are_kept():
+def test_every_rank_scaled_away_keeps_a_deleted_record_with_its_count_under_its_type():
+    # The spec's "Removed ranks": a rank scaled away keeps its record, Deleted, with its restart count, whether
+    # it restarted or not and whether its pod remains; the spec's ranks are not among them. Stored apart by an
+    # earlier version (status.removedReplicas), the records are typed by their names.
     slot = observed(WORKLOAD).slot  # job-worker-0, still in the spec
-    old = {"removedReplicas": [{"name": "job-worker-0", "restartCount": 2}, {"name": "job-worker-1", "restartCount": 1},
-                               {"name": "job-worker-2"}, {"name": "job-worker-3"}]}
+    old = {"removedReplicas": [{"name": "job-worker-0", "restartCount": 2}, {"name": "job-worker-3"},
+                               {"name": "job-worker-1", "restartCount": 1}, {"name": "job-ps-0"}]}
     pods = [{"metadata": {"name": "job-worker-3"}}]
-    kept = removed(GENERICJOB, old, [slot], pods)
-    assert [(r.name, r.restart_count, r.phase) for r in kept] == [("job-worker-1", 1, "Deleted"),
-                                                                   ("job-worker-3", 0, "Deleted")]
+    kept = removed(GENERICJOB, "job", old, [slot], pods)
+    assert {t: [(r.name, r.restart_count, r.phase) for r in records] for t, records in kept.by_type.items()} == {
+        "worker": [("job-worker-1", 1, "Deleted"), ("job-worker-3", 0, "Deleted")], "ps": [("job-ps-0", 0, "Deleted")]}
+    assert kept.restarts == 1 and kept.carried == {}
+    assert all(r.last_restart_uid == r.uid for records in kept.by_type.values() for r in records)  # retired
 
 
 def test_a_template_change_is_announced_once_and_a_first_or_unreadable_record_announces_nothing():
@@ -81,15 +96,39 @@ def test_a_template_change_is_announced_once_and_a_first_or_unreadable_record_an
     assert event.message.startswith("spec.replicaSpecs[0].template (worker) changed")
 
 
-def test_in_debug_mode_a_workload_pods_end_is_judged_and_a_debug_pods_is_not():
-    def outcome(mode, debugging):
-        return judged(GENERICJOB, [observed(mode, "Failed", outcome=Outcome.FAILED)], debugging)[("worker", 0)]
+def test_a_debug_pods_end_is_not_judged_and_a_workload_pods_is_even_in_debug_mode():
+    def outcome(debug):
+        o = observed(WORKLOAD, "Failed", outcome=Outcome.FAILED)
+        o.slot.debug = debug
+        return judged(GENERICJOB, [o], debugging=True)[("worker", 0)]
 
-    assert outcome(WORKLOAD, debugging=True) == Outcome.FAILED
-    assert outcome(WORKLOAD, debugging=False) == Outcome.FAILED
-    assert outcome(DEBUG, debugging=True) is None
-    assert outcome(None, debugging=True) is None  # made before pods said their mode: debug decided nothing
-    assert outcome(None, debugging=False) == Outcome.FAILED
+    assert outcome(debug=False) == Outcome.FAILED
+    assert outcome(debug=True) is None
+
+
+def test_a_failure_of_a_rank_scaled_away_is_judged_unless_it_was_a_debug_pod():
+    def leaving(debug, outcome=Outcome.FAILED):
+        o = observed(WORKLOAD, "Failed", outcome=outcome)
+        o.slot.rank, o.slot.debug = 1, debug
+        return judged(GENERICJOB, [], debugging=False, leaving=[o])
+
+    assert leaving(debug=False) == {("worker", 1): Outcome.FAILED}
+    assert leaving(debug=True) == {}
+    assert leaving(debug=False, outcome=Outcome.SUCCEEDED) == {}  # a success of a rank leaving decides nothing
+
+
+def test_which_pods_are_debug_pods():
+    def is_debug_pod(mode, debugging):
+        o = observed(mode)
+        return is_debug(GENERICJOB, o.slot.pod, o.record, debugging)
+
+    assert is_debug_pod(DEBUG, debugging=True) and is_debug_pod(DEBUG, debugging=False)
+    assert not is_debug_pod(WORKLOAD, debugging=True) and not is_debug_pod(WORKLOAD, debugging=False)
+    # made before pods said their mode: in debug mode it is one (debug mode always decided nothing)
+    assert is_debug_pod(None, debugging=True) and not is_debug_pod(None, debugging=False)
+    # a pod gone was one if its record says so, whatever the mode now
+    assert is_debug(GENERICJOB, None, Replica("job-worker-0", "u1", "Failed", debug=True), debugging=False)
+    assert not is_debug(GENERICJOB, None, Replica("job-worker-0", "u1", "Failed"), debugging=True)
 
 
 def test_unreadable_records_of_ranks_scaled_away_are_skipped():
@@ -97,8 +136,15 @@ def test_unreadable_records_of_ranks_scaled_away_are_skipped():
     assert removed_records(status) == {"job-worker-1": {"name": "job-worker-1"}}
 
 
-def test_restarts_of_ranks_scaled_away_add_to_the_backoff_count():
-    gone = [Replica("job-worker-1", restart_count=2)]
-    assert with_removed({"backoffCount": 3}, gone)["backoffCount"] == 5
-    assert with_removed({}, gone)["backoffCount"] == 2
-    assert with_removed({"backoffCount": 3, "removedReplicas": []}, []) == {"backoffCount": 3}
+def test_restarts_of_ranks_scaled_away_add_to_their_types_count_and_the_backoff_count():
+    status = {"tasks": [{"type": "worker", "restartCount": 3, "replicas": []}], "backoffCount": 3,
+              "removedReplicas": []}
+    gone = Removed({"worker": [Replica("job-worker-1", restart_count=2)]}, {"ps": 1})
+    merged = with_removed(GENERICJOB, status, gone)
+    assert "removedReplicas" not in merged
+    assert [(t["type"], t["restartCount"]) for t in merged["tasks"]] == [("worker", 5), ("ps", 1)]
+    assert merged["backoffCount"] == 6
+    # nothing scaled away: the status as it was, but an earlier version's removedReplicas dropped
+    assert with_removed(GENERICJOB, {"backoffCount": 3, "removedReplicas": []}, NONE_REMOVED) == {"backoffCount": 3}
+    plain = {"backoffCount": 3}
+    assert with_removed(GENERICJOB, plain, NONE_REMOVED) is plain

@@ -133,13 +133,21 @@ def test_an_invalid_job_that_never_described_its_replicas_gets_no_replica_status
 
 
 def test_an_invalid_job_still_counts_the_restarts_of_ranks_scaled_away():
+    # Removed ranks keep their Deleted records in their type's task (the spec's "Removed ranks"); a job found
+    # invalid keeps them, their restarts in restartCount and backoffCount.
     ps = generic()
     pods = ps.Pods()
     job = ps.make_job(("worker", 1))
     status = ps.step(job, {}, pods, at(0)).status
-    status = {**status, "removedReplicas": [{"name": "job-worker-5", "restartCount": 2}]}
+    [task] = status["tasks"]
+    gone = {"name": "job-worker-5", "uid": "u5", "phase": "Deleted", "restartCount": 2, "lastRestartUid": "u5"}
+    status = {**status, "tasks": [{**task, "restartCount": 2, "replicas": [*task["replicas"], gone]}],
+              "backoffCount": 2}
     invalid = ps.plan_invalid(status, pods.list(), "bad", at(1))
     assert invalid.status["backoffCount"] == 2
+    [task] = invalid.status["tasks"]
+    assert task["restartCount"] == 2
+    assert [(r["name"], r["phase"], r["restartCount"]) for r in task["replicas"]][-1] == ("job-worker-5", "Deleted", 2)
 
 
 def test_a_finished_job_records_the_clean_up_policy_it_finished_with():

@@ -50,7 +50,8 @@ def test_two_pods_lost_at_once_draw_on_a_budget_of_one_in_turn():
 def test_a_finished_pod_that_vanished_is_restarted_for_how_it_ended_not_as_a_lost_pod():
     exited = [{"name": "main", "state": "terminated", "exitCode": 3}]
     decided = step(observation(Seen.GONE, "Failed", containers=exited))
-    assert decided.restart_event == "Restarting replica job-worker-0 (restart 1 of 1): pod exited with code 3"
+    assert decided.restart_event == ("Restarting replica job-worker-0 (restart 1 of 1 of the job): "
+                                     "pod exited with code 3")
     assert decided.create and decided.record.restart_count == 1
 
 
@@ -58,23 +59,25 @@ def test_a_restart_without_an_exit_code_says_how_the_pod_ended():
     pod = {"metadata": {"uid": "u1"}, "status": {"phase": "Failed", "reason": "Evicted"}}
     no_code = [{"name": "main", "state": "terminated", "exitCode": None}]
     decided = step(observation(Seen.CURRENT, "Failed", containers=no_code, pod=pod))
-    assert decided.restart_event == "Restarting replica job-worker-0 (restart 1 of 1): pod failed: Evicted"
+    assert decided.restart_event == "Restarting replica job-worker-0 (restart 1 of 1 of the job): pod failed: Evicted"
 
 
 def test_a_pod_lost_while_running_is_counted_and_replaced_after_a_back_off_under_a_second():
     from controller.jobs.backoff import RestartBackoff, stamp
 
     decided = step(observation(Seen.GONE, "Running"), stamp(1000.0), 1000.0, RestartBackoff(0.5))
-    assert decided.restart_event == ("Restarting replica job-worker-0 (restart 1 of 1): pod was deleted; "
+    assert decided.restart_event == ("Restarting replica job-worker-0 (restart 1 of 1 of the job): pod was deleted; "
                                      "its next pod in 0.5s (back-off)")
     assert (decided.create, decided.wake, decided.record.restart_count) == (False, 0.5, 1)
 
 
 def test_a_restart_without_a_limit_or_a_reason_says_neither():
+    # (A training kind's budget is the job's: "restart K of N of the job" counts backoffCount, the spec's
+    # "Messages count what they say".)
     unlimited = ReplicaRestart(RestartPolicyType.ON_FAILURE, None, "main")
     pod = {"metadata": {"uid": "u1"}, "status": {"phase": "Failed"}}
     decided = step(observation(Seen.CURRENT, "Failed", unlimited, pod=pod))
-    assert decided.restart_event == "Restarting replica job-worker-0 (restart 1): pod failed"
+    assert decided.restart_event == "Restarting replica job-worker-0 (restart 1 of the job): pod failed"
 
 
 def test_pods_lost_at_once_draw_on_a_budget_of_two_one_restart_each():
@@ -102,3 +105,32 @@ def test_pause_does_not_delete_again_a_pod_already_terminating():
     assert pause(observation(Seen.CURRENT, "Running", pod=going)).delete is None
     running = {"metadata": {"uid": "u1"}, "status": {"phase": "Running"}}
     assert pause(observation(Seen.CURRENT, "Running", pod=running)).delete == "u1"
+
+
+def test_a_restart_counts_the_jobs_restarts_so_far_against_the_jobs_budget():
+    # Two restarts of the job before this one (other replicas', removed ranks'): this one is the third.
+    budget = ReplicaRestart(RestartPolicyType.ON_FAILURE, 5, "main")
+    pod = {"metadata": {"uid": "u1"}, "status": {"phase": "Failed"}}
+    obs = observation(Seen.CURRENT, "Failed", budget, pod=pod)
+    obs.job_restarts = 2
+    assert step(obs).restart_event == "Restarting replica job-worker-0 (restart 3 of 5 of the job): pod failed"
+
+
+class OwnLimit:
+    """A restart rule that does not say how its restarts read (no restart_text): its own count against its limit."""
+
+    def __init__(self, limit):
+        self.limit = limit
+
+    def __getattr__(self, name):
+        if name == "restart_text":
+            raise AttributeError(name)
+        return getattr(ReplicaRestart(RestartPolicyType.ON_FAILURE, self.limit, "main"), name)
+
+
+@pytest.mark.parametrize(("limit", "counted"), [(4, "restart 1 of 4"), (None, "restart 1")])
+def test_a_rule_that_does_not_say_counts_the_replicas_own_restarts_against_its_limit(limit, counted):
+    pod = {"metadata": {"uid": "u1"}, "status": {"phase": "Failed"}}
+    obs = observation(Seen.CURRENT, "Failed", OwnLimit(limit), pod=pod)
+    obs.job_restarts = 2
+    assert step(obs).restart_event == f"Restarting replica job-worker-0 ({counted}): pod failed"
