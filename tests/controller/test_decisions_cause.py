@@ -90,3 +90,20 @@ def test_the_recorded_exit_code_is_given_when_the_pod_or_its_statuses_say_nothin
     for seen in ({"metadata": {"uid": "uid-1"}}, pod("", {"name": "main"}), pod("", {"name": "main", "state": {}}),
                  pod("", {"name": "main", "state": {"running": {}}})):
         assert how(observation(Seen.CURRENT, containers, seen)) == "with exit code 2"
+
+
+def test_a_failure_after_restarts_granted_in_the_same_reconcile_counts_them_all():
+    # Three workers fail at once under a job budget of 2 (OnFailure, backoffLimit 2): the first two are restarted
+    # (the job's restarts 1 and 2), the third fails the job "after 2 of 2", as backoffCount will say.
+    from controller.jobs.restart import observe_all
+
+    budget = ReplicaRestart(RestartPolicyType.ON_FAILURE, 2, "main")
+    seen = {"metadata": {"uid": "uid-1"}, "status": {"phase": "Failed"}}
+    slots = [Slot("worker", rank, f"job-worker-{rank}", budget, Replica(f"job-worker-{rank}", "uid-1", "Failed"),
+                  seen) for rank in range(3)]
+    observations = observe_all(slots, 0)
+    assert [o.outcome for o in observations] == [None, None, Outcome.FAILED]
+    verdict = Verdict(JobPhase.FAILED, ("worker", 2), "Replica job-worker-2 has failed.", replicas=(("worker", 2),))
+    assert explained(verdict, observations).message == (
+        "Replica job-worker-2 has failed: replica worker-2 failed without an exit code after 2 of 2 restarts of the "
+        "job (runPolicy.backoffLimit)")

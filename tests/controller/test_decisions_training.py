@@ -83,3 +83,27 @@ def test_reading_enable_as_enabled_leaves_the_given_object_as_it_was():
     job = TENSORFLOW.parse(obj)
     assert job.spec.run_mode.debugging and not job.spec.run_mode.paused
     assert obj == given
+
+
+def test_stored_records_that_cannot_be_read_are_skipped():
+    # A status is read as stored: tasks without records, records that are not objects or have no name.
+    from controller.jobs.training.status import TasksStatus
+
+    codec = TasksStatus("replicas")
+    status = {"tasks": [{"type": "worker", "replicas": [None, {}, {"name": ""}, {"name": "a-worker-0"}]},
+                        {"type": "ps", "replicas": None}, {"type": None}]}
+    assert codec.stored_records(status) == {"a-worker-0": {"name": "a-worker-0"}}
+    assert codec.stored_types(status) == [("worker", [None, {}, {"name": ""}, {"name": "a-worker-0"}]), ("ps", []),
+                                          ("", [])]
+    assert codec.stored_records({"tasks": None}) == {} and codec.stored_types({}) == []
+
+
+def test_replica_fields_count_the_records_of_any_iterable_once():
+    # A generator (read once) is counted in the tasks and in the totals alike.
+    from controller.jobs.status import Replica
+    from controller.jobs.training.status import TasksStatus
+
+    records = [Replica("a-worker-0", "u0", "Running", restart_count=1), Replica("a-worker-1", "u1", "Failed")]
+    fields = TasksStatus("replicas").replica_fields(item for item in [("worker", records)])
+    assert [len(t["replicas"]) for t in fields["tasks"]] == [2]
+    assert (fields["aggregate"]["running"], fields["aggregate"]["failed"], fields["backoffCount"]) == (1, 1, 1)
