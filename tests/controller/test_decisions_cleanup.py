@@ -84,3 +84,11 @@ def test_a_pod_retired_for_a_restart_and_still_the_records_is_cleaned_up_as_the_
     counted = Replica("r", "a", "Failed", restart_count=1, last_restart_uid="a")
     settled = settle(CleanUpPolicy.ALL, counted, pod("a", "Failed"))
     assert (settled.record.phase, settled.delete, settled.cleaned) == (DELETED, "a", True)
+
+
+def test_the_stored_policy_is_read_only_when_it_is_one():
+    # (status.cleanUpPolicy: the policy in force as the last status was written; an older controller wrote none.)
+    from controller.jobs.cleanup import stored_policy
+
+    assert stored_policy({"cleanUpPolicy": "All"}) == CleanUpPolicy.ALL
+    assert stored_policy({}) is None and stored_policy({"cleanUpPolicy": "Sometimes"}) is None

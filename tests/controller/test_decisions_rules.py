@@ -28,3 +28,13 @@ def test_the_default_success_rule_lists_up_to_its_maximum_of_replicas_and_counts
     counted = make_job(("worker", LISTED_REPLICAS_MAX + 1))
     assert evaluate(counted.spec, all_succeeded(counted)).message == \
         f"The job is succeeded: all {LISTED_REPLICAS_MAX + 1} replicas succeeded"
+
+
+def test_the_failure_of_a_rank_scaled_away_is_named_after_the_specs_once_each():
+    # worker-3 failed in the moment it was scaled away (edits.judged adds it to the outcomes): the default rule
+    # fails the job, naming worker-0 (the spec's) first and each failed replica once.
+    job = make_job(("worker", 2))
+    outcomes = {("worker", 0): Outcome.FAILED, ("worker", 1): None, ("worker", 3): Outcome.FAILED}
+    verdict = evaluate(job.spec, outcomes)
+    assert verdict.phase == JobPhase.FAILED and verdict.rule == {"worker": [0]}
+    assert verdict.replicas == (("worker", 0), ("worker", 3))
