@@ -148,3 +148,58 @@ def test_restarts_of_ranks_scaled_away_add_to_their_types_count_and_the_backoff_
     assert with_removed(GENERICJOB, {"backoffCount": 3, "removedReplicas": []}, NONE_REMOVED) == {"backoffCount": 3}
     plain = {"backoffCount": 3}
     assert with_removed(GENERICJOB, plain, NONE_REMOVED) is plain
+
+
+def test_the_restarts_of_ranks_scaled_away_are_their_records_and_those_dropped_for_size():
+    # (What the job's restarts are numbered from, plan.py: "restart K of N of the job".)
+    assert Removed({"worker": [Replica("job-worker-3", restart_count=2)]}, {"ps": 1}).restarts == 3
+    assert NONE_REMOVED.restarts == 0
+
+
+def test_past_the_records_room_a_remaining_pod_then_restarts_then_the_lowest_rank_are_kept(monkeypatch):
+    # Room for 2 records of ranks scaled away (3 in all, 1 replica in the spec). Kept: worker-3 (its pod remains),
+    # then worker-2 (restarted, lower rank than worker-4); dropped: worker-4, whose 2 restarts stay counted, and
+    # ps-0 and worker-1, which never restarted (nothing carried for them, not even a 0).
+    from controller.jobs import edits
+
+    monkeypatch.setattr(edits, "MAX_RECORDS", 3)
+    slot = observed(WORKLOAD).slot
+    stored = [{"name": "job-worker-1"}, {"name": "job-worker-4", "restartCount": 2},
+              {"name": "job-worker-2", "restartCount": 1}, {"name": "job-worker-3"}]
+    old = {"tasks": [{"type": "worker", "restartCount": 3, "replicas": stored},
+                     {"type": "ps", "restartCount": 0, "replicas": [{"name": "job-ps-0"}]}]}
+    kept = removed(GENERICJOB, "job", old, [slot], [{"metadata": {"name": "job-worker-3"}}])
+    assert {t: [r.name for r in records] for t, records in kept.by_type.items()} == {
+        "worker": ["job-worker-2", "job-worker-3"]}
+    assert kept.carried == {"worker": 2}
+
+
+def test_records_of_ranks_scaled_away_are_in_rank_order_past_rank_9():
+    slot = observed(WORKLOAD).slot
+    old = {"tasks": [{"type": "worker", "restartCount": 0,
+                      "replicas": [{"name": "job-worker-10"}, {"name": "job-worker-2"}, None, {}]}]}
+    kept = removed(GENERICJOB, "job", old, [slot], [])
+    assert [r.name for r in kept.by_type["worker"]] == ["job-worker-2", "job-worker-10"]
+
+
+@pytest.mark.parametrize(("task", "carried"), [
+    ({"type": "worker", "restartCount": 5, "replicas": [{"name": "a", "restartCount": 2}, {"name": "b"}]},
+     {"worker": 3}),  # a record without a count counts 0
+    ({"type": "worker", "restartCount": 2, "replicas": [{"name": "a", "restartCount": 2}]}, {}),
+    ({"type": "worker", "restartCount": 1, "replicas": [{"name": "a", "restartCount": 2}]}, {}),
+    ({"restartCount": 3, "replicas": [{"name": "a", "restartCount": 1}]}, {"": 2}),  # a task without its type
+])
+def test_a_tasks_restarts_beyond_its_records_are_those_of_records_dropped_for_size(task, carried):
+    from controller.jobs.edits import stored_carried
+
+    assert stored_carried(GENERICJOB, {"tasks": [task]}) == carried
+
+
+def test_counters_of_a_job_planned_without_its_spec_never_go_down_whatever_the_stored_task_lacks():
+    from controller.jobs.edits import kept_counts
+
+    old = {"tasks": [{"restartCount": 3, "replicas": []}, {"type": "worker", "replicas": []}]}
+    fields = {"tasks": [{"type": "", "restartCount": 1, "replicas": []},
+                        {"type": "worker", "restartCount": 0, "replicas": []}], "backoffCount": 1}
+    kept = kept_counts(old, fields)
+    assert [t["restartCount"] for t in kept["tasks"]] == [3, 0] and kept["backoffCount"] == 3
