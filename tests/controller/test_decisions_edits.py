@@ -203,3 +203,14 @@ def test_counters_of_a_job_planned_without_its_spec_never_go_down_whatever_the_s
                         {"type": "worker", "restartCount": 0, "replicas": []}], "backoffCount": 1}
     kept = kept_counts(old, fields)
     assert [t["restartCount"] for t in kept["tasks"]] == [3, 0] and kept["backoffCount"] == 3
+
+
+def test_kept_counts_of_a_status_without_backoff_count_or_ready_total():
+    from controller.jobs.edits import kept_counts
+
+    old = {"tasks": [{"type": "worker", "restartCount": 2, "replicas": []}]}
+    fields = {"tasks": [{"type": "worker", "restartCount": 0, "replicas": []}], "backoffCount": 0,
+              "readyReplicas": 1, "ready": "1/1"}
+    kept = kept_counts(old, fields)
+    assert kept["backoffCount"] == 2 and kept["ready"] == "1/1"  # no stored total: the records' own
+    assert kept_counts({**old, "ready": "0/3"}, fields)["ready"] == "1/3"
