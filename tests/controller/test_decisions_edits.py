@@ -177,7 +177,8 @@ def test_past_the_records_room_a_remaining_pod_then_restarts_then_the_lowest_ran
 def test_records_of_ranks_scaled_away_are_in_rank_order_past_rank_9():
     slot = observed(WORKLOAD).slot
     old = {"tasks": [{"type": "worker", "restartCount": 0,
-                      "replicas": [{"name": "job-worker-10"}, {"name": "job-worker-2"}, None, {}]}]}
+                      "replicas": [{"name": "job-worker-10"}, {"name": "job-worker-2"}, None, {},
+                                   {"phase": "Deleted"}]}]}  # (records unreadable: skipped)
     kept = removed(GENERICJOB, "job", old, [slot], [])
     assert [r.name for r in kept.by_type["worker"]] == ["job-worker-2", "job-worker-10"]
 
