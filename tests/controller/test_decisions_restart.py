@@ -134,3 +134,93 @@ def test_a_rule_that_does_not_say_counts_the_replicas_own_restarts_against_its_l
     obs = observation(Seen.CURRENT, "Failed", OwnLimit(limit), pod=pod)
     obs.job_restarts = 2
     assert step(obs).restart_event == f"Restarting replica job-worker-0 ({counted}): pod failed"
+
+
+# Debug pods decide nothing and count nothing (the spec's "Live jobs, settled further"; Slot.debug).
+
+def debug_observation(seen: Seen, phase: str, pod: dict | None, policy=ON_FAILURE, streak: int = 0) -> Observation:
+    exited = ({"name": "main", "state": "terminated", "exitCode": 3},) if phase == "Failed" else ()
+    record = Replica("job-worker-0", "u1", phase, exited, restart_streak=streak)
+    slot = Slot("worker", 0, "job-worker-0", policy, record, pod, debug=True)
+    return Observation(slot, seen, record, None)
+
+
+def failed_pod(code: int = 3, terminating: bool = False) -> dict:
+    metadata = {"uid": "u1", **({"deletionTimestamp": "2024-01-01T00:00:00Z"} if terminating else {})}
+    return {"metadata": metadata, "status": {"phase": "Failed", "containerStatuses": [
+        {"name": "main", "state": {"terminated": {"exitCode": code}}}]}}
+
+
+def test_a_debug_pod_that_ended_draws_on_no_budget():
+    assert will_count(debug_observation(Seen.CURRENT, "Failed", failed_pod())) is False
+    assert will_count(debug_observation(Seen.GONE, "Running", None)) is False
+
+
+def test_a_debug_pod_lost_is_judged_nothing_even_where_a_lost_workload_pod_would_fail_the_job():
+    from controller.jobs.restart import observe
+
+    spent = ReplicaRestart(RestartPolicyType.ON_FAILURE, 0, "main")  # no restart granted: a lost pod is final
+    record = Replica("job-worker-0", "u1", "Running")
+    lost = observe(Slot("worker", 0, "job-worker-0", spent, record, None, debug=True))
+    assert (lost.seen, lost.outcome, lost.record) == (Seen.GONE, None, record)
+    workload = observe(Slot("worker", 0, "job-worker-0", spent, record, None))
+    assert workload.outcome == Outcome.FAILED
+
+
+def test_pausing_counts_a_workload_failure_saying_how_it_ended_or_that_its_pod_was_lost():
+    from controller.jobs.restart import pause
+
+    ended = pause(observation(Seen.CURRENT, "Failed", containers=[{"name": "main", "state": "terminated",
+                                                                   "exitCode": 3}], pod=failed_pod()))
+    assert ended.restart_event == ("Restarting replica job-worker-0 (restart 1 of 1 of the job): pod exited with "
+                                   "code 3; its next pod when the job resumes")
+    lost = pause(observation(Seen.GONE, "Running"))
+    assert lost.restart_event.endswith("(restart 1 of 1 of the job): pod was deleted; its next pod when the job "
+                                       "resumes")
+
+
+def test_pausing_a_debug_pod_counts_nothing_and_forgets_its_quick_ends_but_a_workload_pod_keeps_them():
+    from controller.jobs.restart import pause
+
+    paused = pause(debug_observation(Seen.CURRENT, "Running", {"metadata": {"uid": "u1"}, "status": {}}, streak=3))
+    assert (paused.record.restart_count, paused.record.restart_streak, paused.restart_event) == (0, 0, None)
+    assert paused.delete == "u1" and paused.record.phase == "Deleted"
+    running = Replica("job-worker-0", "u1", "Running", restart_streak=3)
+    workload = pause(Observation(Slot("worker", 0, "job-worker-0", ON_FAILURE, running,
+                                      {"metadata": {"uid": "u1"}, "status": {}}), Seen.CURRENT, running, None))
+    assert workload.record.restart_streak == 3
+
+
+def test_a_debug_pod_that_ended_is_replaced_uncounted_after_its_back_off_saying_how_it_ended():
+    from controller.jobs.backoff import RestartBackoff, stamp
+    from controller.jobs.restart import debug_step
+
+    decided = debug_step(debug_observation(Seen.CURRENT, "Failed", failed_pod(), streak=1), stamp(1000.0), 1000.0,
+                         RestartBackoff(0.5))
+    assert decided.restart_event == ("Recreating debug pod of replica job-worker-0 (debug mode: no restart "
+                                     "counted): pod exited with code 3; its next pod in 1s (back-off)")
+    assert (decided.record.restart_count, decided.record.restart_streak) == (0, 2)
+    assert decided.record.last_restart_time == stamp(1000.0) and decided.delete == "u1"
+
+
+def test_a_debug_pod_that_ended_as_debug_mode_was_turned_off_is_replaced_at_once():
+    from controller.jobs.backoff import stamp
+    from controller.jobs.restart import debug_step
+
+    decided = debug_step(debug_observation(Seen.CURRENT, "Failed", failed_pod(), streak=4), stamp(1000.0), 1000.0)
+    assert decided.restart_event == ("Recreating debug pod of replica job-worker-0 (debug mode: no restart "
+                                     "counted): pod exited with code 3")
+    assert (decided.record.restart_streak, decided.record.last_restart_time) == (0, "")
+
+
+def test_a_debug_pod_deleted_by_a_person_is_not_deleted_again_and_a_lost_one_says_so():
+    from controller.jobs.backoff import RestartBackoff, stamp
+    from controller.jobs.restart import debug_step
+
+    deleted = debug_step(debug_observation(Seen.CURRENT, "Failed", failed_pod(143, terminating=True)),
+                         stamp(1000.0), 1000.0, RestartBackoff(0.5))
+    assert deleted.delete is None and ": pod was deleted; its next pod in 0.5s (back-off)" in deleted.restart_event
+    lost = debug_step(debug_observation(Seen.GONE, "Running", None), stamp(1000.0), 1000.0, RestartBackoff(0.5))
+    assert lost.restart_event.endswith("(debug mode: no restart counted): pod was deleted; its next pod in 0.5s "
+                                       "(back-off)")
+    assert lost.record.restart_count == 0 and not lost.create
