@@ -81,3 +81,14 @@ def test_bare_pods_and_container_statuses_read_as_pending_and_waiting():
     assert st.pod_phase({"metadata": {}}) == "Pending"
     assert st.container_states({"status": {"containerStatuses": [{"name": "main"}]}}) == [
         {"name": "main", "state": "waiting"}]
+
+
+def test_a_record_says_debug_only_while_it_describes_its_debug_pod():
+    # A debug pod deleted (or retired) stays known for one (it counted nothing); the record awaiting the next pod
+    # does not say debug, since that pod may be the workload's.
+    from controller.jobs.status import DELETED, Replica
+
+    debug = Replica("job-worker-0", "u1", "Running", debug=True)
+    assert debug.in_phase(DELETED).debug is True and debug.in_phase(DELETED).to_json()["debug"] is True
+    awaiting = debug.awaiting()
+    assert awaiting.debug is False and "debug" not in awaiting.to_json()
