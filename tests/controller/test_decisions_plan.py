@@ -427,3 +427,23 @@ def test_a_finished_jobs_replica_awaiting_a_pod_is_deleted_unless_its_create_was
 
     assert phase(()) == "Deleted"
     assert phase({"job-worker-1"}) == "Creating"
+
+
+def test_a_finished_jobs_ranks_stored_apart_by_an_earlier_version_are_moved_into_their_tasks():
+    # status.removedReplicas (an earlier version's place for ranks scaled away): a finished job keeps its status,
+    # but the records move into their type's task, Deleted, their restarts counted there, as a running job's do.
+    ps = generic()
+    pods = ps.Pods()
+    job = ps.make_job(("worker", 1, "Never"))
+    status = ps.step(job, {}, pods, at(0)).status
+    pods.set("worker", 0, "Failed")
+    finished = ps.plan(job, status, pods.list(), at(1)).status
+    legacy = {**finished, "removedReplicas": [{"name": "job-worker-5", "restartCount": 2}], "backoffCount": 2}
+    moved = ps.plan(job, legacy, pods.list(), at(2)).status
+    assert "removedReplicas" not in moved
+    [task] = moved["tasks"]
+    assert [(r["name"], r["phase"]) for r in task["replicas"]] == [("job-worker-0", "Failed"),
+                                                                   ("job-worker-5", "Deleted")]
+    assert task["restartCount"] == 2 and moved["backoffCount"] == 2 and moved["phase"] == "Failed"
+    again = ps.plan(job, moved, pods.list(), at(3)).status
+    assert again == moved
