@@ -11,6 +11,7 @@ from controller.jobs.pods import mode_annotation
 from controller.kinds.tensorflow import tensorboard
 from controller.kinds.tensorflow.kind import TENSORFLOW
 
+from .plan_support import Pods, make_job, step
 from .test_tensorflow_kind import parsed
 
 NOW = "2024-01-01T00:00:00Z"
@@ -447,3 +448,67 @@ def test_a_finished_jobs_ranks_stored_apart_by_an_earlier_version_are_moved_into
     assert task["restartCount"] == 2 and moved["backoffCount"] == 2 and moved["phase"] == "Failed"
     again = ps.plan(job, moved, pods.list(), at(3)).status
     assert again == moved
+
+
+# Outcomes seen with a scale-down (the spec's "Every outcome is judged"; the judging branch).
+
+def _started(job, pods):
+    status = step(job, {}, pods, at(0)).status
+    status = step(job, status, pods, at(1)).status
+    pods.set_all("Running")
+    return step(job, status, pods, at(2)).status
+
+
+def test_a_pod_of_a_rank_scaled_away_already_terminating_is_not_deleted_again():
+    pods = Pods()
+    status = _started(make_job(("worker", 3)), pods)
+    pods.set("worker", 2, "Running", terminating=True)
+    result = step(make_job(("worker", 2)), status, pods, at(5))
+    assert result.delete == [] and not result.terminal
+
+
+def test_a_rank_scaled_away_as_the_job_fails_under_all_is_deleted_with_its_event():
+    pods = Pods()
+    status = _started(make_job(("worker", 3, "Never"), cleanup="All"), pods)
+    pods.set("worker", 2, "Failed")
+    result = step(make_job(("worker", 2, "Never"), cleanup="All"), status, pods, at(5))
+    assert result.terminal
+    deleted = [e for e in result.events if e.reason == "SuccessfulDelete"]
+    assert any("job-worker-2" in e.message for e in deleted), result.events
+
+
+def test_a_type_removed_from_the_spec_while_its_pod_runs_has_its_pod_deleted():
+    pods = Pods()
+    status = _started(make_job(("worker", 1), ("ps", 1)), pods)
+    uid = pods.uid("ps", 0)
+    result = step(make_job(("worker", 1)), status, pods, at(5))
+    assert result.delete == [("job-ps-0", uid, "scale-down")] and not result.terminal
+
+
+def test_a_rank_stored_apart_by_an_earlier_version_is_judged_by_its_record():
+    # status.removedReplicas names worker-2 (its pod still there, failed, under a policy that replaces it): its
+    # failure uses a restart, counted on its record, and its pod is deleted as a rank scaled away.
+    pods = Pods()
+    status = _started(make_job(("worker", 3, "OnFailure", 2)), pods)
+    [task] = status["tasks"]
+    worker_2 = task["replicas"][2]
+    legacy = {**status, "tasks": [{**task, "replicas": task["replicas"][:2]}], "removedReplicas": [worker_2]}
+    pods.set("worker", 2, "Failed")
+    result = step(make_job(("worker", 2, "OnFailure", 2)), legacy, pods, at(5))
+    [task] = result.status["tasks"]
+    kept = [(r["name"], r["phase"], r["restartCount"]) for r in task["replicas"]]
+    assert kept[-1] == ("job-worker-2", "Deleted", 1)
+    assert result.status["backoffCount"] == 1
+
+
+def test_a_retryable_failure_of_a_rank_scaled_away_whose_record_is_dropped_for_size_stays_counted(monkeypatch):
+    from controller.jobs import edits
+
+    monkeypatch.setattr(edits, "MAX_RECORDS", 3)
+    pods = Pods()
+    status = _started(make_job(("worker", 3, "OnFailure", 2)), pods)
+    pods.set("worker", 2, "Failed")
+    pods.set("worker", 1, "Failed")
+    result = step(make_job(("worker", 0, "OnFailure", 2), ("ps", 3, "OnFailure", 2)), status, pods, at(5))
+    worker = next(t for t in result.status["tasks"] if t["type"] == "worker")
+    assert worker["restartCount"] == 2 and result.status["backoffCount"] == 2
