@@ -512,3 +512,23 @@ def test_a_retryable_failure_of_a_rank_scaled_away_whose_record_is_dropped_for_s
     result = step(make_job(("worker", 0, "OnFailure", 2), ("ps", 3, "OnFailure", 2)), status, pods, at(5))
     worker = next(t for t in result.status["tasks"] if t["type"] == "worker")
     assert worker["restartCount"] == 2 and result.status["backoffCount"] == 2
+
+
+def test_a_debug_pod_lost_after_debug_mode_is_off_is_succeeded_at_once_without_a_back_off():
+    # Its record says debug (the pod was one); debug mode is off now: the workload's pod is made at once, as
+    # resuming does, whatever the restart back-off (which still applies in debug mode).
+    from controller.jobs.backoff import RestartBackoff
+    from controller.kinds.genericjob.kind import GENERICJOB
+
+    pods = Pods()
+    job = make_job(("worker", 1))
+    status = _started(job, pods)
+    [task] = status["tasks"]
+    [worker] = task["replicas"]
+    status = {**status, "tasks": [{**task, "replicas": [{**worker, "debug": True}]}]}
+    pods.remove("worker", 0)
+    result = engine.plan(GENERICJOB, job, status, pods.list(), at(5), restart_backoff=RestartBackoff(10.0))
+    assert [c.replica_type for c in result.create] == ["worker"] and result.status["backoffCount"] == 0
+    debugging = make_job(("worker", 1), debug=True)
+    waits = engine.plan(GENERICJOB, debugging, status, pods.list(), at(5), restart_backoff=RestartBackoff(10.0))
+    assert waits.create == [] and waits.requeue_after == 10.0
