@@ -532,3 +532,16 @@ def test_a_debug_pod_lost_after_debug_mode_is_off_is_succeeded_at_once_without_a
     debugging = make_job(("worker", 1), debug=True)
     waits = engine.plan(GENERICJOB, debugging, status, pods.list(), at(5), restart_backoff=RestartBackoff(10.0))
     assert waits.create == [] and waits.requeue_after == 10.0
+
+
+def test_an_edit_of_a_job_finished_by_an_older_controller_which_stored_no_policy_is_ignored():
+    # No status.cleanUpPolicy (an older controller): the edit cannot be told a policy change, and is said ignored.
+    ps = generic()
+    pods = ps.Pods()
+    job = ps.make_job(("worker", 1, "Never"))
+    status = ps.step(job, {}, pods, at(0)).status
+    pods.set("worker", 0, "Failed")
+    finished = ps.plan(job, status, pods.list(), at(1)).status
+    older = {key: value for key, value in finished.items() if key != "cleanUpPolicy"}
+    edited = ps.plan(job, {**older, "observedGeneration": job.generation - 1}, pods.list(), at(2))
+    assert [e.reason for e in edited.events if e.type == "Normal"] == ["SpecChangeIgnored"]
