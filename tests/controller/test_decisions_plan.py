@@ -545,3 +545,41 @@ def test_an_edit_of_a_job_finished_by_an_older_controller_which_stored_no_policy
     older = {key: value for key, value in finished.items() if key != "cleanUpPolicy"}
     edited = ps.plan(job, {**older, "observedGeneration": job.generation - 1}, pods.list(), at(2))
     assert [e.reason for e in edited.events if e.type == "Normal"] == ["SpecChangeIgnored"]
+
+
+def test_a_finished_jobs_restarts_of_records_dropped_for_size_are_not_added_again():
+    ps = generic()
+    pods = ps.Pods()
+    job = ps.make_job(("worker", 1, "Never"))
+    status = ps.step(job, {}, pods, at(0)).status
+    pods.set("worker", 0, "Failed")
+    finished = ps.plan(job, status, pods.list(), at(1)).status
+    [task] = finished["tasks"]
+    dropped = {**finished, "tasks": [{**task, "restartCount": 3}], "backoffCount": 3}  # 3 beyond its records
+    again = ps.plan(job, dropped, pods.list(), at(2)).status
+    assert again["tasks"][0]["restartCount"] == 3 and again["backoffCount"] == 3
+
+
+def test_a_rank_scaled_away_as_the_job_fails_under_none_is_kept_without_a_delete_event():
+    pods = Pods()
+    status = _started(make_job(("worker", 3, "Never")), pods)
+    pods.set("worker", 2, "Failed")
+    result = step(make_job(("worker", 2, "Never")), status, pods, at(5))
+    assert result.terminal and not [e for e in result.events if e.reason == "SuccessfulDelete"], result.events
+
+
+def test_a_rank_that_restarted_before_failing_as_it_is_scaled_away_adds_only_its_new_restart(monkeypatch):
+    from controller.jobs import edits
+
+    monkeypatch.setattr(edits, "MAX_RECORDS", 3)
+    pods = Pods()
+    job = make_job(("worker", 3, "OnFailure", 3))
+    status = _started(job, pods)
+    pods.set("worker", 2, "Failed")
+    status = step(job, status, pods, at(3)).status  # its first restart
+    status = step(job, status, pods, at(4)).status
+    assert status["backoffCount"] == 1
+    pods.set("worker", 2, "Failed")
+    result = step(make_job(("worker", 0, "OnFailure", 3), ("ps", 3, "OnFailure", 3)), status, pods, at(5))
+    worker = next(t for t in result.status["tasks"] if t["type"] == "worker")
+    assert worker["restartCount"] == 2 and result.status["backoffCount"] == 2
