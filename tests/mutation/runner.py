@@ -109,10 +109,10 @@ def main(argv=None) -> int:
             print(f"{m.path}:{m.line}: {m.description}  [{m.function[0]}]")
         print(f"{len(found)} mutants")
         return 0
+    signal.signal(signal.SIGTERM, _interrupted)  # a run stopped (SIGTERM, ^C) still reports what it measured
     _quiet_pytest(["--collect-only", *tests])
     functions = _live_functions(modules)
     coverage = _baseline(tests, modules)
-    signal.signal(signal.SIGTERM, _interrupted)  # a run stopped (SIGTERM, ^C) still reports what it measured
     results, partial = _run_all(found, functions, coverage, args.jobs)
     _report(results, modules, args.report, partial)
     return 0
@@ -193,7 +193,13 @@ def _baseline(tests: list[str], modules: list[str]) -> dict:
             out.with_suffix(".err").write_text(traceback.format_exc())
         finally:
             os._exit(code)
-    os.waitpid(pid, 0)
+    try:
+        os.waitpid(pid, 0)
+    except KeyboardInterrupt:  # stopped before any mutant ran: the unmutated run goes too, and leaves no file
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        out.unlink(missing_ok=True)
+        raise SystemExit("stopped during the unmutated run: nothing measured") from None
     if not out.exists():
         raise SystemExit("the unmutated run failed:\n" + out.with_suffix(".err").read_text())
     data = json.loads(out.read_text())
