@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TF_VENV := .venv-tf
 
-.PHONY: local test lint bench install install-local install-torch install-tensorflow lock image model-long model-mutants
+.PHONY: local test lint bench mutants install install-local install-torch install-tensorflow lock image model-long model-mutants
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -72,6 +72,14 @@ bench: install
 	$(BIN)/python bench/bench_workqueue.py
 	$(BIN)/python bench/bench_informers.py
 	$(BIN)/python bench/bench_reconcile.py
+
+# Mutation testing of the engine's decision modules (tests/mutation/runner.py; RELIABILITY.md has the score): not
+# part of `test`, about half an hour on two CPUs. MUTANTS= picks modules, MUTANTS_ARGS passes more flags
+# (e.g. --survivors-of mutants-report.json --tests tests/controller to try the survivors on every unit test).
+MUTANTS ?=
+MUTANTS_ARGS ?= --jobs 2
+mutants: install
+	nice -n 19 $(BIN)/python -m tests.mutation $(MUTANTS) $(MUTANTS_ARGS)
 
 # Regenerate requirements.lock (the image's pinned, hashed dependencies), requirements-dev.lock (the same
 # pins plus the extras', for `make install`) and requirements-local.lock (the dev lock's pins of what `local`

@@ -1,0 +1,109 @@
+"""Why a job failed (controller/jobs/cause.py), on observations made by hand: the cases the planning tests of
+test_failure_cause.py do not reach. Written against the mutants that survived the other tests (tests/mutation,
+RELIABILITY.md): each test names the behaviour a surviving mutant broke."""
+
+from __future__ import annotations
+
+from controller.jobs.api import JobPhase, Outcome, Verdict
+from controller.jobs.cause import explained, how
+from controller.jobs.restart import Observation, Seen, Slot
+from controller.jobs.status import Replica
+from controller.jobs.training.restart import ReplicaRestart, RestartPolicyType
+
+NEVER = ReplicaRestart(RestartPolicyType.NEVER, None, "main")
+
+
+def observation(seen: Seen, containers=(), pod: dict | None = None, phase: str = "Failed",
+                outcome: Outcome | None = Outcome.FAILED) -> Observation:
+    record = Replica("job-worker-0", "uid-1", phase, tuple(containers))
+    slot = Slot("worker", 0, "job-worker-0", NEVER, record, pod)
+    return Observation(slot, seen, record, outcome)
+
+
+def pod(reason: str = "", *statuses: dict) -> dict:
+    return {"metadata": {"uid": "uid-1"}, "status": {"phase": "Failed", "reason": reason,
+                                                     "containerStatuses": list(statuses)}}
+
+
+def terminated(name: str, code: int, reason: str) -> dict:
+    return {"name": name, "state": {"terminated": {"exitCode": code, "reason": reason}}}
+
+
+def test_a_failure_without_a_replica_observed_is_a_replica_failure_and_its_message_is_kept():
+    verdict = Verdict(JobPhase.FAILED, ("worker", 0), "Replica job-worker-0 has failed.", replicas=(("worker", 0),))
+    assert explained(verdict, []) == Verdict(JobPhase.FAILED, ("worker", 0), "Replica job-worker-0 has failed.",
+                                             reason="ReplicaFailed", replicas=(("worker", 0),))
+
+
+def test_only_a_replica_failed_for_good_is_named_as_the_cause():
+    verdict = Verdict(JobPhase.FAILED, ("worker", 0), "Replica job-worker-0 has failed.", replicas=(("worker", 0),))
+    running = observation(Seen.CURRENT, pod=pod(), phase="Running", outcome=None)
+    assert explained(verdict, [running]) == Verdict(JobPhase.FAILED, ("worker", 0), "Replica job-worker-0 has failed.",
+                                                    reason="ReplicaFailed", replicas=(("worker", 0),))
+
+
+def test_a_failed_pod_with_no_exit_code_and_no_reason_says_only_that():
+    assert how(observation(Seen.CURRENT, pod=pod())) == "without an exit code"
+
+
+def test_a_lost_pod_says_it_was_lost():
+    assert how(observation(Seen.GONE)) == "without an exit code (its pod was lost: deleted, or its node gone)"
+
+
+def test_the_reason_of_a_pod_already_retired_is_not_the_replicas():
+    assert how(observation(Seen.RETIRED, pod=pod("Evicted"))) == "without an exit code"
+
+
+def test_a_container_that_exited_0_in_a_failed_pod_gives_its_code():
+    containers = [{"name": "main", "state": "terminated", "exitCode": 0}]
+    assert how(observation(Seen.CURRENT, containers, pod("Evicted"))) == "with exit code 0 (Evicted)"
+
+
+def test_the_reason_is_the_failed_containers_not_the_first_containers():
+    containers = [{"name": "sidecar", "state": "terminated", "exitCode": 0},
+                  {"name": "main", "state": "terminated", "exitCode": 137}]
+    seen = pod("", terminated("sidecar", 0, "Completed"), terminated("main", 137, "OOMKilled"))
+    assert how(observation(Seen.CURRENT, containers, seen)) == "with exit code 137 (OOMKilled)"
+
+
+def test_a_pod_without_container_statuses_any_more_still_gives_the_recorded_exit_code():
+    containers = [{"name": "main", "state": "terminated", "exitCode": 2}]
+    seen = {"metadata": {"uid": "uid-1"}, "status": {"phase": "Failed", "reason": "Evicted"}}
+    assert how(observation(Seen.CURRENT, containers, seen)) == "with exit code 2 (Evicted)"
+
+
+def test_a_terminated_container_without_an_exit_code_is_no_exit_code():
+    containers = [{"name": "main", "state": "terminated", "exitCode": None}]
+    assert how(observation(Seen.CURRENT, containers, pod("Evicted"))) == "without an exit code (Evicted)"
+
+
+def test_when_no_container_failed_the_first_that_exited_is_named():
+    containers = [{"name": "main", "state": "terminated", "exitCode": 0},
+                  {"name": "sidecar", "state": "terminated", "exitCode": 0}]
+    seen = pod("", terminated("main", 0, "Completed"), terminated("sidecar", 0, "Done"))
+    assert how(observation(Seen.CURRENT, containers, seen)) == "with exit code 0 (Completed)"
+
+
+def test_the_recorded_exit_code_is_given_when_the_pod_or_its_statuses_say_nothing_more():
+    containers = [{"name": "main", "state": "terminated", "exitCode": 2}]
+    assert how(observation(Seen.GONE, containers)) == "with exit code 2"
+    for seen in ({"metadata": {"uid": "uid-1"}}, pod("", {"name": "main"}), pod("", {"name": "main", "state": {}}),
+                 pod("", {"name": "main", "state": {"running": {}}})):
+        assert how(observation(Seen.CURRENT, containers, seen)) == "with exit code 2"
+
+
+def test_a_failure_after_restarts_granted_in_the_same_reconcile_counts_them_all():
+    # Three workers fail at once under a job budget of 2 (OnFailure, backoffLimit 2): the first two are restarted
+    # (the job's restarts 1 and 2), the third fails the job "after 2 of 2", as backoffCount will say.
+    from controller.jobs.restart import observe_all
+
+    budget = ReplicaRestart(RestartPolicyType.ON_FAILURE, 2, "main")
+    seen = {"metadata": {"uid": "uid-1"}, "status": {"phase": "Failed"}}
+    slots = [Slot("worker", rank, f"job-worker-{rank}", budget, Replica(f"job-worker-{rank}", "uid-1", "Failed"),
+                  seen) for rank in range(3)]
+    observations = observe_all(slots, 0)
+    assert [o.outcome for o in observations] == [None, None, Outcome.FAILED]
+    verdict = Verdict(JobPhase.FAILED, ("worker", 2), "Replica job-worker-2 has failed.", replicas=(("worker", 2),))
+    assert explained(verdict, observations).message == (
+        "Replica job-worker-2 has failed: replica worker-2 failed without an exit code after 2 of 2 restarts of the "
+        "job (runPolicy.backoffLimit)")

@@ -1,0 +1,71 @@
+"""Names that are taken (controller/jobs/conflicts.py): the cases tests/controller/test_conflicts.py does not reach.
+Written against the mutants that survived the other tests (tests/mutation, RELIABILITY.md): each test names the
+behaviour a surviving mutant broke."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.jobs.conflicts import Conflict, TakenNames, conflict_condition, holder_of
+
+from .test_conflicts import Clock
+
+
+def test_an_owner_that_is_not_the_controller_holds_no_name():
+    owner = {"kind": "ConfigMap", "name": "c", "controller": False}
+    assert holder_of({"metadata": {"ownerReferences": [owner]}}) == "no controller"
+    assert holder_of({"metadata": {"ownerReferences": [{"kind": "ConfigMap", "name": "c"},
+                                                       {"kind": "GenericJob", "name": "a", "controller": True}]}}) \
+        == "GenericJob a"
+
+
+def test_a_name_freed_leaves_the_jobs_other_taken_names_waiting():
+    clock = Clock()
+    taken = TakenNames(clock=clock)
+    taken.found("uid", Conflict("pod a-0", "x"))
+    taken.found("uid", Conflict("Service a-0", "x"))
+    taken.freed("uid", "pod a-0")
+    assert [c.what for c in taken.conflicts("uid")] == ["Service a-0"] and taken.waits("uid", "Service a-0")
+    taken.freed("uid", "pod a-1")  # never taken: nothing changes
+    assert [c.what for c in taken.conflicts("uid")] == ["Service a-0"]
+
+
+def test_a_job_whose_names_are_all_free_or_unwanted_is_forgotten():
+    # (Per job, for the life of the controller: a job that no longer waits for a name keeps no entry.)
+    taken = TakenNames(clock=Clock())
+    taken.found("a", Conflict("pod a-0", "x"))
+    taken.freed("a", "pod a-0")
+    taken.found("b", Conflict("pod b-0", "x"))
+    taken.keep_only("b", [])
+    taken.found("c", Conflict("pod c-0", "x"))
+    taken.forget("c")
+    assert taken._jobs == {}
+
+
+def test_keep_only_of_a_job_with_no_taken_name_changes_nothing():
+    taken = TakenNames(clock=Clock())
+    taken.keep_only("nobody", ["pod a-0"])
+    assert taken._jobs == {} and taken.conflicts("nobody") == []
+
+
+def test_the_names_still_wanted_may_come_as_any_iterable():
+    taken = TakenNames(clock=Clock())
+    for what in ("pod a-0", "pod a-1", "Service a-0"):
+        taken.found("uid", Conflict(what, "x"))
+    taken.keep_only("uid", (what for what in ["pod a-1", "Service a-0"]))  # a generator, read once
+    assert sorted(c.what for c in taken.conflicts("uid")) == ["Service a-0", "pod a-1"]
+
+
+def test_a_forgotten_job_has_no_conflict_and_no_retry():
+    taken = TakenNames(clock=Clock())
+    taken.found("uid", Conflict("pod a-0", "x"))
+    taken.forget("uid")
+    assert taken.conflicts("uid") == [] and taken.next_retry("uid") is None and not taken.waits("uid", "pod a-0")
+
+
+@pytest.mark.parametrize(("count", "more"), [(1, ""), (3, ""), (4, "; and 1 more"), (6, "; and 3 more")])
+def test_the_condition_spells_out_three_names_and_counts_the_rest(count, more):
+    conflicts = [Conflict(f"pod a-{i}", "GenericJob b") for i in range(count)]
+    [shown] = conflict_condition([], conflicts, "t")
+    names = "; ".join(f"pod a-{i} is taken by an object controlled by GenericJob b" for i in range(min(count, 3)))
+    assert shown["message"] == f"{names}{more}. The job waits until the names are free."

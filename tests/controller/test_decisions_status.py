@@ -1,0 +1,94 @@
+"""The job's status and conditions (controller/jobs/status.py) in the cases the planning tests do not reach.
+Written against the mutants that survived the other tests (tests/mutation, RELIABILITY.md): each test names the
+behaviour a surviving mutant broke."""
+
+from __future__ import annotations
+
+from controller.jobs import status as st
+
+NOW, LATER = "2024-01-01T00:00:01Z", "2024-01-01T00:00:09Z"
+
+
+def test_a_refused_write_adds_replica_failure_to_conditions_without_it_and_keeps_its_first_time():
+    [failure] = st.write_failure_condition([], [], "FailedCreate", "pods is forbidden", NOW)
+    assert (failure["type"], failure["status"], failure["reason"], failure["lastTransitionTime"]) == (
+        "ReplicaFailure", "True", "FailedCreate", NOW)
+    stored = [failure]
+    computed = [{"type": "Completed", "status": "False"},
+                {"type": "ReplicaFailure", "status": "False", "reason": "NoFailure", "lastTransitionTime": LATER}]
+    conditions = st.write_failure_condition(computed, stored, "FailedCreate", "pods is forbidden", LATER)
+    assert conditions[0] == {"type": "Completed", "status": "False"}
+    assert (conditions[1]["status"], conditions[1]["lastTransitionTime"]) == ("True", NOW)
+
+
+def test_a_pod_without_a_status_is_not_ready_and_one_without_a_uid_has_an_empty_one():
+    assert st.pod_ready({"metadata": {"name": "p"}}) is False
+    assert st.pod_uid({"metadata": {"name": "p"}}) == ""
+
+
+def test_a_pod_not_reported_on_yet_is_a_pending_replica():
+    record = st.observed(st.Replica("job-worker-0"), {"metadata": {"uid": "u1"}})
+    assert (record.uid, record.phase, record.containers, record.ready) == ("u1", "Pending", (), False)
+    assert st.observed(st.Replica("job-worker-0"), {"metadata": {"uid": "u1"}, "status": {}}).phase == "Pending"
+
+
+def test_only_a_deleted_replica_says_its_unfinished_containers_are_deleted():
+    running = st.Replica("job-worker-0", "u1", "Running", ({"name": "main", "state": "running"},
+                                                            {"name": "init", "state": "terminated", "exitCode": 0}))
+    assert running.in_phase("Failed").containers == running.containers
+    assert running.in_phase(st.DELETED).containers == ({"name": "main", "state": "deleted"},
+                                                       {"name": "init", "state": "terminated", "exitCode": 0})
+
+
+def test_replica_failure_names_the_failed_replicas_up_to_its_maximum_and_counts_the_rest():
+    def message(failed: int) -> str:
+        records = [st.Replica(f"w-{i}", f"u{i}", "Failed") for i in range(failed)] + [st.Replica("ok", "u", "Running")]
+        conditions = st.progress_conditions([], phase="Running", records=records, now=NOW)
+        return st.find_condition(conditions, "ReplicaFailure")["message"]
+
+    assert message(1) == "Replicas with a failed pod: w-0."
+    assert message(st.NAMES_SHOWN) == f"Replicas with a failed pod: {', '.join(f'w-{i}' for i in range(5))}."
+    assert message(st.NAMES_SHOWN + 1).endswith("w-4 and 1 more.")
+    assert message(st.NAMES_SHOWN + 2).endswith("w-4 and 2 more.")
+
+
+def test_a_stored_record_with_an_unreadable_waiting_cause_waits_for_nothing():
+    assert st.read_record({"waiting": "ImagePullBackOff"}, "w-0").waiting is None
+    assert st.read_record({"waiting": {"reason": "ErrImagePull", "message": ""}}, "w-0").waiting == {
+        "reason": "ErrImagePull", "message": ""}
+
+
+def test_a_pod_without_a_uid_is_recorded_with_an_empty_one():
+    assert st.observed(st.Replica("w-0"), {"metadata": {}, "status": {"phase": "Running"}}).uid == ""
+
+
+def test_paused_says_whether_pods_are_still_being_deleted():
+    def paused(pods_left: bool) -> str:
+        conditions = st.pause_conditions([], paused=True, pods_left=pods_left, now=NOW)
+        return st.find_condition(conditions, "Paused")["message"]
+
+    assert paused(True) == "The job is paused: its pods are being deleted."
+    assert paused(False) == "The job is paused: all its pods are deleted."
+
+
+def test_retiring_a_replica_awaiting_its_pod_keeps_the_pod_it_retired_before():
+    awaiting = st.Replica("w-0", "", st.CREATING, last_restart_uid="old")
+    assert awaiting.retired().last_restart_uid == "old"
+    assert st.Replica("w-0", "new", "Running", last_restart_uid="old").retired().last_restart_uid == "new"
+
+
+def test_bare_pods_and_container_statuses_read_as_pending_and_waiting():
+    assert st.pod_phase({"metadata": {}}) == "Pending"
+    assert st.container_states({"status": {"containerStatuses": [{"name": "main"}]}}) == [
+        {"name": "main", "state": "waiting"}]
+
+
+def test_a_record_says_debug_only_while_it_describes_its_debug_pod():
+    # A debug pod deleted (or retired) stays known for one (it counted nothing); the record awaiting the next pod
+    # does not say debug, since that pod may be the workload's.
+    from controller.jobs.status import DELETED, Replica
+
+    debug = Replica("job-worker-0", "u1", "Running", debug=True)
+    assert debug.in_phase(DELETED).debug is True and debug.in_phase(DELETED).to_json()["debug"] is True
+    awaiting = debug.awaiting()
+    assert awaiting.debug is False and "debug" not in awaiting.to_json()
