@@ -5,8 +5,7 @@ already made sees it too), and restores the old code afterwards.
 
     python -m tests.controller.model.mutants [--examples N] [--strict] [NAME ...]   # each mutant: killed or not
     python -m tests.controller.model.mutants --defects                             # which known defects main has
-
-tests/controller/model/test_mutants.py runs the same table under pytest (ENGINE_MODEL_MUTANTS=1)."""
+"""
 
 from __future__ import annotations
 
