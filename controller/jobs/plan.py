@@ -455,10 +455,12 @@ def _run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observatio
     conditions = st.progress_conditions(old_conditions, phase=phase, records=records, now=now)
     conditions = st.unfinished_conditions(conditions, now)
     conditions = st.pause_conditions(conditions, paused=False, pods_left=False, now=now)
-    # The job starts when its first pods are asked for (a job created paused has not started). The deadline's
-    # clock (startTime) restarts at resume, as Kubeflow's and batch/v1 Job's: paused time never counts.
+    # The job starts when its first pods are asked for (a job created paused has not started), or is found with
+    # pods and no startTime (its status lost): it is active, so its deadline's clock runs from now. The clock
+    # restarts at resume, as Kubeflow's and batch/v1 Job's: paused time never counts.
     resumed = old.get("phase") == JobPhase.PAUSED and old.get("startTime")
-    start = now if resumed else old.get("startTime") or (now if create else None)
+    active = create or any(o.slot.pod is not None for o in observations)
+    start = now if resumed else old.get("startTime") or (now if active else None)
     new = st.assemble(old, kind.status, phase=phase, conditions=conditions,
                       records_by_type=_by_type(job, _slots_of(observations), records),
                       start_time=start, completion_time=None)

@@ -148,6 +148,21 @@ def test_a_rank_scaled_back_waits_for_the_pod_its_scale_down_deleted_even_one_ne
     assert removed(back.status)["job-worker-1"]["restartCount"] == 0 and back.create == []
 
 
+def test_a_rank_scaled_away_as_the_job_ends_whose_pod_is_going_stays_deleted_under_none():
+    # The job succeeds in the moment a rank is scaled away, and someone has just deleted that rank's pod (it is
+    # terminating): cleanUpPolicy None keeps the pods of a finished job, but this one is going, so its record
+    # stays Deleted instead of describing the dying pod. (A mutant of plan._settle_leaving lived without it.)
+    pods = Pods()
+    rules = [{"worker": [0]}]
+    status = start(make_job(("worker", 3, "Never"), success=rules), pods)
+    pods.set("worker", 0, "Succeeded")
+    pods.set("worker", 2, "Running", terminating=True)
+    result = step(make_job(("worker", 2, "Never"), success=rules), status, pods, at(5))
+    assert result.status["phase"] == "Succeeded"
+    assert removed(result.status)["job-worker-2"]["phase"] == "Deleted"
+    assert not [d for d in result.delete if d[0] == "job-worker-2"]
+
+
 def test_a_running_pod_scaled_away_counts_nothing_when_it_fails_terminating():
     # The scale-down's own delete ends the pod with SIGTERM: that is no outcome of the workload.
     pods = Pods()
@@ -248,3 +263,13 @@ def test_a_retryable_failure_of_a_rank_scaled_away_counts_in_the_jobs_messages()
     assert result.status["backoffCount"] == 2 and result.status["tasks"][0]["restartCount"] == 2
     assert any(reason == "Restarting" and "job-worker-1 (restart 1 of 3)" in message
                for _, reason, message in result.events), result.events
+
+
+def test_a_job_found_with_pods_and_no_start_time_starts_its_deadline_clock_now():
+    # Its status was lost (restored from a backup without it, say) while its pods run: it is active, so the clock
+    # of runPolicy's deadline starts now instead of never. (A mutant of plan._run lived without this test.)
+    pods = Pods()
+    job = make_job(("worker", 1, "Never"))
+    start(job, pods)
+    result = step(job, {}, pods, at(9))
+    assert result.create == [] and result.status.get("startTime") == at(9)
