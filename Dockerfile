@@ -58,8 +58,8 @@ COPY --from=builder /opt/venv /opt/venv
 USER 65532:65532
 WORKDIR /
 
-# 8443: /metrics (HTTPS); 8081: /healthz and /readyz (plain HTTP, for the kubelet).
-EXPOSE 8443 8081
+# 8443: /metrics (HTTPS); 8081: /healthz and /readyz (plain HTTP, for the kubelet); 9443: the admission webhook.
+EXPOSE 8443 8081 9443
 
 ENTRYPOINT ["genericjob-controller"]
 CMD ["run"]
