@@ -88,3 +88,33 @@ can grant, without the cluster-scoped TokenReview and SubjectAccessReview.
   name: {{ include "genericjob-controller.fullname" . }}
   namespace: {{ .Release.Namespace }}
 {{- end }}
+
+{{/*
+"true" when cert-manager issues the webhook's certificate (webhook.certManager.enabled, or, unset, the
+metrics' switch metrics.certManager.enabled), else empty: the controller keeps its own certificate then.
+*/}}
+{{- define "genericjob-controller.webhookCertManager" -}}
+{{- if .Values.webhook.enabled }}
+{{- $chosen := .Values.webhook.certManager.enabled }}
+{{- if kindIs "invalid" $chosen }}{{ $chosen = .Values.metrics.certManager.enabled }}{{ end }}
+{{- if $chosen }}true{{ end }}
+{{- end }}
+{{- end }}
+
+{{/* "true" when the controller makes, rotates and injects the webhook's certificate itself, else empty. */}}
+{{- define "genericjob-controller.webhookSelfManaged" -}}
+{{- if and .Values.webhook.enabled (not (include "genericjob-controller.webhookCertManager" .)) }}true{{ end }}
+{{- end }}
+
+{{/*
+The webhooks' namespaceSelector: webhook.namespaceSelector, and with `namespaces` set, the watched
+namespaces by the label the API server sets on every namespace (as overlays/namespaced).
+*/}}
+{{- define "genericjob-controller.webhookNamespaceSelector" -}}
+{{- $selector := deepCopy .Values.webhook.namespaceSelector }}
+{{- with .Values.namespaces }}
+{{- $watched := dict "key" "kubernetes.io/metadata.name" "operator" "In" "values" . }}
+{{- $_ := set $selector "matchExpressions" (append ($selector.matchExpressions | default list) $watched) }}
+{{- end }}
+{{- toYaml $selector }}
+{{- end }}
