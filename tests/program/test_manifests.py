@@ -9,6 +9,9 @@
   RBAC and the OwnerReferencesPermissionEnforcement admission plugin enforced; the (verb, resource) pairs
   localcluster saw must be exactly what the ClusterRole and the Role allow, and none was refused.
   Without the `genericjobs/finalizers` rule every pod create is refused (403) by that plugin;
+- the admission webhook (issue 34): its Service reaches every replica's port `webhook`, its
+  ValidatingWebhookConfiguration has the interface's webhook names, paths and rules, and the self-managed
+  certificates' RBAC grants exactly the Secret and the configuration by name (webhook-rbac.yaml);
 - user-rbac.yaml: users bound to the built-in `edit` / `view` roles can create / read jobs;
 - the Dockerfile's structure (it is not built here: there is no Docker engine in the test environment).
 """
@@ -67,8 +70,13 @@ MANIFESTS = ROOT / "manifests"
 NAMESPACE = "genericjob-system"
 IMAGE = "ghcr.io/t9k/genericjob-controller:0.1.0"
 NAME = "genericjob-controller"
-# The controller's own roles (user-rbac.yaml adds user-facing ClusterRoles next to them).
+# The controller's own roles (user-rbac.yaml adds user-facing ClusterRoles next to them), whose rules the RBAC test
+# compares with the requests the controller makes; the webhook's certificates have a Role and a ClusterRole of
+# their own (WEBHOOK_RBAC), by resource name.
 ROLES = {"ClusterRole": NAME, "Role": f"{NAME}-leader-election"}
+WEBHOOK = f"{NAME}-webhook"  # the webhook's Service, and its certificates' Role and ClusterRole
+WEBHOOK_SECRET = f"{NAME}-webhook-cert"  # the self-managed certificates' Secret (--webhook-secret-name)
+WEBHOOK_PORT = 9443
 
 # What `kubectl kustomize manifests/` must produce: (kind, name) -> namespaced?
 EXPECTED = {
@@ -88,6 +96,12 @@ EXPECTED = {
     ("Deployment", NAME): True,
     ("PodDisruptionBudget", NAME): True,
     ("Service", f"{NAME}-metrics"): True,
+    ("Service", WEBHOOK): True,
+    ("ValidatingWebhookConfiguration", NAME): False,
+    ("Role", WEBHOOK): True,
+    ("RoleBinding", WEBHOOK): True,
+    ("ClusterRole", WEBHOOK): False,
+    ("ClusterRoleBinding", WEBHOOK): False,
 }
 METRICS_PORT = 8443
 
@@ -128,12 +142,16 @@ def test_bindings_grant_the_roles_to_the_deployment_service_account(rendered):
     pod = find(rendered, "Deployment")["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == account
     for binding_kind, role_kind in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
-        binding = find(rendered, binding_kind)
-        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind,
-                                      "name": find(rendered, role_kind, ROLES[role_kind])["metadata"]["name"]}
-        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}]
-    # The lease Role lives where the Deployment runs (the Lease's namespace comes from the downward API).
-    assert find(rendered, "Role")["metadata"]["namespace"] == find(rendered, "Deployment")["metadata"]["namespace"]
+        for role in (ROLES[role_kind], WEBHOOK):
+            binding = find(rendered, binding_kind, role)
+            assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind,
+                                          "name": find(rendered, role_kind, role)["metadata"]["name"]}
+            assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}]
+    # The lease Role and the webhook Secret's live where the Deployment runs (the Lease's namespace and the
+    # Secret's come from the downward API).
+    for role in (ROLES["Role"], WEBHOOK):
+        assert find(rendered, "Role", role)["metadata"]["namespace"] == \
+            find(rendered, "Deployment")["metadata"]["namespace"]
 
 
 def test_deployment_runs_two_hardened_replicas_under_leader_election(rendered):
@@ -145,14 +163,17 @@ def test_deployment_runs_two_hardened_replicas_under_leader_election(rendered):
     assert spec["replicas"] == 2
     assert spec["selector"]["matchLabels"].items() <= labels.items()
     assert container["image"] == IMAGE
-    assert container["args"] == ["run", "--leader-elect", "--log-format", "json", f"--metrics-address=:{METRICS_PORT}"]
+    assert container["args"] == ["run", "--leader-elect", "--log-format", "json", f"--metrics-address=:{METRICS_PORT}",
+                                 f"--webhook-port={WEBHOOK_PORT}"]
     assert "command" not in container  # the image's ENTRYPOINT runs
-    assert container["env"] == [{"name": "GENERICJOB_LEASE_NAMESPACE",
-                                 "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}]
+    own_namespace = {"valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}
+    # The Lease's namespace, and the self-managed webhook certificate's (--webhook-namespace's default).
+    assert container["env"] == [{"name": "GENERICJOB_LEASE_NAMESPACE", **own_namespace},
+                                {"name": "POD_NAMESPACE", **own_namespace}]
     assert pod.get("automountServiceAccountToken", True) is True  # it needs the API
 
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert ports == {"https": METRICS_PORT, "health": 8081}
+    assert ports == {"https": METRICS_PORT, "health": 8081, "webhook": WEBHOOK_PORT}
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         get = container[probe]["httpGet"]
         assert get["path"] == path
@@ -190,7 +211,7 @@ def test_metrics_service_reaches_the_https_metrics_port(rendered):
     deployment = find(rendered, "Deployment")
     labels = deployment["spec"]["template"]["metadata"]["labels"]
     [container] = deployment["spec"]["template"]["spec"]["containers"]
-    service = find(rendered, "Service")
+    service = find(rendered, "Service", f"{NAME}-metrics")
     assert service["spec"]["selector"].items() <= labels.items()
     [port] = service["spec"]["ports"]
     assert (port["name"], port["port"]) == ("https", METRICS_PORT)
@@ -204,6 +225,92 @@ def test_disruption_budget_keeps_one_of_the_two_replicas(rendered):
     assert budget["spec"] == {"minAvailable": 1, "selector": deployment["spec"]["selector"],
                               "unhealthyPodEvictionPolicy": "AlwaysAllow"}  # a crash-looping pod never blocks a drain
     assert deployment["spec"]["replicas"] > budget["spec"]["minAvailable"]  # a drain can still evict one
+
+
+# --- the admission webhook (issue 34) -------------------------------------------------------------
+
+
+def test_webhook_service_reaches_every_replicas_webhook_port(rendered):
+    """Every replica serves the webhook, leader or not: the Service selects the Deployment's pods, not the leader."""
+    deployment = find(rendered, "Deployment")
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    service = find(rendered, "Service", WEBHOOK)
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    assert not service["spec"].get("publishNotReadyAddresses")  # only Ready replicas, serving a certificate
+    [port] = service["spec"]["ports"]
+    assert (port["port"], port["targetPort"], port["protocol"]) == (443, "webhook", "TCP")
+    assert {p["name"]: p["containerPort"] for p in container["ports"]}["webhook"] == WEBHOOK_PORT
+
+
+def test_webhook_configuration_is_the_interfaces(rendered):
+    """One webhook per registered kind, named and routed as the controller serves it (the plan's interface)."""
+    configuration = find(rendered, "ValidatingWebhookConfiguration")
+    assert configuration["metadata"]["name"] == NAME and "namespace" not in configuration["metadata"]
+    assert "caBundle" not in json.dumps(configuration)  # the controller writes it (cert-manager's cainjector, there)
+    assert "annotations" not in configuration["metadata"]
+    kinds = list(registry.KINDS.values())
+    assert [w["name"] for w in configuration["webhooks"]] == [f"{k.api.plural}.{k.api.group}" for k in kinds]
+    for webhook, kind in zip(configuration["webhooks"], kinds, strict=True):
+        assert webhook["clientConfig"] == {"service": {
+            "name": WEBHOOK, "namespace": NAMESPACE, "port": 443,
+            "path": f"/validate-{kind.api.group.replace('.', '-')}-{kind.api.version}-{kind.api.kind.lower()}"}}
+        # The main resource only: the controller's status writes and every delete go unchecked.
+        assert webhook["rules"] == [{"operations": ["CREATE", "UPDATE"], "apiGroups": [kind.api.group],
+                                     "apiVersions": [kind.api.version], "resources": [kind.api.plural],
+                                     "scope": "Namespaced"}]
+        assert {k: v for k, v in webhook.items() if k not in ("name", "clientConfig", "rules")} == {
+            "matchPolicy": "Equivalent", "namespaceSelector": {}, "objectSelector": {}, "sideEffects": "None",
+            "admissionReviewVersions": ["v1"], "timeoutSeconds": 10, "failurePolicy": "Fail"}
+
+
+def resource_rules(role: dict) -> set[tuple[str, str, str, str | None]]:
+    """(apiGroup, resource, verb, resourceName or None) of a role's rules."""
+    return {(g, r, v, n) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]
+            for v in rule["verbs"] for n in rule.get("resourceNames") or [None]}
+
+
+def test_webhook_certificates_rbac_names_the_secret_and_the_configuration(rendered):
+    """The self-managed certificates need one Secret in the controller's namespace (made once: `create` cannot
+    be limited by name) and the caBundle of one ValidatingWebhookConfiguration: granted by name, nothing more."""
+    assert resource_rules(find(rendered, "Role", WEBHOOK)) == {
+        ("", "secrets", "create", None),
+        *{("", "secrets", verb, WEBHOOK_SECRET) for verb in ("get", "update", "patch")}}
+    assert resource_rules(find(rendered, "ClusterRole", WEBHOOK)) == {
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations", verb, NAME)
+        for verb in ("get", "update", "patch")}
+    # The controller's own ClusterRole grants no secret and no webhook configuration at all.
+    assert not {r for r in resource_rules(find(rendered, "ClusterRole", NAME)) if r[1] in (
+        "secrets", "validatingwebhookconfigurations")}
+
+
+async def test_webhook_certificates_rbac_allows_only_those_objects(cluster, rendered):
+    """The manifests' RBAC in localcluster (RBAC enforced), asked as the ServiceAccount: the Secret and the
+    configuration by name, nothing else of their kinds."""
+    from kubernetes_asyncio.client import AuthorizationV1Api
+
+    apply_rbac(cluster, rendered)
+    async with service_account_client(cluster) as api_client:
+        reviews = AuthorizationV1Api(api_client)
+
+        async def can(verb: str, resource: str, name: str = "", namespace: str = NAMESPACE,
+                      group: str = "") -> bool:
+            review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "spec": {
+                "resourceAttributes": {"verb": verb, "group": group, "resource": resource, "name": name,
+                                       "namespace": namespace}}}
+            return (await reviews.create_self_subject_access_review(review)).status.allowed
+
+        assert await can("create", "secrets")
+        for verb in ("get", "update", "patch"):
+            assert await can(verb, "secrets", WEBHOOK_SECRET)
+            assert not await can(verb, "secrets", "another-secret")
+            assert not await can(verb, "secrets", WEBHOOK_SECRET, namespace="default")
+            assert await can(verb, "validatingwebhookconfigurations", NAME, "", "admissionregistration.k8s.io")
+            assert not await can(verb, "validatingwebhookconfigurations", "another", "", "admissionregistration.k8s.io")
+        for verb in ("list", "watch", "delete"):
+            assert not await can(verb, "secrets")
+            assert not await can(verb, "validatingwebhookconfigurations", NAME, "", "admissionregistration.k8s.io")
+        assert not await can("create", "secrets", namespace="default")
+        assert not await can("create", "validatingwebhookconfigurations", "", "", "admissionregistration.k8s.io")
 
 
 # --- applying to localcluster -------------------------------------------------------------------
@@ -224,7 +331,10 @@ async def test_apply_k_manifests_succeeds_without_prometheus_operator(cluster, t
     found = {(o["kind"], o["metadata"]["name"]) for o in json.loads(namespaced.out)["items"]}
     # and the namespace's `default` ServiceAccount, which the serviceaccount controller makes in every namespace
     assert found == {key for key, ns in EXPECTED.items() if ns} | {("ServiceAccount", "default")}
-    cluster_wide = await kubectl.ok("get", "-o", "json", f"namespace/{NAMESPACE}", f"clusterrolebinding/{NAME}",
+    cluster_wide = await kubectl.ok("get", "-o", "json", f"namespace/{NAMESPACE}",
+                                    f"validatingwebhookconfiguration/{NAME}",
+                                    *(f"clusterrolebinding/{name}" for kind, name in EXPECTED
+                                      if kind == "ClusterRoleBinding"),
                                     *(f"clusterrole/{name}" for kind, name in EXPECTED if kind == "ClusterRole"),
                                     f"crd/{PLURAL}.{GROUP}", f"crd/{PG_PLURAL}.{PG_GROUP}",
                                     f"crd/tensorflowtrainingjobs.{GROUP}", f"crd/pytorchtrainingjobs.{GROUP}")
@@ -240,6 +350,9 @@ async def test_apply_k_manifests_succeeds_without_prometheus_operator(cluster, t
     assert all(c["terminationMessagePath"] == "/dev/termination-log" for c in template["spec"]["containers"])
     stored = json.loads((await kubectl.ok("get", "clusterrole", NAME, "-o", "json")).out)
     assert stored["rules"] == find(rendered, "ClusterRole", NAME)["rules"]
+    # The webhooks as written: every field the server would default is spelled out, and none is dropped.
+    stored = json.loads((await kubectl.ok("get", "validatingwebhookconfiguration", NAME, "-o", "json")).out)
+    assert stored["webhooks"] == find(rendered, "ValidatingWebhookConfiguration")["webhooks"]
 
     # The README's install command, on top: nothing to change. A PodDisruptionBudget is always
     # "configured": policy/v1's selector has patchStrategy replace, so kubectl's patch is never empty
@@ -551,7 +664,7 @@ async def test_rbac_rules_are_exactly_what_the_controller_uses(cluster, rendered
     assert not unknown, f"requests for resources the test cannot map to an API group: {unknown}"
     used = {(GROUPS[resource], resource, verb) for verb, resource, _ in seen}
     cluster_rules = rules_of(find(rendered, "ClusterRole", NAME))
-    role_rules = rules_of(find(rendered, "Role"))
+    role_rules = rules_of(find(rendered, "Role", ROLES["Role"]))
 
     def granted(rule: Rule) -> bool:
         return rule in (role_rules if rule[1] in NAMESPACED_ROLE else cluster_rules)
@@ -762,7 +875,7 @@ def test_dockerfile_runs_the_cli_as_the_deployments_non_root_user(rendered):
     assert [json.loads(a) for a in args_of(final, "CMD")] == [["run"]]
     exposed = sorted(int(p) for a in args_of(final, "EXPOSE") for p in a.split())
     [container] = find(rendered, "Deployment")["spec"]["template"]["spec"]["containers"]
-    assert exposed == sorted(p["containerPort"] for p in container["ports"]) == [8081, METRICS_PORT]
+    assert exposed == sorted(p["containerPort"] for p in container["ports"]) == [8081, METRICS_PORT, WEBHOOK_PORT]
 
 
 def test_dockerfile_copies_what_run_needs_and_dockerignore_keeps_the_context_small():
