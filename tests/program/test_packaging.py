@@ -105,7 +105,8 @@ def monitoring() -> list[dict]:
 
 
 # API groups every Kubernetes 1.28+ server serves.
-BUILT_IN_GROUPS = {"", "apps", "policy", "rbac.authorization.k8s.io", "apiextensions.k8s.io", "coordination.k8s.io"}
+BUILT_IN_GROUPS = {"", "apps", "policy", "rbac.authorization.k8s.io", "apiextensions.k8s.io", "coordination.k8s.io",
+                   "admissionregistration.k8s.io"}
 
 
 def test_default_install_needs_no_other_projects_api(base):
@@ -137,7 +138,7 @@ def test_monitoring_overlay_adds_servicemonitor_rule_and_dashboard(base, monitor
                           ("Secret", f"{scraper}-token", NAMESPACE), ("ClusterRoleBinding", scraper, None)}
     assert {k: o for k, o in by_key(monitoring).items() if k in by_key(base)} == by_key(base)
 
-    service = find(monitoring, "Service")
+    service = find(monitoring, "Service", f"{NAME}-metrics")
     [port] = service["spec"]["ports"]
     monitor = find(monitoring, "ServiceMonitor")
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
@@ -231,10 +232,18 @@ def test_namespaced_overlay_grants_the_cluster_roles_rules_per_watched_namespace
     auth_binding = find(namespaced, "ClusterRoleBinding", f"{NAME}-metrics-auth")
     assert auth_binding["roleRef"]["name"] == f"{NAME}-metrics-auth"
     assert auth_binding["subjects"] == [account]
-    # The rest is the default install, unchanged.
-    rest = {k: o for k, o in by_key(namespaced).items() if k in by_key(base) and k[0] != "Deployment"}
-    assert rest == {k: o for k, o in by_key(base).items() if k[1] != NAME or k[0] not in (
-        "ClusterRole", "ClusterRoleBinding", "Deployment")}
+    # The admission webhook is called for the watched namespaces' jobs only, each webhook alike.
+    webhooks = find(namespaced, "ValidatingWebhookConfiguration")["webhooks"]
+    assert [w["namespaceSelector"] for w in webhooks] == [{"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": WATCHED}]}] * len(webhooks)
+    assert [{**w, "namespaceSelector": {}} for w in webhooks] == \
+        find(base, "ValidatingWebhookConfiguration")["webhooks"]
+    # The rest is the default install, unchanged (the webhook certificates' RBAC included: the Secret is in the
+    # controller's namespace, the configuration cluster-scoped).
+    changed = ("Deployment", "ValidatingWebhookConfiguration")
+    rest = {k: o for k, o in by_key(namespaced).items() if k in by_key(base) and k[0] not in changed}
+    assert rest == {k: o for k, o in by_key(base).items() if k[0] not in changed and (
+        k[1] != NAME or k[0] not in ("ClusterRole", "ClusterRoleBinding"))}
 
 
 async def test_namespaced_overlay_applies_to_localcluster(cluster, tmp_path, namespaced):
@@ -416,12 +425,12 @@ def test_helm_values_change_what_they_say():
     [container] = find(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
     assert container["image"] == "ghcr.io/t9k/genericjob-controller:1.2.3"
     assert container["args"] == ["run", "--no-leader-elect", "--log-format", "json", "--metrics-address=:8443",
-                                 "--no-metrics-secure", "--workers=8"]
+                                 "--webhook-port=9443", "--no-metrics-secure", "--workers=8"]
     assert find(objects, "Deployment")["spec"]["replicas"] == 1
     kinds = {o["kind"] for o in objects}
     assert "PodDisruptionBudget" not in kinds  # minAvailable 1 of 1 would block every drain
-    assert "Role" not in kinds  # no Lease without leader election
-    [port] = find(objects, "Service")["spec"]["ports"]
+    assert not [o for o in objects if o["kind"] == "Role" and "lease" in json.dumps(o)]  # no Lease without election
+    [port] = find(objects, "Service", f"{NAME}-metrics")["spec"]["ports"]
     assert port["name"] == "http" == container["ports"][0]["name"]
     [endpoint] = find(objects, "ServiceMonitor")["spec"]["endpoints"]
     assert endpoint == {"port": "http", "scheme": "http", "path": "/metrics", "interval": "30s"}

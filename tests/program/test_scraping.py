@@ -45,6 +45,7 @@ from .test_packaging import (
 CERT_MANAGER_CRDS = [crd_stub("cert-manager.io", "issuers", "Issuer"),
                      crd_stub("cert-manager.io", "certificates", "Certificate")]
 SERVICE = f"{NAME}-metrics"
+CERTIFICATE = f"{NAME}-metrics-cert"  # the webhook's has its own (test_install_webhook.py)
 
 
 @pytest.fixture
@@ -107,12 +108,14 @@ def test_the_repository_names_bearer_token_file_nowhere_it_is_used():
 
 def test_cert_manager_overlay_issues_mounts_and_verifies_the_certificate(monitoring, verified):
     added = {k: o for k, o in by_key(verified).items() if k not in by_key(monitoring)}
-    assert set(added) == {("Issuer", f"{NAME}-selfsigned", NAMESPACE),
-                          ("Certificate", f"{NAME}-metrics-cert", NAMESPACE)}
+    # With the admission webhook's certificate, whose objects test_install_webhook.py checks.
+    assert set(added) == {("Issuer", f"{NAME}-selfsigned", NAMESPACE), ("Certificate", CERTIFICATE, NAMESPACE),
+                          ("Certificate", f"{NAME}-webhook-serving-cert", NAMESPACE)}
     changed = {k for k, o in by_key(verified).items() if k in by_key(monitoring) and by_key(monitoring)[k] != o}
-    assert changed == {("Deployment", NAME, NAMESPACE), ("ServiceMonitor", NAME, NAMESPACE)}
+    assert changed == {("Deployment", NAME, NAMESPACE), ("ServiceMonitor", NAME, NAMESPACE),
+                       ("ValidatingWebhookConfiguration", NAME, None)}
 
-    certificate = find(verified, "Certificate")
+    certificate = find(verified, "Certificate", CERTIFICATE)
     assert certificate["spec"]["issuerRef"] == {"group": "cert-manager.io", "kind": "Issuer",
                                                 "name": f"{NAME}-selfsigned"}
     assert "server auth" in certificate["spec"]["usages"]
@@ -127,7 +130,8 @@ def test_cert_manager_overlay_issues_mounts_and_verifies_the_certificate(monitor
     assert mount.get("readOnly") is True and "subPath" not in mount
     [volume] = [v for v in pod["volumes"] if v["name"] == mount["name"]]
     assert volume["secret"]["secretName"] == secret
-    assert container(verified)["args"][:-1] == container(monitoring)["args"]
+    assert [a for a in container(verified)["args"] if not a.startswith("--webhook-cert-dir=")][:-1] == \
+        container(monitoring)["args"]
 
     # The ServiceMonitor trusts the Secret's CA and checks the name the certificate carries.
     [endpoint] = find(verified, "ServiceMonitor")["spec"]["endpoints"]
@@ -148,7 +152,7 @@ def test_cert_manager_overlay_follows_another_namespace(tmp_path):
     objects = render(overlay.parent)
     service = f"{SERVICE}.metrics-team.svc"
     assert find(objects, "Service", SERVICE)["metadata"]["namespace"] == "metrics-team"
-    assert find(objects, "Certificate")["spec"]["dnsNames"] == [service, f"{service}.cluster.local"]
+    assert find(objects, "Certificate", CERTIFICATE)["spec"]["dnsNames"] == [service, f"{service}.cluster.local"]
     assert find(objects, "ServiceMonitor")["spec"]["endpoints"][0]["tlsConfig"]["serverName"] == service
 
 
@@ -161,15 +165,19 @@ def test_helm_cert_manager_value_renders_the_cert_manager_overlay(verified):
 def test_helm_cert_manager_value_follows_the_release():
     objects = template("metrics.serviceMonitor.enabled=true", "metrics.certManager.enabled=true",
                        "fullnameOverride=jobs")
-    certificate = find(objects, "Certificate")
+    certificate = find(objects, "Certificate", "jobs-metrics-cert")
     assert certificate["spec"]["dnsNames"][0] == f"jobs-metrics.{NAMESPACE}.svc"
-    [service] = [o for o in objects if o["kind"] == "Service"]
+    [service] = [o for o in objects if o["kind"] == "Service" and o["metadata"]["labels"].get(
+        "app.kubernetes.io/component") == "metrics"]
     assert service["metadata"]["name"] == "jobs-metrics"
     tls = find(objects, "ServiceMonitor")["spec"]["endpoints"][0]["tlsConfig"]
     assert tls["serverName"] == f"jobs-metrics.{NAMESPACE}.svc"
     assert tls["ca"]["secret"]["name"] == certificate["spec"]["secretName"]
-    # Plain HTTP metrics have no certificate to issue.
-    kinds = {o["kind"] for o in template("metrics.secure=false", "metrics.certManager.enabled=true")}
+    # Plain HTTP metrics have no certificate to issue (the webhook's, which follows the switch, is issued).
+    objects = template("metrics.secure=false", "metrics.certManager.enabled=true")
+    assert [o["metadata"]["name"] for o in objects if o["kind"] == "Certificate"] == [f"{NAME}-webhook-serving-cert"]
+    kinds = {o["kind"] for o in template("metrics.secure=false", "metrics.certManager.enabled=true",
+                                         "webhook.certManager.enabled=false")}
     assert not kinds & {"Issuer", "Certificate"}
 
 
@@ -180,9 +188,8 @@ async def test_cert_manager_overlay_applies_with_the_crds(cluster, tmp_path, ver
     await kubectl.ok("apply", "-f", "-", stdin=yaml.safe_dump_all(PROMETHEUS_OPERATOR_CRDS + CERT_MANAGER_CRDS))
     applied = await kubectl.ok("apply", "-k", str(OVERLAYS / "cert-manager"))
     assert len(applied.out.splitlines()) == len(verified), applied.out
-    got = json.loads((await kubectl.ok("get", "-n", NAMESPACE, "certificate", f"{NAME}-metrics-cert", "-o",
-                                       "json")).out)
-    assert got["spec"] == find(verified, "Certificate")["spec"]
+    got = json.loads((await kubectl.ok("get", "-n", NAMESPACE, "certificate", CERTIFICATE, "-o", "json")).out)
+    assert got["spec"] == find(verified, "Certificate", CERTIFICATE)["spec"]
 
 
 def issued(dns_names: list[str]) -> tuple[bytes, bytes]:
@@ -219,7 +226,7 @@ async def test_the_controller_passes_the_servicemonitors_verification(tmp_path, 
     """The Secret the Certificate asks for, in the directory the Deployment mounts: the controller serves it, and
     a client configured as the ServiceMonitor (its CA, its serverName) verifies it; one trusting another CA,
     or expecting another name, does not."""
-    certificate = find(verified, "Certificate")
+    certificate = find(verified, "Certificate", CERTIFICATE)
     cert, key = issued(certificate["spec"]["dnsNames"])
     (tmp_path / CERT_FILE).write_bytes(cert)
     (tmp_path / KEY_FILE).write_bytes(key)
@@ -259,7 +266,8 @@ def test_networkpolicy_admits_only_the_monitoring_namespace_to_the_metrics_port(
     assert policy["podSelector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
     assert policy["podSelector"]["matchLabels"] == find(fenced, "Deployment")["spec"]["selector"]["matchLabels"]
     assert policy["policyTypes"] == ["Ingress"]  # egress (to the API server) is not restricted
-    [rule] = policy["ingress"]
+    # The webhook's rule (the API server's calls, from anywhere: test_install_webhook.py) comes second.
+    rule, _ = policy["ingress"]
     assert rule["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
     ports = {p["name"]: p for p in container(fenced)["ports"]}
     # Only the metrics port: the health port (the kubelet's probes come from the node, always allowed) is in
@@ -268,7 +276,7 @@ def test_networkpolicy_admits_only_the_monitoring_namespace_to_the_metrics_port(
     assert ports["https"]["containerPort"] == 8443 and ports["health"]["containerPort"] == 8081
     assert "health" not in json.dumps(policy) and "8081" not in json.dumps(policy)
     # The metrics Service's target port is the one admitted.
-    [service_port] = find(fenced, "Service")["spec"]["ports"]
+    [service_port] = find(fenced, "Service", SERVICE)["spec"]["ports"]
     assert service_port["targetPort"] == "https"
 
 
@@ -280,7 +288,7 @@ def test_helm_networkpolicy_value_renders_the_component(fenced):
 def test_helm_networkpolicy_namespaces_are_configurable():
     objects = template("networkPolicy.enabled=true", "networkPolicy.metricsNamespaces={prometheus,observability}",
                        "metrics.secure=false")
-    [rule] = find(objects, "NetworkPolicy")["spec"]["ingress"]
+    rule, _ = find(objects, "NetworkPolicy")["spec"]["ingress"]  # and the webhook's
     assert rule["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}
                             for ns in ("prometheus", "observability")]
     assert rule["ports"] == [{"port": "http", "protocol": "TCP"}]  # follows the metrics port's name
