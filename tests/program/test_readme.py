@@ -42,6 +42,7 @@ DOCS = ROOT / "docs"
 PAGES = (README, DOCS / "user-guide.md", DOCS / "local.md", DOCS / "operations.md", DOCS / "development.md")
 YAML_TESTED = {  # a page with ```yaml examples -> the test that applies them
     DOCS / "security.md": ROOT / "tests" / "program" / "test_admission_policy.py",
+    DOCS / "operations.md": ROOT / "tests" / "program" / "test_install_webhook.py",  # the failurePolicy overlay
 }
 NOT_RUN_BLOCKS = {  # a text found in exactly one block -> why that block is not run here
     "rollout status deployment/genericjob-controller":
