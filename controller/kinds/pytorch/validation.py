@@ -47,7 +47,7 @@ def master_errors(job: PyTorchTrainingJob) -> list[SpecError]:
         declared = job.spec.declared_replicas.get(spec.type, spec.replicas)
         if spec.type == MASTER and declared != 1:
             return [SpecError(f"spec.replicaSpecs[{index}].replicas",
-                              f'a replica type "{MASTER}" has exactly one replica (it has {declared})')]
+                              f'a replica type "{MASTER}" has exactly one replica')]
     if any(spec.type == MASTER for spec in specs) or not specs:
         return []
     first = specs[0]
