@@ -27,12 +27,17 @@ message. A `dryRun` request is answered like any other (nothing here has side ef
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
+from apimachinery.kubeclient import ApiClient
 from controller.jobs.crd import RESUME_SPECS_IMMUTABLE
 from controller.jobs.kind import JobKind, KindApi, SpecProblem
 from controller.jobs.validation import SpecError, recorded_types
+from controller.runtime.webhook_server import BadRequest, Webhook, WebhookConfig
 
 REVIEW_API_VERSION = "admission.k8s.io/v1"
 REVIEW_KIND = "AdmissionReview"
@@ -44,7 +49,7 @@ PLACEHOLDER_UID = "00000000-0000-0000-0000-000000000000"  # never shown: no rule
 ALWAYS_ALLOWED = frozenset({"DELETE", "CONNECT"})
 
 
-class BadReview(ValueError):
+class BadReview(BadRequest):
     """The body is not an AdmissionReview this webhook can answer (no request, no uid): HTTP 400."""
 
 
@@ -56,6 +61,14 @@ def path(api: KindApi) -> str:
 def webhook_name(api: KindApi) -> str:
     """The webhook's name in the ValidatingWebhookConfiguration: genericjobs.batch.tensorstack.dev."""
     return f"{api.plural}.{api.group}"
+
+
+def make_webhook(api_client: ApiClient | None, config: WebhookConfig, registry: CollectorRegistry | None = None, *,
+                 kinds: Sequence[JobKind]) -> Webhook:
+    """The webhook server of `kinds`, one path each (`path`), with its certificates (`config`): start() and stop()
+    it; its unready() is for /readyz. `api_client` keeps the certificates when `config.cert_dir` is None."""
+    handlers = {path(kind.api): functools.partial(review, kind) for kind in kinds}
+    return Webhook(api_client, handlers, config, registry)
 
 
 def review(kind: JobKind, body: Any) -> dict:
@@ -202,5 +215,5 @@ def _resume_specs(obj: dict) -> Any:
     return value
 
 
-__all__ = ["BadReview", "answer", "decide", "invalid_status", "path", "problems", "review", "update_problems",
-           "webhook_name"]
+__all__ = ["BadReview", "answer", "decide", "invalid_status", "make_webhook", "path", "problems", "review",
+           "update_problems", "webhook_name"]
