@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 import orjson
 
 from . import errors
-from .admission import validating_policies
+from .admission import validating_policies, webhook_configs
 from .errors import ApiError
 from .fields import managedfields
 from .storage import deletion, event_apis, subresources
@@ -221,6 +221,9 @@ class Api:
             causes += builtins.validate_crd(obj) + rule_errors(obj)
         elif key == validating_policies.POLICIES:
             causes += validating_policies.policy_errors(obj)
+        elif key in webhook_configs.KINDS:
+            webhook_configs.default(obj, mutating=key == webhook_configs.MUTATING)
+            causes += webhook_configs.errors(obj, old, mutating=key == webhook_configs.MUTATING)
         elif key == event_apis.STORAGE:
             causes += event_apis.validate(obj, old, strict=rt.group == event_apis.GROUP)
         if rt.schema is not None:
