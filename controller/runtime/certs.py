@@ -171,10 +171,11 @@ def self_signed(hostname: str | None = None) -> tuple[bytes, bytes]:
 
 def issue(common_name: str, dns_names: Sequence[str], validity: datetime.timedelta, *, ips: Sequence[str] = (),
           ca: bool = False, issuer: tuple[bytes, bytes] | None = None,
-          not_after: datetime.datetime | None = None) -> tuple[bytes, bytes]:
+          not_after: datetime.datetime | None = None,
+          backdate: datetime.timedelta = datetime.timedelta(minutes=5)) -> tuple[bytes, bytes]:
     """(certificate, key) in PEM, a new ECDSA P-256 key: a CA (`ca`, for signing only) or a serving certificate
-    for `dns_names` and `ips`; signed by `issuer` (its certificate and key, PEM), else by itself. Valid from five
-    minutes ago (clock skew) for `validity`, and never past `not_after` (a certificate outliving its CA is
+    for `dns_names` and `ips`; signed by `issuer` (its certificate and key, PEM), else by itself. Valid from
+    `backdate` ago (clock skew) for `validity`, and never past `not_after` (a certificate outliving its CA is
     useless)."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
@@ -193,7 +194,7 @@ def issue(common_name: str, dns_names: Sequence[str], validity: datetime.timedel
     builder = (x509.CertificateBuilder()
                .subject_name(name).issuer_name(issuer_name).public_key(key.public_key())
                .serial_number(x509.random_serial_number())
-               .not_valid_before(now - datetime.timedelta(minutes=5))
+               .not_valid_before(now - backdate)
                .not_valid_after(until)
                .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if ca else None), critical=True)
                .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)

@@ -98,7 +98,8 @@ def renewed(data: dict[str, bytes], config: CertKeeperConfig, now: datetime.date
 
     ca_cert, ca_key, others = _current_ca(data, now, config.renew_fraction)
     if ca_cert is None:
-        ca_pem, ca_key = issue(f"{config.service_name}-ca@{int(now.timestamp())}", (), config.ca_validity, ca=True)
+        ca_pem, ca_key = issue(f"{config.service_name}-ca@{int(now.timestamp())}", (), config.ca_validity, ca=True,
+                               backdate=_backdate(config.ca_validity))
         ca_cert = x509.load_pem_x509_certificate(ca_pem)
     bundle = [ca_cert, *(c for c in others if c.not_valid_after_utc > now and c != ca_cert)]
     bundle_pem = b"".join(_pem(c) for c in bundle)
@@ -106,7 +107,7 @@ def renewed(data: dict[str, bytes], config: CertKeeperConfig, now: datetime.date
     if not _serving_ok(tls_cert, tls_key, bundle, config, now):
         tls_cert, tls_key = issue(config.service_name, _dns(config.dns_names), config.cert_validity,
                                   ips=_ips(config.dns_names), issuer=(_pem(ca_cert), ca_key),
-                                  not_after=ca_cert.not_valid_after_utc)
+                                  not_after=ca_cert.not_valid_after_utc, backdate=_backdate(config.cert_validity))
     new = {CERT_FILE: tls_cert, KEY_FILE: tls_key, CA_CERT: bundle_pem, CA_KEY: ca_key}
     return None if all(data.get(key) == value for key, value in new.items()) else new
 
@@ -162,6 +163,11 @@ def _serving_ok(cert_pem: bytes, key_pem: bytes, bundle: list, config: CertKeepe
         except (ValueError, TypeError, InvalidSignature):
             continue
     return False
+
+
+def _backdate(validity: datetime.timedelta) -> datetime.timedelta:
+    """Valid from a little before now, for clocks a little behind: five minutes, a tenth of a short validity."""
+    return min(datetime.timedelta(minutes=5), validity / 10)
 
 
 def _due(cert, now: datetime.datetime, fraction: float) -> bool:
