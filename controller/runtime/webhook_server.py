@@ -226,6 +226,7 @@ class Webhook:
             address = await self.server.start(self.config.host, self.config.port, self.certificates.context)
         except BaseException:
             work.close()
+            await self.server.stop()
             raise
         self._task = asyncio.create_task(work, name="webhook-certificates")
         return address

@@ -5,6 +5,7 @@ cert-manager's mode (a directory re-read), and `run`'s flags."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import dataclasses
 import datetime
@@ -26,6 +27,7 @@ from controller.kinds.registry import KINDS
 from controller.kinds.tensorflow.kind import TENSORFLOW
 from controller.runtime import webhook_server
 from controller.runtime.certs import CertificateError, CertWatcher, issue
+from controller.runtime.leader import LeaderElectionConfig, micro_time
 from controller.runtime.manager import Manager
 from controller.runtime.webhook_certs import CertKeeperConfig
 from controller.runtime.webhook_server import BadRequest, Webhook, WebhookConfig, WebhookServer
@@ -293,6 +295,52 @@ async def test_readiness_waits_for_the_webhooks_certificate(cluster, api_client)
         assert isinstance(run.manager.webhook, Webhook) and run.manager.webhook.address
     finally:
         assert await run.stop() == 0
+
+
+async def test_a_standby_replica_answers_too(cluster, api_client):
+    """Another holds the Lease: this replica never leads, and still answers admission requests and is ready."""
+    cluster.apply_crds(CRDS)
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+             "metadata": {"name": "genericjob-controller", "namespace": NAMESPACE},
+             "spec": {"holderIdentity": "the-leader", "leaseDurationSeconds": 3600, "renewTime": micro_time(),
+                      "acquireTime": micro_time(), "leaseTransitions": 0}}
+    response = await api_client.call_api(f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases", "POST",
+                                         body=lease, header_params={"Content-Type": "application/json"},
+                                         auth_settings=["BearerToken"], _preload_content=False)
+    assert response.status == 201
+    election = LeaderElectionConfig("genericjob-controller", NAMESPACE, identity="standby", lease_duration=3600,
+                                    renew_deadline=10, retry_period=2)
+    config = dataclasses.replace(
+        manager_config(election), webhook=WebhookConfig(port=0, host="127.0.0.1", keeper=keeper()),
+        make_webhook=functools.partial(admission.make_webhook, kinds=[GENERICJOB]))
+    run = Running(Manager(api_client, config))
+    await run.start()
+    try:
+        await run.answers("/readyz", 200, "ok")
+        webhook = run.manager.webhook
+        client = Client(webhook.address, webhook.certificates.bundle)
+        body = review("CREATE", job("GenericJob", {"worker": 1}, successRules=[{"worker": [1]}]))
+        status, answer = await client.post(PATHS[GENERICJOB], body)
+        await client.session.close()
+        assert status == 200 and answer["response"]["status"]["code"] == 422
+        assert run.manager.elector.identity == "standby" and not run.manager.elector.is_leader
+    finally:
+        assert await run.stop() == 0
+
+
+async def test_a_taken_port_ends_the_program(api_client):
+    taken = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = taken.sockets[0].getsockname()[1]
+    config = dataclasses.replace(
+        manager_config(), webhook=WebhookConfig(port=port, host="127.0.0.1", keeper=keeper()),
+        make_webhook=functools.partial(admission.make_webhook, kinds=[GENERICJOB]))
+    manager = Manager(api_client, config)
+    try:
+        assert await asyncio.wait_for(manager.run(), 10) == 1
+        assert manager.exit_reason == "cannot listen"
+    finally:
+        taken.close()
+        await taken.wait_closed()
 
 
 def test_runs_flags_choose_the_webhooks_port_and_certificates(tmp_path, monkeypatch):
