@@ -89,6 +89,8 @@ class Api(WebhookSteps):
     that yields where admission webhooks are to be awaited; `create` and the others run them at once, as the
     cluster's own writes, which meet no webhook, need; the HTTP layer runs them with `run`."""
 
+    idle_manager = SERVER_MANAGER
+
     def __init__(self, store: Store, registry: Registry) -> None:
         self.store = store
         self.registry = registry
@@ -440,6 +442,8 @@ class Api(WebhookSteps):
         old = self.store.get(rt.storage_key, okey)
         if old is None:
             if rt.create_on_update and subresource is None:
+                if self.options is not None:  # the update handler's updateToCreateOptions
+                    self.options = {**self.options, "kind": "CreateOptions"}
                 return (yield from self.create_steps(rt, namespace, body, dry_run))
             raise self._not_found(rt, name)
         obj = self._check_body(rt, body)

@@ -56,6 +56,7 @@ class WebhookSteps:
     user: Any
     admission: Any
     options: dict | None
+    idle_manager: str  # the field manager between requests (the server's own)
 
     async def run(self, make: Callable[[], Steps]):
         """Run `make()`'s verb, awaiting the webhooks it meets (the HTTP layer's path)."""
@@ -93,10 +94,8 @@ class WebhookSteps:
         return (self.user, self.manager, self.field_validation, self.warnings, self.options)
 
     def _set_request_state(self, state: tuple | None) -> None:
-        if state is None:
-            from ..api import SERVER_MANAGER
-
-            state = (None, SERVER_MANAGER, "Ignore", [], None)
+        if state is None:  # as between requests
+            state = (None, self.idle_manager, "Ignore", [], None)
         self.user, self.manager, self.field_validation, self.warnings, self.options = state
 
     def _webhook_candidates(self, rt, subresource: str | None, operation: str) -> Candidates | None:

@@ -59,7 +59,7 @@ EXEMPT_KINDS = frozenset({"ValidatingWebhookConfiguration", "MutatingWebhookConf
 NAMESPACES = ("", "namespaces")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Hook:
     configuration: str
     mutating: bool
@@ -74,13 +74,13 @@ class Hook:
         return self.spec.get("failurePolicy") == "Ignore"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Invocation:
     hook: Hook
     rt: ResourceType  # the version the webhook is called in (another one than the request's: matchPolicy)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Candidates:
     """The webhooks whose rules take a kind of request."""
 

@@ -196,8 +196,11 @@ class HttpApi:
             return await self._patch(request, target)
         if method == "DELETE" and target.subresource is None:
             options = await _read_options(request)
-            obj, gone_now = await self._delete(request, target.rt, target.namespace, target.name, options)
-            return json_response(*_deleted(target.rt, obj, gone_now, options))
+            obj, gone_now, warnings = await self._delete(request, target.rt, target.namespace, target.name, options)
+            response = json_response(*_deleted(target.rt, obj, gone_now, options))
+            for text in warnings:
+                response.headers.add("Warning", warning_header(text))
+            return response
         raise errors.method_not_allowed()
 
     async def _token_request(self, request: web.Request, namespace: str, name: str) -> web.Response:
@@ -430,12 +433,16 @@ class HttpApi:
         return snap
 
     async def _delete(self, request: web.Request, rt: ResourceType, namespace: str | None, name: str,
-                      options: dict) -> tuple[dict, bool]:
-        """A delete, as the request's user: admission webhooks see it (with its DeleteOptions)."""
+                      options: dict) -> tuple[dict, bool, list[str]]:
+        """A delete, as the request's user: admission webhooks see it (with its DeleteOptions); their warnings."""
         self.api.user = request.get(USER)
-        self.api.options = {**options, "kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"}
+        self.api.options = {**options, "kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1",
+                            **({"dryRun": ["All"]} if _dry_run(request) else {})}
+        self.api.warnings = []
         try:
-            return await self.api.run(lambda: self.api.delete_steps(rt, namespace, name, options, _dry_run(request)))
+            obj, gone_now = await self.api.run(lambda: self.api.delete_steps(rt, namespace, name, options,
+                                                                            _dry_run(request)))
+            return obj, gone_now, self.api.warnings
         finally:
             self.api.user, self.api.options, self.api.warnings = None, None, []
 

@@ -343,3 +343,39 @@ async def test_match_conditions(rest, server):
     await rest.ok("POST", CONFIGMAPS, configmap("small"))
     assert (await rest.call("POST", CONFIGMAPS, {**configmap("big"), "data": {"a": "1", "b": "2"}}))[0] == 400
     assert server.paths() == ["/deny"]
+
+
+async def test_match_policy_equivalent_calls_with_the_version_the_rule_names(rest, server):
+    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    await rest.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
+                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": schema},
+                              {"name": "v2", "served": True, "storage": False, "schema": schema}]}})
+    only_v1 = rule("CREATE", resources=("gadgets",), groups=("example.com",), versions=("v1",))
+    await install(rest, hook("equivalent.example.com", server, "/equivalent", only_v1),
+                  hook("exact.example.com", server, "/exact", only_v1, matchPolicy="Exact"))
+    await rest.ok("POST", "/apis/example.com/v2/namespaces/default/gadgets",
+                  {"apiVersion": "example.com/v2", "kind": "Gadget", "metadata": {"name": "g"}})
+    assert server.paths() == ["/equivalent"]
+    (request,) = server.requests("/equivalent")
+    assert (request["kind"]["version"], request["resource"]["version"], request["requestKind"]["version"],
+            request["requestResource"]["version"], request["object"]["apiVersion"]) == (
+        "v1", "v1", "v2", "v2", "example.com/v1")
+
+
+async def test_a_delete_meets_its_webhooks_with_its_warnings(cluster, rest, server):
+    server.handlers["/delete"] = lambda review: allow(review, warnings=["deleting"])
+    await rest.ok("POST", CONFIGMAPS, configmap("c"))
+    await install(rest, hook("delete.example.com", server, "/delete", rule("DELETE")))
+    async with cluster.session() as session, session.delete(f"{cluster.url}{CONFIGMAPS}/c",
+                                                           params={"dryRun": "All"}) as response:
+        assert response.status == 200 and response.headers.getall("Warning") == ['299 - "deleting"']
+    (request,) = server.requests("/delete")
+    assert (request["object"], request["oldObject"]["metadata"]["name"], request["dryRun"]) == (None, "c", True)
+    assert request["options"] == {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", "dryRun": ["All"]}
+    server.handlers["/delete"] = lambda review: deny(review, "keep it", 403, "Forbidden")
+    status, body = await rest.call("DELETE", f"{CONFIGMAPS}/c")
+    assert (status, body["message"]) == (403, 'admission webhook "delete.example.com" denied the request: keep it')
+    await rest.ok("GET", f"{CONFIGMAPS}/c")
