@@ -147,6 +147,8 @@ _POD_TEMPLATE: _Schema = {"metadata": _nested(_OBJECT_META), "spec": _nested(_PO
 
 _META_ONLY: _Schema = {"metadata": _nested(_OBJECT_META)}
 _BINDING: _Schema = {**_META_ONLY, "roleRef": _ATOMIC}
+# admissionregistration/v1 ValidatingWebhook and MutatingWebhook (rules and admissionReviewVersions: atomic).
+_WEBHOOK: _Schema = {"matchConditions": _merged_list("name"), "namespaceSelector": _ATOMIC, "objectSelector": _ATOMIC}
 _KIND_SCHEMAS: Mapping[str, _Schema] = {
     "Pod": {**_META_ONLY, "spec": _nested(_POD_SPEC), "status": _nested(_POD_STATUS)},
     "Service": {
@@ -170,6 +172,8 @@ _KIND_SCHEMAS: Mapping[str, _Schema] = {
     "Event": {**_META_ONLY, "involvedObject": _ATOMIC, "regarding": _ATOMIC, "related": _ATOMIC},
     "RoleBinding": _BINDING,
     "ClusterRoleBinding": _BINDING,
+    "ValidatingWebhookConfiguration": {**_META_ONLY, "webhooks": _merged_list("name", _WEBHOOK)},
+    "MutatingWebhookConfiguration": {**_META_ONLY, "webhooks": _merged_list("name", _WEBHOOK)},
     # Lease has no tagged lists beyond metadata.
 }
 

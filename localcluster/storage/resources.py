@@ -182,6 +182,11 @@ def builtin_types() -> list[ResourceType]:
                  False, status_subresource=True, tracks_generation=True),
         _builtin("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings",
                  "ValidatingAdmissionPolicyBinding", False, tracks_generation=True),
+        # Called by the webhook admission plugins (admission/webhooks.py); after the policies, as discovery lists them.
+        _builtin("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
+                 "ValidatingWebhookConfiguration", False),
+        _builtin("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
+                 "MutatingWebhookConfiguration", False),
         _builtin("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
                  False, short_names=("crd", "crds"), status_subresource=True, tracks_generation=True),
         _builtin("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False, verbs=("create",)),
