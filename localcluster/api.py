@@ -15,7 +15,8 @@ from datetime import UTC, datetime, timedelta
 import orjson
 
 from . import errors
-from .admission import validating_policies, webhook_configs
+from .admission import validating_policies, webhook_configs, webhooks
+from .admission.webhook_steps import Steps, WebhookSteps, drive
 from .errors import ApiError
 from .fields import managedfields
 from .storage import deletion, event_apis, subresources
@@ -83,12 +84,19 @@ def patched(old: dict, content_type: str, patch, kind: str, strategic: bool, acc
     return result
 
 
-class Api:
+class Api(WebhookSteps):
+    """The verbs. Each write verb is a generator of steps (`create_steps`, ...: admission/webhook_steps.py)
+    that yields where admission webhooks are to be awaited; `create` and the others run them at once, as the
+    cluster's own writes, which meet no webhook, need; the HTTP layer runs them with `run`."""
+
+    idle_manager = SERVER_MANAGER
+
     def __init__(self, store: Store, registry: Registry) -> None:
         self.store = store
         self.registry = registry
         # fieldValidation of the request being served (Ignore, Warn or Strict) and the warnings it
-        # produced. Safe as plain attributes: every verb runs synchronously, with no await inside.
+        # produced. Safe as plain attributes: a verb runs synchronously between awaits, and `run` puts
+        # them aside while it awaits webhooks.
         self.field_validation = "Ignore"
         self.warnings: list[str] = []
         # The user of the HTTP request being served, for admission that depends on who writes
@@ -101,6 +109,9 @@ class Api:
         self.max_object_bytes = errors.ETCD_MAX_REQUEST_BYTES
         self.policies = validating_policies.ValidatingPolicies(
             store, lambda name: store.get(NAMESPACES, ("", name)))
+        # The request's options as admission webhooks see them (CreateOptions, ...); the HTTP layer sets them.
+        self.options: dict | None = None
+        self.webhooks = webhooks.WebhookAdmission(store, registry, self.present)
 
     # --- helpers ---------------------------------------------------------------------------
 
@@ -159,13 +170,13 @@ class Api:
 
     # --- admission: defaults and validation per kind ---------------------------------------
 
-    def _admit_status(self, rt: ResourceType, obj: dict, old: dict) -> None:
+    def _admit_status(self, rt: ResourceType, obj: dict, old: dict, refuse: bool = True) -> list:
         """A /status write keeps everything but status from the stored object, and validation ratcheting
         drops errors in unchanged parts, so only the status subtree is checked: the CRD's CEL rules on
         the spec are not re-run for every status write (they dominated the server's CPU under load)."""
         properties = (rt.schema or {}).get("properties") or {}
         if "status" not in properties:
-            return
+            return []
         status_only = _status_schemas.get(id(rt.schema))
         if status_only is None or status_only[0] is not rt.schema:
             reduced = {k: v for k, v in rt.schema.items() if k not in ("required", "x-kubernetes-validations")}
@@ -177,11 +188,14 @@ class Api:
         old_view = {"apiVersion": old["apiVersion"], "kind": old["kind"], "metadata": old["metadata"]}
         if "status" in old:
             old_view["status"] = old["status"]
-        self._admit(replace(rt, schema=status_only[1]), view, old_view)
+        causes = self._admit(replace(rt, schema=status_only[1]), view, old_view, refuse)
         if "status" in view:
             obj["status"] = view["status"]
+        return causes
 
-    def _admit(self, rt: ResourceType, obj: dict, old: dict | None) -> None:
+    def _admit(self, rt: ResourceType, obj: dict, old: dict | None, refuse: bool = True) -> list:
+        """Default and validate (the kind's strategy); the errors are refused at once, or returned when
+        `refuse` is off (a mutating webhook is still to be heard: it may fix them)."""
         key = rt.storage_key
         causes: list = []
         if key == ("", "pods"):
@@ -234,7 +248,9 @@ class Api:
             self._unknown_fields(rt, unknown)
         elif key != event_apis.STORAGE:  # an Event's own checks end with the metadata's
             causes = builtins.metadata_errors(obj, builtins.NAME_STYLE.get(key, "subdomain")) + causes
-        self._refuse(rt, obj, causes)
+        if refuse:
+            self._refuse(rt, obj, causes)
+        return causes
 
     def _policies(self, rt: ResourceType, subresource: str | None, obj: dict, old: dict | None) -> None:
         """The ValidatingAdmissionPolicy plugin, after the other validating admission (as the server orders
@@ -307,6 +323,10 @@ class Api:
 
     def create(self, rt: ResourceType, namespace: str | None, body: dict, dry_run: bool = False,
                applied: bool = False) -> dict:
+        return drive(self.create_steps(rt, namespace, body, dry_run, applied))
+
+    def create_steps(self, rt: ResourceType, namespace: str | None, body: dict, dry_run: bool = False,
+                     applied: bool = False) -> Steps:
         """Create an object; `applied`: by server-side apply, which has set its managedFields already."""
         obj = self._check_body(rt, body)
         meta = obj["metadata"] = dict(obj.get("metadata") or {})
@@ -319,6 +339,7 @@ class Api:
             meta.pop("namespace", None)
         if meta.get("resourceVersion"):
             raise errors.bad_request("resourceVersion should not be set on objects to be created")
+        requested_name = meta.get("name") or ""
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + "".join(random.choices(NAME_CHARS, k=5))
         requested = meta.pop("managedFields", None)
@@ -329,11 +350,11 @@ class Api:
         if rt.tracks_generation:  # other kinds keep the generation the request gave, if any (BeforeCreate)
             meta["generation"] = 1
         self._initial_status(rt, obj)
-        self._admit(rt, obj, None)
+        found = self._webhook_candidates(rt, None, "CREATE")
+        deferred = self._admit(rt, obj, None, refuse=found is None or not found.mutating)
         self._check_namespace(rt, meta.get("namespace"))
-        if self.user is not None and self.admission is not None:
-            self.admission.validate(self.user, rt, None, obj, None)
-            self._policies(rt, None, obj, None)
+        if found is None:
+            self._validating_admission(rt, None, obj, None)
         if self.store.get(rt.storage_key, self._key(rt, meta.get("namespace"), meta["name"])) is not None:
             raise errors.already_exists(rt.qualified_resource, meta["name"], rt.group, rt.plural)
         if applied:
@@ -342,7 +363,33 @@ class Api:
             self._track(rt, None, obj, requested, None, self.manager)
         if rt.storage_key == PODS:  # after the field manager, as in the create handler: no one owns what it adds
             self._admit_new_pod(obj)
+        if found is not None:
+            obj = yield from self._webhooks(found, rt, None, "CREATE", obj, None, requested_name, dry_run, deferred,
+                                            lambda mutated: self._readmit(rt, mutated, None))
         return self.present(rt, self._commit(rt, obj, dry_run))
+
+    def _readmit(self, rt: ResourceType, obj: dict, old: dict | None, subresource: str | None = None) -> dict:
+        """An object a mutating webhook changed, decoded and admitted again (its errors refused now)."""
+        before = obj["metadata"]
+        obj = self._check_body(rt, obj)
+        meta = obj["metadata"] = dict(obj.get("metadata") or {})
+        for fixed in ("name", "namespace", "uid", "creationTimestamp", "resourceVersion", "deletionTimestamp",
+                      "deletionGracePeriodSeconds"):  # what no admission may change
+            if fixed in before:
+                meta[fixed] = before[fixed]
+        if subresource is None and old is None:
+            self._initial_status(rt, obj)
+        elif subresource is None and rt.status_subresource:  # the main resource's strategy keeps the status
+            obj.pop("status", None)
+            if "status" in old:
+                obj["status"] = old["status"]
+        if subresource == "status" and old is not None:
+            obj, _ = subresources.status_write(rt, old, obj, obj["metadata"])  # the status strategy keeps the rest
+            if rt.schema is not None:
+                self._admit_status(rt, obj, old)
+        elif subresource is None:
+            self._admit(rt, obj, old)
+        return obj
 
     def _admit_new_pod(self, pod: dict) -> None:
         """The default mutating admission plugins' pod defaults (pod_admission.py); the cluster's own pod creates
@@ -385,11 +432,19 @@ class Api:
 
     def update(self, rt: ResourceType, namespace: str | None, name: str, body: dict,
                subresource: str | None = None, dry_run: bool = False) -> dict:
+        return drive(self.update_steps(rt, namespace, name, body, subresource, dry_run))
+
+    def update_steps(self, rt: ResourceType, namespace: str | None, name: str, body: dict,
+                     subresource: str | None = None, dry_run: bool = False,
+                     view: webhooks.View | None = None) -> Steps:
+        """`view`: how webhooks see a subresource's object (the scale subresource's Scale)."""
         okey = self._key(rt, namespace, name)
         old = self.store.get(rt.storage_key, okey)
         if old is None:
             if rt.create_on_update and subresource is None:
-                return self.create(rt, namespace, body, dry_run)
+                if self.options is not None:  # the update handler's updateToCreateOptions
+                    self.options = {**self.options, "kind": "CreateOptions"}
+                return (yield from self.create_steps(rt, namespace, body, dry_run))
             raise self._not_found(rt, name)
         obj = self._check_body(rt, body)
         meta = dict(obj.get("metadata") or {})
@@ -402,10 +457,10 @@ class Api:
         if meta.get("uid") and meta["uid"] != old_meta["uid"]:
             raise self._conflict(rt, name, f"Precondition failed: UID in precondition: {meta['uid']}, UID in "
                                            f"object meta: {old_meta['uid']}")
-        return self._replace(rt, old, obj, meta, subresource, dry_run)
+        return (yield from self._replace(rt, old, obj, meta, subresource, dry_run, view=view))
 
     def _replace(self, rt: ResourceType, old: dict, obj: dict, meta: dict, subresource: str | None,
-                 dry_run: bool, applied: bool = False) -> dict:
+                 dry_run: bool, applied: bool = False, view: webhooks.View | None = None) -> Steps:
         old_meta = old["metadata"]
         requested = meta.get("managedFields")  # a status write ignores it, unless apply computed it
         if subresource == "status":
@@ -423,45 +478,67 @@ class Api:
         meta.pop("managedFields", None)
         meta["resourceVersion"] = old_meta["resourceVersion"]
         obj["metadata"] = meta
+        found = self._webhook_candidates(rt, "scale" if view is not None else subresource, "UPDATE")
+        refuse = found is None or not found.mutating
         if subresource is None:
-            self._admit(rt, obj, old)
+            deferred = self._admit(rt, obj, old, refuse)
         elif rt.schema is not None:
-            self._admit_status(rt, obj, old)
+            deferred = self._admit_status(rt, obj, old, refuse)
         else:  # a built-in's status strategy may take the request's labels and annotations
-            self._refuse(rt, obj, builtins.metadata_errors(obj, builtins.NAME_STYLE.get(rt.storage_key, "subdomain")))
-        if self.user is not None and self.admission is not None:
-            self.admission.validate(self.user, rt, subresource, obj, old)
-            self._policies(rt, subresource, obj, old)
-        if rt.tracks_generation and (_without(obj, "metadata", "status") != _without(old, "metadata", "status")
-                                     or (rt.storage_key == DEPLOYMENTS
-                                         and meta.get("annotations") != old_meta.get("annotations"))):
-            # The deployment strategy also counts annotation changes (its rollback and change-cause annotations).
-            meta["generation"] = old_meta.get("generation", 1) + 1
+            deferred = builtins.metadata_errors(obj, builtins.NAME_STYLE.get(rt.storage_key, "subdomain"))
+            if refuse:
+                self._refuse(rt, obj, deferred)
+        if found is None:
+            self._validating_admission(rt, subresource, obj, old)
+        self._generation(rt, obj, old)
         if applied:
             if requested is not None:
                 meta["managedFields"] = requested
         else:
             self._track(rt, old, obj, requested, subresource, self.manager)
+        if found is not None:
+            obj = yield from self._webhooks(found, rt, "scale" if view is not None else subresource, "UPDATE", obj,
+                                            old, old_meta["name"], dry_run, deferred,
+                                            lambda mutated: self._readmit(rt, mutated, old, subresource), view)
+            meta = obj["metadata"]
+            self._generation(rt, obj, old)
         if obj == old:
             return self.present(rt, old)  # a no-op update writes nothing, as etcd3's GuaranteedUpdate
         if meta.get("deletionTimestamp") and not meta.get("finalizers") and not self._waits_for_kubelet(rt, obj):
             return self.present(rt, self._remove(rt, old, dry_run))
         return self.present(rt, self._commit(rt, obj, dry_run))
 
+    def _generation(self, rt: ResourceType, obj: dict, old: dict) -> None:
+        """metadata.generation: one more than the stored one's when the object changed beyond its metadata and
+        status (the deployment strategy also counts annotation changes: its rollback and change-cause
+        annotations), else the stored one's."""
+        if not rt.tracks_generation:
+            return
+        meta, old_meta = obj["metadata"], old["metadata"]
+        if (_without(obj, "metadata", "status") != _without(old, "metadata", "status")
+                or (rt.storage_key == DEPLOYMENTS and meta.get("annotations") != old_meta.get("annotations"))):
+            meta["generation"] = old_meta.get("generation", 1) + 1
+        elif "generation" in old_meta:
+            meta["generation"] = old_meta["generation"]
+
     def patch(self, rt: ResourceType, namespace: str | None, name: str, content_type: str, patch,
               subresource: str | None = None, dry_run: bool = False) -> dict:
+        return drive(self.patch_steps(rt, namespace, name, content_type, patch, subresource, dry_run))
+
+    def patch_steps(self, rt: ResourceType, namespace: str | None, name: str, content_type: str, patch,
+                    subresource: str | None = None, dry_run: bool = False) -> Steps:
         if content_type == APPLY_PATCH:
-            return self.apply(rt, namespace, name, patch, subresource, dry_run)[0]
+            return (yield from self.apply_steps(rt, namespace, name, patch, subresource, dry_run))[0]
         old = self.store.get(rt.storage_key, self._key(rt, namespace, name))
         if old is None:
             raise self._not_found(rt, name)
         seen = self.present(rt, old)  # a patch applies to the object in the request's version
         result = patched(seen, content_type, patch, rt.kind, rt.strategic, rt.patch_types)
-        return self._replace_patched(rt, old, name, result, subresource, dry_run, applied=False,
-                                     patch=(content_type, patch))
+        return (yield from self._replace_patched(rt, old, name, result, subresource, dry_run, applied=False,
+                                                 patch=(content_type, patch)))
 
     def _replace_patched(self, rt: ResourceType, old: dict, name: str, result: dict, subresource: str | None,
-                         dry_run: bool, applied: bool, patch: tuple[str, object] | None = None) -> dict:
+                         dry_run: bool, applied: bool, patch: tuple[str, object] | None = None) -> Steps:
         meta = dict(result.get("metadata") or {})
         if meta.get("resourceVersion") != old["metadata"]["resourceVersion"]:
             raise self._conflict(rt, name)
@@ -474,10 +551,15 @@ class Api:
         if meta.get("name", name) != name:
             raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL "
                                      f"({name})")
-        return self._replace(rt, old, self._check_body(rt, result, patch), meta, subresource, dry_run, applied)
+        return (yield from self._replace(rt, old, self._check_body(rt, result, patch), meta, subresource, dry_run,
+                                         applied))
 
     def apply(self, rt: ResourceType, namespace: str | None, name: str, config, subresource: str | None = None,
               dry_run: bool = False, force: bool = False) -> tuple[dict, bool]:
+        return drive(self.apply_steps(rt, namespace, name, config, subresource, dry_run, force))
+
+    def apply_steps(self, rt: ResourceType, namespace: str | None, name: str, config, subresource: str | None = None,
+                    dry_run: bool = False, force: bool = False) -> Steps:
         """Server-side apply (apply.py); returns (object, created): a missing object is created by it."""
         from .fields import apply as applying
 
@@ -487,17 +569,21 @@ class Api:
         live = self.present(rt, old) if old is not None else None
         result = applying.apply(rt, live, config, self.manager, subresource, force, now_rfc3339())
         if old is not None:
-            return self._replace_patched(rt, old, name, result, subresource, dry_run, applied=True), False
+            return (yield from self._replace_patched(rt, old, name, result, subresource, dry_run, applied=True)), False
         meta = result["metadata"]
         if meta.setdefault("name", name) != name:
             raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL "
                                      f"({name})")
-        return self.create(rt, namespace, result, dry_run, applied=True), True
+        return (yield from self.create_steps(rt, namespace, result, dry_run, applied=True)), True
 
     # --- delete ---------------------------------------------------------------------------
 
     def delete(self, rt: ResourceType, namespace: str | None, name: str, options: dict | None = None,
                dry_run: bool = False) -> tuple[dict, bool]:
+        return drive(self.delete_steps(rt, namespace, name, options, dry_run))
+
+    def delete_steps(self, rt: ResourceType, namespace: str | None, name: str, options: dict | None = None,
+                     dry_run: bool = False) -> Steps:
         """Delete or start deleting (deletion.py); returns (object, gone_now)."""
         options = options or {}
         old = self.store.get(rt.storage_key, self._key(rt, namespace, name))
@@ -512,6 +598,9 @@ class Api:
             raise self._conflict(rt, name, f"Precondition failed: ResourceVersion in precondition: "
                                            f"{pre['resourceVersion']}, ResourceVersion in object meta: "
                                            f"{meta['resourceVersion']}")
+        found = self._webhook_candidates(rt, None, "DELETE")
+        if found is not None:
+            yield from self._webhooks(found, rt, None, "DELETE", None, old, name, dry_run, [], None)
         if rt.storage_key == NAMESPACES:  # emptied by the namespace controller (gc.py), then removed
             finalizers = deletion.gc_finalizers(list(meta.get("finalizers") or ()), options)
             marked = deletion.mark(old, finalizers, None, new_generation=False)

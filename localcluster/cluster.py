@@ -166,6 +166,7 @@ class LocalCluster:
         if self.endpoints is not None:
             await self.endpoints.stop()
         await self.runner.stop()
+        await self.api.webhooks.client.close()
         self._started = False
 
     async def restart(self, downtime: float = 0.0) -> None:

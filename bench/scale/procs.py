@@ -134,7 +134,7 @@ class Controller(Measured):
         election = ["--leader-elect", "--lease-namespace", "default"] if leader_elect else ["--no-leader-elect"]
         self.argv = [str(BIN / "genericjob-controller"), "run", "--kubeconfig", str(cluster.kubeconfig),
                      "--metrics-address", "127.0.0.1:0", "--no-metrics-secure", "--health-address", "0",
-                     "--log-format", "json",
+                     "--log-format", "json", "--webhook-port", "0",
                      "--log-level", "info", *election, "--shutdown-timeout", "2", *flags]
         self.url = ""
         self.started = 0.0

@@ -19,20 +19,25 @@ from collections.abc import Mapping
 from importlib import metadata
 from types import ModuleType
 
+from controller.jobs.admission import make_webhook
 from controller.jobs.backoff import DEFAULT_BASE as DEFAULT_RESTART_BACKOFF
 from controller.jobs.config import JobConfig
 from controller.jobs.plan import STUCK_TERMINATING_AFTER
 from controller.kinds import registry as kinds
 from controller.runtime.controller import INFORMER_STALE_AFTER
-from controller.runtime.flags import BooleanFlag, HelpFormatter, add_log_level_deps, non_negative, positive_int
+from controller.runtime.flags import BooleanFlag, HelpFormatter, add_log_level_deps, non_negative, port, positive_int
 from controller.runtime.leader import LeaderElectionConfig
 from controller.runtime.logs import FORMATS, LEVELS
 from controller.runtime.manager import ManagerConfig, pod_namespace
 from controller.runtime.server import parse_address, same_address_error, shares_listener
+from controller.runtime.webhook_certs import CertKeeperConfig
+from controller.runtime.webhook_server import DEFAULT_PORT as DEFAULT_WEBHOOK_PORT
+from controller.runtime.webhook_server import WebhookConfig
 
 ENV_PREFIX = "GENERICJOB_"
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # a namespace's name
 PACKAGE = "genericjob-controller"
+DEFAULT_NAMESPACE = "genericjob-system"  # the install's namespace (manifests/, the chart's default)
 
 
 def _kinds(text: str) -> tuple[str, ...]:
@@ -105,6 +110,22 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add("--health-address", type=_address, default=":8081",
         help="where /healthz and /readyz listen, plain HTTP (0: off; with --no-metrics-secure, the metrics address: "
              "one listener for all)")
+    add("--webhook-port", type=port, default=DEFAULT_WEBHOOK_PORT,
+        help="where the validating admission webhook listens, HTTPS, on every replica (0: not served)")
+    add("--webhook-host", default="", help="the address the webhook listens on (default: every address)")
+    add("--webhook-cert-dir", default=None,
+        help="directory with tls.crt and tls.key for the webhook, re-read when they change (cert-manager's mode); "
+             "default: the controller keeps its own CA and certificate in --webhook-secret-name and sets the "
+             "caBundle of --webhook-configuration-name")
+    add("--webhook-secret-name", default=CertKeeperConfig.secret_name,
+        help="the Secret (in --webhook-namespace) holding the webhook's own CA and certificate")
+    add("--webhook-namespace", default=None,
+        help="the namespace of that Secret and of the webhook Service (default: $POD_NAMESPACE, else the pod's "
+             f"service account's namespace, else {DEFAULT_NAMESPACE})")
+    add("--webhook-service-name", default=CertKeeperConfig.service_name,
+        help="the webhook Service: the certificate names <service>.<namespace>.svc")
+    add("--webhook-configuration-name", default=CertKeeperConfig.configuration_name,
+        help="the ValidatingWebhookConfiguration whose caBundle the controller sets (with its own certificates)")
     add("--log-level", choices=LEVELS, default="info", help="lowest level logged")
     add_log_level_deps(parser)
     add("--log-format", choices=FORMATS, default=None,
@@ -241,11 +262,32 @@ def manager_config(args: argparse.Namespace) -> ManagerConfig:
         election = LeaderElectionConfig(args.lease_name, args.lease_namespace or pod_namespace(),
                                         lease_duration=args.lease_duration, renew_deadline=args.renew_deadline,
                                         retry_period=args.retry_period)
-    serve = functools.partial(kinds.make_controller, kinds=kinds.select(args.kinds))
+    served = kinds.select(args.kinds)
+    serve = functools.partial(kinds.make_controller, kinds=served)
     return ManagerConfig(controller=controller, make_controller=serve, leader_election=election,
                          metrics_address=args.metrics_address,
                          health_address=args.health_address, sync_timeout=args.sync_timeout,
-                         metrics_secure=args.metrics_secure, metrics_cert_dir=args.metrics_cert_dir or None)
+                         metrics_secure=args.metrics_secure, metrics_cert_dir=args.metrics_cert_dir or None,
+                         webhook=webhook_config(args), make_webhook=functools.partial(make_webhook, kinds=served))
+
+
+def webhook_config(args: argparse.Namespace) -> WebhookConfig | None:
+    """The webhook's port and certificates from `run`'s flags; None with --webhook-port 0."""
+    if not args.webhook_port:
+        return None
+    if args.webhook_cert_dir:
+        return WebhookConfig(port=args.webhook_port, host=args.webhook_host, cert_dir=args.webhook_cert_dir)
+    keeper = CertKeeperConfig(namespace=args.webhook_namespace or webhook_namespace(),
+                              secret_name=args.webhook_secret_name, service_name=args.webhook_service_name,
+                              configuration_name=args.webhook_configuration_name)
+    return WebhookConfig(port=args.webhook_port, host=args.webhook_host, keeper=keeper)
+
+
+def webhook_namespace(environ: Mapping[str, str] | None = None) -> str:
+    """$POD_NAMESPACE (the Deployment sets it from the downward API), else the service account's namespace,
+    else genericjob-system."""
+    environ = os.environ if environ is None else environ
+    return environ.get("POD_NAMESPACE") or pod_namespace(DEFAULT_NAMESPACE)
 
 
 __all__ = ["ENV_PREFIX", "apply_environment", "build_parser", "log_format", "manager_config", "parse_args"]

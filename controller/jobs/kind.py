@@ -9,7 +9,9 @@ The engine (this package) plans and reconciles any job whose parsed form offers 
 - the status codec: where replica records and counters live in its status;
 - the restart rule of each replica (`RestartRule`: may this replica's finished pod be replaced);
 - the verdict: has the job succeeded or failed, given what each replica has come to for good;
-- pod decoration (its environment, variables, run-mode overrides) and the ports of the Services it wants.
+- pod decoration (its environment, variables, run-mode overrides) and the ports of the Services it wants;
+- optionally `update_problems(old, new)`: what an edit may not change beyond what `parse` checks (the admission
+  webhook's update rule, admission.py; PyTorch's elastic bounds), read with getattr.
 """
 
 from __future__ import annotations

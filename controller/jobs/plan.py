@@ -374,14 +374,20 @@ def _slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
                               edits.is_debug(kind, pod, record, debugging)))
     strays = sorted((p for found in by_replica.values() for p in found), key=lambda p: p["metadata"]["name"])
     gone = []
+    # A paused job's records are all Deleted, those of its ranks as those scaled away: an edit not yet seen is
+    # what can have removed a rank now.
+    paused_edit = old.get("phase") == JobPhase.PAUSED and old.get("observedGeneration") not in (None, job.generation)
     for (replica_type, rank), found in sorted(by_replica.items()):
         name = replica_name(job.name, replica_type, rank)
-        # Judged: ranks the last reconcile still ran. A record already Deleted is a rank scaled away (or paused)
-        # before: what its pod does now is after the edit took effect, so it decides nothing. (A type no longer
-        # in the spec has no rule to judge by.)
-        if replica_type in rules and name in stored and stored[name].get("phase") != st.DELETED:
-            record = st.read_record(stored[name], name)
-            pod = _pick(found, record)
+        # Judged: ranks the last reconcile still ran. A record already Deleted is a rank scaled away before:
+        # what its pod does now is after the edit took effect, so it decides nothing; but one the pause retired
+        # unseen (the cache lagging) is a rank of the job whose pod outlived the pause, judged as a kept rank's
+        # would be, when the edit seen now is what removes it. (A type no longer in the spec has no rule.)
+        if replica_type not in rules or name not in stored:
+            continue
+        record = st.read_record(stored[name], name)
+        pod = _pick(found, record)
+        if record.phase != st.DELETED or (paused_edit and st.pod_uid(pod) not in (record.uid, record.last_restart_uid)):
             gone.append(Slot(replica_type, rank, name, rules[replica_type], record, pod, False,
                              edits.is_debug(kind, pod, record, debugging)))
     return slots, strays, gone

@@ -5,6 +5,8 @@
 
 The order follows the design notes (shared/design/CONTROLLER.md, "Leader election"):
 1. the HTTP endpoints come up first, so probes and scrapes answer during start-up;
+1a. the admission webhook (webhook_server.py, when configured) listens too, on every replica and at once: it
+   needs neither the caches nor the lease; /readyz waits for its certificate;
 1b. the start-up checks (preflight.py) make one small request per watched resource and the Lease,
    so that bad credentials, missing RBAC, a missing CRD or a silent server end the process with a
    message saying what to do, instead of informers retrying in silence until --sync-timeout;
@@ -47,6 +49,7 @@ from controller.runtime.metrics import RequestMetrics
 from controller.runtime.metrics_auth import DelegatingAuth
 from controller.runtime.preflight import PreflightError, preflight
 from controller.runtime.server import Server
+from controller.runtime.webhook_server import Webhook, WebhookConfig
 from informers import SyncTimeoutError
 
 log = structlog.get_logger("controller.runtime.manager")
@@ -72,6 +75,10 @@ class ManagerConfig:
     # What runs under the manager: (api_client, controller config, registry) -> Controller. The command
     # line gives the job controller of the kinds it serves (controller/kinds/registry.py).
     make_controller: Callable[[ApiClient, ControllerConfig, CollectorRegistry], Controller] | None = None
+    # The admission webhook: its port and certificates (None: not served), and what serves it: (api_client,
+    # webhook config, registry) -> Webhook, the kinds' handlers (controller/jobs/admission.py make_webhook).
+    webhook: WebhookConfig | None = None
+    make_webhook: Callable[[ApiClient, WebhookConfig, CollectorRegistry], Webhook] | None = None
 
 
 def new_registry() -> CollectorRegistry:
@@ -93,6 +100,11 @@ class Manager:
         self.controller = config.make_controller(api_client, config.controller, self.registry)
         self.server = Server(self.registry, self.controller.problems, self._unready,
                              metrics_auth=DelegatingAuth(api_client) if config.metrics_secure else None)
+        self.webhook: Webhook | None = None
+        if config.webhook is not None:
+            if config.make_webhook is None:
+                raise ValueError("ManagerConfig.webhook is set but make_webhook is not: nothing to serve it")
+            self.webhook = config.make_webhook(api_client, config.webhook, self.registry)
         self.elector: LeaderElector | None = None
         if config.leader_election is not None:
             self.elector = LeaderElector(api_client, config.leader_election, self._lead, self._stopped_leading,
@@ -128,6 +140,17 @@ class Manager:
             log.error("cannot listen", error=str(err))
             await self.server.stop()
             return self._exit(EXIT_FAILED, "cannot listen")
+        try:
+            if self.webhook is not None:
+                await self.webhook.start()
+        except (CertificateError, ValueError) as err:
+            log.error("cannot serve the admission webhook", error=str(err))
+            await self.server.stop()
+            return self._exit(EXIT_FAILED, "cannot serve the admission webhook")
+        except OSError as err:
+            log.error("cannot listen for the admission webhook", error=str(err))
+            await self.server.stop()
+            return self._exit(EXIT_FAILED, "cannot listen")
         # A renewed certificate (cert-manager's) is served without a restart.
         watching = asyncio.create_task(watcher.watch(), name="metrics-cert-watcher") if watcher else None
         try:
@@ -138,6 +161,8 @@ class Manager:
                 await asyncio.gather(watching, return_exceptions=True)
             self._synced = False
             await self.controller.stop()  # workers are stopped by now: this stops the informers
+            if self.webhook is not None:  # answering until the last moment: the API server may still call
+                await self.webhook.stop()
             await self.server.stop()
             log.info("stopped", reason=self.exit_reason)
 
@@ -229,7 +254,7 @@ class Manager:
             return "shutting down"
         if not self._synced:
             return "caches not synced"
-        return None
+        return self.webhook.unready() if self.webhook is not None else None
 
     def _warn_about_timings(self) -> None:
         """The drain happens while nobody renews the lease: it must end before the lease could expire."""

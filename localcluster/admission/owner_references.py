@@ -13,10 +13,12 @@ from ..auth.authentication import Attributes, User
 from ..auth.rbac import Authorizer, forbidden
 from ..storage.resources import Registry, ResourceType
 from .pod_admission import PLUGINS as POD_PLUGINS
+from .webhooks import PLUGINS as WEBHOOK_PLUGINS
 
 OWNER_REFERENCES = "OwnerReferencesPermissionEnforcement"
-# and the mutating pod plugins of pod_admission.py, which Api applies to every pod created
-PLUGINS = (OWNER_REFERENCES, *POD_PLUGINS)
+# and the mutating pod plugins of pod_admission.py, which Api applies to every pod created, and the webhook
+# plugins (webhooks.py)
+PLUGINS = (OWNER_REFERENCES, *POD_PLUGINS, *WEBHOOK_PLUGINS)
 
 
 def _blocking(refs: list[dict]) -> list[dict]:

@@ -18,10 +18,14 @@ review version keeps being accepted without one).
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 import urllib.parse
 
 from apimachinery.selectors import SUBDOMAIN_MSG, qualified_name_errors
 
+from ..errors import bad_request
 from ..validation.builtins import (
     DNS1035_LABEL,
     DNS1035_MSG,
@@ -54,9 +58,28 @@ URL_FORM = "; desired format: https://host[/path]"
 
 # --- defaulting -------------------------------------------------------------------------------------
 
+BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+
+
+def _ca_bundle_error(kind: str, value) -> str | None:
+    """What decoding a caBundle ([]byte: base64 in JSON) into the Go type says of one that is not base64."""
+    if not isinstance(value, str):
+        return None
+    prefix = f'{kind} in version "v1" cannot be handled as a {kind}: '
+    match = BASE64.match(value)
+    if match.end() != len(value):
+        return f"{prefix}illegal base64 data at input byte {match.end()}"
+    try:
+        base64.b64decode(value, validate=True)
+    except binascii.Error:
+        return f"{prefix}illegal base64 data at input byte {len(value) - len(value) % 4}"
+    return None
+
+
 def default(obj: dict, mutating: bool) -> None:
     """SetDefaults_ValidatingWebhook / SetDefaults_MutatingWebhook, SetDefaults_Rule,
-    SetDefaults_ServiceReference, on the object in place (each webhook copied: the body may be shared)."""
+    SetDefaults_ServiceReference, on the object in place (each webhook copied: the body may be shared).
+    A caBundle that is not base64 is the decoder's 400, before any of it."""
     hooks = obj.get("webhooks")
     if not isinstance(hooks, list):
         return
@@ -65,6 +88,9 @@ def default(obj: dict, mutating: bool) -> None:
         if not isinstance(hook, dict):
             out.append(hook)
             continue
+        problem = _ca_bundle_error(obj.get("kind", ""), (hook.get("clientConfig") or {}).get("caBundle"))
+        if problem:
+            raise bad_request(problem)
         hook = dict(hook)
         hook.setdefault("failurePolicy", "Fail")
         hook.setdefault("matchPolicy", "Equivalent")

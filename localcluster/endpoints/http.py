@@ -177,10 +177,10 @@ class HttpApi:
             if method == "POST":
                 body = await _read_body(request, target.rt.group_version, target.rt.kind)
                 _check_write_options(request, "CreateOptions")
-                return self._write(request, 201, self.api.create, target.rt, target.namespace, body,
-                                   _dry_run(request))
+                return await self._write(request, 201, "CreateOptions", self.api.create_steps, target.rt,
+                                         target.namespace, body, _dry_run(request))
             if method == "DELETE":
-                return json_response(self.delete_collection(request, target, await _read_options(request)))
+                return json_response(await self.delete_collection(request, target, await _read_options(request)))
             raise errors.method_not_allowed()
         if target.subresource == "scale":
             return await self._scale(request, target)
@@ -190,15 +190,17 @@ class HttpApi:
         if method == "PUT":
             body = await _read_body(request, target.rt.group_version, target.rt.kind)
             _check_write_options(request, "UpdateOptions")
-            return self._write(request, 200, self.api.update, target.rt, target.namespace, target.name, body,
-                               target.subresource, _dry_run(request))
+            return await self._write(request, 200, "UpdateOptions", self.api.update_steps, target.rt,
+                                     target.namespace, target.name, body, target.subresource, _dry_run(request))
         if method == "PATCH":
             return await self._patch(request, target)
         if method == "DELETE" and target.subresource is None:
             options = await _read_options(request)
-            obj, gone_now = self.api.delete(target.rt, target.namespace, target.name, options,
-                                            _dry_run(request))
-            return json_response(*_deleted(target.rt, obj, gone_now, options))
+            obj, gone_now, warnings = await self._delete(request, target.rt, target.namespace, target.name, options)
+            response = json_response(*_deleted(target.rt, obj, gone_now, options))
+            for text in warnings:
+                response.headers.add("Warning", warning_header(text))
+            return response
         raise errors.method_not_allowed()
 
     async def _token_request(self, request: web.Request, namespace: str, name: str) -> web.Response:
@@ -215,10 +217,11 @@ class HttpApi:
         if request.method == "GET":
             return json_response(scale.get(*at))
         if request.method == "PUT":
-            return self._write(request, 200, scale.update, *at, await _read_json(request), _dry_run(request))
+            return await self._write(request, 200, "UpdateOptions", scale.update, *at, await _read_json(request),
+                                     _dry_run(request))
         if request.method == "PATCH":
-            return self._write(request, 200, scale.patch, *at, request.content_type, await _read_json(request),
-                               _dry_run(request))
+            return await self._write(request, 200, "PatchOptions", scale.patch, *at, request.content_type,
+                                     await _read_json(request), _dry_run(request))
         raise errors.method_not_allowed()
 
     async def _pod_connect(self, request: web.Request, subresource: str, namespace: str,
@@ -264,24 +267,26 @@ class HttpApi:
         _check_write_options(request, "PatchOptions", apply)
         args = (target.rt, target.namespace, target.name)
         if apply:
-            return self._write(request, None, self.api.apply, *args, body, target.subresource, _dry_run(request),
-                               _truthy(request.query.get("force")))
-        return self._write(request, 200, self.api.patch, *args, request.content_type, body, target.subresource,
-                           _dry_run(request))
+            return await self._write(request, None, "PatchOptions", self.api.apply_steps, *args, body,
+                                     target.subresource, _dry_run(request), _truthy(request.query.get("force")))
+        return await self._write(request, 200, "PatchOptions", self.api.patch_steps, *args, request.content_type,
+                                 body, target.subresource, _dry_run(request))
 
-    def _write(self, request: web.Request, status: int | None, verb, *args) -> web.Response:
-        """Run a create/update/patch under the request's fieldValidation and field manager, passing
-        warnings on as headers. With `status` None, the verb answers (object, created)."""
+    async def _write(self, request: web.Request, status: int | None, options: str, steps, *args) -> web.Response:
+        """Run a create/update/patch (its generator of steps, awaiting the admission webhooks it meets) under the
+        request's fieldValidation and field manager, passing warnings on as headers. With `status` None, the
+        verb answers (object, created). `options`: the kind of the options admission webhooks are shown."""
         self.api.field_validation = request.query.get("fieldValidation", "Warn")  # the default since 1.23 (KEP-2885)
         self.api.warnings = []
         self.api.user = request.get(USER)
         self.api.manager = field_manager(request)
+        self.api.options = _write_options(request, options)
         try:
-            obj = verb(*args)
+            obj = await self.api.run(lambda: steps(*args))
             warnings = self.api.warnings
         finally:
             self.api.field_validation, self.api.warnings, self.api.user = "Ignore", [], None
-            self.api.manager = SERVER_MANAGER
+            self.api.manager, self.api.options = SERVER_MANAGER, None
         if status is None:
             obj, created = obj
             status = 201 if created else 200
@@ -427,13 +432,27 @@ class HttpApi:
                               "You can start a new list without the continue parameter.")
         return snap
 
-    def delete_collection(self, request: web.Request, target: Target, options: dict) -> dict:
+    async def _delete(self, request: web.Request, rt: ResourceType, namespace: str | None, name: str,
+                      options: dict) -> tuple[dict, bool, list[str]]:
+        """A delete, as the request's user: admission webhooks see it (with its DeleteOptions); their warnings."""
+        self.api.user = request.get(USER)
+        self.api.options = {**options, "kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1",
+                            **({"dryRun": ["All"]} if _dry_run(request) else {})}
+        self.api.warnings = []
+        try:
+            obj, gone_now = await self.api.run(lambda: self.api.delete_steps(rt, namespace, name, options,
+                                                                            _dry_run(request)))
+            return obj, gone_now, self.api.warnings
+        finally:
+            self.api.user, self.api.options, self.api.warnings = None, None, []
+
+    async def delete_collection(self, request: web.Request, target: Target, options: dict) -> dict:
         """Delete what the list selects; the answer is that list, as it was before (Store.DeleteCollection)."""
         listed = self.list(request, Target(target.rt, target.namespace, None, None))
         for obj in listed["items"]:
             try:
-                self.api.delete(target.rt, target.namespace or obj["metadata"].get("namespace"),
-                                obj["metadata"]["name"], options, _dry_run(request))
+                await self._delete(request, target.rt, target.namespace or obj["metadata"].get("namespace"),
+                                   obj["metadata"]["name"], options)
             except ApiError as err:
                 if err.code != 404:
                     raise
@@ -625,6 +644,19 @@ def field_manager(request: web.Request) -> str:
             name = "".join(char for char in name if char.isprintable())
             name = name.encode()[:MAX_FIELD_MANAGER].decode(errors="ignore")
     return name or "unknown"
+
+
+def _write_options(request: web.Request, kind: str) -> dict:
+    """The write's options as admission webhooks get them (CreateOptions, UpdateOptions, PatchOptions)."""
+    options: dict = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
+    if _dry_run(request):
+        options["dryRun"] = ["All"]
+    if kind == "PatchOptions" and _truthy(request.query.get("force")):
+        options["force"] = True
+    for key in ("fieldManager", "fieldValidation"):
+        if request.query.get(key):
+            options[key] = request.query[key]
+    return options
 
 
 def _check_write_options(request: web.Request, kind: str, apply: bool = False) -> None:

@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING
 from apimachinery.selectors import SelectorError, label_selector_from_dict
 
 from .. import errors
+from ..admission.webhooks import View
 from ..api import patched
 from ..storage.resources import ResourceType, ScalePaths
 
 if TYPE_CHECKING:
+    from ..admission.webhook_steps import Steps
     from ..api import Api
 
 API_VERSION = "autoscaling/v1"
@@ -68,27 +70,27 @@ def get(api: Api, rt: ResourceType, namespace: str | None, name: str) -> dict:
     return scale_of(rt, api.get(rt, namespace, name))
 
 
-def update(api: Api, rt: ResourceType, namespace: str | None, name: str, body, dry_run: bool = False) -> dict:
-    """PUT of a Scale: its spec.replicas goes to the object."""
+def update(api: Api, rt: ResourceType, namespace: str | None, name: str, body, dry_run: bool = False) -> Steps:
+    """PUT of a Scale: its spec.replicas goes to the object (steps of Api.update_steps)."""
     if not isinstance(body, dict):
         raise errors.bad_request("the body of the request was not a JSON object")
     if body.get("kind") not in (None, "Scale") or body.get("apiVersion") not in (None, API_VERSION):
         raise errors.bad_request(f"the API version in the data ({body.get('apiVersion')}) does not match the "
                                  f"expected API version ({API_VERSION})")
-    return _write(api, rt, namespace, name, api.get(rt, namespace, name), body, dry_run)
+    return (yield from _write(api, rt, namespace, name, api.get(rt, namespace, name), body, dry_run))
 
 
 def patch(api: Api, rt: ResourceType, namespace: str | None, name: str, content_type: str, body,
-          dry_run: bool = False) -> dict:
+          dry_run: bool = False) -> Steps:
     """PATCH of the Scale (JSON, merge or strategic merge patch): the patched Scale's spec.replicas goes to the
     object."""
     current = api.get(rt, namespace, name)
-    return _write(api, rt, namespace, name, current, patched(scale_of(rt, current), content_type, body, "Scale",
-                                                              True, SCALE_PATCH_TYPES), dry_run)
+    return (yield from _write(api, rt, namespace, name, current, patched(scale_of(rt, current), content_type, body,
+                                                                         "Scale", True, SCALE_PATCH_TYPES), dry_run))
 
 
 def _write(api: Api, rt: ResourceType, namespace: str | None, name: str, current: dict, scale: dict,
-           dry_run: bool) -> dict:
+           dry_run: bool) -> Steps:
     assert rt.scale is not None
     replicas = (scale.get("spec") or {}).get("replicas")
     if replicas is None:  # absent or null: Go's int32 stays 0
@@ -110,7 +112,20 @@ def _write(api: Api, rt: ResourceType, namespace: str | None, name: str, current
     obj = _with_replicas(current, rt.scale.spec_replicas, replicas)
     obj["metadata"] = {**current["metadata"],
                        "resourceVersion": meta.get("resourceVersion") or current["metadata"]["resourceVersion"]}
-    return scale_of(rt, api.update(rt, namespace, name, obj, None, dry_run))
+    return scale_of(rt, (yield from api.update_steps(rt, namespace, name, obj, None, dry_run, view=_view(rt))))
+
+
+def _view(rt: ResourceType) -> View:
+    """The scale subresource as admission webhooks see it: the object's Scale, a change of whose replicas
+    changes the object's."""
+    assert rt.scale is not None
+    paths = rt.scale
+
+    def take(obj: dict, changed: dict) -> dict:
+        replicas = (changed.get("spec") or {}).get("replicas") or 0
+        return _with_replicas(obj, paths.spec_replicas, replicas if isinstance(replicas, int) else 0)
+
+    return View("autoscaling", "v1", "Scale", lambda obj: scale_of(rt, obj), take)
 
 
 def _with_replicas(obj: dict, path: str, replicas: int) -> dict:

@@ -273,3 +273,23 @@ def test_a_job_found_with_pods_and_no_start_time_starts_its_deadline_clock_now()
     start(job, pods)
     result = step(job, {}, pods, at(9))
     assert result.create == [] and result.status.get("startTime") == at(9)
+
+
+def test_a_failure_of_a_rank_the_pause_retired_unseen_is_judged_when_a_scale_down_removes_it():
+    # The pause reconcile saw no pods yet (the cache lagging): every record became Deleted with no pod retired.
+    # A pod then fails, and the edit seen next removes its rank: that failure is an outcome of a rank of the job
+    # (its pod outlived the pause), judged as a kept rank's would be, so the policy Never fails the job. (The
+    # model test found it, seed 90210: the Deleted record had been taken for a rank scaled away before.)
+    pods = Pods()
+    job = make_job(("worker", 2, "Never"))
+    status = step(job, {}, pods, at(0)).status
+    paused = engine.plan(GENERICJOB, make_job(("worker", 2, "Never"), pause=True), status, [], at(1)).status
+    assert paused["phase"] == "Paused" and {r["phase"] for r in paused["tasks"][0]["replicas"]} == {"Deleted"}
+    paused["observedGeneration"] = 2
+    pods.set("worker", 1, "Failed")
+    scaled = make_job(("worker", 1, "Never"), pause=True).model_copy(update={"generation": 3})
+    result = engine.plan(GENERICJOB, scaled, paused, pods.list(), at(2))
+    assert result.status["phase"] == "Failed", result.status
+    # The same story with the scale-down already seen (the status written for generation 3): nothing is judged.
+    paused["observedGeneration"] = 3
+    assert engine.plan(GENERICJOB, scaled, paused, pods.list(), at(2)).status["phase"] == "Paused"

@@ -175,7 +175,7 @@ async def test_the_replica_a_job_is_judged_by_cannot_be_scaled_away(cluster, tfj
     assert "judged by worker 0" in message, message
     await pjobs.submit(pjob("nomaster", {"worker": 2, "node": 1}))
     message = await refused(pjobs, "nomaster", [set_replicas(0, 0)])
-    assert "the first replica type is the master" in message, message
+    assert 'rank 0 of the first type ("worker") is the master' in message, message
 
 
 async def test_a_genericjob_scaled_to_zero_past_the_crd_is_held_not_succeeded(cluster, controllers, jobs, history):

@@ -131,3 +131,12 @@ async def test_kubectl_apply_of_a_configuration(kubectl):
     assert json.loads(out)["webhooks"][0]["timeoutSeconds"] == 5
     result = await kubectl.run("get", "mutatingwebhookconfigurations")
     assert result.code == 0 and "No resources found" in result.err
+
+
+async def test_a_ca_bundle_that_is_not_base64_is_the_decoders_error(custom):
+    webhook = hook(clientConfig={"url": "https://example.com/x", "caBundle": "not base64!"})
+    code, body = await refusal(custom.create_cluster_custom_object(
+        GROUP, VERSION, VALIDATING, configuration("ValidatingWebhookConfiguration", "v", webhook)))
+    assert (code, body["reason"], body["message"]) == (400, "BadRequest", (
+        'ValidatingWebhookConfiguration in version "v1" cannot be handled as a ValidatingWebhookConfiguration: '
+        "illegal base64 data at input byte 3"))

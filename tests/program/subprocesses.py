@@ -137,7 +137,7 @@ class ControllerProcess:
         timings = timing_flags(**(lease or LEASE))
         self.argv = [str(CLI), "run", "--kubeconfig", str(cluster.kubeconfig), "--metrics-address", "127.0.0.1:0",
                      "--no-metrics-secure", "--health-address", "127.0.0.1:0", "--log-format", "json",
-                     "--shutdown-timeout", "1", "--restart-backoff", "0",
+                     "--shutdown-timeout", "1", "--restart-backoff", "0", "--webhook-port", "0",
                      *timings, *flags]
         self.env = {**os.environ, **(env or {})}
         self.process: asyncio.subprocess.Process | None = None

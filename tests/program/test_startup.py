@@ -25,7 +25,7 @@ from .inprocess import cluster_with_crds
 from .subprocesses import BIN, CLI, ROOT, ControllerProcess, LocalClusterProcess, until
 
 FLAGS = ["--metrics-address", "127.0.0.1:0", "--no-metrics-secure", "--health-address", "127.0.0.1:0",
-         "--log-format", "json",
+         "--log-format", "json", "--webhook-port", "0",
          "--lease-namespace", "default"]
 CRDS = ROOT / "manifests" / "crds"
 

@@ -36,13 +36,19 @@ MAX_TYPES = 8  # replica types of one job: bounds the cost of the rules over spe
 
 _MASTER_RULES = [
     # Global rank 0 (the master, whose success is the job's) never moves: a master type has its one replica;
-    # without one, rank 0 of the first type is the master, and that type keeps a replica.
+    # without one, rank 0 of the first type is the master, and that type keeps a replica. The messages are the
+    # controller's own (validation.master_errors), word for word; the first type's name comes from a
+    # messageExpression (its static message is what a server that cannot evaluate one prints). Not a count:
+    # the estimator gives `string(int)` no size, and a concatenation with it costs the whole budget.
     {"rule": f"self.all(r, r.type != '{MASTER}' || !has(r.replicas) || r.replicas == 1)",
-     "message": "a replica type master has exactly one replica"},
+     "message": f'a replica type "{MASTER}" has exactly one replica'},
     {"rule": (f"self.exists(r, r.type == '{MASTER}') || size(self) == 0 || !has(self[0].replicas) || "
               "self[0].replicas >= 1"),
-     "message": ("without a master type, rank 0 of the first replica type is the master, whose success is the "
-                 "job's: the first type needs at least one replica")},
+     "message": (f'without a "{MASTER}" type, rank 0 of the first type is the master, whose success is the job\'s: '
+                 "it needs at least one replica (it has 0)"),
+     "messageExpression": (f"'without a \"{MASTER}\" type, rank 0 of the first type (\"' + self[0].type + "
+                           "'\") is the master, whose success is the job\\'s: it needs at least one replica "
+                           "(it has 0)'")},
 ]
 _ELASTIC_RULES = [
     {"rule": "!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",

@@ -28,6 +28,10 @@ class PyTorchKind:
     def parse(self, obj: dict) -> PyTorchTrainingJob | list[SpecError]:
         return validation.parse_and_validate(obj)
 
+    def update_problems(self, old: dict, new: dict) -> list[SpecError]:
+        """What an edit may not change beyond what the parse checks (the admission webhook's update rule)."""
+        return validation.elastic_bounds_changed(old, new)
+
     def invalid_spec_message(self, problems: list[SpecError]) -> str:
         return invalid_spec_message(problems)
 

@@ -16,7 +16,7 @@ from controller.jobs.validation import (
 )
 from controller.kinds.pytorch.models import API, MASTER, PyTorchTrainingJob
 
-__all__ = ["parse_and_validate", "validate"]
+__all__ = ["elastic_bounds_changed", "parse_and_validate", "validate"]
 
 
 def parse_and_validate(obj: dict) -> PyTorchTrainingJob | list[SpecError]:
@@ -47,7 +47,7 @@ def master_errors(job: PyTorchTrainingJob) -> list[SpecError]:
         declared = job.spec.declared_replicas.get(spec.type, spec.replicas)
         if spec.type == MASTER and declared != 1:
             return [SpecError(f"spec.replicaSpecs[{index}].replicas",
-                              f'a replica type "{MASTER}" has exactly one replica (it has {declared})')]
+                              f'a replica type "{MASTER}" has exactly one replica')]
     if any(spec.type == MASTER for spec in specs) or not specs:
         return []
     first = specs[0]
@@ -57,3 +57,21 @@ def master_errors(job: PyTorchTrainingJob) -> list[SpecError]:
     return [SpecError("spec.replicaSpecs[0].replicas", f'without a "{MASTER}" type, rank 0 of the first type '
                       f'("{first.type}") is the master, whose success is the job\'s: it needs at least one replica '
                       f"(it has {min(declared, first.replicas)})")]
+
+
+def elastic_bounds_changed(old: dict, new: dict) -> list[SpecError]:
+    """An edit that changes `elastic.minReplicas` or `maxReplicas` (the admission webhook's update rule, as the
+    CRD's transition rules say it, with their messages): the bounds are immutable once the job exists, set or
+    unset. Only when both objects have `spec.elastic`, as a transition rule on it runs."""
+    before, after = _elastic(old), _elastic(new)
+    if before is None or after is None:
+        return []
+    return [SpecError(f"spec.elastic.{bound}", f"{bound} is immutable")
+            for bound in ("minReplicas", "maxReplicas")
+            if (bound in before) != (bound in after) or before.get(bound) != after.get(bound)]
+
+
+def _elastic(obj: dict) -> dict | None:
+    spec = obj.get("spec") if isinstance(obj, dict) else None
+    elastic = spec.get("elastic") if isinstance(spec, dict) else None
+    return elastic if isinstance(elastic, dict) else None

@@ -40,7 +40,7 @@ def validate(job: TensorFlowTrainingJob) -> list[SpecError]:
     for index, spec in enumerate(job.spec.replica_specs):
         if spec.type in SINGLE and spec.replicas > 1:
             errors.append(SpecError(f"spec.replicaSpecs[{index}].replicas",
-                                    f'at most one replica of type "{spec.type}" (it has {spec.replicas})'))
+                                    f'at most one replica of type "{spec.type}"'))
         containers = (spec.template.get("spec") or {}).get("containers") if isinstance(spec.template, dict) else None
         if isinstance(containers, list) and not any(isinstance(c, dict) and c.get("name") == CONTAINER
                                                     for c in containers):

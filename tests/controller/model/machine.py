@@ -494,11 +494,17 @@ class EngineModel(RuleBasedStateMachine):
             return
         if self.end_ranks is not None and name not in self.end_ranks:
             return  # a pod of a rank scaled away before the end (its delete waited for the cache to show it)
+        ranks = {replica_name(JOB, *k) for k in r.replicas(spec)}
+        if r.run_mode(spec, "pause") and (phase not in FINISHED or name not in ranks):
+            # A paused job runs no pod: one the pause retired unseen (its record Deleted, the cache lagging) is
+            # deleted when seen, ended or not; and a rank the pause retired and a scale-down then removed is no
+            # replica of the finished job (its record says Deleted, so must its pod).
+            return
 
         def selects(policy):
             return policy == "All" or (policy == "Unfinished" and phase not in FINISHED)
         if not (selects(self.final_policy) or selects(r.cleanup_policy(self.kind_name, spec))):
-            scaled = not finished_before and name not in {replica_name(JOB, *k) for k in r.replicas(spec)}
+            scaled = not finished_before and name not in ranks
             self.defect("finish-applies-scale-down" if scaled else None,
                         f"pod {name} ({phase}) deleted from a finished job whose cleanUpPolicy keeps it")
 
