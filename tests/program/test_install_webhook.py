@@ -12,7 +12,10 @@ test_scraping.py that Helm's defaults render each kustomize variant.
   the controller; webhook.certManager.enabled follows metrics.certManager.enabled unless set; values that
   cannot work are refused; what it renders applies to localcluster, which validates the configurations as
   kube-apiserver does;
-- docs/operations.md's uninstall deletes the ValidatingWebhookConfiguration before anything else.
+- docs/operations.md's uninstall deletes the ValidatingWebhookConfiguration before anything else, and its
+  failurePolicy Ignore overlay sets every webhook and nothing else.
+
+test_install_webhook_cluster.py runs the install against localcluster with the controller's own webhook.
 """
 
 from __future__ import annotations
@@ -120,64 +123,6 @@ def test_networkpolicy_admits_anyone_to_the_webhook_port_only(tmp_path, base):
     assert helm_rule == webhook_rule
     assert len(find(template("networkPolicy.enabled=true", "webhook.enabled=false"), "NetworkPolicy")["spec"][
         "ingress"]) == 1
-
-
-# --- the self-managed certificates' RBAC, against what the keeper does -------------------------------------
-
-
-async def test_the_certificates_rbac_is_exactly_what_the_keeper_uses(cluster, base):
-    """controller/runtime/webhook_certs.py's keeper, as the manifests' ServiceAccount with their RBAC enforced in
-    localcluster, makes the Secret, sets every caBundle and renews the certificate without one refused request;
-    and the webhook Role and ClusterRole grant nothing it did not use (as test_manifests.py's RBAC test does
-    for the ClusterRole)."""
-    import asyncio
-    import base64
-    import datetime
-
-    from controller.runtime.webhook_certs import CertKeeper, CertKeeperConfig
-    from informers.backoff import BackoffPolicy
-    from localcluster.errors import ApiError
-
-    from .subprocesses import until
-    from .test_manifests import apply_rbac, refused, resource_rules, service_account_client
-
-    apply_rbac(cluster, base)
-    configurations = cluster.registry.by_kind("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration")
-    cluster.api.create(configurations, None, find(base, "ValidatingWebhookConfiguration"))  # not over HTTP
-    secrets = cluster.registry.get("", "v1", "secrets")
-
-    def stored_certificate() -> str:
-        try:
-            return cluster.api.get(secrets, NAMESPACE, WEBHOOK_SECRET)["data"]["tls.crt"]
-        except ApiError as err:  # not made yet
-            assert err.code == 404
-            return ""
-
-    def bundles() -> list[str]:
-        return [w["clientConfig"].get("caBundle", "") for w in cluster.api.get(configurations, None, NAME)["webhooks"]]
-
-    async with service_account_client(cluster) as api_client:
-        keeper = CertKeeper(api_client, CertKeeperConfig(
-            namespace=NAMESPACE, poll=0.2, cert_validity=datetime.timedelta(seconds=3),
-            backoff=BackoffPolicy(initial=0.05, cap=0.2, jitter=0.2)))
-        task = asyncio.create_task(keeper.run())
-        try:
-            await until(lambda: keeper.serving and all(bundles()), what="certificate served, caBundle set")
-            first = stored_certificate()
-            assert base64.b64decode(bundles()[0]).startswith(b"-----BEGIN CERTIFICATE-----")
-            await until(lambda: stored_certificate() not in ("", first), timeout=20, what="certificate renewed")
-        finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-
-    assert not refused(cluster), f"requests refused under the manifests' RBAC: {refused(cluster)}"
-    groups = {"secrets": "", "validatingwebhookconfigurations": "admissionregistration.k8s.io"}
-    used = {(groups[resource], resource, verb) for verb, resource, _ in cluster.faults.requests}
-    assert used == {("", "secrets", "create"), ("", "secrets", "get"), ("", "secrets", "update"),
-                    ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "get"),
-                    ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "update")}
-    granted = {rule[:3] for kind in ("Role", "ClusterRole") for rule in resource_rules(find(base, kind, WEBHOOK))}
-    assert granted == used
 
 
 # --- Helm values -------------------------------------------------------------------------------------
