@@ -105,7 +105,8 @@ class WebhookSteps:
         return self.webhooks.candidates(rt, subresource, operation, getattr(self.admission, "disabled", frozenset()))
 
     def _webhooks(self, found: Candidates, rt, subresource: str | None, operation: str, obj: dict | None,
-                  old: dict | None, name: str, dry_run: bool, deferred: list, readmit: Callable[[dict], dict] | None,
+                  old: dict | None, name: str, dry_run: bool, deferred: list,
+                  readmit: Callable[[dict, dict], dict] | None,
                   view: View | None = None) -> Steps:
         """MutatingAdmissionWebhook, the validation errors held for it, the validating plugins, then
         ValidatingAdmissionWebhook; the object as admitted."""
@@ -120,7 +121,7 @@ class WebhookSteps:
         if found.mutating:
             mutated = yield Request(True, found.mutating, obj=obj, **where)
             if mutated is not None and mutated != obj:
-                obj, deferred = readmit(mutated), []
+                obj, deferred = readmit(mutated, obj), []
         if obj is not None:
             self._refuse(rt, obj, deferred)
             self._validating_admission(rt, subresource, obj, old)
