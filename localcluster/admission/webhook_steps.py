@@ -26,6 +26,7 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from .. import errors
+from ..errors import ApiError
 from .webhooks import Candidates, Request, View
 
 RESTARTS = 5  # a write that keeps losing its race with others gives up with a Conflict
@@ -80,8 +81,10 @@ class WebhookSteps:
             self._set_request_state(None)
             try:
                 value = await self.webhooks.dispatch(request)
-            except BaseException:
+            except BaseException as exc:
                 steps.close()
+                if isinstance(exc, ApiError):  # the refusal carries the warnings given so far, as Go's context
+                    exc.warnings = [*state[3], *request.warnings]
                 raise
             finally:
                 self._set_request_state(state)

@@ -312,6 +312,10 @@ async def test_warnings_become_warning_headers(cluster, server, rest):
     async with cluster.session() as session, session.post(cluster.url + CONFIGMAPS, json=configmap("c")) as response:
         assert response.status == 201
         assert response.headers.getall("Warning") == ['299 - "deprecated \\"field\\""', '299 - "second"']
+    # a refusal keeps the warnings given with it, as the API server's do
+    server.handlers["/warn"] = lambda review: deny(review, "no", 403, "Forbidden", warnings=["told you"])
+    async with cluster.session() as session, session.post(cluster.url + CONFIGMAPS, json=configmap("d")) as response:
+        assert response.status == 403 and response.headers.getall("Warning") == ['299 - "told you"']
 
 
 async def test_an_object_changed_during_the_calls_is_admitted_again(rest, server, cluster):
