@@ -365,12 +365,13 @@ class Api(WebhookSteps):
             self._admit_new_pod(obj)
         if found is not None:
             obj = yield from self._webhooks(found, rt, None, "CREATE", obj, None, requested_name, dry_run, deferred,
-                                            lambda mutated: self._readmit(rt, mutated, None))
+                                            lambda mutated, before: self._readmit(rt, mutated, before, None))
         return self.present(rt, self._commit(rt, obj, dry_run))
 
-    def _readmit(self, rt: ResourceType, obj: dict, old: dict | None, subresource: str | None = None) -> dict:
-        """An object a mutating webhook changed, decoded and admitted again (its errors refused now)."""
-        before = obj["metadata"]
+    def _readmit(self, rt: ResourceType, obj: dict, before: dict, old: dict | None,
+                 subresource: str | None = None) -> dict:
+        """`obj`, which a mutating webhook made of `before`, decoded and admitted again (its errors refused now)."""
+        before = before["metadata"]
         obj = self._check_body(rt, obj)
         meta = obj["metadata"] = dict(obj.get("metadata") or {})
         for fixed in ("name", "namespace", "uid", "creationTimestamp", "resourceVersion", "deletionTimestamp",
@@ -497,9 +498,11 @@ class Api(WebhookSteps):
         else:
             self._track(rt, old, obj, requested, subresource, self.manager)
         if found is not None:
+            def readmit(mutated: dict, before: dict) -> dict:
+                return self._readmit(rt, mutated, before, old, subresource)
+
             obj = yield from self._webhooks(found, rt, "scale" if view is not None else subresource, "UPDATE", obj,
-                                            old, old_meta["name"], dry_run, deferred,
-                                            lambda mutated: self._readmit(rt, mutated, old, subresource), view)
+                                            old, old_meta["name"], dry_run, deferred, readmit, view)
             meta = obj["metadata"]
             self._generation(rt, obj, old)
         if obj == old:

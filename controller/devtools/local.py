@@ -47,6 +47,7 @@ from kubernetes_asyncio import client, config
 
 from controller.devtools.local_metrics import LocalMetrics, metrics_address
 from controller.devtools.local_metrics import exposure_warning as metrics_exposure_warning
+from controller.devtools.local_webhook import LocalWebhook
 from controller.devtools.progress import JobProgress, is_job, plural
 from controller.devtools.submit import ManifestError, Submitter, describe, load_manifests
 from controller.devtools.terminal import Terminal
@@ -93,6 +94,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--crds", type=_directory, default=None, metavar="DIR",
                         help="directory of the CRDs to install (default: the project's manifests/crds, or generated "
                              "from the models when the project's files are not there)")
+    parser.add_argument("--webhook", action=BooleanFlag, default=True, negatable=True,
+                        help="serve the controller's validating admission webhook and register it in the cluster, so "
+                             "`kubectl apply` of an invalid job is refused as on a cluster; --no-webhook: jobs are "
+                             "admitted and the controller fails an invalid one with InvalidSpec")
     parser.add_argument("--workers", type=positive_int, default=4, help="concurrent reconciles")
     parser.add_argument("--metrics-address", type=metrics_address, default=None, metavar="ADDR",
                         help="serve the controller's Prometheus /metrics (the page `run` serves) on HOST:PORT, or "
@@ -276,7 +281,11 @@ async def _run_controller(kubeconfig: Path, cluster: LocalCluster, args: argpars
         controller = registry.make_controller(controller_client, JobConfig(
             workers=args.workers, shutdown_timeout=5.0, restart_backoff=LOCAL_RESTART_BACKOFF), metrics.registry)
         await controller.start(sync_timeout=SYNC_TIMEOUT)
+        webhook = LocalWebhook(api_client, metrics.registry) if args.webhook else None
         try:
+            if webhook is not None:  # before the ready line: whatever is applied from then on is judged
+                say(f"admission webhook: https://{await webhook.start()} (ValidatingWebhookConfiguration "
+                    "genericjob-controller, failurePolicy Fail; --no-webhook turns it off)")
             if args.metrics_address is not None:
                 await _serve_metrics(metrics, args.metrics_address, controller.problems)
             if objects is not None:
@@ -285,6 +294,8 @@ async def _run_controller(kubeconfig: Path, cluster: LocalCluster, args: argpars
         finally:
             await metrics.stop()
             await controller.stop()
+            if webhook is not None:
+                await webhook.stop()
 
 
 async def _serve_metrics(metrics: LocalMetrics, address: str, problems) -> None:
@@ -305,12 +316,17 @@ async def _serve_and_follow(api_client: client.ApiClient, cluster: LocalCluster,
     progress = JobProgress(api_client, follow_logs=args.logs, follow_all=True)
     await progress.start(SYNC_TIMEOUT)
     try:
-        say(f"{READY} the controller is running against {cluster.url} (Ctrl-C to stop); following every job")
+        say(f"{READY} the controller is running against {cluster.url}{_webhook_words(args)} (Ctrl-C to stop); "
+            "following every job")
         await stop.wait()
         say("stopping")
         return EXIT_OK
     finally:
         await progress.stop()
+
+
+def _webhook_words(args: argparse.Namespace) -> str:
+    return ", its admission webhook on" if args.webhook else ", its admission webhook off (--no-webhook)"
 
 
 def _install_crds(cluster: LocalCluster, directory: Path | None) -> list[str]:
@@ -346,7 +362,7 @@ async def _apply_and_follow(api_client: client.ApiClient, objects: list[dict], a
     # Watching starts before anything is created, so no phase change is missed.
     await progress.start(SYNC_TIMEOUT)
     try:
-        say(f"{READY} the controller is running; applying {plural(len(objects), 'object')}")
+        say(f"{READY} the controller is running{_webhook_words(args)}; applying {plural(len(objects), 'object')}")
         started = time.monotonic()
         submitter = Submitter(api_client)
         for obj in objects:

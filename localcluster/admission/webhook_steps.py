@@ -26,6 +26,7 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from .. import errors
+from ..errors import ApiError
 from .webhooks import Candidates, Request, View
 
 RESTARTS = 5  # a write that keeps losing its race with others gives up with a Conflict
@@ -80,8 +81,10 @@ class WebhookSteps:
             self._set_request_state(None)
             try:
                 value = await self.webhooks.dispatch(request)
-            except BaseException:
+            except BaseException as exc:
                 steps.close()
+                if isinstance(exc, ApiError):  # the refusal carries the warnings given so far, as Go's context
+                    exc.warnings = [*state[3], *request.warnings]
                 raise
             finally:
                 self._set_request_state(state)
@@ -105,7 +108,8 @@ class WebhookSteps:
         return self.webhooks.candidates(rt, subresource, operation, getattr(self.admission, "disabled", frozenset()))
 
     def _webhooks(self, found: Candidates, rt, subresource: str | None, operation: str, obj: dict | None,
-                  old: dict | None, name: str, dry_run: bool, deferred: list, readmit: Callable[[dict], dict] | None,
+                  old: dict | None, name: str, dry_run: bool, deferred: list,
+                  readmit: Callable[[dict, dict], dict] | None,
                   view: View | None = None) -> Steps:
         """MutatingAdmissionWebhook, the validation errors held for it, the validating plugins, then
         ValidatingAdmissionWebhook; the object as admitted."""
@@ -120,7 +124,7 @@ class WebhookSteps:
         if found.mutating:
             mutated = yield Request(True, found.mutating, obj=obj, **where)
             if mutated is not None and mutated != obj:
-                obj, deferred = readmit(mutated), []
+                obj, deferred = readmit(mutated, obj), []
         if obj is not None:
             self._refuse(rt, obj, deferred)
             self._validating_admission(rt, subresource, obj, old)

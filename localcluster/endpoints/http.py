@@ -74,7 +74,10 @@ def json_response(body, status: int = 200, headers: dict | None = None) -> web.R
 
 
 def error_response(err: ApiError) -> web.Response:
-    return json_response(err.status(), err.code, err.headers)
+    response = json_response(err.status(), err.code, err.headers)
+    for text in getattr(err, "warnings", ()):  # what admission webhooks warned of before one refused
+        response.headers.add("Warning", warning_header(text))
+    return response
 
 
 # The apiserver's limit on a request body (apiserver's MaxRequestBodyBytes): larger ones get 413.

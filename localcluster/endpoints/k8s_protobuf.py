@@ -9,10 +9,14 @@ REF = 'v0.35.7'
 
 # (apiVersion, kind) -> the message of that kind
 KINDS = {
+    ('admissionregistration.k8s.io/v1', 'MutatingWebhookConfiguration'):
+        'k8s.io.api.admissionregistration.v1.MutatingWebhookConfiguration',
     ('admissionregistration.k8s.io/v1', 'ValidatingAdmissionPolicy'):
         'k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicy',
     ('admissionregistration.k8s.io/v1', 'ValidatingAdmissionPolicyBinding'):
         'k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding',
+    ('admissionregistration.k8s.io/v1', 'ValidatingWebhookConfiguration'):
+        'k8s.io.api.admissionregistration.v1.ValidatingWebhookConfiguration',
     ('apps/v1', 'Deployment'): 'k8s.io.api.apps.v1.Deployment',
     ('apps/v1', 'ReplicaSet'): 'k8s.io.api.apps.v1.ReplicaSet',
     ('authentication.k8s.io/v1', 'SelfSubjectReview'): 'k8s.io.api.authentication.v1.SelfSubjectReview',
@@ -177,6 +181,24 @@ PACKAGES = {
             (4, 'excludeResourceRules', '[]NamedRuleWithOperations', 'excludeResourceRules', 'e'),
             (7, 'matchPolicy', 'string', 'matchPolicy', 'ep'),
         )),
+        'MutatingWebhook': ('struct', (
+            (1, 'name', 'string', 'name', ''),
+            (2, 'clientConfig', 'WebhookClientConfig', 'clientConfig', ''),
+            (3, 'rules', '[]RuleWithOperations', 'rules', 'e'),
+            (4, 'failurePolicy', 'string', 'failurePolicy', 'ep'),
+            (9, 'matchPolicy', 'string', 'matchPolicy', 'ep'),
+            (5, 'namespaceSelector', 'k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector', 'namespaceSelector', 'ep'),
+            (11, 'objectSelector', 'k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector', 'objectSelector', 'ep'),
+            (6, 'sideEffects', 'string', 'sideEffects', 'p'),
+            (7, 'timeoutSeconds', 'int32', 'timeoutSeconds', 'ep'),
+            (8, 'admissionReviewVersions', '[]string', 'admissionReviewVersions', ''),
+            (10, 'reinvocationPolicy', 'string', 'reinvocationPolicy', 'ep'),
+            (12, 'matchConditions', '[]MatchCondition', 'matchConditions', 'e'),
+        )),
+        'MutatingWebhookConfiguration': ('struct', (
+            (1, 'metadata', 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta', 'metadata', 'e'),
+            (2, 'Webhooks', '[]MutatingWebhook', 'webhooks', 'e'),
+        )),
         'NamedRuleWithOperations': ('struct', (
             (1, 'resourceNames', '[]string', 'resourceNames', 'e'),
             (2, 'ruleWithOperations', 'RuleWithOperations', '', 'i'),
@@ -200,6 +222,12 @@ PACKAGES = {
         'RuleWithOperations': ('struct', (
             (1, 'operations', '[]string', 'operations', 'e'),
             (2, 'rule', 'Rule', '', 'i'),
+        )),
+        'ServiceReference': ('struct', (
+            (1, 'namespace', 'string', 'namespace', ''),
+            (2, 'name', 'string', 'name', ''),
+            (3, 'path', 'string', 'path', 'ep'),
+            (4, 'port', 'int32', 'port', 'ep'),
         )),
         'TypeChecking': ('struct', (
             (1, 'expressionWarnings', '[]ExpressionWarning', 'expressionWarnings', 'e'),
@@ -233,6 +261,23 @@ PACKAGES = {
             (2, 'typeChecking', 'TypeChecking', 'typeChecking', 'ep'),
             (3, 'conditions', '[]k8s.io.apimachinery.pkg.apis.meta.v1.Condition', 'conditions', 'e'),
         )),
+        'ValidatingWebhook': ('struct', (
+            (1, 'name', 'string', 'name', ''),
+            (2, 'clientConfig', 'WebhookClientConfig', 'clientConfig', ''),
+            (3, 'rules', '[]RuleWithOperations', 'rules', 'e'),
+            (4, 'failurePolicy', 'string', 'failurePolicy', 'ep'),
+            (9, 'matchPolicy', 'string', 'matchPolicy', 'ep'),
+            (5, 'namespaceSelector', 'k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector', 'namespaceSelector', 'ep'),
+            (10, 'objectSelector', 'k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector', 'objectSelector', 'ep'),
+            (6, 'sideEffects', 'string', 'sideEffects', 'p'),
+            (7, 'timeoutSeconds', 'int32', 'timeoutSeconds', 'ep'),
+            (8, 'admissionReviewVersions', '[]string', 'admissionReviewVersions', ''),
+            (11, 'matchConditions', '[]MatchCondition', 'matchConditions', 'e'),
+        )),
+        'ValidatingWebhookConfiguration': ('struct', (
+            (1, 'metadata', 'k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta', 'metadata', 'e'),
+            (2, 'Webhooks', '[]ValidatingWebhook', 'webhooks', 'e'),
+        )),
         'Validation': ('struct', (
             (1, 'Expression', 'string', 'expression', ''),
             (2, 'message', 'string', 'message', 'e'),
@@ -242,6 +287,11 @@ PACKAGES = {
         'Variable': ('struct', (
             (1, 'Name', 'string', 'name', ''),
             (2, 'Expression', 'string', 'expression', ''),
+        )),
+        'WebhookClientConfig': ('struct', (
+            (3, 'url', 'string', 'url', 'ep'),
+            (1, 'service', 'ServiceReference', 'service', 'ep'),
+            (2, 'caBundle', 'bytes', 'caBundle', 'e'),
         )),
     },
     'k8s.io.api.authentication.v1': {

@@ -212,13 +212,15 @@ async def test_dry_run_and_side_effects(rest, server, cluster):
 async def test_a_mutating_webhook_patches_and_its_result_is_validated(rest, server):
     server.handlers["/mutate"] = lambda review: json_patch(review, [
         {"op": "replace", "path": "/metadata/labels/bad", "value": "fixed"},
-        {"op": "add", "path": "/data/added", "value": "by-webhook"}])
+        {"op": "add", "path": "/data/added", "value": "by-webhook"},
+        {"op": "replace", "path": "/metadata/uid", "value": "forged"}])  # the server's to set, not a webhook's
     server.handlers["/check"] = lambda review: (
         allow(review) if review["request"]["object"]["data"].get("added") else deny(review, "not mutated"))
     await install(rest, hook("mutate.example.com", server, "/mutate", reinvocationPolicy="IfNeeded"), mutating=True)
     await install(rest, hook("check.example.com", server, "/check"))
     made = await rest.ok("POST", CONFIGMAPS, configmap("c", bad="not valid!"))  # invalid, but the webhook fixes it
     assert made["metadata"]["labels"] == {"bad": "fixed"} and made["data"] == {"k": "v", "added": "by-webhook"}
+    assert made["metadata"]["uid"] != "forged"
     assert server.paths() == ["/mutate", "/check"]
     server.handlers["/mutate"] = lambda review: json_patch(review, [
         {"op": "add", "path": "/metadata/labels/worse", "value": "still not valid!"}])
@@ -310,6 +312,10 @@ async def test_warnings_become_warning_headers(cluster, server, rest):
     async with cluster.session() as session, session.post(cluster.url + CONFIGMAPS, json=configmap("c")) as response:
         assert response.status == 201
         assert response.headers.getall("Warning") == ['299 - "deprecated \\"field\\""', '299 - "second"']
+    # a refusal keeps the warnings given with it, as the API server's do
+    server.handlers["/warn"] = lambda review: deny(review, "no", 403, "Forbidden", warnings=["told you"])
+    async with cluster.session() as session, session.post(cluster.url + CONFIGMAPS, json=configmap("d")) as response:
+        assert response.status == 403 and response.headers.getall("Warning") == ['299 - "told you"']
 
 
 async def test_an_object_changed_during_the_calls_is_admitted_again(rest, server, cluster):

@@ -83,13 +83,13 @@ async def crd(kubectl) -> dict:
 def patch_types(cluster, monkeypatch) -> list[str]:
     """The Content-Type of every PATCH the API serves, in order."""
     seen: list[str] = []
-    real = cluster.api.patch
+    real = cluster.api.patch_steps  # what the HTTP layer runs (Api.patch is the in-process verb)
 
     def spy(rt, namespace, name, content_type, *args, **kwargs):
         seen.append(content_type)
         return real(rt, namespace, name, content_type, *args, **kwargs)
 
-    monkeypatch.setattr(cluster.api, "patch", spy)
+    monkeypatch.setattr(cluster.api, "patch_steps", spy)
     return seen
 
 

@@ -11,6 +11,7 @@ import json
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from controller.devtools.local_webhook import wire
 from controller.jobs import admission
 from controller.kinds.registry import KINDS
 from controller.runtime.webhook_certs import CertKeeperConfig
@@ -24,29 +25,9 @@ from tests.e2e.conftest import CRDS
 from .subprocesses import until
 
 NAMESPACE = "default"
-SERVICE = "genericjob-controller-webhook"
 GROUP, VERSION = "batch.tensorstack.dev", "v1beta1"
 JSON_PATCH = "application/json-patch+json"
 POD = {"spec": {"containers": [{"name": "tensorflow", "image": "trainer"}]}}
-
-
-def configuration() -> dict:
-    """The interface's ValidatingWebhookConfiguration (the install's, with its caBundle left to the controller)."""
-    hooks = [{"name": admission.webhook_name(kind.api), "sideEffects": "None", "admissionReviewVersions": ["v1"],
-              "failurePolicy": "Fail", "matchPolicy": "Equivalent", "timeoutSeconds": 10,
-              "clientConfig": {"service": {"namespace": NAMESPACE, "name": SERVICE, "port": 443,
-                                           "path": admission.path(kind.api)}},
-              "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [GROUP], "apiVersions": [VERSION],
-                         "resources": [kind.api.plural], "scope": "Namespaced"}]} for kind in KINDS.values()]
-    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-            "metadata": {"name": "genericjob-controller"}, "webhooks": hooks}
-
-
-async def call(api_client, method: str, path: str, body: dict) -> dict:
-    response = await api_client.call_api(path, method, body=body, header_params={"Content-Type": "application/json"},
-                                         auth_settings=["BearerToken"], _preload_content=False)
-    assert response.status < 300, await response.text()
-    return await response.json()
 
 
 @pytest.fixture
@@ -58,14 +39,7 @@ async def webhook(cluster, api_client):
                                   kinds=list(KINDS.values()))
     await made.start()
     port = int(made.address.rpartition(":")[2])
-    await call(api_client, "POST", f"/api/v1/namespaces/{NAMESPACE}/services", {
-        "apiVersion": "v1", "kind": "Service", "metadata": {"name": SERVICE},
-        "spec": {"ports": [{"name": "webhook", "port": 443, "targetPort": "webhook"}]}})
-    await call(api_client, "POST", f"/api/v1/namespaces/{NAMESPACE}/endpoints", {
-        "apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": SERVICE},
-        "subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"name": "webhook", "port": port}]}]})
-    await call(api_client, "POST", "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
-               configuration())
+    await wire(api_client, port, namespace=NAMESPACE)  # as `local` does: the interface's configuration
 
     async def bundle_set():
         got = await api_client.call_api(
