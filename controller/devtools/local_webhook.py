@@ -48,8 +48,12 @@ def configuration(namespace: str = NAMESPACE, service: str = SERVICE, *, ca_bund
                   kinds: Sequence[JobKind] | None = None) -> dict:
     """The ValidatingWebhookConfiguration: the install's (`manifest`, when there), else generated from the kinds;
     its webhooks calling `service` in `namespace`, with `ca_bundle` (PEM) and `failure_policy` if given."""
+    served = kinds if kinds is not None else registry.select()
     found = _from_manifest(manifest) if manifest.is_file() else None
-    made = found or generated(kinds if kinds is not None else registry.select())
+    made = found or generated(served)
+    if found is not None:  # only the webhooks of the kinds served here: the others would be called and never answer
+        names = {admission.webhook_name(kind.api) for kind in served}
+        made["webhooks"] = [hook for hook in made["webhooks"] if hook["name"] in names]
     for hook in made["webhooks"]:
         hook["clientConfig"]["service"].update(namespace=namespace, name=service)
         if ca_bundle is not None:

@@ -25,10 +25,10 @@ Every request is bounded by `request_timeout`; a failed round is retried after a
 The durations are constructor arguments, so a test rotates in seconds.
 
 RBAC this needs (manifests/ and the chart grant it, in the controller's namespace and on the one configuration):
-- core `secrets`, in the controller's namespace: `create` (it cannot be limited by name), and `get`, `update`,
-  `patch` with resourceNames [genericjob-controller-webhook-cert];
-- admissionregistration.k8s.io `validatingwebhookconfigurations`: `get`, `update`, `patch` with resourceNames
-  [genericjob-controller].
+- core `secrets`, in the controller's namespace: `create` (it cannot be limited by name), and `get`, `update`
+  with resourceNames [genericjob-controller-webhook-cert];
+- admissionregistration.k8s.io `validatingwebhookconfigurations`: `get`, `update` with resourceNames
+  [genericjob-controller]. (No `patch`: every write is a PUT with the resourceVersion read.)
 
 `cryptography` is imported only here, when a certificate is read or made: with --webhook-cert-dir (cert-manager's
 mode, certs.CertWatcher) nothing of this runs.

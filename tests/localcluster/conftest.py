@@ -21,3 +21,22 @@ def namespace(cluster, request) -> str:
 def kubectl(cluster, tmp_path, namespace) -> Kubectl:
     """The installed kubectl, working in the test's namespace (test_kubectl.py has its own, in `default`)."""
     return Kubectl(cluster, tmp_path, namespace=namespace)
+
+
+@pytest.fixture
+async def server():
+    """An HTTPS admission webhook of the test's own (webhook_server.py), answering by path."""
+    from .webhook_server import WebhookServer
+
+    running = await WebhookServer().start()
+    yield running
+    await running.stop()
+
+
+@pytest.fixture
+async def rest(cluster):
+    """A REST client of the cluster (rest.py), as its admin."""
+    from .rest import connect
+
+    async with connect(cluster) as client:
+        yield client

@@ -8,9 +8,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
-import pytest
-
-from .rest import MERGE, Rest, connect
+from .rest import MERGE, Rest
 from .webhook_server import WebhookServer, allow, deny, json_patch
 
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
@@ -41,17 +39,6 @@ def configmap(name: str, **labels: str) -> dict:
             "data": {"k": "v"}}
 
 
-@pytest.fixture
-async def server():
-    running = await WebhookServer().start()
-    yield running
-    await running.stop()
-
-
-@pytest.fixture
-async def rest(cluster):
-    async with connect(cluster) as client:
-        yield client
 
 
 def free_port() -> int:

@@ -6,25 +6,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
 import yaml
 
-from .rest import connect
 from .test_admission_webhooks import free_port, hook, install, rule
-from .webhook_server import WebhookServer, allow, deny
-
-
-@pytest.fixture
-async def server():
-    running = await WebhookServer().start()
-    yield running
-    await running.stop()
-
-
-@pytest.fixture
-async def rest(cluster):
-    async with connect(cluster) as client:
-        yield client
+from .webhook_server import allow, deny
 
 
 def configmap(name: str, namespace: str, **data: str) -> str:

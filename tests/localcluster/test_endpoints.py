@@ -12,7 +12,7 @@ import yaml
 
 from localcluster import LocalCluster
 
-from .rest import MERGE, Rest, connect
+from .rest import MERGE, Rest
 from .test_kubectl import wait_until
 
 pytestmark = pytest.mark.asyncio
@@ -25,12 +25,6 @@ async def cluster():
     """With the endpoint controllers, which run by default only beside the process runner (cluster.py says why)."""
     async with LocalCluster(bookmark_interval=1.0, endpoint_controllers=True) as running:
         yield running
-
-
-@pytest.fixture
-async def rest(cluster):
-    async with connect(cluster) as connected:
-        yield connected
 
 
 def service(name: str, headless: bool = True, publish: bool = False, selector: dict | None = None) -> dict:

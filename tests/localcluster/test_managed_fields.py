@@ -11,19 +11,13 @@ import pytest
 
 from tests.builders import JobBuilder
 
-from .rest import MERGE, STRATEGIC, connect, entries, fields
+from .rest import MERGE, STRATEGIC, entries, fields
 
 PODS = "/api/v1/namespaces/default/pods"
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 JOBS = "/apis/batch.tensorstack.dev/v1beta1/namespaces/default/genericjobs"
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 LONG_AGO = "2020-01-01T00:00:00Z"
-
-
-@pytest.fixture
-async def rest(cluster):
-    async with connect(cluster) as connected:
-        yield connected
 
 
 def pod(name: str) -> dict:

@@ -7,19 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from .rest import APPLY, MERGE, STRATEGIC, connect, entries, fields
+from .rest import APPLY, MERGE, STRATEGIC, entries, fields
 from .test_managed_fields import LISTS_CRD
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 BOXES = "/apis/example.dev/v1/namespaces/default/boxes"
 JOBS = "/apis/batch.tensorstack.dev/v1beta1/namespaces/default/genericjobs"
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
-
-
-@pytest.fixture
-async def rest(cluster):
-    async with connect(cluster) as connected:
-        yield connected
 
 
 def configmap(data: dict, name: str = "c") -> dict:

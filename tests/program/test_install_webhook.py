@@ -29,7 +29,7 @@ import yaml
 from tests.localcluster.kubectl import Kubectl
 
 from .test_manifests import NAME, NAMESPACE, ROOT, WEBHOOK, WEBHOOK_PORT, WEBHOOK_SECRET, find
-from .test_packaging import BIN, CHART, OVERLAYS, by_key, helm, render, template
+from .test_packaging import BIN, CHART, by_key, helm, render, template
 
 SERVING_CERT = f"{NAME}-webhook-serving-cert"  # cert-manager's Certificate and its Secret
 CERT_DIR = "/etc/genericjob-controller/webhook-certs"
@@ -45,14 +45,6 @@ def kinds_and_names(objects: list[dict]) -> set[tuple[str, str]]:
     return {(o["kind"], o["metadata"]["name"]) for o in objects}
 
 
-@pytest.fixture(scope="module")
-def base() -> list[dict]:
-    return render(ROOT / "manifests")
-
-
-@pytest.fixture(scope="module")
-def verified() -> list[dict]:
-    return render(OVERLAYS / "cert-manager")
 
 
 # --- cert-manager ---------------------------------------------------------------------------------

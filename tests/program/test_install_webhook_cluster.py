@@ -21,18 +21,7 @@ from tests.localcluster.kubectl import Kubectl
 
 from .test_install_webhook import SERVING_CERT, ignore_overlay
 from .test_manifests import NAME, NAMESPACE, ROOT, WEBHOOK, WEBHOOK_SECRET, find
-from .test_packaging import OVERLAYS, render
-
-
-@pytest.fixture(scope="module")
-def base() -> list[dict]:
-    return render(ROOT / "manifests")
-
-
-@pytest.fixture(scope="module")
-def verified() -> list[dict]:
-    return render(OVERLAYS / "cert-manager")
-
+from .test_packaging import OVERLAYS
 
 # --- the self-managed certificates' RBAC, against what the keeper does -------------------------------------
 

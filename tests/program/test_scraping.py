@@ -60,9 +60,6 @@ def monitoring() -> list[dict]:
     return render(OVERLAYS / "monitoring")
 
 
-@pytest.fixture(scope="module")
-def verified() -> list[dict]:
-    return render(OVERLAYS / "cert-manager")
 
 
 def container(objects: list[dict]) -> dict:
