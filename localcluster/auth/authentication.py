@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ..errors import ApiError
 from ..storage.store import Store
+from .service_account_jwt import ServiceAccountJwt
 
 AUTHENTICATED = "system:authenticated"
 MASTERS = "system:masters"
@@ -125,13 +126,19 @@ def _exact_name(field_selector: str) -> str:
 
 
 class Authenticator:
-    """Bearer tokens to users; service-account tokens stop working when the ServiceAccount is deleted."""
+    """Bearer tokens to users; service-account tokens stop working when the ServiceAccount is deleted.
+
+    Two kinds of service-account token: TokenRequest's signed JWTs (service_account_jwt.py, verified
+    on every request, nothing kept per token) and the opaque `sa.` tokens `service_account_token`
+    hands tests and `serve --service-account-token` (one per account, remembered here)."""
 
     def __init__(self, store: Store, admin_token: str) -> None:
         self.store = store
         self.tokens: dict[str, User] = {admin_token: ADMIN}
         self._service_accounts: dict[str, tuple[str, str]] = {}  # token -> (namespace, name)
         self._issued: dict[tuple[str, str], str] = {}
+        # TokenRequest's tokens: RS256 JWTs, valid while their signature, times and named objects hold.
+        self.jwt = ServiceAccountJwt(store.get)
 
     def add_token(self, token: str, user: str, groups: Iterable[str] = ()) -> str:
         groups = tuple(dict.fromkeys([*groups, AUTHENTICATED]))
@@ -146,14 +153,6 @@ class Authenticator:
             self._service_accounts[token] = (namespace, name)
         return token
 
-    def add_service_account_token(self, token: str, namespace: str, name: str) -> None:
-        """Make `token` authenticate as ServiceAccount namespace/name while it exists (a TokenRequest's)."""
-        self._service_accounts[token] = (namespace, name)
-
-    def forget_service_account_token(self, token: str) -> None:
-        """An issued token expired, or the object it was bound to is gone."""
-        self._service_accounts.pop(token, None)
-
     def authenticate(self, header: str | None) -> User | None:
         """The request's user: ANONYMOUS without a bearer token, None (a 401) for a token nobody issued.
 
@@ -166,13 +165,16 @@ class Authenticator:
 
     def review(self, token: str) -> User | None:
         """The user a token stands for (as a TokenReview answers), or None."""
+        if token in self.tokens:
+            return self.tokens[token]
         sa = self._service_accounts.get(token)
         if sa is not None:
             account = self.store.get(SERVICE_ACCOUNTS_KEY, sa)
             if account is None:
                 return None
             return service_account_user(*sa, account["metadata"].get("uid", ""))
-        return self.tokens.get(token)
+        signed = self.jwt.validate(token) if token.count(".") == 2 else None
+        return service_account_user(*signed) if signed is not None else None
 
 
 def impersonated(user: User, headers: Mapping[str, str], groups: list[str]) -> tuple[User, list[Attributes]]:

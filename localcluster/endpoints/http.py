@@ -28,7 +28,7 @@ from ..kubelet.pod_connect import container_of, require_node
 from ..storage import event_apis
 from ..storage.resources import ResourceType
 from ..storage.watch import Watcher
-from . import protobuf, reviews, scale, table
+from . import issuer_discovery, protobuf, reviews, scale, table
 from .tokens import TokenIssuer
 
 if TYPE_CHECKING:
@@ -141,6 +141,8 @@ class HttpApi:
             return web.Response(text="ok")
         if head == "openapi":
             return await documents.openapi(self.registry, request, segs[1:])
+        if issuer_discovery.serves(request.path):
+            return issuer_discovery.serve(request, self.cluster.access.authenticator.jwt, self.cluster.url)
         if head == "_localcluster":
             return await self.cluster.admin(request, segs[1:])
         if head == "api":

@@ -7,61 +7,41 @@ defaults to 3600 and may not be under 600; `audiences` default to the API server
 name an existing object, uid-checked. The answer is the request with its status: a signed JWT with
 the claims a real token has, and its expiry.
 
-The token authenticates as the ServiceAccount (Authenticator's service-account tokens) until it
-expires, the ServiceAccount is deleted, or the object it is bound to is; a token for other
-audiences only does not authenticate to the API server at all, as the real one.
+The token is an RS256 JWT with the `kid` of the issuer key (auth/service_account_jwt.py), verifiable
+against /openid/v1/jwks. It authenticates as the ServiceAccount until it expires, the ServiceAccount
+is deleted, or the object it is bound to is: the authenticator checks all that on every request from
+the token alone, as the real one; a token for other audiences only never authenticates to the API
+server.
 """
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import hashlib
-import hmac
-import secrets
 import time
 import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-import orjson
-
 from .. import errors
 from ..api import now_rfc3339
+from ..auth.service_account_jwt import API_AUDIENCES, ISSUER
 from ..storage.deletion import rfc3339
-from ..storage.store import DELETED, Event
 
 if TYPE_CHECKING:
     from ..api import Api
     from ..auth.authentication import Authenticator
 
-ISSUER = "https://kubernetes.default.svc.cluster.local"
-API_AUDIENCES = [ISSUER]
 DEFAULT_EXPIRATION, MIN_EXPIRATION, MAX_EXPIRATION = 3600, 600, 1 << 32
 AUTHN = "authentication.k8s.io"
 # (group, kind) -> plural: what a token may be bound to (the version is not looked at, as the server's)
 BOUND_KINDS = {("", "Pod"): "pods", ("", "Secret"): "secrets", ("", "Node"): "nodes"}
 
 
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
 class TokenIssuer:
-    """Issues TokenRequest tokens and revokes those bound to an object once it is deleted."""
+    """Issues TokenRequest tokens, signed by the authenticator's issuer (which validates them)."""
 
     def __init__(self, api: Api, authenticator: Authenticator) -> None:
         self.api = api
         self.authenticator = authenticator
-        self._key = secrets.token_bytes(32)
-        self._kid = _b64(hashlib.sha256(self._key).digest()[:16])
-        self._bound: dict[str, set[str]] = {}  # uid of a bound object -> its tokens
-        api.store.subscribe(self.on_event)
-
-    def on_event(self, ev: Event) -> None:
-        if ev.type == DELETED and self._bound:
-            for token in self._bound.pop(ev.obj["metadata"].get("uid", ""), ()):
-                self.authenticator.forget_service_account_token(token)
 
     def request(self, namespace: str, name: str, body) -> dict:
         """The TokenRequest `body` for ServiceAccount namespace/name, answered with its status."""
@@ -103,12 +83,7 @@ class TokenIssuer:
         claims = {"aud": audiences, "exp": issued + expiration, "iat": issued, "iss": ISSUER,
                   "jti": str(uuid.uuid4()), "kubernetes.io": about, "nbf": issued,
                   "sub": f"system:serviceaccount:{namespace}:{name}"}
-        token = self._sign(claims)
-        if set(audiences) & set(API_AUDIENCES):  # otherwise it is for someone else: never this server's
-            self.authenticator.add_service_account_token(token, namespace, name)
-            self._expire(token, expiration)
-            if bound:
-                self._bound.setdefault(bound[1]["metadata"]["uid"], set()).add(token)
+        token = self.authenticator.jwt.sign(claims)
         spec.setdefault("boundObjectRef", None)
         return {"kind": "TokenRequest", "apiVersion": f"{AUTHN}/v1", "metadata": meta, "spec": spec,
                 "status": {"token": token, "expirationTimestamp": rfc3339_at(issued + expiration)}}
@@ -131,20 +106,6 @@ class TokenIssuer:
                                   f"does not match the UID in record. The object might have been deleted and then "
                                   f"recreated", group, kind)
         return kind, obj
-
-    def _sign(self, claims: dict) -> str:
-        """A JWT signed with this cluster's key (HMAC: localcluster publishes no keys to verify it with)."""
-        header = _b64(orjson.dumps({"alg": "HS256", "kid": self._kid}))
-        payload = _b64(orjson.dumps(claims))
-        signature = hmac.new(self._key, f"{header}.{payload}".encode(), hashlib.sha256).digest()
-        return f"{header}.{payload}.{_b64(signature)}"
-
-    def _expire(self, token: str, seconds: int) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        loop.call_later(seconds, self.authenticator.forget_service_account_token, token)
 
     @staticmethod
     def _invalid(name: str, field: str, value, detail: str) -> errors.ApiError:
