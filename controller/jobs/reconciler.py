@@ -372,29 +372,27 @@ class Reconciler:
         return written
 
     async def _status_too_large(self, obj: dict, the_plan: Plan, err: ApiStatusError) -> Result:
-        """The server will not store the planned status: the job ends Failed with a compact one (oversize.py), and
-        nothing of the plan is done (its pods would have no records)."""
-        codec = self.kind.status
-        text = oversize.message(oversize.replica_count(codec, the_plan.status), err.message)
+        """The server will not store the planned status: the job ends Failed with a compact one (oversize.py), or a
+        smaller one when its spec leaves no room for that, and nothing of the plan is done (its pods would have no
+        records). The Warning is recorded for the status the server took, never before."""
         log.warning("status too large", job=_key(obj), message=err.message)
-        self.recorder.record(obj, WARNING, oversize.STATUS_TOO_LARGE, text)
-        compact = {**oversize.compact_status(codec, the_plan.status, text, self.now()),
-                   "observedGeneration": obj["metadata"].get("generation")}
-        try:
-            await self.client.replace_status(self.kind.api.resource, obj, compact)
-        except ApiStatusError as again:
-            if again.code in (404, 409):
-                return Result(requeue_after=0.0, lost_at=obj["metadata"]["resourceVersion"])
-            if not again.too_large:
-                raise
-            # Even without its records the job does not fit (its spec alone is too large): said, not retried.
-            self.recorder.record(obj, WARNING, oversize.STATUS_TOO_LARGE,
-                                 f"Even a status without replica records is too large for the API server: "
-                                 f"{again.message}")
-            return DONE
-        # Look again once the cache has the compact status (a status-only change queues nothing by itself): the
-        # job's unfinished pods are then deleted, as a failed job's.
-        return Result(requeue_after=0.0, lost_at=obj["metadata"]["resourceVersion"])
+        for text, smaller in oversize.fallbacks(self.kind.status, the_plan.status, err.message, self.now(),
+                                                obj["metadata"].get("generation")):
+            try:
+                await self.client.replace_status(self.kind.api.resource, obj, smaller)
+            except ApiStatusError as again:
+                if again.code in (404, 409):
+                    return Result(requeue_after=0.0, lost_at=obj["metadata"]["resourceVersion"])
+                if not again.too_large:
+                    raise
+                err = again
+                continue
+            self.recorder.record(obj, WARNING, oversize.STATUS_TOO_LARGE, text)
+            # Look again once the cache has it (a status-only change queues nothing by itself): the job's
+            # unfinished pods are then deleted, as a failed job's.
+            return Result(requeue_after=0.0, lost_at=obj["metadata"]["resourceVersion"])
+        self.recorder.record(obj, WARNING, oversize.STATUS_TOO_LARGE, oversize.nothing_fits(err.message))
+        return DONE
 
     async def _cache_lags(self, obj: dict, status: dict, pods: list[dict]) -> bool:
         """A replica whose recorded pod is missing from the cache may only be missing from the cache.

@@ -1,4 +1,4 @@
 """The REST surface over HTTP: URL routing, lists and watches, the access check of every request
 (authentication, impersonation, RBAC, admission), server-side printing for `kubectl get`, protobuf
-bodies, the scale subresource, TokenRequest, the issuer's OIDC discovery and JWKS, the review kinds, fault injection and request
-accounting, and the warning printed when served beyond this machine."""
+bodies, the scale subresource, TokenRequest, the issuer's OIDC discovery and JWKS, the review kinds,
+fault injection and request accounting, and the warning printed when served beyond this machine."""

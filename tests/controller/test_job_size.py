@@ -187,3 +187,16 @@ def test_the_compact_status_keeps_the_counts_and_says_why(kind_name):
         "type": "Failed", "status": "True", "reason": "StatusTooLarge", "message": "why", "lastTransitionTime": TIME}
     assert oversize.failed_too_large(compact) and not oversize.failed_too_large(big)
     assert len(orjson.dumps(compact)) < 4096
+
+
+def test_the_fallbacks_get_smaller_and_each_says_failed_only_with_the_phase():
+    kind = KINDS["GenericJob"]
+    big = worst_status(kind, [("worker", 300)])
+    attempts = oversize.fallbacks(kind.status, big, "etcdserver: request is too large", TIME, 3)
+    sizes = [len(orjson.dumps(status)) for _, status in attempts]
+    assert sizes == sorted(sizes, reverse=True) and sizes[-1] < 64
+    for text, status in attempts:
+        assert (status["phase"], status["reason"]) == ("Failed", "StatusTooLarge") and oversize.failed_too_large(status)
+        failed = st.find_condition(status.get("conditions") or (), "Failed")
+        assert failed is None or failed["message"] == text
+    assert "Failed" not in oversize.nothing_fits("x").replace("phase Failed", "")

@@ -79,3 +79,38 @@ async def test_a_status_that_outgrows_the_limit_fails_the_job_and_its_running_po
     # Its unfinished pods are deleted as a failed job's are; the status stays as written.
     await jobs.wait_pods("grows", lambda pods: [p.metadata.name for p in pods] == ["grows-worker-0"])
     assert condition(await jobs.get("grows"), "Failed") == condition(job, "Failed")
+
+
+@pytest.mark.parametrize(("room", "stored"), [(420, "condition"), (100, "phase"), (30, "nothing")])
+async def test_a_spec_that_leaves_no_room_for_the_compact_status_still_ends_failed(cluster, controllers, jobs, room,
+                                                                                    stored):
+    """The job's spec alone is nearly the object limit (issue 35): the compact status does not fit, so a smaller
+    one is written (a Failed condition alone, or the phase and reason alone); the Warning says Failed only of a
+    job whose phase the server took. With no room even for the phase, the Warning says so and no phase is set."""
+    wide = genericjob("wide", {"worker": 100}, script=FOREVER)
+    # The limit scaled down with a spec of 8 KB (its pods' environment), so the job's Events still fit.
+    wide["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["env"] = [{"name": "PAD", "value": "x" * 8000}]
+    await jobs.submit(wide)
+    cluster.api.max_object_bytes = stored_size(cluster, "wide") + room
+    await controllers.start()
+    [event] = await jobs.wait_event("wide", "StatusTooLarge")
+    assert event.type == "Warning"
+    job = await jobs.get("wide")
+    if stored == "nothing":
+        assert status(job).get("phase") is None and "Failed" not in event.message.replace("phase Failed", "")
+        assert event.message.startswith("Not even a status of phase Failed fits in the API server")
+    else:
+        assert (status(job)["phase"], status(job)["reason"]) == ("Failed", "StatusTooLarge")
+        failed = condition(job, "Failed")
+        if stored == "condition":
+            assert failed["reason"] == "StatusTooLarge" and failed["message"] == event.message
+            assert "etcdserver: request is too large" in event.message and event.message.endswith("Failed.")
+        else:
+            assert failed is None and "only the phase and reason are stored" in event.message
+    assert await jobs.pods("wide") == []
+    # Not retried: left alone once settled, and a later look changes nothing.
+    reconciles = await settled(controllers, "default/wide")
+    assert reconciles <= 4, reconciles
+    await jobs.patch("wide", {"metadata": {"labels": {"t": "y"}}})
+    await until(lambda: controllers.reconciles["default/wide"] > reconciles, what="a reconcile of the touched job")
+    assert status(await jobs.get("wide")) == status(job) and await jobs.pods("wide") == []
