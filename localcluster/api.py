@@ -24,6 +24,7 @@ from .storage.resources import Registry, ResourceType, types_from_crd
 from .storage.store import ObjKey, Store
 from .validation import builtin_schemas, builtins
 from .validation.crd_schema_decode import decode_crd
+from .validation.envelope import check_object_meta
 from .validation.quantity import QuantityError
 
 NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
@@ -417,6 +418,7 @@ class Api(WebhookSteps):
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request was not a JSON object")
         kind, api_version = body.get("kind"), body.get("apiVersion")
+        check_object_meta(rt.kind, rt.group_version, body)
         if kind and kind != rt.kind:
             raise errors.bad_request(f"the API version in the data ({api_version}) does not match the "
                                      f"expected API version ({rt.group_version})" if api_version else

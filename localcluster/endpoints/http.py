@@ -56,9 +56,13 @@ class Target:
     subresource: str | None
 
 
+HEADER_CONTROLS = {c: " " for c in [*range(0x09), *range(0x0A, 0x20), 0x7F]}  # what aiohttp refuses in a header
+
+
 def warning_header(text: str) -> str:
-    """A Warning header as the apiserver writes one: code 299, no agent, the text quoted."""
-    return '299 - "' + text.replace('"', '\\"') + '"'
+    """A Warning header as the apiserver writes one: code 299, no agent, the text quoted (`"` and `\\` escaped),
+    control characters written as spaces as Go's net/http writes line breaks (never a header injection, or a 500)."""
+    return '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"').translate(HEADER_CONTROLS) + '"'
 
 
 async def _deprecation_warning(request: web.Request, response: web.StreamResponse) -> None:
@@ -704,7 +708,10 @@ async def _read_json(request: web.Request):
     if "yaml" in request.content_type:
         import yaml
 
-        return yaml.safe_load(raw)
+        try:
+            return yaml.safe_load(raw)
+        except yaml.YAMLError as exc:  # sigs.k8s.io/yaml's words
+            raise errors.bad_request(f"error converting YAML to JSON: yaml: {exc}") from exc
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

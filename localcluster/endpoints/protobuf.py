@@ -72,7 +72,7 @@ def decode(raw: bytes, api_version: str, kind: str) -> dict:
         if raw == MAGIC:
             raise DecodeError("empty body")
         envelope = _parse(UNKNOWN, raw[len(MAGIC):])
-        sent = (envelope.typeMeta.apiVersion or api_version, envelope.typeMeta.kind or kind)
+        sent = (_text(envelope.typeMeta.apiVersion) or api_version, _text(envelope.typeMeta.kind) or kind)
         if envelope.contentEncoding:
             raise DecodeError(f"unsupported content encoding {envelope.contentEncoding!r}")
         message = DELETE_OPTIONS if sent[1] == "DeleteOptions" else KINDS.get(sent)
@@ -219,7 +219,15 @@ def _element(value, type_: str, path: str):
 
 
 def _scalar(value, type_: str):
-    return base64.b64encode(value).decode() if type_ == "bytes" else value
+    if type_ == "bytes":
+        return base64.b64encode(value).decode()
+    return _text(value) if type_ == "string" else value
+
+
+def _text(value):
+    """A proto2 string field holding bytes that are not UTF-8 comes back as bytes: Go keeps them in its string,
+    JSON writes them as U+FFFD."""
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
 
 
 def _custom(message, form: str, path: str):

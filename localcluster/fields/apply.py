@@ -92,7 +92,8 @@ def _check(rt: ResourceType, config: Any) -> None:
     if not isinstance(config, dict):
         raise errors.bad_request("error decoding YAML: error unmarshaling JSON: while decoding JSON: json: cannot "
                                  f"unmarshal {_go_type(config)} into Go value of type map[string]interface {{}}")
-    api_version, kind = config.get("apiVersion") or "", config.get("kind") or ""
+    # Read as unstructured.GetAPIVersion/GetKind read them: what is not a string is "".
+    api_version, kind = (value if isinstance(value := config.get(key), str) else "" for key in ("apiVersion", "kind"))
     if (api_version, kind) != (rt.group_version, rt.kind):
         group, _, version = api_version.rpartition("/")
         raise errors.bad_request(f"invalid object type: {group}/{version}, Kind={kind}")

@@ -96,7 +96,10 @@ class Framer:
                 continue
             if (word >> 16) & 0x7FFF != VERSION:
                 raise ProtocolError(f"unsupported SPDY version {(word >> 16) & 0x7FFF}")
-            frames.append(self._control(word & 0xFFFF, flags, payload))
+            try:
+                frames.append(self._control(word & 0xFFFF, flags, payload))
+            except struct.error as exc:  # a control frame shorter than its fixed fields
+                raise ProtocolError(f"control frame {word & 0xFFFF} of {length} bytes: {exc}") from exc
         return frames
 
     def _control(self, kind: int, flags: int, payload: bytes) -> Frame:
