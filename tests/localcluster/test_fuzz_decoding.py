@@ -38,7 +38,7 @@ from .test_kubectl import wait_until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-EXAMPLES = int(os.environ.get("LOCALCLUSTER_FUZZ_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("LOCALCLUSTER_FUZZ_EXAMPLES", "150"))
 RANDOM = bool(os.environ.get("LOCALCLUSTER_FUZZ_RANDOM"))
 FUZZ = settings(max_examples=EXAMPLES, derandomize=not RANDOM, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
@@ -266,7 +266,7 @@ SESSIONS = st.lists(FRAMES, max_size=8)
 
 @FUZZ
 @given(session=SESSIONS, split=st.integers(1, 64))
-def test_the_spdy_framer_raises_only_protocol_errors(session, split):
+async def test_the_spdy_framer_raises_only_protocol_errors(session, split):
     framer, data = spdy.Framer(max_length=1 << 16), b"".join(session)
     try:
         for at in range(0, len(data), split):
