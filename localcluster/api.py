@@ -24,7 +24,7 @@ from .storage.resources import Registry, ResourceType, types_from_crd
 from .storage.store import ObjKey, Store
 from .validation import builtin_schemas, builtins
 from .validation.crd_schema_decode import decode_crd
-from .validation.envelope import check_object_meta
+from .validation.envelope import cannot_be_handled, meta_type_error
 from .validation.quantity import QuantityError
 
 NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
@@ -418,7 +418,8 @@ class Api(WebhookSteps):
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request was not a JSON object")
         kind, api_version = body.get("kind"), body.get("apiVersion")
-        check_object_meta(rt.kind, rt.group_version, body)
+        if problem := meta_type_error(rt.kind, body):  # a patch's result is checked by _replace_patched
+            raise errors.bad_request(cannot_be_handled(rt.kind, rt.group_version, problem))
         if kind and kind != rt.kind:
             raise errors.bad_request(f"the API version in the data ({api_version}) does not match the "
                                      f"expected API version ({rt.group_version})" if api_version else
@@ -544,6 +545,9 @@ class Api(WebhookSteps):
 
     def _replace_patched(self, rt: ResourceType, old: dict, name: str, result: dict, subresource: str | None,
                          dry_run: bool, applied: bool, patch: tuple[str, object] | None = None) -> Steps:
+        if problem := meta_type_error(rt.kind, result):  # the result does not decode (applyPatchToCurrentObject)
+            raise errors.invalid("", "", "", "", [builtins.invalid_value("patch", orjson.dumps(result).decode(),
+                                                                         problem)])
         meta = dict(result.get("metadata") or {})
         if meta.get("resourceVersion") != old["metadata"]["resourceVersion"]:
             raise self._conflict(rt, name)

@@ -78,7 +78,10 @@ def decode(raw: bytes, api_version: str, kind: str) -> dict:
         message = DELETE_OPTIONS if sent[1] == "DeleteOptions" else KINDS.get(sent)
         if message is None:
             raise DecodeError(f'no kind "{sent[1]}" is registered for version "{sent[0]}"')
-        obj = _render(_parse(message, envelope.raw), message, "")
+        try:
+            obj = _render(_parse(message, envelope.raw), message, "")
+        except UnicodeDecodeError as exc:  # the runtime reads a map's key that is not UTF-8 as str, and fails
+            raise DecodeError(f"a string is not valid UTF-8: {exc}") from exc
     except DecodeError as exc:
         if sent is None:
             text = f"the object provided is unrecognized (must be of type {kind}): {exc} ({_summary(raw)})"

@@ -25,7 +25,7 @@ from .. import errors
 from ..api import now_rfc3339
 from ..auth.service_account_jwt import API_AUDIENCES, ISSUER
 from ..storage.deletion import rfc3339
-from ..validation.envelope import check_object_meta, go_type
+from ..validation.envelope import cannot_be_handled, meta_type_error, unmarshal_error
 
 if TYPE_CHECKING:
     from ..api import Api
@@ -50,11 +50,11 @@ class TokenIssuer:
             raise errors.bad_request("the body of the request was not a JSON object")
         if body.get("kind") not in (None, "TokenRequest"):
             raise errors.bad_request(f"kind {body.get('kind')} does not match TokenRequest")
-        check_object_meta("TokenRequest", f"{AUTHN}/v1", body)
-        if not isinstance(body.get("spec") or {}, dict):
-            raise errors.bad_request(f'TokenRequest in version "v1" cannot be handled as a TokenRequest: json: cannot '
-                                     f"unmarshal {go_type(body['spec'])} into Go struct field TokenRequest.spec of "
-                                     f"type v1.TokenRequestSpec")
+        problem = meta_type_error("TokenRequest", body)
+        if problem is None and not isinstance(body.get("spec") or {}, dict):
+            problem = unmarshal_error(body["spec"], "TokenRequest.spec", "v1.TokenRequestSpec")
+        if problem:
+            raise errors.bad_request(cannot_be_handled("TokenRequest", f"{AUTHN}/v1", problem))
         meta = dict(body.get("metadata") or {})
         for field, url_value, what in (("name", name, "name"), ("namespace", namespace, "namespace")):
             if meta.get(field) and meta[field] != url_value:

@@ -1,18 +1,22 @@
 """What a typed decoder refuses before any validation: an object's metadata that is not an ObjectMeta.
 
 kube-apiserver decodes a built-in kind's body into its Go struct, so `"metadata": true` or a number for
-`metadata.name` never reaches validation: the decode fails with a 400 in encoding/json's words,
-`ConfigMap in version "v1" cannot be handled as a ConfigMap: json: cannot unmarshal bool into Go struct
-field ConfigMap.metadata of type v1.ObjectMeta`. Without this check such a body reached code that
-assumes a dict or a string and answered 500 (found by tests/localcluster/test_fuzz_decoding.py).
+`metadata.name` never reaches validation: the decode fails in encoding/json's words, `json: cannot
+unmarshal bool into Go struct field ConfigMap.metadata of type v1.ObjectMeta`. A create or replace
+answers 400 `ConfigMap in version "v1" cannot be handled as a ConfigMap: <that>`; a patch whose result
+does not decode answers 422 `patch: Invalid value: "<the patched JSON>": <that>`. Without this check
+such a body reached code that assumes a dict or a string and answered 500 (found by
+tests/localcluster/test_fuzz_decoding.py). The callers raise (validation/ sits below errors.py).
 """
 
 from __future__ import annotations
 
-from .. import errors
-
 # ObjectMeta's string fields a write reads before validation.
 STRING_FIELDS = ("name", "generateName", "namespace", "resourceVersion", "uid")
+# Its maps and lists: (JSON type, element JSON type, the Go type named in the error).
+COLLECTIONS = {"labels": (dict, str, "map[string]string"), "annotations": (dict, str, "map[string]string"),
+               "finalizers": (list, str, "[]string"), "ownerReferences": (list, dict, "[]v1.OwnerReference"),
+               "managedFields": (list, dict, "[]v1.ManagedFieldsEntry")}
 
 
 def go_type(value) -> str:
@@ -24,19 +28,32 @@ def go_type(value) -> str:
     return {str: "string", list: "array", dict: "object"}.get(type(value), "object")
 
 
-def check_object_meta(kind: str, api_version: str, body: dict) -> None:
-    """400 for metadata that is not an object, or an ObjectMeta string field that is not a string."""
-    version = api_version.rpartition("/")[2]
+def unmarshal_error(got, field: str, go: str) -> str:
+    return f"json: cannot unmarshal {go_type(got)} into Go struct field {field} of type {go}"
+
+
+def meta_type_error(kind: str, body: dict) -> str | None:
+    """The decode error of metadata that is not an object, or an ObjectMeta field of the wrong JSON type."""
     meta = body.get("metadata")
-
-    def refuse(got, field: str, go: str) -> errors.ApiError:
-        return errors.bad_request(f'{kind} in version "{version}" cannot be handled as a {kind}: json: cannot '
-                                  f"unmarshal {go_type(got)} into Go struct field {field} of type {go}")
-
     if meta is None:
-        return
+        return None
     if not isinstance(meta, dict):
-        raise refuse(meta, f"{kind}.metadata", "v1.ObjectMeta")
+        return unmarshal_error(meta, f"{kind}.metadata", "v1.ObjectMeta")
     for field in STRING_FIELDS:
         if meta.get(field) is not None and not isinstance(meta[field], str):
-            raise refuse(meta[field], f"ObjectMeta.metadata.{field}", "string")
+            return unmarshal_error(meta[field], f"ObjectMeta.metadata.{field}", "string")
+    for field, (shape, element, go) in COLLECTIONS.items():
+        value = meta.get(field)
+        if value is None:
+            continue
+        elements = list(value.values() if isinstance(value, dict) else value) if isinstance(value, shape) else []
+        wrong = value if not isinstance(value, shape) else next((e for e in elements if not isinstance(e, element)),
+                                                                None)
+        if wrong is not None:
+            return unmarshal_error(wrong, f"ObjectMeta.metadata.{field}", go)
+    return None
+
+
+def cannot_be_handled(kind: str, api_version: str, error: str) -> str:
+    """A create's or replace's 400 for a body that does not decode (transformDecodeError)."""
+    return f'{kind} in version "{api_version.rpartition("/")[2]}" cannot be handled as a {kind}: {error}'

@@ -90,9 +90,16 @@ async def send(http, cluster, method: str, path: str, body: bytes | None = None,
                     r.close()
     except TimeoutError:
         pytest.fail(f"no answer in {TIMEOUT}s to {method} {path} {query} {body[:200] if body else body!r}")
-    assert r.status < 500, f"{method} {path} {query} {content_type} {body[:300] if body else body!r}: " \
-                           f"{r.status} {text[:500]}"
+    sent = body[:300] if body else body
+    assert r.status < 500 or real_server_500(r.status, text), \
+        f"{method} {path} {query} {content_type} {sent!r}: {r.status} {text[:500]}"
     return r.status
+
+
+def real_server_500(status: int, text: str) -> bool:
+    """The one 500 kube-apiserver answers to a bad request too: an apply configuration that does not fit the
+    kind's schema is an error it did not expect (reason Unknown, kubernetes#118476; fields/apply.py)."""
+    return status == 500 and '"reason":"Unknown"' in text and "failed to create typed patch object" in text
 
 
 async def healthy(http, cluster) -> None:
