@@ -5,6 +5,8 @@ object's ownerReferences needs `delete` on the object (updates only: a creator c
 created it), and one that adds an ownerReference with blockOwnerDeletion=true, or turns it on,
 needs `update` on the owner's `<plural>/finalizers` in the owner's group and the object's namespace.
 Refused writes get 403 with the plugin's message, `, <nil>` included (its `%v, %v` of reason and error).
+`validate` first runs RBAC's escalation checks (auth/escalation.py), which are not a plugin and cannot be
+switched off.
 """
 
 from __future__ import annotations

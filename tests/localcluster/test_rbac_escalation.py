@@ -2,10 +2,11 @@
 
 The attacks: a user who may create RoleBindings binds cluster-admin to herself and reads Secrets; a
 namespace admin (ClusterRole `admin` through a RoleBinding, which may write Roles and RoleBindings) grants
-herself `use` of a queue, which the creator-privilege policy then believes. The kube-apiserver refuses both
-with 403 `... is attempting to grant RBAC permissions not currently held:` and the missing rules as
-rbacv1helpers.CompactString prints them, unless the writer may `escalate` the role or `bind` the role.
-The same writes done right (rights the writer holds, or with `escalate`/`bind`) go through.
+herself `use` of a queue (docs/security.md's grant), which the creator-privilege policy then believes.
+The kube-apiserver refuses both with 403 `... is attempting to grant RBAC permissions not currently
+held:` and the missing rules as rbacv1helpers.CompactString prints them, unless the writer may `escalate`
+the role or `bind` the role. The same writes done right (rights the writer holds, or with `escalate` or
+`bind`) go through.
 """
 
 from __future__ import annotations
@@ -283,6 +284,8 @@ async def test_kubectl_as_the_user_is_refused_with_the_servers_message(cluster, 
     refused = await nora.run("create", "rolebinding", "pwn", "--clusterrole=cluster-admin", "--user=nora")
     assert refused.code == 1 and not_held("rolebindings", "pwn", "nora") + EVERYTHING in refused.err, refused.err
     refused = await nora.run("apply", "-f", "-", stdin=json.dumps(role("queue-user", [QUEUE_RULE])))
+    assert refused.code == 1 and not_held("roles", "queue-user", "nora") + QUEUE_TEXT in refused.err, refused.err
+    refused = await nora.run("apply", "--server-side", "-f", "-", stdin=json.dumps(role("queue-user", [QUEUE_RULE])))
     assert refused.code == 1 and not_held("roles", "queue-user", "nora") + QUEUE_TEXT in refused.err, refused.err
     # Done right: what she holds.
     await nora.ok("create", "rolebinding", "bob-view", "--clusterrole=view", "--user=bob")
