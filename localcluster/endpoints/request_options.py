@@ -114,25 +114,33 @@ def _delete_options_json(raw: bytes) -> dict:
 
 
 def go_json_error(data: bytes, exc: orjson.JSONDecodeError) -> str:
-    """encoding/json's message for the common cases: a bad first character, a cut-off document, trailing data."""
-    if exc.pos >= len(data.rstrip()):
+    """encoding/json's message for the common cases (a bad character where a value, a literal or a separator
+    was expected, a cut-off document, trailing data), from orjson's error and position."""
+    text, pos = str(exc), exc.pos
+    literal = re.match(r"invalid literal, expected '(\w+)'", text)
+    if literal:
+        word = literal.group(1)
+        pos += next((i for i, want in enumerate(word.encode()) if data[pos + i:pos + i + 1] != bytes([want])), 0)
+        if pos < len(data):
+            expected = _go_char(word[pos - exc.pos])
+            return f"invalid character {_go_char(data[pos])} in literal {word} (expecting {expected})"
+    if pos >= len(data.rstrip()):
         return "unexpected end of JSON input"
-    byte = data[exc.pos]
-    char = chr(byte) if byte < 0x80 else "\ufffd"
     where = "looking for beginning of value"
-    if data[:exc.pos].strip():
-        try:
-            orjson.loads(data[:exc.pos])
-            where = "after top-level value"
-        except orjson.JSONDecodeError:
-            pass
-    return f"invalid character {_go_char(char)} {where}"
+    for hint, go_where in (("after document", "after top-level value"), ("expected ':'", "after object key"),
+                           ("expected ',' or '}'", "after object key:value pair"),
+                           ("expected ',' or ']'", "after array element"),
+                           ("expected '\"'", "looking for beginning of object key string")):
+        if hint in text:
+            where = go_where
+    return f"invalid character {_go_char(data[pos])} {where}"
 
 
-def _go_char(char: str) -> str:
-    """Go's quoteChar: 'x', with a quote or backslash escaped, a control character as \\x00."""
+def _go_char(char: int | str) -> str:
+    """Go's quoteChar: 'x', with a quote or backslash escaped, a control character as '\\x00'."""
+    char = chr(char) if isinstance(char, int) else char
     if char in "'\\":
         return "'\\" + char + "'"
-    if char.isprintable():
+    if char.isprintable() and ord(char) < 0x80:
         return "'" + char + "'"
-    return f"'\\x{ord(char):02x}'"
+    return f"'\\x{ord(char):02x}'" if ord(char) < 0x100 else repr(char)
