@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import logging
-import random
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,7 +25,8 @@ from ..kubelet.pod_connect import container_of, require_node
 from ..storage import event_apis
 from ..storage.resources import ResourceType
 from ..storage.watch import Watcher
-from . import protobuf, reviews, scale, table
+from . import protobuf, request_options, reviews, scale, table
+from .continue_tokens import ContinueTokens, ListScope
 from .tokens import TokenIssuer
 
 if TYPE_CHECKING:
@@ -39,7 +37,6 @@ log = logging.getLogger("localcluster")
 JSON = "application/json"
 POD_FIELDS = {"status.phase", "spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
               "spec.serviceAccountName", "status.podIP", "status.nominatedNodeName"}
-MAX_SNAPSHOTS = 256
 # Pod subresources that connect to a container: the runner's method serving each, and its HTTP methods.
 POD_CONNECT = {"log": ("pod_log", ("GET",)), "exec": ("pod_exec", ("GET", "POST")),
                "portforward": ("pod_portforward", ("GET", "POST"))}
@@ -91,9 +88,8 @@ class HttpApi:
         self.store = cluster.store
         self.registry = cluster.registry
         self.hub = cluster.hub
-        # Continue tokens point at list snapshots, so pages are consistent as etcd's MVCC makes them.
-        self.snapshots: OrderedDict[int, tuple[int, list[dict]]] = OrderedDict()
-        self._next_snapshot = 0
+        # Every page is read at the first page's revision, as etcd's MVCC serves it (continue_tokens.py).
+        self.continue_tokens = ContinueTokens()
         self.tokens = TokenIssuer(self.api, cluster.access.authenticator)
 
     def app(self) -> web.Application:
@@ -183,7 +179,8 @@ class HttpApi:
                 return await self._write(request, 201, "CreateOptions", self.api.create_steps, target.rt,
                                          target.namespace, body, _dry_run(request))
             if method == "DELETE":
-                return json_response(await self.delete_collection(request, target, await _read_options(request)))
+                options = await request_options.read_delete_options(request, _truthy)
+                return json_response(await self.delete_collection(request, target, options))
             raise errors.method_not_allowed()
         if target.subresource == "scale":
             return await self._scale(request, target)
@@ -198,7 +195,7 @@ class HttpApi:
         if method == "PATCH":
             return await self._patch(request, target)
         if method == "DELETE" and target.subresource is None:
-            options = await _read_options(request)
+            options = await request_options.read_delete_options(request, _truthy)
             obj, gone_now, warnings = await self._delete(request, target.rt, target.namespace, target.name, options)
             response = json_response(*_deleted(target.rt, obj, gone_now, options))
             for text in warnings:
@@ -339,34 +336,46 @@ class HttpApi:
                 fields if request.query.get("fieldSelector") else None)
 
     def list(self, request: web.Request, target: Target) -> dict:
+        """A LIST, whole or one page. Every page is a read of the request's own resource, namespace and
+        selectors; a continue token only says at which revision and from which key (continue_tokens.py)."""
         rt = target.rt
         query = request.query
-        limit = int(query.get("limit") or 0)
-        token = query.get("continue")
-        if token:
+        limit = request_options.list_limit(query)
+        labels, fields = self._filter(request, target)
+        scope = ListScope(rt.storage_key, target.namespace, query.get("labelSelector", ""),
+                          query.get("fieldSelector", ""), rt.namespaced and target.namespace is None)
+        start = ""
+        if query.get("continue"):
+            revision, start = self.continue_tokens.open(query["continue"], scope)
             if query.get("resourceVersion", "") not in ("", "0"):
                 raise errors.bad_request("specifying resource version is not allowed when using continue")
-            list_rv, items = self._resume(token)
+            revision = None if revision < 0 else revision  # -1: go on at the latest revision
         else:
             revision, limit = self._list_read(query, limit)
-            labels, fields = self._filter(request, target)
-            if revision is None:
-                list_rv = self.store.rv
-                items = self.store.objects(rt.storage_key, target.namespace)
-            else:
-                list_rv = revision
-                items = self.store.objects_at(rt.storage_key, revision, target.namespace)
-                if items is None:
-                    raise errors.gone("The resourceVersion for the provided list is too old.")
-            if labels is not None or fields is not None:
-                probe = Watcher(rt.storage_key, None, labels, fields, 0, 0)
-                items = [o for o in items if probe.matches(o)]
-            items.sort(key=_sort_key)
+        if revision is None:
+            list_rv = self.store.rv
+            items = self.store.objects(rt.storage_key, target.namespace)
+        else:
+            list_rv = revision
+            items = self.store.objects_at(rt.storage_key, revision, target.namespace)
+            if start and revision <= self.store.compacted_rv:  # expire_history's promise: open tokens get 410
+                items = None
+            if items is None:
+                if start:
+                    raise self.continue_tokens.expired(scope, start)
+                raise errors.gone("The resourceVersion for the provided list is too old.")
+        if start:
+            items = [o for o in items if scope.key(o) >= start]
+        if labels is not None or fields is not None:
+            probe = Watcher(rt.storage_key, None, labels, fields, 0, 0)
+            items = [o for o in items if probe.matches(o)]
+        items.sort(key=scope.key)
         meta: dict = {"resourceVersion": str(list_rv)}
-        if limit and len(items) > limit:
-            page, rest = items[:limit], items[limit:]
-            meta["continue"] = self._snapshot(list_rv, rest)
-            meta["remainingItemCount"] = len(rest)
+        if limit > 0 and len(items) > limit:
+            page = items[:limit]
+            meta["continue"] = self.continue_tokens.issue(scope, list_rv, scope.key(page[-1]) + "\x00")
+            if labels is None and fields is None:  # etcd counts keys, not matches: no count under a selector
+                meta["remainingItemCount"] = len(items) - limit
         else:
             page = items
         if any(o.get("apiVersion") != rt.group_version for o in page[:1]):
@@ -414,27 +423,6 @@ class HttpApi:
             return asked, limit
         return None, limit
 
-    def _snapshot(self, list_rv: int, rest: list[dict]) -> str:
-        self._next_snapshot += 1
-        self.snapshots[self._next_snapshot] = (list_rv, rest)
-        while len(self.snapshots) > MAX_SNAPSHOTS:
-            self.snapshots.popitem(last=False)
-        raw = orjson.dumps({"rv": list_rv, "id": self._next_snapshot})
-        return base64.urlsafe_b64encode(raw).decode()
-
-    def _resume(self, token: str) -> tuple[int, list[dict]]:
-        try:
-            decoded = orjson.loads(base64.urlsafe_b64decode(token.encode()))
-            list_rv, snap_id = int(decoded["rv"]), int(decoded["id"])
-        except Exception as exc:
-            raise errors.bad_request("continue key is not valid: incorrect encoded start resourceVersion "
-                                     "(version meta.k8s.io/v1)") from exc
-        snap = self.snapshots.get(snap_id)
-        if snap is None or list_rv < self.store.compacted_rv:
-            raise errors.gone("The provided continue parameter is too old to display a consistent list result. "
-                              "You can start a new list without the continue parameter.")
-        return snap
-
     async def _delete(self, request: web.Request, rt: ResourceType, namespace: str | None, name: str,
                       options: dict) -> tuple[dict, bool, list[str]]:
         """A delete, as the request's user: admission webhooks see it (with its DeleteOptions); their warnings."""
@@ -470,8 +458,8 @@ class HttpApi:
         bookmarks = _truthy(query.get("allowWatchBookmarks"))
         rv_param = query.get("resourceVersion", "")
         initial = rv_param in ("", "0") or _truthy(query.get("sendInitialEvents"))
-        timeout = float(query["timeoutSeconds"]) if query.get("timeoutSeconds") else 1800 * (1 + random.random())
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + request_options.watch_timeout(query)
+        request_options.list_limit(query)  # a watch ignores it, but ListOptions must still decode
 
         response = web.StreamResponse(headers={"Content-Type": JSON, "Cache-Control": "no-cache, private"})
         response.enable_chunked_encoding()
@@ -719,21 +707,3 @@ async def _read_apply(request: web.Request):
     except yaml.YAMLError as exc:
         raise errors.bad_request(f"error decoding YAML: {exc}") from exc
     return {} if config is None else config
-
-
-async def _read_options(request: web.Request) -> dict:
-    options: dict = {}
-    if request.can_read_body:
-        raw = await request.read()
-        if raw and request.content_type == protobuf.MEDIA_TYPE:  # client-go's typed clients
-            options = protobuf.decode(raw, "meta.k8s.io/v1", "DeleteOptions")
-        elif raw:
-            options = orjson.loads(raw)
-    query = request.query
-    if "gracePeriodSeconds" in query:
-        options["gracePeriodSeconds"] = int(query["gracePeriodSeconds"])
-    if "propagationPolicy" in query:
-        options["propagationPolicy"] = query["propagationPolicy"]
-    if "orphanDependents" in query:
-        options["orphanDependents"] = _truthy(query["orphanDependents"])
-    return options
