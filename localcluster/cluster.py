@@ -23,6 +23,7 @@ from .controllers.gc import GarbageCollector
 from .controllers.namespace_objects import NamespaceObjects
 from .controllers.replicasets import ReplicaSetController
 from .endpoints.access import Access
+from .endpoints.connections import BoundedSite, ConnectionLimits, runner_options
 from .endpoints.faults import Faults
 from .endpoints.http import HttpApi, json_response
 from .errors import ApiError
@@ -96,6 +97,9 @@ class LocalCluster:
         self.namespace_objects = NamespaceObjects(self.api, lambda: self.certificate)
         self.store.subscribe(self.namespace_objects.on_event)
         self.http = HttpApi(self)
+        # Connections: how many, how long a handshake and a request's head may take (endpoints/connections.py).
+        self.connection_limits = ConnectionLimits()
+        self.site: BoundedSite | None = None
         self._site_runner: web.AppRunner | None = None
         self._started = False
 
@@ -136,11 +140,13 @@ class LocalCluster:
 
     async def _listen(self) -> None:
         self.watch_cache_rv = self.store.rv
-        runner = web.AppRunner(self.http.app(), access_log=None, shutdown_timeout=0.5)
+        runner = web.AppRunner(self.http.app(), access_log=None, shutdown_timeout=0.5,
+                               **runner_options(self.connection_limits))
         await runner.setup()
         self._ensure_certificate()
-        site = web.TCPSite(runner, self.host, self.port, reuse_address=True, ssl_context=self._ssl)
+        site = BoundedSite(runner, self.host, self.port, self._ssl, self.connection_limits)
         await site.start()
+        self.site = site
         self.port = runner.addresses[0][1]
         self._site_runner = runner
         wildcard = self.host in ("", "0.0.0.0", "::")
