@@ -25,7 +25,7 @@ from ..kubelet.pod_connect import container_of, require_node
 from ..storage import event_apis
 from ..storage.resources import ResourceType
 from ..storage.watch import Watcher
-from . import protobuf, request_options, reviews, scale, table
+from . import protobuf, request_options, reviews, scale, table, yaml_bodies
 from .continue_tokens import ContinueTokens, ListScope
 from .tokens import TokenIssuer
 
@@ -622,7 +622,7 @@ async def _read_body(request: web.Request, api_version: str, kind: str):
         raise errors.unsupported_media_type(accepted)
     if ctype == protobuf.MEDIA_TYPE:
         return protobuf.decode(await request.read(), api_version, kind)
-    return await _read_json(request)
+    return await _read_json(request, kind)
 
 
 def field_manager(request: web.Request) -> str:
@@ -682,15 +682,16 @@ def _go_rune(char: str) -> str:
     return f"U+{ord(char):04X}"
 
 
-async def _read_json(request: web.Request):
-    """A JSON or YAML body (Content-Type checked by the caller)."""
+async def _read_json(request: web.Request, kind: str = "Object"):
+    """A JSON or YAML body (Content-Type checked by the caller); YAML refused as the apiserver refuses it."""
     raw = await request.read()
     if not raw:
         raise errors.bad_request("the request body is empty")
     if "yaml" in request.content_type:
-        import yaml
-
-        return yaml.safe_load(raw)
+        try:
+            return yaml_bodies.load(raw)
+        except yaml_bodies.YamlError as exc:
+            raise errors.bad_request(yaml_bodies.unrecognized(kind, exc, raw)) from None
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -699,11 +700,9 @@ async def _read_json(request: web.Request):
 
 async def _read_apply(request: web.Request):
     """An apply configuration: YAML (JSON being YAML too); an empty body is an empty object."""
-    import yaml
-
     raw = await request.read()
     try:
-        config = yaml.safe_load(raw) if raw.strip() else {}
-    except yaml.YAMLError as exc:
-        raise errors.bad_request(f"error decoding YAML: {exc}") from exc
+        config = yaml_bodies.load(raw) if raw.strip() else {}
+    except yaml_bodies.YamlError as exc:
+        raise errors.bad_request(f"error decoding YAML: error converting YAML to JSON: {exc}") from None
     return {} if config is None else config
