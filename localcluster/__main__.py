@@ -68,11 +68,15 @@ async def serve(args: argparse.Namespace) -> None:
     if args.crds:
         for name in cluster.apply_crds(args.crds):
             print(f"installed CRD {name}", flush=True)
-    if args.kubeconfig_out:
-        kubeconfig = cluster.write_kubeconfig(args.kubeconfig_out).resolve()
-    else:
-        kubeconfig = cluster.write_kubeconfig(private_directory(KUBECONFIG_DIR) /
-                                              f"localcluster-{cluster.port}.kubeconfig").resolve()
+    try:
+        if args.kubeconfig_out:
+            kubeconfig = cluster.write_kubeconfig(args.kubeconfig_out).resolve()
+        else:
+            kubeconfig = cluster.write_kubeconfig(private_directory(KUBECONFIG_DIR) /
+                                                  f"localcluster-{cluster.port}.kubeconfig").resolve()
+    except OSError as exc:  # a directory others may write (auth/kubeconfig_file.py), or no room
+        await cluster.stop()
+        raise SystemExit(f"localcluster: cannot write the kubeconfig: {exc.strerror or exc}") from None
     warning = exposure_warning(args.host, cluster.port, str(kubeconfig))
     if warning:
         print(warning, file=sys.stderr, flush=True)

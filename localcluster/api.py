@@ -293,7 +293,7 @@ class Api(WebhookSteps):
             return body
         try:
             decoded, unknown = builtin_schemas.decode(body, rt.group, rt.version, rt.kind)
-        except QuantityError as exc:
+        except (QuantityError, builtin_schemas.JsonTypeError) as exc:
             raise errors.bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
                                      f"{exc}") from exc
         self._unknown_fields(rt, unknown, patch and (*patch, body))

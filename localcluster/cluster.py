@@ -6,7 +6,6 @@ import asyncio
 import base64
 import functools
 import logging
-import os
 import secrets
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from aiohttp import web
 
 from .api import CRD_KEY, SYSTEM_NAMESPACES, Api
 from .auth.credentials import Credentials
+from .auth.kubeconfig_file import private_directory, write_private_file  # noqa: F401 (private_directory: for callers)
 from .controllers.bootstrap import create_system_objects
 from .controllers.deployments import DeploymentController
 from .controllers.endpoints import EndpointsController
@@ -23,9 +23,11 @@ from .controllers.gc import GarbageCollector
 from .controllers.namespace_objects import NamespaceObjects
 from .controllers.replicasets import ReplicaSetController
 from .endpoints.access import Access
+from .endpoints.connections import BoundedSite, ConnectionLimits, runner_options
 from .endpoints.faults import Faults
 from .endpoints.http import HttpApi, json_response
 from .errors import ApiError
+from .kubelet.process_guard import make_undumpable
 from .kubelet.process_runner import make_runner
 from .kubelet.runner import ScriptedRunner
 from .storage.audit import DEFAULT_SIZE as AUDIT_SIZE
@@ -46,14 +48,6 @@ def _crds_in(path: str, mtime_ns: int, size: int) -> bytes:
         docs = yaml.load_all(f.read(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         return orjson.dumps([doc for doc in docs if doc and doc.get("kind") == "CustomResourceDefinition"],
                             default=str)
-
-
-def private_directory(path: str | Path) -> Path:
-    """`path` as a directory only this user may enter (made, or its mode set, to 0700): for kubeconfigs."""
-    path = Path(path)
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path.chmod(0o700)
-    return path
 
 
 class LocalCluster:
@@ -103,6 +97,9 @@ class LocalCluster:
         self.namespace_objects = NamespaceObjects(self.api, lambda: self.certificate)
         self.store.subscribe(self.namespace_objects.on_event)
         self.http = HttpApi(self)
+        # Connections: how many, how long a handshake and a request's head may take (endpoints/connections.py).
+        self.connection_limits = ConnectionLimits()
+        self.site: BoundedSite | None = None
         self._site_runner: web.AppRunner | None = None
         self._started = False
 
@@ -118,6 +115,7 @@ class LocalCluster:
 
     async def start(self) -> None:
         if not self._started:
+            make_undumpable()  # pods, this user's processes, kept out of its memory and environment: process_guard
             # The serving certificate first: every namespace's kube-root-ca.crt is written with it, before
             # the watch cache's starting revision (nothing the server writes while starting comes after it).
             self._ensure_certificate()
@@ -142,11 +140,13 @@ class LocalCluster:
 
     async def _listen(self) -> None:
         self.watch_cache_rv = self.store.rv
-        runner = web.AppRunner(self.http.app(), access_log=None, shutdown_timeout=0.5)
+        runner = web.AppRunner(self.http.app(), access_log=None, shutdown_timeout=0.5,
+                               **runner_options(self.connection_limits))
         await runner.setup()
         self._ensure_certificate()
-        site = web.TCPSite(runner, self.host, self.port, reuse_address=True, ssl_context=self._ssl)
+        site = BoundedSite(runner, self.host, self.port, self._ssl, self.connection_limits)
         await site.start()
+        self.site = site
         self.port = runner.addresses[0][1]
         self._site_runner = runner
         wildcard = self.host in ("", "0.0.0.0", "::")
@@ -184,7 +184,6 @@ class LocalCluster:
     def expire_history(self) -> int:
         """Compact everything: watches from any earlier version and open continue tokens get 410."""
         self.store.expire_history()
-        self.http.snapshots.clear()
         return self.store.compacted_rv
 
     def drop_watches(self) -> int:
@@ -246,14 +245,9 @@ class LocalCluster:
 
     def write_kubeconfig(self, path: str | Path, token: str | None = None, namespace: str = "default") -> Path:
         """Write kubeconfig() readable by this user only (0600; a directory made for it is 0700): its token
-        lets whoever reads it run processes as this user."""
-        path = Path(path)
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT
-            f.write(yaml.safe_dump(self.kubeconfig(namespace, token)))
-        return path
+        lets whoever reads it run processes as this user. A link at `path` is replaced, not followed; a directory
+        others may write is refused (auth/kubeconfig_file.py)."""
+        return write_private_file(path, yaml.safe_dump(self.kubeconfig(namespace, token)))
 
     def apply_crds(self, directory: str | Path) -> list[str]:
         """Create (or replace) every CRD found in the YAML files of a directory."""

@@ -135,6 +135,12 @@ def etcd_request_too_large() -> ApiError:
     return ApiError(500, "", "etcdserver: request is too large")
 
 
+def unreasoned_error(message: str) -> ApiError:
+    """A plain Go error reaching the apiserver's handler (not an API status): ErrorToAPIStatus makes it a 500
+    whose Status has no reason, which kubectl prints as `Error from server: MESSAGE`."""
+    return ApiError(500, "", message)
+
+
 def internal_error(message: str) -> ApiError:
     return ApiError(500, "InternalError", f"Internal error occurred: {message}",
                     {"causes": [{"message": message}]})

@@ -5,11 +5,14 @@ object's ownerReferences needs `delete` on the object (updates only: a creator c
 created it), and one that adds an ownerReference with blockOwnerDeletion=true, or turns it on,
 needs `update` on the owner's `<plural>/finalizers` in the owner's group and the object's namespace.
 Refused writes get 403 with the plugin's message, `, <nil>` included (its `%v, %v` of reason and error).
+`validate` first runs RBAC's escalation checks (auth/escalation.py), which are not a plugin and cannot be
+switched off.
 """
 
 from __future__ import annotations
 
 from ..auth.authentication import Attributes, User
+from ..auth.escalation import Escalation
 from ..auth.rbac import Authorizer, forbidden
 from ..storage.resources import Registry, ResourceType
 from .pod_admission import PLUGINS as POD_PLUGINS
@@ -42,8 +45,12 @@ class Admission:
         self.registry = registry
         self.owner_references = OWNER_REFERENCES not in disabled
         self.disabled = frozenset(disabled)
+        self.escalation = Escalation(authorizer)
 
     def validate(self, user: User, rt: ResourceType, subresource: str | None, obj: dict, old: dict | None) -> None:
+        # RBAC's escalation checks first: the server makes them in the RBAC kinds' storage, between mutating
+        # and validating admission, and no --disable-admission-plugins turns them off.
+        self.escalation.check(user, rt.storage_key, obj, old)
         if self.owner_references:
             self._owner_references(user, rt, subresource, obj, old)
 

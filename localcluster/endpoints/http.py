@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import logging
-import random
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,7 +25,8 @@ from ..kubelet.pod_connect import container_of, require_node
 from ..storage import event_apis
 from ..storage.resources import ResourceType
 from ..storage.watch import Watcher
-from . import issuer_discovery, protobuf, reviews, scale, table
+from . import issuer_discovery, protobuf, request_options, reviews, scale, table, yaml_bodies
+from .continue_tokens import ContinueTokens, ListScope
 from .tokens import TokenIssuer
 
 if TYPE_CHECKING:
@@ -39,7 +37,6 @@ log = logging.getLogger("localcluster")
 JSON = "application/json"
 POD_FIELDS = {"status.phase", "spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
               "spec.serviceAccountName", "status.podIP", "status.nominatedNodeName"}
-MAX_SNAPSHOTS = 256
 # Pod subresources that connect to a container: the runner's method serving each, and its HTTP methods.
 POD_CONNECT = {"log": ("pod_log", ("GET",)), "exec": ("pod_exec", ("GET", "POST")),
                "portforward": ("pod_portforward", ("GET", "POST"))}
@@ -95,9 +92,8 @@ class HttpApi:
         self.store = cluster.store
         self.registry = cluster.registry
         self.hub = cluster.hub
-        # Continue tokens point at list snapshots, so pages are consistent as etcd's MVCC makes them.
-        self.snapshots: OrderedDict[int, tuple[int, list[dict]]] = OrderedDict()
-        self._next_snapshot = 0
+        # Every page is read at the first page's revision, as etcd's MVCC serves it (continue_tokens.py).
+        self.continue_tokens = ContinueTokens()
         self.tokens = TokenIssuer(self.api, cluster.access.authenticator)
 
     def app(self) -> web.Application:
@@ -189,7 +185,8 @@ class HttpApi:
                 return await self._write(request, 201, "CreateOptions", self.api.create_steps, target.rt,
                                          target.namespace, body, _dry_run(request))
             if method == "DELETE":
-                return json_response(await self.delete_collection(request, target, await _read_options(request)))
+                options = await request_options.read_delete_options(request, _truthy)
+                return json_response(await self.delete_collection(request, target, options))
             raise errors.method_not_allowed()
         if target.subresource == "scale":
             return await self._scale(request, target)
@@ -204,7 +201,7 @@ class HttpApi:
         if method == "PATCH":
             return await self._patch(request, target)
         if method == "DELETE" and target.subresource is None:
-            options = await _read_options(request)
+            options = await request_options.read_delete_options(request, _truthy)
             obj, gone_now, warnings = await self._delete(request, target.rt, target.namespace, target.name, options)
             response = json_response(*_deleted(target.rt, obj, gone_now, options))
             for text in warnings:
@@ -345,34 +342,46 @@ class HttpApi:
                 fields if request.query.get("fieldSelector") else None)
 
     def list(self, request: web.Request, target: Target) -> dict:
+        """A LIST, whole or one page. Every page is a read of the request's own resource, namespace and
+        selectors; a continue token only says at which revision and from which key (continue_tokens.py)."""
         rt = target.rt
         query = request.query
-        limit = int(query.get("limit") or 0)
-        token = query.get("continue")
-        if token:
+        limit = request_options.list_limit(query)
+        labels, fields = self._filter(request, target)
+        scope = ListScope(rt.storage_key, target.namespace, query.get("labelSelector", ""),
+                          query.get("fieldSelector", ""), rt.namespaced and target.namespace is None)
+        start = ""
+        if query.get("continue"):
+            revision, start = self.continue_tokens.open(query["continue"], scope)
             if query.get("resourceVersion", "") not in ("", "0"):
                 raise errors.bad_request("specifying resource version is not allowed when using continue")
-            list_rv, items = self._resume(token)
+            revision = None if revision < 0 else revision  # -1: go on at the latest revision
         else:
             revision, limit = self._list_read(query, limit)
-            labels, fields = self._filter(request, target)
-            if revision is None:
-                list_rv = self.store.rv
-                items = self.store.objects(rt.storage_key, target.namespace)
-            else:
-                list_rv = revision
-                items = self.store.objects_at(rt.storage_key, revision, target.namespace)
-                if items is None:
-                    raise errors.gone("The resourceVersion for the provided list is too old.")
-            if labels is not None or fields is not None:
-                probe = Watcher(rt.storage_key, None, labels, fields, 0, 0)
-                items = [o for o in items if probe.matches(o)]
-            items.sort(key=_sort_key)
+        if revision is None:
+            list_rv = self.store.rv
+            items = self.store.objects(rt.storage_key, target.namespace)
+        else:
+            list_rv = revision
+            items = self.store.objects_at(rt.storage_key, revision, target.namespace)
+            if start and revision <= self.store.compacted_rv:  # expire_history's promise: open tokens get 410
+                items = None
+            if items is None:
+                if start:
+                    raise self.continue_tokens.expired(scope, start)
+                raise errors.gone("The resourceVersion for the provided list is too old.")
+        if start:
+            items = [o for o in items if scope.key(o) >= start]
+        if labels is not None or fields is not None:
+            probe = Watcher(rt.storage_key, None, labels, fields, 0, 0)
+            items = [o for o in items if probe.matches(o)]
+        items.sort(key=scope.key)
         meta: dict = {"resourceVersion": str(list_rv)}
-        if limit and len(items) > limit:
-            page, rest = items[:limit], items[limit:]
-            meta["continue"] = self._snapshot(list_rv, rest)
-            meta["remainingItemCount"] = len(rest)
+        if limit > 0 and len(items) > limit:
+            page = items[:limit]
+            meta["continue"] = self.continue_tokens.issue(scope, list_rv, scope.key(page[-1]) + "\x00")
+            if labels is None and fields is None:  # etcd counts keys, not matches: no count under a selector
+                meta["remainingItemCount"] = len(items) - limit
         else:
             page = items
         if any(o.get("apiVersion") != rt.group_version for o in page[:1]):
@@ -420,27 +429,6 @@ class HttpApi:
             return asked, limit
         return None, limit
 
-    def _snapshot(self, list_rv: int, rest: list[dict]) -> str:
-        self._next_snapshot += 1
-        self.snapshots[self._next_snapshot] = (list_rv, rest)
-        while len(self.snapshots) > MAX_SNAPSHOTS:
-            self.snapshots.popitem(last=False)
-        raw = orjson.dumps({"rv": list_rv, "id": self._next_snapshot})
-        return base64.urlsafe_b64encode(raw).decode()
-
-    def _resume(self, token: str) -> tuple[int, list[dict]]:
-        try:
-            decoded = orjson.loads(base64.urlsafe_b64decode(token.encode()))
-            list_rv, snap_id = int(decoded["rv"]), int(decoded["id"])
-        except Exception as exc:
-            raise errors.bad_request("continue key is not valid: incorrect encoded start resourceVersion "
-                                     "(version meta.k8s.io/v1)") from exc
-        snap = self.snapshots.get(snap_id)
-        if snap is None or list_rv < self.store.compacted_rv:
-            raise errors.gone("The provided continue parameter is too old to display a consistent list result. "
-                              "You can start a new list without the continue parameter.")
-        return snap
-
     async def _delete(self, request: web.Request, rt: ResourceType, namespace: str | None, name: str,
                       options: dict) -> tuple[dict, bool, list[str]]:
         """A delete, as the request's user: admission webhooks see it (with its DeleteOptions); their warnings."""
@@ -476,8 +464,8 @@ class HttpApi:
         bookmarks = _truthy(query.get("allowWatchBookmarks"))
         rv_param = query.get("resourceVersion", "")
         initial = rv_param in ("", "0") or _truthy(query.get("sendInitialEvents"))
-        timeout = float(query["timeoutSeconds"]) if query.get("timeoutSeconds") else 1800 * (1 + random.random())
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + request_options.watch_timeout(query)
+        request_options.list_limit(query)  # a watch ignores it, but ListOptions must still decode
 
         response = web.StreamResponse(headers={"Content-Type": JSON, "Cache-Control": "no-cache, private"})
         response.enable_chunked_encoding()
@@ -640,7 +628,7 @@ async def _read_body(request: web.Request, api_version: str, kind: str):
         raise errors.unsupported_media_type(accepted)
     if ctype == protobuf.MEDIA_TYPE:
         return protobuf.decode(await request.read(), api_version, kind)
-    return await _read_json(request)
+    return await _read_json(request, kind)
 
 
 def field_manager(request: web.Request) -> str:
@@ -700,18 +688,16 @@ def _go_rune(char: str) -> str:
     return f"U+{ord(char):04X}"
 
 
-async def _read_json(request: web.Request):
-    """A JSON or YAML body (Content-Type checked by the caller)."""
+async def _read_json(request: web.Request, kind: str = "Object"):
+    """A JSON or YAML body (Content-Type checked by the caller); YAML refused as the apiserver refuses it."""
     raw = await request.read()
     if not raw:
         raise errors.bad_request("the request body is empty")
     if "yaml" in request.content_type:
-        import yaml
-
         try:
-            return yaml.safe_load(raw)
-        except yaml.YAMLError as exc:  # sigs.k8s.io/yaml's words
-            raise errors.bad_request(f"error converting YAML to JSON: yaml: {exc}") from exc
+            return yaml_bodies.load(raw)
+        except yaml_bodies.YamlError as exc:
+            raise errors.bad_request(yaml_bodies.unrecognized(kind, exc, raw)) from None
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -720,29 +706,9 @@ async def _read_json(request: web.Request):
 
 async def _read_apply(request: web.Request):
     """An apply configuration: YAML (JSON being YAML too); an empty body is an empty object."""
-    import yaml
-
     raw = await request.read()
     try:
-        config = yaml.safe_load(raw) if raw.strip() else {}
-    except yaml.YAMLError as exc:
-        raise errors.bad_request(f"error decoding YAML: {exc}") from exc
+        config = yaml_bodies.load(raw) if raw.strip() else {}
+    except yaml_bodies.YamlError as exc:
+        raise errors.bad_request(f"error decoding YAML: error converting YAML to JSON: {exc}") from None
     return {} if config is None else config
-
-
-async def _read_options(request: web.Request) -> dict:
-    options: dict = {}
-    if request.can_read_body:
-        raw = await request.read()
-        if raw and request.content_type == protobuf.MEDIA_TYPE:  # client-go's typed clients
-            options = protobuf.decode(raw, "meta.k8s.io/v1", "DeleteOptions")
-        elif raw:
-            options = orjson.loads(raw)
-    query = request.query
-    if "gracePeriodSeconds" in query:
-        options["gracePeriodSeconds"] = int(query["gracePeriodSeconds"])
-    if "propagationPolicy" in query:
-        options["propagationPolicy"] = query["propagationPolicy"]
-    if "orphanDependents" in query:
-        options["orphanDependents"] = _truthy(query["orphanDependents"])
-    return options

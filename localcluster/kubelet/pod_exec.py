@@ -32,6 +32,7 @@ from aiohttp import WSMsgType, web
 from .. import errors
 from .container_env import start_error
 from .pod_connect import MAX_MESSAGE_BYTES, stream_status, websocket_protocol
+from .process_guard import drop_pod_privileges
 
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
 STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
@@ -146,11 +147,12 @@ async def _spawn(options: ExecOptions, target: Target, terminal: _Terminal | Non
         *options.command, stdin=pipe if options.stdin else asyncio.subprocess.DEVNULL,
         stdout=pipe if options.stdout else asyncio.subprocess.DEVNULL,
         stderr=pipe if options.stderr else asyncio.subprocess.DEVNULL,
-        env=target.env, cwd=target.cwd, start_new_session=True)
+        env=target.env, cwd=target.cwd, start_new_session=True, preexec_fn=drop_pod_privileges)
 
 
 def _take_terminal() -> None:
     """In the child, a session leader already: make its stdin, the terminal, its controlling terminal."""
+    drop_pod_privileges()
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 

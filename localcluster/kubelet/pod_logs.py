@@ -4,6 +4,9 @@ The apiserver (pkg/registry/core/pod/strategy.go LogLocation) checks the contain
 - a pod not yet bound to a node has no log location: 200 with an empty body (`kubectl logs` of a
   Pending, unscheduled pod exits 0 and prints nothing);
 - a pod bound to a node that does not exist: the node lookup's 404 (`nodes "x" not found`);
+- a node no kubelet of localcluster serves: the apiserver cannot reach it, and the dial's error (a
+  plain Go error, not an API status) answers 500 with no reason (ErrorToAPIStatus), printed by
+  kubectl as `Error from server: Get "https://ADDRESS:10250/containerLogs/...": dial tcp ...`;
 - otherwise the node's kubelet answers. The kubelet (validateContainerLogStatus) refuses with 400 a
   container it has not started: `container "c" in pod "p" is waiting to start: ContainerCreating`
   (or `is not available` before it reports any status); the apiserver passes that on as BadRequest.
@@ -38,8 +41,8 @@ async def serve(api: Api, runner, request: web.Request, pod: dict) -> web.Stream
     if node != NODE:  # a Node no kubelet of localcluster serves: the apiserver cannot reach one
         addresses = [a.get("address") for a in (found.get("status") or {}).get("addresses") or ()]
         if not addresses:
-            raise errors.internal_error("no preferred addresses found; known addresses: []")
-        raise errors.internal_error(f'Get "https://{addresses[0]}:10250/containerLogs/{meta.get("namespace")}/'
+            raise errors.unreasoned_error("no preferred addresses found; known addresses: []")
+        raise errors.unreasoned_error(f'Get "https://{addresses[0]}:10250/containerLogs/{meta.get("namespace")}/'
                                     f'{meta["name"]}/{container}": dial tcp {addresses[0]}:10250: connect: '
                                     f"connection refused")
     serve_log = getattr(runner, "pod_log", None)

@@ -72,6 +72,7 @@ from .nodes import register
 from .pod_connect import container_of
 from .pod_events import PodEvents, field_path
 from .pod_exec import signal_group
+from .process_guard import drop_pod_privileges
 from .runner import KUBELET, NODE, PODS, NoneRunner, ScriptedRunner, bound_here, finish_deletion
 from .scheduling import Schedulers
 
@@ -528,7 +529,7 @@ class ProcessRunner(NoneRunner):
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.DEVNULL, stdout=write_fd, stderr=write_fd, env=box.env, cwd=box.cwd,
-                start_new_session=True)
+                start_new_session=True, preexec_fn=drop_pod_privileges)
         except BaseException as exc:
             pipe.close()
             box.log.close()

@@ -98,9 +98,14 @@ def has_kind(group: str, version: str, kind: str) -> bool:
 
 def decode(obj: dict, group: str, version: str, kind: str) -> tuple[dict, list[str]]:
     """The object as the apiserver's typed decoding leaves it (Quantities canonical, fields its Go type does
-    not have dropped), and the paths of those fields. Raises QuantityError for a Quantity that does not parse."""
+    not have dropped), and the paths of those fields. Raises QuantityError for a Quantity that does not parse,
+    JsonTypeError for a value of the wrong JSON type (the first, as encoding/json reports it)."""
     unknown: list[str] = []
-    decoded = _decode(obj, {"$ref": V2_PREFIX + definition_name(group, version, kind)}, "", unknown, False)
+    name = definition_name(group, version, kind)
+    first_error: list[JsonTypeError] = []
+    decoded = _decode(obj, {"$ref": V2_PREFIX + name}, "", unknown, False, (kind, ""), first_error)
+    if first_error:
+        raise first_error[0]
     return decoded, unknown[:STRICT_ERRORS_KEPT]
 
 
@@ -111,12 +116,15 @@ def decode_metadata(obj: dict) -> tuple[dict, list[str]]:
     if not isinstance(meta, dict):
         return obj, []
     unknown: list[str] = []
-    decoded = _decode(meta, {"$ref": V2_PREFIX + OBJECT_META}, "metadata", unknown, False)
+    decoded = _decode(meta, {"$ref": V2_PREFIX + OBJECT_META}, "metadata", unknown, False, ("", "metadata"), [])
     return (obj if decoded is meta else {**obj, "metadata": decoded}), unknown[:STRICT_ERRORS_KEPT]
 
 
-def _decode(value, schema: dict, path: str, unknown: list[str], in_map: bool):
-    """Copy-on-write: the same value when nothing in it changes."""
+def _decode(value, schema: dict, path: str, unknown: list[str], in_map: bool, field: tuple[str, str],
+            first_error: list[JsonTypeError]):
+    """Copy-on-write: the same value when nothing in it changes. `field` is (the Go struct holding the value,
+    its JSON field path without indices or map keys), for encoding/json's words; `first_error` keeps the first
+    type error, as encoding/json goes on decoding after one and reports the first."""
     ref = schema.get("$ref")
     if ref is not None:
         name = ref.removeprefix(V2_PREFIX)
@@ -125,8 +133,15 @@ def _decode(value, schema: dict, path: str, unknown: list[str], in_map: bool):
                 return value  # a nil *Quantity
             return canonical(value)
         schema = definitions()[name]
+        if "properties" not in schema:
+            return value  # Time, IntOrString, RawExtension...: a type that reads its own JSON
+    if value is not None and not _json_type_fits(value, schema):
+        if not first_error:
+            first_error.append(JsonTypeError(value, _go_type(schema, ref), *field))
+        return value
     if "properties" in schema and isinstance(value, dict):
         fields = schema["properties"]
+        struct = (ref or "").rsplit(".", 1)[-1] or field[0]
         out, changed = {}, False
         for key, item in value.items():
             where = f"{path}.{key}" if path else key
@@ -135,14 +150,77 @@ def _decode(value, schema: dict, path: str, unknown: list[str], in_map: bool):
                     unknown.append(where)
                 changed = True
                 continue
-            out[key] = _decode(item, fields[key], where, unknown, False)
+            go_path = f"{field[1]}.{key}" if field[1] else key
+            out[key] = _decode(item, fields[key], where, unknown, False, (struct, go_path), first_error)
             changed = changed or out[key] is not item
         return out if changed else value
     if "items" in schema and isinstance(value, list):
-        new_items = [_decode(item, schema["items"], f"{path}[{i}]", unknown, False) for i, item in enumerate(value)]
+        new_items = [_decode(item, schema["items"], f"{path}[{i}]", unknown, False, field, first_error)
+                     for i, item in enumerate(value)]
         return new_items if any(a is not b for a, b in zip(new_items, value, strict=True)) else value
     if isinstance(schema.get("additionalProperties"), dict) and isinstance(value, dict):
-        entries = {key: _decode(item, schema["additionalProperties"], f"{path}.{key}", unknown, True)
+        entries = {key: _decode(item, schema["additionalProperties"], f"{path}.{key}", unknown, True, field,
+                                first_error)
                    for key, item in value.items()}
         return entries if any(entries[k] is not value[k] for k in value) else value
     return value
+
+
+class JsonTypeError(ValueError):
+    """encoding/json's UnmarshalTypeError: a JSON value its Go field cannot hold, e.g. `"yes"` for a bool."""
+
+    def __init__(self, value, go_type: str, struct: str, field: str) -> None:
+        if struct or field:
+            where = f"Go struct field {struct}.{field}"
+        else:
+            where = "Go value"
+        super().__init__(f"json: cannot unmarshal {_json_kind(value, go_type)} into {where} of type {go_type}")
+
+
+INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+
+
+def _json_type_fits(value, schema: dict) -> bool:
+    kind = schema.get("type")
+    if "properties" in schema or kind == "object":
+        return isinstance(value, dict)
+    if kind == "array":
+        return isinstance(value, list)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "integer":
+        low, high = INT_RANGES.get(schema.get("format", "int64"), INT_RANGES["int64"])
+        return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+    return True
+
+
+def _json_kind(value, go_type: str) -> str:
+    """How encoding/json names the JSON value it could not store: a number that is one, but not of the Go type's
+    kind, is named with its text ("number 1.5")."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        if go_type.startswith(("int", "uint", "float")):
+            return f"number {orjson.dumps(value).decode()}"
+        return "number"
+    return {str: "string", list: "array", dict: "object"}.get(type(value), "value")
+
+
+def _go_type(schema: dict, ref: str | None = None) -> str:
+    """The Go type a schema stands for, as reflect prints it: bool, int32, []v1.Container, map[string]string."""
+    if ref is not None:
+        return ".".join(ref.removeprefix(V2_PREFIX).rsplit(".", 2)[-2:])
+    if "$ref" in schema:
+        return _go_type(definitions()[schema["$ref"].removeprefix(V2_PREFIX)], schema["$ref"])
+    kind = schema.get("type")
+    if kind == "array":
+        return "[]" + _go_type(schema.get("items", {}))
+    if kind == "object" and isinstance(schema.get("additionalProperties"), dict):
+        return "map[string]" + _go_type(schema["additionalProperties"])
+    if kind == "string":
+        return "[]uint8" if schema.get("format") == "byte" else "string"
+    return {"boolean": "bool", "integer": schema.get("format", "int64"), "number": "float64"}.get(kind, "interface {}")
