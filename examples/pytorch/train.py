@@ -34,4 +34,7 @@ sys.stdout.flush()
 # Every rank past its last collective before any tears down: a rank that destroys its process group while a peer's
 # gloo threads still talk to it can make that peer abort ("terminate called without an active exception").
 dist.barrier()
+# DDP's reducer holds the process group and its pending work: freed now, while the interpreter is whole, not by the
+# interpreter's own teardown, where a gloo thread releasing a tensor can abort the process (SIGABRT).
+del model, optimizer
 dist.destroy_process_group()
