@@ -40,3 +40,12 @@ async def rest(cluster):
 
     async with connect(cluster) as client:
         yield client
+
+
+@pytest.fixture
+async def http(cluster):
+    """A session that trusts the cluster's certificate and sends no token of its own."""
+    import aiohttp
+
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=cluster.credentials.ssl_context)) as session:
+        yield session

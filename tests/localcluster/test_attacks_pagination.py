@@ -15,7 +15,6 @@ import asyncio
 import base64
 import json
 
-import aiohttp
 import pytest
 
 from localcluster.endpoints.continue_tokens import INCONSISTENT_CONTINUE
@@ -29,12 +28,6 @@ TEAM_SECRETS = "/api/v1/namespaces/team/secrets"
 PODS = "/api/v1/namespaces/team/pods"
 NOT_VALID = "invalid continue token: continue key is not valid"
 ANOTHER_LIST = f"{NOT_VALID}: the token was issued for another list (resource, namespace or selectors)"
-
-
-@pytest.fixture
-async def http(cluster):
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=cluster.credentials.ssl_context)) as session:
-        yield session
 
 
 @pytest.fixture

@@ -32,13 +32,6 @@ class As:
 
 
 @pytest.fixture
-async def http(cluster):
-    """A session that trusts the cluster's certificate and sends no token of its own."""
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=cluster.credentials.ssl_context)) as session:
-        yield session
-
-
-@pytest.fixture
 async def admin(http, cluster):
     cluster.api.ensure_namespace("team")
     return As(http, cluster, cluster.admin_token)

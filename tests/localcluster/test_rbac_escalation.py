@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 
-import aiohttp
 import pytest
 
 from .test_auth import RBAC, As, binding, grant, role, user
@@ -26,13 +25,6 @@ QUEUE_RULE = {"apiGroups": ["scheduler.tensorstack.dev"], "resources": ["queues"
               "verbs": ["use"]}
 QUEUE_TEXT = '{APIGroups:["scheduler.tensorstack.dev"], Resources:["queues"], ResourceNames:["team-a"], Verbs:["use"]}'
 EVERYTHING = '{APIGroups:["*"], Resources:["*"], Verbs:["*"]}\n{NonResourceURLs:["*"], Verbs:["*"]}'
-
-
-@pytest.fixture
-async def http(cluster):
-    """A session that trusts the cluster's certificate and sends no token of its own."""
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=cluster.credentials.ssl_context)) as session:
-        yield session
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ import hmac
 import json
 import time
 
-import aiohttp
 import pytest
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
@@ -44,12 +43,6 @@ def decode(token: str) -> tuple[dict, dict, bytes]:
 def public_key(jwk: dict) -> rsa.RSAPublicKey:
     n, e = (int.from_bytes(unb64(jwk[field]), "big") for field in ("n", "e"))
     return rsa.RSAPublicNumbers(e, n).public_key()
-
-
-@pytest.fixture
-async def http(cluster):
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=cluster.credentials.ssl_context)) as session:
-        yield session
 
 
 async def raw(http, cluster, path: str, token: str | None) -> tuple[int, dict, bytes]:
