@@ -701,7 +701,9 @@ async def _read_json(request: web.Request, kind: str = "Object"):
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise errors.bad_request(f"the body of the request could not be decoded as JSON: {exc}") from exc
+        # the serializer's first step, finding the kind (k8s.io/apimachinery's json serializer, meta.Interpret)
+        raise errors.bad_request("couldn't get version/kind; json parse error: "
+                                 f"{request_options.go_json_error(raw, exc)}") from None
 
 
 async def _read_apply(request: web.Request):
