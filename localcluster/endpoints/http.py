@@ -611,8 +611,8 @@ def _sort_key(obj: dict) -> tuple[str, str]:
 
 def _truthy(value: str | None) -> bool:
     """A boolean query parameter as the apiserver converts it (runtime.Convert_Slice_string_To_bool): absent,
-    "false" or "0" is false; anything else, "yes" and "" included, is true."""
-    return value is not None and value not in ("false", "0")
+    "0" or "false" in any case is false; anything else, "yes" and "" included, is true."""
+    return value is not None and value != "0" and value.lower() != "false"
 
 
 def _dry_run(request: web.Request) -> bool:

@@ -252,7 +252,7 @@ async def test_a_create_or_replace_body_that_is_not_json_is_the_serializers_400(
 
 async def test_a_boolean_query_parameter_is_true_unless_absent_false_or_0(admin):
     # watch=yes opens a watch, as on the apiserver; watch=false and watch=0 are lists.
-    for value, watching in (("yes", True), ("", True), ("false", False), ("0", False)):
+    for value, watching in (("yes", True), ("", True), ("false", False), ("False", False), ("0", False)):
         url = f"{admin.url}{TEAM_CM}?watch={value}&timeoutSeconds=1"
         async with admin.session.get(url, headers=admin.headers) as r:
             body = await asyncio.wait_for(r.read(), 10)
