@@ -28,6 +28,7 @@ RUN python -m venv /opt/venv \
 # keeps both out of the context, so the wheel is built without them and the image cannot load them.
 COPY pyproject.toml README.md ./
 COPY apimachinery/ apimachinery/
+COPY kubeclient/ kubeclient/
 COPY informers/ informers/
 COPY workqueue/ workqueue/
 COPY controller/ controller/

@@ -1,7 +1,7 @@
 """The import graph: layers import only downward, no cycles, and `run` never loads the test server
 or the development tools.
 
-Layers, lowest first: apimachinery; informers and workqueue; controller.runtime; controller.jobs;
+Layers, lowest first: apimachinery; kubeclient; informers and workqueue; controller.runtime; controller.jobs;
 controller.kinds; controller.devtools; controller.cmd (and controller.__main__). localcluster is beside
 the production path: it may import apimachinery only, and nothing of production imports it.
 Inside localcluster, its sub-packages import only downward too (LOCALCLUSTER_LAYERS).
@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = [("apimachinery",), ("informers", "workqueue"), ("controller.runtime",), ("controller.jobs",),
+LAYERS = [("apimachinery",), ("kubeclient",), ("informers", "workqueue"), ("controller.runtime",), ("controller.jobs",),
           ("controller.kinds",), ("controller.devtools",), ("controller.cmd", "controller.__main__")]
-PACKAGES = ("apimachinery", "informers", "workqueue", "controller", "localcluster")
+PACKAGES = ("apimachinery", "kubeclient", "informers", "workqueue", "controller", "localcluster")
 
 # localcluster's sub-packages and top-level modules, lowest first: each imports only what stands before it
 # (localcluster/__init__.py, the package's face, stands above them all).

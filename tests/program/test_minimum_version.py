@@ -23,7 +23,7 @@ from localcluster.validation.cel_cost import K8S_1_28
 from localcluster.validation.cel_types import Checker, decl_type
 
 ROOT = Path(__file__).resolve().parents[2]
-PRODUCTION = ("apimachinery", "informers", "workqueue", "controller")  # what `run` imports (not devtools)
+PRODUCTION = ("apimachinery", "kubeclient", "informers", "workqueue", "controller")  # what `run` imports (not devtools)
 
 # group/version (or group/version/Kind where a kind came later than its group) -> the first Kubernetes
 # version serving it as GA.
