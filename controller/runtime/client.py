@@ -27,8 +27,8 @@ from yarl import URL
 from apimachinery.errors import ApiStatusError
 from apimachinery.kubeclient import ApiClient, Configuration
 from apimachinery.resource import Resource
-from controller.runtime.http1 import Answer, Http1Pool
 from controller.runtime.metrics import RequestMetrics
+from kubeclient.http1 import Answer, Http1Pool
 
 _AUTH = ["BearerToken"]
 

@@ -1,4 +1,4 @@
-"""The write client's keep-alive HTTP/1.1 connections (controller/runtime/http1.py), over real sockets: against
+"""The write client's keep-alive HTTP/1.1 connections (kubeclient/http1.py), over real sockets: against
 localcluster (TLS, the API server's answers), and against scripted servers for what a real server or network does
 now and then (closes an idle connection, closes one as a request goes out, answers chunked, says Connection:
 close, never answers, answers garbage)."""
@@ -13,10 +13,10 @@ import pytest
 from kubernetes_asyncio import client, config
 from prometheus_client import CollectorRegistry
 
-from controller.runtime import http1
 from controller.runtime.client import ApiStatusError, InstrumentedApiClient, KubeClient, ssl_context
-from controller.runtime.http1 import Http1Pool
 from controller.runtime.metrics import RequestMetrics
+from kubeclient import http1
+from kubeclient.http1 import Http1Pool
 
 OK = b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"made\":1}\n"
 
