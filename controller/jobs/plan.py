@@ -382,12 +382,13 @@ def _slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
         # Judged: ranks the last reconcile still ran. A record already Deleted is a rank scaled away before:
         # what its pod does now is after the edit took effect, so it decides nothing; but one the pause retired
         # unseen (the cache lagging) is a rank of the job whose pod outlived the pause, judged as a kept rank's
-        # would be, when the edit seen now is what removes it. (A type no longer in the spec has no rule.)
+        # would be, when the edit seen now is what removes it. (A type no longer in the spec has no rule.) The pod
+        # the pause did retire is its record's own uid: judging it counts nothing (restart.observe knows it).
         if replica_type not in rules or name not in stored:
             continue
         record = st.read_record(stored[name], name)
         pod = _pick(found, record)
-        if record.phase != st.DELETED or (paused_edit and st.pod_uid(pod) not in (record.uid, record.last_restart_uid)):
+        if record.phase != st.DELETED or paused_edit:
             gone.append(Slot(replica_type, rank, name, rules[replica_type], record, pod, False,
                              edits.is_debug(kind, pod, record, debugging)))
     return slots, strays, gone
@@ -461,12 +462,11 @@ def _run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observatio
     conditions = st.progress_conditions(old_conditions, phase=phase, records=records, now=now)
     conditions = st.unfinished_conditions(conditions, now)
     conditions = st.pause_conditions(conditions, paused=False, pods_left=False, now=now)
-    # The job starts when its first pods are asked for (a job created paused has not started), or is found with
-    # pods and no startTime (its status lost): it is active, so its deadline's clock runs from now. The clock
+    # A running job has started: its first pods are asked for now (a job created paused had not started), or it
+    # is found running with no startTime (its status lost), and its deadline's clock runs from now. The clock
     # restarts at resume, as Kubeflow's and batch/v1 Job's: paused time never counts.
     resumed = old.get("phase") == JobPhase.PAUSED and old.get("startTime")
-    active = create or any(o.slot.pod is not None for o in observations)
-    start = now if resumed else old.get("startTime") or (now if active else None)
+    start = now if resumed else old.get("startTime") or now
     new = st.assemble(old, kind.status, phase=phase, conditions=conditions,
                       records_by_type=_by_type(job, _slots_of(observations), records),
                       start_time=start, completion_time=None)
