@@ -78,6 +78,17 @@ def generic():
     return plan_support
 
 
+def failed_single_worker():
+    """A one-worker job (restart policy Never) whose worker failed at second 1: the plan support module, the
+    pods, the job and its finished status."""
+    ps = generic()
+    pods = ps.Pods()
+    job = ps.make_job(("worker", 1, "Never"))
+    status = ps.step(job, {}, pods, at(0)).status
+    pods.set("worker", 0, "Failed")
+    return ps, pods, job, ps.plan(job, status, pods.list(), at(1)).status
+
+
 def test_a_job_created_paused_says_it_has_neither_completed_nor_failed():
     ps = generic()
     job = ps.make_job(("worker", 1), pause=True)
@@ -254,12 +265,7 @@ def test_the_deadline_passes_only_when_no_time_is_left():
 
 
 def test_a_finished_job_says_once_per_generation_that_spec_changes_are_ignored():
-    ps = generic()
-    pods = ps.Pods()
-    job = ps.make_job(("worker", 1, "Never"))
-    status = ps.step(job, {}, pods, at(0)).status
-    pods.set("worker", 0, "Failed")
-    finished = ps.plan(job, status, pods.list(), at(1)).status
+    ps, pods, job, finished = failed_single_worker()
     seen = ps.plan(job, {**finished, "observedGeneration": job.generation}, pods.list(), at(2))
     assert not [e for e in seen.events if e.reason == "SpecChangeIgnored"]
     edited = ps.plan(job, {**finished, "observedGeneration": job.generation - 1}, pods.list(), at(2))
@@ -433,12 +439,7 @@ def test_a_finished_jobs_replica_awaiting_a_pod_is_deleted_unless_its_create_was
 def test_a_finished_jobs_ranks_stored_apart_by_an_earlier_version_are_moved_into_their_tasks():
     # status.removedReplicas (an earlier version's place for ranks scaled away): a finished job keeps its status,
     # but the records move into their type's task, Deleted, their restarts counted there, as a running job's do.
-    ps = generic()
-    pods = ps.Pods()
-    job = ps.make_job(("worker", 1, "Never"))
-    status = ps.step(job, {}, pods, at(0)).status
-    pods.set("worker", 0, "Failed")
-    finished = ps.plan(job, status, pods.list(), at(1)).status
+    ps, pods, job, finished = failed_single_worker()
     legacy = {**finished, "removedReplicas": [{"name": "job-worker-5", "restartCount": 2}], "backoffCount": 2}
     moved = ps.plan(job, legacy, pods.list(), at(2)).status
     assert "removedReplicas" not in moved
@@ -536,24 +537,14 @@ def test_a_debug_pod_lost_after_debug_mode_is_off_is_succeeded_at_once_without_a
 
 def test_an_edit_of_a_job_finished_by_an_older_controller_which_stored_no_policy_is_ignored():
     # No status.cleanUpPolicy (an older controller): the edit cannot be told a policy change, and is said ignored.
-    ps = generic()
-    pods = ps.Pods()
-    job = ps.make_job(("worker", 1, "Never"))
-    status = ps.step(job, {}, pods, at(0)).status
-    pods.set("worker", 0, "Failed")
-    finished = ps.plan(job, status, pods.list(), at(1)).status
+    ps, pods, job, finished = failed_single_worker()
     older = {key: value for key, value in finished.items() if key != "cleanUpPolicy"}
     edited = ps.plan(job, {**older, "observedGeneration": job.generation - 1}, pods.list(), at(2))
     assert [e.reason for e in edited.events if e.type == "Normal"] == ["SpecChangeIgnored"]
 
 
 def test_a_finished_jobs_restarts_of_records_dropped_for_size_are_not_added_again():
-    ps = generic()
-    pods = ps.Pods()
-    job = ps.make_job(("worker", 1, "Never"))
-    status = ps.step(job, {}, pods, at(0)).status
-    pods.set("worker", 0, "Failed")
-    finished = ps.plan(job, status, pods.list(), at(1)).status
+    ps, pods, job, finished = failed_single_worker()
     [task] = finished["tasks"]
     dropped = {**finished, "tasks": [{**task, "restartCount": 3}], "backoffCount": 3}  # 3 beyond its records
     again = ps.plan(job, dropped, pods.list(), at(2)).status
