@@ -6,7 +6,7 @@
     controller.run_workers()                # only while leading
     await controller.stop()                 # stop taking work, finish in-flight reconciles
 
-Nothing here knows what is reconciled: a subclass (controller/jobs/controller.py) makes its
+Nothing here knows what is reconciled: a subclass (controller/jobs/execution/controller.py) makes its
 informers with `informer()`, registers handlers that only compute a key and enqueue it, and
 implements `reconcile(key) -> Result`.
 """
@@ -42,7 +42,8 @@ INFORMER_STALE_AFTER = 300.0
 
 @dataclass(frozen=True)
 class ControllerConfig:
-    """The worker loop's settings; a controller's own extend it (the job engine's: controller/jobs/config.py)."""
+    """The worker loop's settings; a controller's own extend it (the job engine's:
+    controller/jobs/execution/config.py)."""
 
     namespace: str | None = None  # one namespace to watch; None: see `namespaces`
     namespaces: tuple[str, ...] = ()  # namespaces to watch; with `namespace` unset and this empty: every one

@@ -3,8 +3,8 @@ when an outcome and an edit (a pause, a debug change, a scale-down, a pod delete
 
 from __future__ import annotations
 
-from controller.jobs import plan as engine
-from controller.jobs.backoff import RestartBackoff
+from controller.jobs.decisions import plan as engine
+from controller.jobs.decisions.backoff import RestartBackoff
 from controller.kinds.genericjob.kind import GENERICJOB
 
 from .plan_support import Pods, at, condition, make_job, make_pod, record, step

@@ -35,8 +35,9 @@ import time
 import structlog
 
 from apimachinery.errors import ApiStatusError
-from controller.jobs import held, oversize
-from controller.jobs.actions import (
+from controller.jobs.children.pods import desired_pod
+from controller.jobs.decisions import held, oversize
+from controller.jobs.decisions.actions import (
     CHILD_KINDS,
     WARNING,
     ChildAction,
@@ -44,14 +45,13 @@ from controller.jobs.actions import (
     DeleteChild,
     created_event,
 )
-from controller.jobs.api import TERMINAL_PHASES
-from controller.jobs.backoff import NO_BACKOFF, RestartBackoff
-from controller.jobs.conflicts import Conflict, TakenNames, conflict_condition, holder_of
+from controller.jobs.decisions.backoff import NO_BACKOFF, RestartBackoff
+from controller.jobs.decisions.conflicts import Conflict, TakenNames, conflict_condition, holder_of
+from controller.jobs.decisions.plan import STUCK_TERMINATING_AFTER, Plan, WriteFailure, plan, plan_invalid
+from controller.jobs.execution.metrics import StatusLatency
 from controller.jobs.kind import JobKind, ParsedJob, SpecProblem
-from controller.jobs.metrics import StatusLatency
-from controller.jobs.naming import controller_uid, replica_name
-from controller.jobs.plan import STUCK_TERMINATING_AFTER, Plan, WriteFailure, plan, plan_invalid
-from controller.jobs.pods import desired_pod
+from controller.jobs.schema.api import TERMINAL_PHASES
+from controller.jobs.schema.naming import controller_uid, replica_name
 from controller.runtime.client import KubeClient
 from controller.runtime.events import EventRecorder
 from controller.runtime.expectations import Expectations

@@ -22,13 +22,14 @@ from prometheus_client import CollectorRegistry
 from apimachinery.errors import ApiStatusError
 from apimachinery.kubeclient import ApiClient
 from apimachinery.resource import PODS, SERVICES
-from controller.jobs import podgroup, trim
-from controller.jobs.backoff import RestartBackoff
-from controller.jobs.config import JobConfig
+from controller.jobs.children import podgroup
+from controller.jobs.decisions.backoff import RestartBackoff
+from controller.jobs.execution import trim
+from controller.jobs.execution.config import JobConfig
+from controller.jobs.execution.metrics import JobMetrics, StatusLatency
+from controller.jobs.execution.reconciler import Reconciler
 from controller.jobs.kind import JobKind
-from controller.jobs.metrics import JobMetrics, StatusLatency
-from controller.jobs.naming import controller_uid, owner_key
-from controller.jobs.reconciler import Reconciler
+from controller.jobs.schema.naming import controller_uid, owner_key
 from controller.runtime.controller import Controller, ControllerConfig
 from controller.runtime.result import Result
 from informers import InformerFactory

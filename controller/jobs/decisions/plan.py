@@ -22,9 +22,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from apimachinery.resource import Resource
-from controller.jobs import cause, children, cleanup, edits, restart, waiting
-from controller.jobs import status as st
-from controller.jobs.actions import (
+from controller.jobs.decisions import cause, cleanup, edits, restart, upkeep, waiting
+from controller.jobs.decisions import status as st
+from controller.jobs.decisions.actions import (
     CLEANUP,
     DEBUG,
     IMMEDIATE,
@@ -43,12 +43,12 @@ from controller.jobs.actions import (
     ForceDeletePod,
     deleted_event,
 )
-from controller.jobs.api import TERMINAL_PHASES, CleanUpPolicy, JobPhase, Verdict
-from controller.jobs.backoff import NO_BACKOFF, RestartBackoff, epoch, stamp
+from controller.jobs.decisions.backoff import NO_BACKOFF, RestartBackoff, epoch, stamp
+from controller.jobs.decisions.restart import Observation, Seen, Slot
+from controller.jobs.decisions.status import Replica
 from controller.jobs.kind import JobKind, ParsedJob
-from controller.jobs.naming import replica_name, replica_of
-from controller.jobs.restart import Observation, Seen, Slot
-from controller.jobs.status import Replica
+from controller.jobs.schema.api import TERMINAL_PHASES, CleanUpPolicy, JobPhase, Verdict
+from controller.jobs.schema.naming import replica_name, replica_of
 
 __all__ = ["CLEANUP", "DEBUG", "IMMEDIATE", "NORMAL", "PAUSE", "RESTART", "RESUME", "SCALE_DOWN", "WARNING",
            "Plan", "WriteFailure", "plan", "plan_invalid"]
@@ -114,17 +114,17 @@ def plan(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict], now: str
     # what it already has is kept for the resume.
     making = not core.terminal and not job.spec.run_mode.paused
     podgroup = core.podgroup if podgroups is None else \
-        children.podgroup_actions(kind, job, podgroups, terminal=core.terminal, making=making,
+        upkeep.podgroup_actions(kind, job, podgroups, terminal=core.terminal, making=making,
                                   clean_up=cleanup.finished_policy(job, core.status))
-    upkeep = core.services if services is None else \
-        children.service_actions(kind, job, core.status, services, terminal=core.terminal, making=making)
+    kept_services = core.services if services is None else \
+        upkeep.service_actions(kind, job, core.status, services, terminal=core.terminal, making=making)
     force, stuck_check = _stuck_pods(pods, clock, stuck_after)
-    kept, reported = children.dependent_actions(kind, job, dependents or {}, terminal=core.terminal)
+    kept, reported = upkeep.dependent_actions(kind, job, dependents or {}, terminal=core.terminal)
     new_status, events = core.status, core.events
     if reported:
         new_status = {**core.status, **reported}
         events = [*events, *_dependent_events(status, reported)]
-    return core.but(status=new_status, events=events, podgroup=podgroup, services=upkeep, force_delete=force,
+    return core.but(status=new_status, events=events, podgroup=podgroup, services=kept_services, force_delete=force,
                    dependents=kept, requeue_after=_soonest(core.requeue_after, stuck_check))
 
 
@@ -289,8 +289,8 @@ def plan_invalid(kind: JobKind, status: dict, pods: list[dict], message: str, no
     conditions = old.get("conditions") or []
     failed = st.find_condition(conditions, st.FAILED)
     already_finished = old.get("phase") in TERMINAL_PHASES
-    removed = {"services": children.remove_all(SERVICES, services or ()),
-               "podgroup": children.remove_all(PODGROUPS, podgroups or ())}
+    removed = {"services": upkeep.remove_all(SERVICES, services or ()),
+               "podgroup": upkeep.remove_all(PODGROUPS, podgroups or ())}
     force, requeue_after = _stuck_pods(pods, clock, stuck_after)
     removed.update(force_delete=force, requeue_after=requeue_after)
     if already_finished and not (failed and failed.get("reason") == reason):

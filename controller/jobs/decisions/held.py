@@ -17,13 +17,13 @@ The CRD refuses most invalid edits, and the admission webhook the rest; one that
 
 from __future__ import annotations
 
-from controller.jobs import edits
-from controller.jobs import status as st
-from controller.jobs.actions import NORMAL, WARNING, Event
-from controller.jobs.api import TERMINAL_PHASES, JobPhase
-from controller.jobs.backoff import epoch
+from controller.jobs.decisions import edits
+from controller.jobs.decisions import status as st
+from controller.jobs.decisions.actions import NORMAL, WARNING, Event
+from controller.jobs.decisions.backoff import epoch
+from controller.jobs.decisions.plan import DEADLINE_EXCEEDED, STUCK_TERMINATING_AFTER, Plan, _stuck_pods, plan_invalid
 from controller.jobs.kind import JobKind
-from controller.jobs.plan import DEADLINE_EXCEEDED, STUCK_TERMINATING_AFTER, Plan, _stuck_pods, plan_invalid
+from controller.jobs.schema.api import TERMINAL_PHASES, JobPhase
 
 SPEC_INVALID = "SpecInvalid"
 HELD = "InvalidEdit"
