@@ -25,6 +25,7 @@ from prometheus_client import CollectorRegistry
 from apimachinery.errors import ApiStatusError
 from apimachinery.kubeclient import ApiClient
 from controller.runtime.client import KubeClient
+from controller.runtime.echoes import Echoes
 from controller.runtime.events import EventRecorder
 from controller.runtime.metrics import ControllerMetrics, EventMetrics
 from controller.runtime.result import Result, WritesFailed
@@ -77,6 +78,8 @@ class Controller:
         self.factory = factory if factory is not None else \
             InformerFactory(api_client, options=config.informer_options, registry=registry)
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(name=name, registry=registry)
+        # Keys parked until a version of their object arrives (echoes.py): the watch handlers report arrivals.
+        self.echoes = Echoes(lambda key: self.queue.add(key))
         # Events get their own request budget, as controller-runtime's recorder has its own client.
         self.recorder = EventRecorder(self.client.with_own_limit(), host=config.identity or socket.gethostname(),
                                       metrics=EventMetrics(registry, name))
@@ -174,13 +177,13 @@ class Controller:
     # --- workers --------------------------------------------------------------------------
 
     def _await_newer(self, key: str, lost_at: str) -> None:
-        """Reconcile `key` as soon as the cache holds a newer version than the one a write lost with:
-        at once if it came while the write was in flight, else when a watch handler offers it to the
-        queue (`queue.offer`)."""
+        """Reconcile `key` as soon as the cache holds a newer version than the one a write lost with (or the one
+        its own last write replaced): at once if it came while the write was in flight, else when a watch handler
+        reports it (`echoes.arrived`)."""
         if self.current_version(key) not in (None, lost_at):
             self.queue.add(key)
         else:
-            self.queue.park(key, lost_at)
+            self.echoes.park(key, lost_at)
 
     async def _worker(self, index: int) -> None:
         while True:

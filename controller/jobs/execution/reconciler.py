@@ -53,6 +53,7 @@ from controller.jobs.kind import JobKind, ParsedJob, SpecProblem
 from controller.jobs.schema.api import TERMINAL_PHASES
 from controller.jobs.schema.naming import controller_uid, replica_name
 from controller.runtime.client import KubeClient
+from controller.runtime.echoes import Echoes
 from controller.runtime.events import EventRecorder
 from controller.runtime.expectations import Expectations
 from controller.runtime.result import DONE, Result, WritesFailed
@@ -83,7 +84,9 @@ class Reconciler:
     def __init__(self, kind: JobKind, client: KubeClient, jobs: Lister, pods: Lister, services_lister: Lister,
                  podgroups: Lister | None, recorder: EventRecorder, *, now=utc_stamp, clock=time.time,
                  stuck_after: float = STUCK_TERMINATING_AFTER, latency: StatusLatency | None = None,
-                 restart_backoff: RestartBackoff = NO_BACKOFF) -> None:
+                 restart_backoff: RestartBackoff = NO_BACKOFF, echoes: Echoes | None = None) -> None:
+        """`echoes`: the controller's (controller/runtime/echoes.py), told of each status write so that a reconcile
+        behind its own write waits for the echo."""
         self.kind = kind
         self.client = client
         self.jobs = jobs
@@ -96,6 +99,7 @@ class Reconciler:
         self.stuck_after = stuck_after
         self.restart_backoff = restart_backoff
         self.latency = latency if latency is not None and latency.enabled else None
+        self.echoes = echoes if echoes is not None else Echoes()
         self.expectations = Expectations()
         self.taken = TakenNames()  # names of children held by objects the job does not control
         # The kind's dependent resources the cluster serves, by resource: a lister once its informer has synced.
@@ -107,8 +111,6 @@ class Reconciler:
         self._parsed: dict[str, tuple[int, ParsedJob | list[SpecProblem]]] = {}
         # job uid -> when its pending start-only status write is due (monotonic seconds): see _coalesces.
         self._starting: dict[str, float] = {}
-        # job uid -> (the resourceVersion our last status write replaced, the one it made): see _behind_own_write.
-        self._wrote: dict[str, tuple[str, str]] = {}
         self.monotonic = time.monotonic  # the coalescing window's clock (tests set their own)
 
     def parsed(self, obj: dict) -> ParsedJob | list[SpecProblem]:
@@ -132,7 +134,7 @@ class Reconciler:
             # Deleted: the garbage collector removes what the job owned.
             return DONE
         uid = obj["metadata"]["uid"]
-        if self._behind_own_write(uid, obj["metadata"]["resourceVersion"]):
+        if self.echoes.behind_own_write(key, obj["metadata"]["resourceVersion"]):
             return Result(lost_at=obj["metadata"]["resourceVersion"])  # the echo is certain: no retry besides
         pods = self.pods.controlled_by(uid)
         self.expectations.observe(uid, pods)
@@ -212,7 +214,6 @@ class Reconciler:
         return Result(requeue_after=min(wake_ups)) if wake_ups else DONE
 
     def forget(self, uid: str) -> None:
-        self._wrote.pop(uid, None)
         self._starting.pop(uid, None)
         self._parsed.pop(uid, None)
         self._failures.pop(uid, None)
@@ -279,24 +280,6 @@ class Reconciler:
 
     # --- status ---------------------------------------------------------------------------
 
-    def _behind_own_write(self, uid: str, cached: str) -> bool:
-        """Does the job cache still hold the very version our last status write replaced?
-
-        Then the echo of that write is on its way through the watch, and a reconcile now would plan from
-        a status the server no longer has: its status write could only lose (409, the cached
-        resourceVersion is no longer the server's) and cost a request, and a plan whose status came out
-        unchanged would act on the older one. Waiting for the echo (the key is parked until another
-        version arrives, as after a lost write) gives the same outcome as the 409, without the request;
-        and, unlike after a 409, without a retry besides: our write's version exists, so the watch (or the
-        relist that replaces a broken one) certainly brings it, or the job's deletion, which unparks the key."""
-        wrote = self._wrote.get(uid)
-        if wrote is None:
-            return False
-        if wrote[0] == cached:
-            return True
-        del self._wrote[uid]  # the cache has moved on: our write's version, or a newer one
-        return False
-
     def _coalesces(self, uid: str, status: dict, the_plan: Plan, confirm: bool) -> float | None:
         """Seconds to hold this reconcile's status write back (None: write now).
 
@@ -360,9 +343,8 @@ class Reconciler:
                 log.debug("status write lost a race", job=_key(obj), code=err.code)
                 return None
             raise
-        made = written["metadata"].get("resourceVersion")
-        if made and made != obj["metadata"]["resourceVersion"]:  # a no-op write makes no new version
-            self._wrote[obj["metadata"]["uid"]] = (obj["metadata"]["resourceVersion"], made)
+        # Until the cache has this write's version, a reconcile would plan from the replaced one: it waits instead.
+        self.echoes.wrote(_key(obj), obj["metadata"]["resourceVersion"], written["metadata"].get("resourceVersion"))
         if self.latency is not None:
             self.latency.status_written(written, time.monotonic())
         if new.get("phase") != status.get("phase"):
