@@ -20,7 +20,7 @@ from importlib import metadata
 from types import ModuleType
 
 from controller.jobs.decisions.backoff import DEFAULT_BASE as DEFAULT_RESTART_BACKOFF
-from controller.jobs.decisions.plan import STUCK_TERMINATING_AFTER
+from controller.jobs.decisions.stuck import STUCK_TERMINATING_AFTER
 from controller.jobs.execution.config import JobConfig
 from controller.jobs.schema.admission import make_webhook
 from controller.kinds import registry as kinds

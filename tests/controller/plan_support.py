@@ -6,7 +6,7 @@ import itertools
 
 from controller.jobs.children.pods import mode_annotation, pod_mode
 from controller.jobs.decisions import plan as engine
-from controller.jobs.decisions.plan import Plan
+from controller.jobs.decisions.actions import Plan
 from controller.jobs.schema.naming import replica_labels, replica_name
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GenericJob

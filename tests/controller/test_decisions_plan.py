@@ -8,6 +8,7 @@ import pytest
 
 from controller.jobs.children.pods import mode_annotation
 from controller.jobs.decisions import plan as engine
+from controller.jobs.decisions.slots import pick
 from controller.kinds.tensorflow import tensorboard
 from controller.kinds.tensorflow.kind import TENSORFLOW
 
@@ -167,9 +168,9 @@ def test_among_look_alike_pods_the_recorded_one_is_the_replicas_then_one_not_ret
 
     retired, recorded, other = (ps.make_pod("worker", 0, uid) for uid in ("u-old", "u-rec", "u-new"))
     record = Replica("job-worker-0", "u-rec", "Running", last_restart_uid="u-old")
-    assert engine._pick([retired, other, recorded], record) is recorded
-    assert engine._pick([retired, other], Replica("job-worker-0", "", "Creating", last_restart_uid="u-old")) is other
-    assert engine._pick([retired], record) is retired
+    assert pick([retired, other, recorded], record) is recorded
+    assert pick([retired, other], Replica("job-worker-0", "", "Creating", last_restart_uid="u-old")) is other
+    assert pick([retired], record) is retired
 
 
 def test_a_jobs_podgroup_and_services_are_made_when_watched_and_not_while_paused():

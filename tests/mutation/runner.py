@@ -27,7 +27,8 @@ from tests.mutation import mutants as mutation
 ROOT = Path(__file__).resolve().parents[2]
 
 # The decision modules of issue 33, smallest first (held.py, conflicts.py and training/status.py since the
-# records, children, validity and judging branches: the held edit, the taken names, the removed ranks' counts).
+# records, children, validity and judging branches: the held edit, the taken names, the removed ranks' counts;
+# plan.py's situations in modules of their own since issue 37).
 MODULES = [
     "controller/jobs/training/runpolicy.py",
     "controller/jobs/training/restart.py",
@@ -44,6 +45,15 @@ MODULES = [
     "controller/kinds/pytorch/kind.py",
     "controller/jobs/decisions/restart.py",
     "controller/jobs/decisions/status.py",
+    "controller/jobs/decisions/actions.py",
+    "controller/jobs/decisions/stuck.py",
+    "controller/jobs/decisions/deadline.py",
+    "controller/jobs/decisions/pause.py",
+    "controller/jobs/decisions/invalid.py",
+    "controller/jobs/decisions/scale_down.py",
+    "controller/jobs/decisions/run.py",
+    "controller/jobs/decisions/slots.py",
+    "controller/jobs/decisions/finish.py",
     "controller/jobs/decisions/plan.py",
 ]
 

@@ -43,11 +43,15 @@ from controller.jobs.decisions.actions import (
     ChildAction,
     CreateChild,
     DeleteChild,
+    Plan,
+    WriteFailure,
     created_event,
 )
 from controller.jobs.decisions.backoff import NO_BACKOFF, RestartBackoff
 from controller.jobs.decisions.conflicts import Conflict, TakenNames, conflict_condition, holder_of
-from controller.jobs.decisions.plan import STUCK_TERMINATING_AFTER, Plan, WriteFailure, plan, plan_invalid
+from controller.jobs.decisions.invalid import plan_invalid
+from controller.jobs.decisions.plan import plan
+from controller.jobs.decisions.stuck import STUCK_TERMINATING_AFTER
 from controller.jobs.execution.metrics import StatusLatency
 from controller.jobs.kind import JobKind, ParsedJob, SpecProblem
 from controller.jobs.schema.api import TERMINAL_PHASES

@@ -65,8 +65,10 @@ MUTANTS = [
            "    if not policy.counts_lost_pods:\n        retired = record.retired()",
            "    if True:\n        retired = record.retired()",
            "a pod deleted by hand is recreated without counting a restart"),
-    Mutant("cleanup-while-running", "controller.jobs.decisions.plan",
+    Mutant("cleanup-while-running", "controller.jobs.decisions.run",
            "    delete = delete + restart_deletes\n",
+           "    from controller.jobs.decisions.actions import CLEANUP\n"
+           "    from controller.jobs.schema.api import CleanUpPolicy\n"
            "    delete = delete + restart_deletes + [DeletePod(o.slot.name, st.pod_uid(o.slot.pod), CLEANUP)\n"
            "        for o in observations if o.slot.pod is not None and o.outcome is not None\n"
            "        and job.spec.clean_up_policy != CleanUpPolicy.NONE]\n",
@@ -74,7 +76,7 @@ MUTANTS = [
     Mutant("deadline-judged-at-resume", "controller.jobs.decisions.plan",
            'if not run_mode.paused and old.get("phase") != JobPhase.PAUSED:', "if not run_mode.paused:",
            "paused time counts: the deadline is judged by the old startTime in the reconcile that resumes"),
-    Mutant("deadline-clock-kept-at-resume", "controller.jobs.decisions.plan",
+    Mutant("deadline-clock-kept-at-resume", "controller.jobs.decisions.run",
            'resumed = old.get("phase") == JobPhase.PAUSED and old.get("startTime")', "resumed = False",
            "paused time counts: startTime is not restarted at resume"),
     Mutant("deadline-runs-while-paused", "controller.jobs.decisions.plan",
