@@ -13,7 +13,10 @@ The plan of a large job is made on a worker thread (`OFF_LOOP_REPLICAS`): it is 
 what the reconcile handed it, and the event loop meanwhile keeps renewing the Lease and serving the other jobs.
 A reconcile asks for a timed wake-up when the plan does (a stuck pod's deadline), or when a child's
 name is held by another owner (no event of ours announces when it goes): such a name is never adopted nor
-skipped in silence, but shown in a ChildConflict condition and retried with back-off (conflicts.py).
+skipped in silence, but shown in a ChildConflict condition and retried with back-off (conflicts.py, refusals.py).
+The pod writes are pod_writes.py's, the Service, PodGroup and dependent writes child_writes.py's, the holding back
+of a status write that only reports pods starting coalesce.py's; a reconcile behind its own status write waits
+for the echo (controller/runtime/echoes.py).
 Expectations remember the creates and deletes in flight, so a cache that has not yet seen them does
 not make the same request twice; they are raised before each request and lowered by the pod
 informer's handlers (as client-go's ControllerExpectations), so a pod deleted just after it was
@@ -35,27 +38,21 @@ import time
 import structlog
 
 from apimachinery.errors import ApiStatusError
-from controller.jobs.children.pods import desired_pod
 from controller.jobs.decisions import held, oversize
-from controller.jobs.decisions.actions import (
-    CHILD_KINDS,
-    WARNING,
-    ChildAction,
-    CreateChild,
-    DeleteChild,
-    Plan,
-    WriteFailure,
-    created_event,
-)
+from controller.jobs.decisions.actions import CHILD_KINDS, WARNING, Plan, WriteFailure
 from controller.jobs.decisions.backoff import NO_BACKOFF, RestartBackoff
-from controller.jobs.decisions.conflicts import Conflict, TakenNames, conflict_condition, holder_of
+from controller.jobs.decisions.conflicts import TakenNames
 from controller.jobs.decisions.invalid import plan_invalid
 from controller.jobs.decisions.plan import plan
 from controller.jobs.decisions.stuck import STUCK_TERMINATING_AFTER
+from controller.jobs.execution.child_writes import ChildWrites
+from controller.jobs.execution.coalesce import StartCoalescing
 from controller.jobs.execution.metrics import StatusLatency
+from controller.jobs.execution.pod_writes import PodWrites
+from controller.jobs.execution.refusals import FAILURE_CLEARED_RECHECK, NAME_TAKEN_RETRY, job_key
 from controller.jobs.kind import JobKind, ParsedJob, SpecProblem
 from controller.jobs.schema.api import TERMINAL_PHASES
-from controller.jobs.schema.naming import controller_uid, replica_name
+from controller.jobs.schema.naming import replica_name
 from controller.runtime.client import KubeClient
 from controller.runtime.echoes import Echoes
 from controller.runtime.events import EventRecorder
@@ -68,23 +65,16 @@ log = structlog.get_logger("controller.reconciler")
 
 __all__ = ["DONE", "STUCK_TERMINATING_AFTER", "Reconciler", "Result", "WriteFailure", "WritesFailed"]
 
-# A create refused as AlreadyExists whose holder could not be found (gone meanwhile, or our own child not yet
-# cached): no event of ours may announce it, so look again. (A holder found not ours: conflicts.py's back-off.)
-NAME_TAKEN_RETRY = 1.0
-FAILURE_CLEARED_RECHECK = 0.05  # seconds; see Reconciler.reconcile
 # Jobs of this many replicas or more are planned on a worker thread. Planning costs ~30 µs a replica (a
 # 1000-replica job, the cap, ~30 ms on a slow core): below this, a thread's hand-off costs more than it saves;
 # above it, the GIL's switch interval (5 ms) gives the event loop its turn while the plan is made.
 OFF_LOOP_REPLICAS = 200
-# A status change that only says pods went on from Pending to Running waits this long for its siblings
-# (the pods of one job start within milliseconds of each other), so one write reports them all: see
-# `_coalesces`. Well under the 100 ms the status latency is held to.
-START_COALESCE = 0.05
-# Top-level status fields a pod's start may change: the replica records and the counts made from them.
-PROGRESS_FIELDS = frozenset({"tasks", "aggregate", "ready", "readyReplicas"})
 
 
-class Reconciler:
+class Reconciler(PodWrites, ChildWrites, StartCoalescing):
+    """One job kind's reconciles. The writes of a plan are its mixins' (pod_writes.py, child_writes.py, with
+    refusals.py for the writes refused and the names taken), and so is the start coalescing (coalesce.py)."""
+
     def __init__(self, kind: JobKind, client: KubeClient, jobs: Lister, pods: Lister, services_lister: Lister,
                  podgroups: Lister | None, recorder: EventRecorder, *, now=utc_stamp, clock=time.time,
                  stuck_after: float = STUCK_TERMINATING_AFTER, latency: StatusLatency | None = None,
@@ -224,106 +214,8 @@ class Reconciler:
         self.taken.forget(uid)
         self.expectations.forget(uid)
 
-    def _refused(self, obj: dict, failed: list[tuple[str, str]], reason: str, message: str) -> None:
-        """A write the server refused: a Warning Event now, a retry with backoff at the end of the reconcile."""
-        log.info("write refused", job=_key(obj), reason=reason, message=message)
-        self.recorder.record(obj, WARNING, reason, message)
-        failed.append((reason, message))
-
-    # --- names that are taken -------------------------------------------------------------
-
-    def _with_conflicts(self, uid: str, job: ParsedJob | list, status: dict, the_plan: Plan) -> Plan:
-        """The plan with the job's ChildConflict condition: the taken names it still wants to create. A job
-        that finishes waits for no name (and a finished job's conditions never change)."""
-        if the_plan.terminal or isinstance(job, list):
-            self.taken.forget(uid)
-        elif self.taken.conflicts(uid):  # (most jobs never meet a taken name: nothing to work out)
-            self.taken.keep_only(uid, self._wanted(job, the_plan))
-        if status.get("phase") in TERMINAL_PHASES:
-            return the_plan
-        conditions = the_plan.status.get("conditions") or []
-        shown = conflict_condition(conditions, self.taken.conflicts(uid), self.now())
-        return the_plan if shown is conditions else the_plan.but(status={**the_plan.status, "conditions": shown})
-
-    def _wanted(self, job: ParsedJob, the_plan: Plan) -> set[str]:
-        """The children the plan creates, as conflicts name them."""
-        wanted = {f"pod {replica_name(job.name, replica_type, rank)}" for replica_type, rank, _ in the_plan.create}
-        wanted.update(self._what(a) for a in (*the_plan.podgroup, *the_plan.services, *the_plan.dependents)
-                      if isinstance(a, CreateChild))
-        return wanted
-
-    def _what(self, action: ChildAction) -> str:
-        return f"{self.child_kinds.get(action.resource, action.resource)} {action.name}"
-
-    def _conflict_wake_ups(self, uid: str, shown: list[Conflict]) -> list[float]:
-        """When to look again: at the next retry of a taken name; and at once when the status just written no
-        longer says which names are taken (one was found, or freed), so the condition follows."""
-        wake_ups = []
-        retry = self.taken.next_retry(uid)
-        if retry is not None:
-            wake_ups.append(retry)
-        if set(self.taken.conflicts(uid)) != set(shown):
-            wake_ups.append(FAILURE_CLEARED_RECHECK)
-        return wake_ups
-
-    def _name_taken(self, obj: dict, what: str, holder: dict) -> None:
-        """A create refused because `holder`, not the job's, has the name: said, and retried with back-off."""
-        conflict = Conflict(what, holder_of(holder))
-        log.info("name taken", job=_key(obj), child=what, holder=conflict.holder)
-        self.taken.found(obj["metadata"]["uid"], conflict)
-        self.recorder.record(obj, WARNING, "FailedCreate", conflict.event_message())
-
-    async def _holder(self, resource: str, namespace: str, name: str) -> dict | None:
-        """The object that has a name a create was refused for (None: gone since)."""
-        try:
-            return await self.client.get(resource, namespace, name)
-        except ApiStatusError as err:
-            if err.code == 404:
-                return None
-            raise
 
     # --- status ---------------------------------------------------------------------------
-
-    def _coalesces(self, uid: str, status: dict, the_plan: Plan, confirm: bool) -> float | None:
-        """Seconds to hold this reconcile's status write back (None: write now).
-
-        Only a plan that does nothing but report pods going on from Pending to Running is held back, for
-        at most START_COALESCE after the first such change: a job's pods start together, and one write
-        then reports them all instead of one write each. Such a write guards nothing: no pod is created
-        or deleted after it, no restart is counted in it (a record keeps its uid, restart count and
-        last restarted pod), and no Event waits for it; a crash in the window loses nothing the next
-        reconcile does not rebuild from the pods. Anything else in the plan (an action, an Event, a
-        phase or condition change, a uid first recorded, a pod finished) is written at once."""
-        if confirm or the_plan.create or the_plan.delete or the_plan.force_delete or the_plan.events or \
-                the_plan.podgroup or the_plan.services or the_plan.dependents or the_plan.requeue_after is not None \
-                or uid in self._failures or not self._starts_only(status, the_plan.status):
-            self._starting.pop(uid, None)
-            return None
-        now = self.monotonic()
-        due = self._starting.setdefault(uid, now + START_COALESCE)
-        if now >= due:
-            del self._starting[uid]
-            return None
-        return due - now
-
-    def _starts_only(self, old: dict, new: dict) -> bool:
-        """Does `new` differ from `old` only in records of known pods now Running (and the counts)?"""
-        if any(old.get(key) != new.get(key) for key in old.keys() | new.keys() if key not in PROGRESS_FIELDS):
-            return False
-        before, after = self.kind.status.stored_records(old), self.kind.status.stored_records(new)
-        if before.keys() != after.keys() or before == after:
-            return False
-        for name, record in after.items():
-            was = before[name]
-            if record == was:
-                continue
-            if not record.get("uid") or record.get("phase") != "Running" or was.get("phase") not in ("Pending",
-                                                                                                      "Running"):
-                return False
-            if any(record.get(key) != was.get(key) for key in record.keys() | was.keys()
-                   if key not in ("phase", "containers", "ready", "waiting")):
-                return False
-        return True
 
     @staticmethod
     def _sends_creates(job: ParsedJob | list, the_plan: Plan, expected: frozenset[str]) -> bool:
@@ -344,16 +236,16 @@ class Reconciler:
             written = await self.client.replace_status(self.kind.api.resource, obj, new)
         except ApiStatusError as err:
             if err.code in (404, 409):  # stale cache or job gone: the next event brings it back
-                log.debug("status write lost a race", job=_key(obj), code=err.code)
+                log.debug("status write lost a race", job=job_key(obj), code=err.code)
                 return None
             raise
         # Until the cache has this write's version, a reconcile would plan from the replaced one: it waits instead.
-        self.echoes.wrote(_key(obj), obj["metadata"]["resourceVersion"], written["metadata"].get("resourceVersion"))
+        self.echoes.wrote(job_key(obj), obj["metadata"]["resourceVersion"], written["metadata"].get("resourceVersion"))
         if self.latency is not None:
             self.latency.status_written(written, time.monotonic())
         if new.get("phase") != status.get("phase"):
             # What operators grep for at the default level: one line per phase change, with its reason.
-            log.info("job phase changed", job=_key(obj), kind=self.kind.api.kind, phase=new.get("phase"),
+            log.info("job phase changed", job=job_key(obj), kind=self.kind.api.kind, phase=new.get("phase"),
                      previous=status.get("phase"), **phase_reason(new))
         return written
 
@@ -361,7 +253,7 @@ class Reconciler:
         """The server will not store the planned status: the job ends Failed with a compact one (oversize.py), or a
         smaller one when its spec leaves no room for that, and nothing of the plan is done (its pods would have no
         records). The Warning is recorded for the status the server took, never before."""
-        log.warning("status too large", job=_key(obj), message=err.message)
+        log.warning("status too large", job=job_key(obj), message=err.message)
         for text, smaller in oversize.fallbacks(self.kind.status, the_plan.status, err.message, self.now(),
                                                 obj["metadata"].get("generation")):
             try:
@@ -401,145 +293,6 @@ class Reconciler:
             # counts it lost, and the create of its replacement reports the pod holding the name.
         return False
 
-    def _selected(self, pod: dict) -> bool:
-        """Does the pod informer's selector (the kind's children selector) take this pod?"""
-        return self.kind.api.children_selector in (pod["metadata"].get("labels") or {})
-
-    async def _live_pod(self, namespace: str, name: str) -> dict | None:
-        try:
-            return await self.client.get("pods", namespace, name)
-        except ApiStatusError as err:
-            if err.code == 404:
-                return None
-            raise
-
-    # --- pods -----------------------------------------------------------------------------
-
-    async def _delete_pods(self, obj: dict, the_plan: Plan, failed: list[tuple[str, str]]) -> set[str]:
-        """Deletes the planned pods; returns the names of those the server refused."""
-        job_uid = obj["metadata"]["uid"]
-        refused = set()
-        for name, uid, _reason in the_plan.delete:
-            if self.expectations.deleting(job_uid, uid):
-                continue
-            self.expectations.expect_delete(job_uid, uid)  # before the request: its watch event may come first
-            try:
-                await self.client.delete("pods", obj["metadata"]["namespace"], name, uid)
-            except ApiStatusError as err:
-                if err.code in (404, 409):  # gone already, or the name now holds a newer pod
-                    continue  # observe() drops the expectation once the uid has left the cache
-                self.expectations.deletion_observed(job_uid, uid)
-                self._refused(obj, failed, "FailedDelete", f"Error deleting pod {name}: {err.message}")
-                refused.add(name)
-        return refused
-
-    async def _create_pods(self, obj: dict, job: ParsedJob, the_plan: Plan, expected: frozenset[str],
-                           failed: list[tuple[str, str]]) -> bool:
-        """Creates the planned pods; False when a name is taken by a pod that is not (or not yet
-        known to be) the job's, so the reconcile must look again later.
-
-        `expected` are the creates in flight when the plan's pods were read: a pod whose add event
-        lowers its expectation during this reconcile is still missing from those pods, and must not be
-        asked for again (client-go checks expectations before it lists, for the same reason).
-
-        After a refused create, the other pods of that replica type wait for the retry: they come
-        from the same template (a 400 or 422 would repeat) and ask for the same quota."""
-        job_uid = obj["metadata"]["uid"]
-        all_made = True
-        refused_types: set[str] = set()
-        for replica_type, rank, mode in the_plan.create:
-            name = replica_name(job.name, replica_type, rank)
-            if name in expected or replica_type in refused_types or self.taken.waits(job_uid, f"pod {name}"):
-                continue
-            self.expectations.expect_create(job_uid, name)  # before the request: its watch event may come first
-            try:
-                await self.client.create("pods", desired_pod(self.kind, job, replica_type, rank, mode=mode),
-                                         answer=False)
-            except ApiStatusError as err:
-                self.expectations.creation_observed(job_uid, name)
-                if err.code == 409:
-                    # The cache lags (our pod's event is on its way), or another owner holds the name:
-                    # that pod is never touched, and only a retry notices when it has gone.
-                    # The cache holds only the kind's children: another's pod is asked of the server.
-                    holder = self.pods.get(f"{job.namespace}/{name}") or await self._live_pod(job.namespace, name)
-                    if holder is None:
-                        all_made = False
-                    elif controller_uid(holder) != job_uid:
-                        self._name_taken(obj, f"pod {name}", holder)
-                    elif not self._selected(holder):
-                        all_made = False
-                        self.recorder.record(obj, WARNING, "FailedCreate", f"Error creating pod {name}: the job's "
-                                             f"pod of that name has lost its label {self.kind.api.children_selector}"
-                                             ", so the controller no longer sees it: restore the label or delete "
-                                             "the pod")
-                    continue
-                refused_types.add(replica_type)
-                self._refused(obj, failed, "FailedCreate", f"Error creating pod {name}: {err.message}")
-                continue
-            self.taken.freed(job_uid, f"pod {name}")
-            self.recorder.record(obj, *created_event(name))
-        return all_made
-
-    async def _force_delete(self, obj: dict, the_plan: Plan, failed: list[tuple[str, str]]) -> None:
-        for action in the_plan.force_delete:
-            try:
-                await self.client.force_delete("pods", obj["metadata"]["namespace"], action.name, action.uid)
-            except ApiStatusError as err:
-                if err.code not in (404, 409):  # 404/409: gone at last, or the name holds a newer pod
-                    self._refused(obj, failed, "FailedDelete", f"Error force-deleting pod {action.name}: "
-                                  f"{err.message}")
-                continue
-            self.recorder.record(obj, *action.event())
-
-    # --- Services and the PodGroup --------------------------------------------------------
-
-    async def _upkeep(self, obj: dict, actions: list[ChildAction], failed: list[tuple[str, str]],
-                      wake_ups: list[float]) -> bool:
-        """Executes the plan's Service or PodGroup actions in order; True when a create was held back because its
-        name is taken (or its holder could not be told). After a refused create or patch the others wait for the
-        retry: every Service is made from the same spec, and would be refused alike."""
-        namespace, job_uid = obj["metadata"]["namespace"], obj["metadata"]["uid"]
-        held_back = False
-        for action in actions:
-            what = self._what(action)
-            if isinstance(action, CreateChild) and self.taken.waits(job_uid, what):
-                held_back = True
-                continue
-            try:
-                if isinstance(action, DeleteChild):
-                    await self.client.delete(action.resource, namespace, action.name, action.uid)
-                elif isinstance(action, CreateChild):
-                    await self.client.create(action.resource, action.body, answer=False)
-                    self.taken.freed(job_uid, what)
-                else:
-                    await self.client.patch(action.resource, namespace, action.name, action.changes, answer=False)
-            except ApiStatusError as err:
-                if isinstance(action, DeleteChild):
-                    if err.code not in (404, 409):  # gone already, or the name now holds another object
-                        self._refused(obj, failed, "FailedDelete", f"Error deleting {what}: {err.message}")
-                    continue
-                if isinstance(action, CreateChild) and err.code == 409:
-                    if action.resource in CHILD_KINDS:  # a Service or PodGroup: whose is it?
-                        held_back |= await self._already_exists(obj, action, what, wake_ups)
-                    continue  # a kind's dependent (a TensorBoard): the cache has not seen it yet
-                reason, doing = ("FailedCreate", "creating") if isinstance(action, CreateChild) else \
-                    ("FailedUpdate", "updating")
-                self._refused(obj, failed, reason, f"Error {doing} {what}: {err.message}")
-                return held_back
-        return held_back
-
-    async def _already_exists(self, obj: dict, action: CreateChild, what: str, wake_ups: list[float]) -> bool:
-        """A child's create refused as AlreadyExists: the job's own child the cache has not seen yet (fine), or
-        another's (its name is taken: conflicts.py). True unless it is the job's own."""
-        holder = await self._holder(action.resource, obj["metadata"]["namespace"], action.name)
-        if holder is None:  # gone meanwhile: try again soon
-            wake_ups.append(NAME_TAKEN_RETRY)
-            return True
-        if controller_uid(holder) == obj["metadata"]["uid"]:
-            return False
-        self._name_taken(obj, what, holder)
-        return True
-
 
 def phase_reason(status: dict) -> dict[str, str]:
     """Why the job is in its phase: the finished job's `reason`, else that of the condition that changed last to
@@ -551,6 +304,3 @@ def phase_reason(status: dict) -> dict[str, str]:
     message = next((c.get("message") for c in true if c.get("reason") == reason), latest.get("message")) or ""
     return {"reason": reason, "message": message} if message else {"reason": reason}
 
-
-def _key(obj: dict) -> str:
-    return f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
