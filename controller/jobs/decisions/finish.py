@@ -26,7 +26,7 @@ def clean_up_policy(job: ParsedJob, verdict: Verdict) -> CleanUpPolicy:
 
 
 def plan_finish(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observation], verdict: Verdict, now: str,
-            delete: list, events: list, leaving: list[Observation] = ()) -> Plan:
+                delete: list, events: list, leaving: list[Observation] = ()) -> Plan:
     """The job has just succeeded or failed: record it, with the clean-up it calls for. `leaving`: the
     observations of ranks scaled away in the same moment (one of them may be the cause)."""
     verdict = cause.explained(verdict, [*observations, *leaving])  # a failure's reason, and its cause

@@ -14,7 +14,7 @@ from controller.jobs.schema.api import JobPhase
 
 
 def plan_pause(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observation], now: str,
-           delete: list, events: list, now_epoch: float, backoff: RestartBackoff) -> Plan:
+               delete: list, events: list, now_epoch: float, backoff: RestartBackoff) -> Plan:
     # A failure seen with the pause is judged first: a restart it used is counted (restart.pause).
     steps = [restart.pause(o, stamp(now_epoch), now_epoch, backoff) for o in observations]
     records = [s.record for s in steps]

@@ -82,7 +82,7 @@ def plan(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict], now: str
     making = not core.terminal and not job.spec.run_mode.paused
     podgroup = core.podgroup if podgroups is None else \
         upkeep.podgroup_actions(kind, job, podgroups, terminal=core.terminal, making=making,
-                                  clean_up=cleanup.finished_policy(job, core.status))
+                                clean_up=cleanup.finished_policy(job, core.status))
     kept_services = core.services if services is None else \
         upkeep.service_actions(kind, job, core.status, services, terminal=core.terminal, making=making)
     force, stuck_check = stuck_pods(pods, clock, stuck_after)
@@ -115,7 +115,7 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
         # kept its pod but for that policy (below), and one the scale-down deleted stays Deleted (cleanup.settle).
         legacy = edits.removed(kind, job.name, old, legacy_slots(kind, old), []) if edits.REMOVED in old else None
         return with_removed(kind, settle_finished(kind, job, old, pods, creating), legacy or edits.NONE_REMOVED,
-                             kept_from=old)
+                            kept_from=old)
     slots, strays, scaled_away = gather_slots(kind, job, old, pods, creating)
     # Pods of ranks or types no longer in the spec belong to no replica: they go, whatever the phase (their
     # outcomes judged first, below).
@@ -151,10 +151,10 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
         removed, cleaned, said = settle_leaving(policy, removed, kept)
         finished = plan_finish(kind, job, old, observations, verdict, now, delete, events, leaving)
         return with_removed(kind, finished.but(delete=finished.delete + cleaned, events=finished.events + said),
-                             removed)
+                            removed)
     if run_mode.paused:
         return with_removed(kind, plan_pause(kind, job, old, observations, now, delete, events, now_epoch, backoff),
-                             removed)
+                            removed)
     the_plan = with_removed(kind, plan_run(kind, job, old, observations, now, delete, events, now_epoch, backoff),
                             removed)
     if deadline_check is None and the_plan.status.get("startTime") != old.get("startTime"):

@@ -28,7 +28,7 @@ from controller.jobs.schema.api import JobPhase
 
 
 def plan_run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observation], now: str,
-         delete: list, events: list, now_epoch: float, backoff: RestartBackoff) -> Plan:
+             delete: list, events: list, now_epoch: float, backoff: RestartBackoff) -> Plan:
     restarted_at = stamp(now_epoch)
     debugging = job.spec.run_mode.debugging
     old_conditions = old.get("conditions") or []

@@ -24,7 +24,7 @@ def scaled_down(strays: list[dict], kept: set[str] = frozenset()) -> tuple[list[
 
 
 def settle_leaving(policy: CleanUpPolicy, removed: edits.Removed,
-                    pods: Mapping[str, dict | None]) -> tuple[edits.Removed, list[DeletePod], list[Event]]:
+                   pods: Mapping[str, dict | None]) -> tuple[edits.Removed, list[DeletePod], list[Event]]:
     """The clean-up of ranks scaled away in the moment their job ended, which keep their pods (`pods` by name):
     the scale-down that retired them does not take effect, so their records describe their pods again, and the
     policy settles them as the job's other replicas (a pod it keeps keeps its record's phase)."""
@@ -47,7 +47,7 @@ def settle_leaving(policy: CleanUpPolicy, removed: edits.Removed,
 
 
 def judged_away(removed: edits.Removed, leaving: list[Observation], now: str, now_epoch: float,
-                 backoff: RestartBackoff, counting: bool = True) -> edits.Removed:
+                backoff: RestartBackoff, counting: bool = True) -> edits.Removed:
     """The records of ranks scaled away (Deleted, in their type's task), with what their pods came to as the
     scale-down was seen: a failure their policy replaces used a restart (counted, never refunded, though the rank
     is not recreated), unless the job ends (`counting` False: as for its other replicas, a failure seen as it ends

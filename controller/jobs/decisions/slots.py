@@ -14,7 +14,7 @@ from controller.jobs.schema.naming import replica_name, replica_of
 
 
 def gather_slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
-           creating: frozenset[str] = frozenset()) -> tuple[list[Slot], list[dict], list[Slot]]:
+                 creating: frozenset[str] = frozenset()) -> tuple[list[Slot], list[dict], list[Slot]]:
     """One slot per replica of the spec, in spec and rank order, with its stored record and pod; the pods
     that belong to no replica of the spec; and a slot for each rank scaled away that still has a pod and a
     record, so that the pod's outcome is judged before the scale-down deletes it."""
