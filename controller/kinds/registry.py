@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from prometheus_client import CollectorRegistry
 
 from apimachinery.kubeclient import ApiClient
-from controller.jobs.controller import JobController
+from controller.jobs.execution.controller import JobController
 from controller.jobs.kind import JobKind
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.pytorch.kind import PYTORCH

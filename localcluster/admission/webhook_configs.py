@@ -23,7 +23,7 @@ import binascii
 import re
 import urllib.parse
 
-from apimachinery.selectors import SUBDOMAIN_MSG, qualified_name_errors
+from apimachinery.validation import SUBDOMAIN_MSG, qualified_name_errors
 
 from ..errors import bad_request
 from ..validation.builtins import (

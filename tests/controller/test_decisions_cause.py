@@ -1,4 +1,4 @@
-"""Why a job failed (controller/jobs/cause.py), on observations made by hand: the cases the planning tests of
+"""Why a job failed (controller/jobs/decisions/cause.py), on observations made by hand: the cases the planning tests of
 test_failure_cause.py do not reach. Written against the mutants that survived the other tests (tests/mutation,
 RELIABILITY.md): each test names the behaviour a surviving mutant broke."""
 
@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from controller.jobs.api import JobPhase, Outcome, Verdict
-from controller.jobs.cause import explained, how
-from controller.jobs.restart import Observation, Seen, Slot
-from controller.jobs.status import Replica
+from controller.jobs.decisions.cause import explained, how
+from controller.jobs.decisions.restart import Observation, Seen, Slot
+from controller.jobs.decisions.status import Replica
+from controller.jobs.schema.api import JobPhase, Outcome, Verdict
 from controller.jobs.training.restart import ReplicaRestart, RestartPolicyType
 
 NEVER = ReplicaRestart(RestartPolicyType.NEVER, None, "main")
@@ -84,7 +84,7 @@ def test_the_recorded_exit_code_is_given_when_the_pod_or_its_statuses_say_nothin
 def test_a_failure_after_restarts_granted_in_the_same_reconcile_counts_them_all():
     # Three workers fail at once under a job budget of 2 (OnFailure, backoffLimit 2): the first two are restarted
     # (the job's restarts 1 and 2), the third fails the job "after 2 of 2", as backoffCount will say.
-    from controller.jobs.restart import observe_all
+    from controller.jobs.decisions.restart import observe_all
 
     budget = ReplicaRestart(RestartPolicyType.ON_FAILURE, 2, "main")
     seen = {"metadata": {"uid": "uid-1"}, "status": {"phase": "Failed"}}
