@@ -6,12 +6,12 @@ import asyncio
 
 from prometheus_client import CollectorRegistry
 
-from apimachinery.kubeclient import ApiClient
 from apimachinery.resource import Resource
 from informers.informer import Informer, InformerStatus, Transform
 from informers.lister import Lister
 from informers.metrics import InformerCollector
 from informers.options import InformerOptions
+from kubeclient.lean_kubernetes_asyncio import ApiClient
 
 
 class SyncTimeoutError(TimeoutError):

@@ -12,7 +12,6 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from apimachinery.kubeclient import ApiClient
 from apimachinery.resource import Resource
 from informers.backoff import Backoff
 from informers.compact import Compactor
@@ -23,6 +22,7 @@ from informers.reflector import Reflector
 from informers.stats import InformerStats
 from informers.store import IndexFunc, Store, object_key
 from informers.transport import Transport
+from kubeclient.lean_kubernetes_asyncio import ApiClient
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ import aiohttp
 import orjson
 
 from apimachinery.errors import ApiStatusError
-from apimachinery.kubeclient import ApiClient
+from kubeclient.lean_kubernetes_asyncio import ApiClient
 
 _HEADERS = {"Accept": "application/json"}
 _AUTH = ["BearerToken"]

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import aiohttp
 
-from apimachinery.kubeclient import ApiClient
+from kubeclient.lean_kubernetes_asyncio import ApiClient
 
 CONNECT_TIMEOUT = 10.0
 

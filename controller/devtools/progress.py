@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TextIO
 
-from apimachinery.kubeclient import ApiClient
 from controller.devtools.colour import Paint, no_paint, palette
 from controller.devtools.pod_logs import LogFollower
 from controller.devtools.reasons import ReplicaReasons, pod_log_reader
 from controller.kinds.registry import KINDS
 from informers import InformerFactory
+from kubeclient.lean_kubernetes_asyncio import ApiClient
 
 FINISHED = frozenset({"Succeeded", "Failed"})
 STARTED = frozenset({"Running", "Succeeded", "Failed"})  # a replica phase whose pod may have output

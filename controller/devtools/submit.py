@@ -17,9 +17,9 @@ import aiohttp
 import orjson
 import yaml
 
-from apimachinery.kubeclient import ApiClient
 from informers import ApiStatusError
 from informers.transport import status_error
+from kubeclient.lean_kubernetes_asyncio import ApiClient
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30)

@@ -20,7 +20,6 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from apimachinery.errors import ApiStatusError
-from apimachinery.kubeclient import ApiClient
 from apimachinery.resource import PODS, SERVICES
 from controller.jobs import podgroup, trim
 from controller.jobs.backoff import RestartBackoff
@@ -33,6 +32,7 @@ from controller.runtime.controller import Controller, ControllerConfig
 from controller.runtime.result import Result
 from informers import InformerFactory
 from informers.transport import TRANSIENT_ERRORS, Transport
+from kubeclient.lean_kubernetes_asyncio import ApiClient
 
 __all__ = ["JobConfig", "JobController"]
 

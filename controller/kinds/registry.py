@@ -9,7 +9,6 @@ from collections.abc import Sequence
 
 from prometheus_client import CollectorRegistry
 
-from apimachinery.kubeclient import ApiClient
 from controller.jobs.controller import JobController
 from controller.jobs.kind import JobKind
 from controller.kinds.genericjob.kind import GENERICJOB
@@ -18,6 +17,7 @@ from controller.kinds.tensorflow.kind import TENSORFLOW
 from controller.runtime.controller import ControllerConfig
 from controller.runtime.group import ControllerGroup
 from informers import InformerFactory, Resource
+from kubeclient.lean_kubernetes_asyncio import ApiClient
 
 KINDS: dict[str, JobKind] = {kind.api.kind: kind for kind in (GENERICJOB, TENSORFLOW, PYTORCH)}
 

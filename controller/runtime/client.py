@@ -25,10 +25,10 @@ from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
 from apimachinery.errors import ApiStatusError
-from apimachinery.kubeclient import ApiClient, Configuration
 from apimachinery.resource import Resource
 from controller.runtime.metrics import RequestMetrics
 from kubeclient.http1 import Answer, Http1Pool
+from kubeclient.lean_kubernetes_asyncio import ApiClient, Configuration
 
 _AUTH = ["BearerToken"]
 

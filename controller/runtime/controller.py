@@ -23,7 +23,6 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from apimachinery.errors import ApiStatusError
-from apimachinery.kubeclient import ApiClient
 from controller.runtime.client import KubeClient
 from controller.runtime.events import EventRecorder
 from controller.runtime.metrics import ControllerMetrics, EventMetrics
@@ -31,6 +30,7 @@ from controller.runtime.result import Result, WritesFailed
 from informers import Informer, InformerFactory, InformerOptions, Resource
 from informers.informer import Transform
 from informers.namespaces import InformerGroup
+from kubeclient.lean_kubernetes_asyncio import ApiClient
 from workqueue import RateLimitingQueue, ShutDown
 
 log = structlog.get_logger("controller")

@@ -39,9 +39,9 @@ from datetime import UTC, datetime
 import structlog
 from prometheus_client import CollectorRegistry, Gauge
 
-from apimachinery.kubeclient import ApiClient
 from informers import ApiStatusError
 from informers.transport import TRANSIENT_ERRORS, json_body
+from kubeclient.lean_kubernetes_asyncio import ApiClient
 
 log = structlog.get_logger("leader")
 

@@ -40,7 +40,6 @@ from prometheus_client import (
     disable_created_metrics,
 )
 
-from apimachinery.kubeclient import ApiClient, Configuration, kube_config
 from controller.runtime.certs import POLL_SECONDS, CertificateError, CertWatcher, server_context
 from controller.runtime.client import InstrumentedApiClient
 from controller.runtime.controller import Controller, ControllerConfig
@@ -51,6 +50,7 @@ from controller.runtime.preflight import PreflightError, preflight
 from controller.runtime.server import Server
 from controller.runtime.webhook_server import Webhook, WebhookConfig
 from informers import SyncTimeoutError
+from kubeclient.lean_kubernetes_asyncio import ApiClient, Configuration, kube_config
 
 log = structlog.get_logger("controller.runtime.manager")
 

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 import structlog
 from aiohttp import web
 
-from apimachinery.kubeclient import ApiClient
 from informers import ApiStatusError
 from informers.transport import TRANSIENT_ERRORS, json_body
+from kubeclient.lean_kubernetes_asyncio import ApiClient
 
 log = structlog.get_logger("controller.runtime.metrics_auth")
 

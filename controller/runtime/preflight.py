@@ -28,10 +28,10 @@ from dataclasses import dataclass
 
 import structlog
 
-from apimachinery.kubeclient import ApiClient
 from informers import ApiStatusError, Resource
 from informers.backoff import Backoff, BackoffPolicy
 from informers.transport import TRANSIENT_ERRORS, Transport
+from kubeclient.lean_kubernetes_asyncio import ApiClient
 
 log = structlog.get_logger("controller.runtime.preflight")
 

@@ -46,11 +46,11 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from apimachinery.kubeclient import ApiClient
 from controller.runtime.certs import CERT_FILE, KEY_FILE, ServingContext, context_from_pem, issue
 from informers import ApiStatusError
 from informers.backoff import Backoff, BackoffPolicy
 from informers.transport import TRANSIENT_ERRORS, json_body
+from kubeclient.lean_kubernetes_asyncio import ApiClient
 
 log = structlog.get_logger("controller.runtime.webhook_certs")
 

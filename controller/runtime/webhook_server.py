@@ -43,10 +43,10 @@ import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from apimachinery.kubeclient import ApiClient
 from controller.runtime.certs import POLL_SECONDS, CertWatcher
 from controller.runtime.metrics import Children, shared
 from controller.runtime.webhook_certs import CertKeeper, CertKeeperConfig
+from kubeclient.lean_kubernetes_asyncio import ApiClient
 
 log = structlog.get_logger("controller.runtime.webhook_server")
 

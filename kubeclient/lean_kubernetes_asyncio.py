@@ -15,7 +15,8 @@ imported alone; any other name runs the package's real `__init__` once, and from
 exactly what a plain import makes. Tools and tests that use the generated classes keep working
 unchanged; if kubernetes_asyncio was imported before this module, nothing is deferred.
 
-Import `ApiClient`, `Configuration` and `kube_config` from here rather than from kubernetes_asyncio.
+Import `Configuration` and `kube_config` from here rather than from kubernetes_asyncio (the client itself,
+rest.py, uses none of its ApiClient).
 """
 
 from __future__ import annotations
