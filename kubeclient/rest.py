@@ -107,7 +107,7 @@ class _Shared:
 
 class RestClient:
     def __init__(self, settings: ClientSettings, *, observer: RequestObserver | None = None,
-                 user_agent: str | None = None, timeout: float = 30.0, connections: int = 16,
+                 user_agent: str | None = None, timeout: float = 30.0, connections: int = 100,
                  qps: float = 0.0, burst: int = 0) -> None:
         """`timeout`: seconds per request unless a call says otherwise; `connections`: at most this many to the
         server in each pool; `qps`/`burst`: this client's rate limit (qps <= 0: none)."""

@@ -125,7 +125,7 @@ async def test_events_have_a_request_budget_of_their_own(cluster, api_client, jo
     Events still go out at once. The job's writes (4 pods, its status writes) fit the burst of 30."""
     from controller.jobs.controller import JobController
     from controller.kinds.genericjob.kind import GENERICJOB
-    from controller.runtime.client import TokenBucket
+    from kubeclient.ratelimit import TokenBucket
 
     from .conftest import FAST
 
