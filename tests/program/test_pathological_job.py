@@ -86,11 +86,11 @@ async def test_a_pathological_job_neither_stalls_the_controller_nor_costs_it_the
         await stays_in_the_lead(cluster.api)
 
 
-async def stays_in_the_lead(api_client) -> None:
+async def stays_in_the_lead(api_client, rest_client) -> None:
     jobs = Jobs(api_client)
     await jobs.submit(genericjob("huge", {f"t{i}": 10_000 for i in range(64)}, script=QUICK))  # 640,000 replicas
     await upgrade_crd(api_client, genericjob_crd())  # the upgrade: the stored job stays as it was admitted
-    manager = Manager(api_client, manager_config(LeaderElectionConfig(LEASE_NAME, "default", **TIMING)))
+    manager = Manager(rest_client, manager_config(LeaderElectionConfig(LEASE_NAME, "default", **TIMING)))
     running = Running(manager)
     watch = None
     try:
