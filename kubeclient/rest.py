@@ -110,7 +110,8 @@ class RestClient:
                  user_agent: str | None = None, timeout: float = 30.0, connections: int = 100,
                  qps: float = 0.0, burst: int = 0) -> None:
         """`timeout`: seconds per request unless a call says otherwise; `connections`: at most this many to the
-        server in each pool; `qps`/`burst`: this client's rate limit (qps <= 0: none)."""
+        server in each pool (100: kubernetes_asyncio's and aiohttp's default); `qps`/`burst`: this client's rate
+        limit (qps <= 0: none). The client owns the settings' credentials: `close()` closes them too."""
         self.settings = settings
         self.server = settings.server.rstrip("/")
         self.credentials = settings.credentials
@@ -136,7 +137,8 @@ class RestClient:
         self._headers["User-Agent"] = value
 
     def with_limit(self, qps: float, burst: int) -> RestClient:
-        """A client on the same connections and credentials, waiting on a token bucket of its own."""
+        """A client on the same connections and credentials, waiting on a token bucket of its own. Close the
+        original only: closing either closes what they share."""
         sibling = copy.copy(self)
         sibling.limiter = TokenBucket(qps, burst)
         return sibling

@@ -20,6 +20,7 @@ from controller.jobs.api import MAX_TOTAL_REPLICAS
 from controller.kinds.genericjob.crd import genericjob_crd
 from controller.runtime.leader import LeaderElectionConfig
 from controller.runtime.manager import Manager
+from tests.clients import controller_client
 from tests.e2e.conftest import QUICK, Jobs, condition, genericjob, phase, status
 
 from .inprocess import Running, manager_config
@@ -83,7 +84,8 @@ class LoopWatch:
 
 async def test_a_pathological_job_neither_stalls_the_controller_nor_costs_it_the_lease(tmp_path):
     async with LocalClusterProcess(tmp_path, crds_before_the_cap(tmp_path / "crds")) as cluster:
-        await stays_in_the_lead(cluster.api)
+        async with controller_client(cluster.api) as rest:
+            await stays_in_the_lead(cluster.api, rest)
 
 
 async def stays_in_the_lead(api_client, rest_client) -> None:
