@@ -1,6 +1,6 @@
 """A controller: informers feed a rate-limited work queue; workers reconcile its keys.
 
-    controller = SomeController(api_client, ControllerConfig(workers=4), name="some")  # a subclass: its reconcile
+    controller = SomeController(rest_client, ControllerConfig(workers=4), name="some")  # a subclass: its reconcile
     controller.start_informers()            # may run while standing by for leadership
     await controller.wait_for_sync(30)
     controller.run_workers()                # only while leading
@@ -23,7 +23,6 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from apimachinery.errors import ApiStatusError
-from apimachinery.kubeclient import ApiClient
 from controller.runtime.client import KubeClient
 from controller.runtime.echoes import Echoes
 from controller.runtime.events import EventRecorder
@@ -32,6 +31,7 @@ from controller.runtime.result import Result, WritesFailed
 from informers import Informer, InformerFactory, InformerOptions, Resource
 from informers.informer import Transform
 from informers.namespaces import InformerGroup
+from kubeclient.rest import RestClient
 from workqueue import RateLimitingQueue, ShutDown
 
 log = structlog.get_logger("controller")
@@ -67,16 +67,16 @@ class ControllerConfig:
 class Controller:
     _informers_started = False  # set by start_informers(); until then /healthz has nothing to judge
 
-    def __init__(self, api_client: ApiClient, config: ControllerConfig | None = None,
+    def __init__(self, rest: RestClient, config: ControllerConfig | None = None,
                  registry: CollectorRegistry | None = None, *, name: str,
                  factory: InformerFactory | None = None) -> None:
         """`name`: the work queue's and the `controller` label of its metrics; `factory`: an informer factory
         shared with other controllers (a ControllerGroup), by default one of its own."""
         self.config = config = config or ControllerConfig()
         self.metrics = ControllerMetrics(registry, name)
-        self.client = KubeClient(api_client, qps=config.qps, burst=config.burst, timeout=config.request_timeout)
+        self.client = KubeClient(rest, qps=config.qps, burst=config.burst, timeout=config.request_timeout)
         self.factory = factory if factory is not None else \
-            InformerFactory(api_client, options=config.informer_options, registry=registry)
+            InformerFactory(rest, options=config.informer_options, registry=registry)
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(name=name, registry=registry)
         # Keys parked until a version of their object arrives (echoes.py): the watch handlers report arrivals.
         self.echoes = Echoes(lambda key: self.queue.add(key))

@@ -96,14 +96,17 @@ def test_stored_ports_compare_equal_to_the_desired_ones_after_defaulting():
 
 
 async def test_pod_handlers_lower_expectations_tombstones_included():
-    from kubernetes_asyncio.client import ApiClient, Configuration
+    from kubernetes_asyncio.client import Configuration
     from prometheus_client import CollectorRegistry
 
     from controller.jobs.execution.controller import JobController
     from controller.kinds.genericjob.kind import GENERICJOB
     from informers import Tombstone
+    from kubeclient.from_configuration import settings_from_configuration
+    from kubeclient.rest import RestClient
 
-    async with ApiClient(Configuration(host="http://127.0.0.1:9")) as api:  # never contacted
+    nowhere = Configuration(host="http://127.0.0.1:9")
+    async with RestClient(settings_from_configuration(nowhere)) as api:  # never contacted
         made = JobController(GENERICJOB, api, registry=CollectorRegistry())
         expectations = made.reconciler.expectations
         pod = {"metadata": {"name": "j-w-0", "namespace": "ns", "uid": "pod-1", "ownerReferences": [

@@ -30,11 +30,11 @@ def cached(group, resource) -> set[str]:
             for o in informer.lister.list()}
 
 
-async def test_unrelated_pods_and_services_never_enter_the_cache_children_of_every_kind_do(cluster, api_client,
+async def test_unrelated_pods_and_services_never_enter_the_cache_children_of_every_kind_do(cluster, rest_client,
                                                                                              config, jobs):
     await jobs.core.create_namespaced_pod("default", named(STRANGER_POD, "before"))
     await jobs.core.create_namespaced_service("default", named(STRANGER_SERVICE, "before"))
-    group = make_controller(api_client, config, CollectorRegistry())
+    group = make_controller(rest_client, config, CollectorRegistry())
     await group.start(sync_timeout=10)
     try:
         assert all(informer.label_selector for informer in group.factory.informers

@@ -42,8 +42,8 @@ def config() -> JobConfig:
 
 
 @pytest.fixture
-async def kind_controllers(api_client, config):
-    made = [JobController(kind, api_client, config) for kind in (TENSORFLOW, PYTORCH)]
+async def kind_controllers(rest_client, config):
+    made = [JobController(kind, rest_client, config) for kind in (TENSORFLOW, PYTORCH)]
     for controller in made:
         await controller.start(sync_timeout=10)
     yield made

@@ -31,7 +31,7 @@ LOCALCLUSTER_LAYERS = ["validation", "errors", "storage", "fields", "auth", "adm
 JOB_ROOMS = ["schema", "children", "decisions", "execution"]
 JOB_SEAM = ("controller.jobs.kind", "controller.jobs.training")
 # What the pure decisions never import: the network, the event loop, the clients, the caches, the runtime.
-IO_MODULES = ("aiohttp", "asyncio", "kubernetes_asyncio", "kubeclient", "apimachinery.kubeclient", "informers",
+IO_MODULES = ("aiohttp", "asyncio", "kubernetes_asyncio", "kubeclient", "informers",
               "workqueue", "controller.runtime", "socket", "ssl", "subprocess", "http", "urllib", "structlog",
               "prometheus_client")
 MAX_LINES = 450

@@ -1,7 +1,7 @@
 """The controller of one job kind: the runtime's worker loop, fed by the job's informers and its
 children's, reconciling each job with the engine's Reconciler.
 
-    controller = JobController(GENERICJOB, api_client, JobConfig(workers=4))
+    controller = JobController(GENERICJOB, rest_client, JobConfig(workers=4))
     await controller.start()     # or start_informers / wait_for_sync / run_workers, as the manager does
 
 The job informer enqueues the job; the pod, Service and PodGroup informers, which select only this
@@ -20,7 +20,6 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from apimachinery.errors import ApiStatusError
-from apimachinery.kubeclient import ApiClient
 from apimachinery.resource import PODS, SERVICES
 from controller.jobs.children import podgroup
 from controller.jobs.decisions.backoff import RestartBackoff
@@ -33,7 +32,7 @@ from controller.jobs.schema.naming import controller_uid, owner_key
 from controller.runtime.controller import Controller, ControllerConfig
 from controller.runtime.result import Result
 from informers import InformerFactory
-from informers.transport import TRANSIENT_ERRORS, Transport
+from kubeclient.rest import TRANSIENT_ERRORS, RestClient
 
 __all__ = ["JobConfig", "JobController"]
 
@@ -41,11 +40,11 @@ log = structlog.get_logger("controller.jobs")
 
 
 class JobController(Controller):
-    def __init__(self, kind: JobKind, api_client: ApiClient, config: ControllerConfig | None = None,
+    def __init__(self, kind: JobKind, rest: RestClient, config: ControllerConfig | None = None,
                  registry: CollectorRegistry | None = None, *, factory: InformerFactory | None = None) -> None:
         """`config`: a JobConfig, or the runtime's settings alone (the engine's then default)."""
         config = JobConfig.of(config)
-        super().__init__(api_client, config, registry, name=kind.api.kind.lower(), factory=factory)
+        super().__init__(rest, config, registry, name=kind.api.kind.lower(), factory=factory)
         self.kind = kind
         self.config: JobConfig = config
         self.job_metrics = JobMetrics(registry, kind)
@@ -103,8 +102,8 @@ class JobController(Controller):
     async def _served(self, resource) -> bool:
         """Does the cluster serve this API? A list of at most one object answers it (404: no such API)."""
         try:
-            await Transport(self.client.api_client, self.config.request_timeout).get(
-                resource.path(self._a_namespace()), {"limit": "1"})
+            await self.client.rest.get(resource.path(self._a_namespace()), {"limit": "1"},
+                                       timeout=self.config.request_timeout)
         except ApiStatusError as err:
             if err.code != 404:
                 log.warning("cannot tell whether the cluster serves a dependent API", resource=str(resource),

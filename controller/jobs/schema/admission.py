@@ -33,11 +33,11 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from apimachinery.kubeclient import ApiClient
 from controller.jobs.kind import JobKind, KindApi, SpecProblem
 from controller.jobs.schema.crd import RESUME_SPECS_IMMUTABLE
 from controller.jobs.schema.validation import SpecError, recorded_types
 from controller.runtime.webhook_server import BadRequest, Webhook, WebhookConfig
+from kubeclient.rest import RestClient
 
 REVIEW_API_VERSION = "admission.k8s.io/v1"
 REVIEW_KIND = "AdmissionReview"
@@ -63,12 +63,12 @@ def webhook_name(api: KindApi) -> str:
     return f"{api.plural}.{api.group}"
 
 
-def make_webhook(api_client: ApiClient | None, config: WebhookConfig, registry: CollectorRegistry | None = None, *,
+def make_webhook(rest: RestClient | None, config: WebhookConfig, registry: CollectorRegistry | None = None, *,
                  kinds: Sequence[JobKind]) -> Webhook:
     """The webhook server of `kinds`, one path each (`path`), with its certificates (`config`): start() and stop()
-    it; its unready() is for /readyz. `api_client` keeps the certificates when `config.cert_dir` is None."""
+    it; its unready() is for /readyz. `rest` keeps the certificates when `config.cert_dir` is None."""
     handlers = {path(kind.api): functools.partial(review, kind) for kind in kinds}
-    return Webhook(api_client, handlers, config, registry)
+    return Webhook(rest, handlers, config, registry)
 
 
 def review(kind: JobKind, body: Any) -> dict:

@@ -1,8 +1,8 @@
-"""kubernetes_asyncio's ApiClient and configuration, without its ~1,300 generated API and model modules.
+"""kubernetes_asyncio's configuration and kubeconfig loading, without its ~1,300 generated API and model modules.
 
-The project reads and writes raw JSON through `ApiClient` (URL, TLS, credentials, token refresh) and
-loads kubeconfig or in-cluster settings through `kubernetes_asyncio.config`; it never uses the generated
-`CoreV1Api`/`V1Pod` classes. But `import kubernetes_asyncio.client.api_client` runs the package
+The project loads kubeconfig or in-cluster settings through `kubernetes_asyncio.config` (and sends its
+requests through its own client, rest.py); it never uses the generated `CoreV1Api`/`V1Pod` classes. But
+`kubernetes_asyncio.config` imports `kubernetes_asyncio.client.api_client`, which runs the package
 `__init__`s of `kubernetes_asyncio`, `kubernetes_asyncio.client` and `kubernetes_asyncio.client.models`,
 which import every generated class: some 40 MiB of a controller whose whole cache of 10,000 pods costs
 less than that.
@@ -15,7 +15,7 @@ imported alone; any other name runs the package's real `__init__` once, and from
 exactly what a plain import makes. Tools and tests that use the generated classes keep working
 unchanged; if kubernetes_asyncio was imported before this module, nothing is deferred.
 
-Import `ApiClient`, `Configuration` and `kube_config` from here rather than from kubernetes_asyncio.
+Import `Configuration` and `kube_config` from here rather than from kubernetes_asyncio.
 """
 
 from __future__ import annotations
