@@ -28,7 +28,7 @@ message. A `dryRun` request is answered like any other (nothing here has side ef
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -119,14 +119,13 @@ def problems(kind: JobKind, request: dict) -> list[SpecProblem]:
 
 
 def update_problems(kind: JobKind, old: dict, new: dict) -> list[SpecProblem]:
-    """What cannot change once set: the resumeSpecs of every kind, and what the kind adds (`update_problems`,
-    optional: PyTorch's elastic bounds)."""
+    """What cannot change once set: the resumeSpecs of every kind, and what the kind adds (its
+    `update_problems`: an elastic kind's bounds)."""
     errors: list[SpecProblem] = []
     before, after = _resume_specs(old), _resume_specs(new)
     if before and after != before:
         errors.append(SpecError("spec.runMode.pause.resumeSpecs", RESUME_SPECS_IMMUTABLE["message"]))
-    own: Callable[[dict, dict], list[SpecProblem]] | None = getattr(kind, "update_problems", None)
-    return errors + (own(old, new) if own is not None else [])
+    return errors + list(kind.update_problems(old, new))
 
 
 def invalid_status(api: KindApi, name: str, errors: list[SpecProblem]) -> dict:

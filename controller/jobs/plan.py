@@ -364,8 +364,9 @@ def _slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
     slots = []
     debugging = job.spec.run_mode.debugging
     rules = {spec.type: kind.restart_rule(job, spec.type) for spec in job.spec.replica_specs}
+    counts = kind.replica_counts(job)
     for spec in job.spec.replica_specs:
-        for rank in range(spec.replicas):
+        for rank in range(counts[spec.type]):
             name = replica_name(job.name, spec.type, rank)
             record = st.read_record(stored.get(name), name)
             candidates = by_replica.pop((spec.type, rank), None)
@@ -449,7 +450,7 @@ def _run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observatio
     delete = delete + restart_deletes
     events = events + restarting
     events = events + [Event(WARNING, reason, message) for reason, message in waiting.news(waits)]
-    templates, changed = edits.template_changes(job, old)
+    templates, changed = edits.template_changes(kind, job, old)
     events += changed
     if any(switched):
         names = [o.slot.name for o, other in zip(observations, switched, strict=True) if other]

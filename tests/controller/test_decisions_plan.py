@@ -8,7 +8,7 @@ import pytest
 
 from controller.jobs import plan as engine
 from controller.jobs.pods import mode_annotation
-from controller.kinds.tensorflow import tensorboard
+from controller.jobs.training import tensorboard
 from controller.kinds.tensorflow.kind import TENSORFLOW
 
 from .plan_support import Pods, make_job, step

@@ -20,7 +20,7 @@ from controller.jobs.api import MAX_REPLICAS, CleanUpPolicy, JobObject, Model, R
 from controller.jobs.kind import KindApi
 from controller.jobs.training.restart import RestartPolicyType
 from controller.jobs.training.runpolicy import RunPolicy, enable_is_enabled
-from controller.kinds.tensorflow.tensorboard_spec import TensorBoardSpec
+from controller.jobs.training.tensorboard import TensorBoardSpec
 
 GROUP = "batch.tensorstack.dev"
 VERSION = "v1beta1"
@@ -71,10 +71,11 @@ class TensorFlowTrainingJobSpec(Model):
 
     def master(self) -> tuple[str, int] | None:
         """The replica whose success is the job's: the chief, else worker 0."""
-        if self.replica(ReplicaType.CHIEF) is not None and self.replica(ReplicaType.CHIEF).replicas > 0:
-            return str(ReplicaType.CHIEF), 0
-        worker = self.replica(ReplicaType.WORKER)
-        return (str(ReplicaType.WORKER), 0) if worker is not None and worker.replicas > 0 else None
+        for replica_type in (ReplicaType.CHIEF, ReplicaType.WORKER):
+            spec = self.replica(replica_type)
+            if spec is not None and spec.replicas > 0:
+                return str(replica_type), 0
+        return None
 
 
 class TensorFlowTrainingJob(JobObject):
