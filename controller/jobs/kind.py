@@ -161,8 +161,10 @@ class Dependent(NamedTuple):
 
 
 class SpecProblem(Protocol):
-    field: str
-    message: str
+    @property
+    def field(self) -> str: ...
+    @property
+    def message(self) -> str: ...
 
 
 MESSAGE_ERRORS_SHOWN = 5  # a condition message and an Event stay readable with many errors
@@ -181,15 +183,20 @@ J = TypeVar("J", bound=ParsedJob)  # a kind's parsed model
 class JobKind(Protocol[J]):
     """What the engine asks of a kind; J is the kind's parsed model, which every method receives."""
 
-    api: KindApi
-    status: StatusCodec
-    # APIs of objects the kind's jobs own besides pods, Services and the PodGroup (a training job's TensorBoard),
-    # with their kind and the RBAC they need. An API may be missing from a cluster: the controller watches each
-    # once it is served.
-    dependent_resources: tuple[Dependent, ...]
+    @property
+    def api(self) -> KindApi: ...
 
-    def parse(self, obj: dict) -> J | list[SpecProblem]:
-        """The job, parsed and validated; or every problem found, each naming its field."""
+    @property
+    def status(self) -> StatusCodec: ...
+
+    @property
+    def dependent_resources(self) -> tuple[Dependent, ...]:
+        """APIs of objects the kind's jobs own besides pods, Services and the PodGroup (a training job's
+        TensorBoard), with their kind and the RBAC they need. An API may be missing from a cluster: the
+        controller watches each once it is served."""
+
+    def parse(self, obj: dict) -> J | Sequence[SpecProblem]:
+        """The job, parsed and validated; or every problem found (a list), each naming its field."""
 
     def update_problems(self, old: dict, new: dict) -> Sequence[SpecProblem]:
         """What an edit may not change beyond what `parse` checks (the admission webhook's update rule)."""
@@ -248,7 +255,7 @@ class KindBase(ABC, Generic[J]):
     dependent_resources: tuple[Dependent, ...] = ()
 
     @abstractmethod
-    def parse(self, obj: dict) -> J | list[SpecProblem]: ...
+    def parse(self, obj: dict) -> J | Sequence[SpecProblem]: ...
 
     @abstractmethod
     def crd(self) -> dict: ...

@@ -9,6 +9,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 
+from pydantic import BaseModel
+
 from controller.jobs import crd as generic
 from controller.jobs.kind import KindApi
 from controller.jobs.training import runpolicy, tensorboard
@@ -34,7 +36,7 @@ NAME_RULES = [
 ]
 
 
-def spec_schema(model: type, description: str, max_types: int, *, type_rules: Sequence[dict] = (),
+def spec_schema(model: type[BaseModel], description: str, max_types: int, *, type_rules: Sequence[dict] = (),
                 master_rules: Sequence[dict] = ()) -> dict:
     """The spec's schema from the kind's model (`model_json_schema`): `max_types` replica types at most, the
     kind's rules over spec.replicaSpecs (`type_rules` before the totals, `master_rules` after them), the pod
