@@ -17,8 +17,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from apimachinery.kubeclient import ApiClient
-from controller.jobs.controller import JobController
 from controller.jobs import crd as generic
+from controller.jobs.controller import JobController
 from controller.jobs.kind import JobKind
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.pytorch.kind import PYTORCH

@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from apimachinery.resource import Resource
-from controller.jobs.api import CleanUpPolicy, JobPhase, Outcome, RunMode, SchedulePolicy, Verdict
-from controller.jobs.kind import Dependent, KindBase, Outcomes
+from controller.jobs.api import JobPhase, Outcome, Verdict
+from controller.jobs.kind import Dependent, KindBase, Outcomes, ReplicaSpec
 from controller.jobs.training import containers, tensorboard
 from controller.jobs.training.restart import ReplicaRestart, RestartPolicyType
 from controller.jobs.training.runpolicy import RunPolicy
@@ -37,30 +37,16 @@ from controller.jobs.validation import (
 __all__ = ["TrainingJob", "TrainingKind"]
 
 
-class TrainingReplica(Protocol):
-    @property
-    def type(self) -> str: ...
-    @property
-    def replicas(self) -> int: ...
-    @property
-    def template(self) -> dict[str, Any]: ...
+class TrainingReplica(ReplicaSpec, Protocol):
     @property
     def restart_policy(self) -> RestartPolicyType: ...
 
 
-class TrainingSpec(Protocol):
+class TrainingSpec(tensorboard.BoardSpec, Protocol):
     @property
     def replica_specs(self) -> Sequence[TrainingReplica]: ...
     @property
-    def run_mode(self) -> RunMode: ...
-    @property
-    def clean_up_policy(self) -> CleanUpPolicy: ...
-    @property
-    def scheduler(self) -> SchedulePolicy | None: ...
-    @property
     def run_policy(self) -> RunPolicy: ...
-    @property
-    def tensorboard_spec(self) -> tensorboard.TensorBoardSpec | None: ...
 
     def replica(self, replica_type: str) -> TrainingReplica | None: ...
 
@@ -68,17 +54,9 @@ class TrainingSpec(Protocol):
         """The replica whose success is the job's; None when no replica is."""
 
 
-class TrainingJob(Protocol):
+class TrainingJob(tensorboard.WithTensorBoard, Protocol):
     """What the kit reads of a parsed training job."""
 
-    @property
-    def name(self) -> str: ...
-    @property
-    def namespace(self) -> str: ...
-    @property
-    def uid(self) -> str: ...
-    @property
-    def generation(self) -> int: ...
     @property
     def spec(self) -> TrainingSpec: ...
 

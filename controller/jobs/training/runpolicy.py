@@ -3,7 +3,7 @@ and the `enable` spelling of a run mode's switch, with what the CRD generator ad
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, field_validator
 
@@ -65,3 +65,20 @@ def crd_spellings(spec_properties: dict) -> None:
     for mode in ("debug", "pause"):
         enable_spelling(run_mode[mode], "003's spelling of enabled.")
     spec_properties["runPolicy"]["properties"]["cleanUpPolicy"]["enum"] = list(CLEAN_UP_SPELLINGS)
+
+
+class TrainingSpec(Model):
+    """The base of a training kind's spec model: its `runMode` read with the `enable` spelling, and the clean-up
+    policy in its `runPolicy` (the kind declares both fields, with its own defaults and descriptions)."""
+
+    if TYPE_CHECKING:  # declared by each kind, not here: a field here would come first in the model's errors
+        run_policy: RunPolicy
+
+    @field_validator("run_mode", mode="before", check_fields=False)
+    @classmethod
+    def _enable(cls, value: Any) -> Any:
+        return enable_is_enabled(value)
+
+    @property
+    def clean_up_policy(self) -> CleanUpPolicy:
+        return self.run_policy.clean_up_policy

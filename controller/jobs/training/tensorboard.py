@@ -24,7 +24,7 @@ from pydantic import Field
 from apimachinery.resource import Resource
 from controller.jobs import crd as generic
 from controller.jobs.api import Model
-from controller.jobs.kind import Dependent, KindApi
+from controller.jobs.kind import Dependent, JobSpec, KindApi, ParsedJob
 from controller.jobs.naming import job_labels, owner_reference
 
 GROUP = "tensorstack.dev"
@@ -85,22 +85,16 @@ class TensorBoardSpec(Model):
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
-class _Spec(Protocol):
+class BoardSpec(JobSpec, Protocol):
     @property
     def tensorboard_spec(self) -> TensorBoardSpec | None: ...
 
 
-class WithTensorBoard(Protocol):
+class WithTensorBoard(ParsedJob, Protocol):
     """A parsed job that may ask for a TensorBoard."""
 
     @property
-    def name(self) -> str: ...
-    @property
-    def namespace(self) -> str: ...
-    @property
-    def uid(self) -> str: ...
-    @property
-    def spec(self) -> _Spec: ...
+    def spec(self) -> BoardSpec: ...
 
 
 def desired(job: WithTensorBoard, api: KindApi) -> dict | None:

@@ -87,9 +87,5 @@ def manifests() -> dict[str, str]:
     return training.manifests("controller.kinds.pytorch.crd", pytorch_crd())
 
 
-def main(argv: list[str] | None = None) -> None:
-    generic.main(manifests, "Write the PyTorchTrainingJob CRD generated from the models.", argv)
-
-
 if __name__ == "__main__":
-    main()
+    generic.main(manifests, "Write the PyTorchTrainingJob CRD generated from the models.")

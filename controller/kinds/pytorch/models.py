@@ -17,10 +17,10 @@ from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
-from controller.jobs.api import MAX_REPLICAS, CleanUpPolicy, JobObject, Model, RunMode, SchedulePolicy
+from controller.jobs.api import MAX_REPLICAS, JobObject, Model, RunMode, SchedulePolicy
 from controller.jobs.kind import KindApi
 from controller.jobs.training.restart import RestartPolicyType
-from controller.jobs.training.runpolicy import RunPolicy, enable_is_enabled, enable_read
+from controller.jobs.training.runpolicy import RunPolicy, TrainingSpec, enable_read
 from controller.jobs.training.tensorboard import TensorBoardSpec
 
 GROUP = "batch.tensorstack.dev"
@@ -85,7 +85,7 @@ class ElasticConfig(Model):
         "ranks go first, the master stays."))
 
 
-class PyTorchTrainingJobSpec(Model):
+class PyTorchTrainingJobSpec(TrainingSpec):
     replica_specs: Annotated[list[ReplicaSpec], Field(min_length=1)] = Field(
         description="The replicas of the job, by type; global ranks: master-0 first, then list order.")
     torchrun_config: TorchrunConfig = Field(default_factory=TorchrunConfig, description="torchrun mode.")
@@ -98,11 +98,6 @@ class PyTorchTrainingJobSpec(Model):
     scheduler: SchedulePolicy | None = Field(None, description="The scheduler that dispatches the pods.")
     run_mode: RunMode = Field(default_factory=RunMode, description="Debug or pause the job.")
 
-    @field_validator("run_mode", mode="before")
-    @classmethod
-    def _enable_run_mode(cls, value: Any) -> Any:
-        return enable_is_enabled(value)
-
     @field_validator("torchrun_config", "elastic", mode="before")
     @classmethod
     def _enable_switch(cls, value: Any) -> Any:
@@ -114,10 +109,6 @@ class PyTorchTrainingJobSpec(Model):
         if isinstance(value, dict) and "backoffLimit" not in value and "backoff_limit" not in value:
             return {**value, "backoffLimit": DEFAULT_BACKOFF_LIMIT}
         return value
-
-    @property
-    def clean_up_policy(self) -> CleanUpPolicy:
-        return self.run_policy.clean_up_policy
 
     @property
     def torchrun(self) -> bool:

@@ -66,9 +66,5 @@ def manifests() -> dict[str, str]:
     return training.manifests("controller.kinds.tensorflow.crd", tensorflow_crd())
 
 
-def main(argv: list[str] | None = None) -> None:
-    generic.main(manifests, "Write the TensorFlowTrainingJob CRD generated from the models.", argv)
-
-
 if __name__ == "__main__":
-    main()
+    generic.main(manifests, "Write the TensorFlowTrainingJob CRD generated from the models.")
