@@ -12,7 +12,7 @@ The specification does not give the PodGroup API, so this module does:
 The job's pods then carry `schedulerName: t9k-scheduler` and the label and annotation
 `scheduler.tensorstack.dev/group-name: <podgroup name>`, which the scheduler reads to find the group.
 The CRD is written to manifests/crds/podgroup.yaml with the kinds' CRDs (registry.crd_files: by the
-first kind's generator, `python -m controller.kinds.genericjob.crd`).
+first kind's generator).
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ copied so the parsed job is never mutated, with only what the controller owns ch
 - spec.restartPolicy is always Never: the controller replaces finished pods itself, so it counts
   every restart (a kubelet restart in place would be invisible to the restart limit).
 - spec.schedulerName is t9k-scheduler with T9k Scheduler.
-- the kind decorates the pod spec (JobKind.decorate_pod): GenericJob expands its variables in
-  command, args and env values, and in the run mode's override, which it applies with `apply_override`.
+- the kind decorates the pod spec (JobKind.decorate_pod): its variables and environment, and the run
+  mode's override, which it applies with `apply_override`.
 - annotations say which mode the pod was made in (`<prefix>/run-mode`: immediate, debug or resume) and
   from which template (`<prefix>/template-hash`).
 - run modes: debug replaces the command and drops the args; resume applies the resumeSpecs
@@ -89,7 +89,7 @@ def run_mode_override(job: ParsedJob, replica_type: str, mode: PodMode | str) ->
 def desired_pod(kind: JobKind, job: ParsedJob, replica_type: str, rank: int, *,
                 mode: PodMode | str = PodMode.IMMEDIATE) -> dict:
     """The pod of replica (type, rank). Raises what the kind's decoration raises for a spec it cannot
-    build (GenericJob: SubstitutionError, which validation reports first) and KeyError for an unknown type."""
+    build (a variable that does not resolve, which its validation reports first) and KeyError for an unknown type."""
     index, spec = replica_spec(job, replica_type)
     template = spec.template
     pod_spec = _copy_json(template.get("spec")) if isinstance(template.get("spec"), dict) else {}

@@ -215,7 +215,8 @@ def name_errors(job: ParsedJob, api: KindApi, *, services: bool,
 
 def no_replicas_errors(counts: list[int]) -> list[SpecError]:
     """A job runs at least one replica, when created and after any edit: with none there is nothing to
-    judge it by (a GenericJob would succeed at once, a training job would wait forever)."""
+    judge it by (a job judged by all its replicas would succeed at once, one judged by its master would wait
+    forever)."""
     if any(count > 0 for count in counts):
         return []
     return [SpecError("spec.replicaSpecs", "a job needs at least one replica: the replicas of all its types "
