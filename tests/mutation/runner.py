@@ -26,12 +26,13 @@ from tests.mutation import mutants as mutation
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# The decision modules of issue 33, smallest first (held.py, conflicts.py and training/status.py since the
-# records, children, validity and judging branches: the held edit, the taken names, the removed ranks' counts).
+# The decision modules of issue 33, smallest first (held.py, conflicts.py and training/status.py, now status.py's
+# TasksStatus, since the records, children, validity and judging branches: the held edit, the taken names, the
+# removed ranks' counts).
 MODULES = [
     "controller/jobs/training/runpolicy.py",
     "controller/jobs/training/restart.py",
-    "controller/jobs/training/status.py",
+    "controller/jobs/training/kind.py",  # the training kinds' verdict, restarts and ports (issue 37)
     "controller/jobs/cause.py",
     "controller/jobs/held.py",
     "controller/jobs/conflicts.py",
