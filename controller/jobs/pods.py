@@ -121,9 +121,10 @@ def template_hash(template: dict, labels: Mapping[str, str] | None = None) -> st
         return entry[2]
     hashed = template
     if labels:
-        meta = template.get("metadata") if isinstance(template.get("metadata"), dict) else {}
-        own = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
-        hashed = {**template, "metadata": {**meta, "labels": {**own, **labels}}}
+        meta = template.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
+        own = meta.get("labels")
+        hashed = {**template, "metadata": {**meta, "labels": {**(own if isinstance(own, dict) else {}), **labels}}}
     digest = hashlib.sha256(orjson.dumps(hashed, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
     if len(_hashes) >= _HASHES_KEPT:
         _hashes.clear()
