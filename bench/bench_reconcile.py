@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 import structlog  # noqa: E402
 from kubernetes_asyncio import client, config  # noqa: E402
 
-from controller.jobs.controller import JobController  # noqa: E402
+from controller.jobs.execution.controller import JobController  # noqa: E402
 from controller.kinds.genericjob.kind import GENERICJOB  # noqa: E402
 from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION  # noqa: E402
 from controller.runtime.controller import ControllerConfig  # noqa: E402

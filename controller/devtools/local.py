@@ -51,8 +51,8 @@ from controller.devtools.local_webhook import LocalWebhook
 from controller.devtools.progress import JobProgress, is_job, plural
 from controller.devtools.submit import ManifestError, Submitter, describe, load_manifests
 from controller.devtools.terminal import Terminal
-from controller.jobs import crd
-from controller.jobs.config import JobConfig
+from controller.jobs.execution.config import JobConfig
+from controller.jobs.schema import crd
 from controller.kinds import registry
 from controller.runtime import logs
 from controller.runtime.client import InstrumentedApiClient, resolve_proxy_once

@@ -1,6 +1,6 @@
 """`local`'s admission webhook, wired into localcluster as a cluster wires the controller's (issue 34).
 
-`genericjob-controller local` serves the controller's validating webhook (controller/jobs/admission.py) on a free
+`genericjob-controller local` serves the controller's validating webhook (controller/jobs/schema/admission.py) on a free
 loopback port, and registers it in its localcluster as an install does: the Service `genericjob-controller-webhook`
 in `genericjob-system` (without a selector: its Endpoints and EndpointSlice, written here, point at 127.0.0.1:PORT,
 which is how localcluster's webhook calls resolve a service reference) and the ValidatingWebhookConfiguration
@@ -29,8 +29,8 @@ from pathlib import Path
 import yaml
 from kubernetes_asyncio import client
 
-from controller.jobs import admission, crd
 from controller.jobs.kind import JobKind
+from controller.jobs.schema import admission, crd
 from controller.kinds import registry
 from controller.runtime.webhook_server import Webhook, WebhookConfig
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from apimachinery.resource import Resource
-from controller.jobs.api import CleanUpPolicy, Outcome, RunMode, SchedulePolicy, Verdict
+from controller.jobs.schema.api import CleanUpPolicy, Outcome, RunMode, SchedulePolicy, Verdict
 
 Outcomes = Mapping[tuple[str, int], Outcome | None]  # by (type, rank); None: not decided yet
 

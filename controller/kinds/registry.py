@@ -17,9 +17,9 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from apimachinery.kubeclient import ApiClient
-from controller.jobs import crd as generic
-from controller.jobs.controller import JobController
+from controller.jobs.execution.controller import JobController
 from controller.jobs.kind import JobKind
+from controller.jobs.schema import crd as generic
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.pytorch.kind import PYTORCH
 from controller.kinds.tensorflow.kind import TENSORFLOW

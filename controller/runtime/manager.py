@@ -76,7 +76,7 @@ class ManagerConfig:
     # line gives the job controller of the kinds it serves (controller/kinds/registry.py).
     make_controller: Callable[[ApiClient, ControllerConfig, CollectorRegistry], Controller] | None = None
     # The admission webhook: its port and certificates (None: not served), and what serves it: (api_client,
-    # webhook config, registry) -> Webhook, the kinds' handlers (controller/jobs/admission.py make_webhook).
+    # webhook config, registry) -> Webhook, the kinds' handlers (controller/jobs/schema/admission.py make_webhook).
     webhook: WebhookConfig | None = None
     make_webhook: Callable[[ApiClient, WebhookConfig, CollectorRegistry], Webhook] | None = None
 

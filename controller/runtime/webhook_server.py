@@ -6,7 +6,7 @@
     await webhook.stop()
 
 Each handler takes the decoded AdmissionReview and returns the one to send back (pure and fast: the kinds'
-decisions, controller/jobs/admission.py); it raises `BadRequest` for a body that is not a review it can answer.
+decisions, controller/jobs/schema/admission.py); it raises `BadRequest` for a body that is not a review it can answer.
 The server is generic and knows no kind. What it guarantees, as controller-runtime's webhook server does:
 
 - POST only (405 otherwise), `Content-Type: application/json` (400 otherwise), a body of at most `max_body`

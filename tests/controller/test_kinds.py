@@ -8,7 +8,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from prometheus_client import CollectorRegistry
 
 from controller.cmd import cli
-from controller.jobs.controller import JobController
+from controller.jobs.execution.controller import JobController
 from controller.jobs.kind import KindApi
 from controller.kinds import registry as kinds
 from controller.kinds.genericjob.kind import GENERICJOB, GenericJobKind

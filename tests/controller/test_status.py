@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import pytest
 
-from controller.jobs import status as st
-from controller.jobs.api import JobPhase
-from controller.jobs.status import TasksStatus
+from controller.jobs.decisions import status as st
+from controller.jobs.decisions.status import TasksStatus
+from controller.jobs.schema.api import JobPhase
 from controller.kinds.genericjob.kind import GENERICJOB
 
 from .plan_support import at, make_pod

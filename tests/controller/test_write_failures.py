@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from controller.jobs import status as st
-from controller.jobs.services import desired_service, stored_ports
+from controller.jobs.children.services import desired_service, stored_ports
+from controller.jobs.decisions import status as st
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GenericJob
 from controller.runtime.expectations import EXPECTATION_TTL, Expectations
@@ -52,7 +52,7 @@ def test_expectations_are_lowered_by_observations_not_only_by_the_cache():
 
 
 def test_expectations_still_expire(monkeypatch):
-    import controller.jobs.reconciler as reconciler
+    import controller.jobs.execution.reconciler as reconciler
 
     now = [1000.0]
     monkeypatch.setattr(reconciler.time, "monotonic", lambda: now[0])
@@ -99,7 +99,7 @@ async def test_pod_handlers_lower_expectations_tombstones_included():
     from kubernetes_asyncio.client import ApiClient, Configuration
     from prometheus_client import CollectorRegistry
 
-    from controller.jobs.controller import JobController
+    from controller.jobs.execution.controller import JobController
     from controller.kinds.genericjob.kind import GENERICJOB
     from informers import Tombstone
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client
 
-from controller.jobs.config import JobConfig
-from controller.jobs.controller import JobController
-from controller.jobs.podgroup import GROUP as PG_GROUP
-from controller.jobs.podgroup import PLURAL as PG_PLURAL
-from controller.jobs.podgroup import VERSION as PG_VERSION
+from controller.jobs.children.podgroup import GROUP as PG_GROUP
+from controller.jobs.children.podgroup import PLURAL as PG_PLURAL
+from controller.jobs.children.podgroup import VERSION as PG_VERSION
+from controller.jobs.execution.config import JobConfig
+from controller.jobs.execution.controller import JobController
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
 from controller.kinds.pytorch.kind import PYTORCH

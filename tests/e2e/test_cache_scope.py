@@ -50,7 +50,7 @@ async def test_unrelated_pods_and_services_never_enter_the_cache_children_of_eve
         await jobs.core.create_namespaced_pod("default", named(STRANGER_POD, "after"))
         await jobs.core.create_namespaced_service("default", named(STRANGER_SERVICE, "after"))
         # A change to a child after the strangers: once the caches have it, they have seen every event before it.
-        # (A label, not an annotation: the caches drop annotations, see controller/jobs/trim.py.)
+        # (A label, not an annotation: the caches drop annotations, see controller/jobs/execution/trim.py.)
         await jobs.core.patch_namespaced_pod("gj-worker-0", "default", {"metadata": {"labels": {"seen": "1"}}})
         await jobs.core.patch_namespaced_service("tf-worker-0", "default",
                                                  {"metadata": {"labels": {"seen": "1"}}})

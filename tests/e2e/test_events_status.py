@@ -123,7 +123,7 @@ async def test_events_have_a_request_budget_of_their_own(cluster, api_client, jo
     """Events are sent through a client with a rate limit of its own: once the job is running, the
     controller's own client is starved (a bucket that would make the next request wait 1,000 s), and
     Events still go out at once. The job's writes (4 pods, its status writes) fit the burst of 30."""
-    from controller.jobs.controller import JobController
+    from controller.jobs.execution.controller import JobController
     from controller.kinds.genericjob.kind import GENERICJOB
     from controller.runtime.client import TokenBucket
 
@@ -154,7 +154,7 @@ async def test_jobs_by_phase_follow_every_change_and_deletion(cluster, api_clien
     """genericjob_jobs{phase} is kept up to date as phases change, including for a deleted job."""
     from prometheus_client import CollectorRegistry
 
-    from controller.jobs.controller import JobController
+    from controller.jobs.execution.controller import JobController
     from controller.kinds.genericjob.kind import GENERICJOB
 
     registry = CollectorRegistry()

@@ -15,9 +15,13 @@ from kubernetes_asyncio import client
 from prometheus_client import CollectorRegistry
 from pydantic import Field
 
-from controller.jobs import crd as generic
-from controller.jobs.actions import CreatePod
-from controller.jobs.api import (
+from controller.jobs.children.pods import Override, apply_override, desired_pod
+from controller.jobs.decisions.actions import CreatePod
+from controller.jobs.decisions.plan import plan
+from controller.jobs.decisions.status import TasksStatus
+from controller.jobs.kind import KindApi, KindBase, Outcomes
+from controller.jobs.schema import crd as generic
+from controller.jobs.schema.api import (
     MAX_REPLICAS,
     CleanUpPolicy,
     JobObject,
@@ -28,11 +32,7 @@ from controller.jobs.api import (
     SchedulePolicy,
     Verdict,
 )
-from controller.jobs.kind import KindApi, KindBase, Outcomes
-from controller.jobs.plan import plan
-from controller.jobs.pods import Override, apply_override, desired_pod
-from controller.jobs.status import TasksStatus
-from controller.jobs.validation import (
+from controller.jobs.schema.validation import (
     SpecError,
     duplicate_types,
     name_errors,

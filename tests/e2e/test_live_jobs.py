@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import time
 
-from controller.jobs.backoff import epoch
-from controller.jobs.controller import JobController
+from controller.jobs.decisions.backoff import epoch
+from controller.jobs.execution.controller import JobController
 from controller.kinds.tensorflow.kind import TENSORFLOW
 
 from .conftest import FOREVER, QUICK, condition, finish_pod, genericjob, phase, replicas, scripts, until

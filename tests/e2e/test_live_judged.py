@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from controller.jobs.controller import JobController
+from controller.jobs.execution.controller import JobController
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.pytorch.kind import PYTORCH
 from controller.kinds.pytorch.models import PLURAL as PT_PLURAL

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller.jobs.config import JobConfig
-from controller.jobs.controller import JobController
+from controller.jobs.execution.config import JobConfig
+from controller.jobs.execution.controller import JobController
 from controller.kinds.pytorch.kind import PYTORCH
 from controller.kinds.tensorflow.kind import TENSORFLOW
 

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from controller.jobs.controller import JobController
+from controller.jobs.execution.controller import JobController
 from controller.kinds.genericjob.kind import GENERICJOB
 from informers.namespaces import InformerGroup
 

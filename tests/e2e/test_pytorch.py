@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from controller.jobs.controller import JobController
+from controller.jobs.execution.controller import JobController
 from controller.kinds.pytorch.kind import PYTORCH
 from tests.builders import PYTORCH as PYTORCH_KIND
 from tests.builders import JobBuilder

@@ -9,7 +9,7 @@ import json
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from controller.jobs.controller import JobController
+from controller.jobs.execution.controller import JobController
 from controller.kinds.tensorflow.kind import TENSORFLOW
 from tests.builders import TENSORFLOW as TENSORFLOW_KIND
 from tests.builders import JobBuilder
@@ -81,7 +81,7 @@ async def test_any_replica_failing_for_good_fails_the_job(cluster, tf_controller
     done = await tfjobs.wait_phase("bad", "Failed")
     failed = next(c for c in done["status"]["conditions"] if c["type"] == "Failed")
     assert failed["status"] == "True" and "bad-ps-1" in failed["message"]
-    # The seed's message, then the cause (controller/jobs/cause.py); the reason says which way it failed.
+    # The seed's message, then the cause (controller/jobs/decisions/cause.py); the reason says which way it failed.
     assert failed["message"] == ("Replica bad-ps-1 has failed: replica ps-1 failed with exit code 1 (Error) "
                                  "under restart policy Never")
     assert failed["reason"] == done["status"]["reason"] == "ReplicaFailed"
@@ -131,7 +131,7 @@ async def test_the_deadline_fails_a_running_job_on_time_across_a_controller_rest
         await second.stop()
     failed = next(c for c in done["status"]["conditions"] if c["type"] == "Failed")
     assert failed["reason"] == "DeadlineExceeded"
-    from controller.jobs.backoff import epoch
+    from controller.jobs.decisions.backoff import epoch
 
     assert epoch(failed["lastTransitionTime"]) - epoch(running["status"]["startTime"]) >= 2
     await tfjobs.wait_pods("late", lambda pods: pods == [])  # its running pods are deleted

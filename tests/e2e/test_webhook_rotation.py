@@ -14,7 +14,7 @@ import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from controller.devtools.local_webhook import CONFIGURATION, CONFIGURATIONS, call, wire
-from controller.jobs import admission
+from controller.jobs.schema import admission
 from controller.kinds.registry import KINDS
 from controller.runtime.webhook_certs import CertKeeperConfig
 from controller.runtime.webhook_server import WebhookConfig

@@ -100,7 +100,7 @@ async def start_replica(cluster, base: list[dict], config) -> tuple:
     `webhook` where the server listens) that the install's Service selects. Returns (webhook, api_client, pod)."""
     import copy
 
-    from controller.jobs.admission import make_webhook
+    from controller.jobs.schema.admission import make_webhook
     from controller.kinds.registry import KINDS
 
     from .subprocesses import until

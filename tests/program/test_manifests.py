@@ -33,9 +33,9 @@ import pytest
 import yaml
 from kubernetes_asyncio import client, config
 
-from controller.jobs.controller import JobController
-from controller.jobs.podgroup import GROUP as PG_GROUP
-from controller.jobs.podgroup import PLURAL as PG_PLURAL
+from controller.jobs.children.podgroup import GROUP as PG_GROUP
+from controller.jobs.children.podgroup import PLURAL as PG_PLURAL
+from controller.jobs.execution.controller import JobController
 from controller.kinds import registry
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.jobs.metrics import StatusLatency
+from controller.jobs.execution.metrics import StatusLatency
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.runtime.client import request_verb
 from controller.runtime.server import parse_address

@@ -22,7 +22,7 @@ from kubernetes_asyncio.client import Configuration
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.jobs.admission import make_webhook
+from controller.jobs.schema.admission import make_webhook
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.runtime.client import InstrumentedApiClient
 from controller.runtime.leader import LeaderElectionConfig

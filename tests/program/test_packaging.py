@@ -29,7 +29,7 @@ from kubernetes_asyncio import client, config
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from controller.jobs.controller import JobController
+from controller.jobs.execution.controller import JobController
 from controller.kinds import registry
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.runtime.controller import ControllerConfig
@@ -576,10 +576,10 @@ def test_the_image_wheel_holds_what_run_imports_and_nothing_of_the_test_server(t
     assert {"apimachinery", "informers", "workqueue", "controller"} <= packages
     assert "localcluster" not in packages
     assert not [m for m in modules if m.startswith("controller/devtools/")]
-    for needed in ("controller/cmd/cli.py", "controller/runtime/manager.py", "controller/jobs/reconciler.py",
+    for needed in ("controller/cmd/cli.py", "controller/runtime/manager.py", "controller/jobs/execution/reconciler.py",
                    "controller/kinds/genericjob/kind.py"):
         assert needed in modules
-    assert "controller/jobs/pod_template.json" in zipfile.ZipFile(wheel).namelist()  # the CRDs are made from it
+    assert "controller/jobs/schema/pod_template.json" in zipfile.ZipFile(wheel).namelist()  # the CRDs are made from it
 
 
 def test_the_packages_descriptions_speak_of_every_kind():

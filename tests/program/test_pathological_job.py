@@ -16,7 +16,7 @@ import shutil
 import yaml
 from kubernetes_asyncio import client
 
-from controller.jobs.api import MAX_TOTAL_REPLICAS
+from controller.jobs.schema.api import MAX_TOTAL_REPLICAS
 from controller.kinds.genericjob.crd import genericjob_crd
 from controller.runtime.leader import LeaderElectionConfig
 from controller.runtime.manager import Manager

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from kubernetes_asyncio import client, config
 
-from controller.jobs.controller import JobController
+from controller.jobs.execution.controller import JobController
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.runtime.controller import ControllerConfig
 from tests.e2e.conftest import FAST

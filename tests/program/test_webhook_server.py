@@ -20,7 +20,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from controller.cmd import cli
-from controller.jobs import admission
+from controller.jobs.schema import admission
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.pytorch.kind import PYTORCH
 from controller.kinds.registry import KINDS

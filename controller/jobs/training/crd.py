@@ -1,5 +1,5 @@
-"""What the training kinds' CRDs share, on top of the engine's schema machinery (controller/jobs/crd.py): the
-spec made from a kind's model (the replica rules every training kind has, with the kind's own between them,
+"""What the training kinds' CRDs share, on top of the engine's schema machinery (controller/jobs/schema/crd.py):
+the spec made from a kind's model (the replica rules every training kind has, with the kind's own between them,
 the pod template, the TensorBoard's fields, the run modes' limits, runPolicy's and `enable`'s spellings), the
 status with the TensorBoard, the name rules (every replica has a Service), and the file a kind writes.
 """
@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from controller.jobs import crd as generic
 from controller.jobs.kind import KindApi
+from controller.jobs.schema import crd as generic
 from controller.jobs.training import runpolicy, tensorboard
 
 NAME_MAX = generic.NAME_MAX

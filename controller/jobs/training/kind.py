@@ -18,12 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from apimachinery.resource import Resource
-from controller.jobs.api import JobPhase, Outcome, Verdict
 from controller.jobs.kind import Dependent, KindBase, Outcomes, ReplicaSpec
-from controller.jobs.training import containers, tensorboard
-from controller.jobs.training.restart import ReplicaRestart, RestartPolicyType
-from controller.jobs.training.runpolicy import RunPolicy
-from controller.jobs.validation import (
+from controller.jobs.schema.api import JobPhase, Outcome, Verdict
+from controller.jobs.schema.validation import (
     SpecError,
     duplicate_types,
     fixed_types_errors,
@@ -33,6 +30,9 @@ from controller.jobs.validation import (
     run_mode_errors,
     template_errors,
 )
+from controller.jobs.training import containers, tensorboard
+from controller.jobs.training.restart import ReplicaRestart, RestartPolicyType
+from controller.jobs.training.runpolicy import RunPolicy
 
 __all__ = ["TrainingJob", "TrainingKind"]
 

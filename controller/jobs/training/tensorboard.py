@@ -22,10 +22,10 @@ from typing import Any, Protocol
 from pydantic import Field
 
 from apimachinery.resource import Resource
-from controller.jobs import crd as generic
-from controller.jobs.api import Model
 from controller.jobs.kind import Dependent, JobSpec, KindApi, ParsedJob
-from controller.jobs.naming import job_labels, owner_reference
+from controller.jobs.schema import crd as generic
+from controller.jobs.schema.api import Model
+from controller.jobs.schema.naming import job_labels, owner_reference
 
 GROUP = "tensorstack.dev"
 VERSION = "v1beta1"

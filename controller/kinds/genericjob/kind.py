@@ -8,10 +8,10 @@ and no dependents (KindBase's defaults).
 
 from __future__ import annotations
 
-from controller.jobs.api import Verdict
+from controller.jobs.children.pods import Override, apply_override
+from controller.jobs.decisions.status import TasksStatus
 from controller.jobs.kind import KindBase, Outcomes
-from controller.jobs.pods import Override, apply_override
-from controller.jobs.status import TasksStatus
+from controller.jobs.schema.api import Verdict
 from controller.kinds.genericjob import crd, rules, validation
 from controller.kinds.genericjob.models import API, GenericJob, RestartPolicy
 from controller.kinds.genericjob.substitution import Variables, expand_list, substitute_pod_spec

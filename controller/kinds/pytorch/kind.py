@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from apimachinery.resource import Resource
-from controller.jobs.pods import Override, apply_override
-from controller.jobs.status import TasksStatus
+from controller.jobs.children.pods import Override, apply_override
+from controller.jobs.decisions.status import TasksStatus
+from controller.jobs.schema.validation import SpecError
 from controller.jobs.training.kind import TrainingKind
-from controller.jobs.validation import SpecError
 from controller.kinds.pytorch import crd, environment, validation
 from controller.kinds.pytorch.models import API, OWNER_NAME_LABEL, PyTorchTrainingJob
 

@@ -4,7 +4,7 @@ at most, the master kept, elastic bounds (1 <= min <= max); and, of an edit, ela
 
 from __future__ import annotations
 
-from controller.jobs.validation import SpecError
+from controller.jobs.schema.validation import SpecError
 from controller.kinds.pytorch.models import MASTER, PyTorchTrainingJob
 
 __all__ = ["elastic_bounds_changed", "validate"]

@@ -1,4 +1,5 @@
-"""The TensorFlowTrainingJob CRD, generated from its models with the engine's schema machinery (controller/jobs/crd.py).
+"""The TensorFlowTrainingJob CRD, generated from its models with the engine's schema machinery
+(controller/jobs/schema/crd.py).
 
 `python -m controller.kinds.tensorflow.crd` writes manifests/crds/tensorflowtrainingjob.yaml; a test
 fails when it differs from what the models generate. Beyond the models, CEL rules reject at apply
@@ -12,7 +13,7 @@ kind's CRD has is the training kit's (controller/jobs/training/crd.py).
 
 from __future__ import annotations
 
-from controller.jobs import crd as generic
+from controller.jobs.schema import crd as generic
 from controller.jobs.training import crd as training
 from controller.kinds.tensorflow.models import API, KIND, SHORT_NAME, TensorFlowTrainingJobSpec
 

@@ -10,10 +10,10 @@ deadline, the TensorBoard.
 
 from __future__ import annotations
 
-from controller.jobs.pods import Override, apply_override
-from controller.jobs.status import TasksStatus
+from controller.jobs.children.pods import Override, apply_override
+from controller.jobs.decisions.status import TasksStatus
+from controller.jobs.schema.validation import SpecError
 from controller.jobs.training.kind import TrainingKind
-from controller.jobs.validation import SpecError
 from controller.kinds.tensorflow import crd, tfconfig, validation
 from controller.kinds.tensorflow.models import API, TensorFlowTrainingJob
 

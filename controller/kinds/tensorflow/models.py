@@ -16,8 +16,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from controller.jobs.api import MAX_REPLICAS, JobObject, Model, RunMode, SchedulePolicy
 from controller.jobs.kind import KindApi
+from controller.jobs.schema.api import MAX_REPLICAS, JobObject, Model, RunMode, SchedulePolicy
 from controller.jobs.training.restart import RestartPolicyType
 from controller.jobs.training.runpolicy import RunPolicy, TrainingSpec
 from controller.jobs.training.tensorboard import TensorBoardSpec

@@ -5,7 +5,7 @@ replica the job's success is judged by kept (the chief, else worker 0)."""
 
 from __future__ import annotations
 
-from controller.jobs.validation import SpecError
+from controller.jobs.schema.validation import SpecError
 from controller.kinds.tensorflow.models import ReplicaType, TensorFlowTrainingJob
 from controller.kinds.tensorflow.tfconfig import CONTAINER
 

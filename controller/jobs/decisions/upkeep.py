@@ -13,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from apimachinery.resource import Resource
-from controller.jobs import cleanup, podgroup, services
-from controller.jobs.actions import PODGROUPS, SERVICES, ChildAction, CreateChild, DeleteChild, PatchChild
-from controller.jobs.api import CleanUpPolicy
+from controller.jobs.children import podgroup, services
+from controller.jobs.decisions import cleanup
+from controller.jobs.decisions.actions import PODGROUPS, SERVICES, ChildAction, CreateChild, DeleteChild, PatchChild
+from controller.jobs.decisions.status import DELETED
 from controller.jobs.kind import JobKind, ParsedJob
-from controller.jobs.naming import replica_name
-from controller.jobs.status import DELETED
+from controller.jobs.schema.api import CleanUpPolicy
+from controller.jobs.schema.naming import replica_name
 
 
 def service_actions(kind: JobKind, job: ParsedJob, status: dict, existing: list[dict], *, terminal: bool,

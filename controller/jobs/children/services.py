@@ -10,7 +10,7 @@ and the rank.
 from __future__ import annotations
 
 from controller.jobs.kind import JobKind, ParsedJob
-from controller.jobs.naming import owner_reference, replica_labels, replica_name
+from controller.jobs.schema.naming import owner_reference, replica_labels, replica_name
 
 
 def service_selector(kind: JobKind, job: ParsedJob, replica_type: str, rank: int) -> dict[str, str]:

@@ -13,10 +13,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from controller.jobs.api import MAX_TOTAL_REPLICAS
 from controller.jobs.kind import KindApi, ParsedJob
 from controller.jobs.kind import invalid_spec_message as invalid_spec_message  # its home before JobKind had it
-from controller.jobs.naming import label, replica_name
+from controller.jobs.schema.api import MAX_TOTAL_REPLICAS
+from controller.jobs.schema.naming import label, replica_name
 
 CONTAINER_GROUPS = ("initContainers", "containers")
 DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")

@@ -13,9 +13,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from controller.jobs.api import TERMINAL_PHASES, CleanUpPolicy
+from controller.jobs.decisions.status import (
+    CREATING,
+    DELETED,
+    FINISHED,
+    Replica,
+    is_terminating,
+    observed,
+    pod_phase,
+    pod_uid,
+)
 from controller.jobs.kind import ParsedJob
-from controller.jobs.status import CREATING, DELETED, FINISHED, Replica, is_terminating, observed, pod_phase, pod_uid
+from controller.jobs.schema.api import TERMINAL_PHASES, CleanUpPolicy
 
 FINISHED_POLICY = "cleanUpPolicy"  # the status field: the clean-up policy in force once the job has finished
 DEADLINE_EXCEEDED = "DeadlineExceeded"  # the reason of a job failed by its deadline (plan.DEADLINE_EXCEEDED)

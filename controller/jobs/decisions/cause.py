@@ -24,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from controller.jobs.api import JobPhase, Outcome, Verdict
-from controller.jobs.restart import Observation, Seen, will_count
-from controller.jobs.status import is_terminating
+from controller.jobs.decisions.restart import Observation, Seen, will_count
+from controller.jobs.decisions.status import is_terminating
+from controller.jobs.schema.api import JobPhase, Outcome, Verdict
 
 REPLICA_FAILED = "ReplicaFailed"
 BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"

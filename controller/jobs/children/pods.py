@@ -29,9 +29,9 @@ from typing import Any
 
 import orjson
 
+from controller.jobs.children.podgroup import GROUP_NAME_KEY, SCHEDULER_NAME, podgroup_name, uses_t9k_scheduler
 from controller.jobs.kind import JobKind, ParsedJob, ReplicaSpec
-from controller.jobs.naming import owner_reference, replica_labels, replica_name
-from controller.jobs.podgroup import GROUP_NAME_KEY, SCHEDULER_NAME, podgroup_name, uses_t9k_scheduler
+from controller.jobs.schema.naming import owner_reference, replica_labels, replica_name
 
 DEFAULT_DEBUG_COMMAND = ("sleep", "inf")
 RUN_MODE = "run-mode"  # the annotation `<prefix>/run-mode` on every pod: the PodMode it was made in

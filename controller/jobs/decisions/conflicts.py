@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from controller.jobs import status as st
+from controller.jobs.decisions import status as st
 
 CHILD_CONFLICT = "ChildConflict"  # the condition type
 BASE_DELAY = 1.0  # seconds before the first retry of a taken name

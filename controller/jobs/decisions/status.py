@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from controller.jobs import waiting as waits
-from controller.jobs.api import JobPhase
+from controller.jobs.decisions import waiting as waits
 from controller.jobs.kind import StatusCodec
+from controller.jobs.schema.api import JobPhase
 
 # Replica phases besides the pod phases (Pending, Running, Succeeded, Failed, Unknown).
 CREATING = "Creating"  # the pod is to be created, or was created but not seen yet

@@ -34,9 +34,9 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from apimachinery.kubeclient import ApiClient
-from controller.jobs.crd import RESUME_SPECS_IMMUTABLE
 from controller.jobs.kind import JobKind, KindApi, SpecProblem
-from controller.jobs.validation import SpecError, recorded_types
+from controller.jobs.schema.crd import RESUME_SPECS_IMMUTABLE
+from controller.jobs.schema.validation import SpecError, recorded_types
 from controller.runtime.webhook_server import BadRequest, Webhook, WebhookConfig
 
 REVIEW_API_VERSION = "admission.k8s.io/v1"

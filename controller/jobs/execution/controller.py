@@ -22,13 +22,14 @@ from prometheus_client import CollectorRegistry
 from apimachinery.errors import ApiStatusError
 from apimachinery.kubeclient import ApiClient
 from apimachinery.resource import PODS, SERVICES
-from controller.jobs import podgroup, trim
-from controller.jobs.backoff import RestartBackoff
-from controller.jobs.config import JobConfig
+from controller.jobs.children import podgroup
+from controller.jobs.decisions.backoff import RestartBackoff
+from controller.jobs.execution import trim
+from controller.jobs.execution.config import JobConfig
+from controller.jobs.execution.metrics import JobMetrics, StatusLatency
+from controller.jobs.execution.reconciler import Reconciler
 from controller.jobs.kind import JobKind
-from controller.jobs.metrics import JobMetrics, StatusLatency
-from controller.jobs.naming import controller_uid, owner_key
-from controller.jobs.reconciler import Reconciler
+from controller.jobs.schema.naming import controller_uid, owner_key
 from controller.runtime.controller import Controller, ControllerConfig
 from controller.runtime.result import Result
 from informers import InformerFactory
@@ -62,7 +63,7 @@ class JobController(Controller):
         self.reconciler = Reconciler(kind, self.client, self.jobs.lister, self.pods.lister, self.services.lister,
                                      self.podgroups.lister if self.podgroups else None, self.recorder,
                                      stuck_after=config.stuck_terminating_after, latency=self.status_latency,
-                                     restart_backoff=RestartBackoff(config.restart_backoff))
+                                     restart_backoff=RestartBackoff(config.restart_backoff), echoes=self.echoes)
         self._phases: dict[str, str] = {}  # job uid -> phase
         self._phase_counts: dict[str, int] = {}  # phase -> jobs, kept as phases change (no recount per event)
         for dependent in kind.dependent_resources:
@@ -154,8 +155,8 @@ class JobController(Controller):
         self.job_metrics.job_transition(new["metadata"].get("namespace", ""), old, new)
         self._track_phase(new)
         key = _key(new)
-        if self.queue.offer(key, new["metadata"].get("resourceVersion", "")):
-            return  # parked: the version a status write lost to has come (or it is that version again)
+        if self.echoes.arrived(key, new["metadata"].get("resourceVersion", "")):
+            return  # parked: the version a status write awaited has come (or it is that version again)
         # A status-only change is our own write echoing back: nothing new to act on.
         if old["metadata"].get("generation") == new["metadata"].get("generation") and \
                 old["metadata"].get("deletionTimestamp") == new["metadata"].get("deletionTimestamp") and \
@@ -164,7 +165,7 @@ class JobController(Controller):
         self.queue.add(key)
 
     def _job_deleted(self, obj: dict) -> None:
-        self.queue.unpark(_key(obj))
+        self.echoes.gone(_key(obj))
         self._set_phase(obj["metadata"]["uid"], None)
         self.reconciler.forget(obj["metadata"]["uid"])
         self.status_latency.job_gone(obj["metadata"]["uid"])

@@ -4,7 +4,7 @@ The CRD refuses most invalid edits, and the admission webhook the rest; one that
 (webhook off or down, an older CRD) must not end a job that was running well: the edit is not applied.
 
 - `is_edit`: the job already runs a spec (its status has a phase, not a final one). A job created invalid has
-  none and ends Failed/InvalidSpec (plan.plan_invalid); a finished job stays as it was.
+  none and ends Failed/InvalidSpec (invalid.plan_invalid); a finished job stays as it was.
 - `plan_held`: while held the controller creates and deletes no pod (nothing the invalid spec says can be
   trusted), keeps the phase and the conditions, and keeps the replica records current from the pods, so
   `kubectl get` still tells the truth. A `SpecInvalid` condition and one Warning Event per generation name the
@@ -17,13 +17,15 @@ The CRD refuses most invalid edits, and the admission webhook the rest; one that
 
 from __future__ import annotations
 
-from controller.jobs import edits
-from controller.jobs import status as st
-from controller.jobs.actions import NORMAL, WARNING, Event
-from controller.jobs.api import TERMINAL_PHASES, JobPhase
-from controller.jobs.backoff import epoch
+from controller.jobs.decisions import edits
+from controller.jobs.decisions import status as st
+from controller.jobs.decisions.actions import NORMAL, WARNING, Event, Plan
+from controller.jobs.decisions.backoff import epoch
+from controller.jobs.decisions.deadline import DEADLINE_EXCEEDED
+from controller.jobs.decisions.invalid import plan_invalid
+from controller.jobs.decisions.stuck import STUCK_TERMINATING_AFTER, stuck_pods
 from controller.jobs.kind import JobKind
-from controller.jobs.plan import DEADLINE_EXCEEDED, STUCK_TERMINATING_AFTER, Plan, _stuck_pods, plan_invalid
+from controller.jobs.schema.api import TERMINAL_PHASES, JobPhase
 
 SPEC_INVALID = "SpecInvalid"
 HELD = "InvalidEdit"
@@ -60,7 +62,7 @@ def plan_held(kind: JobKind, status: dict, pods: list[dict], problems: str, gene
     # One Warning Event per held generation: the condition already saying this message means it was sent.
     events = [] if said.get("status") == "True" and said.get("message") == message else [Event(WARNING, HELD, message)]
     conditions = st.set_condition(conditions, SPEC_INVALID, True, HELD, message, now)
-    force, stuck_check = _stuck_pods(pods, clock, stuck_after)
+    force, stuck_check = stuck_pods(pods, clock, stuck_after)
     new = {**old, **_current_records(kind, old, pods), "conditions": conditions}
     known = [delay for delay in (left, stuck_check) if delay is not None]
     return Plan(new, events=events, force_delete=force, requeue_after=min(known) if known else None)

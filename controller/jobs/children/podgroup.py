@@ -18,9 +18,9 @@ first kind's generator).
 from __future__ import annotations
 
 from apimachinery.resource import Resource
-from controller.jobs.crd import custom_resource
 from controller.jobs.kind import JobKind, ParsedJob
-from controller.jobs.naming import job_labels, owner_reference
+from controller.jobs.schema.crd import custom_resource
+from controller.jobs.schema.naming import job_labels, owner_reference
 
 GROUP = "scheduler.tensorstack.dev"
 VERSION = "v1beta1"

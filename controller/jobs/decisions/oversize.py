@@ -14,10 +14,10 @@ whose spec leaves no room for `{"phase": "Failed"}` itself is left as it is, wit
 
 from __future__ import annotations
 
-from controller.jobs import edits
-from controller.jobs import status as st
-from controller.jobs.api import JobPhase
+from controller.jobs.decisions import edits
+from controller.jobs.decisions import status as st
 from controller.jobs.kind import StatusCodec
+from controller.jobs.schema.api import JobPhase
 
 STATUS_TOO_LARGE = "StatusTooLarge"
 COUNT_FIELDS = frozenset({"aggregate", "readyReplicas", "ready", "backoffCount"})

@@ -18,9 +18,9 @@ from typing import Any
 
 import yaml
 
-from controller.jobs.api import MAX_TOTAL_REPLICAS
+from controller.jobs.schema.api import MAX_TOTAL_REPLICAS
 
-MANIFEST_DIR = Path(__file__).resolve().parents[2] / "manifests" / "crds"
+MANIFEST_DIR = Path(__file__).resolve().parents[3] / "manifests" / "crds"
 MAX_REPLICA_TYPES = 64  # bounds the cost of the CEL rules over spec.replicaSpecs
 NAME_MAX = 63  # a label value, and a DNS-1035 label (Service names)
 

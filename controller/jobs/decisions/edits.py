@@ -10,13 +10,13 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from controller.jobs import status as st
-from controller.jobs.actions import DEBUG, NORMAL, Event
-from controller.jobs.api import MAX_TOTAL_REPLICAS, Outcome
+from controller.jobs.children.pods import pod_mode, template_hash
+from controller.jobs.decisions import status as st
+from controller.jobs.decisions.actions import DEBUG, NORMAL, Event
+from controller.jobs.decisions.restart import Observation, Seen, Slot
+from controller.jobs.decisions.status import Replica
 from controller.jobs.kind import JobKind, ParsedJob
-from controller.jobs.pods import pod_mode, template_hash
-from controller.jobs.restart import Observation, Seen, Slot
-from controller.jobs.status import Replica
+from controller.jobs.schema.api import MAX_TOTAL_REPLICAS, Outcome
 
 REMOVED = "removedReplicas"  # where an earlier version kept the ranks scaled away: read (and migrated), not written
 # The records a status keeps at most, the spec's ranks and the ranks scaled away together: a status of this many

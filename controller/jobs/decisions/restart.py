@@ -21,10 +21,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from controller.jobs.api import Outcome
-from controller.jobs.backoff import NO_BACKOFF, RestartBackoff
+from controller.jobs.decisions.backoff import NO_BACKOFF, RestartBackoff
+from controller.jobs.decisions.status import DELETED, FINISHED, Replica, is_terminating, observed, pod_uid
 from controller.jobs.kind import RestartRule
-from controller.jobs.status import DELETED, FINISHED, Replica, is_terminating, observed, pod_uid
+from controller.jobs.schema.api import Outcome
 
 
 @dataclass(slots=True)  # never changed once made; not frozen: a frozen init costs twice as much
