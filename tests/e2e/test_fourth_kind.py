@@ -184,10 +184,10 @@ def test_its_crd_is_generated_from_the_kind():
 
 
 @pytest.fixture
-async def shell_controller(cluster, api_client, config, tmp_path):
+async def shell_controller(cluster, rest_client, config, tmp_path):
     (tmp_path / "shelljob.yaml").write_text(registry.crd_files([SHELLJOB])["shelljob.yaml"])
     assert cluster.apply_crds(tmp_path) == [f"{PLURAL}.{GROUP}"]
-    made = registry.make_controller(api_client, config, CollectorRegistry(), registry.select([KIND], TEST_KINDS))
+    made = registry.make_controller(rest_client, config, CollectorRegistry(), registry.select([KIND], TEST_KINDS))
     await made.start(sync_timeout=10)
     yield made
     await made.stop()
