@@ -106,7 +106,10 @@ class KubeClient:
         headers = {**api.default_headers, "Accept": "application/json", "Content-Type": content_type}
         await api.update_params_for_auth(headers, None, _AUTH)  # refreshes an expiring token, as call_api does
         if self.pool is not None:
-            return await self.pool.request(method, path, headers, body, self.timeout)
+            # Sent again on a reused connection lost unanswered only when a second copy is harmless: a GET, the
+            # status PUT (its resourceVersion), a delete with a uid precondition; never a create or a patch.
+            repeatable = method in ("GET", "PUT") or (method == "DELETE" and b'"preconditions"' in (body or b""))
+            return await self.pool.request(method, path, headers, body, self.timeout, idempotent=repeatable)
         rest = api.rest_client
         response = await rest.pool_manager.request(
             method, api.configuration.host + path, data=body, headers=headers,
