@@ -18,10 +18,13 @@ What the server sends is checked, never trusted:
   idle HTTP channel"). The answer already complete is kept.
 - Interim answers (100 Continue, 103 Early Hints) are skipped: the final one is returned. 101 Switching
   Protocols is an error: no request asks to switch.
-- Header lines are at most MAX_LINE bytes (aiohttp's 8190), and an exchange's header bytes, interim
-  answers' included, at most MAX_HEAD (64 KiB; Go's transport allows 10 MiB, a general client's limit:
-  the API server's own answers carry a few hundred bytes of headers, its Warning headers at most 4 KiB).
-  Past either, the exchange fails as soon as the bytes arrive, before the rest is read.
+- A status or header line is at most MAX_LINE bytes (aiohttp's 8190), and an exchange's headers, interim
+  answers' included, at most MAX_HEAD bytes (64 KiB, where Go's transport allows 10 MiB, a general
+  client's limit: the API server's answers carry a few hundred bytes of headers, and it cuts its Warning
+  headers at 4096 characters). Past either, the exchange fails with the read that crosses it, before that
+  read is parsed: a server sending endless headers costs at most MAX_HEAD bytes and one read. Until an
+  answer passes MAX_LINE bytes with its headers unfinished neither cap can be crossed, so an ordinary
+  answer pays nothing for them.
 - An answer with neither Content-Length nor chunked coding ends where the connection does (HTTP/1.0, or
   a server that closes instead): it is read to the end and returned, and the connection is done. An
   answer that Content-Length or chunking says is longer than what came is an error, never a short body.
@@ -51,7 +54,7 @@ from urllib.parse import urlsplit
 import httptools
 
 MAX_ANSWER = 64 * 1024 * 1024  # bytes: far above any object etcd stores (1.5 MiB) or a Status
-MAX_LINE = 8190  # bytes of a status line or a header line (name, ": ", value): aiohttp's limit
+MAX_LINE = 8190  # bytes of a status line or a header line (name, ": ", value): aiohttp's limit; <= MAX_ANSWER
 MAX_HEAD = 64 * 1024  # bytes of an exchange's headers, its interim answers' included
 IDLE_TIMEOUT = 50.0  # seconds an idle connection is reused for: within the API server's 90 s
 
@@ -75,10 +78,10 @@ class _Connection(asyncio.Protocol):
         self.parser = httptools.HttpResponseParser(self)
         self.waiter: asyncio.Future[Answer] | None = None
         self.closed = False
-        self.idle_since = 0.0  # the loop's clock when the last exchange ended
+        self.idle_since = 0.0  # the loop's clock when its last exchange began
         self.received = 0  # bytes of the answer received since the request went out
         self._heading = False  # the final answer's headers have not all come: all received is headers
-        self._head_size = 0  # header bytes of this exchange's answers, interim ones included
+        self._head = b""  # then, all received (the headers so far, the caps' to check)
         self._framed = False  # the answer has a Content-Length or is chunked
         self._until_eof = False  # the answer's body ends where the connection does
         self._reason = b""
@@ -90,8 +93,8 @@ class _Connection(asyncio.Protocol):
         assert self.transport is not None and self.waiter is None
         if self.closed or self.transport.is_closing():  # closed since it was handed out: no answer would ever come
             raise Unsent("the API server closed the connection")
-        self.received = self._head_size = 0
-        self._heading = True
+        self.received = 0
+        self._heading, self._head = True, b""
         loop = asyncio.get_running_loop()
         self.waiter = waiter = loop.create_future()
         # A timer on the answer itself: cheaper than asyncio.timeout's, which would cancel the whole task.
@@ -121,23 +124,44 @@ class _Connection(asyncio.Protocol):
             self._fail(ConnectionError("the API server sent data no request asked for"))
             return
         self.received += len(data)
-        if self.received > MAX_ANSWER:
-            self._fail(ConnectionError(f"an answer over {MAX_ANSWER} bytes from the API server"))
-            return
         try:
+            # Up to MAX_LINE bytes no cap can be passed; beyond, headers and size are checked before they are parsed.
+            if self.received > MAX_LINE and (self._heading or self.received > MAX_ANSWER):
+                data = self._within_caps(data)
+                if not data:
+                    return
             self.parser.feed_data(data)
         except httptools.HttpParserError as err:
             refused = err.__context__  # what a callback below raised, or None: llhttp's own verdict
             self._fail(refused if isinstance(refused, ConnectionError)
                        else ConnectionError(f"malformed HTTP answer from the API server: {err}"))
             return
-        # All received so far is headers, interim answers' included: the cap, before more is read.
-        if self._heading and self.received > MAX_HEAD:
-            self._fail(_head_too_large())
+        if self._heading:  # the headers go on in the next read: kept, for the caps to see whole
+            self._head += data
+
+    def _within_caps(self, data: bytes) -> bytes | None:
+        """Parses what of `data` the caps allow, the headers first; what is left to parse (None: the exchange failed,
+        or the headers go on)."""
+        if self.received > MAX_ANSWER:
+            self._fail(ConnectionError(f"an answer over {MAX_ANSWER} bytes from the API server"))
+            return None
+        fits = len(data) - max(0, self.received - MAX_HEAD)  # the part that headers, if all of it is, may take
+        head = self._head + data[:fits] if self._head or fits < len(data) else data
+        if not _lines_within_cap(head):
+            self._fail(ConnectionError(f"a header line over {MAX_LINE} bytes from the API server"))
+            return None
+        self.parser.feed_data(data[:fits] if fits < len(data) else data)
+        if not self._heading:  # they ended within the cap: the rest is body (or answers nobody asked for)
+            return data[fits:]
+        if self.received > MAX_HEAD:
+            self._fail(ConnectionError(f"an answer with over {MAX_HEAD} bytes of headers from the API server"))
+        else:
+            self._head = head
+        return None
 
     def eof_received(self) -> bool:
         if self._until_eof and self.waiter is not None:
-            self._complete()  # the body ends where the connection does
+            self._complete(self.parser.get_status_code())  # the body ends where the connection does
         self.closed = True  # never handed out again, even before connection_lost
         return False  # a half-closed HTTP/1.1 connection is done: close it (connection_lost follows)
 
@@ -152,22 +176,14 @@ class _Connection(asyncio.Protocol):
 
     def on_status(self, reason: bytes) -> None:
         self._reason += reason
-        if len(self._reason) > MAX_LINE:
-            raise ConnectionError(f"a status line over {MAX_LINE} bytes from the API server")
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        size = len(name) + len(value) + 2
-        self._head_size += size
-        if size > MAX_LINE:
-            raise ConnectionError(f"a header line over {MAX_LINE} bytes from the API server")
-        if self._head_size > MAX_HEAD:
-            raise _head_too_large()
-        name = name.lower()
-        if name == b"retry-after":
-            self._retry_after = value.decode("latin-1")
-        elif name == b"content-length" or (name == b"transfer-encoding" and b"chunked" in value.lower()):
-            self._framed = True
-
+        if len(name) in _WATCHED_SIZES:  # cheaper than lowering every name (few of the API server's have these sizes)
+            name = name.lower()
+            if name == b"retry-after":
+                self._retry_after = value.decode("latin-1")
+            elif name == b"content-length" or (name == b"transfer-encoding" and b"chunked" in value.lower()):
+                self._framed = True
     def on_headers_complete(self) -> None:
         self._heading = False
         self._until_eof = not self._framed  # cleared at once by a bodiless answer's (1xx, 204, 304) completion
@@ -186,11 +202,10 @@ class _Connection(asyncio.Protocol):
             return
         if not self.parser.should_keep_alive():
             self.closed = True  # the pool closes it instead of reusing it
-        self._complete()
+        self._complete(status)
 
-    def _complete(self) -> None:
-        answer = Answer(self.parser.get_status_code(), self._reason.decode("latin-1"), b"".join(self._body),
-                        self._retry_after)
+    def _complete(self, status: int) -> None:
+        answer = Answer(status, self._reason.decode("latin-1"), b"".join(self._body), self._retry_after)
         self._reason, self._retry_after, self._body, self._framed, self._until_eof = b"", None, [], False, False
         waiter, self.waiter = self.waiter, None
         if waiter is not None and not waiter.done():
@@ -205,8 +220,21 @@ class _Connection(asyncio.Protocol):
             self.transport.abort()
 
 
-def _head_too_large() -> ConnectionError:
-    return ConnectionError(f"an answer with over {MAX_HEAD} bytes of headers from the API server")
+_WATCHED_SIZES = frozenset(map(len, (b"retry-after", b"content-length", b"transfer-encoding")))
+
+
+def _lines_within_cap(received: bytes) -> bool:
+    """Whether every line of the headers at the start of `received` (an exchange's bytes: interim answers' headers,
+    then the final answer's, then its body) is at most MAX_LINE bytes; the last may be unfinished."""
+    start = 0
+    while True:
+        end = received.find(b"\r\n\r\n", start)
+        head = received[start:] if end < 0 else received[start:end]
+        if max(map(len, head.split(b"\r\n"))) > MAX_LINE:
+            return False
+        if end < 0 or received[start + 9:start + 10] != b"1":  # "HTTP/1.1 1xx": an interim answer's, more follow
+            return True
+        start = end + 4
 
 
 class Http1Pool:
@@ -240,7 +268,8 @@ class Http1Pool:
         closes before a byte of the answer came. Otherwise a request is repeated only when none of it was
         written; any other loss of the connection is a ConnectionError."""
         request = self._encode(method, path, headers, body)
-        deadline = asyncio.get_running_loop().time() + timeout
+        now = asyncio.get_running_loop().time()
+        deadline = now + timeout
         try:
             if self._slots.locked():  # every connection busy: wait for one, within the deadline
                 async with asyncio.timeout_at(deadline):
@@ -248,7 +277,7 @@ class Http1Pool:
             else:
                 await self._slots.acquire()  # returns at once
             try:
-                return await self._exchange(request, deadline, idempotent)
+                return await self._exchange(request, now, deadline, idempotent)
             finally:
                 self._slots.release()
         except TimeoutError as err:
@@ -260,9 +289,9 @@ class Http1Pool:
         self._open.clear()
         self._idle.clear()
 
-    async def _exchange(self, request: bytes, deadline: float, idempotent: bool) -> Answer:
+    async def _exchange(self, request: bytes, now: float, deadline: float, idempotent: bool) -> Answer:
         for retry in (False, True):
-            connection, reused = await self._acquire(deadline)
+            connection, reused = await self._acquire(now, deadline)
             try:
                 answer = await connection.exchange(request, deadline)
             except ConnectionError as err:
@@ -275,28 +304,27 @@ class Http1Pool:
             except BaseException:  # timed out or cancelled mid-exchange: the connection's state is unknown
                 self._drop(connection)
                 raise
-            self._release(connection)
+            self._release(connection, now)
             return answer
         raise AssertionError("unreachable")
 
-    async def _acquire(self, deadline: float) -> tuple[_Connection, bool]:
-        loop = asyncio.get_running_loop()
+    async def _acquire(self, now: float, deadline: float) -> tuple[_Connection, bool]:
         while self._idle:
             connection = self._idle.pop()
-            if not connection.closed and loop.time() - connection.idle_since < IDLE_TIMEOUT:
+            if not connection.closed and now - connection.idle_since < IDLE_TIMEOUT:
                 return connection, True
             self._drop(connection)
         async with asyncio.timeout_at(deadline):
-            _, connection = await loop.create_connection(
+            _, connection = await asyncio.get_running_loop().create_connection(
                 _Connection, self._host, self._port, ssl=self._ssl, server_hostname=self._server_hostname)
         self._open.add(connection)
         return connection, False
 
-    def _release(self, connection: _Connection) -> None:
+    def _release(self, connection: _Connection, now: float) -> None:
         if connection.closed:
             self._drop(connection)
         else:
-            connection.idle_since = asyncio.get_running_loop().time()
+            connection.idle_since = now
             self._idle.append(connection)
 
     def _drop(self, connection: _Connection) -> None:

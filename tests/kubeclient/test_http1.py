@@ -17,7 +17,7 @@ from controller.runtime.client import ApiStatusError, InstrumentedApiClient, Kub
 from controller.runtime.metrics import RequestMetrics
 from kubeclient import http1
 from kubeclient.http1 import Http1Pool
-from tests.kubeclient.scripted import OK, Scripted, answer_forever, never_answer, until
+from tests.kubeclient.scripted import OK, Scripted, answer_forever, answer_with, never_answer, until
 
 
 async def test_requests_reuse_one_connection_and_send_exact_bytes():
@@ -113,10 +113,10 @@ async def test_malformed_and_oversized_answers_are_errors(monkeypatch):
         with pytest.raises(ConnectionError, match="malformed HTTP answer"):
             await pool.request("GET", "/", {}, None, timeout=5)
         await pool.close()
-    monkeypatch.setattr(http1, "MAX_ANSWER", 5)
-    async with Scripted(answer_forever) as url:
+    monkeypatch.setattr(http1, "MAX_ANSWER", 10_000)
+    async with Scripted(answer_with(b"HTTP/1.1 200 OK\r\nContent-Length: 20000\r\n\r\n" + b"x" * 20_000)) as url:
         pool = Http1Pool(url)
-        with pytest.raises(ConnectionError, match="an answer over 5 bytes"):
+        with pytest.raises(ConnectionError, match="an answer over 10000 bytes"):
             await pool.request("GET", "/", {}, None, timeout=5)
         assert pool.open_connections == 0
         await pool.close()

@@ -124,11 +124,53 @@ async def test_the_headers_of_an_exchange_are_at_most_64_kib_interim_answers_inc
             await pool.close()
 
 
-@pytest.mark.parametrize(("start", "endless"), [(b"HTTP/1.1 200 OK\r\nX-Big: ", b"v" * 65536),
-                                               (b"HTTP/1.1 200 OK\r\n", b"X-Again: v\r\n" * 5000),
-                                               (b"", b"HTTP/1.1 100 Continue\r\n\r\n" * 2500)],
-                         ids=["one line", "many lines", "interim answers"])
-async def test_200_mib_of_headers_fail_fast_without_the_client_growing(start, endless):
+@pytest.mark.parametrize("piece", [None, 1000], ids=["one write", "1000-byte writes"])
+async def test_long_headers_and_bodies_within_the_caps_are_read_whole(piece):
+    near = [b"X-%d: %s" % (i, b"v" * 1000) for i in range((MAX_HEAD - 2000) // 1010)]  # just within 64 KiB
+    body = bytes(range(256)) * 400  # 100 KiB
+    answers = [answer(b"200 OK", body), answer(b"200 OK", body, *near),
+               b"HTTP/1.1 103 Early Hints\r\n" + near[0] + b"\r\n\r\n" + answer(b"200 OK", body, near[1]),
+               answer(b"200 OK", b"ok", b"X-Long: " + b"v" * (MAX_LINE - 8))]
+
+    async def in_pieces(server, reader, writer):
+        for whole in answers:
+            await server.read_request(reader)
+            for at in range(0, len(whole), piece or len(whole)):
+                writer.write(whole[at:at + (piece or len(whole))])
+                await writer.drain()
+        await reader.read()
+
+    server = Scripted(in_pieces)
+    async with server as url:
+        pool = Http1Pool(url)
+        for expected in (body, body, body, b"ok"):
+            assert (await pool.request("GET", "/", {}, None, timeout=5)).body == expected
+        await pool.close()
+    assert server.connections == 1
+
+
+async def test_a_long_line_that_comes_in_short_reads_is_refused():
+    async def a_line_in_pieces(server, reader, writer):
+        await server.read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nX-Long: ")
+        for _ in range(3):
+            await writer.drain()
+            writer.write(b"v" * 3000)  # each read short; the line, 9000 bytes and unfinished, too long
+        await reader.read()
+
+    async with Scripted(a_line_in_pieces) as url:
+        pool = Http1Pool(url)
+        with pytest.raises(ConnectionError, match=f"a header line over {MAX_LINE} bytes"):
+            await pool.request("GET", "/", {}, None, timeout=5)
+        await pool.close()
+
+
+@pytest.mark.parametrize(("start", "endless", "error"), [
+    (b"HTTP/1.1 200 OK\r\nX-Big: ", b"v" * 65536, f"a header line over {MAX_LINE} bytes"),
+    (b"HTTP/1.1 200 OK\r\n", b"X-Again: v\r\n" * 5000, f"over {MAX_HEAD} bytes of headers"),
+    (b"", b"HTTP/1.1 100 Continue\r\n\r\n" * 2500, f"over {MAX_HEAD} bytes of headers")],
+    ids=["one line", "many lines", "interim answers"])
+async def test_200_mib_of_headers_fail_fast_without_the_client_growing(start, endless, error):
     sent = 0
 
     async def endless_headers(server, reader, writer):
@@ -143,7 +185,7 @@ async def test_200_mib_of_headers_fail_fast_without_the_client_growing(start, en
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
     async with Scripted(endless_headers) as url:
         pool = Http1Pool(url)
-        with pytest.raises(ConnectionError, match=f"over {MAX_HEAD} bytes of headers"):
+        with pytest.raises(ConnectionError, match=error):
             await pool.request("GET", "/", {}, None, timeout=20)
         await pool.close()
     # What the server could write before the client dropped it: the cap, a read, the sockets' buffers; not 200 MiB.
