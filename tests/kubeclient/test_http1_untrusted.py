@@ -9,13 +9,13 @@ import resource
 
 import pytest
 from kubernetes_asyncio import client
-from prometheus_client import CollectorRegistry
 
 from apimachinery.resource import Resource
-from controller.runtime.client import InstrumentedApiClient, KubeClient
-from controller.runtime.metrics import RequestMetrics
+from controller.runtime.client import KubeClient
 from kubeclient import http1
+from kubeclient.from_configuration import settings_from_configuration
 from kubeclient.http1 import MAX_HEAD, MAX_LINE, Http1Pool
+from kubeclient.rest import RestClient
 from tests.kubeclient.scripted import (
     OK,
     Scripted,
@@ -324,8 +324,7 @@ async def test_kubeclient_repeats_only_what_a_second_copy_cannot_harm():
     for name, call in calls.items():
         server = Scripted(answer_once_then_drop_the_next, answer_forever)
         async with server as url:
-            async with InstrumentedApiClient(client.Configuration(host=url),
-                                             metrics=RequestMetrics(CollectorRegistry())) as api:
+            async with RestClient(settings_from_configuration(client.Configuration(host=url))) as api:
                 kube = KubeClient(api, qps=0)
                 await kube.get("pods", "ns", "warm-up")
                 repeated = name not in ("create", "patch", "delete without a uid")
