@@ -82,11 +82,12 @@ async def test_one_token_scraped_20_times_is_reviewed_once(cluster, rendered):  
 
 @pytest.mark.runner("scripted")
 async def test_30_made_up_tokens_at_once_make_at_most_the_limit_of_reviews(cluster, rendered):  # noqa: F811
-    """A slow API server (each TokenReview 2 s): the first MAX_REVIEWS_IN_FLIGHT scrapes are reviewed, the
-    others answered 429 with Retry-After at once, and none of them waits for a review slot."""
+    """A slow API server (each TokenReview 5 s, so that all 30 arrive while the first are in flight, on a loaded
+    machine too): the first MAX_REVIEWS_IN_FLIGHT scrapes are reviewed, the others answered 429 with Retry-After
+    (not queued: they would hold a slot's worth of waiting each)."""
     apply_rbac(cluster, rendered)
     async with service_account_client(cluster) as api_client, serving(api_client) as (_, scraper):
-        cluster.faults.configure(latency=2.0, resources=[TOKEN_REVIEWS])
+        cluster.faults.configure(latency=5.0, resources=[TOKEN_REVIEWS])
         answers = await asyncio.gather(*(fetch(scraper, "/metrics", f"made-up-{n}") for n in range(30)))
         cluster.faults.clear()
         statuses = sorted(a.status for a in answers)
