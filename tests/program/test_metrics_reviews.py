@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry
 from controller.runtime.certs import server_context
 from controller.runtime.metrics_auth import MAX_REVIEWS_IN_FLIGHT, DelegatingAuth
 from controller.runtime.server import Server
+from tests.clients import controller_client
 
 from .inprocess import cluster_with_crds
 from .test_manifests import apply_rbac, rendered, service_account_client  # noqa: F401
@@ -54,7 +55,8 @@ async def fetch(scraper: Scraper, path: str, token: str, method: str = "GET") ->
 @pytest.mark.runner("scripted")
 async def test_unknown_paths_are_404_without_a_review(cluster, rendered):  # noqa: F811
     token = prometheus_token(cluster, rendered)
-    async with service_account_client(cluster) as api_client, serving(api_client) as (_, scraper):
+    async with service_account_client(cluster) as api_client, controller_client(api_client) as rest_client, \
+            serving(rest_client) as (_, scraper):
         answers = await asyncio.gather(*(fetch(scraper, f"/made-up/{n}", token) for n in range(30)))
         assert [a.status for a in answers] == [404] * 30
         # Made-up tokens on made-up paths, the health paths (not served here) and another method: no review.
@@ -72,7 +74,8 @@ async def test_unknown_paths_are_404_without_a_review(cluster, rendered):  # noq
 @pytest.mark.runner("scripted")
 async def test_one_token_scraped_20_times_is_reviewed_once(cluster, rendered):  # noqa: F811
     token = prometheus_token(cluster, rendered)
-    async with service_account_client(cluster) as api_client, serving(api_client) as (_, scraper):
+    async with service_account_client(cluster) as api_client, controller_client(api_client) as rest_client, \
+            serving(rest_client) as (_, scraper):
         # Ten at once (they share the one review in flight), then ten one after another (cached).
         statuses = [status for status, _ in await asyncio.gather(*(scraper.get(token) for _ in range(10)))]
         statuses += [(await scraper.get(token))[0] for _ in range(10)]
@@ -86,7 +89,8 @@ async def test_30_made_up_tokens_at_once_make_at_most_the_limit_of_reviews(clust
     machine too): the first MAX_REVIEWS_IN_FLIGHT scrapes are reviewed, the others answered 429 with Retry-After
     (not queued: they would hold a slot's worth of waiting each)."""
     apply_rbac(cluster, rendered)
-    async with service_account_client(cluster) as api_client, serving(api_client) as (_, scraper):
+    async with service_account_client(cluster) as api_client, controller_client(api_client) as rest_client, \
+            serving(rest_client) as (_, scraper):
         cluster.faults.configure(latency=5.0, resources=[TOKEN_REVIEWS])
         answers = await asyncio.gather(*(fetch(scraper, "/metrics", f"made-up-{n}") for n in range(30)))
         cluster.faults.clear()
@@ -114,8 +118,8 @@ async def guarded(auth: DelegatingAuth) -> AsyncIterator[Scraper]:
 @pytest.mark.runner("scripted")
 async def test_made_up_tokens_do_not_evict_a_known_one(cluster, rendered):  # noqa: F811
     token = prometheus_token(cluster, rendered)
-    async with service_account_client(cluster) as api_client, guarded(
-            DelegatingAuth(api_client, max_entries=4)) as scraper:
+    async with service_account_client(cluster) as api_client, controller_client(api_client) as rest_client, \
+            guarded(DelegatingAuth(rest_client, max_entries=4)) as scraper:
         assert (await scraper.get(token))[0] == 200
         for n in range(10):  # one after another: more made-up tokens than the cache keeps
             assert (await scraper.get(f"made-up-{n}"))[0] == 401
@@ -131,8 +135,8 @@ async def test_made_up_tokens_do_not_evict_a_known_one(cluster, rendered):  # no
 async def test_a_failed_review_is_not_cached(cluster, rendered):  # noqa: F811
     """An API server that cannot answer: 500, and the next scrape asks again (and gets through)."""
     token = prometheus_token(cluster, rendered)
-    async with service_account_client(cluster) as api_client, guarded(
-            DelegatingAuth(api_client, timeout=2.0, retry_delays=(0.05,))) as scraper:
+    async with service_account_client(cluster) as api_client, controller_client(api_client) as rest_client, \
+            guarded(DelegatingAuth(rest_client, timeout=2.0, retry_delays=(0.05,))) as scraper:
         cluster.faults.configure(error_rate=1.0, error_code=500, resources=[TOKEN_REVIEWS])
         assert (await scraper.get(token))[0] == 500
         cluster.faults.clear()
