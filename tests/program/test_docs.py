@@ -23,7 +23,7 @@ LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^#{1,6} +(.+?) *#* *$", re.M)
 SECTION_REFERENCE = re.compile(r"\b([\w./-]+\.md|README|ARCHITECTURE|RELIABILITY|BENCHMARKS)(?:'s)?,? \"([^\"]+)\"")
 COUNT_WORDS = {"both": 2, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
-# "both kinds", "the three job kinds", "all two kinds" — not "two kinds of probe".
+# "both kinds", "the three job kinds" (in code blocks' comments too), not "two kinds of probe".
 COUNTED = re.compile(rf"\b({'|'.join(COUNT_WORDS)})\s+(?:job\s+)?kinds\b(?!\s+of\b)", re.I)
 
 
@@ -32,7 +32,7 @@ def rel(path: Path) -> str:
 
 
 def prose(text: str) -> str:
-    """The text without its code blocks and inline code spans' backticks kept (links in code are not links)."""
+    """The text without its fenced code blocks: a link or a `#` line in code is neither a link nor a heading."""
     return FENCE.sub("", text)
 
 
