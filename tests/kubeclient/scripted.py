@@ -84,8 +84,3 @@ def answer_with(*answers: bytes):
 
     return script
 
-
-async def until(condition, timeout: float = 5.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():  # noqa: ASYNC110 - the state is the pool's, with no event to wait on
-            await asyncio.sleep(0.005)

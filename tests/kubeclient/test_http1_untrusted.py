@@ -23,8 +23,8 @@ from tests.kubeclient.scripted import (
     answer_once_then_drop_the_next,
     answer_with,
     drop_unanswered,
-    until,
 )
+from tests.waiting import until
 
 JOBS = Resource("example.org", "v1", "genericjobs")
 UNASKED = b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged"
