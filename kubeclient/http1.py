@@ -127,9 +127,10 @@ class _Connection(asyncio.Protocol):
         try:
             # Up to MAX_LINE bytes no cap can be passed; beyond, headers and size are checked before they are parsed.
             if self.received > MAX_LINE and (self._heading or self.received > MAX_ANSWER):
-                data = self._within_caps(data)
-                if not data:
+                rest = self._within_caps(data)
+                if not rest:
                     return
+                data = rest
             self.parser.feed_data(data)
         except httptools.HttpParserError as err:
             refused = err.__context__  # what a callback below raised, or None: llhttp's own verdict
