@@ -357,3 +357,32 @@ async def test_pods_starting_are_reported_together_and_anything_else_at_once():
     await harness.reconcile()
     assert harness.client.calls == [("update", "genericjobs/status", "job")]
     assert harness.client.statuses[-1]["ready"] == "1/2"
+
+
+async def test_a_create_or_delete_lost_on_the_way_is_not_awaited_by_the_retry():
+    # A create whose connection broke after it was written (never resent: the write path repeats no create) may or
+    # may not have made the pod. Its expectation is dropped, as client-go drops it on any error, so the retry asks
+    # again at once instead of waiting out the expectation's minute; a pod made after all would answer 409.
+    harness = Harness(job_object(workers=1))
+    lost = ConnectionResetError("the API server closed the connection")
+    original = harness.client.create
+
+    async def create_once_lost(resource, obj, *, answer=True):
+        if resource == "pods" and not harness.client.calls.count(("create", "pods", obj["metadata"]["name"])):
+            harness.client.calls.append(("create", "pods", obj["metadata"]["name"]))
+            raise lost
+        return await original(resource, obj, answer=answer)
+
+    harness.client.create = create_once_lost
+    with pytest.raises(ConnectionResetError):
+        await harness.reconcile()
+    await harness.reconcile()
+    assert harness.client.calls.count(("create", "pods", "job-worker-0")) == 2
+
+    harness = Harness(job_object(workers=1), pod_of(0, "u0", "Failed"))
+    harness.client.refuse[("delete", "pods", "job-worker-0")] = lost
+    with pytest.raises(ConnectionResetError):
+        await harness.reconcile()
+    del harness.client.refuse[("delete", "pods", "job-worker-0")]
+    await harness.reconcile()
+    assert harness.client.calls.count(("delete", "pods", "job-worker-0")) == 2

@@ -38,7 +38,13 @@ class PodWrites(Refusals):
             self.expectations.expect_delete(job_uid, uid)  # before the request: its watch event may come first
             try:
                 await self.client.delete("pods", obj["metadata"]["namespace"], name, uid)
-            except ApiStatusError as err:
+            except (ApiStatusError, OSError, TimeoutError) as err:
+                if not isinstance(err, ApiStatusError):
+                    # Lost on the way (a broken connection, a timeout): whether it was done is unknown, so it is
+                    # not awaited (client-go lowers the expectation on any error); the retry asks again, and a
+                    # delete already done answers 404.
+                    self.expectations.deletion_observed(job_uid, uid)
+                    raise
                 if err.code in (404, 409):  # gone already, or the name now holds a newer pod
                     continue  # observe() drops the expectation once the uid has left the cache
                 self.expectations.deletion_observed(job_uid, uid)
@@ -68,8 +74,13 @@ class PodWrites(Refusals):
             try:
                 await self.client.create("pods", desired_pod(self.kind, job, replica_type, rank, mode=mode),
                                          answer=False)
-            except ApiStatusError as err:
+            except (ApiStatusError, OSError, TimeoutError) as err:
                 self.expectations.creation_observed(job_uid, name)
+                if not isinstance(err, ApiStatusError):
+                    # Lost on the way: the pod may or may not exist, so it is not awaited (client-go lowers the
+                    # expectation on any error) and the retry asks again; a pod made after all answers 409, and
+                    # its holder is this job.
+                    raise
                 if err.code == 409:
                     # The cache lags (our pod's event is on its way), or another owner holds the name:
                     # that pod is never touched, and only a retry notices when it has gone.
