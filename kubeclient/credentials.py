@@ -1,0 +1,44 @@
+"""`RefreshingCredentials`: the settings.Credentials every transport asks before each request, made of a token
+source (token_sources.py, exec_plugin.py) and the TLS material (tls_material.py).
+
+After a 401 the token source renews (a token file read again, an exec plugin or an OIDC refresh run) and the
+TLS files are checked at once; the transports send the request once more only if either changed (client-go
+retries an exec plugin's 401 once, and resets a token file's cache). Concurrent 401s share one renewal.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+
+from .tls_material import TlsMaterial
+from .token_sources import TokenSource
+
+log = logging.getLogger(__name__)
+
+
+class RefreshingCredentials:
+    def __init__(self, source: TokenSource, tls: TlsMaterial) -> None:
+        self.source, self.tls = source, tls
+
+    async def authorization(self) -> str | None:
+        return await self.source.header()
+
+    def ssl_context(self) -> ssl.SSLContext:
+        return self.tls.context(self.source.client_chain())
+
+    async def unauthorized(self) -> bool:
+        renewed = await self.source.reload()
+        reloaded = self.tls.reload()
+        log.info("the API server answered 401: %s", "credentials renewed, the request is sent again"
+                 if renewed or reloaded else f"{self.source.describe()} gave the same credentials again")
+        return renewed or reloaded
+
+    async def close(self) -> None:
+        """Nothing runs in the background: every renewal happens when a request asks for it."""
+
+    def describe(self) -> str:
+        return self.source.describe()
+
+
+__all__ = ["RefreshingCredentials"]

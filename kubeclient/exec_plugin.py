@@ -1,0 +1,178 @@
+"""An exec credential plugin (`aws eks get-token`, `gke-gcloud-auth-plugin`, `kubelogin`), run as client-go runs it.
+
+client-go (plugin/pkg/client/auth/exec) runs the command with the kubeconfig's args and env added to ours,
+`KUBERNETES_EXEC_INFO` holding an ExecCredential whose spec says `interactive: false` (the controller has no
+terminal: stdin is not one, and the plugin gets none) and, with `provideClusterInfo: true`, the cluster it
+is for. It reads an ExecCredential from stdout: a token or a client certificate and key, perhaps with an
+`expirationTimestamp`. Here, as there, the plugin runs again when that time comes and after a 401, and only
+one run is in flight: the requests that need a credential meanwhile wait on it. Unlike client-go it runs a
+little before the expiry (MARGIN: a tenth of the credential's life, at most 10 s), so that a request is
+not sent with a token about to lapse. kubernetes_asyncio's ExecProvider runs plugins too, but reads
+`interactive` from our stdout, sends no cluster info and has no timeout: this is its loop, with those.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import shlex
+import time
+from dataclasses import dataclass
+from datetime import datetime
+
+from kubernetes_asyncio.config.config_exception import ConfigException
+
+from .token_sources import FRESH, SingleFlight, TokenSource, bearer
+
+API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
+EXEC_EXTENSION = "client.authentication.k8s.io/exec"  # a cluster extension passed to the plugin as spec.cluster.config
+MAX_MARGIN = 10.0
+RUN_TIMEOUT = 120.0  # client-go has none; a hung plugin would hold every request forever
+STDERR_LIMIT = 2000  # characters of the plugin's stderr quoted in an error
+
+
+@dataclass(frozen=True)
+class ExecCredential:
+    token: str | None
+    client_chain: tuple[bytes, bytes] | None
+    expires: float | None  # time.time() of expirationTimestamp
+    margin: float
+
+
+def cluster_info(cluster: dict, ca: bytes | None) -> dict:
+    """spec.cluster as client-go's ConfigToExecCluster fills it (omitempty fields left out)."""
+    info: dict = {"server": cluster.get("server", "")}
+    for key in ("tls-server-name", "proxy-url"):
+        if cluster.get(key):
+            info[key] = cluster[key]
+    if cluster.get("insecure-skip-tls-verify"):
+        info["insecure-skip-tls-verify"] = True
+    if ca:
+        info["certificate-authority-data"] = base64.b64encode(ca).decode()
+    if cluster.get("disable-compression"):
+        info["disable-compression"] = True
+    for extension in cluster.get("extensions") or ():
+        if isinstance(extension, dict) and extension.get("name") == EXEC_EXTENSION:
+            info["config"] = extension.get("extension")
+    return info
+
+
+class ExecPlugin(TokenSource):
+    def __init__(self, config: dict, cluster: dict, ca: bytes | None, base_path: str = "") -> None:
+        self.api_version = str(config.get("apiVersion") or "")
+        if self.api_version not in API_VERSIONS:
+            raise ConfigException(f"exec plugin: apiVersion {self.api_version or '(none)'} is not supported "
+                                  f"(client-go takes {' or '.join(API_VERSIONS)})")
+        command = str(config.get("command") or "")
+        if not command:
+            raise ConfigException("exec plugin: no command")
+        # As client-go's kubeconfig loader: a relative path with a separator is relative to the kubeconfig.
+        if os.sep in command and not os.path.isabs(command) and base_path:
+            command = os.path.normpath(os.path.join(base_path, command))
+        self.argv = [command, *map(str, config.get("args") or ())]
+        self.env = {str(e["name"]): str(e["value"]) for e in config.get("env") or () if isinstance(e, dict)}
+        self.install_hint = str(config.get("installHint") or "").strip()
+        if config.get("interactiveMode") == "Always":
+            raise ConfigException(f"exec plugin {self._name()}: interactiveMode is Always, but the controller has no "
+                                  f"terminal to give it (client-go: standard input is not a terminal)")
+        spec: dict = {"interactive": False}
+        if config.get("provideClusterInfo"):
+            spec["cluster"] = cluster_info(cluster, ca)
+        self.exec_info = json.dumps({"kind": "ExecCredential", "apiVersion": self.api_version, "spec": spec})
+        self.credential: ExecCredential | None = None
+        self.runs = 0
+        self._flight: SingleFlight[bool] = SingleFlight()
+
+    def _name(self) -> str:
+        return shlex.join(self.argv)
+
+    def describe(self) -> str:
+        return f"exec plugin {self._name()}"
+
+    def _current(self) -> bool:
+        c = self.credential
+        return c is not None and (c.expires is None or time.time() < c.expires - c.margin)
+
+    async def header(self) -> str | None:
+        if not self._current():
+            await self._flight.run(self._run)
+        assert self.credential is not None
+        return bearer(self.credential.token) if self.credential.token else None
+
+    def client_chain(self) -> tuple[bytes, bytes] | None:
+        return self.credential.client_chain if self.credential is not None else None
+
+    async def reload(self) -> bool:
+        if not self._flight.running and time.monotonic() - self.changed_at < FRESH:
+            return True
+        return await self._flight.run(self._run)
+
+    async def _run(self) -> bool:
+        self.runs += 1
+        started = time.time()
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *self.argv, env={**os.environ, **self.env, "KUBERNETES_EXEC_INFO": self.exec_info},
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        except OSError as err:
+            hint = f" ({self.install_hint})" if self.install_hint else ""
+            raise ConfigException(f"exec plugin {self._name()}: {err.strerror or err}{hint}") from err
+        try:
+            stdout, stderr = await asyncio.wait_for(process.communicate(), RUN_TIMEOUT)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+            raise ConfigException(f"exec plugin {self._name()}: no answer within {RUN_TIMEOUT:.0f} s") from None
+        except asyncio.CancelledError:
+            process.kill()
+            raise
+        if process.returncode != 0:
+            raise ConfigException(f"exec plugin {self._name()}: exit status {process.returncode}"
+                                  f"{_quoted(stderr)}")
+        credential = self._parse(stdout, stderr, started)
+        previous, self.credential = self.credential, credential
+        changed = previous is None or (previous.token, previous.client_chain) != (credential.token,
+                                                                                   credential.client_chain)
+        if changed:
+            self.changed_at = time.monotonic()
+        return changed
+
+    def _parse(self, stdout: bytes, stderr: bytes, started: float) -> ExecCredential:
+        def fail(what: str) -> ConfigException:
+            return ConfigException(f"exec plugin {self._name()}: {what}{_quoted(stderr)}")
+
+        try:
+            answer = json.loads(stdout)
+        except ValueError:
+            raise fail("its output is not an ExecCredential (not JSON)") from None
+        if not isinstance(answer, dict) or answer.get("kind") != "ExecCredential":
+            raise fail("its output is not an ExecCredential")
+        if answer.get("apiVersion") != self.api_version:
+            raise fail(f"it answered apiVersion {answer.get('apiVersion')}, the kubeconfig asks for {self.api_version}")
+        status = answer.get("status")
+        if not isinstance(status, dict):
+            raise fail("its ExecCredential has no status")
+        token = status.get("token") or None
+        cert, key = status.get("clientCertificateData"), status.get("clientKeyData")
+        if bool(cert) != bool(key):
+            raise fail("its status has a client certificate without its key or a key without its certificate")
+        if token is None and not cert:
+            raise fail("its status has neither a token nor a client certificate")
+        expires = None
+        if status.get("expirationTimestamp"):
+            try:
+                expires = datetime.fromisoformat(str(status["expirationTimestamp"])).timestamp()
+            except ValueError:
+                raise fail(f"expirationTimestamp {status['expirationTimestamp']!r} is not RFC 3339") from None
+        margin = min(MAX_MARGIN, max(0.0, (expires - started) / 10)) if expires is not None else 0.0
+        chain = (cert.encode(), key.encode()) if cert else None
+        return ExecCredential(str(token) if token else None, chain, expires, margin)
+
+
+def _quoted(stderr: bytes) -> str:
+    text = stderr.decode(errors="replace").strip()
+    if len(text) > STDERR_LIMIT:
+        text = "..." + text[-STDERR_LIMIT:]
+    return f": {text}" if text else ""

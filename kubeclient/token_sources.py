@@ -1,0 +1,230 @@
+"""Where the Authorization header comes from: nothing, a fixed token or basic auth, a token file re-read as
+client-go re-reads it, an OIDC id-token refreshed with its refresh token. The exec plugin is exec_plugin.py.
+
+Every source renews lazily, when a request asks for the header: nothing runs in the background. A renewal is
+single-flight (`SingleFlight`): concurrent requests wait on the one read or refresh in progress. After a 401
+`reload()` renews at once, unless the credential changed within FRESH seconds (the 401 most likely answered a
+request sent with the previous one: it is retried with the new one without renewing again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+import logging
+import ssl
+import time
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
+
+import aiohttp
+from kubernetes_asyncio.config.config_exception import ConfigException
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+FRESH = 1.0  # seconds: a credential this new is not renewed again on a 401
+TOKEN_FILE_PERIOD = 60.0  # client-go's cachingTokenSource period for token files (and in-cluster tokens)
+
+
+class SingleFlight(Generic[T]):
+    """One run of a coroutine at a time: callers that come while it runs wait for its result (or its error).
+    The run is shielded: a caller cancelled while waiting does not cancel it for the others."""
+
+    def __init__(self) -> None:
+        self._task: asyncio.Task[T] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None
+
+    async def run(self, work: Callable[[], Awaitable[T]]) -> T:
+        if self._task is None:
+            async def once() -> T:
+                try:
+                    return await work()
+                finally:
+                    self._task = None
+
+            self._task = asyncio.get_running_loop().create_task(once())
+        return await asyncio.shield(self._task)
+
+
+class TokenSource:
+    """No credential of its own (client certificates only, or anonymous)."""
+
+    changed_at = float("-inf")  # time.monotonic() of the last change of the credential
+
+    async def header(self) -> str | None:
+        return None
+
+    async def reload(self) -> bool:
+        """After a 401: True if the credential is (now) another than the one the request was sent with."""
+        return False
+
+    def client_chain(self) -> tuple[bytes, bytes] | None:
+        """A client certificate and key that come with the token (an exec plugin's), else None."""
+        return None
+
+    def describe(self) -> str:
+        return "no token"
+
+
+class StaticHeader(TokenSource):
+    """A kubeconfig `token`, or `username`/`password` (basic auth, as kubernetes_asyncio sends it)."""
+
+    def __init__(self, value: str, kind: str) -> None:
+        self.value, self.kind = value, kind
+
+    async def header(self) -> str | None:
+        return self.value
+
+    def describe(self) -> str:
+        return self.kind
+
+
+def bearer(token: str) -> str:
+    return f"Bearer {token}"
+
+
+def basic(username: str, password: str) -> str:
+    return "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode()
+
+
+class TokenFile(TokenSource):
+    """A token read from a file (kubeconfig `tokenFile`, the in-cluster projected token): kept for a minute,
+    as client-go's cached file token source, then read again; read at once after a 401. A file that cannot
+    be read keeps the last token (client-go logs and keeps it too), but a first read must succeed."""
+
+    def __init__(self, path: str, period: float = TOKEN_FILE_PERIOD) -> None:
+        self.path, self.period = path, period
+        self._token: str | None = None
+        self._read_at = float("-inf")
+        self._flight: SingleFlight[bool] = SingleFlight()
+
+    def describe(self) -> str:
+        return f"token file {self.path}"
+
+    async def header(self) -> str | None:
+        if self._token is None or time.monotonic() - self._read_at >= self.period:
+            await self._flight.run(self._read)
+        return bearer(self._token) if self._token else None
+
+    async def reload(self) -> bool:
+        if self._flight.running:
+            return await self._flight.run(self._read)
+        if time.monotonic() - self.changed_at < FRESH:
+            return True
+        return await self._flight.run(self._read)
+
+    def _read_file(self) -> str:
+        with open(self.path) as f:  # a few hundred bytes on a local or tmpfs file: not worth a thread
+            return f.read().strip()
+
+    async def _read(self) -> bool:
+        try:
+            token = self._read_file()
+        except OSError as err:
+            if self._token is None:
+                raise ConfigException(f"token file {self.path}: {err.strerror or err}") from err
+            log.warning("could not read the token file %s (kept the last token): %s", self.path, err)
+            return False
+        finally:
+            self._read_at = time.monotonic()
+        if token == self._token:
+            return False
+        if not token and self._token is not None:
+            log.warning("the token file %s is empty (kept the last token)", self.path)
+            return False
+        self._token, self.changed_at = token, time.monotonic()
+        return True
+
+
+OIDC_MARGIN = 10.0  # seconds before an id-token's exp when it is refreshed
+
+
+def jwt_expiry(token: str) -> float | None:
+    """The `exp` of a JWT, unverified (it is ours to send, not to trust), or None."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except (ValueError, binascii.Error):
+        return None
+    exp = claims.get("exp") if isinstance(claims, dict) else None
+    return float(exp) if isinstance(exp, int | float) and not isinstance(exp, bool) else None
+
+
+class OidcToken(TokenSource):
+    """The `oidc` auth-provider: its id-token, refreshed with its refresh token at the issuer's token endpoint
+    (client-go's oidc plugin, removed from kubectl in 1.26 but still in kubeconfigs that kubelogin writes).
+
+    kubernetes_asyncio refreshes OIDC tokens too (OpenIDRequestor), but without an IdP CA it turns certificate
+    verification off and with one it hands aiohttp a file name as an SSLContext; this does the same two
+    requests (discovery, then the refresh_token grant with the client's basic auth) verifying TLS. The refreshed
+    tokens are kept in memory: the kubeconfig is not rewritten (kubectl persists them)."""
+
+    def __init__(self, config: dict, idp_ca: bytes | None = None) -> None:
+        for key in ("idp-issuer-url", "client-id"):
+            if not config.get(key):
+                raise ConfigException(f"oidc auth-provider: {key} is missing")
+        self.issuer = str(config["idp-issuer-url"]).rstrip("/")
+        self.client_id, self.client_secret = str(config["client-id"]), str(config.get("client-secret") or "")
+        self.id_token: str | None = config.get("id-token") or None
+        self.refresh_token: str | None = config.get("refresh-token") or None
+        self.idp_ca = idp_ca
+        if self.id_token is None and self.refresh_token is None:
+            raise ConfigException("oidc auth-provider: neither an id-token nor a refresh-token to get one")
+        self._flight: SingleFlight[bool] = SingleFlight()
+
+    def describe(self) -> str:
+        return f"oidc auth-provider (issuer {self.issuer})"
+
+    def _expiring(self) -> bool:
+        if self.id_token is None:
+            return True
+        exp = jwt_expiry(self.id_token)
+        return exp is not None and time.time() >= exp - OIDC_MARGIN
+
+    async def header(self) -> str | None:
+        if self._expiring() and self.refresh_token is not None:
+            await self._flight.run(self._refresh)
+        return bearer(self.id_token) if self.id_token else None
+
+    async def reload(self) -> bool:
+        if self.refresh_token is None:
+            return False
+        if not self._flight.running and time.monotonic() - self.changed_at < FRESH:
+            return True
+        return await self._flight.run(self._refresh)
+
+    async def _refresh(self) -> bool:
+        context = ssl.create_default_context(cadata=self.idp_ca.decode() if self.idp_ca else None)
+        auth = aiohttp.BasicAuth(self.client_id, self.client_secret)
+        timeout = aiohttp.ClientTimeout(total=30)
+        try:
+            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context), timeout=timeout) as session:
+                async with session.get(f"{self.issuer}/.well-known/openid-configuration") as answer:
+                    answer.raise_for_status()
+                    endpoint = (await answer.json(content_type=None))["token_endpoint"]
+                async with session.post(endpoint, auth=auth, data={"grant_type": "refresh_token",
+                                                                   "refresh_token": self.refresh_token}) as answer:
+                    body = await answer.json(content_type=None) if answer.content_type.endswith("json") else {}
+                    if answer.status != 200:
+                        why = body.get("error_description") or body.get("error")
+                        raise ConfigException(f"oidc: the issuer {self.issuer} refused to refresh the token "
+                                              f"({answer.status}: {why})")
+        except (aiohttp.ClientError, TimeoutError, KeyError, ValueError) as err:
+            raise ConfigException(f"oidc: could not refresh the token at {self.issuer}: {err!r}") from err
+        if not body.get("id_token"):
+            raise ConfigException(f"oidc: the issuer {self.issuer} answered the refresh without an id_token")
+        changed = body["id_token"] != self.id_token
+        self.id_token = body["id_token"]
+        self.refresh_token = body.get("refresh_token") or self.refresh_token  # some issuers rotate it
+        if changed:
+            self.changed_at = time.monotonic()
+        return changed
