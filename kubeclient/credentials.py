@@ -3,11 +3,16 @@ source (token_sources.py, exec_plugin.py) and the TLS material (tls_material.py)
 
 After a 401 the token source renews (a token file read again, an exec plugin or an OIDC refresh run) and the
 TLS files are checked at once; the transports send the request once more only if either changed (client-go
-retries an exec plugin's 401 once, and resets a token file's cache). Concurrent 401s share one renewal.
+retries an exec plugin's 401 once, and resets a token file's cache). Concurrent 401s share one renewal, and a
+401 to a request sent with a token that was renewed since is retried without renewing again: which token a
+request carried is known from the task that sent it (a context variable `authorization()` sets, read by
+`unauthorized()` in the same task, as the transports call both; from another task the renewal is joined or
+run).
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import ssl
 
@@ -16,19 +21,25 @@ from .token_sources import TokenSource
 
 log = logging.getLogger(__name__)
 
+# (id of the credentials, generation of the token) this task last sent.
+_SENT: contextvars.ContextVar[tuple[int, int] | None] = contextvars.ContextVar("kubeclient_sent", default=None)
+
 
 class RefreshingCredentials:
     def __init__(self, source: TokenSource, tls: TlsMaterial) -> None:
         self.source, self.tls = source, tls
 
     async def authorization(self) -> str | None:
-        return await self.source.header()
+        header = await self.source.header()
+        _SENT.set((id(self), self.source.generation))
+        return header
 
     def ssl_context(self) -> ssl.SSLContext:
         return self.tls.context(self.source.client_chain())
 
     async def unauthorized(self) -> bool:
-        renewed = await self.source.reload()
+        sent = _SENT.get()
+        renewed = await self.source.reload(sent[1] if sent is not None and sent[0] == id(self) else None)
         reloaded = self.tls.reload()
         log.info("the API server answered 401: %s", "credentials renewed, the request is sent again"
                  if renewed or reloaded else f"{self.source.describe()} gave the same credentials again")

@@ -24,7 +24,7 @@ from datetime import datetime
 
 from kubernetes_asyncio.config.config_exception import ConfigException
 
-from .token_sources import FRESH, SingleFlight, TokenSource, bearer
+from .token_sources import SingleFlight, TokenSource, bearer
 
 API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
 EXEC_EXTENSION = "client.authentication.k8s.io/exec"  # a cluster extension passed to the plugin as spec.cluster.config
@@ -104,9 +104,7 @@ class ExecPlugin(TokenSource):
     def client_chain(self) -> tuple[bytes, bytes] | None:
         return self.credential.client_chain if self.credential is not None else None
 
-    async def reload(self) -> bool:
-        if not self._flight.running and time.monotonic() - self.changed_at < FRESH:
-            return True
+    async def _renew(self) -> bool:
         return await self._flight.run(self._run)
 
     async def _run(self) -> bool:
@@ -136,7 +134,7 @@ class ExecPlugin(TokenSource):
         changed = previous is None or (previous.token, previous.client_chain) != (credential.token,
                                                                                    credential.client_chain)
         if changed:
-            self.changed_at = time.monotonic()
+            self.generation += 1
         return changed
 
     def _parse(self, stdout: bytes, stderr: bytes, started: float) -> ExecCredential:

@@ -2,9 +2,10 @@
 client-go re-reads it, an OIDC id-token refreshed with its refresh token. The exec plugin is exec_plugin.py.
 
 Every source renews lazily, when a request asks for the header: nothing runs in the background. A renewal is
-single-flight (`SingleFlight`): concurrent requests wait on the one read or refresh in progress. After a 401
-`reload()` renews at once, unless the credential changed within FRESH seconds (the 401 most likely answered a
-request sent with the previous one: it is retried with the new one without renewing again).
+single-flight (`SingleFlight`): concurrent requests wait on the one read or refresh in progress. Each
+credential a source gives has a `generation`; after a 401, `reload(sent)` renews at once unless the request
+was sent with an older generation than the current one (another request renewed it meanwhile: the request
+is retried with the new one without renewing again).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-FRESH = 1.0  # seconds: a credential this new is not renewed again on a 401
 TOKEN_FILE_PERIOD = 60.0  # client-go's cachingTokenSource period for token files (and in-cluster tokens)
 
 
@@ -56,13 +56,20 @@ class SingleFlight(Generic[T]):
 class TokenSource:
     """No credential of its own (client certificates only, or anonymous)."""
 
-    changed_at = float("-inf")  # time.monotonic() of the last change of the credential
+    generation = 0  # counts the changes of the credential
 
     async def header(self) -> str | None:
         return None
 
-    async def reload(self) -> bool:
-        """After a 401: True if the credential is (now) another than the one the request was sent with."""
+    async def reload(self, sent: int | None = None) -> bool:
+        """After a 401 to a request sent with generation `sent` (None: not known): True if the credential is
+        (now) another than that one."""
+        if sent is not None and sent != self.generation:
+            return True
+        return await self._renew()
+
+    async def _renew(self) -> bool:
+        """Renew now (joining a renewal in progress); True if the credential changed."""
         return False
 
     def client_chain(self) -> tuple[bytes, bytes] | None:
@@ -113,11 +120,7 @@ class TokenFile(TokenSource):
             await self._flight.run(self._read)
         return bearer(self._token) if self._token else None
 
-    async def reload(self) -> bool:
-        if self._flight.running:
-            return await self._flight.run(self._read)
-        if time.monotonic() - self.changed_at < FRESH:
-            return True
+    async def _renew(self) -> bool:
         return await self._flight.run(self._read)
 
     def _read_file(self) -> str:
@@ -139,7 +142,8 @@ class TokenFile(TokenSource):
         if not token and self._token is not None:
             log.warning("the token file %s is empty (kept the last token)", self.path)
             return False
-        self._token, self.changed_at = token, time.monotonic()
+        self._token = token
+        self.generation += 1
         return True
 
 
@@ -195,12 +199,8 @@ class OidcToken(TokenSource):
             await self._flight.run(self._refresh)
         return bearer(self.id_token) if self.id_token else None
 
-    async def reload(self) -> bool:
-        if self.refresh_token is None:
-            return False
-        if not self._flight.running and time.monotonic() - self.changed_at < FRESH:
-            return True
-        return await self._flight.run(self._refresh)
+    async def _renew(self) -> bool:
+        return await self._flight.run(self._refresh) if self.refresh_token is not None else False
 
     async def _refresh(self) -> bool:
         context = ssl.create_default_context(cadata=self.idp_ca.decode() if self.idp_ca else None)
@@ -226,5 +226,5 @@ class OidcToken(TokenSource):
         self.id_token = body["id_token"]
         self.refresh_token = body.get("refresh_token") or self.refresh_token  # some issuers rotate it
         if changed:
-            self.changed_at = time.monotonic()
+            self.generation += 1
         return changed
