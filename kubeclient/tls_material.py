@@ -68,14 +68,14 @@ class TlsMaterial:
     """The CA (or the system's, or none verified with insecure-skip-tls-verify) and a client certificate."""
 
     def __init__(self, ca: Pem | None = None, cert: Pem | None = None, key: Pem | None = None,
-                 insecure: bool = False, check_interval: float = CHECK_INTERVAL) -> None:
+                 insecure: bool = False, check_interval: float | None = None) -> None:
         if (cert is None) != (key is None):
             raise ConfigException("a client certificate needs its key and a key its certificate")
         self.ca, self.cert, self.key, self.insecure = ca, cert, key, insecure
-        self.check_interval = check_interval
+        self.check_interval = CHECK_INTERVAL if check_interval is None else check_interval
         self._signatures = self._stat()
         self._chain: tuple[bytes, bytes] | None = None  # an exec plugin's certificate and key, when it gives one
-        self._next_check = time.monotonic() + check_interval
+        self._next_check = time.monotonic() + self.check_interval
         try:
             self._context = self._build()
         except (OSError, ssl.SSLError, ValueError) as err:
