@@ -34,7 +34,8 @@ REMOVED_PROVIDERS = {
 }
 
 
-def in_cluster(directory: str = SERVICE_ACCOUNT_DIR) -> bool:
+def in_cluster(directory: str | None = None) -> bool:
+    directory = directory or SERVICE_ACCOUNT_DIR
     return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and os.path.exists(f"{directory}/token")
 
 
@@ -74,9 +75,10 @@ async def _first_credentials(settings: ClientSettings) -> None:
         raise ConfigException(f"{settings.source}: {err}") from err
 
 
-async def in_cluster_settings(directory: str = SERVICE_ACCOUNT_DIR, environ: dict | None = None) -> ClientSettings:
+async def in_cluster_settings(directory: str | None = None, environ: dict | None = None) -> ClientSettings:
     """client-go's InClusterConfig: the service's address from the environment, the projected token (re-read
     as it is rotated) and the CA beside it."""
+    directory = directory or SERVICE_ACCOUNT_DIR
     environ = os.environ if environ is None else environ
     host, port = environ.get("KUBERNETES_SERVICE_HOST"), environ.get("KUBERNETES_SERVICE_PORT")
     if not host or not port:
