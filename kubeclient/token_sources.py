@@ -19,6 +19,7 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
+from urllib.parse import quote_plus
 
 import aiohttp
 from kubernetes_asyncio.config.config_exception import ConfigException
@@ -147,20 +148,24 @@ class TokenFile(TokenSource):
         return True
 
 
-OIDC_MARGIN = 10.0  # seconds before an id-token's exp when it is refreshed
+OIDC_MARGIN = 10.0  # seconds before an id-token's exp when it is refreshed (a tenth of its life if shorter)
 
 
-def jwt_expiry(token: str) -> float | None:
-    """The `exp` of a JWT, unverified (it is ours to send, not to trust), or None."""
+def jwt_times(token: str) -> tuple[float | None, float | None]:
+    """(exp, iat) of a JWT, unverified (it is ours to send, not to trust); None where absent."""
     parts = token.split(".")
     if len(parts) != 3:
-        return None
+        return None, None
     try:
         claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
     except (ValueError, binascii.Error):
-        return None
-    exp = claims.get("exp") if isinstance(claims, dict) else None
-    return float(exp) if isinstance(exp, int | float) and not isinstance(exp, bool) else None
+        return None, None
+    if not isinstance(claims, dict):
+        return None, None
+    exp, iat = claims.get("exp"), claims.get("iat")
+    number = (int, float)
+    return (float(exp) if isinstance(exp, number) and not isinstance(exp, bool) else None,
+            float(iat) if isinstance(iat, number) and not isinstance(iat, bool) else None)
 
 
 class OidcToken(TokenSource):
@@ -191,8 +196,11 @@ class OidcToken(TokenSource):
     def _expiring(self) -> bool:
         if self.id_token is None:
             return True
-        exp = jwt_expiry(self.id_token)
-        return exp is not None and time.time() >= exp - OIDC_MARGIN
+        exp, iat = jwt_times(self.id_token)
+        if exp is None:
+            return False
+        margin = min(OIDC_MARGIN, (exp - iat) / 10) if iat is not None and iat < exp else OIDC_MARGIN
+        return time.time() >= exp - margin
 
     async def header(self) -> str | None:
         if self._expiring() and self.refresh_token is not None:
@@ -204,16 +212,19 @@ class OidcToken(TokenSource):
 
     async def _refresh(self) -> bool:
         context = ssl.create_default_context(cadata=self.idp_ca.decode() if self.idp_ca else None)
-        auth = aiohttp.BasicAuth(self.client_id, self.client_secret)
+        # client_secret_basic as Go's oauth2 sends it: id and secret form-encoded, then basic auth.
+        auth = {"Authorization": basic(quote_plus(self.client_id), quote_plus(self.client_secret))}
         timeout = aiohttp.ClientTimeout(total=30)
         try:
-            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context), timeout=timeout) as session:
+            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context), timeout=timeout,
+                                             trust_env=True) as session:  # the issuer may be behind the proxy
                 async with session.get(f"{self.issuer}/.well-known/openid-configuration") as answer:
                     answer.raise_for_status()
                     endpoint = (await answer.json(content_type=None))["token_endpoint"]
-                async with session.post(endpoint, auth=auth, data={"grant_type": "refresh_token",
+                async with session.post(endpoint, headers=auth, data={"grant_type": "refresh_token",
                                                                    "refresh_token": self.refresh_token}) as answer:
                     body = await answer.json(content_type=None) if answer.content_type.endswith("json") else {}
+                    body = body if isinstance(body, dict) else {}
                     if answer.status != 200:
                         why = body.get("error_description") or body.get("error")
                         raise ConfigException(f"oidc: the issuer {self.issuer} refused to refresh the token "
