@@ -22,8 +22,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 
-from kubernetes_asyncio.config.config_exception import ConfigException
-
+from .kube_config_parts import ConfigException
 from .token_sources import SingleFlight, TokenSource, bearer
 
 API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")

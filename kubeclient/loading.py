@@ -15,11 +15,10 @@ import binascii
 import os
 
 import yaml
-from kubernetes_asyncio.config.config_exception import ConfigException
-from kubernetes_asyncio.config.kube_config import ConfigNode, KubeConfigMerger
 
 from .credentials import RefreshingCredentials
 from .exec_plugin import ExecPlugin
+from .kube_config_parts import ConfigException, ConfigNode, KubeConfigMerger
 from .settings import ClientSettings
 from .tls_material import Pem, TlsMaterial
 from .token_sources import OidcToken, StaticHeader, TokenFile, TokenSource, basic, bearer

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kubernetes_asyncio.config.config_exception import ConfigException
+from .kube_config_parts import ConfigException
 
 log = logging.getLogger(__name__)
 

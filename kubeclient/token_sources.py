@@ -22,7 +22,8 @@ from typing import Generic, TypeVar
 from urllib.parse import quote_plus
 
 import aiohttp
-from kubernetes_asyncio.config.config_exception import ConfigException
+
+from .kube_config_parts import ConfigException
 
 log = logging.getLogger(__name__)
 
