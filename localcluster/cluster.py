@@ -323,6 +323,14 @@ class LocalCluster:
             return json_response({"scripts": len(self.runner.scripts)})
         if action == "tokens" and request.method == "POST":
             return json_response({"token": self._issue_token(body)})
+        if action == "client-certificates" and request.method == "POST":
+            # {"user": U, "groups": [...], "lifetime": seconds}: for tests in other processes (this one's CA).
+            lifetime = body.get("lifetime", 3600.0)
+            if not body.get("user") or isinstance(lifetime, bool) or not isinstance(lifetime, int | float) \
+                    or lifetime <= 0:
+                raise ApiError(400, "BadRequest", 'give "user" (and "groups", a positive "lifetime" in seconds)')
+            cert, key = self.client_certificate(str(body["user"]), tuple(body.get("groups") or ()), lifetime)
+            return json_response({"certificate": cert.decode(), "key": key.decode()})
         if action == "requests":
             rows = [{"verb": v, "resource": r, "code": c, "count": n}
                     for (v, r, c), n in sorted(self.faults.requests.items())]

@@ -93,3 +93,14 @@ async def test_a_certificate_from_another_ca_is_refused(cluster, tmp_path):
     cert, key = ClientCa("another-ca").issue("admin", ["system:masters"])
     with pytest.raises(aiohttp.ClientError):  # the handshake fails (the apiserver: 401; client_certificates.py)
         await whoami(cluster, with_certificate(cluster, tmp_path, cert, key))
+
+
+async def test_the_admin_endpoint_issues_client_certificates(cluster, tmp_path):
+    async with cluster.session() as session, \
+            session.post(f"{cluster.url}/_localcluster/client-certificates",
+                         json={"user": "carol", "groups": ["ops"], "lifetime": 60}) as answer:
+        assert answer.status == 200
+        issued = await answer.json()
+    context = with_certificate(cluster, tmp_path, issued["certificate"].encode(), issued["key"].encode())
+    status, review = await whoami(cluster, context)
+    assert status == 201 and review["status"]["userInfo"]["username"] == "carol"
