@@ -3,6 +3,7 @@ living a few seconds and logs each of its runs, token files, client certificates
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 from dataclasses import dataclass
@@ -32,7 +33,8 @@ elif mode == "certificate":
 else:
     request = urllib.request.Request(
         os.environ["CLUSTER_URL"] + "/_localcluster/tokens", method="POST",
-        data=json.dumps({{"user": "plugin-user", "expirationSeconds": lifetime}}).encode(),
+        data=json.dumps({{"user": "plugin-user", "groups": json.loads(os.environ.get("PLUGIN_GROUPS", "[]")),
+                          "expirationSeconds": lifetime}}).encode(),
         headers={{"Authorization": "Bearer " + os.environ["CLUSTER_ADMIN"], "Content-Type": "application/json"}})
     context = ssl.create_default_context(cafile=os.environ["CLUSTER_CA"])
     with urllib.request.urlopen(request, context=context) as answer:
@@ -54,6 +56,19 @@ class Plugin:
         if not self.log.exists():
             return []
         return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+
+class ClusterOfProcess:
+    """What these helpers read of a LocalCluster, for one in another process (tests/program's
+    LocalClusterProcess): its URL, admin token and certificate, and its kubeconfig."""
+
+    def __init__(self, process) -> None:
+        self.url, self.admin_token = process.url, process.credentials.token
+        self.certificate = process.credentials.certificate
+        self._kubeconfig = yaml.safe_load(process.kubeconfig.read_text())
+
+    def kubeconfig(self) -> dict:
+        return copy.deepcopy(self._kubeconfig)
 
 
 def base_kubeconfig(cluster, user: dict, ca_file: Path | None = None) -> dict:
