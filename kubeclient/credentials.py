@@ -7,7 +7,8 @@ retries an exec plugin's 401 once, and resets a token file's cache). Concurrent 
 401 to a request sent with a token that was renewed since is retried without renewing again: which token a
 request carried is known from the task that sent it (a context variable `authorization()` sets, read by
 `unauthorized()` in the same task, as the transports call both; from another task the renewal is joined or
-run).
+run). So is the SSLContext it connected with (`ssl_context()`, which the transports call for each request):
+a 401 to a request made with an older one is retried, whoever reloaded the certificate files.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from .token_sources import TokenSource
 
 log = logging.getLogger(__name__)
 
-# (id of the credentials, generation of the token) this task last sent.
+# (id of the credentials, generation of the token) this task last sent, and (id, SSLContext) it last connected with.
 _SENT: contextvars.ContextVar[tuple[int, int] | None] = contextvars.ContextVar("kubeclient_sent", default=None)
+_TLS: contextvars.ContextVar[tuple[int, ssl.SSLContext] | None] = contextvars.ContextVar("kubeclient_tls",
+                                                                                         default=None)
 
 
 class RefreshingCredentials:
@@ -35,12 +38,18 @@ class RefreshingCredentials:
         return header
 
     def ssl_context(self) -> ssl.SSLContext:
-        return self.tls.context(self.source.client_chain())
+        context = self.tls.context(self.source.client_chain())
+        _TLS.set((id(self), context))
+        return context
 
     async def unauthorized(self) -> bool:
         sent = _SENT.get()
         renewed = await self.source.reload(sent[1] if sent is not None and sent[0] == id(self) else None)
-        reloaded = self.tls.reload()
+        used = _TLS.get()
+        # Files changed now, or before: a request on a connection made with an older context (another request
+        # reloaded the files since) is sent again too.
+        reloaded = self.tls.reload() or (used is not None and used[0] == id(self)
+                                         and used[1] is not self.tls.context(self.source.client_chain()))
         log.info("the API server answered 401: %s", "credentials renewed, the request is sent again"
                  if renewed or reloaded else f"{self.source.describe()} gave the same credentials again")
         return renewed or reloaded
