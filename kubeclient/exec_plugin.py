@@ -5,9 +5,11 @@ client-go (plugin/pkg/client/auth/exec) runs the command with the kubeconfig's a
 terminal: stdin is not one, and the plugin gets none) and, with `provideClusterInfo: true`, the cluster it
 is for. It reads an ExecCredential from stdout: a token or a client certificate and key, perhaps with an
 `expirationTimestamp`. Here, as there, the plugin runs again when that time comes and after a 401, and only
-one run is in flight: the requests that need a credential meanwhile wait on it. Unlike client-go it runs a
-little before the expiry (MARGIN: a tenth of the credential's life, at most 10 s), so that a request is
-not sent with a token about to lapse. kubernetes_asyncio's ExecProvider runs plugins too, but reads
+one run is in flight: the requests that need a credential meanwhile wait on it. Unlike client-go it runs
+before the expiry: in the background from a fifth of the credential's life before it (at most 10 s + 5
+minutes before), requests still sent with the current one, so that a slow plugin holds nothing up (a renewal of a
+leader's Lease least of all); and requests wait for it only in the last tenth (at most 10 s), so that none
+is sent with a token about to lapse. kubernetes_asyncio's ExecProvider runs plugins too, but reads
 `interactive` from our stdout, sends no cluster info and has no timeout: this is its loop, with those.
 """
 
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from .kube_config_parts import ConfigException
-from .token_sources import SingleFlight, TokenSource, bearer
+from .token_sources import SingleFlight, TokenSource, bearer, renewal_times
 
 API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
 EXEC_EXTENSION = "client.authentication.k8s.io/exec"  # a cluster extension passed to the plugin as spec.cluster.config
@@ -37,7 +39,8 @@ class ExecCredential:
     token: str | None
     client_chain: tuple[bytes, bytes] | None
     expires: float | None  # time.time() of expirationTimestamp
-    margin: float
+    renew: float  # time.time() from which the plugin runs again in the background, requests still sent meanwhile
+    must: float  # time.time() from which requests wait for the plugin's new credential
 
 
 def cluster_info(cluster: dict, ca: bytes | None) -> dict:
@@ -90,13 +93,12 @@ class ExecPlugin(TokenSource):
     def describe(self) -> str:
         return f"exec plugin {self._name()}"
 
-    def _current(self) -> bool:
-        c = self.credential
-        return c is not None and (c.expires is None or time.time() < c.expires - c.margin)
-
     async def header(self) -> str | None:
-        if not self._current():
+        now = time.time()
+        if self.credential is None or now >= self.credential.must:
             await self._flight.run(self._run)
+        elif now >= self.credential.renew:
+            self._flight.start(self._run, self.describe())
         assert self.credential is not None
         return bearer(self.credential.token) if self.credential.token else None
 
@@ -163,9 +165,10 @@ class ExecPlugin(TokenSource):
                 expires = datetime.fromisoformat(str(status["expirationTimestamp"])).timestamp()
             except ValueError:
                 raise fail(f"expirationTimestamp {status['expirationTimestamp']!r} is not RFC 3339") from None
-        margin = min(MAX_MARGIN, max(0.0, (expires - started) / 10)) if expires is not None else 0.0
+        renew, must = renewal_times(expires, max(0.0, expires - started), MAX_MARGIN) if expires is not None \
+            else (float("inf"), float("inf"))
         chain = (cert.encode(), key.encode()) if cert else None
-        return ExecCredential(str(token) if token else None, chain, expires, margin)
+        return ExecCredential(str(token) if token else None, chain, expires, renew, must)
 
 
 def _quoted(stderr: bytes) -> str:

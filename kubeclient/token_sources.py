@@ -54,6 +54,19 @@ class SingleFlight(Generic[T]):
             self._task = asyncio.get_running_loop().create_task(once())
         return await asyncio.shield(self._task)
 
+    def start(self, work: Callable[[], Awaitable[T]], what: str) -> None:
+        """Run `work` in the background unless a run is in progress; its error is logged (the caller still
+        has a credential that serves, and runs it again in the foreground if that one runs out)."""
+        if self._task is not None:
+            return
+        task = asyncio.get_running_loop().create_task(self.run(work))
+
+        def logged(done: asyncio.Task) -> None:
+            if not done.cancelled() and done.exception() is not None:
+                log.warning("renewing %s ahead of its expiry failed (it is still used): %s", what, done.exception())
+
+        task.add_done_callback(logged)
+
 
 class TokenSource:
     """No credential of its own (client certificates only, or anonymous)."""
@@ -149,7 +162,16 @@ class TokenFile(TokenSource):
         return True
 
 
-OIDC_MARGIN = 10.0  # seconds before an id-token's exp when it is refreshed (a tenth of its life if shorter)
+OIDC_MARGIN = 10.0  # seconds before an id-token's exp when requests wait for a refresh (a tenth of its life if shorter)
+EARLY = 300.0  # at most this many seconds before then a refresh starts in the background (a tenth of the life)
+
+
+def renewal_times(expires: float, life: float | None, margin: float) -> tuple[float, float]:
+    """(when to start renewing in the background, when requests must wait for the renewal), time.time()s: a
+    credential whose renewal takes a while (a plugin's process, an issuer's round trips) is renewed before the
+    requests that need one are held up."""
+    must = expires - (min(margin, life / 10) if life else margin)
+    return must - (min(EARLY, life / 10) if life else 0.0), must
 
 
 def jwt_times(token: str) -> tuple[float | None, float | None]:
@@ -194,18 +216,16 @@ class OidcToken(TokenSource):
     def describe(self) -> str:
         return f"oidc auth-provider (issuer {self.issuer})"
 
-    def _expiring(self) -> bool:
-        if self.id_token is None:
-            return True
-        exp, iat = jwt_times(self.id_token)
-        if exp is None:
-            return False
-        margin = min(OIDC_MARGIN, (exp - iat) / 10) if iat is not None and iat < exp else OIDC_MARGIN
-        return time.time() >= exp - margin
-
     async def header(self) -> str | None:
-        if self._expiring() and self.refresh_token is not None:
-            await self._flight.run(self._refresh)
+        if self.refresh_token is not None:
+            exp, iat = jwt_times(self.id_token) if self.id_token else (None, None)
+            start, must = renewal_times(exp, exp - iat if iat is not None and iat < exp else None, OIDC_MARGIN) \
+                if exp is not None else (float("inf"), float("inf"))
+            now = time.time()
+            if self.id_token is None or now >= must:
+                await self._flight.run(self._refresh)
+            elif now >= start:
+                self._flight.start(self._refresh, self.describe())
         return bearer(self.id_token) if self.id_token else None
 
     async def _renew(self) -> bool:
