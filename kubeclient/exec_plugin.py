@@ -73,7 +73,10 @@ class ExecPlugin(TokenSource):
         # As client-go's kubeconfig loader: a relative path with a separator is relative to the kubeconfig.
         if os.sep in command and not os.path.isabs(command) and base_path:
             command = os.path.normpath(os.path.join(base_path, command))
-        self.argv = [command, *map(str, config.get("args") or ())]
+        args = config.get("args") or []
+        if not isinstance(args, list):
+            raise ConfigException(f"exec plugin {command}: args is not a list")
+        self.argv = [command, *map(str, args)]
         self.env = {str(e["name"]): str(e["value"]) for e in config.get("env") or () if isinstance(e, dict)}
         self.install_hint = str(config.get("installHint") or "").strip()
         if config.get("interactiveMode") == "Always":

@@ -13,6 +13,7 @@ from kubernetes_asyncio.config.config_exception import ConfigException
 
 from kubeclient import tls_material
 from kubeclient.loading import load_settings
+from localcluster.auth.client_certificates import ClientCa
 
 from .plugins import base_kubeconfig, write
 from .requests import Requests
@@ -82,3 +83,14 @@ async def test_a_missing_certificate_file_is_a_load_error(cluster, tmp_path):
         (tmp_path / "ca.crt").write_bytes(cluster.certificate)
         user_entry = {"client-certificate": "user.crt", "client-key": "user.key"}
         await load_settings(str(write(tmp_path, base_kubeconfig(cluster, user_entry, tmp_path / "ca.crt"))))
+
+
+async def test_a_changed_ca_file_makes_a_new_context(cluster, tmp_path, monkeypatch):
+    monkeypatch.setattr(tls_material, "CHECK_INTERVAL", 0.0)
+    settings = await certificate_settings(cluster, tmp_path, "alice")
+    first = settings.credentials.ssl_context()
+    assert settings.credentials.ssl_context() is first
+    (tmp_path / "ca.crt").write_bytes(cluster.certificate + ClientCa("another").certificate_pem)  # a bundle of two
+    second = settings.credentials.ssl_context()
+    assert second is not first and len(second.get_ca_certs()) == 2
+    assert await Requests(settings).whoami() == (201, "alice")
