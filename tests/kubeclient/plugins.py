@@ -13,10 +13,12 @@ import yaml
 
 PLUGIN = """\
 #!{python}
-import json, os, ssl, sys, time, urllib.request
+import time
+
+started = time.time()  # before the other imports: as near the process's start as its log can say
+import json, os, ssl, sys, urllib.request
 from datetime import datetime, timedelta, timezone
 
-started = time.time()
 info = json.loads(os.environ["KUBERNETES_EXEC_INFO"])
 mode = os.environ["PLUGIN_MODE"]
 lifetime = float(os.environ["PLUGIN_LIFETIME"])

@@ -113,3 +113,20 @@ async def test_a_missing_plugin_says_so_with_its_install_hint(cluster, tmp_path)
     plugin.path.unlink()
     with pytest.raises(ConfigException, match=r"plugin\.py: No such file or directory \(the test writes it\)"):
         await load_settings(str(kubeconfig))
+
+
+async def test_a_slow_plugin_runs_while_requests_go_on_with_the_current_token(cluster, tmp_path):
+    kubeconfig, plugin = exec_kubeconfig(cluster, tmp_path, lifetime=6.0, delay=1.0)
+    requests = Requests(await load_settings(str(kubeconfig)))
+    served: list[tuple[float, float]] = []
+
+    async def keep_asking() -> None:
+        while len(plugin.runs()) < 2:
+            began = time.time()
+            assert await requests.whoami() == (201, "plugin-user")
+            served.append((began, time.time()))
+
+    await asyncio.wait_for(asyncio.gather(*(keep_asking() for _ in range(3))), 30)
+    # The second run started before the token ran out: requests were answered while it ran.
+    run = plugin.runs()[1]
+    assert any(run["start"] < began and ended < run["end"] for began, ended in served), run
