@@ -55,7 +55,8 @@ class RefreshingCredentials:
         return renewed or reloaded
 
     async def close(self) -> None:
-        """Nothing runs in the background: every renewal happens when a request asks for it."""
+        """Stops a renewal in progress (a plugin run is killed: exec_plugin.py)."""
+        await self.source.close()
 
     def describe(self) -> str:
         return self.source.describe()

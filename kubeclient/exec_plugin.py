@@ -127,8 +127,9 @@ class ExecPlugin(TokenSource):
             process.kill()
             await process.wait()
             raise ConfigException(f"exec plugin {self._name()}: no answer within {RUN_TIMEOUT:.0f} s") from None
-        except asyncio.CancelledError:
+        except asyncio.CancelledError:  # the client is closing
             process.kill()
+            await process.wait()  # reaped, its pipes closed while the loop runs
             raise
         if process.returncode != 0:
             raise ConfigException(f"exec plugin {self._name()}: exit status {process.returncode}"

@@ -1,8 +1,10 @@
 """Where the Authorization header comes from: nothing, a fixed token or basic auth, a token file re-read as
 client-go re-reads it, an OIDC id-token refreshed with its refresh token. The exec plugin is exec_plugin.py.
 
-Every source renews lazily, when a request asks for the header: nothing runs in the background. A renewal is
-single-flight (`SingleFlight`): concurrent requests wait on the one read or refresh in progress. Each
+Every source renews when a request asks for the header, nothing on a timer: the exec plugin and the OIDC
+refresh start ahead of the expiry in the background (a request still goes with the current credential),
+and requests wait for them only when it is about to lapse. A renewal is single-flight (`SingleFlight`):
+concurrent requests wait on the one read or refresh in progress. Each
 credential a source gives has a `generation`; after a 401, `reload(sent)` renews at once unless the request
 was sent with an older generation than the current one (another request renewed it meanwhile: the request
 is retried with the new one without renewing again).
@@ -38,6 +40,7 @@ class SingleFlight(Generic[T]):
 
     def __init__(self) -> None:
         self._task: asyncio.Task[T] | None = None
+        self._background: set[asyncio.Task] = set()
 
     @property
     def running(self) -> bool:
@@ -60,12 +63,21 @@ class SingleFlight(Generic[T]):
         if self._task is not None:
             return
         task = asyncio.get_running_loop().create_task(self.run(work))
+        self._background.add(task)
 
         def logged(done: asyncio.Task) -> None:
+            self._background.discard(done)
             if not done.cancelled() and done.exception() is not None:
                 log.warning("renewing %s ahead of its expiry failed (it is still used): %s", what, done.exception())
 
         task.add_done_callback(logged)
+
+    async def cancel(self) -> None:
+        """Stop a run in progress (the client is closing)."""
+        tasks = [t for t in (self._task, *self._background) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 class TokenSource:
@@ -90,6 +102,11 @@ class TokenSource:
     def client_chain(self) -> tuple[bytes, bytes] | None:
         """A client certificate and key that come with the token (an exec plugin's), else None."""
         return None
+
+    async def close(self) -> None:
+        """Stop a renewal in progress."""
+        for flight in [v for v in vars(self).values() if isinstance(v, SingleFlight)]:
+            await flight.cancel()
 
     def describe(self) -> str:
         return "no token"

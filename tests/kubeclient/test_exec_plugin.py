@@ -130,3 +130,16 @@ async def test_a_slow_plugin_runs_while_requests_go_on_with_the_current_token(cl
     # The second run started before the token ran out: requests were answered while it ran.
     run = plugin.runs()[1]
     assert any(run["start"] < began and ended < run["end"] for began, ended in served), run
+
+
+async def test_closing_stops_a_run_in_progress(cluster, tmp_path):
+    kubeconfig, plugin = exec_kubeconfig(cluster, tmp_path, delay=0.1)
+    settings = await load_settings(str(kubeconfig))
+    (tmp_path / "plugin.py").write_text(plugin.path.read_text().replace('os.environ["PLUGIN_DELAY"]', '"30"'))
+    renewal = asyncio.ensure_future(settings.credentials.unauthorized())  # a run that would take 30 s
+    await asyncio.sleep(0.3)  # the process started
+    assert not renewal.done()
+    await asyncio.wait_for(settings.credentials.close(), 5)
+    with pytest.raises(asyncio.CancelledError):
+        await renewal
+    assert len(plugin.runs()) == 1
