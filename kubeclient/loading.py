@@ -124,6 +124,8 @@ def _from_kubeconfig(path: str, context_name: str | None) -> ClientSettings:
     cluster_dir = _directory(cluster_entry.path)
     user_dir = _directory(user_entry.path) if user_entry is not None else cluster_dir
     ca = _pem(cluster, "certificate-authority", cluster_dir)
+    if ca is not None and cluster.get("insecure-skip-tls-verify"):  # client-go's validation refuses it too
+        raise ConfigException("specifying a root certificates file with the insecure flag is not allowed")
     tls = TlsMaterial(ca=ca, cert=_pem(user, "client-certificate", user_dir), key=_pem(user, "client-key", user_dir),
                       insecure=bool(cluster.get("insecure-skip-tls-verify")))
     token_source = _token_source(user, cluster, ca, user_dir)

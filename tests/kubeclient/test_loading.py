@@ -99,6 +99,9 @@ async def test_a_missing_kubeconfig_says_where_it_looked(tmp_path, monkeypatch, 
      ": exec plugin: apiVersion (none) is not supported"),
     (yaml.safe_dump(config("a", {"a": {"server": "https://a", "certificate-authority-data": "%%%"}})),
      ": certificate-authority-data is not base64"),
+    (yaml.safe_dump(config("a", {"a": {"server": "https://a", "certificate-authority-data": "Y2E=",
+                                       "insecure-skip-tls-verify": True}})),
+     ": specifying a root certificates file with the insecure flag is not allowed"),
 ])
 async def test_errors_name_the_file(tmp_path, text, words):
     path = write(tmp_path / "kubeconfig", text)
