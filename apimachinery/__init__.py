@@ -3,9 +3,7 @@
 - `errors`: `ApiStatusError`, a Status answer as the client sees it;
 - `selectors`: label and field selectors, with the API server's grammar and messages;
 - `resource`: an API collection by group, version and plural, and its URL paths;
-- `meta`: an object's key and controlling owner;
-- `kubeclient`: kubernetes_asyncio's `ApiClient`, `Configuration` and config loading, without the
-  generated API and model classes (some 40 MiB) that a plain import of the package loads.
+- `meta`: an object's key and controlling owner.
 
 Nothing here does I/O, and nothing here imports another package of the project.
 """

@@ -1,8 +1,9 @@
-"""Kubernetes label and field selectors: parsed once, matched many times.
+"""Kubernetes label selectors, in their string form: parsed once, matched many times (the informers' listers).
 
-The label-selector grammar, its error messages and its matching rules follow
-k8s.io/apimachinery/pkg/labels (Parse, NewRequirement, Requirement.Matches); field
-selectors follow k8s.io/apimachinery/pkg/fields.ParseSelector.
+The grammar, its error messages and its matching rules follow k8s.io/apimachinery/pkg/labels (Parse,
+NewRequirement, Requirement.Matches); keys and values are checked as apimachinery/validation.py says. The
+selectors only the test server parses (an object's structured label selector, field selectors) are
+localcluster/validation/selectors.py's.
 """
 
 from __future__ import annotations
@@ -11,18 +12,10 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-__all__ = [
-    "SUBDOMAIN_MSG",
-    "FieldRequirement",
-    "FieldSelector",
-    "LabelSelector",
-    "Requirement",
-    "SelectorError",
-    "label_selector_from_dict",
-    "parse_field_selector",
-    "parse_label_selector",
-    "qualified_name_errors",
-]
+from apimachinery.validation import label_value_errors, qualified_name_errors
+
+__all__ = ["LabelSelector", "NothingSelector", "Requirement", "SelectorError", "new_requirement",
+           "parse_label_selector"]
 
 
 class SelectorError(ValueError):
@@ -82,7 +75,7 @@ class LabelSelector:
         return ",".join(_requirement_string(r) for r in self.requirements)
 
 
-class _NothingSelector(LabelSelector):
+class NothingSelector(LabelSelector):
     """What a missing (null) structured selector means: it selects nothing."""
 
     __slots__ = ()
@@ -159,63 +152,11 @@ def _label_int(labels: Labels, key: str) -> int | None:
     return None if value is None else _parse_int64(value)
 
 
-# --- validation (k8s.io/apimachinery/pkg/util/validation) ---------------------------
-
-_QUALIFIED_NAME_RE = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_DNS1123_SUBDOMAIN_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_LABEL_VALUE_RE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
-_NAME_CHARS_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
-    " (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
-    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-)
-SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
-    "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
-    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-)
-
-
-def qualified_name_errors(key: str) -> list[str]:
-    """validation.IsQualifiedName (a label key, an Event's reporting controller): an optional DNS-subdomain
-    prefix, '/', and a name; its messages word for word."""
-    parts = key.split("/")
-    if len(parts) > 2:
-        return [f"a qualified name {_NAME_CHARS_MSG} with an optional DNS subdomain prefix and '/' "
-                f"(e.g. 'example.com/MyName')"]
-    errors = []
-    if len(parts) == 2:
-        prefix = parts[0]
-        if not prefix:
-            errors.append("prefix part must be non-empty")
-        elif len(prefix) > 253:
-            errors.append("prefix part must be no more than 253 characters")
-        if prefix and not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix):
-            errors.append(f"prefix part {SUBDOMAIN_MSG}")
-    name = parts[-1]
-    if not name:
-        errors.append("name part must be non-empty")
-    elif len(name) > 63:
-        errors.append("name part must be no more than 63 characters")
-    if not _QUALIFIED_NAME_RE.fullmatch(name):
-        errors.append(f"name part {_NAME_CHARS_MSG}")
-    return errors
-
-
-def _label_value_errors(value: str) -> list[str]:
-    errors = []
-    if len(value) > 63:
-        errors.append("must be no more than 63 characters")
-    if not _LABEL_VALUE_RE.fullmatch(value):
-        errors.append(f"a valid label must be an empty string or {_NAME_CHARS_MSG.removeprefix('must ')}")
-    return errors
-
-
 def _invalid(field: str, value: str, errors: list[str]) -> str:
     return f'{field}: Invalid value: "{value}": {"; ".join(errors)}'
 
 
-def _new_requirement(key: str, op: str, values: Iterable[str]) -> Requirement:
+def new_requirement(key: str, op: str, values: Iterable[str]) -> Requirement:
     """labels.NewRequirement: checks the key, the value count for the operator, and each value."""
     values = tuple(values)
     problems = []
@@ -236,7 +177,7 @@ def _new_requirement(key: str, op: str, values: Iterable[str]) -> Requirement:
             if _parse_int64(v) is None
         ]
     for i, value in enumerate(values):
-        if value_errors := _label_value_errors(value):
+        if value_errors := label_value_errors(value):
             problems.append(_invalid(f"values[{i}][{key}]", value, value_errors))
     if problems:
         raise SelectorError(problems[0] if len(problems) == 1 else f"[{', '.join(problems)}]")
@@ -346,15 +287,15 @@ class _Parser:
         if key_errors := qualified_name_errors(key):
             raise SelectorError(_invalid("key", key, key_errors))
         if negated:  # "!key" takes no operator: "!a=b" fails on the "=" that follows
-            return _new_requirement(key, DOES_NOT_EXIST, ())
+            return new_requirement(key, DOES_NOT_EXIST, ())
         if self._peek()[0] in (_END, _COMMA):
-            return _new_requirement(key, EXISTS, ())
+            return new_requirement(key, EXISTS, ())
         op, literal = self._next(values_context=False)
         if op not in _BINARY_OPERATORS:
             raise SelectorError(f"found '{literal}', expected: {', '.join(_BINARY_OPERATORS)}")
         values = self._value_set() if op in (IN, NOT_IN) else self._exact_value()
         # Like Go's sets.String.List(): deduplicated and sorted.
-        return _new_requirement(key, op, sorted(values))
+        return new_requirement(key, op, sorted(values))
 
     def _value_set(self) -> set[str]:
         kind, literal = self._next()
@@ -412,164 +353,3 @@ def parse_label_selector(text: str) -> LabelSelector:
     requirements = _Parser(text).parse()
     # Go sorts by key for a deterministic form; it also puts cheap checks in a stable order.
     return LabelSelector(sorted(requirements, key=lambda r: r.key))
-
-
-_STRUCTURED_OPERATORS = {"In": IN, "NotIn": NOT_IN, "Exists": EXISTS, "DoesNotExist": DOES_NOT_EXIST}
-
-
-def label_selector_from_dict(selector: Mapping | None) -> LabelSelector:
-    """metav1.LabelSelectorAsSelector: ``{"matchLabels": {...}, "matchExpressions": [...]}``.
-
-    A null selector selects nothing; an empty one selects everything.
-    """
-    if selector is None:
-        return _NothingSelector()
-    if not isinstance(selector, Mapping):
-        raise SelectorError("a label selector must be an object")
-    match_labels = selector.get("matchLabels") or {}
-    expressions = selector.get("matchExpressions") or []
-    if not isinstance(match_labels, Mapping) or not isinstance(expressions, list):
-        raise SelectorError("matchLabels must be an object and matchExpressions a list")
-    requirements = [_new_requirement(k, EQUALS, (_as_str(v),)) for k, v in match_labels.items()]
-    requirements += [_expression_requirement(e) for e in expressions]
-    return LabelSelector(sorted(requirements, key=lambda r: r.key))
-
-
-def _expression_requirement(expression: object) -> Requirement:
-    if not isinstance(expression, Mapping):
-        raise SelectorError("a matchExpressions item must be an object")
-    operator = expression.get("operator")
-    if operator not in _STRUCTURED_OPERATORS:
-        raise SelectorError(f'"{operator}" is not a valid label selector operator')
-    values = expression.get("values") or []
-    if not isinstance(values, list):
-        raise SelectorError("matchExpressions values must be a list")
-    key = _as_str(expression.get("key"))
-    return _new_requirement(key, _STRUCTURED_OPERATORS[operator], [_as_str(v) for v in values])
-
-
-def _as_str(value: object) -> str:
-    if not isinstance(value, str):
-        raise SelectorError(f"label selector keys and values must be strings, got {value!r}")
-    return value
-
-
-# --- field selectors (fields.ParseSelector) -------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class FieldRequirement:
-    """``field`` is a dotted path; ``operator`` is "=" (also for "==") or "!="."""
-
-    field: str
-    operator: str
-    value: str
-
-
-class FieldSelector:
-    """All requirements must hold. A missing field reads as the empty string."""
-
-    __slots__ = ("_checks", "fields", "requirements")
-
-    def __init__(self, requirements: Iterable[FieldRequirement]) -> None:
-        self.requirements: tuple[FieldRequirement, ...] = tuple(requirements)
-        self.fields: tuple[str, ...] = tuple(dict.fromkeys(r.field for r in self.requirements))
-        self._checks = tuple((tuple(r.field.split(".")), r.operator == NOT_EQUALS, r.value) for r in self.requirements)
-
-    @property
-    def empty(self) -> bool:
-        return not self.requirements
-
-    def exact_value(self, field: str) -> str | None:
-        """The value an ``=``/``==`` requirement demands of ``field``, if any (e.g. metadata.name)."""
-        for r in self.requirements:
-            if r.field == field and r.operator != NOT_EQUALS:
-                return r.value
-        return None
-
-    def matches(self, obj: Mapping) -> bool:
-        for path, negated, value in self._checks:
-            if (_field_value(obj, path) == value) == negated:
-                return False
-        return True
-
-    def __repr__(self) -> str:
-        return f"FieldSelector({list(self.requirements)!r})"
-
-
-def _field_value(obj: Mapping, path: tuple[str, ...]) -> str:
-    value: object = obj
-    for part in path:
-        if not isinstance(value, Mapping):
-            return ""
-        value = value.get(part)
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):  # e.g. spec.hostNetwork, which the apiserver renders as "true"/"false"
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    return ""
-
-
-def parse_field_selector(text: str) -> FieldSelector:
-    """Parse e.g. ``metadata.name=foo,status.phase!=Running``; "" selects everything.
-
-    As in Go, nothing is trimmed, and ``\\,``, ``\\=`` and ``\\\\`` escape those characters in
-    values. Whether a field is supported is for the caller to decide (see ``fields``).
-    """
-    requirements = []
-    for term in _split_terms(text):
-        if not term:
-            continue
-        field, op, raw_value = _split_term(text, term)
-        requirements.append(FieldRequirement(field, op, _unescape(raw_value)))
-    return FieldSelector(requirements)
-
-
-def _split_terms(text: str) -> list[str]:
-    """Split on commas that a backslash does not escape (escapes are kept for _unescape)."""
-    terms, start, escaped = [], 0, False
-    for i, char in enumerate(text):
-        if escaped:
-            escaped = False
-        elif char == "\\":
-            escaped = True
-        elif char == ",":
-            terms.append(text[start:i])
-            start = i + 1
-    terms.append(text[start:])
-    return terms
-
-
-_TERM_RE = re.compile(r"(.*?)(!=|==|=)(.*)", re.DOTALL)
-
-
-def _split_term(text: str, term: str) -> tuple[str, str, str]:
-    """The first operator splits: the field part has no escaping."""
-    match = _TERM_RE.fullmatch(term)
-    if match is None:
-        raise SelectorError(f"invalid selector: '{text}'; can't understand '{term}'")
-    field, op, value = match.groups()
-    return field, EQUALS if op == DOUBLE_EQUALS else op, value
-
-
-def _unescape(value: str) -> str:
-    if "\\" not in value and "," not in value and "=" not in value:
-        return value
-    chars, escaped = [], False
-    for char in value:
-        if escaped:
-            if char not in "\\,=":
-                raise SelectorError(f"invalid field selector: invalid escape sequence: \\{char}")
-            chars.append(char)
-            escaped = False
-        elif char == "\\":
-            escaped = True
-        elif char in ",=":
-            raise SelectorError(f"invalid field selector: unescaped character in value: {char}")
-        else:
-            chars.append(char)
-    if escaped:
-        raise SelectorError("invalid field selector: invalid escape sequence: \\")
-    return "".join(chars)

@@ -36,6 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kubernetes_asyncio import client
 
 from informers import PODS, InformerFactory, InformerOptions, Resource
+from kubeclient.from_configuration import settings_from_configuration
+from kubeclient.rest import RestClient
 from localcluster import LocalCluster
 
 NAMESPACE = "bench"
@@ -217,8 +219,9 @@ def headers() -> dict[str, str]:
     return {"Authorization": f"Bearer {TOKEN}"}
 
 
-async def api_client(url: str) -> client.ApiClient:
-    return client.ApiClient(client.Configuration(host=url, api_key={"BearerToken": f"Bearer {TOKEN}"}))
+async def api_client(url: str) -> RestClient:
+    return RestClient(settings_from_configuration(client.Configuration(host=url,
+                                                                       api_key={"BearerToken": f"Bearer {TOKEN}"})))
 
 
 async def baseline(url: str, resource: Resource) -> tuple[float, float]:

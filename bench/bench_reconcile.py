@@ -28,10 +28,12 @@ sys.path.insert(0, str(ROOT))
 import structlog  # noqa: E402
 from kubernetes_asyncio import client, config  # noqa: E402
 
-from controller.jobs.controller import JobController  # noqa: E402
+from controller.jobs.execution.controller import JobController  # noqa: E402
 from controller.kinds.genericjob.kind import GENERICJOB  # noqa: E402
 from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION  # noqa: E402
 from controller.runtime.controller import ControllerConfig  # noqa: E402
+from kubeclient.from_configuration import settings_from_configuration  # noqa: E402
+from kubeclient.rest import RestClient  # noqa: E402
 from localcluster import LocalCluster  # noqa: E402
 
 TARGET = 2000.0
@@ -90,8 +92,9 @@ async def main(args: argparse.Namespace) -> float:
         cluster.apply_crds(ROOT / "manifests" / "crds")
         configuration = client.Configuration()
         await config.load_kube_config_from_dict(cluster.kubeconfig(), client_configuration=configuration)
-        async with client.ApiClient(configuration) as api:
-            controller = JobController(GENERICJOB, api, ControllerConfig(workers=2, qps=0))
+        async with client.ApiClient(configuration) as api, \
+                RestClient(settings_from_configuration(configuration)) as rest:
+            controller = JobController(GENERICJOB, rest, ControllerConfig(workers=2, qps=0))
             await controller.start(sync_timeout=10)
             try:
                 await client.CustomObjectsApi(api).create_namespaced_custom_object(

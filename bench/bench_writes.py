@@ -1,6 +1,6 @@
 """Client CPU per write: the controller's KubeClient over its keep-alive HTTP/1.1 connections (http1.py), the
-same KubeClient over kubernetes_asyncio's aiohttp session (its path when a proxy is configured), and a bare
-aiohttp session (what bench/scale/floor.py uses).
+same KubeClient over the client's aiohttp session (kubeclient/rest.py's path when a proxy is configured), and a
+bare aiohttp session (what bench/scale/floor.py uses).
 
 Each round creates `--requests` Events in `localcluster serve` (its own process, TLS, the admin's token) from
 4 concurrent coroutines, and reports this process's CPU (user + system) per request; the rounds take turns so
@@ -27,9 +27,11 @@ import orjson
 from prometheus_client import CollectorRegistry
 
 from bench.scale.procs import Cluster
-from controller.runtime.client import InstrumentedApiClient, KubeClient
-from controller.runtime.manager import client_configuration
+from controller.runtime.client import KubeClient
+from controller.runtime.manager import USER_AGENT, client_configuration
 from controller.runtime.metrics import RequestMetrics
+from kubeclient.from_configuration import settings_from_configuration
+from kubeclient.rest import RestClient
 from localcluster import Credentials
 
 CONCURRENCY = 4
@@ -60,11 +62,12 @@ async def main(args: argparse.Namespace) -> None:
     async with Cluster(Path(tempfile.mkdtemp(prefix="bench-writes-"))) as cluster:
         credentials = Credentials.from_kubeconfig(cluster.kubeconfig)
         configuration = await client_configuration(str(cluster.kubeconfig))
-        async with InstrumentedApiClient(configuration, metrics=RequestMetrics(CollectorRegistry())) as api, \
+        async with RestClient(settings_from_configuration(configuration), observer=RequestMetrics(CollectorRegistry()),
+                              user_agent=USER_AGENT) as api, \
                 credentials.session(timeout=aiohttp.ClientTimeout(total=None, sock_read=None)) as session:
             over_http1 = KubeClient(api, qps=0)
             over_aiohttp = KubeClient(api, qps=0)
-            over_aiohttp.pool = None  # kubernetes_asyncio's session, as with a proxy
+            over_aiohttp.rest.writes_via_session = True  # the client's aiohttp session, as with a proxy
 
             async def bare(body: dict) -> None:
                 async with session.post(credentials.url + EVENTS, data=orjson.dumps(body),

@@ -1,6 +1,6 @@
 """Shared informers over raw JSON: reflector (list + watch), indexed cache, handlers, listers.
 
-    factory = InformerFactory(api_client)
+    factory = InformerFactory(rest_client)           # kubeclient.rest.RestClient
     pods = factory.informer(PODS, namespace="default")
     pods.add_handler(on_add=..., on_update=..., on_delete=...)
     factory.start()
@@ -12,6 +12,7 @@
 See the design notes (shared/design/CONTROLLER.md, "Informer") for the guarantees kept, and each module for how.
 """
 
+from apimachinery.errors import ApiStatusError
 from apimachinery.resource import PODS, SERVICES, Resource
 from informers.backoff import Backoff, BackoffPolicy
 from informers.factory import InformerFactory, SyncTimeoutError
@@ -21,7 +22,6 @@ from informers.lister import Lister
 from informers.options import InformerOptions
 from informers.stats import InformerStats
 from informers.store import CONTROLLER_INDEX, NAMESPACE_INDEX, Store, controller_index, namespace_index, object_key
-from informers.transport import ApiStatusError
 
 __all__ = [
     "CONTROLLER_INDEX",

@@ -6,12 +6,12 @@ import asyncio
 
 from prometheus_client import CollectorRegistry
 
-from apimachinery.kubeclient import ApiClient
 from apimachinery.resource import Resource
 from informers.informer import Informer, InformerStatus, Transform
 from informers.lister import Lister
 from informers.metrics import InformerCollector
 from informers.options import InformerOptions
+from kubeclient.rest import RestClient
 
 
 class SyncTimeoutError(TimeoutError):
@@ -26,10 +26,10 @@ class SyncTimeoutError(TimeoutError):
 
 
 class InformerFactory:
-    def __init__(self, api_client: ApiClient, *, options: InformerOptions | None = None,
+    def __init__(self, client: RestClient, *, options: InformerOptions | None = None,
                  registry: CollectorRegistry | None = None) -> None:
         """`registry`, if given, gets Prometheus metrics for every informer of this factory."""
-        self.api_client = api_client
+        self.client = client
         self.options = options or InformerOptions()
         self._informers: dict[tuple[Resource, str | None, str | None], Informer] = {}
         if registry is not None:
@@ -46,7 +46,7 @@ class InformerFactory:
         key = (resource, namespace or None, label_selector or None)
         informer = self._informers.get(key)
         if informer is None:
-            informer = Informer(self.api_client, resource, namespace=namespace, label_selector=label_selector,
+            informer = Informer(self.client, resource, namespace=namespace, label_selector=label_selector,
                                 transform=transform, options=options or self.options)
             self._informers[key] = informer
         elif transform is not None and informer.transform is not transform:

@@ -12,7 +12,6 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from apimachinery.kubeclient import ApiClient
 from apimachinery.resource import Resource
 from informers.backoff import Backoff
 from informers.compact import Compactor
@@ -22,7 +21,7 @@ from informers.options import InformerOptions
 from informers.reflector import Reflector
 from informers.stats import InformerStats
 from informers.store import IndexFunc, Store, object_key
-from informers.transport import Transport
+from kubeclient.rest import RestClient
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +46,7 @@ class InformerStatus:
 
 
 class Informer:
-    def __init__(self, api_client: ApiClient, resource: Resource, *, namespace: str | None = None,
+    def __init__(self, client: RestClient, resource: Resource, *, namespace: str | None = None,
                  label_selector: str | None = None, transform: Transform | None = None,
                  options: InformerOptions | None = None) -> None:
         self.resource = resource
@@ -58,7 +57,7 @@ class Informer:
         self.store = Store()
         self.lister = Lister(self.store)
         self.stats = InformerStats()
-        self._transport = Transport(api_client, self.options.request_timeout)
+        self._client = client
         self._compact = Compactor() if self.options.compact else None
         self._handlers: list[HandlerRegistration] = []
         self._listed = False  # the first list has been applied to the store
@@ -149,7 +148,7 @@ class Informer:
         backoff = Backoff(self.options.backoff)
         path = self.resource.path(self.namespace)
         while True:
-            self._reflector = Reflector(self._transport, path, self.label_selector, self.options, self.stats,
+            self._reflector = Reflector(self._client, path, self.label_selector, self.options, self.stats,
                                         str(self), trim=self._trimmed, compact=self._compacted,
                                         replace=self._replace, apply=self._apply)
             try:

@@ -37,10 +37,11 @@ from typing import NoReturn
 import aiohttp
 import orjson
 
+from apimachinery.errors import ApiStatusError
 from informers.backoff import Backoff
 from informers.options import InformerOptions
 from informers.stats import InformerStats
-from informers.transport import TRANSIENT_ERRORS, ApiStatusError, Transport
+from kubeclient.rest import TRANSIENT_ERRORS, RestClient
 
 log = logging.getLogger(__name__)
 
@@ -134,12 +135,12 @@ class ShortWatch(Exception):
 
 
 class Reflector:
-    def __init__(self, transport: Transport, path: str, label_selector: str | None, options: InformerOptions,
+    def __init__(self, client: RestClient, path: str, label_selector: str | None, options: InformerOptions,
                  stats: InformerStats, name: str, *, trim: Callable[[dict], dict], compact: Callable[[dict], dict],
                  replace: Callable[[list[dict], str], None], apply: Callable[[str, dict], None]) -> None:
         """`trim` then `compact` make a decoded object what the cache keeps (`_prepare`); a list copies the
         trimmed objects between the two steps (see `_prepare_page`)."""
-        self.transport = transport
+        self.client = client
         self.path = path
         self.label_selector = label_selector
         self.options = options
@@ -296,7 +297,7 @@ class Reflector:
             return [compact(obj) for obj in orjson.loads(kept)]
 
     def _fetch(self, params: dict[str, str]) -> asyncio.Future[bytes]:
-        return asyncio.ensure_future(self.transport.get(self.path, params))
+        return asyncio.ensure_future(self.client.get(self.path, params, timeout=self.options.request_timeout))
 
     # --- watch ----------------------------------------------------------------------------
 
@@ -307,7 +308,7 @@ class Reflector:
         if self.label_selector:
             params["labelSelector"] = self.label_selector
         started = time.monotonic()
-        response = await self.transport.open_stream(self.path, params)
+        response = await self.client.stream(self.path, params, timeout=self.options.request_timeout)
         self.stats.watches += 1
         self._tentative_proof()  # answered 200: every change after our version is on its way
         try:

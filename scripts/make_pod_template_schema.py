@@ -1,11 +1,11 @@
-"""Write controller/jobs/pod_template.json: the schema of a Kubernetes 1.35 PodTemplateSpec, as a CRD embeds it.
+"""Write controller/jobs/schema/pod_template.json: the schema of a Kubernetes 1.35 PodTemplateSpec, as a CRD embeds it.
 
     python scripts/make_pod_template_schema.py SWAGGER_JSON
 
 SWAGGER_JSON is Kubernetes' Swagger 2.0 document of release 1.35: api/openapi-spec/swagger.json of
 kubernetes/kubernetes on branch release-1.35 (kubernetes-client/python ships the same file as
 kubernetes/swagger.json.unprocessed in its 35.0 release). The JSON written is what the CRD generators read
-(controller/jobs/crd.py `template_schema`); this script is only how it was made.
+(controller/jobs/schema/crd.py `template_schema`); this script is only how it was made.
 
 The schema is made structural, as a CRD needs: every $ref inlined, IntOrString and Quantity marked
 `x-kubernetes-int-or-string` (a quantity also gets its pattern, as controller-gen writes it), Time a

@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controller.jobs.api import JobObject
+from controller.jobs.schema.api import JobObject
 from controller.kinds.genericjob import models as genericjob
 from controller.kinds.pytorch import models as pytorch
 from controller.kinds.tensorflow import models as tensorflow

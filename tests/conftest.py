@@ -6,8 +6,9 @@ import pytest
 from kubernetes_asyncio import client, config
 from prometheus_client import CollectorRegistry
 
-from controller.runtime.client import InstrumentedApiClient
 from controller.runtime.metrics import RequestMetrics
+from kubeclient.from_configuration import settings_from_configuration
+from kubeclient.rest import RestClient
 from localcluster import LocalCluster
 
 
@@ -25,12 +26,22 @@ async def cluster(request):
 
 @pytest.fixture
 async def api_client(cluster):
-    """A kubernetes_asyncio client built from the cluster's kubeconfig, as a user's would be; the controller's
-    own kind (InstrumentedApiClient), so that a controller made of it writes over its keep-alive connections."""
+    """A kubernetes_asyncio client built from the cluster's kubeconfig, as a user's would be: what tests use to
+    act on the cluster (its generated API classes), never what the controller uses."""
     configuration = client.Configuration()
     await config.load_kube_config_from_dict(cluster.kubeconfig(), client_configuration=configuration)
-    async with InstrumentedApiClient(configuration, metrics=RequestMetrics(CollectorRegistry())) as api:
+    async with client.ApiClient(configuration) as api:
         yield api
+
+
+@pytest.fixture
+async def rest_client(cluster):
+    """The controller's client (kubeclient.rest.RestClient) for the same kubeconfig, its requests counted."""
+    configuration = client.Configuration()
+    await config.load_kube_config_from_dict(cluster.kubeconfig(), client_configuration=configuration)
+    async with RestClient(settings_from_configuration(configuration), observer=RequestMetrics(CollectorRegistry())
+                          ) as rest:
+        yield rest
 
 
 @pytest.fixture

@@ -3,7 +3,8 @@
 For each GenericJob it sees created: create each replica's pod and Service, then one status write
 per job phase change (Pending once the pods exist, Running once all run, Succeeded or Failed once
 all have finished). Same concurrency (`--workers` jobs at a time, writes sequential within one,
-as the controller's reconciles) and the same client-side limit (the controller's own TokenBucket).
+as the controller's reconciles) and the same client-side limit (the controller's own TokenBucket,
+kubeclient/ratelimit.py).
 It keeps the state it needs from two watches (jobs, pods) and never reads anything else.
 
     python -m bench.scale.floor --kubeconfig FILE [--workers 4] [--qps 20] [--burst 30]
@@ -18,7 +19,7 @@ import copy
 import aiohttp
 import orjson
 
-from controller.runtime.client import TokenBucket
+from kubeclient.ratelimit import TokenBucket
 from localcluster import Credentials
 
 from .workload import JOBS_PATH

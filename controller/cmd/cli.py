@@ -19,10 +19,10 @@ from collections.abc import Mapping
 from importlib import metadata
 from types import ModuleType
 
-from controller.jobs.admission import make_webhook
-from controller.jobs.backoff import DEFAULT_BASE as DEFAULT_RESTART_BACKOFF
-from controller.jobs.config import JobConfig
-from controller.jobs.plan import STUCK_TERMINATING_AFTER
+from controller.jobs.decisions.backoff import DEFAULT_BASE as DEFAULT_RESTART_BACKOFF
+from controller.jobs.decisions.stuck import STUCK_TERMINATING_AFTER
+from controller.jobs.execution.config import JobConfig
+from controller.jobs.schema.admission import make_webhook
 from controller.kinds import registry as kinds
 from controller.runtime.controller import INFORMER_STALE_AFTER
 from controller.runtime.flags import BooleanFlag, HelpFormatter, add_log_level_deps, non_negative, port, positive_int

@@ -43,7 +43,6 @@ import time
 from pathlib import Path
 
 import yaml
-from kubernetes_asyncio import client, config
 
 from controller.devtools.local_metrics import LocalMetrics, metrics_address
 from controller.devtools.local_metrics import exposure_warning as metrics_exposure_warning
@@ -51,15 +50,17 @@ from controller.devtools.local_webhook import LocalWebhook
 from controller.devtools.progress import JobProgress, is_job, plural
 from controller.devtools.submit import ManifestError, Submitter, describe, load_manifests
 from controller.devtools.terminal import Terminal
-from controller.jobs import crd
-from controller.jobs.config import JobConfig
+from controller.jobs.execution.config import JobConfig
+from controller.jobs.schema import crd
 from controller.kinds import registry
 from controller.runtime import logs
-from controller.runtime.client import InstrumentedApiClient, resolve_proxy_once
 from controller.runtime.flags import BooleanFlag, add_log_level_deps, port, positive_int
 from controller.runtime.manager import USER_AGENT
 from controller.runtime.metrics import RequestMetrics
 from informers import ApiStatusError
+from kubeclient.from_configuration import settings_from_configuration
+from kubeclient.lean_kubernetes_asyncio import Configuration, kube_config
+from kubeclient.rest import RestClient
 from localcluster import LocalCluster
 from localcluster.cluster import private_directory
 from localcluster.endpoints.exposure import exposure_warning
@@ -267,17 +268,16 @@ async def _with_cluster(cluster: LocalCluster, args: argparse.Namespace, objects
 
 async def _run_controller(kubeconfig: Path, cluster: LocalCluster, args: argparse.Namespace,
                           objects: list[dict] | None, stop: asyncio.Event) -> int:
-    configuration = client.Configuration()
+    configuration = Configuration()
     # The client reads the file just written: if it works for us, it works for kubectl.
-    await config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+    await kube_config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
     metrics = LocalMetrics()
     # The controller's requests are counted (rest_client_requests_total) as under `run`; the progress lines' and
     # the submitter's go through a client of their own, so the page shows the controller's alone.
-    async with client.ApiClient(configuration) as api_client, \
-            InstrumentedApiClient(configuration, metrics=RequestMetrics(metrics.registry)) as controller_client:
-        for each in (api_client, controller_client):
-            each.user_agent = USER_AGENT  # the field manager of every write, as under `run`
-            resolve_proxy_once(each)
+    # USER_AGENT: the field manager of every write, as under `run`.
+    async with RestClient(settings_from_configuration(configuration), user_agent=USER_AGENT) as api_client, \
+            RestClient(settings_from_configuration(configuration), user_agent=USER_AGENT,
+                       observer=RequestMetrics(metrics.registry)) as controller_client:
         controller = registry.make_controller(controller_client, JobConfig(
             workers=args.workers, shutdown_timeout=5.0, restart_backoff=LOCAL_RESTART_BACKOFF), metrics.registry)
         await controller.start(sync_timeout=SYNC_TIMEOUT)
@@ -310,7 +310,7 @@ async def _serve_metrics(metrics: LocalMetrics, address: str, problems) -> None:
     say(f"controller metrics: {url}")
 
 
-async def _serve_and_follow(api_client: client.ApiClient, cluster: LocalCluster, args: argparse.Namespace,
+async def _serve_and_follow(api_client: RestClient, cluster: LocalCluster, args: argparse.Namespace,
                             stop: asyncio.Event) -> int:
     """Until stopped: the progress of every job that appears (kubectl apply), and its replicas' output if asked."""
     progress = JobProgress(api_client, follow_logs=args.logs, follow_all=True)
@@ -356,7 +356,7 @@ def _needed_crds() -> set[str]:
             if doc}
 
 
-async def _apply_and_follow(api_client: client.ApiClient, objects: list[dict], args: argparse.Namespace,
+async def _apply_and_follow(api_client: RestClient, objects: list[dict], args: argparse.Namespace,
                             stop: asyncio.Event) -> int:
     progress = JobProgress(api_client, follow_logs=args.logs)
     # Watching starts before anything is created, so no phase change is missed.

@@ -1,6 +1,6 @@
 """`local`'s admission webhook, wired into localcluster as a cluster wires the controller's (issue 34).
 
-`genericjob-controller local` serves the controller's validating webhook (controller/jobs/admission.py) on a free
+`genericjob-controller local` serves the controller's validating webhook (controller/jobs/schema/admission.py) on a free
 loopback port, and registers it in its localcluster as an install does: the Service `genericjob-controller-webhook`
 in `genericjob-system` (without a selector: its Endpoints and EndpointSlice, written here, point at 127.0.0.1:PORT,
 which is how localcluster's webhook calls resolve a service reference) and the ValidatingWebhookConfiguration
@@ -27,12 +27,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
-from kubernetes_asyncio import client
 
-from controller.jobs import admission, crd
+from apimachinery.errors import ApiStatusError
 from controller.jobs.kind import JobKind
+from controller.jobs.schema import admission, crd
 from controller.kinds import registry
 from controller.runtime.webhook_server import Webhook, WebhookConfig
+from kubeclient.rest import RestClient
 
 NAMESPACE = "genericjob-system"  # the install's namespace (manifests/namespace.yaml)
 SERVICE = "genericjob-controller-webhook"
@@ -103,38 +104,24 @@ def service_objects(port: int, namespace: str = NAMESPACE, service: str = SERVIC
             "endpoints": [{"addresses": [address], "conditions": {"ready": True}}], "ports": ports})]
 
 
-async def call(api_client: client.ApiClient, method: str, path: str, body: dict | None = None) -> dict:
-    """One request of the admin client; ApiException when refused."""
-    response = await api_client.call_api(path, method, body=body, header_params={"Content-Type": "application/json"},
-                                         auth_settings=["BearerToken"], _preload_content=False)
-    if response.status >= 300:
-        raise client.ApiException(http_resp=_Response(response.status, await response.read()))
-    return await response.json()
+async def call(rest: RestClient, method: str, path: str, body: dict | None = None) -> dict:
+    """One request of the admin client; ApiStatusError when refused."""
+    return await rest.call(method, path, body) or {}
 
 
-class _Response:
-    """What ApiException reads of a response, once its body is read."""
-
-    def __init__(self, status: int, data: bytes) -> None:
-        self.status, self.reason, self.data = status, "", data
-
-    def getheaders(self) -> dict:
-        return {}
-
-
-async def wire(api_client: client.ApiClient, port: int, *, namespace: str = NAMESPACE, ca_bundle: bytes | None = None,
+async def wire(rest: RestClient, port: int, *, namespace: str = NAMESPACE, ca_bundle: bytes | None = None,
                failure_policy: str | None = None) -> dict:
     """The Service at 127.0.0.1:`port` and the configuration calling it (a `ca_bundle` of None: the webhook's
     CertKeeper writes it). The namespace is created when missing. The configuration, as stored."""
     try:
-        await call(api_client, "POST", "/api/v1/namespaces",
+        await call(rest, "POST", "/api/v1/namespaces",
                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    except client.ApiException as exc:
-        if exc.status != 409:
+    except ApiStatusError as exc:
+        if exc.code != 409:
             raise
     for path, body in service_objects(port, namespace):
-        await call(api_client, "POST", path, body)
-    return await call(api_client, "POST", CONFIGURATIONS,
+        await call(rest, "POST", path, body)
+    return await call(rest, "POST", CONFIGURATIONS,
                       configuration(namespace, ca_bundle=ca_bundle, failure_policy=failure_policy))
 
 
@@ -154,8 +141,8 @@ def serving_pair(directory: Path, namespace: str = NAMESPACE, service: str = SER
 class LocalWebhook:
     """The webhook of `local`: started on a free loopback port with its own pair, then wired into the cluster."""
 
-    def __init__(self, api_client: client.ApiClient, metrics_registry=None) -> None:
-        self.api_client, self.metrics_registry = api_client, metrics_registry
+    def __init__(self, rest: RestClient, metrics_registry=None) -> None:
+        self.rest, self.metrics_registry = rest, metrics_registry
         self.webhook: Webhook | None = None
         self.address: str | None = None
         self._dir: str | None = None
@@ -167,7 +154,7 @@ class LocalWebhook:
         self.webhook = admission.make_webhook(None, WebhookConfig(port=0, host="127.0.0.1", cert_dir=self._dir),
                                               self.metrics_registry, kinds=registry.select())
         self.address = await self.webhook.start()
-        await wire(self.api_client, int(self.address.rpartition(":")[2]), ca_bundle=bundle)
+        await wire(self.rest, int(self.address.rpartition(":")[2]), ca_bundle=bundle)
         return self.address
 
     async def stop(self) -> None:

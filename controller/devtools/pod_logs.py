@@ -12,14 +12,15 @@ from collections.abc import Callable
 
 import aiohttp
 
-from apimachinery.kubeclient import ApiClient
+from apimachinery.errors import ApiStatusError
+from kubeclient.rest import RestClient
 
 CONNECT_TIMEOUT = 10.0
 
 
 class LogFollower:
-    def __init__(self, api_client: ApiClient, emit: Callable[[str], None]) -> None:
-        self.api_client = api_client
+    def __init__(self, rest: RestClient, emit: Callable[[str], None]) -> None:
+        self.rest = rest
         self.emit = emit
         self._tasks: dict[tuple[str, str | None], asyncio.Task] = {}  # (pod uid, container) -> its stream
 
@@ -39,16 +40,12 @@ class LogFollower:
         await asyncio.gather(*self._tasks.values(), return_exceptions=True)
 
     async def _stream(self, namespace: str, pod: str, container: str | None, label: str) -> None:
-        query = [("follow", "true")] + ([("container", container)] if container else [])
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT)
-        with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
-            response = await self.api_client.call_api(
-                f"/api/v1/namespaces/{namespace}/pods/{pod}/log", "GET", query_params=query,
-                header_params={"Accept": "*/*"}, auth_settings=["BearerToken"], _preload_content=False,
-                _request_timeout=timeout)
+        query = {"follow": "true", **({"container": container} if container else {})}
+        # ApiStatusError: gone already, or not started: nothing to show.
+        with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError, ApiStatusError):
+            response = await self.rest.stream(f"/api/v1/namespaces/{namespace}/pods/{pod}/log", query,
+                                              timeout=CONNECT_TIMEOUT, accept="*/*")
             try:
-                if response.status >= 400:  # gone already, or not started: nothing to show
-                    return
                 async for raw in response.content:
                     self.emit(f"{label} | {raw.decode(errors='replace').rstrip()}")
             finally:

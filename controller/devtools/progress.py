@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TextIO
 
-from apimachinery.kubeclient import ApiClient
 from controller.devtools.colour import Paint, no_paint, palette
 from controller.devtools.pod_logs import LogFollower
 from controller.devtools.reasons import ReplicaReasons, pod_log_reader
 from controller.kinds.registry import KINDS
 from informers import InformerFactory
+from kubeclient.rest import RestClient
 
 FINISHED = frozenset({"Succeeded", "Failed"})
 STARTED = frozenset({"Running", "Succeeded", "Failed"})  # a replica phase whose pod may have output
@@ -137,17 +137,17 @@ class JobProgress:
     """Prints the progress of the jobs it is told to `track` (with `follow_all`, of every job that appears, and
     a summary line as each finishes); `wait()` returns once every one tracked has finished."""
 
-    def __init__(self, api_client: ApiClient, out: TextIO | None = None, follow_logs: bool = False,
+    def __init__(self, rest: RestClient, out: TextIO | None = None, follow_logs: bool = False,
                  follow_all: bool = False) -> None:
         self.out = out or sys.stdout
         self.paint = palette(self.out)  # phase words in colour, on a terminal that wants it
         self.follow_all = follow_all
-        self.factory = InformerFactory(api_client)
+        self.factory = InformerFactory(rest)
         for kind in KINDS.values():
             self.factory.informer(kind.api.resource).add_handler(
                 on_add=self._seen, on_update=lambda _old, new: self._seen(new), on_delete=self._gone)
-        self.logs = LogFollower(api_client, self.emit) if follow_logs else None
-        self.reasons = ReplicaReasons(self.factory, self._reasons_changed, pod_log_reader(api_client))
+        self.logs = LogFollower(rest, self.emit) if follow_logs else None
+        self.reasons = ReplicaReasons(self.factory, self._reasons_changed, pod_log_reader(rest))
         self.tracked: dict[str, Tracked] = {}  # by job key, in the order submitted
         self._latest: dict[str, dict] = {}  # every job seen, by key: events may arrive before `track` is called
         self._expecting_more = True

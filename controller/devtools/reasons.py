@@ -18,11 +18,10 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 
-from kubernetes_asyncio import client
-
 from apimachinery.resource import PODS, Resource
 from controller.devtools.port_collision import LOG_LINES, collision, failed_container
 from informers import InformerFactory
+from kubeclient.rest import RestClient
 
 LogReader = Callable[[str, str, str], Awaitable[str]]  # (namespace, pod, container) -> the tail of its log
 LOG_TIMEOUT = 2.0  # seconds a failed pod's log may take to read
@@ -177,11 +176,12 @@ class ReplicaReasons:
                 self._changed(owner.get("uid", ""))
 
 
-def pod_log_reader(api_client: client.ApiClient) -> LogReader:
+def pod_log_reader(rest: RestClient) -> LogReader:
     """Reads the last lines of a container's log, as `kubectl logs --tail` does."""
-    core = client.CoreV1Api(api_client)
 
     async def read(namespace: str, name: str, container: str) -> str:
-        return await core.read_namespaced_pod_log(name, namespace, container=container, tail_lines=LOG_LINES)
+        log = await rest.get(f"/api/v1/namespaces/{namespace}/pods/{name}/log",
+                             {"container": container, "tailLines": str(LOG_LINES)})
+        return log.decode(errors="replace")
 
     return read

@@ -13,16 +13,13 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-import aiohttp
-import orjson
 import yaml
 
-from apimachinery.kubeclient import ApiClient
 from informers import ApiStatusError
-from informers.transport import status_error
+from kubeclient.rest import RestClient
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
-REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30)
+REQUEST_TIMEOUT = 30.0  # seconds
 
 
 class ManifestError(Exception):
@@ -81,8 +78,8 @@ def describe(obj: dict) -> str:
 class Submitter:
     """Creates objects through the API; caches discovery per group version until a CRD is created."""
 
-    def __init__(self, api_client: ApiClient, default_namespace: str = "default") -> None:
-        self.api_client = api_client
+    def __init__(self, rest: RestClient, default_namespace: str = "default") -> None:
+        self.rest = rest
         self.default_namespace = default_namespace
         self._resources: dict[str, dict[str, tuple[str, bool]]] = {}  # groupVersion -> kind -> (plural, namespaced)
 
@@ -119,13 +116,4 @@ class Submitter:
         return kinds[kind]
 
     async def _request(self, method: str, path: str, body: dict | None = None, query: dict | None = None) -> dict:
-        response = await self.api_client.call_api(
-            path, method, query_params=list((query or {}).items()), body=body,
-            header_params={"Accept": "application/json", "Content-Type": "application/json"},
-            auth_settings=["BearerToken"], _preload_content=False, _request_timeout=REQUEST_TIMEOUT)
-        if response.status >= 400:
-            raise await status_error(response)
-        try:
-            return orjson.loads(await response.read())
-        finally:
-            response.release()
+        return await self.rest.call(method, path, body, params=query, timeout=REQUEST_TIMEOUT) or {}

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from apimachinery.resource import Resource
-from controller.jobs.api import CleanUpPolicy, Outcome, RunMode, SchedulePolicy, Verdict
+from controller.jobs.schema.api import CleanUpPolicy, Outcome, RunMode, SchedulePolicy, Verdict
 
 Outcomes = Mapping[tuple[str, int], Outcome | None]  # by (type, rank); None: not decided yet
 

@@ -9,8 +9,7 @@ from collections.abc import Sequence
 
 from prometheus_client import CollectorRegistry
 
-from apimachinery.kubeclient import ApiClient
-from controller.jobs.controller import JobController
+from controller.jobs.execution.controller import JobController
 from controller.jobs.kind import JobKind
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.pytorch.kind import PYTORCH
@@ -18,6 +17,7 @@ from controller.kinds.tensorflow.kind import TENSORFLOW
 from controller.runtime.controller import ControllerConfig
 from controller.runtime.group import ControllerGroup
 from informers import InformerFactory, Resource
+from kubeclient.rest import RestClient
 
 KINDS: dict[str, JobKind] = {kind.api.kind: kind for kind in (GENERICJOB, TENSORFLOW, PYTORCH)}
 
@@ -53,15 +53,15 @@ def select(names: Sequence[str] = ()) -> list[JobKind]:
     return list({id(known[name.lower()]): known[name.lower()] for name in names}.values())
 
 
-def make_controller(api_client: ApiClient, config: ControllerConfig, registry: CollectorRegistry,
+def make_controller(rest: RestClient, config: ControllerConfig, registry: CollectorRegistry,
                     kinds: Sequence[JobKind] = ()) -> JobController | ControllerGroup:
     """ManagerConfig.make_controller: one JobController per kind served (every registered kind by
     default), sharing one informer factory when there are several."""
     kinds = list(kinds) or list(KINDS.values())
     if len(kinds) == 1:
-        return JobController(kinds[0], api_client, config, registry)
-    factory = InformerFactory(api_client, options=config.informer_options, registry=registry)
-    return ControllerGroup([JobController(kind, api_client, config, registry, factory=factory) for kind in kinds],
+        return JobController(kinds[0], rest, config, registry)
+    factory = InformerFactory(rest, options=config.informer_options, registry=registry)
+    return ControllerGroup([JobController(kind, rest, config, registry, factory=factory) for kind in kinds],
                            missing_api_hint=functools.partial(without_kind, kinds))
 
 

@@ -1,12 +1,12 @@
 """A controller: informers feed a rate-limited work queue; workers reconcile its keys.
 
-    controller = SomeController(api_client, ControllerConfig(workers=4), name="some")  # a subclass: its reconcile
+    controller = SomeController(rest_client, ControllerConfig(workers=4), name="some")  # a subclass: its reconcile
     controller.start_informers()            # may run while standing by for leadership
     await controller.wait_for_sync(30)
     controller.run_workers()                # only while leading
     await controller.stop()                 # stop taking work, finish in-flight reconciles
 
-Nothing here knows what is reconciled: a subclass (controller/jobs/controller.py) makes its
+Nothing here knows what is reconciled: a subclass (controller/jobs/execution/controller.py) makes its
 informers with `informer()`, registers handlers that only compute a key and enqueue it, and
 implements `reconcile(key) -> Result`.
 """
@@ -23,14 +23,15 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from apimachinery.errors import ApiStatusError
-from apimachinery.kubeclient import ApiClient
 from controller.runtime.client import KubeClient
+from controller.runtime.echoes import Echoes
 from controller.runtime.events import EventRecorder
 from controller.runtime.metrics import ControllerMetrics, EventMetrics
 from controller.runtime.result import Result, WritesFailed
 from informers import Informer, InformerFactory, InformerOptions, Resource
 from informers.informer import Transform
 from informers.namespaces import InformerGroup
+from kubeclient.rest import RestClient
 from workqueue import RateLimitingQueue, ShutDown
 
 log = structlog.get_logger("controller")
@@ -42,7 +43,8 @@ INFORMER_STALE_AFTER = 300.0
 
 @dataclass(frozen=True)
 class ControllerConfig:
-    """The worker loop's settings; a controller's own extend it (the job engine's: controller/jobs/config.py)."""
+    """The worker loop's settings; a controller's own extend it (the job engine's:
+    controller/jobs/execution/config.py)."""
 
     namespace: str | None = None  # one namespace to watch; None: see `namespaces`
     namespaces: tuple[str, ...] = ()  # namespaces to watch; with `namespace` unset and this empty: every one
@@ -65,17 +67,19 @@ class ControllerConfig:
 class Controller:
     _informers_started = False  # set by start_informers(); until then /healthz has nothing to judge
 
-    def __init__(self, api_client: ApiClient, config: ControllerConfig | None = None,
+    def __init__(self, rest: RestClient, config: ControllerConfig | None = None,
                  registry: CollectorRegistry | None = None, *, name: str,
                  factory: InformerFactory | None = None) -> None:
         """`name`: the work queue's and the `controller` label of its metrics; `factory`: an informer factory
         shared with other controllers (a ControllerGroup), by default one of its own."""
         self.config = config = config or ControllerConfig()
         self.metrics = ControllerMetrics(registry, name)
-        self.client = KubeClient(api_client, qps=config.qps, burst=config.burst, timeout=config.request_timeout)
+        self.client = KubeClient(rest, qps=config.qps, burst=config.burst, timeout=config.request_timeout)
         self.factory = factory if factory is not None else \
-            InformerFactory(api_client, options=config.informer_options, registry=registry)
+            InformerFactory(rest, options=config.informer_options, registry=registry)
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(name=name, registry=registry)
+        # Keys parked until a version of their object arrives (echoes.py): the watch handlers report arrivals.
+        self.echoes = Echoes(lambda key: self.queue.add(key))
         # Events get their own request budget, as controller-runtime's recorder has its own client.
         self.recorder = EventRecorder(self.client.with_own_limit(), host=config.identity or socket.gethostname(),
                                       metrics=EventMetrics(registry, name))
@@ -173,13 +177,13 @@ class Controller:
     # --- workers --------------------------------------------------------------------------
 
     def _await_newer(self, key: str, lost_at: str) -> None:
-        """Reconcile `key` as soon as the cache holds a newer version than the one a write lost with:
-        at once if it came while the write was in flight, else when a watch handler offers it to the
-        queue (`queue.offer`)."""
+        """Reconcile `key` as soon as the cache holds a newer version than the one a write lost with (or the one
+        its own last write replaced): at once if it came while the write was in flight, else when a watch handler
+        reports it (`echoes.arrived`)."""
         if self.current_version(key) not in (None, lost_at):
             self.queue.add(key)
         else:
-            self.queue.park(key, lost_at)
+            self.echoes.park(key, lost_at)
 
     async def _worker(self, index: int) -> None:
         while True:

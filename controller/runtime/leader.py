@@ -1,7 +1,7 @@
 """Leader election on a coordination.k8s.io/v1 Lease, with client-go's leaderelection semantics.
 
     config = LeaderElectionConfig("genericjob-controller", "kube-system")
-    elector = LeaderElector(api_client, config, on_started_leading=controller.run_workers,
+    elector = LeaderElector(rest_client, config, on_started_leading=controller.run_workers,
                             on_stopped_leading=lambda: log.error("leadership lost"))
     await elector.run()     # returns once leadership is over: the caller exits non-zero
 
@@ -39,16 +39,14 @@ from datetime import UTC, datetime
 import structlog
 from prometheus_client import CollectorRegistry, Gauge
 
-from apimachinery.kubeclient import ApiClient
 from informers import ApiStatusError
-from informers.transport import TRANSIENT_ERRORS, json_body
+from kubeclient.rest import TRANSIENT_ERRORS, RestClient
 
 log = structlog.get_logger("leader")
 
 JITTER_FACTOR = 1.2  # client-go's: a wait is retry_period plus up to 1.2 retry periods more
 LEASES_PATH = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
 RELEASED_LEASE_SECONDS = 1  # client-go's release: an empty holder whose lease lapses in a second
-_HEADERS = {"Accept": "application/json", "Content-Type": "application/json"}
 # What an attempt may fail with; anything else is a bug and propagates.
 _ATTEMPT_ERRORS = (ApiStatusError, *TRANSIENT_ERRORS)
 
@@ -123,7 +121,7 @@ def _master_status_gauge(registry: CollectorRegistry | None) -> Gauge | None:
 
 
 class LeaderElector:
-    def __init__(self, api_client: ApiClient, config: LeaderElectionConfig,
+    def __init__(self, rest: RestClient | None, config: LeaderElectionConfig,
                  on_started_leading: Callable[[], Awaitable[object]],
                  on_stopped_leading: Callable[[], object],
                  on_new_leader: Callable[[str], object] | None = None,
@@ -131,7 +129,7 @@ class LeaderElector:
                  registry: CollectorRegistry | None = None) -> None:
         self.config = config
         self.identity: str = config.identity or ""
-        self._api = api_client
+        self._api = rest
         self._on_started_leading = on_started_leading
         self._on_stopped_leading = on_stopped_leading
         self._on_new_leader = on_new_leader
@@ -410,14 +408,12 @@ class LeaderElector:
     async def _request(self, method: str, path: str, deadline: float, body: dict | None = None) -> dict:
         """One request, cut off at `deadline` (event loop time) with TimeoutError.
 
-        Only the asyncio timeout bounds it: an aiohttp timeout firing at the same moment would turn
-        the asyncio cancellation into its own TimeoutError, and the attempt would outlive its deadline.
+        The asyncio timeout bounds it: the client's own timeout is set a second later, so that it never
+        fires first and the attempt never outlives its deadline.
         """
         async with asyncio.timeout_at(deadline):
-            response = await self._api.call_api(
-                path, method, header_params=dict(_HEADERS), body=body, auth_settings=["BearerToken"],
-                _preload_content=False)
-            return await json_body(response)
+            timeout = max(deadline - asyncio.get_running_loop().time(), 0.0) + 1.0
+            return await self._api.call(method, path, body, timeout=timeout)
 
 
 __all__ = ["JITTER_FACTOR", "LeaderElectionConfig", "LeaderElector", "default_identity", "micro_time"]

@@ -1,6 +1,6 @@
 """The whole `run` program: API client, controller, leader election, HTTP endpoints, signals.
 
-    manager = Manager(api_client, ManagerConfig(...))      # api_client: an InstrumentedApiClient
+    manager = Manager(rest_client, ManagerConfig(...))     # rest_client: a kubeclient.rest.RestClient
     exit_code = await manager.run()                         # until manager.stop() (a signal)
 
 The order follows the design notes (shared/design/CONTROLLER.md, "Leader election"):
@@ -40,9 +40,7 @@ from prometheus_client import (
     disable_created_metrics,
 )
 
-from apimachinery.kubeclient import ApiClient, Configuration, kube_config
 from controller.runtime.certs import POLL_SECONDS, CertificateError, CertWatcher, server_context
-from controller.runtime.client import InstrumentedApiClient
 from controller.runtime.controller import Controller, ControllerConfig
 from controller.runtime.leader import LeaderElectionConfig, LeaderElector
 from controller.runtime.metrics import RequestMetrics
@@ -51,6 +49,9 @@ from controller.runtime.preflight import PreflightError, preflight
 from controller.runtime.server import Server
 from controller.runtime.webhook_server import Webhook, WebhookConfig
 from informers import SyncTimeoutError
+from kubeclient.from_configuration import settings_from_configuration
+from kubeclient.lean_kubernetes_asyncio import Configuration, kube_config
+from kubeclient.rest import RestClient
 
 log = structlog.get_logger("controller.runtime.manager")
 
@@ -72,13 +73,13 @@ class ManagerConfig:
     metrics_cert_dir: str | None = None  # tls.crt and tls.key; None: a self-signed certificate made at start
     metrics_cert_poll: float = POLL_SECONDS  # how often the directory's files are re-read (renewals)
     sync_timeout: float = 120.0
-    # What runs under the manager: (api_client, controller config, registry) -> Controller. The command
+    # What runs under the manager: (rest client, controller config, registry) -> Controller. The command
     # line gives the job controller of the kinds it serves (controller/kinds/registry.py).
-    make_controller: Callable[[ApiClient, ControllerConfig, CollectorRegistry], Controller] | None = None
-    # The admission webhook: its port and certificates (None: not served), and what serves it: (api_client,
-    # webhook config, registry) -> Webhook, the kinds' handlers (controller/jobs/admission.py make_webhook).
+    make_controller: Callable[[RestClient, ControllerConfig, CollectorRegistry], Controller] | None = None
+    # The admission webhook: its port and certificates (None: not served), and what serves it: (rest client,
+    # webhook config, registry) -> Webhook, the kinds' handlers (controller/jobs/schema/admission.py make_webhook).
     webhook: WebhookConfig | None = None
-    make_webhook: Callable[[ApiClient, WebhookConfig, CollectorRegistry], Webhook] | None = None
+    make_webhook: Callable[[RestClient, WebhookConfig, CollectorRegistry], Webhook] | None = None
 
 
 def new_registry() -> CollectorRegistry:
@@ -91,23 +92,23 @@ def new_registry() -> CollectorRegistry:
 
 
 class Manager:
-    def __init__(self, api_client: ApiClient, config: ManagerConfig, registry: CollectorRegistry | None = None
+    def __init__(self, rest: RestClient, config: ManagerConfig, registry: CollectorRegistry | None = None
                  ) -> None:
         self.config = config
         self.registry = registry if registry is not None else new_registry()
         if config.make_controller is None:
             raise ValueError("ManagerConfig.make_controller is not set: nothing to run")
-        self.controller = config.make_controller(api_client, config.controller, self.registry)
+        self.controller = config.make_controller(rest, config.controller, self.registry)
         self.server = Server(self.registry, self.controller.problems, self._unready,
-                             metrics_auth=DelegatingAuth(api_client) if config.metrics_secure else None)
+                             metrics_auth=DelegatingAuth(rest) if config.metrics_secure else None)
         self.webhook: Webhook | None = None
         if config.webhook is not None:
             if config.make_webhook is None:
                 raise ValueError("ManagerConfig.webhook is set but make_webhook is not: nothing to serve it")
-            self.webhook = config.make_webhook(api_client, config.webhook, self.registry)
+            self.webhook = config.make_webhook(rest, config.webhook, self.registry)
         self.elector: LeaderElector | None = None
         if config.leader_election is not None:
-            self.elector = LeaderElector(api_client, config.leader_election, self._lead, self._stopped_leading,
+            self.elector = LeaderElector(rest, config.leader_election, self._lead, self._stopped_leading,
                                          on_new_leader=self._new_leader, registry=self.registry)
         self._stop = asyncio.Event()
         self._synced = False
@@ -202,7 +203,7 @@ class Manager:
     async def _preflight(self) -> None:
         """Fail fast, saying what to do, on what would otherwise be retried in silence until --sync-timeout."""
         election = self.config.leader_election
-        await preflight(self.controller.client.api_client,
+        await preflight(self.controller.client.rest,
                         [(informer.resource, informer.namespace) for informer in self.controller.factory.informers],
                         lease=(election.namespace, election.lease_name) if election else None,
                         timeout=self.config.sync_timeout, hint=getattr(self.controller, "missing_api_hint", None))
@@ -339,9 +340,9 @@ async def run_program(config: ManagerConfig, kubeconfig: str | None) -> int:
         log.error("no usable cluster configuration", error=str(err))
         return EXIT_FAILED
     registry = new_registry()
-    async with InstrumentedApiClient(configuration, metrics=RequestMetrics(registry)) as api_client:
-        api_client.user_agent = USER_AGENT
-        manager = Manager(api_client, config, registry)
+    settings = settings_from_configuration(configuration)
+    async with RestClient(settings, observer=RequestMetrics(registry), user_agent=USER_AGENT) as rest:
+        manager = Manager(rest, config, registry)
         _on_signals(asyncio.get_running_loop(), manager)
         election = config.leader_election
         log.info("starting", namespaces=",".join(config.controller.watched_namespaces()) or "(all)",

@@ -1,6 +1,6 @@
 """Metrics of the runtime: reconciles and workers with controller-runtime's names, the Event
 recorder's backlog, and API requests with client-go's. The job metrics are the engine's
-(controller/jobs/metrics.py).
+(controller/jobs/execution/metrics.py).
 
 Several controllers may share one registry (one per job kind): each family is registered once per
 registry (`shared`), and every series carries the controller's name."""

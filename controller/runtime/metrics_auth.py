@@ -2,7 +2,7 @@
 
 controller-runtime's filters.WithAuthenticationAndAuthorization, for an aiohttp app:
 
-    auth = DelegatingAuth(api_client)
+    auth = DelegatingAuth(rest_client)
     app = web.Application(middlewares=[auth.middleware])
 
 Every request's bearer token is reviewed (TokenReview), and the user it names is checked for
@@ -30,9 +30,8 @@ from dataclasses import dataclass, field
 import structlog
 from aiohttp import web
 
-from apimachinery.kubeclient import ApiClient
 from informers import ApiStatusError
-from informers.transport import TRANSIENT_ERRORS, json_body
+from kubeclient.rest import TRANSIENT_ERRORS, RestClient
 
 log = structlog.get_logger("controller.runtime.metrics_auth")
 
@@ -112,9 +111,9 @@ def bearer_token(request: web.Request) -> str | None:
 
 
 class DelegatingAuth:
-    def __init__(self, api_client: ApiClient, *, timeout: float = REVIEW_TIMEOUT,
+    def __init__(self, rest: RestClient, *, timeout: float = REVIEW_TIMEOUT,
                  retry_delays: tuple[float, ...] = RETRY_DELAYS, clock: Callable[[], float] = time.monotonic) -> None:
-        self.api_client = api_client
+        self.rest = rest
         self.timeout = timeout
         self.retry_delays = retry_delays
         self.users = TtlCache(lambda _user: AUTHN_TTL, clock=clock)
@@ -197,10 +196,7 @@ class DelegatingAuth:
         raise ReviewFailed(f"{path}: {last}") from last
 
     async def _post(self, path: str, body: dict) -> dict:
-        response = await self.api_client.call_api(
-            path, "POST", header_params={"Accept": "application/json", "Content-Type": "application/json"},
-            body=body, auth_settings=["BearerToken"], _preload_content=False)
-        return await json_body(response)
+        return await self.rest.call("POST", path, body, timeout=self.timeout + 1.0) or {}
 
 
 __all__ = ["DelegatingAuth", "ReviewFailed", "TtlCache", "UserInfo", "bearer_token"]

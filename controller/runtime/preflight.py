@@ -1,6 +1,6 @@
 """Start-up checks: can this process reach the API server, is it allowed in, are the CRDs served?
 
-    await preflight(api_client, [(JOBS, None), (PODS, None), ...], lease=("ns", "name"), timeout=120)
+    await preflight(rest_client, [(JOBS, None), (PODS, None), ...], lease=("ns", "name"), timeout=120)
 
 Before the informers start, one small request per thing the controller will read: a `limit=1`
 list of each watched resource in each watched namespace (the verbs the RBAC manifests grant, so
@@ -28,10 +28,9 @@ from dataclasses import dataclass
 
 import structlog
 
-from apimachinery.kubeclient import ApiClient
 from informers import ApiStatusError, Resource
 from informers.backoff import Backoff, BackoffPolicy
-from informers.transport import TRANSIENT_ERRORS, Transport
+from kubeclient.rest import TRANSIENT_ERRORS, RestClient
 
 log = structlog.get_logger("controller.runtime.preflight")
 
@@ -75,21 +74,21 @@ def checks(targets: Iterable[tuple[Resource, str | None]], lease: tuple[str, str
     return found
 
 
-async def preflight(api_client: ApiClient, targets: Iterable[tuple[Resource, str | None]],
+async def preflight(rest: RestClient, targets: Iterable[tuple[Resource, str | None]],
                     lease: tuple[str, str] | None = None, timeout: float = 120.0,
                     request_timeout: float = REQUEST_TIMEOUT, crd_wait: float = CRD_WAIT,
                     hint: Callable[[Resource], str] | None = None) -> None:
     """Run every check, retrying what may pass later within `timeout`; PreflightError says what to do. `hint`
     adds another way out to what a missing CRD's message says (the controller knows what can run without it)."""
-    server = api_client.configuration.host
+    server = rest.server
     deadline = time.monotonic() + timeout
     per_request = max(min(request_timeout, round(timeout / 3, 1)), 0.1)
     for check in checks(targets, lease):
-        await _run(api_client, server, check, deadline, per_request, crd_wait, hint)
+        await _run(rest, server, check, deadline, per_request, crd_wait, hint)
     log.info("start-up checks passed", server=server)
 
 
-async def _run(api_client: ApiClient, server: str, check: _Check, deadline: float, per_request: float,
+async def _run(rest: RestClient, server: str, check: _Check, deadline: float, per_request: float,
                crd_wait: float, hint: Callable[[Resource], str] | None = None) -> None:
     backoff = Backoff(RETRIES)
     missing_since: float | None = None
@@ -98,7 +97,7 @@ async def _run(api_client: ApiClient, server: str, check: _Check, deadline: floa
         allowed = round(min(per_request, max(deadline - time.monotonic(), 0.1)), 1)  # never past the deadline
         attempts += 1
         try:
-            await Transport(api_client, allowed).get(check.path, check.params)
+            await rest.get(check.path, check.params, timeout=allowed)
             return
         except ApiStatusError as err:
             if err.code == 404 and check.missing_ok:

@@ -1,7 +1,7 @@
 """The HTTP endpoints a cluster scrapes and probes: /metrics, /healthz, /readyz.
 
     server = Server(registry, problems=controller.problems, unready=lambda: None if synced else "not synced",
-                    metrics_auth=DelegatingAuth(api_client))      # None: plain HTTP, no authentication
+                    metrics_auth=DelegatingAuth(rest_client))      # None: plain HTTP, no authentication
     await server.start(metrics=":8443", health=":8081", metrics_tls=server_context(None))
     ...
     await server.stop()

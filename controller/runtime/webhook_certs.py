@@ -2,7 +2,7 @@
 and Kueue's cert-controller do: a CA and the serving certificate it signs, kept in one Secret that every replica
 shares, and the CA in the `caBundle` of every webhook of the ValidatingWebhookConfiguration.
 
-    keeper = CertKeeper(api_client, CertKeeperConfig(namespace="genericjob-system"))
+    keeper = CertKeeper(rest_client, CertKeeperConfig(namespace="genericjob-system"))
     task = asyncio.create_task(keeper.run())        # serve keeper.context; ready once keeper.serving
     ...
     task.cancel()
@@ -46,11 +46,10 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from apimachinery.kubeclient import ApiClient
 from controller.runtime.certs import CERT_FILE, KEY_FILE, ServingContext, context_from_pem, issue
 from informers import ApiStatusError
 from informers.backoff import Backoff, BackoffPolicy
-from informers.transport import TRANSIENT_ERRORS, json_body
+from kubeclient.rest import TRANSIENT_ERRORS, RestClient
 
 log = structlog.get_logger("controller.runtime.webhook_certs")
 
@@ -59,7 +58,6 @@ SECRET_TYPE = "kubernetes.io/tls"
 CONFIGURATIONS = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "genericjob-controller",
               "app.kubernetes.io/component": "webhook-certificate"}
-_HEADERS = {"Accept": "application/json", "Content-Type": "application/json"}
 _ROUND_ERRORS = (ApiStatusError, ValueError, *TRANSIENT_ERRORS)
 
 
@@ -208,9 +206,9 @@ def _ips(names: Sequence[str]) -> list[str]:
 class CertKeeper:
     """Keeps the Secret, serves it (`context`, `serving`) and sets the caBundle; see the module's doc."""
 
-    def __init__(self, api_client: ApiClient, config: CertKeeperConfig,
+    def __init__(self, rest: RestClient, config: CertKeeperConfig,
                  now: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC)) -> None:
-        self.api, self.config, self.now = api_client, config, now
+        self.api, self.config, self.now = rest, config, now
         self._context = ServingContext()
         self._served = ""  # a digest of the pair served
         self._backoff = Backoff(config.backoff)
@@ -336,9 +334,7 @@ class CertKeeper:
 
     async def _request(self, method: str, path: str, body: dict | None = None) -> dict:
         async with asyncio.timeout(self.config.request_timeout):
-            response = await self.api.call_api(path, method, header_params=dict(_HEADERS), body=body,
-                                               auth_settings=["BearerToken"], _preload_content=False)
-            return await json_body(response) or {}
+            return await self.api.call(method, path, body, timeout=self.config.request_timeout + 1.0) or {}
 
 
 def _decode(data) -> dict[str, bytes]:

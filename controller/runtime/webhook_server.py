@@ -1,12 +1,12 @@
 """The admission webhook's HTTPS server: AdmissionReviews in, answers out, one path per webhook.
 
-    webhook = Webhook(api_client, {"/validate-...-genericjob": review_genericjob}, WebhookConfig(port=9443))
+    webhook = Webhook(rest_client, {"/validate-...-genericjob": review_genericjob}, WebhookConfig(port=9443))
     await webhook.start()             # listens at once; handshakes succeed once a certificate is served
     webhook.unready()                 # a reason while no certificate is served (for /readyz), else None
     await webhook.stop()
 
 Each handler takes the decoded AdmissionReview and returns the one to send back (pure and fast: the kinds'
-decisions, controller/jobs/admission.py); it raises `BadRequest` for a body that is not a review it can answer.
+decisions, controller/jobs/schema/admission.py); it raises `BadRequest` for a body that is not a review it can answer.
 The server is generic and knows no kind. What it guarantees, as controller-runtime's webhook server does:
 
 - POST only (405 otherwise), `Content-Type: application/json` (400 otherwise), a body of at most `max_body`
@@ -43,10 +43,10 @@ import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from apimachinery.kubeclient import ApiClient
 from controller.runtime.certs import POLL_SECONDS, CertWatcher
 from controller.runtime.metrics import Children, shared
 from controller.runtime.webhook_certs import CertKeeper, CertKeeperConfig
+from kubeclient.rest import RestClient
 
 log = structlog.get_logger("controller.runtime.webhook_server")
 
@@ -198,12 +198,12 @@ def _log_denial(path: str, about: dict, answer: dict) -> None:
 class Webhook:
     """The server and its certificates, started and stopped together; see the module's doc."""
 
-    def __init__(self, api_client: ApiClient | None, handlers: Mapping[str, Handler], config: WebhookConfig,
+    def __init__(self, rest: RestClient | None, handlers: Mapping[str, Handler], config: WebhookConfig,
                  registry: CollectorRegistry | None = None) -> None:
-        if config.cert_dir is None and (config.keeper is None or api_client is None):
+        if config.cert_dir is None and (config.keeper is None or rest is None):
             raise ValueError("the webhook needs a certificate directory, or an API client and CertKeeperConfig to "
                              "keep its own")
-        self.config, self.registry, self.api_client = config, registry, api_client
+        self.config, self.registry, self.rest = config, registry, rest
         self.server = WebhookServer(handlers, registry, max_body=config.max_body, timeout=config.timeout)
         self.certificates: CertWatcher | CertKeeper | None = None
         self._task: asyncio.Task | None = None
@@ -220,7 +220,7 @@ class Webhook:
                                   flag="--webhook-cert-dir", what="webhook")
             self.certificates, work = watcher, watcher.watch()
         else:
-            keeper = CertKeeper(self.api_client, self.config.keeper)
+            keeper = CertKeeper(self.rest, self.config.keeper)
             self.certificates, work = keeper, keeper.run()
         try:
             address = await self.server.start(self.config.host, self.config.port, self.certificates.context)

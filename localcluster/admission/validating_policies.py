@@ -26,7 +26,8 @@ from typing import Any
 import celpy
 from celpy import celtypes
 
-from apimachinery.selectors import SelectorError, label_selector_from_dict
+from apimachinery.selectors import SelectorError
+from localcluster.validation.selectors import label_selector_from_dict
 
 from ..auth.authentication import Attributes, User
 from ..auth.rbac import forbidden

@@ -23,7 +23,7 @@ import binascii
 import re
 import urllib.parse
 
-from apimachinery.selectors import SUBDOMAIN_MSG, qualified_name_errors
+from apimachinery.validation import SUBDOMAIN_MSG, qualified_name_errors
 
 from ..errors import bad_request
 from ..validation.builtins import (
@@ -166,12 +166,13 @@ def _invalid_list(field: str, values: list, detail: str) -> Cause:
 
 
 def _subdomain_errors(name: str) -> list[str]:
-    out = []
-    if len(name) > 253:
-        out.append("must be no more than 253 characters")
-    if not DNS1123_SUBDOMAIN.match(name):
-        out.append(SUBDOMAIN_MSG)
-    return out
+    return _pattern_errors(name, 253, DNS1123_SUBDOMAIN, SUBDOMAIN_MSG)
+
+
+def _pattern_errors(value: str, longest: int, pattern: re.Pattern, message: str) -> list[str]:
+    """Go's validation of a name or value: its length, then its form, each said when broken."""
+    out = [f"must be no more than {longest} characters"] if len(value) > longest else []
+    return out + ([] if pattern.match(value) else [message])
 
 
 def _fully_qualified_errors(name, field: str) -> list[Cause]:
@@ -216,27 +217,14 @@ def _webhook_errors(hook: dict, path: str, mutating: bool, no_side_effects: bool
 
 def _rule_errors(rule: dict, path: str) -> list[Cause]:
     """validateRuleWithOperations and validateRule (subresources allowed)."""
-    out: list[Cause] = []
     operations = rule.get("operations") or []
-    if not operations:
-        out.append(required(f"{path}.operations"))
-    if len(operations) > 1 and "*" in operations:
-        out.append(_invalid_list(f"{path}.operations", operations, "if '*' is present, must not specify other "
-                                 "operations"))
-    for i, operation in enumerate(operations):
-        if operation not in OPERATIONS:
-            out.append(not_supported(f"{path}.operations[{i}]", operation, OPERATIONS))
     groups = rule.get("apiGroups") or []
-    if not groups:
-        out.append(required(f"{path}.apiGroups"))
-    if len(groups) > 1 and "*" in groups:
-        out.append(_invalid_list(f"{path}.apiGroups", groups, "if '*' is present, must not specify other API groups"))
     versions = rule.get("apiVersions") or []
-    if not versions:
-        out.append(required(f"{path}.apiVersions"))
-    if len(versions) > 1 and "*" in versions:
-        out.append(_invalid_list(f"{path}.apiVersions", versions, "if '*' is present, must not specify other API "
-                                 "versions"))
+    out = _listed_errors(operations, f"{path}.operations", "operations")
+    out += [not_supported(f"{path}.operations[{i}]", operation, OPERATIONS)
+            for i, operation in enumerate(operations) if operation not in OPERATIONS]
+    out += _listed_errors(groups, f"{path}.apiGroups", "API groups")
+    out += _listed_errors(versions, f"{path}.apiVersions", "API versions")
     out += [required(f"{path}.apiVersions[{i}]") for i, version in enumerate(versions) if version == ""]
     out += _resources_errors(rule.get("resources") or [], f"{path}.resources")
     scope = rule.get("scope")
@@ -244,6 +232,13 @@ def _rule_errors(rule: dict, path: str) -> list[Cause]:
         out.append(not_supported(f"{path}.scope", scope, SCOPES))
     return out
 
+
+def _listed_errors(values: list, field: str, what: str) -> list[Cause]:
+    """A rule's list: required, and `*` stands alone."""
+    out = [] if values else [required(field)]
+    if len(values) > 1 and "*" in values:
+        out.append(_invalid_list(field, values, f"if '*' is present, must not specify other {what}"))
+    return out
 
 def _resources_errors(resources: list, path: str) -> list[Cause]:
     """validateResources: `x/*` and `*/x` exclude what they cover; `*/*` stands alone; `*` takes no other
@@ -307,13 +302,7 @@ def selector_errors(selector: dict, path: str) -> list[Cause]:
 
 
 def _label_value_errors(value) -> list[str]:
-    value = str(value)
-    out = []
-    if len(value) > 63:
-        out.append("must be no more than 63 characters")
-    if not LABEL_VALUE.match(value):
-        out.append(LABEL_VALUE_MSG)
-    return out
+    return _pattern_errors(str(value), 63, LABEL_VALUE, LABEL_VALUE_MSG)
 
 
 def _client_config_errors(config: dict, path: str) -> list[Cause]:

@@ -39,7 +39,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from apimachinery.selectors import SelectorError, label_selector_from_dict
+from apimachinery.selectors import SelectorError
+from localcluster.validation.selectors import label_selector_from_dict
 
 from .. import errors
 from ..errors import ApiError

@@ -18,7 +18,8 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
-from apimachinery.selectors import SelectorError, label_selector_from_dict
+from apimachinery.selectors import SelectorError
+from localcluster.validation.selectors import label_selector_from_dict
 
 from ..api import Api, now_rfc3339
 from ..errors import ApiError

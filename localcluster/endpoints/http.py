@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 import orjson
 from aiohttp import web
 
-from apimachinery.selectors import SelectorError, parse_field_selector, parse_label_selector
+from apimachinery.selectors import SelectorError, parse_label_selector
+from localcluster.validation.selectors import parse_field_selector
 
 from .. import errors
 from ..api import APPLY_PATCH, SERVER_MANAGER

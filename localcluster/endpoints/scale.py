@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from apimachinery.selectors import SelectorError, label_selector_from_dict
+from apimachinery.selectors import SelectorError
+from localcluster.validation.selectors import label_selector_from_dict
 
 from .. import errors
 from ..admission.webhooks import View

@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 
 import orjson
 
-from apimachinery.selectors import FieldRequirement, FieldSelector, qualified_name_errors
+from apimachinery.validation import qualified_name_errors
+from localcluster.validation.selectors import FieldRequirement, FieldSelector
 
 from .. import errors
 from ..validation import builtins

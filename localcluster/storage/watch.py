@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict, deque
 
-from apimachinery.selectors import FieldSelector, LabelSelector
+from apimachinery.selectors import LabelSelector
+from localcluster.validation.selectors import FieldSelector
 
 from .store import ADDED, DELETED, MODIFIED, Event, StorageKey
 

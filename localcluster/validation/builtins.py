@@ -13,7 +13,7 @@ import re
 
 import orjson
 
-from apimachinery.selectors import SUBDOMAIN_MSG, qualified_name_errors
+from apimachinery.validation import SUBDOMAIN_MSG, qualified_name_errors
 
 Cause = tuple[str, str, str]
 
@@ -431,7 +431,8 @@ def validate_deployment(deployment: dict) -> list[Cause]:
     """What the deployment and ReplicaSet controllers rely on (ValidateDeploymentSpec, ValidateReplicaSetSpec):
     a selector that selects the template's labels, pods that restart (`Always`), a replica count that is not
     negative."""
-    from apimachinery.selectors import SelectorError, label_selector_from_dict
+    from apimachinery.selectors import SelectorError
+    from localcluster.validation.selectors import label_selector_from_dict
 
     spec = deployment.get("spec") or {}
     template = spec.get("template") or {}

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import itertools
 
-from controller.jobs import plan as engine
-from controller.jobs.naming import replica_labels, replica_name
-from controller.jobs.plan import Plan
-from controller.jobs.pods import mode_annotation, pod_mode
+from controller.jobs.children.pods import mode_annotation, pod_mode
+from controller.jobs.decisions import plan as engine
+from controller.jobs.decisions.actions import Plan
+from controller.jobs.schema.naming import replica_labels, replica_name
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GenericJob
 from tests.builders import JobBuilder

@@ -1,4 +1,4 @@
-"""The validating webhook's decision (controller/jobs/admission.py), from AdmissionReview dicts: what it refuses
+"""The validating webhook's decision (controller/jobs/schema/admission.py), from AdmissionReview dicts: what it refuses
 is what the reconciler would fail (a job created invalid) or hold (an edit, held.py), with the same messages;
 what it allows includes every valid edit and every write that cannot make a spec worse."""
 
@@ -8,8 +8,8 @@ import copy
 
 import pytest
 
-from controller.jobs import admission
-from controller.jobs.held import is_edit
+from controller.jobs.decisions.held import is_edit
+from controller.jobs.schema import admission
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.pytorch.kind import PYTORCH
 from controller.kinds.tensorflow.kind import TENSORFLOW

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from controller.jobs.api import CleanUpPolicy
-from controller.jobs.cleanup import selects, settle
-from controller.jobs.status import CREATING, DELETED, Replica, blank_record
+from controller.jobs.decisions.cleanup import selects, settle
+from controller.jobs.decisions.status import CREATING, DELETED, Replica, blank_record
+from controller.jobs.schema.api import CleanUpPolicy
 
 from .plan_support import make_pod
 

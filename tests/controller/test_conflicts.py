@@ -5,7 +5,7 @@ the reconciler against a fake client whose creates meet another owner's objects.
 from __future__ import annotations
 
 from apimachinery.errors import ApiStatusError
-from controller.jobs.conflicts import CHILD_CONFLICT, Conflict, TakenNames, conflict_condition, holder_of
+from controller.jobs.decisions.conflicts import CHILD_CONFLICT, Conflict, TakenNames, conflict_condition, holder_of
 from tests.builders import JobBuilder
 
 from .test_reconciler import FakeClient, Harness, job_object

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller.jobs.podgroup import podgroup_crd
+from controller.jobs.children.podgroup import podgroup_crd
 from controller.kinds import registry
 from controller.kinds.genericjob import crd
 from controller.kinds.genericjob.models import GenericJob

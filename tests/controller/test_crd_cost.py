@@ -13,7 +13,7 @@ import functools
 import pytest
 import yaml
 
-from controller.jobs.crd import MANIFEST_DIR
+from controller.jobs.schema.crd import MANIFEST_DIR
 from localcluster.validation import crd_cel
 from localcluster.validation.cel_cost import K8S_1_24, K8S_1_28, K8S_1_35, WORST
 

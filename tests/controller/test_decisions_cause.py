@@ -1,13 +1,15 @@
-"""Why a job failed (controller/jobs/cause.py), on observations made by hand: the cases the planning tests of
+"""Why a job failed (controller/jobs/decisions/cause.py), on observations made by hand: the cases the planning tests of
 test_failure_cause.py do not reach. Written against the mutants that survived the other tests (tests/mutation,
 RELIABILITY.md): each test names the behaviour a surviving mutant broke."""
 
 from __future__ import annotations
 
-from controller.jobs.api import JobPhase, Outcome, Verdict
-from controller.jobs.cause import explained, how
-from controller.jobs.restart import Observation, Seen, Slot
-from controller.jobs.status import Replica
+import pytest
+
+from controller.jobs.decisions.cause import explained, how
+from controller.jobs.decisions.restart import Observation, Seen, Slot
+from controller.jobs.decisions.status import Replica
+from controller.jobs.schema.api import JobPhase, Outcome, Verdict
 from controller.jobs.training.restart import ReplicaRestart, RestartPolicyType
 
 NEVER = ReplicaRestart(RestartPolicyType.NEVER, None, "main")
@@ -54,34 +56,21 @@ def test_the_reason_of_a_pod_already_retired_is_not_the_replicas():
     assert how(observation(Seen.RETIRED, pod=pod("Evicted"))) == "without an exit code"
 
 
-def test_a_container_that_exited_0_in_a_failed_pod_gives_its_code():
-    containers = [{"name": "main", "state": "terminated", "exitCode": 0}]
-    assert how(observation(Seen.CURRENT, containers, pod("Evicted"))) == "with exit code 0 (Evicted)"
-
-
-def test_the_reason_is_the_failed_containers_not_the_first_containers():
-    containers = [{"name": "sidecar", "state": "terminated", "exitCode": 0},
-                  {"name": "main", "state": "terminated", "exitCode": 137}]
-    seen = pod("", terminated("sidecar", 0, "Completed"), terminated("main", 137, "OOMKilled"))
-    assert how(observation(Seen.CURRENT, containers, seen)) == "with exit code 137 (OOMKilled)"
-
-
-def test_a_pod_without_container_statuses_any_more_still_gives_the_recorded_exit_code():
-    containers = [{"name": "main", "state": "terminated", "exitCode": 2}]
-    seen = {"metadata": {"uid": "uid-1"}, "status": {"phase": "Failed", "reason": "Evicted"}}
-    assert how(observation(Seen.CURRENT, containers, seen)) == "with exit code 2 (Evicted)"
-
-
-def test_a_terminated_container_without_an_exit_code_is_no_exit_code():
-    containers = [{"name": "main", "state": "terminated", "exitCode": None}]
-    assert how(observation(Seen.CURRENT, containers, pod("Evicted"))) == "without an exit code (Evicted)"
-
-
-def test_when_no_container_failed_the_first_that_exited_is_named():
-    containers = [{"name": "main", "state": "terminated", "exitCode": 0},
-                  {"name": "sidecar", "state": "terminated", "exitCode": 0}]
-    seen = pod("", terminated("main", 0, "Completed"), terminated("sidecar", 0, "Done"))
-    assert how(observation(Seen.CURRENT, containers, seen)) == "with exit code 0 (Completed)"
+@pytest.mark.parametrize("containers, seen, expected", [
+    pytest.param([("main", 0)], pod("Evicted"), "with exit code 0 (Evicted)", id="exit 0 in a failed pod"),
+    pytest.param([("sidecar", 0), ("main", 137)],
+                 pod("", terminated("sidecar", 0, "Completed"), terminated("main", 137, "OOMKilled")),
+                 "with exit code 137 (OOMKilled)", id="the failed container's reason, not the first's"),
+    pytest.param([("main", 2)], {"metadata": {"uid": "uid-1"}, "status": {"phase": "Failed", "reason": "Evicted"}},
+                 "with exit code 2 (Evicted)", id="the recorded code when the pod has no container statuses"),
+    pytest.param([("main", None)], pod("Evicted"), "without an exit code (Evicted)", id="terminated without a code"),
+    pytest.param([("main", 0), ("sidecar", 0)],
+                 pod("", terminated("main", 0, "Completed"), terminated("sidecar", 0, "Done")),
+                 "with exit code 0 (Completed)", id="none failed: the first that exited"),
+])
+def test_how_a_replica_ended_names_the_exit_code_and_reason(containers, seen, expected):
+    recorded = [{"name": name, "state": "terminated", "exitCode": code} for name, code in containers]
+    assert how(observation(Seen.CURRENT, recorded, seen)) == expected
 
 
 def test_the_recorded_exit_code_is_given_when_the_pod_or_its_statuses_say_nothing_more():
@@ -95,7 +84,7 @@ def test_the_recorded_exit_code_is_given_when_the_pod_or_its_statuses_say_nothin
 def test_a_failure_after_restarts_granted_in_the_same_reconcile_counts_them_all():
     # Three workers fail at once under a job budget of 2 (OnFailure, backoffLimit 2): the first two are restarted
     # (the job's restarts 1 and 2), the third fails the job "after 2 of 2", as backoffCount will say.
-    from controller.jobs.restart import observe_all
+    from controller.jobs.decisions.restart import observe_all
 
     budget = ReplicaRestart(RestartPolicyType.ON_FAILURE, 2, "main")
     seen = {"metadata": {"uid": "uid-1"}, "status": {"phase": "Failed"}}

@@ -1,13 +1,13 @@
-"""The clean-up policy a job is judged by (controller/jobs/cleanup.py). Written against the mutants that survived
-the other tests (tests/mutation, RELIABILITY.md): each test names the behaviour a surviving mutant broke."""
+"""The clean-up policy a job is judged by (controller/jobs/decisions/cleanup.py). Written against the mutants that
+survived the other tests (tests/mutation, RELIABILITY.md): each test names the behaviour a surviving mutant broke."""
 
 from __future__ import annotations
 
 import pytest
 
-from controller.jobs.api import CleanUpPolicy
-from controller.jobs.cleanup import finished_policy, settle
-from controller.jobs.status import CREATING, DELETED, Replica
+from controller.jobs.decisions.cleanup import finished_policy, settle
+from controller.jobs.decisions.status import CREATING, DELETED, Replica
+from controller.jobs.schema.api import CleanUpPolicy
 
 from .plan_support import make_job
 
@@ -88,7 +88,7 @@ def test_a_pod_retired_for_a_restart_and_still_the_records_is_cleaned_up_as_the_
 
 def test_the_stored_policy_is_read_only_when_it_is_one():
     # (status.cleanUpPolicy: the policy in force as the last status was written; an older controller wrote none.)
-    from controller.jobs.cleanup import stored_policy
+    from controller.jobs.decisions.cleanup import stored_policy
 
     assert stored_policy({"cleanUpPolicy": "All"}) == CleanUpPolicy.ALL
     assert stored_policy({}) is None and stored_policy({"cleanUpPolicy": "Sometimes"}) is None

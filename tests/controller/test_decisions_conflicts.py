@@ -1,12 +1,12 @@
-"""Names that are taken (controller/jobs/conflicts.py): the cases tests/controller/test_conflicts.py does not reach.
-Written against the mutants that survived the other tests (tests/mutation, RELIABILITY.md): each test names the
-behaviour a surviving mutant broke."""
+"""Names that are taken (controller/jobs/decisions/conflicts.py): the cases tests/controller/test_conflicts.py does
+not reach. Written against the mutants that survived the other tests (tests/mutation, RELIABILITY.md): each test names
+the behaviour a surviving mutant broke."""
 
 from __future__ import annotations
 
 import pytest
 
-from controller.jobs.conflicts import Conflict, TakenNames, conflict_condition, holder_of
+from controller.jobs.decisions.conflicts import Conflict, TakenNames, conflict_condition, holder_of
 
 from .test_conflicts import Clock
 

@@ -1,5 +1,5 @@
-"""Live edits (controller/jobs/edits.py): which pods are of the other run mode and are replaced when debug mode is
-turned on or off, which records of ranks scaled away are kept, when a template change is announced. Written
+"""Live edits (controller/jobs/decisions/edits.py): which pods are of the other run mode and are replaced when debug
+mode is turned on or off, which records of ranks scaled away are kept, when a template change is announced. Written
 against the mutants that survived the other tests (tests/mutation, RELIABILITY.md): each test names the
 behaviour a surviving mutant broke."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from controller.jobs.actions import DEBUG
-from controller.jobs.api import Outcome
-from controller.jobs.edits import (
+from controller.jobs.children.pods import PodMode, mode_annotation
+from controller.jobs.decisions.actions import DEBUG
+from controller.jobs.decisions.edits import (
     NONE_REMOVED,
     Removed,
     is_debug,
@@ -20,9 +20,9 @@ from controller.jobs.edits import (
     template_changes,
     with_removed,
 )
-from controller.jobs.pods import PodMode, mode_annotation
-from controller.jobs.restart import Observation, Seen, Slot
-from controller.jobs.status import Replica
+from controller.jobs.decisions.restart import Observation, Seen, Slot
+from controller.jobs.decisions.status import Replica
+from controller.jobs.schema.api import Outcome
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import RestartPolicy
 
@@ -160,7 +160,7 @@ def test_past_the_records_room_a_remaining_pod_then_restarts_then_the_lowest_ran
     # Room for 2 records of ranks scaled away (3 in all, 1 replica in the spec). Kept: worker-3 (its pod remains),
     # then worker-2 (restarted, lower rank than worker-4); dropped: worker-4, whose 2 restarts stay counted, and
     # ps-0 and worker-1, which never restarted (nothing carried for them, not even a 0).
-    from controller.jobs import edits
+    from controller.jobs.decisions import edits
 
     monkeypatch.setattr(edits, "MAX_RECORDS", 3)
     slot = observed(WORKLOAD).slot
@@ -191,13 +191,13 @@ def test_records_of_ranks_scaled_away_are_in_rank_order_past_rank_9():
     ({"restartCount": 3, "replicas": [{"name": "a", "restartCount": 1}]}, {"": 2}),  # a task without its type
 ])
 def test_a_tasks_restarts_beyond_its_records_are_those_of_records_dropped_for_size(task, carried):
-    from controller.jobs.edits import stored_carried
+    from controller.jobs.decisions.edits import stored_carried
 
     assert stored_carried(GENERICJOB, {"tasks": [task]}) == carried
 
 
 def test_counters_of_a_job_planned_without_its_spec_never_go_down_whatever_the_stored_task_lacks():
-    from controller.jobs.edits import kept_counts
+    from controller.jobs.decisions.edits import kept_counts
 
     old = {"tasks": [{"restartCount": 3, "replicas": []}, {"type": "worker", "replicas": []}]}
     fields = {"tasks": [{"type": "", "restartCount": 1, "replicas": []},
@@ -207,7 +207,7 @@ def test_counters_of_a_job_planned_without_its_spec_never_go_down_whatever_the_s
 
 
 def test_kept_counts_of_a_status_without_backoff_count_or_ready_total():
-    from controller.jobs.edits import kept_counts
+    from controller.jobs.decisions.edits import kept_counts
 
     old = {"tasks": [{"type": "worker", "restartCount": 2, "replicas": []}]}
     fields = {"tasks": [{"type": "worker", "restartCount": 0, "replicas": []}], "backoffCount": 0,

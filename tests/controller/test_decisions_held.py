@@ -1,13 +1,13 @@
-"""A running job whose edit is invalid is held (controller/jobs/held.py): the cases tests/controller/test_held.py
-does not reach. Written against the mutants that survived the other tests (tests/mutation, RELIABILITY.md): each
-test names the behaviour a surviving mutant broke."""
+"""A running job whose edit is invalid is held (controller/jobs/decisions/held.py): the cases
+tests/controller/test_held.py does not reach. Written against the mutants that survived the other tests
+(tests/mutation, RELIABILITY.md): each test names the behaviour a surviving mutant broke."""
 
 from __future__ import annotations
 
 import pytest
 
-from controller.jobs import held
-from controller.jobs.backoff import epoch
+from controller.jobs.decisions import held
+from controller.jobs.decisions.backoff import epoch
 
 from .plan_support import Pods, at, condition, make_job, plan, record
 from .test_held import hold, running

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import copy
 
-from controller.jobs.api import JobPhase, Outcome
-from controller.jobs.pods import Override
+from controller.jobs.children.pods import Override
+from controller.jobs.schema.api import JobPhase, Outcome
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import RestartPolicy
 from controller.kinds.tensorflow.kind import TENSORFLOW
@@ -124,7 +124,7 @@ def test_a_pytorch_failure_names_the_failed_replica_of_lowest_global_rank():
 
 
 def resumed_pod(template: dict, **resume) -> dict:
-    from controller.jobs.pods import desired_pod
+    from controller.jobs.children.pods import desired_pod
     from controller.kinds.pytorch.kind import PYTORCH
 
     job = pytorch(("worker", 1, template), torchrunConfig={"enabled": True},

@@ -1,13 +1,14 @@
-"""One reconcile's plan (controller/jobs/plan.py) in the cases the planning tests do not reach: a kind's dependent
-resources reported on the job. Written against the mutants that survived the other tests (tests/mutation,
+"""One reconcile's plan (controller/jobs/decisions/plan.py) in the cases the planning tests do not reach: a kind's
+dependent resources reported on the job. Written against the mutants that survived the other tests (tests/mutation,
 RELIABILITY.md): each test names the behaviour a surviving mutant broke."""
 
 from __future__ import annotations
 
 import pytest
 
-from controller.jobs import plan as engine
-from controller.jobs.pods import mode_annotation
+from controller.jobs.children.pods import mode_annotation
+from controller.jobs.decisions import plan as engine
+from controller.jobs.decisions.slots import pick
 from controller.kinds.tensorflow import tensorboard
 from controller.kinds.tensorflow.kind import TENSORFLOW
 
@@ -76,6 +77,17 @@ def generic():
     from . import plan_support
 
     return plan_support
+
+
+def failed_single_worker():
+    """A one-worker job (restart policy Never) whose worker failed at second 1: the plan support module, the
+    pods, the job and its finished status."""
+    ps = generic()
+    pods = ps.Pods()
+    job = ps.make_job(("worker", 1, "Never"))
+    status = ps.step(job, {}, pods, at(0)).status
+    pods.set("worker", 0, "Failed")
+    return ps, pods, job, ps.plan(job, status, pods.list(), at(1)).status
 
 
 def test_a_job_created_paused_says_it_has_neither_completed_nor_failed():
@@ -163,13 +175,13 @@ def test_a_finished_job_records_the_clean_up_policy_it_finished_with():
 
 def test_among_look_alike_pods_the_recorded_one_is_the_replicas_then_one_not_retired():
     ps = generic()
-    from controller.jobs.status import Replica
+    from controller.jobs.decisions.status import Replica
 
     retired, recorded, other = (ps.make_pod("worker", 0, uid) for uid in ("u-old", "u-rec", "u-new"))
     record = Replica("job-worker-0", "u-rec", "Running", last_restart_uid="u-old")
-    assert engine._pick([retired, other, recorded], record) is recorded
-    assert engine._pick([retired, other], Replica("job-worker-0", "", "Creating", last_restart_uid="u-old")) is other
-    assert engine._pick([retired], record) is retired
+    assert pick([retired, other, recorded], record) is recorded
+    assert pick([retired, other], Replica("job-worker-0", "", "Creating", last_restart_uid="u-old")) is other
+    assert pick([retired], record) is retired
 
 
 def test_a_jobs_podgroup_and_services_are_made_when_watched_and_not_while_paused():
@@ -196,7 +208,7 @@ def test_a_refused_write_does_not_change_the_conditions_of_a_job_that_finishes()
 
 
 def test_the_deadlines_wake_up_is_timed_by_the_clock_not_whole_seconds():
-    from controller.jobs.backoff import epoch
+    from controller.jobs.decisions.backoff import epoch
 
     job = parsed(("worker", 1), runPolicy={"activeDeadlineSeconds": 60})
     woken = engine.plan(TENSORFLOW, job, {"phase": "Running", "startTime": at(0)}, [], at(20),
@@ -226,7 +238,7 @@ def test_a_job_already_failed_as_invalid_still_deletes_its_unfinished_pods():
 
 
 def tf_pod(job, replica_type: str, rank: int, phase: str) -> dict:
-    from controller.jobs.naming import replica_labels, replica_name
+    from controller.jobs.schema.naming import replica_labels, replica_name
 
     return {"metadata": {"name": replica_name(job.name, replica_type, rank), "namespace": "ns",
                          "uid": f"u-{replica_type}-{rank}",
@@ -245,7 +257,7 @@ def test_past_its_deadline_a_job_under_all_deletes_every_pod_and_under_none_its_
 
 
 def test_the_deadline_passes_only_when_no_time_is_left():
-    from controller.jobs.backoff import epoch
+    from controller.jobs.decisions.backoff import epoch
 
     job = parsed(("worker", 1), runPolicy={"activeDeadlineSeconds": 60})
     almost = engine.plan(TENSORFLOW, job, {"phase": "Running", "startTime": at(0)}, [], at(59),
@@ -254,12 +266,7 @@ def test_the_deadline_passes_only_when_no_time_is_left():
 
 
 def test_a_finished_job_says_once_per_generation_that_spec_changes_are_ignored():
-    ps = generic()
-    pods = ps.Pods()
-    job = ps.make_job(("worker", 1, "Never"))
-    status = ps.step(job, {}, pods, at(0)).status
-    pods.set("worker", 0, "Failed")
-    finished = ps.plan(job, status, pods.list(), at(1)).status
+    ps, pods, job, finished = failed_single_worker()
     seen = ps.plan(job, {**finished, "observedGeneration": job.generation}, pods.list(), at(2))
     assert not [e for e in seen.events if e.reason == "SpecChangeIgnored"]
     edited = ps.plan(job, {**finished, "observedGeneration": job.generation - 1}, pods.list(), at(2))
@@ -295,7 +302,7 @@ def tfjob_with_restart_policy(policy: str) -> dict:
 
 
 def test_a_pod_stuck_terminating_is_force_deleted_once_its_time_is_up_not_a_moment_later():
-    from controller.jobs.backoff import epoch
+    from controller.jobs.decisions.backoff import epoch
 
     ps = generic()
     stuck = ps.make_pod("worker", 0, "u0", "Running", terminating=True)
@@ -338,7 +345,7 @@ def test_an_invalid_job_does_not_delete_a_terminating_pod_again_and_shows_its_re
 
 
 def test_of_two_pods_stuck_terminating_the_sooner_wakes_the_job():
-    from controller.jobs.backoff import epoch
+    from controller.jobs.decisions.backoff import epoch
 
     ps = generic()
     first = ps.make_pod("worker", 0, "u0", "Running", terminating=True)
@@ -378,7 +385,7 @@ def test_a_finished_jobs_clean_up_of_a_pod_its_record_still_shows_says_so():
 
 
 def test_a_force_delete_says_how_long_ago_the_pods_grace_period_ended():
-    from controller.jobs.backoff import epoch
+    from controller.jobs.decisions.backoff import epoch
 
     ps = generic()
     stuck = ps.make_pod("worker", 0, "u0", "Running", terminating=True)
@@ -433,12 +440,7 @@ def test_a_finished_jobs_replica_awaiting_a_pod_is_deleted_unless_its_create_was
 def test_a_finished_jobs_ranks_stored_apart_by_an_earlier_version_are_moved_into_their_tasks():
     # status.removedReplicas (an earlier version's place for ranks scaled away): a finished job keeps its status,
     # but the records move into their type's task, Deleted, their restarts counted there, as a running job's do.
-    ps = generic()
-    pods = ps.Pods()
-    job = ps.make_job(("worker", 1, "Never"))
-    status = ps.step(job, {}, pods, at(0)).status
-    pods.set("worker", 0, "Failed")
-    finished = ps.plan(job, status, pods.list(), at(1)).status
+    ps, pods, job, finished = failed_single_worker()
     legacy = {**finished, "removedReplicas": [{"name": "job-worker-5", "restartCount": 2}], "backoffCount": 2}
     moved = ps.plan(job, legacy, pods.list(), at(2)).status
     assert "removedReplicas" not in moved
@@ -502,7 +504,7 @@ def test_a_rank_stored_apart_by_an_earlier_version_is_judged_by_its_record():
 
 
 def test_a_retryable_failure_of_a_rank_scaled_away_whose_record_is_dropped_for_size_stays_counted(monkeypatch):
-    from controller.jobs import edits
+    from controller.jobs.decisions import edits
 
     monkeypatch.setattr(edits, "MAX_RECORDS", 3)
     pods = Pods()
@@ -517,7 +519,7 @@ def test_a_retryable_failure_of_a_rank_scaled_away_whose_record_is_dropped_for_s
 def test_a_debug_pod_lost_after_debug_mode_is_off_is_succeeded_at_once_without_a_back_off():
     # Its record says debug (the pod was one); debug mode is off now: the workload's pod is made at once, as
     # resuming does, whatever the restart back-off (which still applies in debug mode).
-    from controller.jobs.backoff import RestartBackoff
+    from controller.jobs.decisions.backoff import RestartBackoff
     from controller.kinds.genericjob.kind import GENERICJOB
 
     pods = Pods()
@@ -536,24 +538,14 @@ def test_a_debug_pod_lost_after_debug_mode_is_off_is_succeeded_at_once_without_a
 
 def test_an_edit_of_a_job_finished_by_an_older_controller_which_stored_no_policy_is_ignored():
     # No status.cleanUpPolicy (an older controller): the edit cannot be told a policy change, and is said ignored.
-    ps = generic()
-    pods = ps.Pods()
-    job = ps.make_job(("worker", 1, "Never"))
-    status = ps.step(job, {}, pods, at(0)).status
-    pods.set("worker", 0, "Failed")
-    finished = ps.plan(job, status, pods.list(), at(1)).status
+    ps, pods, job, finished = failed_single_worker()
     older = {key: value for key, value in finished.items() if key != "cleanUpPolicy"}
     edited = ps.plan(job, {**older, "observedGeneration": job.generation - 1}, pods.list(), at(2))
     assert [e.reason for e in edited.events if e.type == "Normal"] == ["SpecChangeIgnored"]
 
 
 def test_a_finished_jobs_restarts_of_records_dropped_for_size_are_not_added_again():
-    ps = generic()
-    pods = ps.Pods()
-    job = ps.make_job(("worker", 1, "Never"))
-    status = ps.step(job, {}, pods, at(0)).status
-    pods.set("worker", 0, "Failed")
-    finished = ps.plan(job, status, pods.list(), at(1)).status
+    ps, pods, job, finished = failed_single_worker()
     [task] = finished["tasks"]
     dropped = {**finished, "tasks": [{**task, "restartCount": 3}], "backoffCount": 3}  # 3 beyond its records
     again = ps.plan(job, dropped, pods.list(), at(2)).status
@@ -569,7 +561,7 @@ def test_a_rank_scaled_away_as_the_job_fails_under_none_is_kept_without_a_delete
 
 
 def test_a_rank_that_restarted_before_failing_as_it_is_scaled_away_adds_only_its_new_restart(monkeypatch):
-    from controller.jobs import edits
+    from controller.jobs.decisions import edits
 
     monkeypatch.setattr(edits, "MAX_RECORDS", 3)
     pods = Pods()

@@ -1,14 +1,14 @@
-"""Per-replica restart decisions (controller/jobs/restart.py) the planning tests do not reach: which observations
-draw on a job-wide restart budget in the same reconcile. Written against the mutants that survived the other tests
-(tests/mutation, RELIABILITY.md): each test names the behaviour a surviving mutant broke."""
+"""Per-replica restart decisions (controller/jobs/decisions/restart.py) the planning tests do not reach: which
+observations draw on a job-wide restart budget in the same reconcile. Written against the mutants that survived the
+other tests (tests/mutation, RELIABILITY.md): each test names the behaviour a surviving mutant broke."""
 
 from __future__ import annotations
 
 import pytest
 
-from controller.jobs.api import Outcome
-from controller.jobs.restart import Observation, Seen, Slot, observe_all, step, will_count
-from controller.jobs.status import Replica
+from controller.jobs.decisions.restart import Observation, Seen, Slot, observe_all, step, will_count
+from controller.jobs.decisions.status import Replica
+from controller.jobs.schema.api import Outcome
 from controller.jobs.training.restart import ReplicaRestart, RestartPolicyType
 
 ON_FAILURE = ReplicaRestart(RestartPolicyType.ON_FAILURE, 1, "main")
@@ -63,7 +63,7 @@ def test_a_restart_without_an_exit_code_says_how_the_pod_ended():
 
 
 def test_a_pod_lost_while_running_is_counted_and_replaced_after_a_back_off_under_a_second():
-    from controller.jobs.backoff import RestartBackoff, stamp
+    from controller.jobs.decisions.backoff import RestartBackoff, stamp
 
     decided = step(observation(Seen.GONE, "Running"), stamp(1000.0), 1000.0, RestartBackoff(0.5))
     assert decided.restart_event == ("Restarting replica job-worker-0 (restart 1 of 1 of the job): pod was deleted; "
@@ -99,7 +99,7 @@ def test_a_restart_names_the_first_failing_exit_code_else_zero():
 
 
 def test_pause_does_not_delete_again_a_pod_already_terminating():
-    from controller.jobs.restart import pause
+    from controller.jobs.decisions.restart import pause
 
     going = {"metadata": {"uid": "u1", "deletionTimestamp": "2024-01-01T00:00:00Z"}, "status": {"phase": "Running"}}
     assert pause(observation(Seen.CURRENT, "Running", pod=going)).delete is None
@@ -157,7 +157,7 @@ def test_a_debug_pod_that_ended_draws_on_no_budget():
 
 
 def test_a_debug_pod_lost_is_judged_nothing_even_where_a_lost_workload_pod_would_fail_the_job():
-    from controller.jobs.restart import observe
+    from controller.jobs.decisions.restart import observe
 
     spent = ReplicaRestart(RestartPolicyType.ON_FAILURE, 0, "main")  # no restart granted: a lost pod is final
     record = Replica("job-worker-0", "u1", "Running")
@@ -168,7 +168,7 @@ def test_a_debug_pod_lost_is_judged_nothing_even_where_a_lost_workload_pod_would
 
 
 def test_pausing_counts_a_workload_failure_saying_how_it_ended_or_that_its_pod_was_lost():
-    from controller.jobs.restart import pause
+    from controller.jobs.decisions.restart import pause
 
     ended = pause(observation(Seen.CURRENT, "Failed", containers=[{"name": "main", "state": "terminated",
                                                                    "exitCode": 3}], pod=failed_pod()))
@@ -180,7 +180,7 @@ def test_pausing_counts_a_workload_failure_saying_how_it_ended_or_that_its_pod_w
 
 
 def test_pausing_a_debug_pod_counts_nothing_and_forgets_its_quick_ends_but_a_workload_pod_keeps_them():
-    from controller.jobs.restart import pause
+    from controller.jobs.decisions.restart import pause
 
     paused = pause(debug_observation(Seen.CURRENT, "Running", {"metadata": {"uid": "u1"}, "status": {}}, streak=3))
     assert (paused.record.restart_count, paused.record.restart_streak, paused.restart_event) == (0, 0, None)
@@ -192,8 +192,8 @@ def test_pausing_a_debug_pod_counts_nothing_and_forgets_its_quick_ends_but_a_wor
 
 
 def test_a_debug_pod_that_ended_is_replaced_uncounted_after_its_back_off_saying_how_it_ended():
-    from controller.jobs.backoff import RestartBackoff, stamp
-    from controller.jobs.restart import debug_step
+    from controller.jobs.decisions.backoff import RestartBackoff, stamp
+    from controller.jobs.decisions.restart import debug_step
 
     decided = debug_step(debug_observation(Seen.CURRENT, "Failed", failed_pod(), streak=1), stamp(1000.0), 1000.0,
                          RestartBackoff(0.5))
@@ -204,8 +204,8 @@ def test_a_debug_pod_that_ended_is_replaced_uncounted_after_its_back_off_saying_
 
 
 def test_a_debug_pod_that_ended_as_debug_mode_was_turned_off_is_replaced_at_once():
-    from controller.jobs.backoff import stamp
-    from controller.jobs.restart import debug_step
+    from controller.jobs.decisions.backoff import stamp
+    from controller.jobs.decisions.restart import debug_step
 
     decided = debug_step(debug_observation(Seen.CURRENT, "Failed", failed_pod(), streak=4), stamp(1000.0), 1000.0)
     assert decided.restart_event == ("Recreating debug pod of replica job-worker-0 (debug mode: no restart "
@@ -214,8 +214,8 @@ def test_a_debug_pod_that_ended_as_debug_mode_was_turned_off_is_replaced_at_once
 
 
 def test_a_debug_pod_deleted_by_a_person_is_not_deleted_again_and_a_lost_one_says_so():
-    from controller.jobs.backoff import RestartBackoff, stamp
-    from controller.jobs.restart import debug_step
+    from controller.jobs.decisions.backoff import RestartBackoff, stamp
+    from controller.jobs.decisions.restart import debug_step
 
     deleted = debug_step(debug_observation(Seen.CURRENT, "Failed", failed_pod(143, terminating=True)),
                          stamp(1000.0), 1000.0, RestartBackoff(0.5))

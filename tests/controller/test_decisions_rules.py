@@ -4,7 +4,7 @@ mutant broke."""
 
 from __future__ import annotations
 
-from controller.jobs.api import JobPhase, Outcome
+from controller.jobs.schema.api import JobPhase, Outcome
 from controller.kinds.genericjob.rules import LISTED_REPLICAS_MAX, evaluate
 
 from .plan_support import make_job

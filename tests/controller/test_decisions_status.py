@@ -1,10 +1,10 @@
-"""The job's status and conditions (controller/jobs/status.py) in the cases the planning tests do not reach.
+"""The job's status and conditions (controller/jobs/decisions/status.py) in the cases the planning tests do not reach.
 Written against the mutants that survived the other tests (tests/mutation, RELIABILITY.md): each test names the
 behaviour a surviving mutant broke."""
 
 from __future__ import annotations
 
-from controller.jobs import status as st
+from controller.jobs.decisions import status as st
 
 NOW, LATER = "2024-01-01T00:00:01Z", "2024-01-01T00:00:09Z"
 
@@ -86,7 +86,7 @@ def test_bare_pods_and_container_statuses_read_as_pending_and_waiting():
 def test_a_record_says_debug_only_while_it_describes_its_debug_pod():
     # A debug pod deleted (or retired) stays known for one (it counted nothing); the record awaiting the next pod
     # does not say debug, since that pod may be the workload's.
-    from controller.jobs.status import DELETED, Replica
+    from controller.jobs.decisions.status import DELETED, Replica
 
     debug = Replica("job-worker-0", "u1", "Running", debug=True)
     assert debug.in_phase(DELETED).debug is True and debug.in_phase(DELETED).to_json()["debug"] is True

@@ -100,7 +100,7 @@ def test_stored_records_that_cannot_be_read_are_skipped():
 
 def test_replica_fields_count_the_records_of_any_iterable_once():
     # A generator (read once) is counted in the tasks and in the totals alike.
-    from controller.jobs.status import Replica
+    from controller.jobs.decisions.status import Replica
     from controller.jobs.training.status import TasksStatus
 
     records = [Replica("a-worker-0", "u0", "Running", restart_count=1), Replica("a-worker-1", "u1", "Failed")]

@@ -1,4 +1,4 @@
-"""What a replica waits for (controller/jobs/waiting.py) at the edges of a pod's status. Written against the
+"""What a replica waits for (controller/jobs/decisions/waiting.py) at the edges of a pod's status. Written against the
 mutants that survived the other tests (tests/mutation, RELIABILITY.md): each test names the behaviour a surviving
 mutant broke."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.jobs.waiting import cause
+from controller.jobs.decisions.waiting import cause
 
 PULLING = {"name": "main", "state": {"waiting": {"reason": "ImagePullBackOff", "message": "no such image"}}}
 
@@ -40,7 +40,7 @@ def test_a_pod_no_node_takes_waits_unschedulable():
 
 
 def test_no_cause_is_the_same_as_no_cause_and_not_as_a_cause():
-    from controller.jobs.waiting import same
+    from controller.jobs.decisions.waiting import same
 
     image = {"reason": "ErrImagePull", "message": ""}
     assert same(None, None) is True and same({}, None) is True
@@ -74,8 +74,8 @@ def test_a_cause_without_a_message_says_only_where():
 
 
 def test_the_waiting_condition_names_the_first_replica_and_counts_the_others():
-    from controller.jobs.status import Replica
-    from controller.jobs.waiting import condition
+    from controller.jobs.decisions.status import Replica
+    from controller.jobs.decisions.waiting import condition
 
     def waiting(name):
         return Replica(name, waiting={"reason": "ErrImagePull", "message": f'container "{name}"'})

@@ -4,8 +4,8 @@ it only in the policy under test."""
 
 from __future__ import annotations
 
-from controller.jobs import plan as engine
-from controller.jobs.backoff import RestartBackoff
+from controller.jobs.decisions import plan as engine
+from controller.jobs.decisions.backoff import RestartBackoff
 from controller.kinds.genericjob.kind import GENERICJOB, GenericJobKind
 
 from .plan_support import Pods, at, make_job, make_pod
@@ -35,7 +35,7 @@ def test_back_off_doubles_to_five_minutes_and_a_long_run_resets_it():
 
 
 def at_epoch(second: int) -> float:
-    from controller.jobs.backoff import epoch
+    from controller.jobs.decisions.backoff import epoch
 
     return epoch(at(second))
 

@@ -189,8 +189,8 @@ def test_a_message_is_cut_at_a_character_boundary_to_at_most_1024_bytes():
     assert truncate_utf8("bad \udc80 byte", MESSAGE_LIMIT) == "bad ? byte"  # a lone surrogate could not be sent
 
 
-async def test_a_long_multibyte_message_reaches_the_server_cut_by_bytes(cluster, api_client, core):
-    recorder = EventRecorder(KubeClient(api_client, qps=100, burst=100))
+async def test_a_long_multibyte_message_reaches_the_server_cut_by_bytes(cluster, rest_client, core):
+    recorder = EventRecorder(KubeClient(rest_client, qps=100, burst=100))
     recorder.start()
     job = {**JOB, "metadata": {**JOB["metadata"], "namespace": "default"}}
     recorder.record(job, "Warning", "Failed", "任务失败" + "错" * 1000)

@@ -1,10 +1,10 @@
-"""Why a job failed, on the job itself (controller/jobs/cause.py): the Failed condition's reason, the cause its
-message adds to the kind's seed message, the same message in the final Warning Event and in status.reason."""
+"""Why a job failed, on the job itself (controller/jobs/decisions/cause.py): the Failed condition's reason, the cause
+its message adds to the kind's seed message, the same message in the final Warning Event and in status.reason."""
 
 from __future__ import annotations
 
-from controller.jobs import plan as engine
-from controller.jobs.naming import replica_labels, replica_name
+from controller.jobs.decisions import plan as engine
+from controller.jobs.schema.naming import replica_labels, replica_name
 from controller.kinds.tensorflow.kind import TENSORFLOW
 
 from .plan_support import JOB, Pods, at, condition, make_job, step

@@ -3,7 +3,7 @@ SpecInvalid and one Warning Event per generation, the deadline still applies), a
 
 from __future__ import annotations
 
-from controller.jobs import held
+from controller.jobs.decisions import held
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.tensorflow.kind import TENSORFLOW
 

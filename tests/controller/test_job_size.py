@@ -10,12 +10,12 @@ import orjson
 import pytest
 
 from apimachinery.errors import ApiStatusError
-from controller.jobs import oversize
-from controller.jobs import status as st
-from controller.jobs.api import MAX_REPLICAS, MAX_TOTAL_REPLICAS
-from controller.jobs.crd import MAX_REPLICA_TYPES
-from controller.jobs.status import Replica
-from controller.jobs.validation import SpecError
+from controller.jobs.decisions import oversize
+from controller.jobs.decisions import status as st
+from controller.jobs.decisions.status import Replica
+from controller.jobs.schema.api import MAX_REPLICAS, MAX_TOTAL_REPLICAS
+from controller.jobs.schema.crd import MAX_REPLICA_TYPES
+from controller.jobs.schema.validation import SpecError
 from controller.kinds.registry import KINDS
 from localcluster import LocalCluster
 from localcluster.errors import ApiError

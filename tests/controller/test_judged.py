@@ -3,11 +3,11 @@ when an outcome and an edit (a pause, a debug change, a scale-down, a pod delete
 
 from __future__ import annotations
 
-from controller.jobs import plan as engine
-from controller.jobs.backoff import RestartBackoff
+from controller.jobs.decisions import plan as engine
+from controller.jobs.decisions.backoff import RestartBackoff
 from controller.kinds.genericjob.kind import GENERICJOB
 
-from .plan_support import Pods, at, condition, make_job, record, step
+from .plan_support import Pods, at, condition, make_job, make_pod, record, step
 
 
 def start(job, pods: Pods) -> dict:
@@ -151,7 +151,7 @@ def test_a_rank_scaled_back_waits_for_the_pod_its_scale_down_deleted_even_one_ne
 def test_a_rank_scaled_away_as_the_job_ends_whose_pod_is_going_stays_deleted_under_none():
     # The job succeeds in the moment a rank is scaled away, and someone has just deleted that rank's pod (it is
     # terminating): cleanUpPolicy None keeps the pods of a finished job, but this one is going, so its record
-    # stays Deleted instead of describing the dying pod. (A mutant of plan._settle_leaving lived without it.)
+    # stays Deleted instead of describing the dying pod. (A mutant of scale_down.settle_leaving lived without it.)
     pods = Pods()
     rules = [{"worker": [0]}]
     status = start(make_job(("worker", 3, "Never"), success=rules), pods)
@@ -267,7 +267,7 @@ def test_a_retryable_failure_of_a_rank_scaled_away_counts_in_the_jobs_messages()
 
 def test_a_job_found_with_pods_and_no_start_time_starts_its_deadline_clock_now():
     # Its status was lost (restored from a backup without it, say) while its pods run: it is active, so the clock
-    # of runPolicy's deadline starts now instead of never. (A mutant of plan._run lived without this test.)
+    # of runPolicy's deadline starts now instead of never. (A mutant of run.plan_run lived without this test.)
     pods = Pods()
     job = make_job(("worker", 1, "Never"))
     start(job, pods)
@@ -293,3 +293,38 @@ def test_a_failure_of_a_rank_the_pause_retired_unseen_is_judged_when_a_scale_dow
     # The same story with the scale-down already seen (the status written for generation 3): nothing is judged.
     paused["observedGeneration"] = 3
     assert engine.plan(GENERICJOB, scaled, paused, pods.list(), at(2)).status["phase"] == "Paused"
+
+
+def test_a_look_alike_pod_of_a_rank_scaled_away_before_decides_nothing_while_an_edit_is_pending():
+    # Not paused: a Deleted record is a rank scaled away by an edit already seen, and a pod of its name now (made
+    # by hand, or a lagging cache's) is no outcome of the job, even while another edit is still unseen. (A mutant
+    # of slots.gather_slots that judged it whenever an edit was pending lived without this test.)
+    pods = Pods()
+    status = start(make_job(("worker", 3, "Never")), pods)
+    job = make_job(("worker", 2, "Never"))
+    status = step(job, status, pods, at(5)).status
+    assert removed(status)["job-worker-2"]["phase"] == "Deleted"
+    pods.by_name["job-worker-2"] = make_pod("worker", 2, "look-alike", "Failed")
+    status["observedGeneration"] = 2
+    pending = job.model_copy(update={"generation": 3})
+    result = engine.plan(GENERICJOB, pending, status, pods.list(), at(6))
+    assert result.status["phase"] == "Running" and result.status["backoffCount"] == 0, result.status
+
+
+def test_the_pod_a_pause_retired_and_recorded_decides_nothing_when_an_edit_removes_its_rank():
+    # The pause deleted the pod and recorded it Deleted (uid and all); a lagging cache still shows it, failing as
+    # the deletion ends it. The edit that removes its rank is not seen yet: the failure is the pause's own doing,
+    # never judged. (Mutants of slots.gather_slots that judged every pod of a paused job's Deleted record lived without
+    # this test.)
+    pods = Pods()
+    job = make_job(("worker", 2, "Never"))
+    status = start(job, pods)
+    stale = pods.get("worker", 1)
+    paused = step(make_job(("worker", 2, "Never"), pause=True), status, pods, at(5)).status
+    assert record(paused, "worker", 1)["phase"] == "Deleted"
+    pods.by_name["job-worker-1"] = stale
+    pods.set("worker", 1, "Failed")
+    paused["observedGeneration"] = 2
+    scaled = make_job(("worker", 1, "Never"), pause=True).model_copy(update={"generation": 3})
+    result = engine.plan(GENERICJOB, scaled, paused, pods.list(), at(6))
+    assert result.status["phase"] == "Paused" and result.status["backoffCount"] == 0, result.status

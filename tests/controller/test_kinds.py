@@ -4,17 +4,21 @@ shares its informers."""
 from __future__ import annotations
 
 import pytest
-from kubernetes_asyncio.client import ApiClient, Configuration
+from kubernetes_asyncio.client import Configuration
 from prometheus_client import CollectorRegistry
 
 from controller.cmd import cli
-from controller.jobs.controller import JobController
+from controller.jobs.execution.controller import JobController
 from controller.jobs.kind import KindApi
 from controller.kinds import registry as kinds
 from controller.kinds.genericjob.kind import GENERICJOB, GenericJobKind
 from controller.kinds.pytorch.kind import PYTORCH
 from controller.kinds.tensorflow.kind import TENSORFLOW
 from controller.runtime.group import ControllerGroup
+from kubeclient.from_configuration import settings_from_configuration
+from kubeclient.rest import RestClient
+
+NOWHERE = Configuration(host="http://127.0.0.1:9")  # never contacted
 
 
 class OtherKind(GenericJobKind):
@@ -36,7 +40,7 @@ def test_every_registered_kind_is_served_unless_named():
 
 async def test_several_kinds_run_as_one_group_sharing_their_informers():
     registry = CollectorRegistry()
-    async with ApiClient(Configuration(host="http://127.0.0.1:9")) as api:  # never contacted
+    async with RestClient(settings_from_configuration(NOWHERE)) as api:  # never contacted
         served = kinds.make_controller(api, cli.manager_config(cli.parse_args(["run"])).controller, registry,
                                        [GENERICJOB, OtherKind()])
         assert isinstance(served, ControllerGroup)
@@ -65,7 +69,7 @@ async def test_several_kinds_run_as_one_group_sharing_their_informers():
 
 async def test_one_kind_is_served_by_its_own_controller_and_all_by_a_group():
     config = cli.manager_config(cli.parse_args(["run"])).controller
-    async with ApiClient(Configuration(host="http://127.0.0.1:9")) as api:
+    async with RestClient(settings_from_configuration(NOWHERE)) as api:
         assert type(kinds.make_controller(api, config, CollectorRegistry(), [GENERICJOB])) is JobController
         served = kinds.make_controller(api, config, CollectorRegistry())
         assert [member.kind for member in served.members] == [GENERICJOB, TENSORFLOW, PYTORCH]

@@ -1,5 +1,6 @@
-"""The controller's API client: proxy settings read once, the Event recorder's own rate limit, and what a
-write sends over the wire (credentials, body, proxy, metrics)."""
+"""The controller's write client (KubeClient) on the one client (RestClient): the Event recorder's own rate limit,
+and what a write sends over the wire (credentials, body, proxy, metrics). The proxy rules themselves are
+tests/kubeclient/test_proxy.py's."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from kubernetes_asyncio import client
 from prometheus_client import CollectorRegistry
 
 from controller.kinds.genericjob.kind import GENERICJOB
-from controller.runtime.client import ApiStatusError, InstrumentedApiClient, KubeClient, resolve_proxy_once
+from controller.runtime.client import ApiStatusError, KubeClient
 from controller.runtime.metrics import RequestMetrics
+from kubeclient.from_configuration import settings_from_configuration
+from kubeclient.rest import RestClient
 from tests.builders import JobBuilder
 
 HOST = "https://10.96.0.1:443"
@@ -25,42 +28,21 @@ def no_proxy_env(monkeypatch):
     return monkeypatch
 
 
-async def test_the_environment_is_read_once_not_before_every_request(no_proxy_env):
-    no_proxy_env.setenv("HTTPS_PROXY", "http://user:secret@proxy.corp:3128")
-    async with InstrumentedApiClient(client.Configuration(host=HOST),
-                                     metrics=RequestMetrics(CollectorRegistry())) as api:
-        assert api.rest_client.proxy == "http://proxy.corp:3128"
-        assert api.rest_client.proxy_headers["Proxy-Authorization"].startswith("Basic ")
-        assert api.rest_client.pool_manager.trust_env is False  # no per-request thread hops
-
-
-async def test_no_proxy_keeps_the_api_server_direct(no_proxy_env):
-    no_proxy_env.setenv("HTTPS_PROXY", "http://proxy.corp:3128")
-    no_proxy_env.setenv("NO_PROXY", "10.96.0.1")
-    async with client.ApiClient(client.Configuration(host=HOST)) as api:
-        resolve_proxy_once(api)
-        assert api.rest_client.proxy is None and api.rest_client.pool_manager.trust_env is False
-
-
-async def test_a_configured_proxy_wins_over_the_environment(no_proxy_env):
-    no_proxy_env.setenv("HTTPS_PROXY", "http://proxy.corp:3128")
-    configuration = client.Configuration(host=HOST)
-    configuration.proxy = "http://kubeconfig-proxy:8080"
-    async with client.ApiClient(configuration) as api:
-        resolve_proxy_once(api)
-        assert api.rest_client.proxy == "http://kubeconfig-proxy:8080"
+def rest_for(configuration: client.Configuration, **kwargs) -> RestClient:
+    return RestClient(settings_from_configuration(configuration), **kwargs)
 
 
 async def test_a_sibling_client_has_its_own_limit_and_shares_the_counts(no_proxy_env):
-    async with client.ApiClient(client.Configuration(host=HOST)) as api:
-        main = KubeClient(api, qps=5, burst=7, timeout=3)
+    async with rest_for(client.Configuration(host=HOST)) as rest:
+        main = KubeClient(rest, qps=5, burst=7, timeout=3)
         sibling = main.with_own_limit()
         assert sibling.limiter is not main.limiter
         assert (sibling.limiter.qps, sibling.limiter.burst) == (5, 7)
         assert sibling.timeout == main.timeout and sibling.requests is main.requests
+        assert rest.limiter.qps == 0  # the shared client itself is not limited (the informers' lists and watches)
 
 
-# --- the write path: kubernetes_asyncio's session and credentials, an orjson body -------------
+# --- the write path: the configuration's credentials, an orjson body --------------------------
 
 class Recorder:
     """An HTTP server that answers every request with a canned status and remembers what came."""
@@ -108,7 +90,7 @@ async def test_a_write_carries_the_credentials_and_the_exact_body(recorder, no_p
         conf.api_key["BearerToken"] = "Bearer fresh"
     configuration.refresh_api_key_hook = refresh
     registry = CollectorRegistry()
-    async with InstrumentedApiClient(configuration, metrics=RequestMetrics(registry)) as api:
+    async with rest_for(configuration, observer=RequestMetrics(registry), user_agent="genericjob-controller/t") as api:
         body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
                 "spec": {"containers": [{"name": "c", "image": "i", "env": [{"name": "X", "value": "ünïcode"}]}]}}
         created = await KubeClient(api, qps=0).create("pods", body)
@@ -117,7 +99,7 @@ async def test_a_write_carries_the_credentials_and_the_exact_body(recorder, no_p
     assert request["method"] == "POST" and request["url"] == f"{url}/api/v1/namespaces/ns/pods"
     assert request["headers"]["Authorization"] == "Bearer fresh"
     assert request["headers"]["Content-Type"] == "application/json"
-    assert request["headers"]["User-Agent"] == api.user_agent
+    assert request["headers"]["User-Agent"] == "genericjob-controller/t"
     assert orjson.loads(request["body"]) == body
     assert registry.get_sample_value("rest_client_requests_total",
                                      {"verb": "create", "resource": "pods", "code": "201"}) == 1
@@ -127,7 +109,7 @@ async def test_a_refused_write_raises_the_status_and_is_counted(aiohttp_server_f
     server, url = await aiohttp_server_factory(Recorder(409, {"kind": "Status", "code": 409, "reason": "Conflict",
                                                               "message": "the object has been modified"}))
     registry = CollectorRegistry()
-    async with InstrumentedApiClient(client.Configuration(host=url), metrics=RequestMetrics(registry)) as api:
+    async with rest_for(client.Configuration(host=url), observer=RequestMetrics(registry)) as api:
         kube = KubeClient(api, qps=0)
         job = JobBuilder("j", namespace="ns", uid="u").meta(resourceVersion="7").obj()
         with pytest.raises(ApiStatusError) as raised:
@@ -142,9 +124,9 @@ async def test_a_refused_write_raises_the_status_and_is_counted(aiohttp_server_f
 async def test_a_write_goes_through_the_configured_proxy(aiohttp_server_factory, no_proxy_env):
     proxy, proxy_url = await aiohttp_server_factory(Recorder(200, {}))
     configuration = client.Configuration(host="http://apiserver.invalid:6443")
-    configuration.proxy = proxy_url
-    async with client.ApiClient(configuration) as api:
-        resolve_proxy_once(api)
+    configuration.proxy = proxy_url  # kubeconfig's proxy-url
+    async with rest_for(configuration) as api:
+        assert api.proxy == proxy_url and api.write_pool is None
         await KubeClient(api, qps=0).delete("pods", "ns", "p", uid="u1")
     [request] = proxy.seen  # a plain-HTTP proxy gets the absolute URL of the API server
     assert request["method"] == "DELETE"
@@ -152,10 +134,10 @@ async def test_a_write_goes_through_the_configured_proxy(aiohttp_server_factory,
     assert orjson.loads(request["body"]) == {"propagationPolicy": "Background", "preconditions": {"uid": "u1"}}
 
 
-async def test_deletes_take_every_answer_a_real_server_gives(api_client, core):
+async def test_deletes_take_every_answer_a_real_server_gives(rest_client, core):
     """An object gone at once (a Success Status for most kinds), one left waiting on a finalizer (the
     object), and a 202 for the deprecated orphanDependents=false: each is a success, counted by code."""
-    kube = KubeClient(api_client, qps=100, burst=100)
+    kube = KubeClient(rest_client, qps=100, burst=100)
     await core.create_namespaced_config_map("default", {"metadata": {"name": "plain"}})
     await core.create_namespaced_config_map("default", {"metadata": {"name": "held", "finalizers": ["x.dev/h"]}})
     await core.create_namespaced_pod("default", {"metadata": {"name": "p", "finalizers": ["x.dev/h"]},

@@ -16,6 +16,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry
 
 from controller.runtime.leader import LeaderElectionConfig, LeaderElector, micro_time
+from kubeclient.from_configuration import settings_from_configuration
+from kubeclient.rest import RestClient
 
 LEASE = "genericjob-leader"
 NAMESPACE = "default"
@@ -26,7 +28,7 @@ MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 class Candidate:
     """One elector, with events for what its callbacks saw."""
 
-    def __init__(self, api: client.ApiClient, identity: str, registry: CollectorRegistry | None = None,
+    def __init__(self, api: RestClient | None, identity: str, registry: CollectorRegistry | None = None,
                  clock=None, **settings) -> None:
         self.started = asyncio.Event()
         self.stopped = asyncio.Event()
@@ -81,17 +83,22 @@ async def second_client(cluster):
 
 @pytest.fixture
 async def candidates():
-    """Builds candidates and cancels whatever is still running at the end (before the clients close)."""
+    """Builds candidates, each on the controller's client (RestClient) for the settings of the kubernetes_asyncio
+    client given, and cancels whatever is still running at the end (before the clients close)."""
     made: list[Candidate] = []
+    clients: list[RestClient] = []
 
-    def make(*args, **kwargs) -> Candidate:
-        made.append(Candidate(*args, **kwargs))
+    def make(api: client.ApiClient, *args, **kwargs) -> Candidate:
+        clients.append(RestClient(settings_from_configuration(api.configuration)))
+        made.append(Candidate(clients[-1], *args, **kwargs))
         return made[-1]
 
     yield make
     for candidate in made:
         if candidate.task is not None and not candidate.task.done():
             await candidate.cancel()
+    for rest in clients:
+        await rest.close()
 
 
 async def wait_until(predicate, timeout: float = 5.0, interval: float = 0.01) -> None:
@@ -409,13 +416,13 @@ async def test_missing_lease_is_created(api_client, candidates):
 
 # --- the leading work ------------------------------------------------------------------------
 
-async def test_failed_work_ends_the_term_and_releases(api_client, candidates):
+async def test_failed_work_ends_the_term_and_releases(api_client, rest_client):
     async def fail() -> None:
         raise RuntimeError("workers crashed")
 
     stopped = asyncio.Event()
     cfg = LeaderElectionConfig(LEASE, NAMESPACE, identity="a", **TIMING)
-    elector = LeaderElector(api_client, cfg, fail, stopped.set)
+    elector = LeaderElector(rest_client, cfg, fail, stopped.set)
     with pytest.raises(RuntimeError, match="workers crashed"):
         await asyncio.wait_for(elector.run(), 5)
     assert stopped.is_set() and not elector.is_leader

@@ -1,11 +1,11 @@
-"""The PodGroup's gang size (controller/jobs/podgroup.py): every replica of the job, unless the parsed spec
+"""The PodGroup's gang size (controller/jobs/children/podgroup.py): every replica of the job, unless the parsed spec
 names a smaller gang in `min_member` (an elastic job's lower bound)."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from controller.jobs.podgroup import min_member
+from controller.jobs.children.podgroup import min_member
 
 
 def _job(counts, **spec):

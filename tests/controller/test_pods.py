@@ -6,17 +6,17 @@ import copy
 
 import pytest
 
-from controller.jobs.api import SchedulePolicy, T9kScheduler
-from controller.jobs.naming import owner_reference
-from controller.jobs.podgroup import (
+from controller.jobs.children.podgroup import (
     API_VERSION as PODGROUP_API_VERSION,
 )
-from controller.jobs.podgroup import (
+from controller.jobs.children.podgroup import (
     GROUP_NAME_KEY,
     SCHEDULER_NAME,
     desired_podgroup,
 )
-from controller.jobs.pods import PodMode, desired_pod, run_mode_override, template_hash
+from controller.jobs.children.pods import PodMode, desired_pod, run_mode_override, template_hash
+from controller.jobs.schema.api import SchedulePolicy, T9kScheduler
+from controller.jobs.schema.naming import owner_reference
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import LABEL_JOB_NAME, LABEL_JOB_UID, LABEL_RANK, LABEL_REPLICA_TYPE, GenericJob
 from controller.kinds.genericjob.substitution import SubstitutionError

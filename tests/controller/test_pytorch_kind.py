@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from controller.jobs.api import CleanUpPolicy, JobPhase, Outcome
-from controller.jobs.podgroup import desired_podgroup
-from controller.jobs.pods import desired_pod
+from controller.jobs.children.podgroup import desired_podgroup
+from controller.jobs.children.pods import desired_pod
+from controller.jobs.schema.api import CleanUpPolicy, JobPhase, Outcome
 from controller.jobs.training.restart import RestartPolicyType
 from controller.kinds.pytorch import crd
 from controller.kinds.pytorch.kind import PYTORCH

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from apimachinery.errors import ApiStatusError
-from controller.jobs.reconciler import Reconciler, WritesFailed
+from controller.jobs.execution.reconciler import Reconciler, WritesFailed
 from controller.kinds.genericjob.kind import GENERICJOB
 from informers import Lister, Store, object_key
 from tests.builders import JobBuilder
@@ -308,7 +308,7 @@ async def test_pods_starting_are_reported_together_and_anything_else_at_once():
     """A plan that only reports recorded pods going on from Pending to Running waits up to START_COALESCE for the
     job's other pods (one status write for all of them); a pod first seen (its uid recorded) or finished is
     written at once, and the held-back write is made once the window has passed."""
-    from controller.jobs.reconciler import START_COALESCE
+    from controller.jobs.execution.coalesce import START_COALESCE
 
     harness = Harness(job_object(workers=2))
     clock = [100.0]

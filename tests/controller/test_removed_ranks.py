@@ -4,8 +4,8 @@ earlier version's `status.removedReplicas` is moved into the tasks; and the stat
 
 from __future__ import annotations
 
-from controller.jobs import children, edits
-from controller.jobs.actions import SERVICES, DeleteChild
+from controller.jobs.decisions import edits, upkeep
+from controller.jobs.decisions.actions import SERVICES, DeleteChild
 from controller.kinds.genericjob.kind import GENERICJOB
 
 from .plan_support import Pods, at, make_job, plan, plan_invalid, step
@@ -167,5 +167,5 @@ def test_a_job_finished_under_clean_up_policy_none_keeps_no_service_for_a_rank_s
     finished = step(small, status, pods, at(3)).status
     assert finished["phase"] == "Succeeded" and names(finished, "worker")[2] == ("job-worker-2", "Deleted", 0)
     existing = [{"metadata": {"name": f"job-worker-{rank}", "uid": f"svc-{rank}"}} for rank in range(3)]
-    assert children.service_actions(GENERICJOB, small, finished, existing, terminal=True, making=False) == \
+    assert upkeep.service_actions(GENERICJOB, small, finished, existing, terminal=True, making=False) == \
         [DeleteChild(SERVICES, "job-worker-2", "svc-2")]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controller.jobs.api import JobPhase
+from controller.jobs.schema.api import JobPhase
 from controller.kinds.genericjob.rules import Outcome, evaluate, failure_message, rule_met, rule_text, success_message
 
 from .plan_support import make_job

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import copy
 
-from controller.jobs.naming import owner_reference
-from controller.jobs.pods import desired_pod
-from controller.jobs.services import desired_service
+from controller.jobs.children.pods import desired_pod
+from controller.jobs.children.services import desired_service
+from controller.jobs.schema.naming import owner_reference
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import LABEL_JOB_NAME, LABEL_JOB_UID, LABEL_RANK, LABEL_REPLICA_TYPE, GenericJob
 from localcluster import LocalCluster

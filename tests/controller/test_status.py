@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from controller.jobs import status as st
-from controller.jobs.api import JobPhase
+from controller.jobs.decisions import status as st
+from controller.jobs.schema.api import JobPhase
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.status import tasks
 

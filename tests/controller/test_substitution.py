@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from controller.jobs.pods import desired_pod
+from controller.jobs.children.pods import desired_pod
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GenericJob
 from controller.kinds.genericjob.substitution import (

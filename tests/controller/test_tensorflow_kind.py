@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from controller.jobs.api import CleanUpPolicy, JobPhase, Outcome
+from controller.jobs.schema.api import CleanUpPolicy, JobPhase, Outcome
 from controller.jobs.training.restart import ReplicaRestart, RestartPolicyType
 from controller.kinds.genericjob import crd as generic_crd
 from controller.kinds.tensorflow import crd

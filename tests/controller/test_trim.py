@@ -1,5 +1,5 @@
-"""The cache transforms (controller/jobs/trim.py) drop what the engine never reads and keep what it does: plans
-made from trimmed pods, Services and PodGroups are the plans made from the objects as the server sends them."""
+"""The cache transforms (controller/jobs/execution/trim.py) drop what the engine never reads and keep what it does:
+plans made from trimmed pods, Services and PodGroups are the plans made from the objects as the server sends them."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ import copy
 
 import pytest
 
-from controller.jobs import children, services, trim
-from controller.jobs.plan import plan
-from controller.jobs.pods import mode_annotation, pod_mode
-from controller.jobs.trim import LAST_APPLIED
+from controller.jobs.children import services
+from controller.jobs.children.pods import mode_annotation, pod_mode
+from controller.jobs.decisions import upkeep
+from controller.jobs.decisions.plan import plan
+from controller.jobs.execution import trim
+from controller.jobs.execution.trim import LAST_APPLIED
 from controller.kinds.genericjob.kind import GENERICJOB
 
 from .plan_support import at, make_job, make_pod
@@ -96,8 +98,8 @@ def test_a_trimmed_podgroup_keeps_its_spec():
     assert trimmed["spec"] == served["spec"] and "status" not in trimmed and "managedFields" not in trimmed["metadata"]
     job = make_job(("worker", 2))
     for terminal in (False, True):
-        assert children.podgroup_actions(GENERICJOB, job, [trimmed], terminal=terminal, making=True) == \
-            children.podgroup_actions(GENERICJOB, job, [served], terminal=terminal, making=True)
+        assert upkeep.podgroup_actions(GENERICJOB, job, [trimmed], terminal=terminal, making=True) == \
+            upkeep.podgroup_actions(GENERICJOB, job, [served], terminal=terminal, making=True)
 
 
 def test_a_trimmed_job_loses_only_the_last_applied_configuration():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.jobs.pods import PodMode, desired_pod
+from controller.jobs.children.pods import PodMode, desired_pod
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GenericJob
 from controller.kinds.genericjob.validation import SpecError, invalid_spec_message, parse, validate

@@ -1,6 +1,6 @@
-"""A replica that waits for what it cannot get (controller/jobs/waiting.py): its image, a Secret or ConfigMap, a
-node. The job's status says so (the replica's `waiting`, the ReplicasWaiting condition) and one Warning Event per
-cause per replica announces it, not one per reconcile."""
+"""A replica that waits for what it cannot get (controller/jobs/decisions/waiting.py): its image, a Secret or
+ConfigMap, a node. The job's status says so (the replica's `waiting`, the ReplicasWaiting condition) and one Warning
+Event per cause per replica announces it, not one per reconcile."""
 
 from __future__ import annotations
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from controller.jobs import status as st
-from controller.jobs.services import desired_service, stored_ports
+from controller.jobs.children.services import desired_service, stored_ports
+from controller.jobs.decisions import status as st
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GenericJob
 from controller.runtime.expectations import EXPECTATION_TTL, Expectations
@@ -52,7 +52,7 @@ def test_expectations_are_lowered_by_observations_not_only_by_the_cache():
 
 
 def test_expectations_still_expire(monkeypatch):
-    import controller.jobs.reconciler as reconciler
+    import controller.jobs.execution.reconciler as reconciler
 
     now = [1000.0]
     monkeypatch.setattr(reconciler.time, "monotonic", lambda: now[0])
@@ -96,14 +96,17 @@ def test_stored_ports_compare_equal_to_the_desired_ones_after_defaulting():
 
 
 async def test_pod_handlers_lower_expectations_tombstones_included():
-    from kubernetes_asyncio.client import ApiClient, Configuration
+    from kubernetes_asyncio.client import Configuration
     from prometheus_client import CollectorRegistry
 
-    from controller.jobs.controller import JobController
+    from controller.jobs.execution.controller import JobController
     from controller.kinds.genericjob.kind import GENERICJOB
     from informers import Tombstone
+    from kubeclient.from_configuration import settings_from_configuration
+    from kubeclient.rest import RestClient
 
-    async with ApiClient(Configuration(host="http://127.0.0.1:9")) as api:  # never contacted
+    nowhere = Configuration(host="http://127.0.0.1:9")
+    async with RestClient(settings_from_configuration(nowhere)) as api:  # never contacted
         made = JobController(GENERICJOB, api, registry=CollectorRegistry())
         expectations = made.reconciler.expectations
         pod = {"metadata": {"name": "j-w-0", "namespace": "ns", "uid": "pod-1", "ownerReferences": [

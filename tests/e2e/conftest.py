@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client
 
-from controller.jobs.config import JobConfig
-from controller.jobs.controller import JobController
-from controller.jobs.podgroup import GROUP as PG_GROUP
-from controller.jobs.podgroup import PLURAL as PG_PLURAL
-from controller.jobs.podgroup import VERSION as PG_VERSION
+from controller.jobs.children.podgroup import GROUP as PG_GROUP
+from controller.jobs.children.podgroup import PLURAL as PG_PLURAL
+from controller.jobs.children.podgroup import VERSION as PG_VERSION
+from controller.jobs.execution.config import JobConfig
+from controller.jobs.execution.controller import JobController
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
 from controller.kinds.pytorch.kind import PYTORCH
@@ -53,14 +53,14 @@ class Controllers:
     """Controllers run in-process against one cluster; a test may stop one and start another, as
     a crash and a restart (or a leader change) would."""
 
-    def __init__(self, api_client, config: JobConfig) -> None:
-        self.api_client = api_client
+    def __init__(self, rest_client, config: JobConfig) -> None:
+        self.rest_client = rest_client
         self.config = config
         self.running: list[JobController] = []
         self.reconciles: Counter[str] = Counter()  # by job key, over every controller started here
 
     async def start(self) -> JobController:
-        made = JobController(GENERICJOB, self.api_client, self.config)
+        made = JobController(GENERICJOB, self.rest_client, self.config)
         self._count_reconciles(made)
         await made.start(sync_timeout=10)
         self.running.append(made)
@@ -97,8 +97,8 @@ class Controllers:
 
 
 @pytest.fixture
-async def controllers(api_client, config):
-    made = Controllers(api_client, config)
+async def controllers(rest_client, config):
+    made = Controllers(rest_client, config)
     yield made
     await made.close()
 
@@ -326,22 +326,22 @@ def pjobs(api_client) -> Jobs:
     return Jobs(api_client, plural=PJ_PLURAL, label_job_name=PJ_LABEL)
 
 
-async def _kind_controller(kind, api_client, config):
-    made = JobController(kind, api_client, config)
+async def _kind_controller(kind, rest_client, config):
+    made = JobController(kind, rest_client, config)
     await made.start(sync_timeout=10)
     return made
 
 
 @pytest.fixture
-async def tf_controller(api_client, config):
-    made = await _kind_controller(TENSORFLOW, api_client, config)
+async def tf_controller(rest_client, config):
+    made = await _kind_controller(TENSORFLOW, rest_client, config)
     yield made
     await made.stop()
 
 
 @pytest.fixture
-async def pj_controller(api_client, config):
-    made = await _kind_controller(PYTORCH, api_client, config)
+async def pj_controller(rest_client, config):
+    made = await _kind_controller(PYTORCH, rest_client, config)
     yield made
     await made.stop()
 

@@ -30,11 +30,11 @@ def cached(group, resource) -> set[str]:
             for o in informer.lister.list()}
 
 
-async def test_unrelated_pods_and_services_never_enter_the_cache_children_of_every_kind_do(cluster, api_client,
+async def test_unrelated_pods_and_services_never_enter_the_cache_children_of_every_kind_do(cluster, rest_client,
                                                                                              config, jobs):
     await jobs.core.create_namespaced_pod("default", named(STRANGER_POD, "before"))
     await jobs.core.create_namespaced_service("default", named(STRANGER_SERVICE, "before"))
-    group = make_controller(api_client, config, CollectorRegistry())
+    group = make_controller(rest_client, config, CollectorRegistry())
     await group.start(sync_timeout=10)
     try:
         assert all(informer.label_selector for informer in group.factory.informers
@@ -50,7 +50,7 @@ async def test_unrelated_pods_and_services_never_enter_the_cache_children_of_eve
         await jobs.core.create_namespaced_pod("default", named(STRANGER_POD, "after"))
         await jobs.core.create_namespaced_service("default", named(STRANGER_SERVICE, "after"))
         # A change to a child after the strangers: once the caches have it, they have seen every event before it.
-        # (A label, not an annotation: the caches drop annotations, see controller/jobs/trim.py.)
+        # (A label, not an annotation: the caches drop annotations, see controller/jobs/execution/trim.py.)
         await jobs.core.patch_namespaced_pod("gj-worker-0", "default", {"metadata": {"labels": {"seen": "1"}}})
         await jobs.core.patch_namespaced_service("tf-worker-0", "default",
                                                  {"metadata": {"labels": {"seen": "1"}}})

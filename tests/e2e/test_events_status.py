@@ -119,17 +119,17 @@ async def test_tasks_and_aggregate_agree_with_the_pods(cluster, controller, jobs
     assert condition(seen, "ReplicaFailure")["message"] == "Replicas with a failed pod: job-worker-1."
 
 
-async def test_events_have_a_request_budget_of_their_own(cluster, api_client, jobs):
+async def test_events_have_a_request_budget_of_their_own(cluster, rest_client, jobs):
     """Events are sent through a client with a rate limit of its own: once the job is running, the
     controller's own client is starved (a bucket that would make the next request wait 1,000 s), and
     Events still go out at once. The job's writes (4 pods, its status writes) fit the burst of 30."""
-    from controller.jobs.controller import JobController
+    from controller.jobs.execution.controller import JobController
     from controller.kinds.genericjob.kind import GENERICJOB
-    from controller.runtime.client import TokenBucket
+    from kubeclient.ratelimit import TokenBucket
 
     from .conftest import FAST
 
-    made = JobController(GENERICJOB, api_client, ControllerConfig(workers=4, qps=0.2, burst=30, informer_options=FAST,
+    made = JobController(GENERICJOB, rest_client, ControllerConfig(workers=4, qps=0.2, burst=30, informer_options=FAST,
                                                    shutdown_timeout=5.0))
     await made.start(sync_timeout=10)
     try:
@@ -150,15 +150,15 @@ async def test_events_have_a_request_budget_of_their_own(cluster, api_client, jo
         await made.stop()
 
 
-async def test_jobs_by_phase_follow_every_change_and_deletion(cluster, api_client, config, jobs):
+async def test_jobs_by_phase_follow_every_change_and_deletion(cluster, rest_client, config, jobs):
     """genericjob_jobs{phase} is kept up to date as phases change, including for a deleted job."""
     from prometheus_client import CollectorRegistry
 
-    from controller.jobs.controller import JobController
+    from controller.jobs.execution.controller import JobController
     from controller.kinds.genericjob.kind import GENERICJOB
 
     registry = CollectorRegistry()
-    made = JobController(GENERICJOB, api_client, config, registry)
+    made = JobController(GENERICJOB, rest_client, config, registry)
     await made.start(sync_timeout=10)
 
     def by_phase() -> dict[str, float]:

@@ -7,7 +7,7 @@ import orjson
 import pytest
 import yaml
 
-from controller.jobs.api import MAX_TOTAL_REPLICAS
+from controller.jobs.schema.api import MAX_TOTAL_REPLICAS
 from tests.localcluster.kubectl import Kubectl
 
 from .conftest import FOREVER, condition, genericjob, scripts, status, until

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import time
 
-from controller.jobs.backoff import epoch
-from controller.jobs.controller import JobController
+from controller.jobs.decisions.backoff import epoch
+from controller.jobs.execution.controller import JobController
 from controller.kinds.tensorflow.kind import TENSORFLOW
 
 from .conftest import FOREVER, QUICK, condition, finish_pod, genericjob, phase, replicas, scripts, until
@@ -64,16 +64,16 @@ async def test_an_outcome_that_arrives_with_a_pause_is_judged_first(cluster, con
     assert replicas(done)["both-worker-1"]["phase"] == "Failed"
 
 
-async def test_a_master_that_succeeded_with_a_pause_ends_the_job(cluster, api_client, config, tfjobs):
+async def test_a_master_that_succeeded_with_a_pause_ends_the_job(cluster, rest_client, config, tfjobs):
     scripts(cluster, "master", {"*": FOREVER})
-    first = JobController(TENSORFLOW, api_client, config)
+    first = JobController(TENSORFLOW, rest_client, config)
     await first.start(sync_timeout=10)
     await tfjobs.submit(tfjob("master", {"worker": 2}))
     await tfjobs.wait_phase("master", "Running")
     await first.stop()
     await finish_pod(tfjobs, "master-worker-0", 0)  # worker 0 is the master without a chief
     await tfjobs.patch("master", {"spec": {"runMode": {"pause": {"enabled": True}}}})
-    second = JobController(TENSORFLOW, api_client, config)
+    second = JobController(TENSORFLOW, rest_client, config)
     await second.start(sync_timeout=10)
     try:
         done = await tfjobs.wait("master", lambda j: phase(j) in ("Succeeded", "Paused"))

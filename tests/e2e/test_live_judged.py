@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from controller.jobs.controller import JobController
+from controller.jobs.execution.controller import JobController
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.pytorch.kind import PYTORCH
 from controller.kinds.pytorch.models import PLURAL as PT_PLURAL
@@ -58,12 +58,12 @@ KINDS = [pytest.param(GJ, id="gj"), pytest.param(TF, id="tf"), pytest.param(PT, 
 class Running:
     """The controller of one kind, stopped and started again as a crash or an upgrade would."""
 
-    def __init__(self, kind: Kind, api_client, config) -> None:
-        self.kind, self.api_client, self.config = kind, api_client, config
+    def __init__(self, kind: Kind, rest_client, config) -> None:
+        self.kind, self.rest_client, self.config = kind, rest_client, config
         self.current: JobController | None = None
 
     async def start(self) -> None:
-        self.current = JobController(self.kind.engine, self.api_client, self.config)
+        self.current = JobController(self.kind.engine, self.rest_client, self.config)
         await self.current.start(sync_timeout=10)
 
     async def stop(self) -> None:
@@ -78,8 +78,8 @@ def kind(request) -> Kind:
 
 
 @pytest.fixture
-async def running(kind, api_client, config):
-    made = Running(kind, api_client, config)
+async def running(kind, rest_client, config):
+    made = Running(kind, rest_client, config)
     yield made
     await made.stop()
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller.jobs.config import JobConfig
-from controller.jobs.controller import JobController
+from controller.jobs.execution.config import JobConfig
+from controller.jobs.execution.controller import JobController
 from controller.kinds.pytorch.kind import PYTORCH
 from controller.kinds.tensorflow.kind import TENSORFLOW
 
@@ -42,8 +42,8 @@ def config() -> JobConfig:
 
 
 @pytest.fixture
-async def kind_controllers(api_client, config):
-    made = [JobController(kind, api_client, config) for kind in (TENSORFLOW, PYTORCH)]
+async def kind_controllers(rest_client, config):
+    made = [JobController(kind, rest_client, config) for kind in (TENSORFLOW, PYTORCH)]
     for controller in made:
         await controller.start(sync_timeout=10)
     yield made

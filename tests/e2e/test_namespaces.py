@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from controller.jobs.controller import JobController
+from controller.jobs.execution.controller import JobController
 from controller.kinds.genericjob.kind import GENERICJOB
 from informers.namespaces import InformerGroup
 
@@ -16,10 +16,10 @@ WATCHED = ("team-a", "team-b")
 
 
 @pytest.fixture
-async def namespaced(cluster, api_client, config):
+async def namespaced(cluster, rest_client, config):
     for namespace in (*WATCHED, "team-c"):
         cluster.api.ensure_namespace(namespace)
-    made = JobController(GENERICJOB, api_client, dataclasses.replace(config, namespaces=WATCHED))
+    made = JobController(GENERICJOB, rest_client, dataclasses.replace(config, namespaces=WATCHED))
     await made.start(sync_timeout=10)
     yield made
     await made.stop()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from controller.jobs.controller import JobController
+from controller.jobs.execution.controller import JobController
 from controller.kinds.pytorch.kind import PYTORCH
 from tests.builders import PYTORCH as PYTORCH_KIND
 from tests.builders import JobBuilder
@@ -161,14 +161,14 @@ async def test_debug_pause_and_resume(cluster, pj_controller, pjobs):
     assert resumed.spec.containers[0].args[-2:] == ["train.py", "--resume"]
 
 
-async def test_the_tensorboard_is_made(cluster, api_client, config, pjobs, tmp_path):
+async def test_the_tensorboard_is_made(cluster, rest_client, config, pjobs, tmp_path):
     import yaml
 
     from controller.kinds.tensorflow.tensorboard import tensorboard_crd
 
     (tmp_path / "tensorboard.yaml").write_text(yaml.safe_dump(tensorboard_crd()))
     cluster.apply_crds(tmp_path)
-    made = JobController(PYTORCH, api_client, config)
+    made = JobController(PYTORCH, rest_client, config)
     await made.start(sync_timeout=10)
     try:
         await _made_and_reported(cluster, pjobs)

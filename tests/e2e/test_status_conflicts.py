@@ -41,7 +41,7 @@ async def test_a_lost_status_write_is_retried_when_the_newer_version_arrives(clu
     job = await jobs.wait("job", lambda j: phase(j) == "Succeeded", timeout=5.0)
     assert len(conflicts) == 1 and job["status"]["backoffCount"] == 0  # the controller's status, written over
     assert controller.client.requests[("update", "genericjobs/status", 409)] == 1
-    assert controller.queue.parked == {}
+    assert controller.echoes.parked == {}
 
 
 async def test_a_newer_version_already_cached_is_reconciled_at_once(cluster, controller, controllers, jobs):
@@ -52,12 +52,12 @@ async def test_a_newer_version_already_cached_is_reconciled_at_once(cluster, con
     before = controllers.reconciles["default/job"]
     controller._await_newer("default/job", "1")  # the cache holds a version newer than the one that lost
     await until(lambda: controllers.reconciles["default/job"] == before + 1, what="reconciled at once")
-    assert controller.queue.parked == {}
+    assert controller.echoes.parked == {}
     controller._await_newer("default/job", cached)  # not yet: waits for the next version
-    assert controller.queue.parked == {"default/job": cached}
+    assert controller.echoes.parked == {"default/job": cached}
     await jobs.patch("job", {"metadata": {"annotations": {"a": "b"}}})  # not a generation or label change
     await until(lambda: controllers.reconciles["default/job"] == before + 2, what="reconciled on the new version")
-    assert controller.queue.parked == {}
+    assert controller.echoes.parked == {}
 
 
 async def test_a_wait_for_a_version_certain_to_come_parks_the_job_without_a_retry(cluster, controller, controllers,
@@ -82,8 +82,8 @@ async def test_a_wait_for_a_version_certain_to_come_parks_the_job_without_a_retr
 
     controller.reconciler.reconcile = behind_once
     controller.queue.add("default/job")
-    await until(lambda: controller.queue.parked == {"default/job": cached}, what="parked")
+    await until(lambda: controller.echoes.parked == {"default/job": cached}, what="parked")
     assert controller.queue.num_requeues("default/job") == 0  # no retry with backoff besides the wait
     await jobs.patch("job", {"metadata": {"annotations": {"a": "b"}}})  # a newer version: the echo's stand-in
     await until(lambda: controllers.reconciles["default/job"] == before + 1, what="reconciled on the new version")
-    assert controller.queue.parked == {} and waits == ["default/job"]
+    assert controller.echoes.parked == {} and waits == ["default/job"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.jobs.config import JobConfig
+from controller.jobs.execution.config import JobConfig
 
 from .conftest import FAST, genericjob, replicas, scripts
 

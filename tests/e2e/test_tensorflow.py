@@ -9,7 +9,7 @@ import json
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from controller.jobs.controller import JobController
+from controller.jobs.execution.controller import JobController
 from controller.kinds.tensorflow.kind import TENSORFLOW
 from tests.builders import TENSORFLOW as TENSORFLOW_KIND
 from tests.builders import JobBuilder
@@ -81,7 +81,7 @@ async def test_any_replica_failing_for_good_fails_the_job(cluster, tf_controller
     done = await tfjobs.wait_phase("bad", "Failed")
     failed = next(c for c in done["status"]["conditions"] if c["type"] == "Failed")
     assert failed["status"] == "True" and "bad-ps-1" in failed["message"]
-    # The seed's message, then the cause (controller/jobs/cause.py); the reason says which way it failed.
+    # The seed's message, then the cause (controller/jobs/decisions/cause.py); the reason says which way it failed.
     assert failed["message"] == ("Replica bad-ps-1 has failed: replica ps-1 failed with exit code 1 (Error) "
                                  "under restart policy Never")
     assert failed["reason"] == done["status"]["reason"] == "ReplicaFailed"
@@ -115,15 +115,15 @@ async def test_the_backoff_limit_is_one_budget_for_every_replica(cluster, tf_con
     assert len(history.uids("budget-worker-1")) + len(history.uids("budget-ps-0")) <= 3
 
 
-async def test_the_deadline_fails_a_running_job_on_time_across_a_controller_restart(cluster, api_client, config,
+async def test_the_deadline_fails_a_running_job_on_time_across_a_controller_restart(cluster, rest_client, config,
                                                                                       tfjobs):
     scripts(cluster, "late", {"*": FOREVER})
-    first = JobController(TENSORFLOW, api_client, config)
+    first = JobController(TENSORFLOW, rest_client, config)
     await first.start(sync_timeout=10)
     await tfjobs.submit(tfjob("late", {"worker": 2}, run_policy={"activeDeadlineSeconds": 2}))
     running = await tfjobs.wait_phase("late", "Running")
     await first.stop()  # the controller goes away mid-way; the deadline counts from the status's startTime
-    second = JobController(TENSORFLOW, api_client, config)
+    second = JobController(TENSORFLOW, rest_client, config)
     await second.start(sync_timeout=10)
     try:
         done = await tfjobs.wait_phase("late", "Failed", timeout=6.0)
@@ -131,7 +131,7 @@ async def test_the_deadline_fails_a_running_job_on_time_across_a_controller_rest
         await second.stop()
     failed = next(c for c in done["status"]["conditions"] if c["type"] == "Failed")
     assert failed["reason"] == "DeadlineExceeded"
-    from controller.jobs.backoff import epoch
+    from controller.jobs.decisions.backoff import epoch
 
     assert epoch(failed["lastTransitionTime"]) - epoch(running["status"]["startTime"]) >= 2
     await tfjobs.wait_pods("late", lambda pods: pods == [])  # its running pods are deleted
@@ -232,12 +232,12 @@ def boards(cluster) -> dict[str, dict]:
     return {o["metadata"]["name"]: o for o in cluster.store.objects(("tensorstack.dev", "tensorboards"), "default")}
 
 
-async def test_the_tensorboard_is_made_kept_in_step_reported_and_left_after_the_job(cluster, api_client, config,
+async def test_the_tensorboard_is_made_kept_in_step_reported_and_left_after_the_job(cluster, rest_client, config,
                                                                                    tfjobs, tmp_path):
     from .conftest import until
 
     install_tensorboard_api(cluster, tmp_path)
-    made = JobController(TENSORFLOW, api_client, config)
+    made = JobController(TENSORFLOW, rest_client, config)
     await made.start(sync_timeout=10)
     try:
         scripts(cluster, "board", {"*": FOREVER})
@@ -276,7 +276,7 @@ async def test_the_tensorboard_is_made_kept_in_step_reported_and_left_after_the_
         await made.stop()
 
 
-async def test_a_pod_template_under_tensorboard_spec_never_reaches_the_tensorboard(cluster, api_client, config,
+async def test_a_pod_template_under_tensorboard_spec_never_reaches_the_tensorboard(cluster, rest_client, config,
                                                                                     tfjobs, tmp_path):
     """tensorboardSpec has T9k's TensorBoardSpec fields only: the API server prunes a privileged pod template
     (fieldValidation Warn, a client's default), and the TensorBoard gets the documented fields as given."""
@@ -285,7 +285,7 @@ async def test_a_pod_template_under_tensorboard_spec_never_reaches_the_tensorboa
     from .conftest import until
 
     install_tensorboard_api(cluster, tmp_path)
-    made = JobController(TENSORFLOW, api_client, config)
+    made = JobController(TENSORFLOW, rest_client, config)
     await made.start(sync_timeout=10)
     try:
         scripts(cluster, "hostnet", {"*": FOREVER})
@@ -306,12 +306,12 @@ async def test_a_pod_template_under_tensorboard_spec_never_reaches_the_tensorboa
 
 
 async def test_without_the_tensorboard_api_the_job_runs_and_says_so_then_the_api_is_noticed(
-        cluster, api_client, config, tfjobs, tmp_path):
+        cluster, rest_client, config, tfjobs, tmp_path):
     import dataclasses
 
     from .conftest import until
 
-    made = JobController(TENSORFLOW, api_client, dataclasses.replace(config, dependent_recheck=0.2))
+    made = JobController(TENSORFLOW, rest_client, dataclasses.replace(config, dependent_recheck=0.2))
     await made.start(sync_timeout=10)
     try:
         scripts(cluster, "noapi", {"*": FOREVER})

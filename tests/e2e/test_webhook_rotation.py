@@ -14,7 +14,7 @@ import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from controller.devtools.local_webhook import CONFIGURATION, CONFIGURATIONS, call, wire
-from controller.jobs import admission
+from controller.jobs.schema import admission
 from controller.kinds.registry import KINDS
 from controller.runtime.webhook_certs import CertKeeperConfig
 from controller.runtime.webhook_server import WebhookConfig
@@ -32,20 +32,20 @@ def job(name: str, **spec) -> dict:
                 "containers": [{"name": "main", "image": "ignored", "command": ["true"]}]}}}]}}
 
 
-async def test_the_api_server_keeps_calling_the_webhook_across_rotations(cluster, api_client, custom):
+async def test_the_api_server_keeps_calling_the_webhook_across_rotations(cluster, rest_client, custom):
     cluster.apply_crds(CRDS)
     keeper = CertKeeperConfig(namespace=NAMESPACE, ca_validity=datetime.timedelta(seconds=8),
                               cert_validity=datetime.timedelta(seconds=3), poll=0.2,
                               backoff=BackoffPolicy(initial=0.05, cap=0.2))
-    webhook = admission.make_webhook(api_client, WebhookConfig(port=0, host="127.0.0.1", keeper=keeper),
+    webhook = admission.make_webhook(rest_client, WebhookConfig(port=0, host="127.0.0.1", keeper=keeper),
                                      kinds=list(KINDS.values()))
     await webhook.start()
     try:
-        await wire(api_client, int(webhook.address.rpartition(":")[2]), namespace=NAMESPACE)
+        await wire(rest_client, int(webhook.address.rpartition(":")[2]), namespace=NAMESPACE)
 
         async def served() -> tuple[bytes, bytes, set[str]]:
-            secret = await call(api_client, "GET", keeper.secret_path)
-            configuration = await call(api_client, "GET", f"{CONFIGURATIONS}/{CONFIGURATION}")
+            secret = await call(rest_client, "GET", keeper.secret_path)
+            configuration = await call(rest_client, "GET", f"{CONFIGURATIONS}/{CONFIGURATION}")
             bundle = {hook["clientConfig"].get("caBundle", "") for hook in configuration["webhooks"]}
             return base64.b64decode(secret["data"]["ca.crt"]), base64.b64decode(secret["data"]["tls.crt"]), bundle
 

@@ -21,7 +21,7 @@ def options() -> InformerOptions:
 
 
 @pytest.fixture
-async def factory(api_client, options):
-    made = InformerFactory(api_client, options=options)
+async def factory(rest_client, options):
+    made = InformerFactory(rest_client, options=options)
     yield made
     await made.stop()

@@ -112,8 +112,8 @@ async def test_a_handler_added_late_gets_the_cache_first(cluster, factory):
     await other.wait_for_names("add", ["a", "b", "c"])
 
 
-async def test_a_handler_far_behind_gets_its_backlog_coalesced(cluster, api_client, options):
-    factory = InformerFactory(api_client, options=dataclasses.replace(options, max_pending=10))
+async def test_a_handler_far_behind_gets_its_backlog_coalesced(cluster, rest_client, options):
+    factory = InformerFactory(rest_client, options=dataclasses.replace(options, max_pending=10))
     pods = Pods(cluster)
     pods.create("changing", labels={"n": "0"})
     pods.create("doomed")

@@ -9,9 +9,9 @@ from informers import PODS, InformerFactory
 from .support import Pods, Recorder, wait_until, watch_down
 
 
-async def test_prometheus_metrics_read_the_counters(cluster, api_client, options):
+async def test_prometheus_metrics_read_the_counters(cluster, rest_client, options):
     registry = CollectorRegistry()
-    factory = InformerFactory(api_client, options=options, registry=registry)
+    factory = InformerFactory(rest_client, options=options, registry=registry)
     pods = Pods(cluster)
     pods.create("a")
     informer = factory.informer(PODS, namespace="default")
@@ -69,10 +69,10 @@ async def test_managed_fields_are_stripped_before_caching(cluster, factory):
     assert not any("managedFields" in obj["metadata"] for _, obj in informer.store.items())
 
 
-async def test_last_sync_age_is_absent_before_the_first_list_and_grows_while_watches_fail(cluster, api_client,
+async def test_last_sync_age_is_absent_before_the_first_list_and_grows_while_watches_fail(cluster, rest_client,
                                                                                            options):
     registry = CollectorRegistry()
-    factory = InformerFactory(api_client, options=options, registry=registry)
+    factory = InformerFactory(rest_client, options=options, registry=registry)
     informer = factory.informer(PODS)
     labels = {"resource": "pods", "namespace": "", "label_selector": ""}
 
@@ -95,11 +95,11 @@ async def test_last_sync_age_is_absent_before_the_first_list_and_grows_while_wat
         await factory.stop()
 
 
-async def test_a_relist_loop_ages_though_every_list_succeeds(cluster, api_client, options):
+async def test_a_relist_loop_ages_though_every_list_succeeds(cluster, rest_client, options):
     """Lists that succeed, each followed by a watch refused with 410 (issue 12's blind loop): the lists
     and the watches' 200s prove nothing, as the watch they lead to never works."""
     registry = CollectorRegistry()
-    factory = InformerFactory(api_client, options=options, registry=registry)
+    factory = InformerFactory(rest_client, options=options, registry=registry)
     informer = factory.informer(PODS)
     factory.start()
     try:

@@ -34,8 +34,8 @@ async def test_dropped_watch_resumes_without_a_relist(cluster, factory):
     assert requests(cluster, "list") == 1 and informer.stats.relists == 0
 
 
-async def test_watch_closed_by_server_timeout_is_reopened_without_a_relist(cluster, api_client, options):
-    factory = InformerFactory(api_client, options=dataclasses.replace(options, watch_timeout=(1.0, 1.5)))
+async def test_watch_closed_by_server_timeout_is_reopened_without_a_relist(cluster, rest_client, options):
+    factory = InformerFactory(rest_client, options=dataclasses.replace(options, watch_timeout=(1.0, 1.5)))
     try:
         informer, rec = await start(factory)
         await wait_until(lambda: informer.stats.watches >= 3, timeout=10, what="three watches")
@@ -165,8 +165,8 @@ async def test_429_waits_for_retry_after(cluster, factory):
 
 
 @pytest.mark.parametrize("watchdog", [1.5])  # bookmarks come every second: the watchdog must allow that
-async def test_hung_watch_is_replaced_by_the_watchdog(cluster, api_client, options, watchdog):
-    factory = InformerFactory(api_client, options=dataclasses.replace(options, watchdog_timeout=watchdog))
+async def test_hung_watch_is_replaced_by_the_watchdog(cluster, rest_client, options, watchdog):
+    factory = InformerFactory(rest_client, options=dataclasses.replace(options, watchdog_timeout=watchdog))
     try:
         informer, rec = await start(factory)
         cluster.faults.configure(hang_watches=True)

@@ -100,11 +100,11 @@ async def test_informer_asked_for_after_start_starts_with_the_next_start(cluster
     assert late.has_synced
 
 
-async def test_expired_continue_token_falls_back_to_one_full_list(cluster, api_client, options):
+async def test_expired_continue_token_falls_back_to_one_full_list(cluster, rest_client, options):
     pods = Pods(cluster)
     for i in range(50):
         pods.create(f"p{i:02}")
-    factory = InformerFactory(api_client, options=dataclasses.replace(options, page_size=10))
+    factory = InformerFactory(rest_client, options=dataclasses.replace(options, page_size=10))
     informer = factory.informer(PODS)
     cluster.faults.configure(latency=0.3, verbs=["list"])
     factory.start()
@@ -121,7 +121,7 @@ async def test_expired_continue_token_falls_back_to_one_full_list(cluster, api_c
     assert requests(cluster, "list", code=200) == 2  # the first page, then everything at once
 
 
-async def test_a_listed_page_is_trimmed_then_copied_then_compacted(cluster, api_client, options):
+async def test_a_listed_page_is_trimmed_then_copied_then_compacted(cluster, rest_client, options):
     """The cache holds fresh copies of what the transform kept (so that a page's memory is freed whole, see
     Reflector._prepare_page), equal to it, and compacted after the copy: siblings, across pages too,
     share their equal parts."""
@@ -135,7 +135,7 @@ async def test_a_listed_page_is_trimmed_then_copied_then_compacted(cluster, api_
         returned.append(kept)
         return kept
 
-    factory = InformerFactory(api_client, options=dataclasses.replace(options, page_size=10))
+    factory = InformerFactory(rest_client, options=dataclasses.replace(options, page_size=10))
     informer = factory.informer(PODS, transform=keep_metadata)
     try:
         factory.start()

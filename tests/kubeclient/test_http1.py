@@ -11,12 +11,12 @@ import ssl
 import orjson
 import pytest
 from kubernetes_asyncio import client, config
-from prometheus_client import CollectorRegistry
 
-from controller.runtime.client import ApiStatusError, InstrumentedApiClient, KubeClient, ssl_context
-from controller.runtime.metrics import RequestMetrics
+from controller.runtime.client import ApiStatusError, KubeClient
 from kubeclient import http1
+from kubeclient.from_configuration import settings_from_configuration
 from kubeclient.http1 import Http1Pool
+from kubeclient.rest import RestClient
 
 OK = b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"made\":1}\n"
 
@@ -244,20 +244,19 @@ async def test_a_refused_write_keeps_its_retry_after():
         await reader.read()
 
     async with Scripted(too_many) as url:
-        async with InstrumentedApiClient(client.Configuration(host=url), metrics=RequestMetrics(CollectorRegistry())
-                                         ) as api:
-            assert api.write_pool is not None
+        async with RestClient(settings_from_configuration(client.Configuration(host=url))) as api:
             with pytest.raises(ApiStatusError) as raised:
                 await KubeClient(api, qps=0).create("pods", {"metadata": {"name": "p", "namespace": "ns"}})
+            assert api.write_pool.open_connections == 1  # over http1.py's connections
     assert (raised.value.code, raised.value.reason, raised.value.retry_after) == (429, "TooManyRequests", 3.0)
 
 
 async def test_writes_to_localcluster_go_over_tls_on_one_connection(cluster):
     configuration = client.Configuration()
     await config.load_kube_config_from_dict(cluster.kubeconfig(), client_configuration=configuration)
-    async with InstrumentedApiClient(configuration, metrics=RequestMetrics(CollectorRegistry())) as api:
+    async with RestClient(settings_from_configuration(configuration)) as api:
         kube = KubeClient(api, qps=0)
-        assert kube.pool is api.write_pool and configuration.host.startswith("https://")
+        assert configuration.host.startswith("https://")
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
                "spec": {"containers": [{"name": "c", "image": "x"}]}}
         made = await kube.create("pods", pod)
@@ -277,31 +276,17 @@ async def test_a_server_certificate_the_ca_does_not_sign_is_refused(cluster):
     configuration = client.Configuration()
     await config.load_kube_config_from_dict(cluster.kubeconfig(), client_configuration=configuration)
     configuration.ssl_ca_cert = None  # the system's CAs, which never signed localcluster's certificate
-    async with InstrumentedApiClient(configuration, metrics=RequestMetrics(CollectorRegistry())) as api:
+    async with RestClient(settings_from_configuration(configuration)) as api:
         with pytest.raises(ssl.SSLCertVerificationError):
             await KubeClient(api, qps=0).get("pods", "default", "p")
-
-
-async def test_the_tls_settings_are_kubernetes_asyncios(cluster):
-    configuration = client.Configuration()
-    await config.load_kube_config_from_dict(cluster.kubeconfig(), client_configuration=configuration)
-    for verify in (True, False):
-        configuration.verify_ssl = verify
-        async with client.ApiClient(configuration) as api:
-            theirs = api.rest_client.pool_manager.connector._ssl  # what its aiohttp connector was given
-            ours = ssl_context(configuration)
-            assert (ours.verify_mode, ours.check_hostname, ours.verify_flags) == \
-                (theirs.verify_mode, theirs.check_hostname, theirs.verify_flags)
-            assert ours.cert_store_stats() == theirs.cert_store_stats()
 
 
 async def test_with_a_proxy_the_writes_keep_aiohttps_path(monkeypatch):
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.corp:3128")
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
-    async with InstrumentedApiClient(client.Configuration(host="https://10.96.0.1:443"),
-                                     metrics=RequestMetrics(CollectorRegistry())) as api:
-        assert api.write_pool is None and KubeClient(api).pool is None
+    async with RestClient(settings_from_configuration(client.Configuration(host="https://10.96.0.1:443"))) as api:
+        assert api.proxy == "http://proxy.corp:3128" and api.write_pool is None
 
 
 async def test_the_timeout_bounds_the_wait_for_a_connection_and_the_tls_handshake():

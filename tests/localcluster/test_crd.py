@@ -211,7 +211,7 @@ async def test_kubectl_apply_of_a_crd_over_the_cost_budget_is_refused(cluster, t
 
 
 async def test_the_projects_crds_are_accepted(cluster, tmp_path):
-    from controller.jobs.crd import MANIFEST_DIR
+    from controller.jobs.schema.crd import MANIFEST_DIR
 
     for name in ("genericjob.yaml", "tensorflowtrainingjob.yaml", "pytorchtrainingjob.yaml", "podgroup.yaml"):
         await Kubectl(cluster, tmp_path).ok("apply", "--server-side", "-f", str(MANIFEST_DIR / name))

@@ -1,13 +1,7 @@
 import pytest
 
-from apimachinery.selectors import (
-    FieldRequirement,
-    Requirement,
-    SelectorError,
-    label_selector_from_dict,
-    parse_field_selector,
-    parse_label_selector,
-)
+from apimachinery.selectors import Requirement, SelectorError, parse_label_selector
+from localcluster.validation.selectors import FieldRequirement, label_selector_from_dict, parse_field_selector
 
 # --- label selector grammar ---------------------------------------------------------------
 

@@ -27,24 +27,34 @@ from tests.mutation import mutants as mutation
 ROOT = Path(__file__).resolve().parents[2]
 
 # The decision modules of issue 33, smallest first (held.py, conflicts.py and training/status.py since the
-# records, children, validity and judging branches: the held edit, the taken names, the removed ranks' counts).
+# records, children, validity and judging branches: the held edit, the taken names, the removed ranks' counts;
+# plan.py's situations in modules of their own since issue 37).
 MODULES = [
     "controller/jobs/training/runpolicy.py",
     "controller/jobs/training/restart.py",
     "controller/jobs/training/status.py",
-    "controller/jobs/cause.py",
-    "controller/jobs/held.py",
-    "controller/jobs/conflicts.py",
-    "controller/jobs/cleanup.py",
+    "controller/jobs/decisions/cause.py",
+    "controller/jobs/decisions/held.py",
+    "controller/jobs/decisions/conflicts.py",
+    "controller/jobs/decisions/cleanup.py",
     "controller/kinds/genericjob/kind.py",
     "controller/kinds/tensorflow/kind.py",
     "controller/kinds/genericjob/rules.py",
-    "controller/jobs/edits.py",
-    "controller/jobs/waiting.py",
+    "controller/jobs/decisions/edits.py",
+    "controller/jobs/decisions/waiting.py",
     "controller/kinds/pytorch/kind.py",
-    "controller/jobs/restart.py",
-    "controller/jobs/status.py",
-    "controller/jobs/plan.py",
+    "controller/jobs/decisions/restart.py",
+    "controller/jobs/decisions/status.py",
+    "controller/jobs/decisions/actions.py",
+    "controller/jobs/decisions/stuck.py",
+    "controller/jobs/decisions/deadline.py",
+    "controller/jobs/decisions/pause.py",
+    "controller/jobs/decisions/invalid.py",
+    "controller/jobs/decisions/scale_down.py",
+    "controller/jobs/decisions/run.py",
+    "controller/jobs/decisions/slots.py",
+    "controller/jobs/decisions/finish.py",
+    "controller/jobs/decisions/plan.py",
 ]
 
 # The engine's unit tests, without the slow ones: test_engine_model (hypothesis, ~90 s), test_crd and

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 
-from controller.jobs.config import JobConfig
+from controller.jobs.execution.config import JobConfig
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.registry import make_controller
 from controller.runtime.leader import LeaderElectionConfig

@@ -12,7 +12,7 @@ import pytest
 
 from controller import __main__ as entry
 from controller.cmd import cli
-from controller.jobs.reconciler import STUCK_TERMINATING_AFTER
+from controller.jobs.execution.reconciler import STUCK_TERMINATING_AFTER
 from controller.runtime import manager
 from controller.runtime.flags import BooleanFlag
 

@@ -26,8 +26,8 @@ async def cluster():
 
 
 @pytest.fixture
-async def running(api_client):
-    made = Running(Manager(api_client, manager_config()))
+async def running(rest_client):
+    made = Running(Manager(rest_client, manager_config()))
     yield made
     if made.task is not None and not made.task.done():
         assert await made.stop() == 0

@@ -17,6 +17,7 @@ import shutil
 import pytest
 import yaml
 
+from tests.clients import controller_client
 from tests.localcluster.kubectl import Kubectl
 
 from .test_install_webhook import SERVING_CERT, ignore_overlay
@@ -57,8 +58,8 @@ async def test_the_certificates_rbac_is_exactly_what_the_keeper_uses(cluster, ba
     def bundles() -> list[str]:
         return [w["clientConfig"].get("caBundle", "") for w in cluster.api.get(configurations, None, NAME)["webhooks"]]
 
-    async with service_account_client(cluster) as api_client:
-        keeper = CertKeeper(api_client, CertKeeperConfig(
+    async with service_account_client(cluster) as api_client, controller_client(api_client) as rest_client:
+        keeper = CertKeeper(rest_client, CertKeeperConfig(
             namespace=NAMESPACE, poll=0.2, cert_validity=datetime.timedelta(seconds=3),
             backoff=BackoffPolicy(initial=0.05, cap=0.2, jitter=0.2)))
         task = asyncio.create_task(keeper.run())
@@ -97,10 +98,10 @@ async def routed():
 async def start_replica(cluster, base: list[dict], config) -> tuple:
     """The controller's webhook as a replica of the installed Deployment serves it: as the manifests' ServiceAccount
     (their RBAC, applied with them), behind a pod of the Deployment's template (Ready, at 127.0.0.1, its port
-    `webhook` where the server listens) that the install's Service selects. Returns (webhook, api_client, pod)."""
+    `webhook` where the server listens) that the install's Service selects. Returns (webhook, clients, pod)."""
     import copy
 
-    from controller.jobs.admission import make_webhook
+    from controller.jobs.schema.admission import make_webhook
     from controller.kinds.registry import KINDS
 
     from .subprocesses import until
@@ -108,7 +109,8 @@ async def start_replica(cluster, base: list[dict], config) -> tuple:
 
     accounts = service_account_client(cluster)
     api_client = await accounts.__aenter__()
-    webhook = make_webhook(api_client, config, kinds=list(KINDS.values()))
+    rest_client = controller_client(api_client)
+    webhook = make_webhook(rest_client, config, kinds=list(KINDS.values()))
     await webhook.start()
     port = int(webhook.address.rpartition(":")[2])
     template = copy.deepcopy(find(base, "Deployment")["spec"]["template"])
@@ -127,12 +129,13 @@ async def start_replica(cluster, base: list[dict], config) -> tuple:
         return [a for subset in endpoints.get("subsets") or () for a in subset.get("addresses") or ()]
 
     await until(endpoint, what="the Service's endpoint: the replica's pod")
-    return webhook, (accounts, api_client), pod
+    return webhook, (accounts, rest_client), pod
 
 
 async def stop_replica(cluster, webhook, client, pod) -> None:
     """The controller down: its server stopped, its pod gone (no endpoint left)."""
     await webhook.stop()
+    await client[1].close()
     await client[0].__aexit__(None, None, None)
     cluster.api.remove_now(cluster.registry.get("", "v1", "pods"), cluster.api.get(
         cluster.registry.get("", "v1", "pods"), NAMESPACE, pod["metadata"]["name"]))

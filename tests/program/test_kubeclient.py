@@ -1,5 +1,5 @@
 """The `run` path loads kubernetes_asyncio's ApiClient and config, never its generated API and model classes
-(apimachinery/kubeclient.py), and whoever asks for those classes still gets them."""
+(kubeclient/lean_kubernetes_asyncio.py), and whoever asks for those classes still gets them."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def test_the_generated_classes_load_on_first_use_as_a_plain_import_makes_them():
                    "print(sorted(dir(kubernetes_asyncio)), sorted(dir(c)), sorted(dir(m)))\n")
     deferred = python(
         "import sys\n"
-        "import apimachinery.kubeclient as kc\n"
+        "import kubeclient.lean_kubernetes_asyncio as kc\n"
         "assert 'kubernetes_asyncio.client.models.v1_pod' not in sys.modules\n"
         "from kubernetes_asyncio import client\n"
         "from kubernetes_asyncio.client.models import V1Service\n"  # the models package runs its own __init__

@@ -4,7 +4,8 @@ or the development tools.
 Layers, lowest first: apimachinery; kubeclient; informers and workqueue; controller.runtime; controller.jobs;
 controller.kinds; controller.devtools; controller.cmd (and controller.__main__). localcluster is beside
 the production path: it may import apimachinery only, and nothing of production imports it.
-Inside localcluster, its sub-packages import only downward too (LOCALCLUSTER_LAYERS).
+Inside localcluster, its sub-packages import only downward too (LOCALCLUSTER_LAYERS); inside controller/jobs, its
+rooms (JOB_ROOMS), and the pure decisions do no I/O. No module outside localcluster has more than 450 lines.
 """
 
 from __future__ import annotations
@@ -25,6 +26,19 @@ LOCALCLUSTER_LAYERS = ["validation", "errors", "storage", "fields", "auth", "adm
                        "controllers", "kubelet", "endpoints", "cluster", "__main__"]
 
 
+# controller/jobs/'s rooms, lowest first: each imports only its own and those before it. kind.py and training/ (the
+# seam every room reads, and the kit the kinds build on) stand apart; the package's __init__ says what it holds.
+JOB_ROOMS = ["schema", "children", "decisions", "execution"]
+JOB_SEAM = ("controller.jobs.kind", "controller.jobs.training")
+# What the pure decisions never import: the network, the event loop, the clients, the caches, the runtime.
+IO_MODULES = ("aiohttp", "asyncio", "kubernetes_asyncio", "kubeclient", "informers",
+              "workqueue", "controller.runtime", "socket", "ssl", "subprocess", "http", "urllib", "structlog",
+              "prometheus_client")
+MAX_LINES = 450
+# Where the 450-line rule holds: every Python module but localcluster's (and the tests').
+SIZED = ("apimachinery", "kubeclient", "informers", "workqueue", "controller", "bench", "scripts")
+
+
 def module_of(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
@@ -37,25 +51,30 @@ def imports() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for package in PACKAGES:
         for path in (ROOT / package).rglob("*.py"):
-            module = module_of(path)
-            found = set()
-            package_parts = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
-            tree = ast.parse(path.read_text())
-            typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
-                           and getattr(block.test, "id", "") == "TYPE_CHECKING" for n in ast.walk(block)}
-            for node in ast.walk(tree):
-                if id(node) in typing_only:
-                    continue  # for type checkers only: never imported at run time
-                if isinstance(node, ast.ImportFrom):
-                    base = node.module or ""
-                    if node.level:  # relative: from the module's own package upward
-                        base = ".".join(package_parts[:len(package_parts) - node.level + 1] + ([base] if base else []))
-                    found.add(base)
-                    found |= {f"{base}.{alias.name}" for alias in node.names}
-                elif isinstance(node, ast.Import):
-                    found |= {alias.name for alias in node.names}
-            graph[module] = {m for m in found if m.split(".")[0] in PACKAGES and _exists(m)}
+            graph[module_of(path)] = {m for m in imported(path) if m.split(".")[0] in PACKAGES and _exists(m)}
     return graph
+
+
+def imported(path: Path) -> set[str]:
+    """Every module name the file imports at run time, the project's or not (and, for `from a import b`, `a.b` too)."""
+    module = module_of(path)
+    found = set()
+    package_parts = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    tree = ast.parse(path.read_text())
+    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                   and getattr(block.test, "id", "") == "TYPE_CHECKING" for n in ast.walk(block)}
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue  # for type checkers only: never imported at run time
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the module's own package upward
+                base = ".".join(package_parts[:len(package_parts) - node.level + 1] + ([base] if base else []))
+            found.add(base)
+            found |= {f"{base}.{alias.name}" for alias in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+    return found
 
 
 def _exists(module: str) -> bool:
@@ -151,3 +170,47 @@ def local_layer(module: str) -> int | None:
         if module == prefix or module.startswith(prefix + "."):
             return index
     return None
+
+
+def job_room(module: str) -> int | None:
+    """Index of the controller/jobs room `module` is in (None: the seam, or not the engine)."""
+    for index, name in enumerate(JOB_ROOMS):
+        prefix = f"controller.jobs.{name}"
+        if module == prefix or module.startswith(prefix + "."):
+            return index
+    return None
+
+
+def test_the_engine_rooms_import_only_downward():
+    """schema (the API, the CRD, the checks, the names), children (the builders of pods, Services, the PodGroup),
+    decisions (the plan and its policies), execution (the reconciler and the controller): schema and children never
+    import the execution, nor the decisions the execution."""
+    upward, homeless = [], []
+    for module, targets in imports().items():
+        if not module.startswith("controller.jobs"):
+            continue
+        here = job_room(module)
+        if here is None:
+            if module != "controller.jobs" and not any(module == s or module.startswith(s + ".") for s in JOB_SEAM):
+                homeless.append(module)
+            continue
+        upward += [f"{module} -> {t}" for t in targets if (job_room(t) or 0) > here]
+    assert not homeless, f"modules of controller/jobs in no room (JOB_ROOMS): {homeless}"
+    assert not upward, "engine imports that run upward:\n" + "\n".join(sorted(upward))
+
+
+def test_the_decisions_do_no_io():
+    """The decisions are pure: no network, event loop, client, cache, logging or metrics: everything is passed in."""
+    found = []
+    for path in sorted((ROOT / "controller" / "jobs" / "decisions").rglob("*.py")):
+        found += [f"{module_of(path)} -> {name}" for name in sorted(imported(path))
+                  if any(name == io or name.startswith(io + ".") for io in IO_MODULES)]
+    assert not found, "decisions that import I/O:\n" + "\n".join(found)
+
+
+def test_no_module_over_450_lines_outside_localcluster():
+    """Short modules: a file per concept, not per line count, but none past 450 lines (localcluster, the test
+    server, and the tests excepted)."""
+    long = [f"{path.relative_to(ROOT)}: {count}" for package in SIZED for path in sorted((ROOT / package).rglob("*.py"))
+            if (count := len(path.read_text().splitlines())) > MAX_LINES]
+    assert not long, f"modules over {MAX_LINES} lines:\n" + "\n".join(long)

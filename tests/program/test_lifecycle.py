@@ -65,8 +65,8 @@ def election() -> LeaderElectionConfig:
     return LeaderElectionConfig(LEASE_NAME, "default", lease_duration=4, renew_deadline=3, retry_period=0.2)
 
 
-async def test_in_flight_reconciles_finish_before_the_lease_is_released(api_client):
-    manager = Manager(api_client, manager_config(election(), shutdown_timeout=3.0))
+async def test_in_flight_reconciles_finish_before_the_lease_is_released(api_client, rest_client):
+    manager = Manager(rest_client, manager_config(election(), shutdown_timeout=3.0))
     held = HeldReconcile(manager, api_client, "default/held")
     running = Running(manager)
     try:
@@ -86,8 +86,8 @@ async def test_in_flight_reconciles_finish_before_the_lease_is_released(api_clie
     assert phase(await Jobs(api_client).get("held")) is not None  # its status write went through
 
 
-async def test_a_reconcile_that_outlasts_the_shutdown_timeout_is_cut_off(api_client):
-    manager = Manager(api_client, manager_config(election(), shutdown_timeout=0.5))
+async def test_a_reconcile_that_outlasts_the_shutdown_timeout_is_cut_off(api_client, rest_client):
+    manager = Manager(rest_client, manager_config(election(), shutdown_timeout=0.5))
     held = HeldReconcile(manager, api_client, "default/stuck")  # never released
     running = Running(manager)
     try:
@@ -105,13 +105,13 @@ async def test_a_reconcile_that_outlasts_the_shutdown_timeout_is_cut_off(api_cli
     assert await holder(api_client) == ""
 
 
-async def test_a_standby_is_ready_and_idle_and_stops_without_touching_the_lease(api_client):
+async def test_a_standby_is_ready_and_idle_and_stops_without_touching_the_lease(api_client, rest_client):
     now = micro_time()
     lease = {"metadata": {"name": LEASE_NAME}, "spec": {"holderIdentity": "the-leader", "leaseDurationSeconds": 60,
                                                         "acquireTime": now, "renewTime": now}}
     leases = client.CoordinationV1Api(api_client)
     await leases.create_namespaced_lease("default", lease)
-    manager = Manager(api_client, manager_config(election()))
+    manager = Manager(rest_client, manager_config(election()))
     running = Running(manager)
     try:
         await running.start()
@@ -127,12 +127,12 @@ async def test_a_standby_is_ready_and_idle_and_stops_without_touching_the_lease(
     assert await holder(api_client) == "the-leader"
 
 
-async def test_a_taken_port_is_an_error(api_client):
+async def test_a_taken_port_is_an_error(rest_client):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         host, port = taken.getsockname()
         config = dataclasses.replace(manager_config(), metrics_address=f"{host}:{port}")
-        manager = Manager(api_client, config)
+        manager = Manager(rest_client, config)
         assert await asyncio.wait_for(manager.run(), 10) == 1
         assert manager.exit_reason == "cannot listen"

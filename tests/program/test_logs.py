@@ -37,12 +37,12 @@ def test_json_lines_with_context_from_structlog_and_stdlib(restore_logging):
     stream = io.StringIO()
     logs.configure("info", "json", stream)
     with structlog.contextvars.bound_contextvars(job="default/train", reconcile_id="abc123"):
-        structlog.get_logger("controller.jobs.reconciler").info("status written", phase="Running")
+        structlog.get_logger("controller.jobs.execution.reconciler").info("status written", phase="Running")
         logging.getLogger("informers.informer").warning("informer for %s crashed", "pods")
     structlog.get_logger("x").debug("not shown at info")
     first, second = lines(stream)
     assert first["event"] == "status written" and first["phase"] == "Running" and first["level"] == "info"
-    assert first["logger"] == "controller.jobs.reconciler" and first["timestamp"].endswith("Z")
+    assert first["logger"] == "controller.jobs.execution.reconciler" and first["timestamp"].endswith("Z")
     assert (first["job"], first["reconcile_id"]) == ("default/train", "abc123")
     assert second["event"] == "informer for pods crashed" and second["level"] == "warning"
     assert (second["job"], second["reconcile_id"]) == ("default/train", "abc123")

@@ -33,9 +33,9 @@ import pytest
 import yaml
 from kubernetes_asyncio import client, config
 
-from controller.jobs.controller import JobController
-from controller.jobs.podgroup import GROUP as PG_GROUP
-from controller.jobs.podgroup import PLURAL as PG_PLURAL
+from controller.jobs.children.podgroup import GROUP as PG_GROUP
+from controller.jobs.children.podgroup import PLURAL as PG_PLURAL
+from controller.jobs.execution.controller import JobController
 from controller.kinds import registry
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
@@ -49,6 +49,7 @@ from localcluster.validation.builtins import default_pod_template
 from tests.builders import PYTORCH as PYTORCH_KIND
 from tests.builders import TENSORFLOW as TENSORFLOW_KIND
 from tests.builders import JobBuilder
+from tests.clients import controller_client
 from tests.e2e.conftest import (
     CRDS,
     FAIL,
@@ -615,14 +616,14 @@ async def run_every_api_path(cluster, group: ControllerGroup) -> None:
         n for (verb, _, _), n in cluster.faults.requests.items() if verb == "watch") >= watches + dropped)
 
 
-async def run_under_leader_election(cluster, api_client) -> None:
-    """Run every API path as `genericjob-controller run --leader-elect` would, with `api_client`'s identity."""
+async def run_under_leader_election(cluster, rest_client) -> None:
+    """Run every API path as `genericjob-controller run --leader-elect` would, with `rest_client`'s identity."""
     # Every kind, as `run` serves them by default: one controller per kind, sharing their informers.
-    controller = make_controller(api_client, ControllerConfig(workers=4, qps=0, informer_options=FAST,
+    controller = make_controller(rest_client, ControllerConfig(workers=4, qps=0, informer_options=FAST,
                                                               shutdown_timeout=5.0), None)
     # As `genericjob-controller run --leader-elect` does: the start-up checks (their requests are counted
     # too), informers warm up, workers run only while leading.
-    await preflight(api_client, [(i.resource, i.namespace) for i in controller.factory.informers],
+    await preflight(rest_client, [(i.resource, i.namespace) for i in controller.factory.informers],
                     lease=(NAMESPACE, NAME), timeout=10)
     controller.start_informers()
     await controller.wait_for_sync(10)
@@ -633,7 +634,7 @@ async def run_under_leader_election(cluster, api_client) -> None:
         leading.set()
         await asyncio.Event().wait()
 
-    elector = LeaderElector(api_client, LeaderElectionConfig(NAME, NAMESPACE), lead, lost.set)
+    elector = LeaderElector(rest_client, LeaderElectionConfig(NAME, NAMESPACE), lead, lost.set)
     election = asyncio.create_task(elector.run())
     try:
         await asyncio.wait_for(leading.wait(), 10)
@@ -654,8 +655,8 @@ async def test_rbac_rules_are_exactly_what_the_controller_uses(cluster, rendered
         (tmp_path / name).write_text(yaml.safe_dump(definition))
     cluster.apply_crds(tmp_path)
     apply_rbac(cluster, rendered)
-    async with service_account_client(cluster) as api_client:
-        await run_under_leader_election(cluster, api_client)
+    async with service_account_client(cluster) as api_client, controller_client(api_client) as rest_client:
+        await run_under_leader_election(cluster, rest_client)
     assert not refused(cluster), f"requests refused under the manifests' RBAC: {refused(cluster)}"
     assert cluster.access.admission.owner_references  # the plugin was on: the finalizers rule was needed
 
@@ -705,8 +706,8 @@ async def test_without_the_finalizers_rule_every_pod_create_is_refused(cluster, 
     cluster.apply_crds(CRDS)
     apply_rbac(cluster, without_finalizers_rule(rendered))
     local = InProcess(cluster)
-    async with service_account_client(cluster) as api_client:
-        controller = JobController(GENERICJOB, api_client, ControllerConfig(workers=2, qps=0, informer_options=FAST,
+    async with service_account_client(cluster) as api_client, controller_client(api_client) as rest_client:
+        controller = JobController(GENERICJOB, rest_client, ControllerConfig(workers=2, qps=0, informer_options=FAST,
                                                              shutdown_timeout=5.0))
         controller.start_informers()
         await controller.wait_for_sync(10)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.jobs.metrics import StatusLatency
+from controller.jobs.execution.metrics import StatusLatency
 from controller.kinds.genericjob.kind import GENERICJOB
-from controller.runtime.client import request_verb
 from controller.runtime.server import parse_address
+from kubeclient.observe import request_verb
 
 HOST = "https://10.0.0.1:443"
 

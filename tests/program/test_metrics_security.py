@@ -20,6 +20,7 @@ import pytest
 
 from controller.runtime.certs import CERT_FILE, KEY_FILE, self_signed
 from controller.runtime.manager import Manager
+from tests.clients import controller_client
 
 from .inprocess import Running, cluster_with_crds, manager_config
 from .subprocesses import until
@@ -57,9 +58,9 @@ class Scraper:
 
 
 @contextlib.asynccontextmanager
-async def serving(api_client, **config) -> AsyncIterator[tuple[Running, Scraper]]:
+async def serving(rest_client, **config) -> AsyncIterator[tuple[Running, Scraper]]:
     """A Manager serving secure metrics, ready; and a scraper of its /metrics."""
-    running = Running(Manager(api_client, dataclasses.replace(manager_config(), metrics_secure=True, **config)))
+    running = Running(Manager(rest_client, dataclasses.replace(manager_config(), metrics_secure=True, **config)))
     try:
         await running.start()
         await running.answers("/readyz", 200)
@@ -79,7 +80,8 @@ async def test_metrics_need_a_token_the_api_server_allows(cluster, rendered):  #
     bind_reader(cluster, "monitoring", "prometheus")
     allowed = cluster.service_account_token("monitoring", "prometheus")
     denied = cluster.service_account_token("monitoring", "someone-else")
-    async with service_account_client(cluster) as api_client, serving(api_client) as (running, scraper):
+    async with service_account_client(cluster) as api_client, controller_client(api_client) as rest_client, \
+            serving(rest_client) as (running, scraper):
         status, page = await scraper.get(allowed)
         assert status == 200 and "controller_runtime_reconcile_total" in page
         assert await scraper.get(None) == (401, "Unauthorized\n")
@@ -109,16 +111,17 @@ async def test_a_review_the_controller_may_not_make_is_a_500_not_a_pass(cluster,
     apply_rbac(cluster, objects)
     bind_reader(cluster, "monitoring", "prometheus")
     token = cluster.service_account_token("monitoring", "prometheus")
-    async with service_account_client(cluster) as api_client, serving(api_client) as (_, scraper):
+    async with service_account_client(cluster) as api_client, controller_client(api_client) as rest_client, \
+            serving(rest_client) as (_, scraper):
         status, _ = await until(lambda: scraper.get(token), what="a scrape answered")
         assert status == 500
 
 
-async def test_a_certificate_directory_is_served(tmp_path, api_client):
+async def test_a_certificate_directory_is_served(tmp_path, rest_client):
     cert, key = self_signed("metrics.example")
     (tmp_path / CERT_FILE).write_bytes(cert)
     (tmp_path / KEY_FILE).write_bytes(key)
-    async with serving(api_client, metrics_cert_dir=str(tmp_path)) as (_, scraper):
+    async with serving(rest_client, metrics_cert_dir=str(tmp_path)) as (_, scraper):
         host, port = scraper.url.removeprefix("https://").removesuffix("/metrics").rsplit(":", 1)
         _, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port), ssl=scraper.tls), 10)
         try:
@@ -149,12 +152,12 @@ def der(cert: bytes) -> bytes:
     return ssl.PEM_cert_to_DER_cert(cert.decode())
 
 
-async def test_a_renewed_certificate_is_served_without_a_restart(tmp_path, api_client):
+async def test_a_renewed_certificate_is_served_without_a_restart(tmp_path, rest_client):
     """As controller-runtime's certwatcher: the files re-read on an interval, new connections get the new
     certificate, the server (and the manager) never restarted; a pair that does not load is not served."""
     first, renewed = self_signed("metrics.example"), self_signed("metrics.example")
     write_pair(tmp_path, *first)
-    async with serving(api_client, metrics_cert_dir=str(tmp_path), metrics_cert_poll=0.05) as (running, scraper):
+    async with serving(rest_client, metrics_cert_dir=str(tmp_path), metrics_cert_poll=0.05) as (running, scraper):
         assert await served_certificate(scraper) == der(first[0])
         task, address = running.task, scraper.url
         write_pair(tmp_path, *renewed)
@@ -177,9 +180,9 @@ async def _is(served, expected: bytes) -> bool:
     return await served == expected
 
 
-async def test_a_certificate_directory_without_the_key_exits_1_saying_so(tmp_path, api_client):
+async def test_a_certificate_directory_without_the_key_exits_1_saying_so(tmp_path, rest_client):
     (tmp_path / CERT_FILE).write_bytes(self_signed()[0])
     config = dataclasses.replace(manager_config(), metrics_secure=True, metrics_cert_dir=str(tmp_path))
-    manager = Manager(api_client, config)
+    manager = Manager(rest_client, config)
     assert await manager.run() == 1
     assert manager.exit_reason == "cannot serve metrics"

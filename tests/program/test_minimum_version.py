@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller.jobs.crd import MANIFEST_DIR
+from controller.jobs.schema.crd import MANIFEST_DIR
 from localcluster.validation import cel_versions, crd_cel
 from localcluster.validation.cel_ast import parse
 from localcluster.validation.cel_cost import K8S_1_28

@@ -18,18 +18,19 @@ import promql_parser
 import pytest
 import yaml
 from kubernetes_asyncio import config
-from kubernetes_asyncio.client import Configuration
+from kubernetes_asyncio.client import ApiClient, Configuration
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.jobs.admission import make_webhook
+from controller.jobs.schema.admission import make_webhook
 from controller.kinds.genericjob.kind import GENERICJOB
-from controller.runtime.client import InstrumentedApiClient
 from controller.runtime.leader import LeaderElectionConfig
 from controller.runtime.manager import Manager, new_registry
 from controller.runtime.metrics import RequestMetrics
 from controller.runtime.webhook_certs import CertKeeperConfig
 from controller.runtime.webhook_server import WebhookConfig
+from kubeclient.from_configuration import settings_from_configuration
+from kubeclient.rest import RestClient
 from tests.e2e.conftest import QUICK, Jobs, genericjob
 
 from .inprocess import Running, cluster_with_crds, manager_config
@@ -150,14 +151,15 @@ async def exported() -> set[str]:
         await config.load_kube_config_from_dict(cluster.kubeconfig(), client_configuration=configuration)
         registry = new_registry()
         # As run_program builds it: the registry the /metrics endpoint serves, requests counted on it.
-        async with InstrumentedApiClient(configuration, metrics=RequestMetrics(registry)) as api_client:
+        async with ApiClient(configuration) as api_client, RestClient(
+                settings_from_configuration(configuration), observer=RequestMetrics(registry)) as rest_client:
             election = LeaderElectionConfig("genericjob-controller", "genericjob-system", lease_duration=4.0,
                                             renew_deadline=3.0, retry_period=0.5)
             # As `run` serves it: the webhook on, its certificates kept in the Secret (no configuration to patch).
             webhook = WebhookConfig(port=0, host="127.0.0.1", keeper=CertKeeperConfig(namespace="genericjob-system"))
             served = dataclasses.replace(manager_config(leader_election=election), webhook=webhook,
                                          make_webhook=functools.partial(make_webhook, kinds=[GENERICJOB]))
-            manager = Manager(api_client, served, registry)
+            manager = Manager(rest_client, served, registry)
             running = Running(manager)
             try:
                 await running.start()

@@ -29,11 +29,12 @@ from kubernetes_asyncio import client, config
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from controller.jobs.controller import JobController
+from controller.jobs.execution.controller import JobController
 from controller.kinds import registry
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.runtime.controller import ControllerConfig
 from controller.runtime.leader import LeaderElectionConfig, LeaderElector
+from tests.clients import controller_client
 from tests.e2e.conftest import CRDS, FAST, QUICK, Jobs, genericjob
 from tests.localcluster.kubectl import ENV, TIMEOUT, Kubectl, kubectl_binary
 
@@ -267,10 +268,10 @@ async def test_namespaced_install_runs_a_job_with_only_its_roles(cluster, namesp
     for namespace in WATCHED:
         cluster.api.ensure_namespace(namespace)
     apply_rbac(cluster, namespaced)
-    async with service_account_client(cluster) as api_client:
+    async with service_account_client(cluster) as api_client, controller_client(api_client) as rest_client:
         # Every namespace of the overlay's --namespace list, as the Deployment runs it.
-        controller = JobController(GENERICJOB, api_client, ControllerConfig(namespaces=tuple(WATCHED), workers=2, qps=0,
-                                                             informer_options=FAST, shutdown_timeout=5.0))
+        controller = JobController(GENERICJOB, rest_client, ControllerConfig(
+            namespaces=tuple(WATCHED), workers=2, qps=0, informer_options=FAST, shutdown_timeout=5.0))
         controller.start_informers()
         await controller.wait_for_sync(10)
         leading = asyncio.Event()
@@ -280,7 +281,7 @@ async def test_namespaced_install_runs_a_job_with_only_its_roles(cluster, namesp
             leading.set()
             await asyncio.Event().wait()
 
-        election = asyncio.create_task(LeaderElector(api_client, LeaderElectionConfig(NAME, NAMESPACE), lead,
+        election = asyncio.create_task(LeaderElector(rest_client, LeaderElectionConfig(NAME, NAMESPACE), lead,
                                                      lambda: None).run())
         try:
             await asyncio.wait_for(leading.wait(), 10)
@@ -576,10 +577,10 @@ def test_the_image_wheel_holds_what_run_imports_and_nothing_of_the_test_server(t
     assert {"apimachinery", "informers", "workqueue", "controller"} <= packages
     assert "localcluster" not in packages
     assert not [m for m in modules if m.startswith("controller/devtools/")]
-    for needed in ("controller/cmd/cli.py", "controller/runtime/manager.py", "controller/jobs/reconciler.py",
+    for needed in ("controller/cmd/cli.py", "controller/runtime/manager.py", "controller/jobs/execution/reconciler.py",
                    "controller/kinds/genericjob/kind.py"):
         assert needed in modules
-    assert "controller/jobs/pod_template.json" in zipfile.ZipFile(wheel).namelist()  # the CRDs are made from it
+    assert "controller/jobs/schema/pod_template.json" in zipfile.ZipFile(wheel).namelist()  # the CRDs are made from it
 
 
 def test_the_packages_descriptions_speak_of_every_kind():

@@ -16,10 +16,11 @@ import shutil
 import yaml
 from kubernetes_asyncio import client
 
-from controller.jobs.api import MAX_TOTAL_REPLICAS
+from controller.jobs.schema.api import MAX_TOTAL_REPLICAS
 from controller.kinds.genericjob.crd import genericjob_crd
 from controller.runtime.leader import LeaderElectionConfig
 from controller.runtime.manager import Manager
+from tests.clients import controller_client
 from tests.e2e.conftest import QUICK, Jobs, condition, genericjob, phase, status
 
 from .inprocess import Running, manager_config
@@ -83,14 +84,15 @@ class LoopWatch:
 
 async def test_a_pathological_job_neither_stalls_the_controller_nor_costs_it_the_lease(tmp_path):
     async with LocalClusterProcess(tmp_path, crds_before_the_cap(tmp_path / "crds")) as cluster:
-        await stays_in_the_lead(cluster.api)
+        async with controller_client(cluster.api) as rest:
+            await stays_in_the_lead(cluster.api, rest)
 
 
-async def stays_in_the_lead(api_client) -> None:
+async def stays_in_the_lead(api_client, rest_client) -> None:
     jobs = Jobs(api_client)
     await jobs.submit(genericjob("huge", {f"t{i}": 10_000 for i in range(64)}, script=QUICK))  # 640,000 replicas
     await upgrade_crd(api_client, genericjob_crd())  # the upgrade: the stored job stays as it was admitted
-    manager = Manager(api_client, manager_config(LeaderElectionConfig(LEASE_NAME, "default", **TIMING)))
+    manager = Manager(rest_client, manager_config(LeaderElectionConfig(LEASE_NAME, "default", **TIMING)))
     running = Running(manager)
     watch = None
     try:

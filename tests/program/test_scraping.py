@@ -219,7 +219,7 @@ async def handshake(address: str, ca: bytes, server_name: str) -> bytes:
         writer.close()
 
 
-async def test_the_controller_passes_the_servicemonitors_verification(tmp_path, api_client, verified):
+async def test_the_controller_passes_the_servicemonitors_verification(tmp_path, rest_client, verified):
     """The Secret the Certificate asks for, in the directory the Deployment mounts: the controller serves it, and
     a client configured as the ServiceMonitor (its CA, its serverName) verifies it; one trusting another CA,
     or expecting another name, does not."""
@@ -229,7 +229,7 @@ async def test_the_controller_passes_the_servicemonitors_verification(tmp_path, 
     (tmp_path / KEY_FILE).write_bytes(key)
     (tmp_path / "ca.crt").write_bytes(cert)
     tls = find(verified, "ServiceMonitor")["spec"]["endpoints"][0]["tlsConfig"]
-    async with serving(api_client, metrics_cert_dir=str(tmp_path)) as (running, scraper):
+    async with serving(rest_client, metrics_cert_dir=str(tmp_path)) as (running, scraper):
         address = running.manager.server.addresses["metrics"]
         served = await handshake(address, (tmp_path / tls["ca"]["secret"]["key"]).read_bytes(), tls["serverName"])
         assert served == await served_certificate(scraper)

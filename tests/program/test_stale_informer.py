@@ -38,8 +38,8 @@ def config(stale_after: float):
 
 
 @pytest.fixture
-async def running(api_client, request):
-    made = Running(Manager(api_client, config(getattr(request, "param", STALE_AFTER))))
+async def running(rest_client, request):
+    made = Running(Manager(rest_client, config(getattr(request, "param", STALE_AFTER))))
     yield made
     if made.task is not None and not made.task.done():
         assert await made.stop() == 0

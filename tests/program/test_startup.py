@@ -16,9 +16,11 @@ import pytest
 import yaml
 from kubernetes_asyncio import client, config
 
-from controller.jobs.controller import JobController
+from controller.jobs.execution.controller import JobController
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.runtime.controller import ControllerConfig
+from kubeclient.from_configuration import settings_from_configuration
+from kubeclient.rest import RestClient
 from tests.e2e.conftest import FAST
 
 from .inprocess import cluster_with_crds
@@ -257,8 +259,8 @@ async def test_credentials_revoked_while_running_show_in_the_informers_warnings(
             "subjects": [{"kind": "ServiceAccount", "name": "ctl", "namespace": "default"}]})
         configuration = client.Configuration()
         await config.load_kube_config_from_dict(cluster.kubeconfig(token=token), client_configuration=configuration)
-        async with client.ApiClient(configuration) as api:
-            controller = JobController(GENERICJOB, api, ControllerConfig(informer_options=FAST))
+        async with RestClient(settings_from_configuration(configuration)) as rest:
+            controller = JobController(GENERICJOB, rest, ControllerConfig(informer_options=FAST))
             controller.start_informers()
             try:
                 await controller.wait_for_sync(10)

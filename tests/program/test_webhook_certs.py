@@ -79,9 +79,9 @@ def der(pem: bytes) -> bytes:
     return x509.load_pem_x509_certificate(pem).public_bytes(serialization.Encoding.DER)
 
 
-async def test_the_secret_is_made_and_the_ca_bundle_of_every_webhook_set(api_client):
+async def test_the_secret_is_made_and_the_ca_bundle_of_every_webhook_set(api_client, rest_client):
     await make_configuration(api_client)
-    keeper = CertKeeper(api_client, keeper_config())
+    keeper = CertKeeper(rest_client, keeper_config())
     assert not keeper.serving
     assert await keeper.round() == keeper.config.poll and keeper.serving
     stored = await secret(api_client)
@@ -107,20 +107,20 @@ async def test_the_secret_is_made_and_the_ca_bundle_of_every_webhook_set(api_cli
     assert (await secret(api_client))["metadata"]["resourceVersion"] == version
 
 
-async def test_a_second_replica_serves_the_same_secret_without_writing_it(api_client):
-    first = CertKeeper(api_client, keeper_config())
+async def test_a_second_replica_serves_the_same_secret_without_writing_it(api_client, rest_client):
+    first = CertKeeper(rest_client, keeper_config())
     await first.round()
     stored = await secret(api_client)
-    second = CertKeeper(api_client, keeper_config())
+    second = CertKeeper(rest_client, keeper_config())
     await second.round()
     assert second.serving and (await secret(api_client))["metadata"]["resourceVersion"] == \
         stored["metadata"]["resourceVersion"]
     assert second._served == first._served
 
 
-async def test_replicas_starting_together_make_one_secret_and_serve_it(api_client):
+async def test_replicas_starting_together_make_one_secret_and_serve_it(api_client, rest_client):
     """All find no Secret and make one; a create that loses (409) reads and serves the winner's."""
-    keepers = [CertKeeper(api_client, keeper_config()) for _ in range(3)]
+    keepers = [CertKeeper(rest_client, keeper_config()) for _ in range(3)]
     await asyncio.gather(*(keeper.round() for keeper in keepers))
     assert all(keeper.serving for keeper in keepers)
     stored = data(await secret(api_client))
@@ -128,8 +128,8 @@ async def test_replicas_starting_together_make_one_secret_and_serve_it(api_clien
     assert {keeper._served for keeper in keepers} == {digest}
 
 
-async def test_a_missing_configuration_is_looked_for_again(api_client, caplog):
-    keeper = CertKeeper(api_client, keeper_config())
+async def test_a_missing_configuration_is_looked_for_again(api_client, rest_client, caplog):
+    keeper = CertKeeper(rest_client, keeper_config())
     assert await keeper.round() == keeper.config.poll and keeper.serving  # served all the same
     await keeper.round()
     await make_configuration(api_client)
@@ -137,9 +137,9 @@ async def test_a_missing_configuration_is_looked_for_again(api_client, caplog):
     assert await ca_bundles(api_client) == [data(await secret(api_client))[CA_CERT]] * 3
 
 
-async def test_a_changed_ca_bundle_is_set_back(api_client):
+async def test_a_changed_ca_bundle_is_set_back(api_client, rest_client):
     await make_configuration(api_client)
-    keeper = CertKeeper(api_client, keeper_config())
+    keeper = CertKeeper(rest_client, keeper_config())
     await keeper.round()
     configuration = await call(api_client, "GET", f"{CONFIGURATIONS}/genericjob-controller")
     configuration["webhooks"][1]["clientConfig"]["caBundle"] = base64.b64encode(b"someone else's").decode()
@@ -148,10 +148,10 @@ async def test_a_changed_ca_bundle_is_set_back(api_client):
     assert await ca_bundles(api_client) == [keeper.bundle] * 3
 
 
-async def test_the_certificate_is_renewed_and_served_to_new_connections(api_client):
+async def test_the_certificate_is_renewed_and_served_to_new_connections(api_client, rest_client):
     await make_configuration(api_client)
     config = keeper_config(cert_validity=datetime.timedelta(seconds=6))
-    keeper = CertKeeper(api_client, config)
+    keeper = CertKeeper(rest_client, config)
     task = asyncio.create_task(keeper.run())
     server = WebhookServer({})
     try:
@@ -186,10 +186,10 @@ async def test_the_certificate_is_renewed_and_served_to_new_connections(api_clie
         await server.stop()
 
 
-async def test_a_renewed_ca_joins_the_bundle_until_the_old_one_expires(api_client):
+async def test_a_renewed_ca_joins_the_bundle_until_the_old_one_expires(api_client, rest_client):
     await make_configuration(api_client)
     config = keeper_config(ca_validity=datetime.timedelta(seconds=9), cert_validity=datetime.timedelta(seconds=30))
-    keeper = CertKeeper(api_client, config)
+    keeper = CertKeeper(rest_client, config)
     task = asyncio.create_task(keeper.run())
     try:
         await until(lambda: keeper.serving, what="a certificate served")
@@ -227,12 +227,12 @@ async def _when(awaitable, predicate):
     return value if predicate(value) else None
 
 
-async def test_replicas_renewing_together_agree(api_client):
+async def test_replicas_renewing_together_agree(api_client, rest_client):
     """Two replicas find the certificate due at once: one update wins, the other gets 409, reads it again and
     serves the winner's; neither writes again nor loops."""
     await make_configuration(api_client)
     config = keeper_config(cert_validity=datetime.timedelta(seconds=3))
-    keepers = [CertKeeper(api_client, config) for _ in range(2)]
+    keepers = [CertKeeper(rest_client, config) for _ in range(2)]
     await keepers[0].round()
     first = data(await secret(api_client))
     await until(lambda: renewed(first, config, datetime.datetime.now(datetime.UTC)) is not None, timeout=10,

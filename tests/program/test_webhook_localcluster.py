@@ -12,7 +12,7 @@ import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from controller.devtools.local_webhook import wire
-from controller.jobs import admission
+from controller.jobs.schema import admission
 from controller.kinds.registry import KINDS
 from controller.runtime.webhook_certs import CertKeeperConfig
 from controller.runtime.webhook_server import WebhookConfig
@@ -31,15 +31,15 @@ POD = {"spec": {"containers": [{"name": "tensorflow", "image": "trainer"}]}}
 
 
 @pytest.fixture
-async def webhook(cluster, api_client):
+async def webhook(cluster, api_client, rest_client):
     """The controller's webhook on a port of its own, behind the Service the configuration names."""
     cluster.apply_crds(CRDS)
     keeper = CertKeeperConfig(namespace=NAMESPACE, poll=0.2, backoff=BackoffPolicy(initial=0.05, cap=0.2))
-    made = admission.make_webhook(api_client, WebhookConfig(port=0, host="127.0.0.1", keeper=keeper),
+    made = admission.make_webhook(rest_client, WebhookConfig(port=0, host="127.0.0.1", keeper=keeper),
                                   kinds=list(KINDS.values()))
     await made.start()
     port = int(made.address.rpartition(":")[2])
-    await wire(api_client, port, namespace=NAMESPACE)  # as `local` does: the interface's configuration
+    await wire(rest_client, port, namespace=NAMESPACE)  # as `local` does: the interface's configuration
 
     async def bundle_set():
         got = await api_client.call_api(

@@ -20,7 +20,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from controller.cmd import cli
-from controller.jobs import admission
+from controller.jobs.schema import admission
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.pytorch.kind import PYTORCH
 from controller.kinds.registry import KINDS
@@ -102,9 +102,9 @@ class Client:
 
 
 @pytest.fixture
-async def webhook(api_client):
+async def webhook(rest_client):
     registry = CollectorRegistry()
-    made = admission.make_webhook(api_client, WebhookConfig(port=0, host="127.0.0.1", keeper=keeper()), registry,
+    made = admission.make_webhook(rest_client, WebhookConfig(port=0, host="127.0.0.1", keeper=keeper()), registry,
                                   kinds=list(KINDS.values()))
     made.registry_for_test = registry
     await made.start()
@@ -275,14 +275,14 @@ async def test_cert_managers_mode_serves_the_directory_and_its_renewals():
                                      kinds=[GENERICJOB]).start()
 
 
-async def test_readiness_waits_for_the_webhooks_certificate(cluster, api_client):
+async def test_readiness_waits_for_the_webhooks_certificate(cluster, api_client, rest_client):
     """The Secret's namespace does not exist yet: the certificate cannot be kept, /readyz says so; once it can,
     the replica is ready (a standby too: the webhook needs no leadership)."""
     cluster.apply_crds(CRDS)
     config = dataclasses.replace(
         manager_config(), webhook=WebhookConfig(port=0, host="127.0.0.1", keeper=keeper("webhook-home")),
         make_webhook=functools.partial(admission.make_webhook, kinds=[GENERICJOB]))
-    run = Running(Manager(api_client, config))
+    run = Running(Manager(rest_client, config))
     await run.start()
     try:
         await run.answers("/readyz", 500, "the admission webhook has no certificate to serve yet")
@@ -297,7 +297,7 @@ async def test_readiness_waits_for_the_webhooks_certificate(cluster, api_client)
         assert await run.stop() == 0
 
 
-async def test_a_standby_replica_answers_too(cluster, api_client):
+async def test_a_standby_replica_answers_too(cluster, api_client, rest_client):
     """Another holds the Lease: this replica never leads, and still answers admission requests and is ready."""
     cluster.apply_crds(CRDS)
     lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
@@ -313,7 +313,7 @@ async def test_a_standby_replica_answers_too(cluster, api_client):
     config = dataclasses.replace(
         manager_config(election), webhook=WebhookConfig(port=0, host="127.0.0.1", keeper=keeper()),
         make_webhook=functools.partial(admission.make_webhook, kinds=[GENERICJOB]))
-    run = Running(Manager(api_client, config))
+    run = Running(Manager(rest_client, config))
     await run.start()
     try:
         await run.answers("/readyz", 200, "ok")
@@ -328,13 +328,13 @@ async def test_a_standby_replica_answers_too(cluster, api_client):
         assert await run.stop() == 0
 
 
-async def test_a_taken_port_ends_the_program(api_client):
+async def test_a_taken_port_ends_the_program(rest_client):
     taken = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
     port = taken.sockets[0].getsockname()[1]
     config = dataclasses.replace(
         manager_config(), webhook=WebhookConfig(port=port, host="127.0.0.1", keeper=keeper()),
         make_webhook=functools.partial(admission.make_webhook, kinds=[GENERICJOB]))
-    manager = Manager(api_client, config)
+    manager = Manager(rest_client, config)
     try:
         assert await asyncio.wait_for(manager.run(), 10) == 1
         assert manager.exit_reason == "cannot listen"

@@ -43,19 +43,3 @@ async def test_plain_add_and_add_after_still_work():
     assert len(q) == 1
     clock.step(1.0)
     assert [await q.get(), await q.get()] == ["now", "later"]
-
-
-async def test_a_parked_key_is_added_when_a_newer_version_is_offered():
-    from workqueue import RateLimitingQueue
-
-    queue: RateLimitingQueue[str] = RateLimitingQueue()
-    assert not queue.offer("ns/a", "5")  # not parked: the caller decides
-    queue.park("ns/a", "5")
-    assert queue.offer("ns/a", "5") and len(queue) == 0  # the version it lost with: still waiting
-    assert queue.offer("ns/a", "6") and len(queue) == 1  # a newer one: added, and no longer parked
-    assert await queue.get() == "ns/a"
-    queue.done("ns/a")
-    assert not queue.offer("ns/a", "7")
-    queue.park("ns/b", "1")
-    queue.unpark("ns/b")
-    assert not queue.offer("ns/b", "2") and len(queue) == 0

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
-from controller.jobs.api import CleanUpPolicy, Model
+from controller.jobs.schema.api import CleanUpPolicy, Model
 
 # The clean-up policies as the CRD accepts them: the engine's spelling, and the lowercase one of the
 # training-job APIs (all / unfinished / none).

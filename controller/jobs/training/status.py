@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from controller.jobs.status import Replica, aggregate, replica_counts
+from controller.jobs.decisions.status import Replica, aggregate, replica_counts
 
 
 class TasksStatus:

@@ -7,9 +7,9 @@ substitution in the pod and in run-mode overrides, and `spec.service`'s ports.
 
 from __future__ import annotations
 
-from controller.jobs.api import Verdict
+from controller.jobs.children.pods import Override, apply_override
 from controller.jobs.kind import Outcomes
-from controller.jobs.pods import Override, apply_override
+from controller.jobs.schema.api import Verdict
 from controller.kinds.genericjob import crd, rules, validation
 from controller.kinds.genericjob.models import API, GenericJob, RestartPolicy
 from controller.kinds.genericjob.status import GenericJobStatus

@@ -15,7 +15,8 @@ from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
-from controller.jobs.api import (
+from controller.jobs.kind import KindApi
+from controller.jobs.schema.api import (
     MAX_REPLICAS,
     CleanUpPolicy,
     JobObject,
@@ -23,7 +24,6 @@ from controller.jobs.api import (
     RunMode,
     SchedulePolicy,
 )
-from controller.jobs.kind import KindApi
 
 GROUP = "batch.tensorstack.dev"
 VERSION = "v1beta1"

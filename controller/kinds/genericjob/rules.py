@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from controller.jobs.api import JobPhase, Outcome, Verdict
+from controller.jobs.schema.api import JobPhase, Outcome, Verdict
 from controller.kinds.genericjob.models import FinishRule, GenericJobSpec
 
 # A default success rule naming more replicas than this is described in words, not listed, so the
@@ -70,7 +70,7 @@ def evaluate(spec: GenericJobSpec, outcomes: Outcomes) -> Verdict | None:
                                replicas=tuple(key for key in failed if key in named))
     elif failed:
         # The default rule is "any replica failed for good": it is shown as the rule of the first failed
-        # replica (the seed's form); the cause (controller/jobs/cause.py) counts the others.
+        # replica (the seed's form); the cause (controller/jobs/decisions/cause.py) counts the others.
         replica_type, rank = failed[0]
         rule = {replica_type: [rank]}
         return Verdict(JobPhase.FAILED, rule, failure_message(rule), replicas=failed)

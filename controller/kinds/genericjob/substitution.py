@@ -20,8 +20,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from controller.jobs.naming import replica_name
-from controller.jobs.validation import CONTAINER_GROUPS
+from controller.jobs.schema.naming import replica_name
+from controller.jobs.schema.validation import CONTAINER_GROUPS
 from controller.kinds.genericjob.models import GenericJob
 
 # One pass over each string. `$$` is matched first so an escaped `$$(rank)` is never expanded.

@@ -6,13 +6,13 @@ only the controller can see: rules naming unknown types or ranks out of range, u
 variables, no replicas at all, duplicate replica types, names too long for a pod or Service, run-mode
 overrides naming unknown types, templates without containers. Any error makes a new job Failed with
 reason InvalidSpec, with `invalid_spec_message` as the condition and Warning Event text, and no pods;
-a running job whose edit has errors is held (controller/jobs/held.py).
+a running job whose edit has errors is held (controller/jobs/decisions/held.py).
 """
 
 from __future__ import annotations
 
-from controller.jobs.pods import PodMode, run_mode_override
-from controller.jobs.validation import (
+from controller.jobs.children.pods import PodMode, run_mode_override
+from controller.jobs.schema.validation import (
     SpecError,
     duplicate_types,
     invalid_spec_message,
@@ -21,7 +21,7 @@ from controller.jobs.validation import (
     run_mode_errors,
     template_errors,
 )
-from controller.jobs.validation import parse as shared_parse
+from controller.jobs.schema.validation import parse as shared_parse
 from controller.kinds.genericjob.models import API, FinishRule, GenericJob
 from controller.kinds.genericjob.substitution import JobVariables, pod_spec_problems
 

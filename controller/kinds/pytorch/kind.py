@@ -10,11 +10,11 @@ on `pytorchjob-port`; elastic counts and the PodGroup's minimum in the parsed sp
 
 from __future__ import annotations
 
-from controller.jobs.api import JobPhase, Outcome, Verdict
+from controller.jobs.children.pods import Override, apply_override
 from controller.jobs.kind import Outcomes
-from controller.jobs.pods import Override, apply_override
+from controller.jobs.schema.api import JobPhase, Outcome, Verdict
+from controller.jobs.schema.validation import SpecError, invalid_spec_message
 from controller.jobs.training.restart import ReplicaRestart
-from controller.jobs.validation import SpecError, invalid_spec_message
 from controller.kinds.pytorch import crd, environment, tensorboard, validation
 from controller.kinds.pytorch.models import API, PyTorchTrainingJob
 from controller.kinds.pytorch.status import PyTorchStatus

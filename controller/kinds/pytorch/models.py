@@ -17,8 +17,8 @@ from typing import Annotated, Any
 
 from pydantic import Field, field_validator, model_validator
 
-from controller.jobs.api import MAX_REPLICAS, CleanUpPolicy, JobObject, Model, RunMode, SchedulePolicy
 from controller.jobs.kind import KindApi
+from controller.jobs.schema.api import MAX_REPLICAS, CleanUpPolicy, JobObject, Model, RunMode, SchedulePolicy
 from controller.jobs.training.restart import RestartPolicyType
 from controller.jobs.training.runpolicy import RunPolicy, enable_is_enabled
 from controller.kinds.tensorflow.tensorboard_spec import TensorBoardSpec

@@ -4,7 +4,7 @@ least one replica, elastic bounds (1 <= min <= max), names that make valid pod a
 
 from __future__ import annotations
 
-from controller.jobs.validation import (
+from controller.jobs.schema.validation import (
     SpecError,
     duplicate_types,
     fixed_types_errors,

@@ -1,4 +1,5 @@
-"""The TensorFlowTrainingJob CRD, generated from its models with the engine's schema machinery (controller/jobs/crd.py).
+"""The TensorFlowTrainingJob CRD, generated from its models with the engine's schema machinery
+(controller/jobs/schema/crd.py).
 
 `python -m controller.kinds.tensorflow.crd` writes manifests/crds/tensorflowtrainingjob.yaml; a test
 fails when it differs from what the models generate. Beyond the models, CEL rules reject at apply
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import copy
 
-from controller.jobs import crd as generic
+from controller.jobs.schema import crd as generic
 from controller.jobs.training import runpolicy
 from controller.kinds.tensorflow.models import (
     API_VERSION,

@@ -9,11 +9,11 @@ active deadline; TF_CONFIG in every `tensorflow` container; a headless Service p
 
 from __future__ import annotations
 
-from controller.jobs.api import JobPhase, Outcome, Verdict
+from controller.jobs.children.pods import Override, apply_override
 from controller.jobs.kind import Outcomes
-from controller.jobs.pods import Override, apply_override
+from controller.jobs.schema.api import JobPhase, Outcome, Verdict
+from controller.jobs.schema.validation import SpecError, invalid_spec_message
 from controller.jobs.training.restart import ReplicaRestart
-from controller.jobs.validation import SpecError, invalid_spec_message
 from controller.kinds.tensorflow import crd, tensorboard, tfconfig, validation
 from controller.kinds.tensorflow.models import API, TensorFlowTrainingJob
 from controller.kinds.tensorflow.status import TensorFlowStatus

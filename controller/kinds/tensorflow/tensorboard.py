@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from apimachinery.resource import Resource
 from controller.jobs.kind import Dependent
-from controller.jobs.naming import job_labels, owner_reference
+from controller.jobs.schema.naming import job_labels, owner_reference
 from controller.kinds.tensorflow.crd import spec_schema
 from controller.kinds.tensorflow.models import API, TensorFlowTrainingJob
 

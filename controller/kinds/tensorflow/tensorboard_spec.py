@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import Field
 
-from controller.jobs.api import Model
+from controller.jobs.schema.api import Model
 
 
 class PVCDataSource(Model):

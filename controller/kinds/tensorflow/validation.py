@@ -7,7 +7,7 @@ and their order as the status recorded them (a transition rule in the CRD)."""
 
 from __future__ import annotations
 
-from controller.jobs.validation import (
+from controller.jobs.schema.validation import (
     SpecError,
     duplicate_types,
     fixed_types_errors,

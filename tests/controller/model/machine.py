@@ -31,9 +31,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from structlog.testing import capture_logs
 
-from controller.jobs.backoff import RestartBackoff
-from controller.jobs.naming import replica_name
-from controller.jobs.reconciler import Reconciler
+from controller.jobs.decisions.backoff import RestartBackoff
+from controller.jobs.execution.reconciler import Reconciler
+from controller.jobs.schema.naming import replica_name
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.pytorch.kind import PYTORCH
 from controller.kinds.tensorflow.kind import TENSORFLOW

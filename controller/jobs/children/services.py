@@ -1,0 +1,46 @@
+"""The Service of one replica: the replica's stable host name `[job]-[type]-[rank]`.
+
+Headless (`clusterIP: None`): the name resolves straight to the pod's IP, with no proxying, which
+is what peers of a distributed job need; and `publishNotReadyAddresses`, because peers must find
+each other while starting up, before any readiness probe passes. The selector pins exactly one
+pod: the job's uid (not its name, so a re-created job never selects an old job's pods), the type
+and the rank.
+"""
+
+from __future__ import annotations
+
+from controller.jobs.kind import JobKind, ParsedJob
+from controller.jobs.schema.naming import owner_reference, replica_labels, replica_name
+
+
+def service_selector(kind: JobKind, job: ParsedJob, replica_type: str, rank: int) -> dict[str, str]:
+    return {kind.api.uid_label: job.uid, kind.api.type_label: replica_type, kind.api.rank_label: str(rank)}
+
+
+def stored_ports(svc: dict) -> list[dict]:
+    """A stored Service's ports, reduced to the fields a kind's service_ports() sets, to compare the two."""
+    return [{k: port[k] for k in ("name", "port", "targetPort", "protocol") if k in port}
+            for port in (svc.get("spec") or {}).get("ports") or ()]
+
+
+def desired_service(kind: JobKind, job: ParsedJob, replica_type: str, rank: int) -> dict | None:
+    """The Service of replica (type, rank), or None when the job wants no Services."""
+    ports = kind.service_ports(job, replica_type)
+    if ports is None:
+        return None
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": replica_name(job.name, replica_type, rank),
+            "namespace": job.namespace,
+            "labels": replica_labels(kind.api, job.name, job.uid, replica_type, rank),
+            "ownerReferences": [owner_reference(kind.api, job.name, job.uid)],
+        },
+        "spec": {
+            "clusterIP": "None",
+            "selector": service_selector(kind, job, replica_type, rank),
+            "ports": ports,
+            "publishNotReadyAddresses": True,
+        },
+    }

@@ -1,0 +1,36 @@
+"""A paused job's plan (`plan_pause`): its pods are deleted without counting a restart (a failure seen with the
+pause is judged first), its records kept for the resume, and its phase and Paused condition set."""
+
+from __future__ import annotations
+
+from controller.jobs.decisions import restart
+from controller.jobs.decisions import status as st
+from controller.jobs.decisions.actions import NORMAL, PAUSE, DeletePod, Event, Plan, deleted_event, phase_events
+from controller.jobs.decisions.backoff import RestartBackoff, stamp
+from controller.jobs.decisions.restart import Observation
+from controller.jobs.decisions.slots import by_type, slots_of
+from controller.jobs.kind import JobKind, ParsedJob
+from controller.jobs.schema.api import JobPhase
+
+
+def plan_pause(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observation], now: str,
+               delete: list, events: list, now_epoch: float, backoff: RestartBackoff) -> Plan:
+    # A failure seen with the pause is judged first: a restart it used is counted (restart.pause).
+    steps = [restart.pause(o, stamp(now_epoch), now_epoch, backoff) for o in observations]
+    records = [s.record for s in steps]
+    for o, s in zip(observations, steps, strict=True):
+        if s.restart_event:
+            events = [*events, Event(NORMAL, "Restarting", s.restart_event)]
+        if s.delete:
+            delete = [*delete, DeletePod(o.slot.name, s.delete, PAUSE)]
+            if o.slot.record.phase != st.DELETED:
+                events = [*events, deleted_event(o.slot.name)]
+    pods_left = any(o.slot.pod is not None for o in observations)
+    old_conditions = old.get("conditions") or []
+    conditions = st.progress_conditions(old_conditions, phase=JobPhase.PAUSED, records=records, now=now)
+    conditions = st.unfinished_conditions(conditions, now)
+    conditions = st.pause_conditions(conditions, paused=True, pods_left=pods_left, now=now)
+    new = st.assemble(old, kind.status, phase=JobPhase.PAUSED, conditions=conditions,
+                      records_by_type=by_type(job, slots_of(observations), records),
+                      start_time=old.get("startTime"), completion_time=None)
+    return Plan(new, delete=delete, events=events + phase_events(old, JobPhase.PAUSED))

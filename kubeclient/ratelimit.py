@@ -1,0 +1,35 @@
+"""The client-side rate limit: a token bucket, as client-go's default limiter for a client.
+
+client-go gives every client 5 QPS with a burst of 10 unless told otherwise (training-operator: 20/30);
+a request beyond the burst waits for its token. One bucket per limit: `RestClient.with_limit` makes a
+client that shares the connections but waits on a bucket of its own (the Event recorder's, so that a
+storm of Events never delays a status write).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+
+class TokenBucket:
+    """`qps` tokens a second, at most `burst` saved up; qps <= 0: no limit."""
+
+    def __init__(self, qps: float, burst: int) -> None:
+        self.qps = qps
+        self.burst = burst
+        self._tokens = float(burst)
+        self._last = time.monotonic()
+
+    async def take(self) -> None:
+        if self.qps <= 0:
+            return
+        now = time.monotonic()
+        self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
+        self._last = now
+        self._tokens -= 1
+        if self._tokens < 0:
+            await asyncio.sleep(-self._tokens / self.qps)
+
+
+__all__ = ["TokenBucket"]
