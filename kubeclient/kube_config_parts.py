@@ -5,11 +5,9 @@ exception), imported without its ~1,300 generated modules: through the lean impo
 
 from __future__ import annotations
 
-try:
-    from kubeclient.lean_kubernetes_asyncio import kube_config
-except ImportError:  # before it moved there from apimachinery
-    from apimachinery.kubeclient import kube_config  # noqa: F401
+from kubeclient.lean_kubernetes_asyncio import kube_config  # noqa: F401 (first: see above)
 
+# isort: split
 from kubernetes_asyncio.config.config_exception import ConfigException
 from kubernetes_asyncio.config.kube_config import ConfigNode, KubeConfigMerger
 
