@@ -1,10 +1,12 @@
-# The two set-up commands of the README: `make local` and `make test`.
+# The two set-up commands of the README: `make local` and `make test`. The developer's loop (after `make install`):
+# `make test-fast` (the tests not marked slow, under two minutes), `make lint` (ruff and the type checker),
+# `make cov` (the suite's line and branch coverage).
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 TF_VENV := .venv-tf
 
-.PHONY: local test lint bench mutants install install-local install-torch install-tensorflow lock image model-long model-mutants
+.PHONY: local test test-fast lint typecheck cov bench mutants install install-local install-torch install-tensorflow lock image model-long model-mutants
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -52,6 +54,26 @@ test: install install-torch install-tensorflow
 	$(BIN)/python scripts/install_kubectl.py --dest $(BIN)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+# The edit-run loop: every test not marked `slow` (tests/conftest.py marks those that start the programs, kubectl or
+# a pod's processes as processes, run a real framework, or the engine's long model test). The full suite is `make test`'s.
+test-fast: $(BIN)/python
+	$(BIN)/python -m pytest -q -m "not slow"
+
+# ruff, and the type checker over the controller's packages (pyproject.toml's [tool.mypy]).
+lint: $(BIN)/python
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+typecheck: $(BIN)/python
+	$(BIN)/mypy
+
+# The suite's line and branch coverage (pytest-cov; pyproject.toml's [tool.coverage]), printed and written to
+# htmlcov/. Only what runs in pytest's own process is measured: the programs run as processes are not.
+# docs/development.md has the decision modules' figure. TESTS= narrows it: `make cov TESTS=tests/controller`.
+TESTS ?= tests
+cov: $(BIN)/python
+	$(BIN)/python -m pytest -q --cov --cov-report=term-missing:skip-covered --cov-report=html $(TESTS)
 
 # The engine's model-based test (tests/controller/model) for longer than CI's fixed seed: a random seed, printed
 # (replay a failure with SEED=<it>), and EXAMPLES examples (default 20000). TOLERATE names the known defects to

@@ -6,6 +6,8 @@ the start-up checks) so that each handles the same codes the same way.
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 
 
@@ -40,7 +42,7 @@ class ApiStatusError(Exception):
         return self.code == 504 and "Too large resource version" in self.message
 
     @classmethod
-    def from_status(cls, status: dict, code: int = 0, retry_after: float = 0.0) -> ApiStatusError:
+    def from_status(cls, status: dict[str, Any], code: int = 0, retry_after: float = 0.0) -> ApiStatusError:
         return cls(int(code or status.get("code") or 0), status.get("reason", ""), status.get("message", ""),
                    retry_after)
 

@@ -160,9 +160,11 @@ class RestClient:
     # --- the write path -----------------------------------------------------------------------
 
     async def send(self, method: str, path: str, body: bytes | None = None, content_type: str = JSON, *,
-                   verb: str | None = None, resource: str | None = None, timeout: float | None = None) -> Answer:
+                   verb: str | None = None, resource: str | None = None, timeout: float | None = None,
+                   idempotent: bool = False) -> Answer:
         """One request over the write connections, its answer read whole, whatever its status. `verb` and
-        `resource` name it in the metrics (worked out from the path when not given)."""
+        `resource` name it in the metrics (worked out from the path when not given); `idempotent`: the caller
+        declares a second copy harmless, so a reused connection lost unanswered is retried (http1.py)."""
         await self.limiter.take()
         timeout = timeout or self.timeout
         if verb is None or resource is None:
@@ -178,7 +180,8 @@ class RestClient:
                 if self.writes_via_session:
                     answer = await self._send_via_session(method, path, headers, body, timeout)
                 else:
-                    answer = await self._shared.write_pool(timeout).request(method, path, headers, body, timeout)
+                    answer = await self._shared.write_pool(timeout).request(method, path, headers, body, timeout,
+                                                                            idempotent=idempotent)
                 if answer.status != 401 or retried or not await self.credentials.unauthorized():
                     break
             code = str(answer.status)
@@ -194,7 +197,7 @@ class RestClient:
         if params:
             path = f"{path}?{urlencode(params)}"
         answer = await self.send(method, path, None if body is None else orjson.dumps(body), content_type,
-                                 timeout=timeout)
+                                 timeout=timeout, idempotent=method == "GET")
         if answer.status >= 400:
             raise ApiStatusError.from_body(answer.status, answer.reason, answer.body, answer.retry_after)
         return orjson.loads(answer.body) if answer.body else None

@@ -1,5 +1,8 @@
 """Copy into the Helm chart the files it shares with manifests/: its CRDs, RBAC rules, dashboard and alerts.
 
+The CRDs are those the kind registry generates (controller/kinds/registry.py, crd_files): a kind added there is
+copied with no change here.
+
 The chart holds real copies, not symbolic links: Helm warns `found symbolic link in path` on every command for
 each link, and a packaged chart (`helm package`) must carry the files themselves. manifests/ is where they are
 made (the CRD generators, scripts/make_dashboard.py) and edited; run this after changing one, and
@@ -16,12 +19,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from controller.kinds import registry  # noqa: E402
+
 CHART = ROOT / "charts" / "genericjob-controller"
 COPIES = {  # the chart's file -> its source in manifests/
-    "crds/genericjob.yaml": "manifests/crds/genericjob.yaml",
-    "crds/podgroup.yaml": "manifests/crds/podgroup.yaml",
-    "crds/tensorflowtrainingjob.yaml": "manifests/crds/tensorflowtrainingjob.yaml",
-    "crds/pytorchtrainingjob.yaml": "manifests/crds/pytorchtrainingjob.yaml",
+    **{f"crds/{name}": f"manifests/crds/{name}" for name in registry.crd_files()},
     "files/creator-privilege-binding.yaml": "manifests/components/creator-privilege/binding.yaml",
     "files/creator-privilege-policy.yaml": "manifests/components/creator-privilege/policy.yaml",
     "files/dashboard.json": "manifests/components/monitoring/dashboard.json",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from kubernetes_asyncio import client, config
 from prometheus_client import CollectorRegistry
@@ -11,9 +13,37 @@ from kubeclient.from_configuration import settings_from_configuration
 from kubeclient.rest import RestClient
 from localcluster import LocalCluster
 
+TESTS = Path(__file__).parent
+
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "runner(kind): the pod runner of the `cluster` fixture (default none)")
+
+
+# What `make test-fast` leaves out (the `slow` marker, pyproject.toml), by place, so that a new test there is slow
+# without a word: the folders whose tests start the programs as processes or run whole controllers and suites; the
+# files that start kubectl (named so), localcluster or pods' processes, or explore long (hypothesis); and those
+# that compile every CEL rule of the CRDs (their cost, their round trips).
+SLOW_FOLDERS = ("program", "e2e", "chaos", "bench", "mutation", "controller/model")
+SLOW_FILES = {
+    "localcluster/test_attacks_server_process.py", "localcluster/test_cli.py", "localcluster/test_fuzz_decoding.py",
+    "localcluster/test_logs_previous.py", "localcluster/test_pod_exec.py", "localcluster/test_pod_network.py",
+    "localcluster/test_portforward.py", "localcluster/test_process_runner.py",
+    "localcluster/test_crd_round_trip.py", "localcluster/test_cel_cost.py", "localcluster/test_builtin_schemas.py",
+    "controller/test_crd_cost.py", "controller/test_crd.py",
+}
+
+
+def is_slow(relative: str) -> bool:
+    """`relative`: a test file's path under tests/."""
+    return (relative in SLOW_FILES or relative.startswith(tuple(f"{folder}/" for folder in SLOW_FOLDERS))
+            or "kubectl" in relative.rpartition("/")[2])
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if is_slow(item.path.relative_to(TESTS).as_posix()):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture

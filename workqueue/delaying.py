@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Hashable
 
 from prometheus_client import CollectorRegistry
 
@@ -18,7 +17,7 @@ from workqueue.clock import Clock, TimerHandle
 from workqueue.queue import K, WorkQueue
 
 # (ready_at, sequence number: FIFO among equal times and keys never compared, key)
-_Entry = tuple[float, int, Hashable]
+_Entry = tuple[float, int, K]
 
 
 class DelayingQueue(WorkQueue[K]):
@@ -30,8 +29,8 @@ class DelayingQueue(WorkQueue[K]):
         registry: CollectorRegistry | None = None,
     ) -> None:
         super().__init__(name, clock=clock, registry=registry)
-        self._heap: list[_Entry] = []
-        self._waiting: dict[K, _Entry] = {}  # the live heap entry of each delayed key
+        self._heap: list[_Entry[K]] = []
+        self._waiting: dict[K, _Entry[K]] = {}  # the live heap entry of each delayed key
         self._seq = itertools.count()
         self._timer: TimerHandle | None = None
         self._timer_at = 0.0

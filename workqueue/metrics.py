@@ -56,7 +56,7 @@ class _Histogram:
 
     def cumulative(self) -> tuple[list[tuple[str, float]], float]:
         counts, total_sum = list(self.counts), self.sum
-        buckets = []
+        buckets: list[tuple[str, float]] = []
         running = 0
         for bound, count in zip(_BUCKET_LABELS, counts, strict=True):
             running += count

@@ -149,7 +149,7 @@ class WorkQueue(Generic[K]):
         self._stop_accepting()
         if not self._processing:
             return True
-        drained = asyncio.get_running_loop().create_future()
+        drained: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._drainers.add(drained)
         try:
             async with asyncio.timeout(timeout):

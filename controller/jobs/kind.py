@@ -1,7 +1,8 @@
 """The seam between the engine and a job kind: what a kind provides, and nothing more.
 
 The engine (this package) plans and reconciles any job whose parsed form offers the fields of
-`ParsedJob`; the kind (a package under controller/kinds/) supplies a `JobKind`:
+`ParsedJob`; the kind (a package under controller/kinds/) supplies a `JobKind[J]`, J its parsed model,
+usually by subclassing `KindBase[J]`, which supplies every default, so a kind writes only what is its own:
 
 - its API (`KindApi`: group, version, kind, plural, the prefix of the labels on its children);
 - parsing and validation of an object into its model, or the errors naming each bad field;
@@ -10,15 +11,18 @@ The engine (this package) plans and reconciles any job whose parsed form offers 
 - the restart rule of each replica (`RestartRule`: may this replica's finished pod be replaced);
 - the verdict: has the job succeeded or failed, given what each replica has come to for good;
 - pod decoration (its environment, variables, run-mode overrides) and the ports of the Services it wants;
-- optionally `update_problems(old, new)`: what an edit may not change beyond what `parse` checks (the admission
-  webhook's update rule, admission.py; PyTorch's elastic bounds), read with getattr.
+- the replicas the engine runs of each type (`replica_counts`: the written counts by default; an elastic kind
+  computes its own), the labels it adds to every template (`template_labels`), the PodGroup's gang size
+  (`min_member`), and what an edit may not change beyond what `parse` checks (`update_problems`, the admission
+  webhook's update rule): defaults in KindBase.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from apimachinery.resource import Resource
 from controller.jobs.schema.api import CleanUpPolicy, Outcome, RunMode, SchedulePolicy, Verdict
@@ -64,27 +68,41 @@ class KindApi:
         return ref.get("kind") == self.kind and str(ref.get("apiVersion", "")).startswith(f"{self.group}/")
 
 
+# Read-only members (properties): a parsed job is a frozen model, and a kind's narrower types (an enum of
+# replica types, its own spec) satisfy them.
 class ReplicaSpec(Protocol):
-    type: str
-    replicas: int
-    template: dict[str, Any]
+    @property
+    def type(self) -> str: ...
+    @property
+    def replicas(self) -> int: ...
+    @property
+    def template(self) -> dict[str, Any]: ...
 
 
 class JobSpec(Protocol):
-    replica_specs: Sequence[ReplicaSpec]
-    run_mode: RunMode
-    clean_up_policy: CleanUpPolicy
-    scheduler: SchedulePolicy | None
+    @property
+    def replica_specs(self) -> Sequence[ReplicaSpec]: ...
+    @property
+    def run_mode(self) -> RunMode: ...
+    @property
+    def clean_up_policy(self) -> CleanUpPolicy: ...
+    @property
+    def scheduler(self) -> SchedulePolicy | None: ...
 
 
 class ParsedJob(Protocol):
     """What the engine reads of a parsed job, whatever its kind."""
 
-    name: str
-    namespace: str
-    uid: str
-    generation: int
-    spec: JobSpec
+    @property
+    def name(self) -> str: ...
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def uid(self) -> str: ...
+    @property
+    def generation(self) -> int: ...
+    @property
+    def spec(self) -> JobSpec: ...
 
 
 class RestartRule(Protocol):
@@ -127,6 +145,9 @@ class StatusCodec(Protocol):
     def replica_fields(self, records_by_type: Iterable[tuple[str, list[Any]]]) -> dict:
         """The status fields that describe the replicas (records, counts, restart counters)."""
 
+    def with_removed(self, status: dict, removed: Mapping[str, list[Any]], carried: Mapping[str, int]) -> dict:
+        """`status` with the records of ranks scaled away, and the restarts of records dropped for size."""
+
 
 class Dependent(NamedTuple):
     """An API of objects a kind's jobs own besides pods, Services and the PodGroup, as the kind declares it."""
@@ -140,52 +161,139 @@ class Dependent(NamedTuple):
 
 
 class SpecProblem(Protocol):
-    field: str
-    message: str
+    @property
+    def field(self) -> str: ...
+    @property
+    def message(self) -> str: ...
 
 
-class JobKind(Protocol):
-    api: KindApi
-    status: StatusCodec
-    # APIs of objects the kind's jobs own besides pods, Services and the PodGroup (TensorFlowTrainingJob: its
-    # TensorBoard), with their kind and the RBAC they need. An API may be missing from a cluster: the
-    # controller watches each once it is served.
-    dependent_resources: tuple[Dependent, ...]
+MESSAGE_ERRORS_SHOWN = 5  # a condition message and an Event stay readable with many errors
 
-    def parse(self, obj: dict) -> ParsedJob | list[SpecProblem]:
-        """The job, parsed and validated; or every problem found, each naming its field."""
 
-    def invalid_spec_message(self, problems: list[SpecProblem]) -> str:
+def invalid_spec_message(problems: Sequence[SpecProblem]) -> str:
+    """One line for the Failed condition and the Warning Event: the first few problems (`field: message`)."""
+    shown = "; ".join(f"{problem.field}: {problem.message}" for problem in problems[:MESSAGE_ERRORS_SHOWN])
+    hidden = len(problems) - MESSAGE_ERRORS_SHOWN
+    return f"{shown}; and {hidden} more" if hidden > 0 else shown
+
+
+J = TypeVar("J", bound=ParsedJob)  # a kind's parsed model
+
+
+class JobKind(Protocol[J]):
+    """What the engine asks of a kind; J is the kind's parsed model, which every method receives."""
+
+    @property
+    def api(self) -> KindApi: ...
+
+    @property
+    def status(self) -> StatusCodec: ...
+
+    @property
+    def dependent_resources(self) -> tuple[Dependent, ...]:
+        """APIs of objects the kind's jobs own besides pods, Services and the PodGroup (a training job's
+        TensorBoard), with their kind and the RBAC they need. An API may be missing from a cluster: the
+        controller watches each once it is served."""
+
+    def parse(self, obj: dict) -> J | Sequence[SpecProblem]:
+        """The job, parsed and validated; or every problem found (a list), each naming its field."""
+
+    def update_problems(self, old: dict, new: dict) -> Sequence[SpecProblem]:
+        """What an edit may not change beyond what `parse` checks (the admission webhook's update rule)."""
+
+    def invalid_spec_message(self, problems: Sequence[SpecProblem]) -> str:
         """The InvalidSpec condition's message and Event."""
 
     def crd(self) -> dict:
         """The kind's CustomResourceDefinition."""
 
-    def restart_rule(self, job: ParsedJob, replica_type: str) -> RestartRule:
+    def replica_counts(self, job: J) -> dict[str, int]:
+        """The replicas the engine runs of each type, in spec order."""
+
+    def template_labels(self, job: J, replica_type: str) -> Mapping[str, str]:
+        """Labels the kind adds to every pod of a type, over the template's own (the engine's win over both)."""
+
+    def min_member(self, job: J) -> int | None:
+        """The PodGroup's gang when smaller than every replica (an elastic job's lower bound); None: all."""
+
+    def restart_rule(self, job: J, replica_type: str) -> RestartRule:
         """The restart rule of one replica type."""
 
-    def verdict(self, job: ParsedJob, outcomes: Outcomes) -> Verdict | None:
+    def verdict(self, job: J, outcomes: Outcomes) -> Verdict | None:
         """Succeeded or Failed, given each replica's outcome for good; None while undecided."""
 
-    def active_deadline(self, job: ParsedJob) -> float | None:
+    def active_deadline(self, job: J) -> float | None:
         """Seconds the job may be active after its startTime before it fails (DeadlineExceeded); None: no
         deadline."""
 
-    def decorate_pod(self, job: ParsedJob, replica_type: str, rank: int, index: int, pod_spec: dict,
+    def decorate_pod(self, job: J, replica_type: str, rank: int, index: int, pod_spec: dict,
                      override: Any) -> None:
         """The kind's changes to a replica's pod spec (a copy of its template's spec), in place: its variables
         and environment, and `override` (pods.Override, the run mode's command and args; None for none)."""
 
-    def dependents(self, job: ParsedJob) -> dict[Resource, dict]:
+    def dependents(self, job: J) -> dict[Resource, dict]:
         """The dependent objects the job wants, by resource: created, kept in step with the spec (a merge
         patch of `spec`), left in place when the job finishes (they go with the job)."""
 
-    def dependent_status(self, job: ParsedJob, observed: Mapping[Resource, list[dict] | None],
+    def dependent_status(self, job: J, observed: Mapping[Resource, list[dict] | None],
                          actions: Mapping[Resource, str]) -> dict:
         """Status fields that report the dependents (`observed`: the job's objects of each resource, None
         where the cluster has no such API; `actions`: Create, Update or NOP, what this reconcile does).
         A value with "type": "Warning" is announced by a Warning Event when its reason changes."""
 
-    def service_ports(self, job: ParsedJob, replica_type: str) -> list[dict] | None:
+    def service_ports(self, job: J, replica_type: str) -> list[dict] | None:
         """The ports of the headless Service of each replica of a type, with the API server's defaults filled
         in (so they compare equal to a stored Service's); None when that type wants no Services."""
+
+
+class KindBase(ABC, Generic[J]):
+    """A `JobKind[J]` with every default: a kind subclasses it, sets `api` and `status`, and writes `parse`,
+    `crd`, `restart_rule`, `verdict` and `decorate_pod`, and whatever else is its own."""
+
+    api: KindApi
+    status: StatusCodec
+    dependent_resources: tuple[Dependent, ...] = ()
+
+    @abstractmethod
+    def parse(self, obj: dict) -> J | Sequence[SpecProblem]: ...
+
+    @abstractmethod
+    def crd(self) -> dict: ...
+
+    @abstractmethod
+    def restart_rule(self, job: J, replica_type: str) -> RestartRule: ...
+
+    @abstractmethod
+    def verdict(self, job: J, outcomes: Outcomes) -> Verdict | None: ...
+
+    @abstractmethod
+    def decorate_pod(self, job: J, replica_type: str, rank: int, index: int, pod_spec: dict,
+                     override: Any) -> None: ...
+
+    def update_problems(self, old: dict, new: dict) -> Sequence[SpecProblem]:
+        return []
+
+    def invalid_spec_message(self, problems: Sequence[SpecProblem]) -> str:
+        return invalid_spec_message(problems)
+
+    def replica_counts(self, job: J) -> dict[str, int]:
+        return {spec.type: spec.replicas for spec in job.spec.replica_specs}
+
+    def template_labels(self, job: J, replica_type: str) -> Mapping[str, str]:
+        return {}
+
+    def min_member(self, job: J) -> int | None:
+        return None
+
+    def active_deadline(self, job: J) -> float | None:
+        return None
+
+    def dependents(self, job: J) -> dict[Resource, dict]:
+        return {}
+
+    def dependent_status(self, job: J, observed: Mapping[Resource, list[dict] | None],
+                         actions: Mapping[Resource, str]) -> dict:
+        return {}
+
+    def service_ports(self, job: J, replica_type: str) -> list[dict] | None:
+        return None

@@ -1,16 +1,24 @@
 """Every job kind this build knows, and the controller that serves some of them: what `run` serves
-(all, or those `--kinds` names) and `local` runs."""
+(all, or those `--kinds` names) and `local` runs.
+
+KINDS is the only list of the kinds: what lists them outside the code (the CRDs kustomize and the chart install,
+the RBAC rules, the user roles, the webhooks) is written from it by scripts/sync_kind_lists.py and
+scripts/sync_chart_files.py, and a test fails while any is stale. Adding a kind is its package under
+controller/kinds/ and one entry here; a test may serve a kind of its own through `select(..., known=...)`."""
 
 from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Sequence
+import importlib.util
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
 from controller.jobs.execution.controller import JobController
 from controller.jobs.kind import JobKind
+from controller.jobs.schema import crd as generic
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.pytorch.kind import PYTORCH
 from controller.kinds.tensorflow.kind import TENSORFLOW
@@ -19,15 +27,20 @@ from controller.runtime.group import ControllerGroup
 from informers import InformerFactory, Resource
 from kubeclient.rest import RestClient
 
-KINDS: dict[str, JobKind] = {kind.api.kind: kind for kind in (GENERICJOB, TENSORFLOW, PYTORCH)}
+KINDS: dict[str, JobKind[Any]] = {kind.api.kind: kind for kind in (GENERICJOB, TENSORFLOW, PYTORCH)}
 
 
-def crd_files() -> dict[str, str]:
-    """File name -> YAML of every CRD the kinds need (the PodGroup's included), generated from the models:
-    the `manifests()` of each kind's `crd` module (controller/kinds/<kind>/crd.py)."""
+def crd_files(kinds: Sequence[JobKind] = ()) -> dict[str, str]:
+    """File name -> YAML of every CRD the kinds (all by default) need (the PodGroup's included), generated from
+    the models: the `manifests()` of each kind's `crd` module (controller/kinds/<kind>/crd.py), else (a kind
+    without one) its `crd()` in `<kind>.yaml`."""
     files: dict[str, str] = {}
-    for kind in KINDS.values():
-        files.update(importlib.import_module(f"{_package(kind)}.crd").manifests())
+    for kind in kinds or KINDS.values():
+        module = f"{_package(kind)}.crd"
+        if importlib.util.find_spec(module) is not None:
+            files.update(importlib.import_module(module).manifests())
+        else:
+            files[f"{kind.api.kind.lower()}.yaml"] = generic.render("", kind.crd())
     return files
 
 
@@ -42,15 +55,16 @@ def _package(kind: JobKind) -> str:
     return type(kind).__module__.rpartition(".")[0]
 
 
-def select(names: Sequence[str] = ()) -> list[JobKind]:
-    """The kinds named (by kind or plural, any case); every registered kind when none is named."""
+def select(names: Sequence[str] = (), known: Mapping[str, JobKind] = KINDS) -> list[JobKind]:
+    """The kinds named (by kind or plural, any case) of those `known` (the registry's by default); every one
+    when none is named."""
     if not names:
-        return list(KINDS.values())
-    known = {key.lower(): kind for kind in KINDS.values() for key in (kind.api.kind, kind.api.plural)}
-    unknown = [name for name in names if name.lower() not in known]
+        return list(known.values())
+    keys = {key.lower(): kind for kind in known.values() for key in (kind.api.kind, kind.api.plural)}
+    unknown = [name for name in names if name.lower() not in keys]
     if unknown:
-        raise ValueError(f"unknown job kind {', '.join(unknown)} (known: {', '.join(KINDS)})")
-    return list({id(known[name.lower()]): known[name.lower()] for name in names}.values())
+        raise ValueError(f"unknown job kind {', '.join(unknown)} (known: {', '.join(known)})")
+    return list({id(keys[name.lower()]): keys[name.lower()] for name in names}.values())
 
 
 def make_controller(rest: RestClient, config: ControllerConfig, registry: CollectorRegistry,

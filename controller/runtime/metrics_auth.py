@@ -5,26 +5,39 @@ controller-runtime's filters.WithAuthenticationAndAuthorization, for an aiohttp 
     auth = DelegatingAuth(rest_client)
     app = web.Application(middlewares=[auth.middleware])
 
-Every request's bearer token is reviewed (TokenReview), and the user it names is checked for
-`get` on the non-resource path asked for (SubjectAccessReview; the `genericjob-metrics-reader`
-ClusterRole grants it for /metrics). No or an unauthenticated token: 401. Not allowed: 403. A
-review that cannot be made (API server down, timeout, the controller's own account lacking
-`create` on tokenreviews or subjectaccessreviews): 500, logged, and not cached, so that the next
-scrape asks again. controller-runtime answers a token the server rejects with 500 too (the
-TokenReview's status.error becomes an error); here that is a 401, as kube-rbac-proxy answers it.
+Routing comes first, as controller-runtime's metrics server mounts its filter on the /metrics
+handler only: a path or method the server does not serve is its 404 or 405 without any review, so
+made-up paths cost the API server nothing. A request for a route that exists has its bearer token
+reviewed (TokenReview), and the user it names is checked for `get` on the non-resource path asked
+for (SubjectAccessReview; the `genericjob-metrics-reader` ClusterRole grants it for /metrics). No
+or an unauthenticated token: 401. Not allowed: 403. A review that cannot be made (API server down,
+timeout, the controller's own account lacking `create` on tokenreviews or subjectaccessreviews):
+500, logged, and not cached, so that the next scrape asks again. controller-runtime answers a token
+the server rejects with 500 too (the TokenReview's status.error becomes an error); here that is a
+401, as kube-rbac-proxy answers it.
 
-Answers are cached as controller-runtime caches them (authentication one minute, an allow five
-minutes, a deny 30 s), keyed by a hash of the token, and concurrent requests with the same token
-share one review: a Prometheus scraping every 15 s costs the API server nothing after the first.
+Answers are cached with controller-runtime's TTLs (pkg/metrics/filters: a token's answer, known or
+not, one minute; an allow five minutes, a deny 30 s; kube-rbac-proxy keeps tokens two minutes, the
+same 5 min / 30 s for decisions), keyed by a hash of the token, never the token. Concurrent requests
+with the same token share one review: a Prometheus scraping every 15 s costs the API server nothing
+after the first. Each cache is bounded, and tokens the API server rejected are bounded apart from
+those it knew, so a flood of made-up tokens cannot evict the scrapers' answers.
+
+At most `max_in_flight` reviews run at once. A request whose answer is not cached when all are
+taken is answered 429 with `Retry-After: 1` at once, as the API server's max-in-flight filter
+answers beyond --max-requests-inflight (it does not queue; controller-runtime and kube-rbac-proxy
+set no limit). Waiting would hold the flood's connections open; Prometheus marks the scrape failed
+and tries again at the next interval, by when its answer is usually cached.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 
 import structlog
@@ -40,11 +53,18 @@ ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 REVIEW_TIMEOUT = 10.0  # controller-runtime's TokenAccessReviewTimeout: all attempts of one review
 RETRY_DELAYS = (0.5, 0.75, 1.125, 1.7)  # its WebhookRetryBackoff: 500 ms x 1.5, five attempts
 AUTHN_TTL, ALLOW_TTL, DENY_TTL = 60.0, 300.0, 30.0
-MAX_ENTRIES = 4096  # a flood of made-up tokens evicts old answers instead of growing without bound
+MAX_ENTRIES = 4096  # per kind of answer: a flood of made-up tokens evicts old answers instead of growing
+# Reviews at once: a scrape costs two (TokenReview, SubjectAccessReview) once a minute per scraper and
+# pod; eight lets a few Prometheus replicas and a person with curl through together.
+MAX_REVIEWS_IN_FLIGHT = 8
 
 
 class ReviewFailed(Exception):
     """The API server did not answer a review (as opposed to answering no)."""
+
+
+class TooManyReviews(Exception):
+    """`max_in_flight` reviews are running: this one is not started."""
 
 
 @dataclass(frozen=True)
@@ -61,32 +81,44 @@ class UserInfo:
 
 
 class TtlCache:
-    """Answers by key for a time that depends on the answer; one computation in flight per key."""
+    """Answers by key for a time that depends on the answer; one computation in flight per key.
+
+    `kind(answer)` names the bound an answer counts against (each kind keeps at most `max_entries`,
+    the oldest evicted first), so answers of one kind never evict those of another."""
 
     def __init__(self, ttl: Callable[[object], float], max_entries: int = MAX_ENTRIES,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, kind: Callable[[object], object] = lambda _: None
+                 ) -> None:
         self._ttl = ttl
         self._max = max_entries
         self._clock = clock
-        self._entries: OrderedDict[object, tuple[float, object]] = OrderedDict()
+        self._kind = kind
+        self._kinds: dict[object, OrderedDict[object, tuple[float, object]]] = {}
         self._inflight: dict[object, asyncio.Future] = {}
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return sum(len(entries) for entries in self._kinds.values())
+
+    def _cached(self, key: object) -> tuple[bool, object]:
+        for entries in self._kinds.values():
+            entry = entries.get(key)
+            if entry is not None:
+                if entry[0] > self._clock():
+                    return True, entry[1]
+                del entries[key]
+        return False, None
 
     async def get(self, key: object, compute: Callable[[], Awaitable[object]]) -> object:
-        entry = self._entries.get(key)
-        if entry is not None:
-            if entry[0] > self._clock():
-                return entry[1]
-            del self._entries[key]
+        found, value = self._cached(key)
+        if found:
+            return value
         pending = self._inflight.get(key)
         if pending is not None:
             return await asyncio.shield(pending)
         pending = self._inflight[key] = asyncio.get_running_loop().create_future()
         try:
             value = await compute()
-        except BaseException as exc:
+        except BaseException as exc:  # not cached: the next request asks again
             if not isinstance(exc, asyncio.CancelledError):
                 pending.set_exception(exc)
                 pending.exception()  # retrieved: nobody else may be waiting
@@ -96,10 +128,29 @@ class TtlCache:
         finally:
             del self._inflight[key]
         pending.set_result(value)
-        self._entries[key] = (self._clock() + self._ttl(value), value)
-        while len(self._entries) > self._max:
-            self._entries.popitem(last=False)
+        entries = self._kinds.setdefault(self._kind(value), OrderedDict())
+        entries[key] = (self._clock() + self._ttl(value), value)
+        while len(entries) > self._max:
+            entries.popitem(last=False)
         return value
+
+
+class ReviewSlots:
+    """At most `limit` reviews at once; beyond that TooManyReviews at once, never a queue."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.in_flight = 0
+
+    @contextlib.contextmanager
+    def taken(self) -> Iterator[None]:
+        if self.in_flight >= self.limit:
+            raise TooManyReviews(f"{self.limit} reviews in flight")
+        self.in_flight += 1
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
 
 
 def bearer_token(request: web.Request) -> str | None:
@@ -112,15 +163,24 @@ def bearer_token(request: web.Request) -> str | None:
 
 class DelegatingAuth:
     def __init__(self, rest: RestClient, *, timeout: float = REVIEW_TIMEOUT,
-                 retry_delays: tuple[float, ...] = RETRY_DELAYS, clock: Callable[[], float] = time.monotonic) -> None:
+                 retry_delays: tuple[float, ...] = RETRY_DELAYS, clock: Callable[[], float] = time.monotonic,
+                 max_in_flight: int = MAX_REVIEWS_IN_FLIGHT, max_entries: int = MAX_ENTRIES) -> None:
         self.rest = rest
         self.timeout = timeout
         self.retry_delays = retry_delays
-        self.users = TtlCache(lambda _user: AUTHN_TTL, clock=clock)
-        self.decisions = TtlCache(lambda allowed: ALLOW_TTL if allowed[0] else DENY_TTL, clock=clock)
+        # A token the API server knew and one it did not are bounded apart (kind): made-up tokens evict
+        # only each other.
+        self.users = TtlCache(lambda _user: AUTHN_TTL, max_entries, clock, kind=lambda user: user is None)
+        self.decisions = TtlCache(lambda allowed: ALLOW_TTL if allowed[0] else DENY_TTL, max_entries, clock,
+                                  kind=lambda allowed: allowed[0])
+        self.slots = ReviewSlots(max_in_flight)
 
     @web.middleware
     async def middleware(self, request: web.Request, handler) -> web.StreamResponse:
+        # Routing first: what no route serves is the router's 404 or 405, and no review is made for it.
+        unrouted = request.match_info.http_exception
+        if unrouted is not None:
+            raise unrouted
         refused = await self.check(request)
         return refused if refused is not None else await handler(request)
 
@@ -131,6 +191,8 @@ class DelegatingAuth:
             return web.Response(status=401, text="Unauthorized\n")
         try:
             user = await self.authenticate(token)
+        except TooManyReviews:
+            return too_many_reviews()
         except ReviewFailed as err:
             log.error("metrics authentication failed", error=str(err))
             return web.Response(status=500, text="Authentication failed\n")
@@ -139,6 +201,8 @@ class DelegatingAuth:
         verb, path = request.method.lower(), request.path
         try:
             allowed, reason = await self.authorize(user, verb, path)
+        except TooManyReviews:
+            return too_many_reviews()
         except ReviewFailed as err:
             log.error("metrics authorization failed", user=user.username, error=str(err))
             return web.Response(status=500, text=f"Authorization for user {user.username} failed\n")
@@ -152,8 +216,9 @@ class DelegatingAuth:
         key = hashlib.sha256(token.encode()).digest()  # never keep the tokens themselves
 
         async def review() -> UserInfo | None:
-            answer = await self._create(TOKEN_REVIEWS, {
-                "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}})
+            with self.slots.taken():
+                answer = await self._create(TOKEN_REVIEWS, {
+                    "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}})
             status = answer.get("status") or {}
             return UserInfo.from_review(status.get("user") or {}) if status.get("authenticated") else None
 
@@ -167,8 +232,9 @@ class DelegatingAuth:
                 spec["uid"] = user.uid
             if user.extra:
                 spec["extra"] = {k: list(v) for k, v in user.extra}
-            answer = await self._create(ACCESS_REVIEWS, {
-                "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec})
+            with self.slots.taken():
+                answer = await self._create(ACCESS_REVIEWS, {
+                    "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec})
             status = answer.get("status") or {}
             return bool(status.get("allowed")) and not status.get("denied"), status.get("reason") or ""
 
@@ -196,7 +262,15 @@ class DelegatingAuth:
         raise ReviewFailed(f"{path}: {last}") from last
 
     async def _post(self, path: str, body: dict) -> dict:
+        """One POST of a review to the API server: the only place that knows which client makes it."""
         return await self.rest.call("POST", path, body, timeout=self.timeout + 1.0) or {}
 
 
-__all__ = ["DelegatingAuth", "ReviewFailed", "TtlCache", "UserInfo", "bearer_token"]
+def too_many_reviews() -> web.Response:
+    """The API server's max-in-flight answer: 429, try again in a second."""
+    return web.Response(status=429, text="Too many requests, please try again later.\n",
+                        headers={"Retry-After": "1"})
+
+
+__all__ = ["DelegatingAuth", "ReviewFailed", "ReviewSlots", "TooManyReviews", "TtlCache", "UserInfo",
+           "bearer_token"]

@@ -14,11 +14,12 @@ import pytest
 import yaml
 
 from controller.jobs.schema.crd import MANIFEST_DIR
+from controller.kinds import registry
 from localcluster.validation import crd_cel
 from localcluster.validation.cel_cost import K8S_1_24, K8S_1_28, K8S_1_35, WORST
 
 FRACTION = 0.10  # of each budget: a margin of 10x for the estimator's changes between versions
-CRDS = ("genericjob.yaml", "tensorflowtrainingjob.yaml", "pytorchtrainingjob.yaml", "podgroup.yaml")
+CRDS = tuple(registry.crd_files())  # every kind's, and the PodGroup's
 
 
 @functools.cache

@@ -87,11 +87,11 @@ def test_every_rank_scaled_away_keeps_a_deleted_record_with_its_count_under_its_
 
 def test_a_template_change_is_announced_once_and_a_first_or_unreadable_record_announces_nothing():
     job = make_job(("worker", 1))
-    hashes, events = template_changes(job, {})
+    hashes, events = template_changes(GENERICJOB, job, {})
     assert events == []
-    assert template_changes(job, {"templateHashes": hashes}) == (hashes, [])
-    assert template_changes(job, {"templateHashes": "garbage"}) == (hashes, [])
-    _, [event] = template_changes(job, {"templateHashes": {"worker": "an older hash"}})
+    assert template_changes(GENERICJOB, job, {"templateHashes": hashes}) == (hashes, [])
+    assert template_changes(GENERICJOB, job, {"templateHashes": "garbage"}) == (hashes, [])
+    _, [event] = template_changes(GENERICJOB, job, {"templateHashes": {"worker": "an older hash"}})
     assert (event.type, event.reason) == ("Normal", "TemplateChanged")
     assert event.message.startswith("spec.replicaSpecs[0].template (worker) changed")
 

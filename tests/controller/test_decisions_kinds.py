@@ -39,15 +39,15 @@ def test_a_genericjob_replica_type_no_longer_in_the_spec_restarts_by_the_default
 
 
 def test_a_tensorflow_job_asks_for_its_tensorboard_only_with_a_tensorboard_spec():
-    from controller.kinds.tensorflow import tensorboard
+    from controller.jobs.training import tensorboard
 
     assert TENSORFLOW.dependents(parsed(("worker", 1))) == {}
     job = parsed(("worker", 1), tensorboardSpec={"image": "tb"})
-    assert TENSORFLOW.dependents(job) == {tensorboard.RESOURCE: tensorboard.desired(job)}
+    assert TENSORFLOW.dependents(job) == {tensorboard.RESOURCE: tensorboard.desired(job, TENSORFLOW.api)}
 
 
 def test_a_tensorflow_job_reports_its_tensorboard_only_with_a_tensorboard_spec():
-    from controller.kinds.tensorflow import tensorboard
+    from controller.jobs.training import tensorboard
 
     assert TENSORFLOW.dependent_status(parsed(("worker", 1)), {tensorboard.RESOURCE: []}, {}) == {}
     job = parsed(("worker", 1), tensorboardSpec={"image": "tb"})
@@ -101,13 +101,13 @@ def test_a_pytorch_jobs_invalid_spec_message_names_the_field():
 
 
 def test_a_pytorch_job_asks_for_and_reports_its_tensorboard_only_with_a_tensorboard_spec():
-    from controller.kinds.pytorch import tensorboard
+    from controller.jobs.training import tensorboard
     from controller.kinds.pytorch.kind import PYTORCH
 
     plain = pytorch(("worker", 1))
     assert PYTORCH.dependents(plain) == {} and PYTORCH.dependent_status(plain, {tensorboard.RESOURCE: []}, {}) == {}
     job = pytorch(("worker", 1), tensorboardSpec={"image": "tb"})
-    assert PYTORCH.dependents(job) == {tensorboard.RESOURCE: tensorboard.desired(job)}
+    assert PYTORCH.dependents(job) == {tensorboard.RESOURCE: tensorboard.desired(job, PYTORCH.api)}
     reported = PYTORCH.dependent_status(job, {tensorboard.RESOURCE: []}, {tensorboard.RESOURCE: "Create"})
     assert reported == {"tensorboard": tensorboard.status(job, [], "Create")}
 

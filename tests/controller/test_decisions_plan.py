@@ -9,7 +9,7 @@ import pytest
 from controller.jobs.children.pods import mode_annotation
 from controller.jobs.decisions import plan as engine
 from controller.jobs.decisions.slots import pick
-from controller.kinds.tensorflow import tensorboard
+from controller.jobs.training import tensorboard
 from controller.kinds.tensorflow.kind import TENSORFLOW
 
 from .plan_support import Pods, make_job, step

@@ -8,6 +8,7 @@ import time
 
 from controller.runtime.client import KubeClient
 from controller.runtime.events import MESSAGE_LIMIT, EventRecorder, truncate_utf8
+from tests.waiting import until
 
 JOB = {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "GenericJob",
        "metadata": {"name": "job", "namespace": "ns", "uid": "u1", "resourceVersion": "7"}}
@@ -123,12 +124,6 @@ class GatedClient(FakeClient):
             await super().create_event(event)
         finally:
             self.in_flight -= 1
-
-
-async def until(predicate, timeout: float = 1.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not predicate():  # noqa: ASYNC110 - yields to the senders, no event to wait on
-            await asyncio.sleep(0)
 
 
 async def test_senders_work_concurrently_and_the_backlog_is_measured():

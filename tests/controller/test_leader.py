@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry
 from controller.runtime.leader import LeaderElectionConfig, LeaderElector, micro_time
 from kubeclient.from_configuration import settings_from_configuration
 from kubeclient.rest import RestClient
+from tests.waiting import until
 
 LEASE = "genericjob-leader"
 NAMESPACE = "default"
@@ -99,13 +100,6 @@ async def candidates():
             await candidate.cancel()
     for rest in clients:
         await rest.close()
-
-
-async def wait_until(predicate, timeout: float = 5.0, interval: float = 0.01) -> None:
-    """Poll a condition on an elector's state (no event exposes it), failing after `timeout`."""
-    async with asyncio.timeout(timeout):
-        while not predicate():  # noqa: ASYNC110
-            await asyncio.sleep(interval)
 
 
 async def first_to_lead(*contenders: Candidate, timeout: float = 5.0) -> Candidate:
@@ -234,7 +228,7 @@ async def test_killed_leader_hands_over_after_the_lease_duration(api_client, sec
     await asyncio.wait_for(a.started.wait(), 5)
     acquired_by_a = (await read_lease(api_client))["spec"]["acquireTime"]
     b = candidates(second_client, "b").start()
-    await wait_until(lambda: b.leaders == ["a"])
+    await until(lambda: b.leaders == ["a"])
 
     killed = time.monotonic()
     await a.cancel()  # no release: the lease stays "a"'s until it expires in b's eyes
@@ -258,7 +252,7 @@ async def test_clean_release_hands_over_at_once(api_client, second_client, candi
     a = candidates(api_client, "a", **slow).start()
     await asyncio.wait_for(a.started.wait(), 5)
     b = candidates(second_client, "b", **slow).start()
-    await wait_until(lambda: b.leaders == ["a"])
+    await until(lambda: b.leaders == ["a"])
 
     released = time.monotonic()
     await a.cancel()
@@ -362,7 +356,7 @@ async def test_conflicting_candidates_elect_one_leader(cluster, api_client, seco
     b = candidates(second_client, "b").start()
     leader = await first_to_lead(a, b)
     standby = b if leader is a else a
-    await wait_until(lambda: standby.elector.holder == leader.identity)
+    await until(lambda: standby.elector.holder == leader.identity)
     assert cluster.faults.requests[("update", "leases", 409)] >= 1
     assert not standby.task.done() and not standby.started.is_set()  # backed off, still standing by
 
@@ -438,7 +432,7 @@ async def test_master_status_gauge(api_client, second_client, candidates):
     a.start()
     await asyncio.wait_for(a.started.wait(), 5)
     b.start()
-    await wait_until(lambda: b.leaders == ["a"])
+    await until(lambda: b.leaders == ["a"])
     assert (a.gauge(), b.gauge()) == (1.0, 0.0)
     await a.cancel()
     await asyncio.wait_for(b.started.wait(), 5)

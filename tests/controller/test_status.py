@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 
 from controller.jobs.decisions import status as st
+from controller.jobs.decisions.status import TasksStatus
 from controller.jobs.schema.api import JobPhase
 from controller.kinds.genericjob.kind import GENERICJOB
-from controller.kinds.genericjob.status import tasks
 
 from .plan_support import at, make_pod
 
@@ -97,8 +97,9 @@ def test_aggregate_counts_every_phase():
 
 def test_tasks_sum_restart_counts():
     a = [replace(st.blank_record("a0"), restart_count=2), replace(st.blank_record("a1"), restart_count=1)]
-    assert tasks([("a", a), ("b", [])]) == [{"type": "a", "restartCount": 3, "replicas": [r.to_json() for r in a]},
-                                                {"type": "b", "restartCount": 0, "replicas": []}]
+    assert TasksStatus("replicas").tasks([("a", a), ("b", [])]) == [
+        {"type": "a", "restartCount": 3, "replicas": [r.to_json() for r in a]},
+        {"type": "b", "restartCount": 0, "replicas": []}]
 
 
 @pytest.mark.parametrize(("old", "paused", "up", "expected"), [

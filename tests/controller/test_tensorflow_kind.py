@@ -128,12 +128,12 @@ HOST_NETWORK = {"template": {"spec": {"hostNetwork": True, "containers": [{"name
 
 
 def test_the_tensorboard_gets_the_documented_fields_as_given_and_nothing_else():
-    from controller.kinds.tensorflow.tensorboard import desired
+    from controller.jobs.training.tensorboard import desired
 
     job = parsed(("worker", 1), tensorboardSpec={**DOCUMENTED_BOARD, **HOST_NETWORK})
-    assert desired(job)["spec"] == DOCUMENTED_BOARD
+    assert desired(job, TENSORFLOW.api)["spec"] == DOCUMENTED_BOARD
     # A field left out stays out (no defaults added).
-    assert desired(parsed(("worker", 1), tensorboardSpec={"image": "tb"}))["spec"] == {"image": "tb"}
+    assert desired(parsed(("worker", 1), tensorboardSpec={"image": "tb"}), TENSORFLOW.api)["spec"] == {"image": "tb"}
 
 
 def test_the_crd_gives_tensorboard_spec_the_documented_fields_only():

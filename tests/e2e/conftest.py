@@ -26,6 +26,7 @@ from informers import BackoffPolicy, InformerOptions
 from localcluster import LocalCluster
 from localcluster.kubelet.runner import SCRIPT_ANNOTATION
 from tests.builders import JobBuilder
+from tests.waiting import until
 
 CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"
 FAST = InformerOptions(watch_timeout=(30.0, 60.0), watchdog_timeout=5.0, request_timeout=5.0,
@@ -160,22 +161,6 @@ def replicas(job: dict) -> dict[str, dict]:
 def task(job: dict, replica_type: str) -> dict:
     """The status task of a type; {} before the controller has written one."""
     return next((t for t in status(job).get("tasks") or () if t["type"] == replica_type), {})
-
-
-async def until(check, timeout: float = 10.0, what: str = "condition"):
-    """Poll `check()` (sync or async) until it returns something truthy; return that."""
-    last = None
-    try:
-        async with asyncio.timeout(timeout):
-            while True:
-                last = check()
-                if asyncio.iscoroutine(last):
-                    last = await last
-                if last:
-                    return last
-                await asyncio.sleep(0.02)
-    except TimeoutError:
-        pytest.fail(f"{what} not reached in {timeout}s (last: {last!r})")
 
 
 class Jobs:

@@ -164,7 +164,7 @@ async def test_debug_pause_and_resume(cluster, pj_controller, pjobs):
 async def test_the_tensorboard_is_made(cluster, rest_client, config, pjobs, tmp_path):
     import yaml
 
-    from controller.kinds.tensorflow.tensorboard import tensorboard_crd
+    from controller.jobs.training.tensorboard import tensorboard_crd
 
     (tmp_path / "tensorboard.yaml").write_text(yaml.safe_dump(tensorboard_crd()))
     cluster.apply_crds(tmp_path)

@@ -222,7 +222,7 @@ TENSORBOARD_SPEC = {"image": "tensorflow/tensorflow:2.11.0", "trainingLogFileset
 def install_tensorboard_api(cluster, tmp_path) -> None:
     import yaml
 
-    from controller.kinds.tensorflow.tensorboard import tensorboard_crd
+    from controller.jobs.training.tensorboard import tensorboard_crd
 
     (tmp_path / "tensorboard.yaml").write_text(yaml.safe_dump(tensorboard_crd()))
     assert cluster.apply_crds(tmp_path) == ["tensorboards.tensorstack.dev"]

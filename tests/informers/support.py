@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from informers import Tombstone
+from tests.waiting import until
 
 
 @dataclass
@@ -57,17 +58,6 @@ class Recorder:
     async def wait_for_names(self, kind: str, names, timeout: float = 5.0) -> None:
         wanted = set(names)
         await self.wait_for(lambda r: wanted <= set(r.names(kind)), timeout)
-
-
-async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0, what: str = "condition") -> None:
-    """Poll a condition that no handler reports (the reflector's state, the server's counters)."""
-    try:
-        async with asyncio.timeout(timeout):
-            # Counters of the server and the reflector have no event to wait on: poll them.
-            while not predicate():  # noqa: ASYNC110
-                await asyncio.sleep(0.01)
-    except TimeoutError:
-        raise AssertionError(f"timed out after {timeout} s waiting for {what}") from None
 
 
 def pod(name: str, labels: dict | None = None, namespace: str = "default", owner: dict | None = None,
@@ -120,7 +110,7 @@ async def watch_down(cluster):
     cluster.faults.configure(error_rate=1.0, verbs=["watch"])
     try:
         cluster.drop_watches()
-        await wait_until(lambda: cluster.faults.injected["500"] > failed_before, what="a failed watch")
+        await until(lambda: cluster.faults.injected["500"] > failed_before, what="a failed watch")
         yield
     finally:
         cluster.faults.clear()

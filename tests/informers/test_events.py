@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from informers import PODS, Tombstone
+from tests.waiting import until
 
-from .support import Pods, Recorder, advance_version, requests, wait_until, watch_down
+from .support import Pods, Recorder, advance_version, requests, watch_down
 
 
 @pytest.fixture
@@ -17,7 +18,7 @@ async def watched(cluster, factory):
     rec.register(informer)
     factory.start()
     await factory.wait_for_sync(timeout=5)
-    await wait_until(lambda: informer.stats.watches >= 1, what="the first watch")
+    await until(lambda: informer.stats.watches >= 1, what="the first watch")
     return informer, rec
 
 
@@ -57,7 +58,7 @@ async def test_relist_without_changes_delivers_nothing(cluster, watched):
     async with watch_down(cluster):
         advance_version(cluster)
         cluster.expire_history()  # the informer's version is now too old: 410, then a relist
-    await wait_until(lambda: informer.stats.relists == 1, what="the relist")
+    await until(lambda: informer.stats.relists == 1, what="the relist")
     # Handlers get notifications in order: once the sentinel arrives, the relist's would have too.
     pods.create("sentinel")
     await rec.wait_for_names("add", ["sentinel"])

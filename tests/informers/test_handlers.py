@@ -9,8 +9,9 @@ import pytest
 
 from informers import PODS, HandlerRegistration, InformerFactory, SyncTimeoutError
 from informers.handlers import ADD, DELETE, UPDATE
+from tests.waiting import until
 
-from .support import Pods, Recorder, wait_until
+from .support import Pods, Recorder
 
 
 class Blocked:
@@ -52,7 +53,7 @@ async def test_a_slow_handler_does_not_hold_up_the_others(cluster, factory):
     assert slow.seen == []
     assert informer.handler_backlog >= 49  # the slow handler's queue holds them; nothing else waits
     slow.release.set()
-    await wait_until(lambda: len(slow.seen) == 50, what="the slow handler to catch up")
+    await until(lambda: len(slow.seen) == 50, what="the slow handler to catch up")
     assert [name for _, name in slow.seen] == names
 
 
@@ -64,7 +65,7 @@ async def test_synced_waits_until_every_handler_has_the_first_list(cluster, fact
     slow = Blocked()
     informer.add_handler(slow.on_add)
     factory.start()
-    await wait_until(lambda: len(informer.store) == 10, what="the list in the cache")
+    await until(lambda: len(informer.store) == 10, what="the list in the cache")
     with pytest.raises(SyncTimeoutError):
         await factory.wait_for_sync(timeout=0.2)
     assert not informer.has_synced
@@ -145,10 +146,10 @@ async def test_a_handler_far_behind_gets_its_backlog_coalesced(cluster, rest_cli
         pods.delete("brief")
         pods.delete("doomed")
         # 20 label changes, and each pod deleted is first marked (MODIFIED), then removed.
-        await wait_until(lambda: (informer.stats.modified, informer.stats.deleted) == (22, 2), what="the events")
+        await until(lambda: (informer.stats.modified, informer.stats.deleted) == (22, 2), what="the events")
         gate.set()
         await slow.wait_for(lambda r: "doomed" in r.names("delete"))
-        await wait_until(lambda: registration.pending == 0, what="the backlog to drain")
+        await until(lambda: registration.pending == 0, what="the backlog to drain")
     finally:
         await factory.stop()
     assert registration.coalesced > 0
@@ -182,7 +183,7 @@ async def test_coalescing_keeps_the_net_change_per_object():
     registration.start()
     try:
         await rec.wait_for(lambda r: len(r.seen) == 5)
-        await wait_until(lambda: synced == [True], what="the synced marker")
+        await until(lambda: synced == [True], what="the synced marker")
     finally:
         await registration.stop()
     assert [(s.kind, s.name, s.obj["metadata"]["resourceVersion"]) for s in rec.seen] == [

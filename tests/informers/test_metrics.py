@@ -5,8 +5,9 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry
 
 from informers import PODS, InformerFactory
+from tests.waiting import until
 
-from .support import Pods, Recorder, wait_until, watch_down
+from .support import Pods, Recorder, watch_down
 
 
 async def test_prometheus_metrics_read_the_counters(cluster, rest_client, options):
@@ -63,7 +64,7 @@ async def test_managed_fields_are_stripped_before_caching(cluster, factory):
     factory.start()
     await factory.wait_for_sync(timeout=5)
     pods.create("b")
-    await wait_until(lambda: informer.lister.get("default/b") is not None, what="the watched pod")
+    await until(lambda: informer.lister.get("default/b") is not None, what="the watched pod")
     assert all("managedFields" in pods.api.get(pods.rt, "default", name)["metadata"] for name in ("a", "b"))
     assert len(seen) == 2 and not any("managedFields" in keys for keys in seen)
     assert not any("managedFields" in obj["metadata"] for _, obj in informer.store.items())
@@ -86,10 +87,10 @@ async def test_last_sync_age_is_absent_before_the_first_list_and_grows_while_wat
         assert 0 <= age() < 1
         async with watch_down(cluster):
             # No list, no watch answered 200, no event: the age only grows.
-            await wait_until(lambda: age() > 1.0, what="a growing age")
+            await until(lambda: age() > 1.0, what="a growing age")
             assert informer.stats.errors >= 1
         watches = informer.stats.watches
-        await wait_until(lambda: informer.stats.watches > watches, what="a watch answered again")
+        await until(lambda: informer.stats.watches > watches, what="a watch answered again")
         assert age() < 1.0
     finally:
         await factory.stop()
@@ -104,13 +105,13 @@ async def test_a_relist_loop_ages_though_every_list_succeeds(cluster, rest_clien
     factory.start()
     try:
         await factory.wait_for_sync(timeout=5)
-        await wait_until(lambda: informer.stats.bookmarks >= 1, what="a bookmark")  # a working watch
+        await until(lambda: informer.stats.bookmarks >= 1, what="a bookmark")  # a working watch
         cluster.faults.configure(error_rate=1.0, error_code=410, verbs=["watch"])
         cluster.drop_watches()
-        await wait_until(lambda: informer.stats.relists >= 3, what="a relist loop")
-        await wait_until(lambda: informer.stats.sync_age() > 1.0, what="a growing age")
+        await until(lambda: informer.stats.relists >= 3, what="a relist loop")
+        await until(lambda: informer.stats.sync_age() > 1.0, what="a growing age")
         assert informer.stats.relists >= 3
         cluster.faults.clear()
-        await wait_until(lambda: informer.stats.sync_age() < 1.0, what="a working watch again")
+        await until(lambda: informer.stats.sync_age() < 1.0, what="a working watch again")
     finally:
         await factory.stop()

@@ -9,8 +9,9 @@ import time
 import pytest
 
 from informers import PODS, InformerFactory
+from tests.waiting import until
 
-from .support import Pods, Recorder, advance_version, requests, wait_until, watch_down
+from .support import Pods, Recorder, advance_version, requests, watch_down
 
 
 async def start(factory, informer=None):
@@ -19,7 +20,7 @@ async def start(factory, informer=None):
     rec.register(informer)
     factory.start()
     await factory.wait_for_sync(timeout=5)
-    await wait_until(lambda: informer.stats.watches >= 1, what="the first watch")
+    await until(lambda: informer.stats.watches >= 1, what="the first watch")
     return informer, rec
 
 
@@ -38,7 +39,7 @@ async def test_watch_closed_by_server_timeout_is_reopened_without_a_relist(clust
     factory = InformerFactory(rest_client, options=dataclasses.replace(options, watch_timeout=(1.0, 1.5)))
     try:
         informer, rec = await start(factory)
-        await wait_until(lambda: informer.stats.watches >= 3, timeout=10, what="three watches")
+        await until(lambda: informer.stats.watches >= 3, timeout=10, what="three watches")
         Pods(cluster).create("a")
         await rec.wait_for_names("add", ["a"])
         assert requests(cluster, "list") == 1 and informer.stats.errors == 0
@@ -82,7 +83,7 @@ async def test_server_restart_relists_once_at_the_current_state(cluster, factory
     informer, rec = await start(factory)
     last_seen = informer.resource_version
     restart = asyncio.create_task(cluster.restart(downtime=1.0))
-    await wait_until(lambda: not cluster.serving, what="the server to stop")
+    await until(lambda: not cluster.serving, what="the server to stop")
     # Changed during the outage (through etcd, as another apiserver or the kubelet's would be).
     pods.label("a", {"changed": "during-outage"})
     pods.delete("b")
@@ -113,7 +114,7 @@ async def test_a_version_the_server_never_reached_relists_the_latest_state(clust
     ahead = str(cluster.store.rv + 1000)
     informer._reflector.resource_version = ahead
     cluster.drop_watches()
-    await wait_until(lambda: informer.stats.relists == 1, what="the relist")
+    await until(lambda: informer.stats.relists == 1, what="the relist")
     queries = relist_queries(cluster)
     assert queries == [{"resourceVersion": ahead}, {"limit": str(factory.options.page_size)}]
     assert requests(cluster, "list", code=504) == 1
@@ -132,14 +133,14 @@ async def test_500s_on_list_and_watch(cluster, factory):
     rec.register(informer)
     factory.start()
     try:
-        await wait_until(lambda: cluster.faults.injected["500"] >= 3, what="failed lists")
+        await until(lambda: cluster.faults.injected["500"] >= 3, what="failed lists")
     finally:
         cluster.faults.clear()
     await factory.wait_for_sync(timeout=10)
     assert len(informer.store) == 20 and informer.stats.errors >= 3 and informer.stats.lists == 1
 
     async with watch_down(cluster):
-        await wait_until(lambda: cluster.faults.injected["500"] >= 4, what="failing watches")
+        await until(lambda: cluster.faults.injected["500"] >= 4, what="failing watches")
         pods.create("later")
     await rec.wait_for_names("add", ["later"])
     assert informer.stats.relists == 0
@@ -151,12 +152,12 @@ async def test_429_waits_for_retry_after(cluster, factory):
     cluster.faults.configure(error_rate=1.0, error_code=429, retry_after=1, verbs=["watch"])
     cluster.drop_watches()
     try:
-        await wait_until(lambda: requests(cluster, "watch", code=429) == 1, what="a 429")
+        await until(lambda: requests(cluster, "watch", code=429) == 1, what="a 429")
         refused_at = time.monotonic()
     finally:
         cluster.faults.clear()
     watches = informer.stats.watches
-    await wait_until(lambda: informer.stats.watches > watches, what="the next watch")
+    await until(lambda: informer.stats.watches > watches, what="the next watch")
     # The backoff alone would retry within 0.2 s; Retry-After asked for a second.
     assert time.monotonic() - refused_at >= 0.8
     assert requests(cluster, "watch", code=429) == 1
@@ -172,7 +173,7 @@ async def test_hung_watch_is_replaced_by_the_watchdog(cluster, rest_client, opti
         cluster.faults.configure(hang_watches=True)
         cluster.drop_watches()
         Pods(cluster).create("a")  # the hung watch never sends this
-        await wait_until(lambda: informer.stats.watchdog_timeouts >= 1, timeout=5, what="the watchdog")
+        await until(lambda: informer.stats.watchdog_timeouts >= 1, timeout=5, what="the watchdog")
         cluster.faults.clear()
         await rec.wait_for_names("add", ["a"], timeout=5)
         assert informer.stats.relists == 0
@@ -214,7 +215,7 @@ async def test_an_informer_that_keeps_crashing_is_not_healthy(cluster, factory):
     pods.create("a")
     informer, rec = await start(factory, factory.informer(PODS, transform=transform))
     pods.create("poison")  # every relist meets it again
-    await wait_until(lambda: informer.stats.restarts >= 3, what="repeated crashes")
+    await until(lambda: informer.stats.restarts >= 3, what="repeated crashes")
     assert not informer.healthy() and not factory.healthy()
     assert informer.status().last_error == "ValueError: cannot digest this one"
     pods.delete("poison")

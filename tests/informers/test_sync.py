@@ -7,8 +7,9 @@ import dataclasses
 import pytest
 
 from informers import PODS, SERVICES, InformerFactory, Resource, SyncTimeoutError
+from tests.waiting import until
 
-from .support import Pods, Recorder, requests, wait_until
+from .support import Pods, Recorder, requests
 
 
 async def test_initial_sync_lists_in_pages_and_delivers_everything(cluster, factory):
@@ -110,7 +111,7 @@ async def test_expired_continue_token_falls_back_to_one_full_list(cluster, rest_
     factory.start()
     try:
         # The first page is served; the token expires while the second request is on its way.
-        await wait_until(lambda: requests(cluster, "list", code=200) == 1, what="the first page")
+        await until(lambda: requests(cluster, "list", code=200) == 1, what="the first page")
         cluster.expire_history()
         await factory.wait_for_sync(timeout=10)
     finally:

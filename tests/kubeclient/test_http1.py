@@ -1,7 +1,7 @@
 """The write client's keep-alive HTTP/1.1 connections (kubeclient/http1.py), over real sockets: against
 localcluster (TLS, the API server's answers), and against scripted servers for what a real server or network does
-now and then (closes an idle connection, closes one as a request goes out, answers chunked, says Connection:
-close, never answers, answers garbage)."""
+now and then (answers chunked, says Connection: close, never answers, answers garbage). What a server must not be
+trusted with (answers nobody asked for, interim answers, endless headers, lost requests): test_http1_untrusted.py."""
 
 from __future__ import annotations
 
@@ -17,73 +17,8 @@ from kubeclient import http1
 from kubeclient.from_configuration import settings_from_configuration
 from kubeclient.http1 import Http1Pool
 from kubeclient.rest import RestClient
-
-OK = b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"made\":1}\n"
-
-
-class Scripted:
-    """A TCP server whose n-th connection is served by scripts[n](reader, writer); counts connections."""
-
-    def __init__(self, *scripts) -> None:
-        self.scripts = list(scripts)
-        self.connections = 0
-        self.requests: list[bytes] = []
-        self.server: asyncio.Server | None = None
-
-    async def __aenter__(self) -> str:
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
-
-    async def __aexit__(self, *exc) -> None:
-        self.server.close()
-        await self.server.wait_closed()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        script = self.scripts[min(self.connections, len(self.scripts) - 1)]
-        self.connections += 1
-        try:
-            await script(self, reader, writer)
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            writer.close()
-
-    async def read_request(self, reader: asyncio.StreamReader) -> bytes:
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                       if line.lower().startswith(b"content-length:")), 0)
-        request = head + await reader.readexactly(length)
-        self.requests.append(request)
-        return request
-
-
-async def answer_forever(server: Scripted, reader, writer) -> None:
-    while True:
-        await server.read_request(reader)
-        writer.write(OK)
-        await writer.drain()
-
-
-async def answer_once_then_drop_the_next(server: Scripted, reader, writer) -> None:
-    await server.read_request(reader)
-    writer.write(OK)
-    await writer.drain()
-    await server.read_request(reader)  # the next request arrives, and the connection closes unanswered
-
-
-async def drop_unanswered(server: Scripted, reader, writer) -> None:
-    await server.read_request(reader)
-
-
-async def never_answer(server: Scripted, reader, writer) -> None:
-    await server.read_request(reader)
-    await reader.read()  # until the client gives up and closes
-
-
-async def until(condition, timeout: float = 5.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():  # noqa: ASYNC110 - the state is the pool's, with no event to wait on
-            await asyncio.sleep(0.005)
+from tests.kubeclient.scripted import OK, Scripted, answer_forever, answer_with, never_answer
+from tests.waiting import until
 
 
 async def test_requests_reuse_one_connection_and_send_exact_bytes():
@@ -98,43 +33,6 @@ async def test_requests_reuse_one_connection_and_send_exact_bytes():
     assert server.connections == 1 and pool.open_connections == 0
     assert server.requests[0] == (b"POST /api/v1/namespaces/ns/pods?n=0 HTTP/1.1\r\nHost: " + url[7:].encode()
                                   + b"\r\nAccept: application/json\r\nContent-Length: 7\r\n\r\n{\"a\":1}")
-
-
-async def test_an_idle_connection_the_server_closed_is_not_reused():
-    async def answer_once_and_close(server, reader, writer):
-        await server.read_request(reader)
-        writer.write(OK)
-        await writer.drain()  # then closed, as a server's keep-alive timeout closes an idle connection
-
-    server = Scripted(answer_once_and_close)
-    async with server as url:
-        pool = Http1Pool(url)
-        await pool.request("GET", "/a", {}, None, timeout=5)
-        await until(lambda: pool.open_connections == 0 or all(c.closed for c in pool._idle))
-        assert (await pool.request("GET", "/b", {}, None, timeout=5)).status == 201
-        await pool.close()
-    assert server.connections == 2
-
-
-async def test_a_reused_connection_closed_as_the_request_went_out_is_retried_once_on_a_new_one():
-    server = Scripted(answer_once_then_drop_the_next, answer_forever)
-    async with server as url:
-        pool = Http1Pool(url)
-        await pool.request("POST", "/a", {}, b"1", timeout=5)
-        assert (await pool.request("POST", "/b", {}, b"2", timeout=5)).status == 201
-        await pool.close()
-    assert server.connections == 2
-    assert [r.split(b" ")[1] for r in server.requests] == [b"/a", b"/b", b"/b"]
-
-
-async def test_a_new_connection_closed_unanswered_is_an_error_not_a_retry():
-    server = Scripted(drop_unanswered)
-    async with server as url:
-        pool = Http1Pool(url)
-        with pytest.raises(ConnectionError):
-            await pool.request("POST", "/a", {}, b"1", timeout=5)
-        await pool.close()
-    assert server.connections == 1 and pool.open_connections == 0
 
 
 async def test_connection_close_and_chunked_answers():
@@ -216,10 +114,10 @@ async def test_malformed_and_oversized_answers_are_errors(monkeypatch):
         with pytest.raises(ConnectionError, match="malformed HTTP answer"):
             await pool.request("GET", "/", {}, None, timeout=5)
         await pool.close()
-    monkeypatch.setattr(http1, "MAX_ANSWER", 5)
-    async with Scripted(answer_forever) as url:
+    monkeypatch.setattr(http1, "MAX_ANSWER", 10_000)
+    async with Scripted(answer_with(b"HTTP/1.1 200 OK\r\nContent-Length: 20000\r\n\r\n" + b"x" * 20_000)) as url:
         pool = Http1Pool(url)
-        with pytest.raises(ConnectionError, match="malformed HTTP answer"):
+        with pytest.raises(ConnectionError, match="an answer over 10000 bytes"):
             await pool.request("GET", "/", {}, None, timeout=5)
         assert pool.open_connections == 0
         await pool.close()

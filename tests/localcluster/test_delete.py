@@ -8,17 +8,9 @@ import json
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from tests.waiting import until
+
 from .test_crud import pod
-
-
-async def eventually(check, timeout: float = 5.0, interval: float = 0.01):
-    """Poll an async predicate until it holds: waiting on the server's asynchronous GC."""
-    async with asyncio.timeout(timeout):
-        while True:
-            result = await check()
-            if result:
-                return result
-            await asyncio.sleep(interval)
 
 
 async def gone(core, name: str, namespace: str = "default") -> bool:
@@ -78,19 +70,19 @@ async def test_finalizers_hold_deletion_until_removed(core):
 async def test_graceful_deletion_waits_for_the_kubelet(cluster, core):
     cluster.runner.set_script("default/slow", {"terminate_after": 0.3})
     await core.create_namespaced_pod("default", pod("slow"))
-    await eventually(lambda: _phase_is(core, "slow", "Running"))
+    await until(lambda: _phase_is(core, "slow", "Running"))
     pending = await core.delete_namespaced_pod("slow", "default")
     assert pending.metadata.deletion_timestamp is not None
     assert pending.metadata.deletion_grace_period_seconds == 30
     assert not await gone(core, "slow")  # still terminating
-    await eventually(lambda: gone(core, "slow"))
+    await until(lambda: gone(core, "slow"))
 
 
 @pytest.mark.runner("scripted")
 async def test_force_delete_skips_grace(cluster, core):
     cluster.runner.set_script("default/stuck", {"stuck_terminating": True})
     await core.create_namespaced_pod("default", pod("stuck"))
-    await eventually(lambda: _phase_is(core, "stuck", "Running"))
+    await until(lambda: _phase_is(core, "stuck", "Running"))
     await core.delete_namespaced_pod("stuck", "default")
     await asyncio.sleep(0.1)
     assert not await gone(core, "stuck")  # the lost node never confirms
@@ -110,7 +102,7 @@ async def test_background_propagation_collects_dependents(core):
     await core.create_namespaced_pod("default", owned_pod("child-2", owner))
     await core.create_namespaced_pod("default", pod("unrelated"))
     await core.delete_namespaced_config_map("owner", "default", propagation_policy="Background")
-    await eventually(lambda: _all_gone(core, "child-1", "child-2"))
+    await until(lambda: _all_gone(core, "child-1", "child-2"))
     assert not await gone(core, "unrelated")
 
 
@@ -124,7 +116,7 @@ async def test_foreground_propagation_deletes_dependents_first(core):
     async def child_deleting():
         return (await core.read_namespaced_pod("child", "default")).metadata.deletion_timestamp
 
-    await eventually(child_deleting)
+    await until(child_deleting)
     waiting = await core.read_namespaced_config_map("owner", "default")
     assert waiting.metadata.deletion_timestamp and "foregroundDeletion" in waiting.metadata.finalizers
     await core.patch_namespaced_pod("child", "default", {"metadata": {"finalizers": None}})
@@ -136,7 +128,7 @@ async def test_foreground_propagation_deletes_dependents_first(core):
             return exc.status == 404
         return False
 
-    await eventually(owner_gone)
+    await until(owner_gone)
     assert await gone(core, "child")
 
 
@@ -149,7 +141,7 @@ async def test_orphan_propagation_keeps_dependents(core):
         child = await core.read_namespaced_pod("child", "default")
         return not child.metadata.owner_references
 
-    await eventually(orphaned)
+    await until(orphaned)
     with pytest.raises(ApiException):
         await core.read_namespaced_config_map("owner", "default")
 
@@ -161,7 +153,7 @@ async def test_dependent_of_missing_owner_is_collected(core):
             uid = "00000000-0000-0000-0000-000000000000"
 
     await core.create_namespaced_pod("default", owned_pod("child", Ghost))
-    await eventually(lambda: gone(core, "child"))
+    await until(lambda: gone(core, "child"))
 
 
 async def test_dependent_with_a_surviving_owner_stays(core):
@@ -177,7 +169,7 @@ async def test_dependent_with_a_surviving_owner_stays(core):
         child = await core.read_namespaced_pod("child", "default")
         return [r.name for r in child.metadata.owner_references or []] == ["second"]
 
-    await eventually(one_owner_left)
+    await until(one_owner_left)
 
 
 async def test_delete_collection(core):
@@ -203,7 +195,7 @@ async def test_namespace_deletion_removes_contents(core):
             return err.status == 404
         return False
 
-    await eventually(ns_gone)
+    await until(ns_gone)
     assert await gone(core, "a", "doomed")
 
 
@@ -284,11 +276,11 @@ async def test_an_object_gone_at_once_answers_a_status_unless_its_registry_retur
 async def test_a_pod_given_a_grace_period_answers_200_with_it_marked(cluster, core):
     cluster.runner.set_script("default/slow", {"terminate_after": 0.3})
     created = await core.create_namespaced_pod("default", pod("slow"))
-    await eventually(lambda: _phase_is(core, "slow", "Running"))
+    await until(lambda: _phase_is(core, "slow", "Running"))
     code, body = await call(cluster, "DELETE", "/api/v1/namespaces/default/pods/slow")
     assert code == 200 and body["metadata"]["deletionGracePeriodSeconds"] == 30
     assert body["metadata"]["generation"] == created.metadata.generation + 1
-    await eventually(lambda: gone(core, "slow"))
+    await until(lambda: gone(core, "slow"))
 
 
 async def test_delete_collection_answers_the_list_as_it_was(cluster, core):
@@ -341,7 +333,7 @@ async def test_a_force_deleted_pod_and_a_graceful_one_end_marked_then_deleted(cl
     cluster.runner.set_script("default/slow", {"terminate_after": 0.1})
     for name in ("stuck", "slow"):
         await core.create_namespaced_pod("default", pod(name))
-        await eventually(lambda name=name: _phase_is(core, name, "Running"))
+        await until(lambda name=name: _phase_is(core, name, "Running"))
     since = (await core.list_namespaced_pod("default")).metadata.resource_version
     await core.delete_namespaced_pod("stuck", "default")
     await core.delete_namespaced_pod("stuck", "default", grace_period_seconds=0)  # the user forces it

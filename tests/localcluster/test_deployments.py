@@ -11,9 +11,9 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from localcluster.api import now_rfc3339
+from tests.waiting import until
 
 from .test_crud import status_of
-from .test_delete import eventually
 from .test_scale import deployment
 
 MERGE = "application/merge-patch+json"
@@ -39,7 +39,7 @@ async def status_when(apps, check, name: str = "web"):
     async def current():
         status = (await apps.read_namespaced_deployment_status(name, "default")).status
         return status if check(status) else None
-    return await eventually(current)
+    return await until(current)
 
 
 def conditions(status) -> dict[str, tuple[str, str]]:
@@ -118,10 +118,10 @@ async def test_status_follows_the_pods(apps, core):
 
     # Scaling down removes the least advanced pods first; a new one is never ready, so it goes.
     await apps.patch_namespaced_deployment_scale("web", "default", {"spec": {"replicas": 4}}, _content_type=MERGE)
-    await eventually(lambda: _count(core, 4))
+    await until(lambda: _count(core, 4))
     [fresh] = [p for p in await pods(core) if p.status.phase == "Pending"]
     await apps.patch_namespaced_deployment_scale("web", "default", {"spec": {"replicas": 3}}, _content_type=MERGE)
-    await eventually(lambda: _count(core, 3))
+    await until(lambda: _count(core, 3))
     assert fresh.metadata.name not in {p.metadata.name for p in await pods(core)}
 
 
@@ -133,7 +133,7 @@ async def test_min_ready_seconds_delays_availability(apps, core):
     slow = deployment(replicas=1)
     slow["spec"]["minReadySeconds"] = 1
     await apps.create_namespaced_deployment("default", slow)
-    [pod] = await eventually(lambda: pods(core))
+    [pod] = await until(lambda: pods(core))
     await make_ready(core, pod)
     status = await status_when(apps, lambda s: s.ready_replicas == 1)
     assert status.available_replicas is None
@@ -143,7 +143,7 @@ async def test_min_ready_seconds_delays_availability(apps, core):
 
 async def test_a_new_template_replaces_the_pods_unless_paused(apps, core):
     await apps.create_namespaced_deployment("default", deployment(replicas=2))
-    first = {p.metadata.name for p in await eventually(lambda: _pods_if(core, 2))}
+    first = {p.metadata.name for p in await until(lambda: _pods_if(core, 2))}
     await apps.patch_namespaced_deployment("web", "default", {"spec": {"paused": True}}, _content_type=MERGE)
     image = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox:1.37"}]}}}}
     await apps.patch_namespaced_deployment("web", "default", image)
@@ -168,7 +168,7 @@ async def test_a_new_template_replaces_the_pods_unless_paused(apps, core):
         return (status.observed_generation, status.updated_replicas, status.replicas,
                 status.available_replicas) == (4, 2, 2, 2)
 
-    await eventually(rolled_out)
+    await until(rolled_out)
     assert most <= 3
     now = await pods(core)
     assert not {p.metadata.name for p in now} & first
@@ -222,7 +222,7 @@ async def test_recreate_removes_the_old_pods_before_making_new_ones(apps, core):
     recreate = deployment(replicas=2)
     recreate["spec"]["strategy"] = {"type": "Recreate"}
     await apps.create_namespaced_deployment("default", recreate)
-    await eventually(lambda: _pods_if(core, 2))
+    await until(lambda: _pods_if(core, 2))
     [first] = await replica_sets(apps)
     await apps.patch_namespaced_deployment("web", "default", IMAGE_137)
     mixed = False
@@ -233,10 +233,10 @@ async def test_recreate_removes_the_old_pods_before_making_new_ones(apps, core):
         mixed = mixed or len(set(images)) > 1
         return images == ["busybox:1.37"] * 2
 
-    await eventually(replaced)
+    await until(replaced)
     assert not mixed  # never old and new pods at once, though none ever got ready
     [second] = set(await replica_sets(apps)) - {first}
-    await eventually(lambda: _messages_are(core, [
+    await until(lambda: _messages_are(core, [
         f"Scaled up replica set {first} from 0 to 2", f"Scaled down replica set {first} from 2 to 0",
         f"Scaled up replica set {second} from 0 to 2"]))
 
@@ -268,7 +268,7 @@ async def test_old_replicasets_beyond_the_revision_history_limit_are_deleted(app
         found = await replica_sets(apps)
         return sorted(rs.metadata.annotations["deployment.kubernetes.io/revision"] for rs in found.values())
 
-    await eventually(lambda: _equal(revisions(), ["2", "3"]))
+    await until(lambda: _equal(revisions(), ["2", "3"]))
     status = await status_when(apps, lambda s: s.observed_generation == 3)
     assert conditions(status)["Progressing"] == ("True", "NewReplicaSetAvailable")
     stored = await apps.read_namespaced_deployment("web", "default")
@@ -283,19 +283,19 @@ async def test_scaling_during_a_rollout_is_proportional(apps, core):
     # 4 replicas, maxSurge 1 and maxUnavailable 1 (25%): the rollout of a new image, with pods that never get
     # ready, stops at 3 old + 2 new (5 = 4 + maxSurge; no old pod may go while 3 must be available).
     await apps.create_namespaced_deployment("default", deployment(replicas=4))
-    await eventually(lambda: _pods_if(core, 4))
+    await until(lambda: _pods_if(core, 4))
     [old] = await replica_sets(apps)
     await apps.patch_namespaced_deployment("web", "default", IMAGE_137)
-    [new] = set(await eventually(lambda: _two(apps))) - {old}
-    await eventually(lambda: _sizes(apps, {old: 3, new: 2}))
+    [new] = set(await until(lambda: _two(apps))) - {old}
+    await until(lambda: _sizes(apps, {old: 3, new: 2}))
     # Scaled to 8 mid-rollout: the 5 more (8 + 2 surge - 5) go to each ReplicaSet by its share (6 and 4), as
     # the real controller's proportional scaling.
     await apps.patch_namespaced_deployment_scale("web", "default", {"spec": {"replicas": 8}}, _content_type=MERGE)
-    await eventually(lambda: _sizes(apps, {old: 6, new: 4}))
+    await until(lambda: _sizes(apps, {old: 6, new: 4}))
     for rs in (await replica_sets(apps)).values():
         assert (rs.metadata.annotations["deployment.kubernetes.io/desired-replicas"],
                 rs.metadata.annotations["deployment.kubernetes.io/max-replicas"]) == ("8", "10")
-    await eventually(lambda: _pods_if(core, 10))
+    await until(lambda: _pods_if(core, 10))
     messages = await scaling_messages(core)
     assert f"Scaled up replica set {old} from 3 to 6" in messages
     assert f"Scaled up replica set {new} from 2 to 4" in messages

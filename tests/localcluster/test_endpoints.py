@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from localcluster import LocalCluster
+from tests.waiting import until
 
 from .rest import MERGE, Rest
-from .test_kubectl import wait_until
 
 pytestmark = pytest.mark.asyncio
 SLICE_MANAGER = {"kubernetes.io/service-name", "endpointslice.kubernetes.io/managed-by"}
@@ -78,7 +78,7 @@ class Objects:
         async def holds() -> bool:
             found["ep"] = await self.endpoints(name)
             return found["ep"] is not None and predicate(found["ep"])
-        await wait_until(holds, what)
+        await until(holds, what=what)
         return found["ep"]
 
     async def wait_slice(self, name: str, predicate, what: str) -> dict:
@@ -87,7 +87,7 @@ class Objects:
         async def holds() -> bool:
             found["slices"] = await self.slices_of(name)
             return len(found["slices"]) == 1 and predicate(found["slices"][0])
-        await wait_until(holds, what)
+        await until(holds, what=what)
         return found["slices"][0]
 
 
@@ -218,7 +218,7 @@ async def test_a_deleted_service_takes_its_endpoints_and_slices_along(objects, r
 
     async def both_gone() -> bool:
         return await objects.endpoints("gone") is None and not await objects.slices_of("gone")
-    await wait_until(both_gone, "the Endpoints and the slice deleted")
+    await until(both_gone, what="the Endpoints and the slice deleted")
 
 
 async def test_a_service_without_selector_gets_no_endpoints(objects, rest, cluster, namespace):
@@ -285,7 +285,7 @@ async def test_kubectl_get_and_describe_show_them(objects, kubectl, namespace):
 
     async def listed_none() -> bool:
         return (await kubectl.ok("get", "endpoints,endpointslices", "-o", "name")).out.strip() == ""
-    await wait_until(listed_none, "kubectl listing neither after the Service's deletion")
+    await until(listed_none, what="kubectl listing neither after the Service's deletion")
 
 
 async def test_relabelled_pods_and_reselecting_services_move_between_endpoints(objects):

@@ -33,8 +33,7 @@ from localcluster import LocalCluster
 from localcluster.endpoints import protobuf
 from localcluster.endpoints.k8s_protobuf import KINDS
 from localcluster.kubelet import spdy
-
-from .test_kubectl import wait_until
+from tests.waiting import until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -291,8 +290,8 @@ async def pod(cluster, http):
                                      "ports": [{"containerPort": 9}]}]}}
     async with http.post(f"{cluster.url}/api/v1/namespaces/{NS}/pods", json=body) as r:
         assert r.status == 201, await r.text()
-    await wait_until(lambda: (cluster.store.get(("", "pods"), (NS, "target")) or {}).get("status", {}).get("phase")
-                     == "Running", "the pod running")
+    await until(lambda: (cluster.store.get(("", "pods"), (NS, "target")) or {}).get("status", {}).get("phase")
+                     == "Running", what="the pod running")
     return "target"
 
 

@@ -6,7 +6,6 @@ server-side printing (meta.k8s.io Tables) and PartialObjectMetadata views.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 from pathlib import Path
@@ -18,6 +17,7 @@ from google.protobuf.unknown_fields import UnknownFieldSet
 
 from localcluster.endpoints.table import go_string, human_duration, jsonpath
 from tests.builders import JobBuilder
+from tests.waiting import until
 
 from .kubectl import Kubectl
 
@@ -91,19 +91,6 @@ def patch_types(cluster, monkeypatch) -> list[str]:
 
     monkeypatch.setattr(cluster.api, "patch_steps", spy)
     return seen
-
-
-async def wait_until(predicate, what: str, timeout: float = 5.0) -> None:
-    """Poll `predicate` (sync or async) until it holds."""
-    try:
-        async with asyncio.timeout(timeout):
-            while True:
-                held = predicate()
-                if held if not asyncio.iscoroutine(held) else await held:
-                    return
-                await asyncio.sleep(0.02)
-    except TimeoutError:
-        raise AssertionError(f"timed out after {timeout}s waiting for {what}") from None
 
 
 # --- apply ------------------------------------------------------------------------------------
@@ -242,7 +229,7 @@ async def test_get_pods_shows_what_the_kubelet_reports(kubectl):
     async def settled() -> bool:
         return [row[:4] for row in (await kubectl.ok("get", "pods")).rows()[1:]] == expected
 
-    await wait_until(settled, "the pods to reach their scripted states")
+    await until(settled, what="the pods to reach their scripted states")
     deleted = await kubectl.ok("delete", "pod", "run")  # graceful: kubectl waits for the kubelet
     assert deleted.out.startswith('pod "run" deleted')
     assert [row[0] for row in (await kubectl.ok("get", "pods")).rows()] == ["NAME", "done", "fail", "pull"]
@@ -278,7 +265,7 @@ async def test_get_watch_sees_a_change(kubectl, crd, custom):
 async def test_get_watch_output_events(kubectl, core, cluster):
     async with kubectl.stream("get", "configmaps", "--watch-only", "--output-watch-events") as lines:
         # --watch-only prints nothing of the initial list: create only once kubectl watches.
-        await wait_until(lambda: cluster.hub.count() > 0, "kubectl to start watching")
+        await until(lambda: cluster.hub.count() > 0, what="kubectl to start watching")
         await core.create_namespaced_config_map("default", {"metadata": {"name": "cm"}, "data": {"a": "1"}})
         await lines.until(r"^ADDED\s+cm\s+1\s+\S+$")
         await core.delete_namespaced_config_map("cm", "default")
@@ -311,7 +298,7 @@ async def test_delete_cascades_to_owned_objects(kubectl, crd, core, custom):
 
     deleted = await kubectl.ok("delete", "gj", "train")
     assert deleted.out.strip().startswith(f'genericjob.{GROUP} "train" deleted')
-    await wait_until(lambda: _gone("train-worker-0", core), "the GenericJob's pod to be collected")
+    await until(lambda: _gone("train-worker-0", core), what="the GenericJob's pod to be collected")
 
     await kubectl.ok("delete", "configmap", "cfg", "--cascade=foreground")
     assert await _pod_names(core) == {"bystander"}  # foreground: kubectl waited until the dependents went

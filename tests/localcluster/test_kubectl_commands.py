@@ -21,8 +21,9 @@ import yaml
 
 from localcluster import LocalCluster
 from tests.builders import JobBuilder
+from tests.waiting import until
 
-from .test_kubectl import manifest, wait_until
+from .test_kubectl import manifest
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -234,7 +235,7 @@ def fast_pods(cluster):
 async def test_get_watch_follows_a_pod_through_its_life(kubectl, cluster, namespace, fast_pods):
     started = new_watch(cluster, PODS, namespace)
     async with kubectl.stream("get", "pods", "-w", "--output-watch-events") as lines:
-        await wait_until(started, "kubectl to start watching")
+        await until(started, what="kubectl to start watching")
         await kubectl.ok("apply", "-f", "-", stdin=manifest(pod("w1")))
         await lines.until(r"^EVENT\s+NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE$")
         await lines.until(r"^ADDED\s+w1\s+0/1\s+Pending\s+0\s+\S+$")
@@ -254,7 +255,7 @@ async def test_wait_for_a_condition_set_through_status(kubectl, cluster, namespa
     await kubectl.ok("apply", "-f", "-", stdin=manifest(job("train")))
     started = new_watch(cluster, JOBS, namespace)
     waiting = asyncio.create_task(kubectl.run("wait", "--for=condition=Completed", "gj/train", "--timeout=15s"))
-    await wait_until(started, "kubectl wait to watch")
+    await until(started, what="kubectl wait to watch")
     await set_job_status(cluster, namespace, "train", {"conditions": [
         {"type": "Completed", "status": "False", "lastTransitionTime": "2026-01-01T00:00:00Z"}]})
     await set_job_status(cluster, namespace, "train", {"conditions": [
@@ -286,7 +287,7 @@ async def test_delete_waits_for_a_finalizer_then_wait_for_delete(kubectl, cluste
 
     started = new_watch(cluster, PODS, namespace)
     waiting = asyncio.create_task(kubectl.run("wait", "--for=delete", "pod/held", "--timeout=15s"))
-    await wait_until(started, "kubectl wait to watch")
+    await until(started, what="kubectl wait to watch")
     await kubectl.ok("patch", "pod", "held", "--type", "json", "-p", '[{"op":"remove","path":"/metadata/finalizers"}]')
     assert (await waiting).check().out == "pod/held condition met\n"
     assert stored(cluster, namespace, PODS, "held") is None
@@ -313,8 +314,8 @@ async def test_delete_of_a_job_and_its_collected_pods(kubectl, cluster, namespac
 
     # Foreground: the job stays (deletionTimestamp, foregroundDeletion) until its pod is gone.
     foreground = asyncio.create_task(kubectl.run("delete", "gj", "fg", "--cascade=foreground", "--timeout=15s"))
-    await wait_until(lambda: (stored(cluster, namespace, PODS, "fg-worker-0") or {}).get("metadata", {}).get(
-        "deletionTimestamp"), "the collector to delete the job's pod")
+    await until(lambda: (stored(cluster, namespace, PODS, "fg-worker-0") or {}).get("metadata", {}).get(
+        "deletionTimestamp"), what="the collector to delete the job's pod")
     assert stored(cluster, namespace, JOBS, "fg")["metadata"]["finalizers"] == ["foregroundDeletion"]
     await kubectl.ok("patch", "pod", "fg-worker-0", "--type", "json",
                      "-p", '[{"op":"remove","path":"/metadata/finalizers"}]')
@@ -324,8 +325,8 @@ async def test_delete_of_a_job_and_its_collected_pods(kubectl, cluster, namespac
     # Background: the job goes at once, its pod is collected afterwards.
     await kubectl.ok("delete", "gj", "bg")
     assert stored(cluster, namespace, JOBS, "bg") is None
-    await wait_until(lambda: (stored(cluster, namespace, PODS, "bg-worker-0") or {}).get("metadata", {}).get(
-        "deletionTimestamp"), "the collector to delete the orphan")
+    await until(lambda: (stored(cluster, namespace, PODS, "bg-worker-0") or {}).get("metadata", {}).get(
+        "deletionTimestamp"), what="the collector to delete the orphan")
     await kubectl.ok("patch", "pod", "bg-worker-0", "--type", "json",
                      "-p", '[{"op":"remove","path":"/metadata/finalizers"}]')
     await kubectl.ok("wait", "--for=delete", "pod/bg-worker-0", "--timeout=15s")

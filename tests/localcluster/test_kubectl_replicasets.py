@@ -18,8 +18,9 @@ import pytest_asyncio
 import yaml
 
 from localcluster import LocalCluster
+from tests.waiting import until
 
-from .test_kubectl import manifest, wait_until
+from .test_kubectl import manifest
 from .test_kubectl_workloads import deployment, pods_of
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -109,14 +110,14 @@ async def test_a_replicaset_of_its_own_scales_and_takes_its_pods_along(kubectl, 
     # adopted again, and one of the four goes.
     stray = pods[0]["metadata"]["name"]
     await kubectl.ok("label", "pod", stray, "app=debug", "--overwrite")
-    await wait_until(lambda: not _pod(cluster, namespace, stray)["metadata"].get("ownerReferences")
-                     and len(pods_of(cluster, namespace, "solo")) == 3, "the pod released and replaced")
+    await until(lambda: not _pod(cluster, namespace, stray)["metadata"].get("ownerReferences")
+                     and len(pods_of(cluster, namespace, "solo")) == 3, what="the pod released and replaced")
     await kubectl.ok("wait", "--for=jsonpath={.status.readyReplicas}=3", "rs/solo", "--timeout=20s")
     await kubectl.ok("label", "pod", stray, "app=solo", "--overwrite")
     uid = replica_sets(cluster, namespace)["solo"]["metadata"]["uid"]
-    await wait_until(lambda: _deleted_pods(cluster, namespace) == 1, "one pod deleted after the adoption")
-    await wait_until(lambda: len(owned := pods_of(cluster, namespace, "solo")) == 3 and all(
-        p["metadata"]["ownerReferences"][0]["uid"] == uid for p in owned), "three pods, all the ReplicaSet's")
+    await until(lambda: _deleted_pods(cluster, namespace) == 1, what="one pod deleted after the adoption")
+    await until(lambda: len(owned := pods_of(cluster, namespace, "solo")) == 3 and all(
+        p["metadata"]["ownerReferences"][0]["uid"] == uid for p in owned), what="three pods, all the ReplicaSet's")
     await kubectl.ok("delete", "rs", "solo")
     await kubectl.ok("wait", "--for=delete", "pod", "-l", "app=solo", "--timeout=20s")
 
@@ -160,8 +161,8 @@ async def test_rollout_history_and_undo(kubectl, cluster, namespace):
     assert undone.out == "deployment.apps/web rolled back\n"
     await rolled_out(kubectl)
     # Revision 1's ReplicaSet is the new one again, as revision 3, and remembers it was 1.
-    await wait_until(lambda: {p["spec"]["containers"][0]["image"] for p in pods_of(cluster, namespace, "web")}
-                     == {"busybox:1.36"}, "the pods of revision 1's template alone")
+    await until(lambda: {p["spec"]["containers"][0]["image"] for p in pods_of(cluster, namespace, "web")}
+                     == {"busybox:1.36"}, what="the pods of revision 1's template alone")
     rss = replica_sets(cluster, namespace)
     assert set(rss) == {first, second}
     annotations = rss[first]["metadata"]["annotations"]
@@ -188,7 +189,7 @@ async def test_events_after_creating_and_scaling_a_deployment(kubectl, cluster, 
         return [e for e in listed if e["source"].get("component") in ("deployment-controller",
                                                                        "replicaset-controller")]
 
-    await wait_until(lambda: _deleted_two(controller_events()), "two SuccessfulDelete Events", timeout=10)
+    await until(lambda: _deleted_two(controller_events()), what="two SuccessfulDelete Events", timeout=10)
     events = await controller_events()
     scaling = [e for e in events if e["reason"] == "ScalingReplicaSet"]
     assert [e["message"] for e in scaling] == [f"Scaled up replica set {rs} from 0 to 2",
@@ -235,7 +236,7 @@ async def test_a_deployments_stored_defaults(kubectl, namespace):
             "dnsPolicy": "ClusterFirst", "restartPolicy": "Always", "schedulerName": "default-scheduler",
             "securityContext": {}, "terminationGracePeriodSeconds": 30}}}
     assert stored["metadata"]["generation"] == 1
-    await wait_until(lambda: _revision_one(kubectl), "the revision annotation")
+    await until(lambda: _revision_one(kubectl), what="the revision annotation")
     latest = yaml.safe_load((await kubectl.ok("get", "rs", "-o", "yaml")).out)["items"]
     [rs] = latest
     assert rs["spec"]["template"]["spec"] == stored["spec"]["template"]["spec"]
@@ -254,8 +255,8 @@ async def test_a_replicaset_orphaned_by_its_deployment_is_adopted_by_the_next(ku
     pods = {p["metadata"]["name"] for p in pods_of(cluster, namespace, "web")}
     deleted = await kubectl.ok("delete", "deployment", "web", "--cascade=orphan")
     assert deleted.out == f'deployment.apps "web" deleted from {namespace} namespace\n'
-    await wait_until(lambda: not replica_sets(cluster, namespace)[name]["metadata"].get("ownerReferences"),
-                     "the ReplicaSet orphaned")
+    await until(lambda: not replica_sets(cluster, namespace)[name]["metadata"].get("ownerReferences"),
+                     what="the ReplicaSet orphaned")
 
     await kubectl.ok("apply", "-f", "-", stdin=manifest(deployment("web", 2, ["sleep", "300"])))
     await rolled_out(kubectl)

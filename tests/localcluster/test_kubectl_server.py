@@ -19,9 +19,10 @@ import pytest
 import pytest_asyncio
 
 from localcluster import LocalCluster
+from tests.waiting import until
 
 from .kubectl import Kubectl
-from .test_kubectl import manifest, wait_until
+from .test_kubectl import manifest
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -109,8 +110,8 @@ async def test_apply_of_a_node_and_its_roles_column(kubectl, cluster):
 
 async def test_pods_are_bound_to_the_node(kubectl, cluster, namespace):
     await kubectl.ok("apply", "-f", "-", stdin=manifest(pod("bound")))
-    await wait_until(lambda: (cluster.store.get(PODS, (namespace, "bound")) or {}).get("status", {}).get("phase")
-                     == "Running", "the pod running")
+    await until(lambda: (cluster.store.get(PODS, (namespace, "bound")) or {}).get("status", {}).get("phase")
+                     == "Running", what="the pod running")
     stored = cluster.store.get(PODS, (namespace, "bound"))
     assert stored["spec"]["nodeName"] == "localnode"
     assert {"type": "PodScheduled", "status": "True"}.items() <= stored["status"]["conditions"][0].items()
@@ -120,8 +121,8 @@ async def test_pods_are_bound_to_the_node(kubectl, cluster, namespace):
 async def test_a_pod_created_on_the_node_runs_and_one_on_a_missing_node_stays_pending(kubectl, cluster, namespace):
     await kubectl.ok("apply", "-f", "-", stdin=manifest(pod("here", nodeName="localnode")))
     await kubectl.ok("apply", "-f", "-", stdin=manifest(pod("nowhere", nodeName="no-such-node")))
-    await wait_until(lambda: (cluster.store.get(PODS, (namespace, "here")) or {}).get("status", {}).get("phase")
-                     == "Running", "the pod running")
+    await until(lambda: (cluster.store.get(PODS, (namespace, "here")) or {}).get("status", {}).get("phase")
+                     == "Running", what="the pod running")
     # Nothing schedules a bound pod and no kubelet claims it: Pending, no conditions, no container statuses.
     table = (await kubectl.ok("get", "pods", "-o", "wide")).table()
     assert (table["nowhere"]["STATUS"], table["nowhere"]["READY"], table["nowhere"]["NODE"]) == \
@@ -151,8 +152,8 @@ async def test_logs_of_a_waiting_container_are_the_kubelets_400(kubectl, cluster
     cluster.runner.set_script(f"{namespace}/creating", {"fail_to_start": "ContainerCreating"})
     for name in ("pulling", "creating"):
         await kubectl.ok("apply", "-f", "-", stdin=manifest(pod(name)))
-        await wait_until(lambda name=name: (cluster.store.get(PODS, (namespace, name)) or {}).get("spec", {})
-                         .get("nodeName"), f"{name} bound")
+        await until(lambda name=name: (cluster.store.get(PODS, (namespace, name)) or {}).get("spec", {})
+                         .get("nodeName"), what=f"{name} bound")
     pulling = await kubectl.run("logs", "pulling")
     assert (pulling.code, pulling.out) == (1, "")
     assert pulling.err == 'Error from server (BadRequest): container "c" in pod "pulling" is waiting to start: ' \
@@ -161,8 +162,8 @@ async def test_logs_of_a_waiting_container_are_the_kubelets_400(kubectl, cluster
     assert creating.err == 'Error from server (BadRequest): container "c" in pod "creating" is waiting to start: ' \
                            "ContainerCreating\n" and creating.code == 1
     await kubectl.ok("apply", "-f", "-", stdin=manifest(pod("running")))
-    await wait_until(lambda: (cluster.store.get(PODS, (namespace, "running")) or {}).get("status", {}).get("phase")
-                     == "Running", "the pod running")
+    await until(lambda: (cluster.store.get(PODS, (namespace, "running")) or {}).get("status", {}).get("phase")
+                     == "Running", what="the pod running")
     assert (await kubectl.ok("logs", "running")).out == ""  # a scripted container prints nothing
     previous = await kubectl.run("logs", "running", "--previous")
     assert previous.err == 'Error from server (BadRequest): previous terminated container "c" in pod "running" not ' \
@@ -244,7 +245,7 @@ async def test_a_token_bound_to_a_pod_dies_with_it_and_one_for_another_audience_
     assert (await as_(bound, "bound").run("auth", "whoami")).code == 0
     assert "Unauthorized" in (await as_(elsewhere, "elsewhere").run("auth", "whoami")).err
     await kubectl.ok("delete", "pod", "holder", "--grace-period=0", "--force")
-    await wait_until(lambda: cluster.store.get(PODS, (namespace, "holder")) is None, "the pod gone")
+    await until(lambda: cluster.store.get(PODS, (namespace, "holder")) is None, what="the pod gone")
     assert "Unauthorized" in (await as_(bound, "bound-after").run("auth", "whoami")).err
 
 
@@ -306,8 +307,8 @@ async def test_a_pod_gets_what_the_default_admission_plugins_add(kubectl, cluste
     for container in (*spec["initContainers"], *spec["containers"]):
         assert container["volumeMounts"] == [mount] and container["resources"] == {}
     # The pod still runs (nothing is mounted for real, the ConfigMap exists).
-    await wait_until(lambda: (cluster.store.get(PODS, (namespace, "plain")) or {}).get("status", {}).get("phase")
-                     == "Running", "the pod running")
+    await until(lambda: (cluster.store.get(PODS, (namespace, "plain")) or {}).get("status", {}).get("phase")
+                     == "Running", what="the pod running")
 
 
 async def test_no_token_volume_when_automount_is_off_and_tolerations_already_given(kubectl):

@@ -15,8 +15,9 @@ import pytest
 import pytest_asyncio
 
 from localcluster import LocalCluster
+from tests.waiting import until
 
-from .test_kubectl import manifest, wait_until
+from .test_kubectl import manifest
 from .test_kubectl_commands import job
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -83,8 +84,8 @@ async def test_rollout_status_and_scale_of_a_deployment(kubectl, cluster, namesp
     # A new template: the old pods are replaced by pods of the new one.
     assert (await kubectl.ok("rollout", "restart", "deployment/web")).out == "deployment.apps/web restarted\n"
     await kubectl.ok("rollout", "status", "deployment/web", "--timeout=20s")
-    await wait_until(lambda: {p["metadata"]["labels"]["pod-template-hash"] for p in pods_of(cluster, namespace, "web")}
-                     not in ({template_hash}, set()), "the pods of the new template alone")
+    await until(lambda: {p["metadata"]["labels"]["pod-template-hash"] for p in pods_of(cluster, namespace, "web")}
+                     not in ({template_hash}, set()), what="the pods of the new template alone")
 
     deleted = await kubectl.ok("delete", "deployment", "web")
     assert deleted.out == f'deployment.apps "web" deleted from {namespace} namespace\n'
@@ -105,7 +106,7 @@ async def test_rollout_status_waits_for_pods_that_never_get_ready(kubectl, clust
             status.get("observedGeneration") == obj["metadata"]["generation"] and \
             status.get("updatedReplicas") == 1 and not status.get("availableReplicas")
 
-    await wait_until(stuck_and_counted, "the pod stuck in CreateContainerConfigError, counted as updated", timeout=20)
+    await until(stuck_and_counted, what="the pod stuck in CreateContainerConfigError, counted as updated", timeout=20)
     waiting = await kubectl.run("rollout", "status", "deployment/stuck", "--timeout=1s")
     assert waiting.code == 1
     assert 'Waiting for deployment "stuck" rollout to finish: 0 of 1 updated replicas are available...\n' \

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import until
+
 from .kubectl import Kubectl
-from .test_delete import eventually, gone
+from .test_delete import gone
 from .test_process_runner import config_error, process_pod, running, wait_phase, wait_pod
 
 pytestmark = pytest.mark.runner("process")
@@ -27,7 +29,7 @@ async def test_a_pods_life_is_told_by_events(cluster, core):
         events = await reasons(core, "told")
         return events if [e.reason for e in events] == ["Scheduled", "Pulled", "Created", "Started"] else None
 
-    scheduled, pulled, made, began = await eventually(started)
+    scheduled, pulled, made, began = await until(started)
     assert (scheduled.type, scheduled.message, scheduled.reporting_component, scheduled.source.component) == (
         "Normal", "Successfully assigned default/told to localnode", "default-scheduler", None)
     assert scheduled.event_time is not None and scheduled.count is None
@@ -45,7 +47,7 @@ async def test_a_pods_life_is_told_by_events(cluster, core):
         assert event.metadata.name.startswith("told.")
 
     await core.delete_namespaced_pod("told", "default")
-    await eventually(lambda: gone(core, "told"))
+    await until(lambda: gone(core, "told"))
     killing = [e for e in await reasons(core, "told") if e.reason == "Killing"]
     assert [(e.type, e.message) for e in killing] == [("Normal", "Stopping container main")]
 
@@ -61,7 +63,7 @@ async def test_a_pod_created_on_the_node_has_no_scheduler_event(cluster, core):
         events = await reasons(core, "bound")
         return events if "Started" in [e.reason for e in events] else None
 
-    assert [e.reason for e in await eventually(started)] == ["Pulled", "Created", "Started"]
+    assert [e.reason for e in await until(started)] == ["Pulled", "Created", "Started"]
     await core.delete_namespaced_pod("bound", "default", grace_period_seconds=0)
 
 
@@ -73,13 +75,13 @@ async def test_a_crash_loop_backs_off_with_counted_events(cluster, core):
         events = {e.reason: e for e in await reasons(core, "crash")}
         return events if "BackOff" in events and events["Started"].count >= 3 else None
 
-    events = await eventually(backed_off)
+    events = await until(backed_off)
     uid = (await core.read_namespaced_pod("crash", "default")).metadata.uid
     assert events["BackOff"].type == "Warning"
     assert events["BackOff"].message == f"Back-off restarting failed container main in pod crash_default({uid})"
     assert len(await reasons(core, "crash")) == 5  # repeats raise a count, they add no Event
     await core.delete_namespaced_pod("crash", "default")
-    await eventually(lambda: gone(core, "crash"))
+    await until(lambda: gone(core, "crash"))
 
 
 @pytest.mark.runner("scripted")
@@ -122,6 +124,6 @@ async def test_a_gang_pod_is_scheduled_by_t9k_scheduler(cluster, core):
     async def scheduled():
         return next((e for e in await reasons(core, "member") if e.reason == "Scheduled"), None)
 
-    event = await eventually(scheduled)
+    event = await until(scheduled)
     assert (event.reporting_component, event.reporting_instance, event.message) == (
         "t9k-scheduler", "t9k-scheduler-localnode", "Successfully assigned default/member to localnode")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.informers.support import wait_until
+from tests.waiting import until
 
 from .test_crud import pod
 from .test_watch import PODS, RawWatch
@@ -170,7 +170,7 @@ async def test_restart_over_http_resets_the_watch_cache(cluster, pods):
     async with cluster.session() as session:
         async with session.post(cluster.url + "/_localcluster/restart", json={"downtime": 0.1}) as answer:
             assert answer.status == 200
-    await wait_until(lambda: cluster.serving and cluster.watch_cache_rv == cluster.store.rv, what="the restart")
+    await until(lambda: cluster.serving and cluster.watch_cache_rv == cluster.store.rv, what="the restart")
     async with cluster.session() as session, session.get(cluster.url + "/_localcluster/stats") as answer:
         stats = await answer.json()
     assert stats["watchCacheResourceVersion"] == stats["resourceVersion"] > int(then)

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.waiting import until
+
 from .kubectl import Kubectl
-from .test_delete import eventually, gone
+from .test_delete import gone
 from .test_process_runner import process_pod, wait_phase
 
 pytestmark = pytest.mark.runner("process")
@@ -37,7 +39,7 @@ async def test_a_replaced_pod_has_no_previous_logs(cluster, core, tmp_path):
     never = await kubectl.run("logs", "replica", "--previous")
     assert (never.code, never.err) == (1, NOT_FOUND.format("replica"))
     await core.delete_namespaced_pod("replica", "default")
-    await eventually(lambda: gone(core, "replica"))
+    await until(lambda: gone(core, "replica"))
     await core.create_namespaced_pod("default", process_pod("replica", "sh", "-c", "echo attempt two"))
     await wait_phase(core, "replica", "Succeeded")
     assert (await kubectl.ok("logs", "replica")).out == "attempt two\n"

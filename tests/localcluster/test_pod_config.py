@@ -12,7 +12,8 @@ import json
 
 import pytest
 
-from .test_delete import eventually
+from tests.waiting import until
+
 from .test_process_runner import config_error, process_pod, python, wait_phase, wait_pod
 
 pytestmark = pytest.mark.runner("process")
@@ -80,7 +81,7 @@ async def test_a_missing_source_waits_with_the_kubelets_message_and_starts_once_
         failed = [e for e in await pod_events(core, "waiter") if e.reason == "Failed"]
         return failed if failed and failed[0].count >= 2 else None
 
-    (failed,) = await eventually(retried)
+    (failed,) = await until(retried)
     assert (failed.type, failed.message, failed.involved_object.field_path) == (
         "Warning", f"Error: {message}", "spec.containers{main}")
     if "configmap" in message:
@@ -110,7 +111,7 @@ async def test_a_missing_volume_source_holds_the_pod_in_container_creating(clust
         return [e for e in await pod_events(core, "mounter") if e.reason == "FailedMount"]
 
     await core.create_namespaced_pod("default", body)
-    (event,) = await eventually(failed_mount)
+    (event,) = await until(failed_mount)
     assert (event.type, event.message, event.source.component) == (
         "Warning", 'MountVolume.SetUp failed for volume "creds" : secret "vault" not found', "kubelet")
     pod = await core.read_namespaced_pod("mounter", "default")

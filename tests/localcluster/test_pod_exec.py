@@ -19,10 +19,11 @@ import aiohttp
 import pytest
 
 from localcluster.kubelet.pod_connect import MAX_MESSAGE_BYTES
+from tests.waiting import until
 
 from .kubectl import ENV, Kubectl
 from .rest import connect
-from .test_delete import eventually, gone
+from .test_delete import gone
 from .test_process_runner import alive, process_pod, running, wait_phase, wait_pod
 
 pytestmark = pytest.mark.runner("process")
@@ -106,12 +107,12 @@ async def test_an_exec_ends_with_its_container_or_its_client(cluster, core, tmp_
             lines.proc.kill()
         else:
             await core.delete_namespaced_pod("box", "default")
-            await eventually(lambda: gone(core, "box"))
+            await until(lambda: gone(core, "box"))
 
         async def dead():
             return not alive(pid)
 
-        await eventually(dead)
+        await until(dead)
     if end == "kubectl goes away":  # the container runs on
         assert (await core.read_namespaced_pod("box", "default")).status.phase == "Running"
 
@@ -135,7 +136,7 @@ async def test_exec_answers_as_a_cluster_when_it_cannot_run(cluster, core, tmp_p
         return waiting is not None and waiting.state.waiting is not None and \
             waiting.state.waiting.reason == "CrashLoopBackOff"
 
-    await eventually(backing_off)
+    await until(backing_off)
     stopped = await kubectl.run("exec", "crash", "--", "true")
     assert stopped.err == ('error: Internal error occurred: unable to upgrade connection: container not found '
                            '("main")\n')

@@ -16,9 +16,9 @@ import pytest
 from kubernetes_asyncio.client import DiscoveryV1Api
 
 from localcluster.kubelet.network import preload
+from tests.waiting import until
 
 from .kubectl import Kubectl
-from .test_delete import eventually
 from .test_process_runner import process_pod, python, wait_phase
 
 pytestmark = pytest.mark.runner("process")
@@ -108,7 +108,7 @@ async def test_a_headless_service_s_endpoints_show_its_pods_own_addresses(cluste
         found = sorted(a.ip for subset in subsets for a in subset.addresses or ())
         return found if found == ips else None
 
-    await eventually(endpoints)
+    await until(endpoints)
     slices = (await DiscoveryV1Api(api_client).list_namespaced_endpoint_slice(
         "default", label_selector="kubernetes.io/service-name=grp")).items
     assert sorted(a for sl in slices for ep in sl.endpoints or () for a in ep.addresses) == ips
@@ -222,7 +222,7 @@ async def test_only_the_pod_s_own_namespace_resolves_short_names(cluster, core, 
         pod = await core.read_namespaced_pod("peer", "other")
         return pod if pod.status.phase == "Running" else None
 
-    ip = (await eventually(running)).status.pod_ip
+    ip = (await until(running)).status.pod_ip
     code = r"""
 import socket
 for name in ("x", "x.other", "x.other.svc", "x.other.svc.cluster.local"):

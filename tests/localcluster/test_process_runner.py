@@ -20,9 +20,10 @@ from localcluster import LocalCluster
 from localcluster.__main__ import parse_args
 from localcluster.kubelet.container_env import expand
 from localcluster.kubelet.process_runner import LogFile
+from tests.waiting import until
 
 from .kubectl import Kubectl
-from .test_delete import eventually, gone
+from .test_delete import gone
 
 PY = sys.executable
 pytestmark = pytest.mark.runner("process")
@@ -48,7 +49,7 @@ async def wait_phase(core, name: str, *phases: str, timeout: float = 10.0):
         pod = await core.read_namespaced_pod(name, "default")
         return pod if pod.status.phase in phases else None
 
-    return await eventually(check, timeout=timeout)
+    return await until(check, timeout=timeout)
 
 
 async def wait_pod(core, name: str, predicate, timeout: float = 10.0):
@@ -56,7 +57,7 @@ async def wait_pod(core, name: str, predicate, timeout: float = 10.0):
         pod = await core.read_namespaced_pod(name, "default")
         return pod if predicate(pod) else None
 
-    return await eventually(check, timeout=timeout)
+    return await until(check, timeout=timeout)
 
 
 def running(pod) -> bool:
@@ -87,7 +88,7 @@ async def dead(pid: int, timeout: float = 5.0) -> None:
     async def check():
         return not alive(pid)
 
-    await eventually(check, timeout=timeout)
+    await until(check, timeout=timeout)
 
 
 async def log_text(core, name: str, **kwargs) -> str:
@@ -109,7 +110,7 @@ async def log_contains(core, name: str, text: str, timeout: float = 10.0, **kwar
             raise
         return out if text in out else None
 
-    return await eventually(check, timeout=timeout)
+    return await until(check, timeout=timeout)
 
 
 def final_states(cluster: LocalCluster) -> dict[str, dict]:
@@ -233,7 +234,7 @@ async def test_what_the_runner_cannot_provide_is_a_config_error(cluster, core, t
     assert message and (case.split()[-1] in message)
     assert not marker.exists()
     await core.delete_namespaced_pod("cfg", "default")
-    await eventually(lambda: gone(core, "cfg"))
+    await until(lambda: gone(core, "cfg"))
 
 
 def test_expansion_follows_the_kubelet():
@@ -293,7 +294,7 @@ async def test_always_restarts_even_after_success(cluster, core):
                          and p.status.container_statuses[0].restart_count >= 2)
     assert pod.status.phase == "Running"  # exited containers that will restart keep the pod Running
     await core.delete_namespaced_pod("loop", "default")
-    await eventually(lambda: gone(core, "loop"))
+    await until(lambda: gone(core, "loop"))
 
 
 # --- deletion ----------------------------------------------------------------------------------------
@@ -305,7 +306,7 @@ async def test_deleting_a_pod_sends_sigterm_and_removes_it(cluster, core):
     pid = pid_of(await wait_pod(core, "sleeper", running))
     began = time.monotonic()
     await core.delete_namespaced_pod("sleeper", "default")  # grace period 30 s: SIGTERM ends it long before
-    await eventually(lambda: gone(core, "sleeper"), timeout=5)
+    await until(lambda: gone(core, "sleeper"), timeout=5)
     assert time.monotonic() - began < 5
     assert not alive(pid)
     final = finals["sleeper"]["status"]
@@ -323,7 +324,7 @@ async def test_a_process_ignoring_sigterm_is_killed_after_the_grace_period(clust
     await log_contains(core, "stubborn", "ready")
     began = time.monotonic()
     await core.delete_namespaced_pod("stubborn", "default")
-    await eventually(lambda: gone(core, "stubborn"), timeout=6)
+    await until(lambda: gone(core, "stubborn"), timeout=6)
     assert time.monotonic() - began >= 0.9
     assert not alive(pid)
     assert finals["stubborn"]["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 128 + 9
@@ -347,7 +348,7 @@ async def test_a_finalizer_keeps_the_stopped_pod_with_its_final_status(cluster, 
     assert stopped.status.container_statuses[0].state.terminated.exit_code == 143
     assert not alive(pid)
     await core.patch_namespaced_pod("kept", "default", {"metadata": {"finalizers": None}})
-    await eventually(lambda: gone(core, "kept"))
+    await until(lambda: gone(core, "kept"))
 
 
 # --- logs ----------------------------------------------------------------------------------------------
@@ -440,7 +441,7 @@ async def test_kubectl_run_and_logs(cluster, tmp_path):
         out = (await kubectl.ok("get", "pod", "demo", "-o", "jsonpath={.status.phase}")).out
         return out == "Succeeded"
 
-    await eventually(succeeded, timeout=15)
+    await until(succeeded, timeout=15)
     assert (await kubectl.ok("logs", "demo")).out == "hello from demo\n"
 
 
@@ -459,7 +460,7 @@ async def test_stopping_the_cluster_kills_every_process(tmp_path):
             return all((p["status"].get("containerStatuses") or [{}])[0].get("state", {}).get("running")
                        for p in pods) and child.exists() and child.read_text().strip()
 
-        await eventually(both_running)
+        await until(both_running)
         pids = [int(local.api.get(rt, "default", n)["status"]["containerStatuses"][0]["containerID"].split("//")[1])
                 for n in "ab"]
         pids.append(int(child.read_text()))

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from localcluster.kubelet.runner import SCRIPT_ANNOTATION
+from tests.waiting import until
 
 from .test_crud import pod
-from .test_delete import eventually
 
 
 async def phase(core, name: str) -> str:
@@ -26,7 +26,7 @@ async def test_none_runner_leaves_pods_pending(cluster, core):
 async def test_scripted_pod_runs_then_succeeds(cluster, core):
     cluster.runner.set_script("default/ok", {"run_for": 0.05, "exit_code": 0})
     await core.create_namespaced_pod("default", pod("ok"))
-    await eventually(lambda: _is(core, "ok", "Succeeded"))
+    await until(lambda: _is(core, "ok", "Succeeded"))
     done = await core.read_namespaced_pod("ok", "default")
     assert done.spec.node_name == "localnode"
     state = done.status.container_statuses[0].state
@@ -39,7 +39,7 @@ async def test_scripted_pod_fails_with_exit_code(cluster, core):
     body = pod("bad")
     body["metadata"]["annotations"] = {SCRIPT_ANNOTATION: json.dumps({"run_for": 0.01, "exit_code": 3})}
     await core.create_namespaced_pod("default", body)
-    await eventually(lambda: _is(core, "bad", "Failed"))
+    await until(lambda: _is(core, "bad", "Failed"))
     state = (await core.read_namespaced_pod("bad", "default")).status.container_statuses[0].state
     assert state.terminated.exit_code == 3 and state.terminated.reason == "Error"
 
@@ -47,7 +47,7 @@ async def test_scripted_pod_fails_with_exit_code(cluster, core):
 @pytest.mark.runner("scripted")
 async def test_scripted_pod_runs_forever_by_default(cluster, core):
     await core.create_namespaced_pod("default", pod("forever"))
-    await eventually(lambda: _is(core, "forever", "Running"))
+    await until(lambda: _is(core, "forever", "Running"))
     running = await core.read_namespaced_pod("forever", "default")
     assert running.status.container_statuses[0].state.running is not None
     assert running.status.pod_ip
@@ -63,7 +63,7 @@ async def test_fail_to_start_stays_pending_with_reason(cluster, core):
         statuses = p.status.container_statuses or []
         return statuses and statuses[0].state.waiting and statuses[0].state.waiting.reason == "ImagePullBackOff"
 
-    await eventually(waiting)
+    await until(waiting)
     assert await phase(core, "nope") == "Pending"
 
 
@@ -84,13 +84,13 @@ async def test_fail_to_start_carries_the_kubelets_message(cluster, core):
 
     image = (await core.read_namespaced_pod("pull", "default")).spec.containers[0].image
     ref = image if "/" in image else f"docker.io/library/{image}"
-    pull = await eventually(lambda: waiting("pull"))
+    pull = await until(lambda: waiting("pull"))
     assert (pull.reason, pull.message) == ("ErrImagePull", f'rpc error: code = NotFound desc = failed to pull and '
                                            f'unpack image "{ref}": failed to resolve reference "{ref}": {ref}: '
                                            "not found")
-    backoff = await eventually(lambda: waiting("backoff"))
+    backoff = await until(lambda: waiting("backoff"))
     assert backoff.message == f'Back-off pulling image "{image}"'
-    assert (await eventually(lambda: waiting("secret"))).message == 'secret "creds" not found'
+    assert (await until(lambda: waiting("secret"))).message == 'secret "creds" not found'
 
 
 @pytest.mark.runner("scripted")
@@ -103,7 +103,7 @@ async def test_an_unschedulable_pod_is_never_bound_and_says_why(cluster, core):
         p = await core.read_namespaced_pod("big", "default")
         return next((c for c in p.status.conditions or () if c.type == "PodScheduled"), None)
 
-    scheduled = await eventually(condition)
+    scheduled = await until(condition)
     assert (scheduled.status, scheduled.reason) == ("False", "Unschedulable")
     assert scheduled.message.startswith("0/1 nodes are available: 1 Insufficient nvidia.com/gpu.")
     big = await core.read_namespaced_pod("big", "default")
@@ -114,19 +114,19 @@ async def test_an_unschedulable_pod_is_never_bound_and_says_why(cluster, core):
 async def test_scripts_by_attempt(cluster, core):
     cluster.runner.set_script("default/flaky", [{"run_for": 0.01, "exit_code": 1}, {"run_for": 0.01}])
     await core.create_namespaced_pod("default", pod("flaky"))
-    await eventually(lambda: _is(core, "flaky", "Failed"))
+    await until(lambda: _is(core, "flaky", "Failed"))
     await core.delete_namespaced_pod("flaky", "default")
-    await eventually(lambda: _absent(core, "flaky"))
+    await until(lambda: _absent(core, "flaky"))
     await core.create_namespaced_pod("default", pod("flaky"))
-    await eventually(lambda: _is(core, "flaky", "Succeeded"))
+    await until(lambda: _is(core, "flaky", "Succeeded"))
 
 
 @pytest.mark.runner("scripted")
 async def test_deleting_a_running_pod_terminates_it(cluster, core):
     await core.create_namespaced_pod("default", pod("victim"))
-    await eventually(lambda: _is(core, "victim", "Running"))
+    await until(lambda: _is(core, "victim", "Running"))
     await core.delete_namespaced_pod("victim", "default")
-    await eventually(lambda: _absent(core, "victim"))
+    await until(lambda: _absent(core, "victim"))
 
 
 async def test_init_containers_reported(core):
@@ -141,7 +141,7 @@ async def test_init_containers_reported(core):
         async def running():
             return c.api.get(rt, "default", "init")["status"].get("phase") == "Running"
 
-        await eventually(running)
+        await until(running)
         status = c.api.get(rt, "default", "init")["status"]
         assert status["initContainerStatuses"][0]["state"]["terminated"]["exitCode"] == 0
 
@@ -178,6 +178,6 @@ async def test_each_state_a_runner_writes_keeps_its_own_resource_version(runner)
         async def finished():
             return any((o.get("status") or {}).get("phase") == "Succeeded" for o in seen)
 
-        await eventually(finished)
+        await until(finished)
         versions = [int(o["metadata"]["resourceVersion"]) for o in seen]
         assert len(versions) >= 3 and versions == sorted(set(versions)), versions

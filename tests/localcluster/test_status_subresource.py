@@ -8,9 +8,10 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from tests.waiting import until
+
 from .test_crd import CRD, GROUP, MERGE, PLURAL, VERSION, widget
 from .test_crud import pod
-from .test_delete import eventually
 
 
 async def test_the_main_endpoint_of_a_pod_ignores_status(core):
@@ -70,7 +71,7 @@ async def test_service_and_deployment_status_writes(api_client, core):
                               "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
     # The deployment controller annotates it with its ReplicaSet's revision first (through /status, too).
     revision = {"deployment.kubernetes.io/revision": "1"}
-    await eventually(lambda: _annotated(apps, "d", revision))
+    await until(lambda: _annotated(apps, "d", revision))
     deployment = await apps.patch_namespaced_deployment_status("d", "default", {
         "metadata": {"labels": {"app": "changed"}, "annotations": {"a": "b"}}, "status": {"replicas": 1}})
     assert deployment.metadata.labels == {"app": "d"}  # a Deployment's status strategy keeps its labels

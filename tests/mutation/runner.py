@@ -26,13 +26,13 @@ from tests.mutation import mutants as mutation
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# The decision modules of issue 33, smallest first (held.py, conflicts.py and training/status.py since the
-# records, children, validity and judging branches: the held edit, the taken names, the removed ranks' counts;
-# plan.py's situations in modules of their own since issue 37).
+# The decision modules of issue 33, smallest first (held.py, conflicts.py and training/status.py, now
+# decisions/status.py's TasksStatus, since the records, children, validity and judging branches: the held edit, the
+# taken names, the removed ranks' counts; plan.py's situations in modules of their own since issue 37).
 MODULES = [
     "controller/jobs/training/runpolicy.py",
     "controller/jobs/training/restart.py",
-    "controller/jobs/training/status.py",
+    "controller/jobs/training/kind.py",  # the training kinds' verdict, restarts and ports (issue 37)
     "controller/jobs/decisions/cause.py",
     "controller/jobs/decisions/held.py",
     "controller/jobs/decisions/conflicts.py",

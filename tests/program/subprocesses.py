@@ -27,6 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from bench.scale.procs import terminate
 from localcluster import Credentials
 from tests.e2e.conftest import Jobs
+from tests.waiting import until
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -38,22 +39,6 @@ LEASE = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.25}
 def timing_flags(lease_duration: float, renew_deadline: float, retry_period: float) -> list[str]:
     return ["--lease-duration", str(int(lease_duration)), "--renew-deadline", str(renew_deadline),
             "--retry-period", str(retry_period)]
-
-
-async def until(check, timeout: float = 10.0, what: str = "condition", interval: float = 0.02):
-    """Poll `check()` (sync or async) until it returns something truthy; return that."""
-    last = None
-    try:
-        async with asyncio.timeout(timeout):
-            while True:
-                last = check()
-                if asyncio.iscoroutine(last):
-                    last = await last
-                if last:
-                    return last
-                await asyncio.sleep(interval)
-    except TimeoutError:
-        pytest.fail(f"{what} not reached in {timeout}s (last: {last!r})")
 
 
 class LocalClusterProcess:

@@ -214,3 +214,29 @@ def test_no_module_over_450_lines_outside_localcluster():
     long = [f"{path.relative_to(ROOT)}: {count}" for package in SIZED for path in sorted((ROOT / package).rglob("*.py"))
             if (count := len(path.read_text().splitlines())) > MAX_LINES]
     assert not long, f"modules over {MAX_LINES} lines:\n" + "\n".join(long)
+
+
+def test_no_kind_imports_another():
+    """A kind is one folder: it builds on the engine and the training kit, never on a sibling kind."""
+    crossing = []
+    for module, targets in imports().items():
+        parts = module.split(".")
+        if parts[:2] != ["controller", "kinds"] or len(parts) < 4:
+            continue  # the kinds' package and their registry
+        for target in targets:
+            there = target.split(".")
+            if there[:2] == ["controller", "kinds"] and len(there) > 2 and there[2] not in (parts[2], "registry"):
+                crossing.append(f"{module} -> {target}")
+    assert not crossing, crossing
+
+
+def test_no_kind_name_in_the_engine():
+    """The engine (controller/jobs, the training kit with it) knows kinds only through JobKind: no kind's name,
+    plural or package is written in it, in code or in words."""
+    from controller.kinds.registry import KINDS
+
+    names = [word for kind in KINDS.values() for word in (kind.api.kind, kind.api.plural)]
+    names += [f"controller.kinds.{type(kind).__module__.split('.')[2]}" for kind in KINDS.values()]
+    found = [f"{path.relative_to(ROOT)}: {name}" for path in (ROOT / "controller" / "jobs").rglob("*.py")
+             for name in names if name in path.read_text()]
+    assert not found, found

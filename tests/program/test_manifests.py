@@ -835,12 +835,14 @@ def test_dockerfile_is_multi_stage_with_only_the_runtime_in_the_final_image(rend
     stages = dockerfile_stages()
     assert len(stages) >= 2, "not a multi-stage build"
     [builder_from] = args_of(stages[0], "FROM")
-    # The tag by its digest (test_supply_chain.py), the same image in both stages.
-    assert re.fullmatch(r"python:3\.11-slim@sha256:[0-9a-f]{64}\s+AS\s+builder", builder_from, re.IGNORECASE), \
+    # Each by the digest of its tag (test_supply_chain.py): a Debian 12 builder whose python3.11 is the final
+    # image's, at the same path (/usr/bin/python3.11), so the venv made in one runs in the other.
+    assert re.fullmatch(r"debian:12-slim@sha256:[0-9a-f]{64}\s+AS\s+builder", builder_from, re.IGNORECASE), \
         builder_from
+    assert re.search(r"python3\.11 -m venv /opt/venv", " ".join(args_of(stages[0], "RUN")))
     final = stages[-1]
     [final_from] = args_of(final, "FROM")
-    assert final_from.split()[0] == builder_from.split()[0]
+    assert re.fullmatch(r"gcr\.io/distroless/python3-debian12:nonroot@sha256:[0-9a-f]{64}", final_from), final_from
     # The final stage takes the installed runtime from the builder, and builds and installs nothing itself.
     assert any(a.startswith("--from=builder ") for a in args_of(final, "COPY")), "runtime not copied from builder"
     final_runs = " ".join(args_of(final, "RUN"))
@@ -867,8 +869,11 @@ def test_dockerfile_runs_the_cli_as_the_deployments_non_root_user(rendered):
     assert int(uid) == pod_security["runAsUser"]
     if gid:
         assert int(gid) == pod_security["runAsGroup"]
-    # The user is created with the same UID (so tools that look it up find a name).
-    assert re.search(rf"useradd\b.*--uid {uid}\b", " ".join(args_of(final, "RUN")))
+    # A user of that UID exists (so tools that look it up find a name): the distroless base's `nonroot` is
+    # 65532:65532, and its :nonroot variant runs as it; the final stage has no shell to add one with.
+    [base] = args_of(final, "FROM")
+    assert base.startswith("gcr.io/distroless/") and ":nonroot@" in base and (int(uid), int(gid)) == (65532, 65532)
+    assert not args_of(final, "RUN"), "a distroless stage has no shell to RUN in"
 
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert NAME in scripts

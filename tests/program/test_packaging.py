@@ -135,29 +135,24 @@ def test_monitoring_overlay_adds_servicemonitor_rule_and_dashboard(base, monitor
     added = {k: o for k, o in by_key(monitoring).items() if k not in by_key(base)}
     scraper = f"{NAME}-metrics-scraper"
     assert set(added) == {("ServiceMonitor", NAME, NAMESPACE), ("PrometheusRule", NAME, NAMESPACE),
-                          ("ConfigMap", f"{NAME}-dashboard", NAMESPACE), ("ServiceAccount", scraper, NAMESPACE),
-                          ("Secret", f"{scraper}-token", NAMESPACE), ("ClusterRoleBinding", scraper, None)}
+                          ("ConfigMap", f"{NAME}-dashboard", NAMESPACE), ("ClusterRoleBinding", scraper, None)}
     assert {k: o for k, o in by_key(monitoring).items() if k in by_key(base)} == by_key(base)
 
     service = find(monitoring, "Service", f"{NAME}-metrics")
     [port] = service["spec"]["ports"]
     monitor = find(monitoring, "ServiceMonitor")
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
-    # Secure metrics without cert-manager: the scraper account's token by `authorization` (not the deprecated
-    # bearerTokenFile), the self-signed certificate not verified (overlays/cert-manager verifies it:
-    # test_scraping.py).
+    # Secure metrics without cert-manager: Prometheus's own bound pod token (no token Secret), the self-signed
+    # certificate not verified, as no CA exists for it (overlays/cert-manager verifies it: test_scraping.py).
     assert monitor["spec"]["endpoints"] == [{
         "port": port["name"], "scheme": "https", "path": "/metrics", "interval": "30s",
-        "authorization": {"type": "Bearer", "credentials": {"name": f"{scraper}-token", "key": "token"}},
+        "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
         "tlsConfig": {"insecureSkipVerify": True}}]
     assert port["name"] == "https"
-    # The token is a ServiceAccount's that may only read the metrics.
-    token = added[("Secret", f"{scraper}-token", NAMESPACE)]
-    assert token["type"] == "kubernetes.io/service-account-token"
-    assert token["metadata"]["annotations"] == {"kubernetes.io/service-account.name": scraper}
+    # Prometheus's account (kube-prometheus's, by default) may only read the metrics.
     binding = added[("ClusterRoleBinding", scraper, None)]
     assert binding["roleRef"]["name"] == "genericjob-metrics-reader"
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": scraper, "namespace": NAMESPACE}]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"}]
 
     dashboard = find(monitoring, "ConfigMap")
     assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"

@@ -1,7 +1,9 @@
-"""Scraping the metrics: authenticated without bearerTokenFile, verified with cert-manager, fenced by a NetworkPolicy.
+"""Scraping the metrics: a bound token, verified with cert-manager, fenced by a NetworkPolicy.
 
-- every ServiceMonitor (kustomize's components, the chart) presents a token Secret's by `authorization`,
-  never the Prometheus Operator's deprecated `bearerTokenFile`;
+- every ServiceMonitor (kustomize's components, the chart) presents Prometheus's own projected pod token
+  (`bearerTokenFile`: bound to the pod, expiring, renewed by the kubelet), and the install binds the
+  metrics reader role to Prometheus's ServiceAccount; no ServiceAccount token Secret (a token that never
+  expires) is made anywhere;
 - overlays/cert-manager (components/cert-manager; Helm `metrics.certManager.enabled`) issues the metrics
   certificate, mounts its Secret where `--metrics-cert-dir` reads it, and has the ServiceMonitor verify it
   (the Secret's CA, the Service's DNS name, no insecureSkipVerify); a controller serving such a certificate
@@ -67,36 +69,54 @@ def container(objects: list[dict]) -> dict:
     return found
 
 
-# --- authentication: a token Secret, not bearerTokenFile ----------------------------------------
+# --- authentication: Prometheus's bound token, no token Secret ------------------------------------
+
+PROJECTED_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"  # the kubelet's, renewed before expiry
 
 
-@pytest.mark.parametrize("variant", ["overlays/monitoring", "overlays/cert-manager", "helm", "helm cert-manager"])
-def test_no_servicemonitor_uses_bearer_token_file(variant):
+@pytest.mark.parametrize("variant", ["overlays/monitoring", "overlays/cert-manager", "helm", "helm cert-manager",
+                                     "helm other prometheus"])
+def test_every_servicemonitor_scrapes_with_prometheus_bound_token(variant):
+    prometheus = {"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"}  # kube-prometheus's
     if variant.startswith("helm"):
-        objects = template("metrics.serviceMonitor.enabled=true",
-                           *(["metrics.certManager.enabled=true"] if "cert-manager" in variant else []))
+        values = ["metrics.serviceMonitor.enabled=true"]
+        values += ["metrics.certManager.enabled=true"] if "cert-manager" in variant else []
+        if "other" in variant:  # kube-prometheus-stack's account, in its release's namespace
+            prometheus = {**prometheus, "name": "stack-kube-prometheus-prometheus", "namespace": "observability"}
+            values += [f"metrics.serviceMonitor.prometheusServiceAccount.name={prometheus['name']}",
+                       f"metrics.serviceMonitor.prometheusServiceAccount.namespace={prometheus['namespace']}"]
+        objects = template(*values)
     else:
         objects = render(ROOT / variant)
     monitor = find(objects, "ServiceMonitor")
     for endpoint in monitor["spec"]["endpoints"]:
-        assert "bearerTokenFile" not in endpoint and "bearerTokenSecret" not in endpoint, endpoint
-        credentials = endpoint["authorization"]["credentials"]
-        assert endpoint["authorization"].get("type", "Bearer") == "Bearer"
-        # The Secret is made with it, in the ServiceMonitor's namespace (where the operator reads it),
-        # holding the token of an account allowed only `get /metrics`.
-        secret = find(objects, "Secret", credentials["name"])
-        assert secret["metadata"]["namespace"] == monitor["metadata"]["namespace"] and credentials["key"] == "token"
-        account = secret["metadata"]["annotations"]["kubernetes.io/service-account.name"]
-        [binding] = [o for o in objects if o["kind"] == "ClusterRoleBinding"
-                     and {"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE} in o["subjects"]]
-        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                                      "name": "genericjob-metrics-reader"}
+        assert endpoint["bearerTokenFile"] == PROJECTED_TOKEN
+        assert "authorization" not in endpoint and "bearerTokenSecret" not in endpoint, endpoint
+    # No token that never expires: no ServiceAccount token Secret, and no account made only to hold one.
+    assert not [o for o in objects if o["kind"] == "Secret" and o.get("type") == "kubernetes.io/service-account-token"]
+    assert not [o for o in objects if o["kind"] == "ServiceAccount" and "scraper" in o["metadata"]["name"]]
+    # Prometheus's account, and only it, may read the metrics.
+    [binding] = [o for o in objects if o["kind"] == "ClusterRoleBinding"
+                 and o["roleRef"]["name"] == "genericjob-metrics-reader"]
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                  "name": "genericjob-metrics-reader"}
+    assert binding["subjects"] == [prometheus]
 
 
-def test_the_repository_names_bearer_token_file_nowhere_it_is_used():
+def test_tls_is_verified_wherever_a_ca_exists_and_skipped_only_with_a_comment_saying_why():
     for path in [*MANIFESTS.rglob("*.yaml"), *(ROOT / "charts").rglob("*.yaml"), *OVERLAYS.rglob("*.yaml")]:
-        lines = [line for line in path.read_text().splitlines() if "bearerTokenFile" in line
-                 and not line.lstrip().startswith("#")]
+        lines = path.read_text().splitlines()
+        for n, line in enumerate(lines):
+            if "insecureSkipVerify: true" in line and not line.lstrip().startswith("#"):
+                said = " ".join(lines[max(0, n - 1):n + 1]).lower()
+                assert "no ca exists" in said, f"{path}:{n + 1}: insecureSkipVerify without saying why"
+    # And every variant with a CA verifies: the cert-manager overlay and value (tests below).
+
+
+def test_no_manifest_makes_a_service_account_token_secret():
+    for path in [*MANIFESTS.rglob("*.yaml"), *(ROOT / "charts").rglob("*.yaml"), *OVERLAYS.rglob("*.yaml")]:
+        lines = [line for line in path.read_text().splitlines()
+                 if "kubernetes.io/service-account-token" in line and not line.lstrip().startswith("#")]
         assert not lines, f"{path}: {lines}"
 
 

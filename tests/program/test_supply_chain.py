@@ -296,22 +296,26 @@ def test_the_local_lock_is_the_dev_locks_pins_of_what_local_needs():
 
 # --- the image -----------------------------------------------------------------------------------
 
-# python:3.11-slim's multi-arch index digest as published (the tag pushed 2026-08-16; docs/install.md says
-# how to bump it). A bump changes this line too: a deliberate, reviewed change.
-BASE = "python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7"
+# The builder's and the final image's bases, by digest (seen in public Dockerfiles; the Dockerfile says to
+# confirm them before a release, and docs/install.md how to bump them). A bump changes these lines too: a
+# deliberate, reviewed change.
+BUILDER = "debian:12-slim@sha256:ccb33c3ac5b02588fc1d9e4fc09b952e433d0c54d8618d0ee1afadf1f3cf2455"
+FINAL = ("gcr.io/distroless/python3-debian12:nonroot"
+         "@sha256:17b27c84c985a53d0cd2adef4f196ca327fa9b6755369be605cf45533b4e700b")
 
 
-def test_dockerfile_base_image_is_pinned_by_digest_in_every_stage():
+def test_dockerfile_base_images_are_pinned_by_digest_in_every_stage():
     from .test_manifests import args_of, dockerfile_stages
 
     froms = [args.split()[0] for stage in dockerfile_stages() for args in args_of(stage, "FROM")]
     assert froms and all(re.fullmatch(r"[a-z0-9./-]+:[\w.-]+@sha256:[0-9a-f]{64}", f) for f in froms), froms
-    assert set(froms) == {BASE}, "one base image, by the digest of its tag"
-    # The comment says how to bump it, and the guide too.
+    assert froms == [BUILDER, FINAL], "the builder's base, then the final image's, each by the digest of its tag"
+    # The comment says how to bump them, and the guide too.
     text = (ROOT / "Dockerfile").read_text()
-    assert "docker buildx imagetools inspect python:3.11-slim" in text and "crane digest python:3.11-slim" in text
+    assert "docker buildx imagetools inspect debian:12-slim" in text and "crane digest debian:12-slim" in text
+    assert "crane digest gcr.io/distroless/python3-debian12:nonroot" in text
     guide = (ROOT / "docs" / "install.md").read_text()
-    assert "docker buildx imagetools inspect python:3.11-slim" in guide and "crane digest" in guide
+    assert "docker buildx imagetools inspect debian:12-slim" in guide and "crane digest" in guide
 
 
 DIGEST = "sha256:" + "ab" * 32

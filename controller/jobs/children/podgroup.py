@@ -5,14 +5,14 @@ The specification does not give the PodGroup API, so this module does:
     apiVersion: scheduler.tensorstack.dev/v1beta1
     kind: PodGroup                      (plural podgroups, namespaced)
     metadata: {name: <job name>, ownerReferences: [the job, controller]}
-    spec: {minMember: <total replicas, or the spec's min_member>, queue: <t9kScheduler.queue>,
+    spec: {minMember: <total replicas, or the kind's min_member>, queue: <t9kScheduler.queue>,
            priority: <t9kScheduler.priority, 0-100>}
     status: {phase: ...}                (written by the scheduler; kept as it comes)
 
 The job's pods then carry `schedulerName: t9k-scheduler` and the label and annotation
 `scheduler.tensorstack.dev/group-name: <podgroup name>`, which the scheduler reads to find the group.
 The CRD is written to manifests/crds/podgroup.yaml with the kinds' CRDs (registry.crd_files: by the
-first kind's generator, `python -m controller.kinds.genericjob.crd`).
+first kind's generator).
 """
 
 from __future__ import annotations
@@ -43,13 +43,13 @@ def uses_t9k_scheduler(job: ParsedJob) -> bool:
     return job.spec.scheduler is not None and job.spec.scheduler.t9k_scheduler is not None
 
 
-def min_member(job: ParsedJob) -> int:
-    """Gang size: every replica of the job must be placeable before any of them runs; unless the spec
-    names a smaller gang (`spec.min_member`, an elastic job's lower bound: it can start with that many)."""
-    smaller = getattr(job.spec, "min_member", None)
-    if isinstance(smaller, int):
+def min_member(kind: JobKind, job: ParsedJob) -> int:
+    """Gang size: every replica of the job must be placeable before any of them runs; unless the kind
+    names a smaller gang (`JobKind.min_member`, an elastic job's lower bound: it can start with that many)."""
+    smaller = kind.min_member(job)
+    if smaller is not None:
         return smaller
-    return sum(spec.replicas for spec in job.spec.replica_specs)
+    return sum(kind.replica_counts(job).values())
 
 
 def desired_podgroup(kind: JobKind, job: ParsedJob) -> dict | None:
@@ -66,7 +66,7 @@ def desired_podgroup(kind: JobKind, job: ParsedJob) -> dict | None:
             "labels": job_labels(kind.api, job.name, job.uid),
             "ownerReferences": [owner_reference(kind.api, job.name, job.uid)],
         },
-        "spec": {"minMember": min_member(job), "queue": t9k.queue, "priority": t9k.priority},
+        "spec": {"minMember": min_member(kind, job), "queue": t9k.queue, "priority": t9k.priority},
     }
 
 

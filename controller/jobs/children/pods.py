@@ -4,13 +4,13 @@ The template passes through untouched (resources, env, volumes, hostname, subdom
 copied so the parsed job is never mutated, with only what the controller owns changed:
 
 - metadata: name `[job]-[type]-[rank]`, the job's namespace, the template's labels, annotations and
-  finalizers, plus the controller's labels (which win) and, with T9k Scheduler, the pod-group
-  label and annotation; a controller ownerReference to the job.
+  finalizers, the kind's labels (JobKind.template_labels), plus the controller's labels (which win) and,
+  with T9k Scheduler, the pod-group label and annotation; a controller ownerReference to the job.
 - spec.restartPolicy is always Never: the controller replaces finished pods itself, so it counts
   every restart (a kubelet restart in place would be invisible to the restart limit).
 - spec.schedulerName is t9k-scheduler with T9k Scheduler.
-- the kind decorates the pod spec (JobKind.decorate_pod): GenericJob expands its variables in
-  command, args and env values, and in the run mode's override, which it applies with `apply_override`.
+- the kind decorates the pod spec (JobKind.decorate_pod): its variables and environment, and the run
+  mode's override, which it applies with `apply_override`.
 - annotations say which mode the pod was made in (`<prefix>/run-mode`: immediate, debug or resume) and
   from which template (`<prefix>/template-hash`).
 - run modes: debug replaces the command and drops the args; resume applies the resumeSpecs
@@ -22,7 +22,7 @@ copied so the parsed job is never mutated, with only what the controller owns ch
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -89,7 +89,7 @@ def run_mode_override(job: ParsedJob, replica_type: str, mode: PodMode | str) ->
 def desired_pod(kind: JobKind, job: ParsedJob, replica_type: str, rank: int, *,
                 mode: PodMode | str = PodMode.IMMEDIATE) -> dict:
     """The pod of replica (type, rank). Raises what the kind's decoration raises for a spec it cannot
-    build (GenericJob: SubstitutionError, which validation reports first) and KeyError for an unknown type."""
+    build (a variable that does not resolve, which its validation reports first) and KeyError for an unknown type."""
     index, spec = replica_spec(job, replica_type)
     template = spec.template
     pod_spec = _copy_json(template.get("spec")) if isinstance(template.get("spec"), dict) else {}
@@ -97,9 +97,10 @@ def desired_pod(kind: JobKind, job: ParsedJob, replica_type: str, rank: int, *,
     pod_spec["restartPolicy"] = "Never"
     if uses_t9k_scheduler(job):
         pod_spec["schedulerName"] = SCHEDULER_NAME
-    metadata = _metadata(kind, job, template.get("metadata"), replica_type, rank)
+    kind_labels = kind.template_labels(job, replica_type)
+    metadata = _metadata(kind, job, template.get("metadata"), kind_labels, replica_type, rank)
     metadata["annotations"] = {**metadata.get("annotations", {}), mode_annotation(kind.api): str(mode),
-                               f"{kind.api.label_prefix}/{TEMPLATE_HASH}": template_hash(template)}
+                               f"{kind.api.label_prefix}/{TEMPLATE_HASH}": template_hash(template, kind_labels)}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -108,24 +109,31 @@ def desired_pod(kind: JobKind, job: ParsedJob, replica_type: str, rank: int, *,
     }
 
 
-def template_hash(template: dict) -> str:
+def template_hash(template: dict, labels: Mapping[str, str] | None = None) -> str:
     """A short hash of a replica type's pod template, as a Deployment's pod-template-hash: the pods made
-    before a template edit are told from those made after (the edit applies to new pods only)."""
+    before a template edit are told from those made after (the edit applies to new pods only). `labels`: the
+    kind's labels on every pod of the type (JobKind.template_labels), hashed as part of the template's."""
     # Every plan of a running job asks (edits.template_changes), and its template is the same object for a whole
     # generation (the reconciler parses a job once per generation; parsed templates are never changed): remembered
     # by identity, the entry holding the template so that its id cannot be reused while it is remembered.
     entry = _hashes.get(id(template))
-    if entry is not None and entry[0] is template:
-        return entry[1]
-    digest = hashlib.sha256(orjson.dumps(template, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+    if entry is not None and entry[0] is template and entry[1] == labels:
+        return entry[2]
+    hashed = template
+    if labels:
+        meta = template.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
+        own = meta.get("labels")
+        hashed = {**template, "metadata": {**meta, "labels": {**(own if isinstance(own, dict) else {}), **labels}}}
+    digest = hashlib.sha256(orjson.dumps(hashed, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
     if len(_hashes) >= _HASHES_KEPT:
         _hashes.clear()
-    _hashes[id(template)] = (template, digest)
+    _hashes[id(template)] = (template, labels, digest)
     return digest
 
 
 _HASHES_KEPT = 256
-_hashes: dict[int, tuple[dict, str]] = {}
+_hashes: dict[int, tuple[dict, Mapping[str, str] | None, str]] = {}
 
 
 def mode_annotation(api) -> str:
@@ -176,9 +184,11 @@ def apply_override(override: Override | None, pod_spec: dict,
         pod_spec.pop("initContainers", None)
 
 
-def _metadata(kind: JobKind, job: ParsedJob, template_meta: object, replica_type: str, rank: int) -> dict:
+def _metadata(kind: JobKind, job: ParsedJob, template_meta: object, kind_labels: Mapping[str, str],
+              replica_type: str, rank: int) -> dict:
     source = template_meta if isinstance(template_meta, dict) else {}
-    labels = {**(source.get("labels") or {}), **replica_labels(kind.api, job.name, job.uid, replica_type, rank)}
+    labels = {**(source.get("labels") or {}), **kind_labels,
+              **replica_labels(kind.api, job.name, job.uid, replica_type, rank)}
     annotations = dict(source.get("annotations") or {})
     if uses_t9k_scheduler(job):
         labels[GROUP_NAME_KEY] = annotations[GROUP_NAME_KEY] = podgroup_name(job.name)

@@ -1,7 +1,7 @@
 """Why a job failed, said on the job itself: the Failed condition's reason and the cause its message adds.
 
-A kind's verdict names the rule that was met in its own words (GenericJob: `The job is failed with rule:
-{"worker": [1]}`, TensorFlowTrainingJob: `Replica x-worker-1 has failed.`) and the replicas that failed for
+A kind's verdict names the rule that was met in its own words (`The job is failed with rule: {"worker": [1]}`,
+`Replica x-worker-1 has failed.`) and the replicas that failed for
 good (`Verdict.replicas`, the first to name first). This module adds, after a colon, what the user needs to
 act: the first of those replicas, its container's exit code and reason (`OOMKilled`, `Error`, from the pod's
 container state) or the pod's reason when no container exited (`Evicted`), the restart limit or budget that

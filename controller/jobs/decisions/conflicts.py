@@ -29,7 +29,7 @@ NAMES_SHOWN = 3  # taken names a condition message spells out; the rest are coun
 @dataclass(frozen=True)
 class Conflict:
     what: str  # the child, as messages say it: "pod a-worker-x-0", "PodGroup a"
-    holder: str  # who holds the name: "GenericJob a-worker", or "no controller"
+    holder: str  # who holds the name: "<Kind> a-worker", or "no controller"
 
     def event_message(self) -> str:
         return f"Error creating {self.what}: the name is taken by an object controlled by {self.holder}, not by " \

@@ -184,11 +184,12 @@ TEMPLATES = "templateHashes"  # status: the template hash of each replica type, 
 TEMPLATE_CHANGED = "pods created from now on (restarts, new ranks) use it; running pods are not replaced"
 
 
-def template_changes(job: ParsedJob, old: dict) -> tuple[dict, list[Event]]:
-    """The template hash of each replica type, and a Normal Event for each whose template changed since the
-    status last recorded it: once per edit, as the status records the new one. The edit applies to new pods
-    only."""
-    hashes = {str(spec.type): template_hash(spec.template) for spec in job.spec.replica_specs}
+def template_changes(kind: JobKind, job: ParsedJob, old: dict) -> tuple[dict, list[Event]]:
+    """The template hash of each replica type (with the kind's labels, as its pods are made), and a Normal
+    Event for each whose template changed since the status last recorded it: once per edit, as the status
+    records the new one. The edit applies to new pods only."""
+    hashes = {str(spec.type): template_hash(spec.template, kind.template_labels(job, spec.type))
+              for spec in job.spec.replica_specs}
     stored = old.get(TEMPLATES) if isinstance(old.get(TEMPLATES), dict) else {}
     events = [Event(NORMAL, "TemplateChanged", f"spec.replicaSpecs[{index}].template ({spec.type}) changed: "
                     f"{TEMPLATE_CHANGED}")

@@ -81,8 +81,8 @@ def release(the_plan: Plan, old: dict | None, generation: int | None, now: str) 
 
 
 def raw_deadline(obj: dict) -> float | None:
-    """`spec.runPolicy.activeDeadlineSeconds` as stored (the training kinds' deadline; GenericJob has none, and
-    its CRD prunes the field): read from the object, since an invalid spec has no parsed model."""
+    """`spec.runPolicy.activeDeadlineSeconds` as stored (the training kinds' deadline; a kind without one has
+    a CRD that prunes the field): read from the object, since an invalid spec has no parsed model."""
     policy = ((obj.get("spec") or {}).get("runPolicy") or {}) if isinstance(obj.get("spec"), dict) else {}
     seconds = policy.get("activeDeadlineSeconds") if isinstance(policy, dict) else None
     return float(seconds) if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 0 else None

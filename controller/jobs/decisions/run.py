@@ -60,7 +60,7 @@ def plan_run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observ
     delete = delete + restart_deletes
     events = events + restarting
     events = events + [Event(WARNING, reason, message) for reason, message in waiting.news(waits)]
-    templates, changed = edits.template_changes(job, old)
+    templates, changed = edits.template_changes(kind, job, old)
     events += changed
     if any(switched):
         names = [o.slot.name for o, other in zip(observations, switched, strict=True) if other]

@@ -30,8 +30,9 @@ def gather_slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
     slots = []
     debugging = job.spec.run_mode.debugging
     rules = {spec.type: kind.restart_rule(job, spec.type) for spec in job.spec.replica_specs}
+    counts = kind.replica_counts(job)
     for spec in job.spec.replica_specs:
-        for rank in range(spec.replicas):
+        for rank in range(counts[spec.type]):
             name = replica_name(job.name, spec.type, rank)
             record = st.read_record(stored.get(name), name)
             candidates = by_replica.pop((spec.type, rank), None)

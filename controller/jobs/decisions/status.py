@@ -2,14 +2,14 @@
 
 The status is the controller's durable memory: everything a later reconcile must know (restart
 counts, which pod uid was already retired) lives in the per-replica records, which each kind keeps
-where its API says (its `StatusCodec`; GenericJob: `status.tasks[].replicas[]`). Every function
-here is pure and deterministic: given the same inputs it returns an equal dict, so a reconcile
-that observes nothing new writes nothing.
+where its API says (its `StatusCodec`; most use `TasksStatus`, the per-type codec at the end of this
+module). Every function here is pure and deterministic: given the same inputs it returns an equal dict,
+so a reconcile that observes nothing new writes nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from controller.jobs.decisions import waiting as waits
@@ -85,7 +85,7 @@ def container_states(pod: dict) -> list[dict]:
 @dataclass(slots=True)
 class Replica:
     """One replica's record: what a later reconcile must know of it, kept in the job's status (where,
-    the kind's StatusCodec says; GenericJob: status.tasks[].replicas[], with the JSON names of `to_json`).
+    the kind's StatusCodec says, e.g. status.tasks[].replicas[], with the JSON names of `to_json`).
 
     `uid` is the replica's current pod ("" while none is known); `last_restart_uid` the last pod the
     controller retired (restarted, or deleted for pause): restart.py says why both make restarts safe.
@@ -355,3 +355,62 @@ def assemble(old: dict, codec: StatusCodec, *, phase: str, conditions: list[dict
         if value is not None:
             status[key] = value
     return status
+
+
+# --- the per-type codec ------------------------------------------------------------------------
+# A kind's `StatusCodec`, with the name of the key that holds each type's records as the kind's API spells
+# it (`replicas`, `replicaStatus`):
+#
+#     status.tasks[]: {type, restartCount, <records>: [{name, uid, phase, containers, restartCount,
+#                      lastRestartUid, ready}]}
+#     status.aggregate: replicas by phase;  status.readyReplicas, status.ready ("3/4"): replicas Running and Ready
+#     status.backoffCount: restarts of every replica
+#
+# A rank scaled away keeps its record (the spec's "Removed ranks"): Deleted, after the spec's ranks of its type,
+# in a task of its own when its type left the spec altogether. It counts in `aggregate` (deleted) and in the
+# restart counters, never in `ready`, which counts the spec's replicas.
+
+
+class TasksStatus:
+    def __init__(self, records: str) -> None:
+        self.records = records  # the key of a task's replica records
+
+    def tasks(self, records_by_type: Iterable[tuple[str, list[Replica]]]) -> list[dict]:
+        return [{"type": replica_type, "restartCount": sum(r.restart_count for r in records),
+                 self.records: [r.to_json() for r in records]} for replica_type, records in records_by_type]
+
+    def stored_records(self, status: Mapping) -> dict[str, dict]:
+        """The stored replica records by pod name (a name says type and rank, and survives scaling)."""
+        return {raw["name"]: raw for task in status.get("tasks") or () for raw in task.get(self.records) or ()
+                if raw and raw.get("name")}
+
+    def stored_types(self, status: Mapping) -> list[tuple[str, list[dict]]]:
+        return [(task.get("type") or "", list(task.get(self.records) or ())) for task in status.get("tasks") or ()]
+
+    def replica_fields(self, records_by_type: Iterable[tuple[str, list[Replica]]]) -> dict:
+        records_by_type = list(records_by_type)
+        task_list = self.tasks(records_by_type)
+        return {"tasks": task_list, **replica_counts([r for _, records in records_by_type for r in records]),
+                "backoffCount": sum(t["restartCount"] for t in task_list)}
+
+    def with_removed(self, status: dict, removed: Mapping[str, list[Replica]], carried: Mapping[str, int]) -> dict:
+        """`status` (made of the spec's replicas) with the records of ranks scaled away after their type's, and
+        with the restarts of records dropped for size (`carried`): both in restartCount and backoffCount;
+        the removed records in `aggregate` too."""
+        tasks = [dict(task) for task in status.get("tasks") or ()]
+        by_type = {task["type"]: task for task in tasks}
+        for replica_type in [*removed, *carried]:
+            if replica_type not in by_type:  # a type no longer in the spec: a task of its own, after the spec's
+                by_type[replica_type] = {"type": replica_type, "restartCount": 0, self.records: []}
+                tasks.append(by_type[replica_type])
+        for replica_type, records in removed.items():
+            task = by_type[replica_type]
+            task[self.records] = [*(task.get(self.records) or ()), *(r.to_json() for r in records)]
+            task["restartCount"] += sum(r.restart_count for r in records)
+        for replica_type, count in carried.items():
+            by_type[replica_type]["restartCount"] += count
+        counts = dict(status.get("aggregate") or {})
+        for key, value in aggregate(r for records in removed.values() for r in records).items():
+            counts[key] = counts.get(key, 0) + value
+        return {**status, "tasks": tasks, "aggregate": counts,
+                "backoffCount": sum(task["restartCount"] for task in tasks)}

@@ -52,8 +52,9 @@ def _wanted_services(kind: JobKind, job: ParsedJob, status: dict, terminal: bool
             return {}
         return {name: ("", -1) for name, r in kind.status.stored_records(status).items()
                 if r.get("phase") != DELETED or (policy == CleanUpPolicy.NONE and not _retired(r))}
+    counts = kind.replica_counts(job)
     return {replica_name(job.name, spec.type, rank): (spec.type, rank)
-            for spec in job.spec.replica_specs if ports[spec.type] is not None for rank in range(spec.replicas)}
+            for spec in job.spec.replica_specs if ports[spec.type] is not None for rank in range(counts[spec.type])}
 
 
 def _retired(record: Mapping) -> bool:

@@ -1,7 +1,7 @@
 """The controller of one job kind: the runtime's worker loop, fed by the job's informers and its
 children's, reconciling each job with the engine's Reconciler.
 
-    controller = JobController(GENERICJOB, rest_client, JobConfig(workers=4))
+    controller = JobController(kind, rest_client, JobConfig(workers=4))
     await controller.start()     # or start_informers / wait_for_sync / run_workers, as the manager does
 
 The job informer enqueues the job; the pod, Service and PodGroup informers, which select only this

@@ -156,7 +156,7 @@ class Reconciler(PodWrites, ChildWrites, StartCoalescing):
             planning = (plan, self.kind, job, status, pods, self.now())
             options = {"write_failure": self._failures.get(uid), "restart_backoff": self.restart_backoff,
                        "dependents": dependents, "creating": expected, **children}
-            if sum(spec.replicas for spec in job.spec.replica_specs) >= OFF_LOOP_REPLICAS:
+            if sum(self.kind.replica_counts(job).values()) >= OFF_LOOP_REPLICAS:
                 # Nothing it reads is changed meanwhile: cached objects are replaced, never modified, and the
                 # lists here are this reconcile's own.
                 the_plan = await asyncio.to_thread(*planning, **options)

@@ -1,7 +1,7 @@
 """The validating admission webhook's decision for one job kind: refuse at `kubectl apply` what the controller
 would refuse (the spec's "Invalid input is refused at admission, create and edit alike").
 
-    answer = review(GENERICJOB, admission_review)      # the AdmissionReview to send back; BadReview: HTTP 400
+    answer = review(kind, admission_review)      # the AdmissionReview to send back; BadReview: HTTP 400
 
 Pure and fast: no I/O, the same `kind.parse` the reconciler calls, so a denial says exactly what the job's
 InvalidSpec condition (a job created invalid) or its SpecInvalid condition (an edit held, held.py) would say.
@@ -10,11 +10,11 @@ InvalidSpec condition (a job created invalid) or its SpecInvalid condition (an e
 - UPDATE: the same on the new object, judged as the reconciler would judge it: the replica types a training job
   runs are those its status recorded (validation.fixed_types_errors), or, before the controller's first status
   write, those of the old spec (the CRD's transition rule compares with oldSelf the same way). So a scale-down
-  that strands a rule, an unresolvable `$(...)`, a PyTorch master of two, a total of no replica or a renamed or
-  reordered TF/PyTorch type is refused, exactly what held.py would hold (or a finished job would ignore). Then
+  that strands a rule, an unresolvable variable, a master of two, a total of no replica or a renamed or
+  reordered training type is refused, exactly what held.py would hold (or a finished job would ignore). Then
   what the spec says cannot change once set (the CRDs' transition rules, said again for a cluster whose CRD is
-  older): `runMode.pause.resumeSpecs` for every kind, and what a kind adds (`update_problems`: PyTorch's elastic
-  minReplicas and maxReplicas).
+  older): `runMode.pause.resumeSpecs` for every kind, and what a kind adds (`update_problems`: an elastic
+  kind's bounds).
 - Always allowed: DELETE (and CONNECT), a subresource, an object being deleted (deletionTimestamp set), and an
   update that leaves the spec as it was (labels, annotations, finalizers: the controller's own writes), even
   when the stored spec is invalid, or an invalid object could never be cleaned up. JobSet and Kubeflow's
@@ -28,7 +28,7 @@ message. A `dryRun` request is answered like any other (nothing here has side ef
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -54,12 +54,12 @@ class BadReview(BadRequest):
 
 
 def path(api: KindApi) -> str:
-    """kubebuilder's path for a kind's validating webhook: /validate-batch-tensorstack-dev-v1beta1-genericjob."""
+    """kubebuilder's path for a kind's validating webhook: /validate-<group with dashes>-<version>-<kind>."""
     return f"/validate-{api.group.replace('.', '-')}-{api.version}-{api.kind.lower()}"
 
 
 def webhook_name(api: KindApi) -> str:
-    """The webhook's name in the ValidatingWebhookConfiguration: genericjobs.batch.tensorstack.dev."""
+    """The webhook's name in the ValidatingWebhookConfiguration: <plural>.<group>."""
     return f"{api.plural}.{api.group}"
 
 
@@ -119,14 +119,13 @@ def problems(kind: JobKind, request: dict) -> list[SpecProblem]:
 
 
 def update_problems(kind: JobKind, old: dict, new: dict) -> list[SpecProblem]:
-    """What cannot change once set: the resumeSpecs of every kind, and what the kind adds (`update_problems`,
-    optional: PyTorch's elastic bounds)."""
+    """What cannot change once set: the resumeSpecs of every kind, and what the kind adds (its
+    `update_problems`: an elastic kind's bounds)."""
     errors: list[SpecProblem] = []
     before, after = _resume_specs(old), _resume_specs(new)
     if before and after != before:
         errors.append(SpecError("spec.runMode.pause.resumeSpecs", RESUME_SPECS_IMMUTABLE["message"]))
-    own: Callable[[dict, dict], list[SpecProblem]] | None = getattr(kind, "update_problems", None)
-    return errors + (own(old, new) if own is not None else [])
+    return errors + list(kind.update_problems(old, new))
 
 
 def invalid_status(api: KindApi, name: str, errors: list[SpecProblem]) -> dict:

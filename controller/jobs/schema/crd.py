@@ -129,7 +129,7 @@ AT_LEAST_ONE_REPLICA = {
 }
 
 def fixed_types(max_types: int) -> dict:
-    """A transition rule (TensorFlow and PyTorch jobs): global ranks and the master follow from the types and
+    """A transition rule (the training kinds): global ranks and the master follow from the types and
     their order, and the running pods were told them; only the counts may change. One comparison per possible
     entry, as `total_replicas`: `self.map(...) == oldSelf.map(...)` is priced at 2^64-1 (a macro's result has
     no size the estimator knows)."""
@@ -197,8 +197,7 @@ def obj(description: str, properties: dict, **extra: Any) -> dict:
 def status_schema(kind: str, records: str) -> dict:
     """Written by the controller only, through the status subresource. Fields not declared here are
     pruned by the API server, so every field the controller writes must be in this schema. `records`:
-    where the kind keeps each type's replica records (GenericJob: replicas; TensorFlowTrainingJob:
-    replicaStatus)."""
+    where the kind keeps each type's replica records (`replicas`, `replicaStatus`: TasksStatus's key)."""
     time = {"format": "date-time"}
     condition = obj("An observation of the job's state.", {
         "type": string("Initialized, Running, ReplicaFailure, ReplicasWaiting, Completed, Failed, Paused or "

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
 from controller.jobs.kind import KindApi, ParsedJob
+from controller.jobs.kind import invalid_spec_message as invalid_spec_message  # its home before JobKind had it
 from controller.jobs.schema.api import MAX_TOTAL_REPLICAS
 from controller.jobs.schema.naming import label, replica_name
 
@@ -21,7 +23,6 @@ DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 LABEL_VALUE_MAX = 63
 SUBDOMAIN_MAX = 253
-MESSAGE_ERRORS_SHOWN = 5  # a condition message and an Event stay readable with many errors
 
 # The fields every kind's model reads from metadata (`from_object`).
 _METADATA_FIELDS = {"name": "metadata.name", "namespace": "metadata.namespace", "uid": "metadata.uid",
@@ -35,13 +36,6 @@ class SpecError:
 
     def __str__(self) -> str:
         return f"{self.field}: {self.message}"
-
-
-def invalid_spec_message(errors: list[SpecError]) -> str:
-    """One line for the Failed condition and the Warning Event: the first few errors."""
-    shown = "; ".join(str(error) for error in errors[:MESSAGE_ERRORS_SHOWN])
-    hidden = len(errors) - MESSAGE_ERRORS_SHOWN
-    return f"{shown}; and {hidden} more" if hidden > 0 else shown
 
 
 # --- parse ------------------------------------------------------------------------------------
@@ -194,17 +188,20 @@ def run_mode_errors(job: ParsedJob) -> list[SpecError]:
     return errors
 
 
-def name_errors(job: ParsedJob, api: KindApi, *, services: bool) -> list[SpecError]:
+def name_errors(job: ParsedJob, api: KindApi, *, services: bool,
+                counts: Mapping[str, int] | None = None) -> list[SpecError]:
     """The job's name is the value of a label on every pod, and `[job]-[type]-[rank]` is a pod name and, with
-    `services`, a Service name: each must be valid where it goes."""
+    `services`, a Service name: each must be valid where it goes. `counts`: the replicas run of each type
+    (JobKind.replica_counts), when not the written ones."""
     errors = []
     if len(job.name) > LABEL_VALUE_MAX:
         errors.append(SpecError("metadata.name", f"must be no more than {LABEL_VALUE_MAX} characters: it is the "
                                 f"value of the label {label(api, 'name')} on every pod (it has {len(job.name)})"))
     for spec in job.spec.replica_specs:
-        if spec.replicas == 0:
+        replicas = spec.replicas if counts is None else counts.get(spec.type, spec.replicas)
+        if replicas == 0:
             continue
-        longest = replica_name(job.name, spec.type, spec.replicas - 1)
+        longest = replica_name(job.name, spec.type, replicas - 1)
         if services:
             if len(longest) > LABEL_VALUE_MAX or not DNS1035_LABEL.fullmatch(longest):
                 errors.append(SpecError("metadata.name", f'the Service name "{longest}" (replica type "{spec.type}") '
@@ -218,7 +215,8 @@ def name_errors(job: ParsedJob, api: KindApi, *, services: bool) -> list[SpecErr
 
 def no_replicas_errors(counts: list[int]) -> list[SpecError]:
     """A job runs at least one replica, when created and after any edit: with none there is nothing to
-    judge it by (a GenericJob would succeed at once, a training job would wait forever)."""
+    judge it by (a job judged by all its replicas would succeed at once, one judged by its master would wait
+    forever)."""
     if any(count > 0 for count in counts):
         return []
     return [SpecError("spec.replicaSpecs", "a job needs at least one replica: the replicas of all its types "

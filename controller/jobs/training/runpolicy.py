@@ -3,7 +3,7 @@ and the `enable` spelling of a run mode's switch, with what the CRD generator ad
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, field_validator
 
@@ -29,18 +29,33 @@ class RunPolicy(Model):
             else value
 
 
+def enable_read(value: Any) -> Any:
+    """A switch object (`{enabled: ...}`) as given, with `enable` read as `enabled`; `enabled` wins when both
+    are given. For a `field_validator(..., mode="before")`."""
+    if isinstance(value, dict) and "enable" in value:
+        value = dict(value)
+        enable = value.pop("enable")
+        value.setdefault("enabled", enable)
+    return value
+
+
 def enable_is_enabled(value: Any) -> Any:
-    """A run mode (`runMode`) as given, with `debug.enable` / `pause.enable` read as `enabled`; `enabled`
-    wins when both are given. For a `field_validator("run_mode", mode="before")`."""
+    """A run mode (`runMode`) as given, with `debug.enable` / `pause.enable` read as `enabled` (enable_read).
+    For a `field_validator("run_mode", mode="before")`."""
     if isinstance(value, dict):
         for mode in ("debug", "pause"):
             entry = value.get(mode)
             if isinstance(entry, dict) and "enable" in entry:
-                entry = dict(entry)
-                enable = entry.pop("enable")
-                entry.setdefault("enabled", enable)
-                value = {**value, mode: entry}
+                value = {**value, mode: enable_read(entry)}
     return value
+
+
+def enable_spelling(switch: dict, description: str) -> None:
+    """A switch's schema (generated from its model), in place: `enable` beside `enabled`, and no default for
+    `enabled`: the server would add `enabled: false` beside a user's `enable: true`, and `enabled` wins when
+    both are given."""
+    switch["properties"]["enable"] = {"type": "boolean", "description": description}
+    switch["properties"]["enabled"].pop("default", None)
 
 
 def crd_spellings(spec_properties: dict) -> None:
@@ -48,8 +63,22 @@ def crd_spellings(spec_properties: dict) -> None:
     `enabled` in each mode, and the lowercase clean-up policies."""
     run_mode = spec_properties["runMode"]["properties"]
     for mode in ("debug", "pause"):
-        run_mode[mode]["properties"]["enable"] = {"type": "boolean", "description": "003's spelling of enabled."}
-        # No default for `enabled`: the server would add `enabled: false` beside a user's `enable: true`, and
-        # `enabled` wins when both are given.
-        run_mode[mode]["properties"]["enabled"].pop("default", None)
+        enable_spelling(run_mode[mode], "003's spelling of enabled.")
     spec_properties["runPolicy"]["properties"]["cleanUpPolicy"]["enum"] = list(CLEAN_UP_SPELLINGS)
+
+
+class TrainingSpec(Model):
+    """The base of a training kind's spec model: its `runMode` read with the `enable` spelling, and the clean-up
+    policy in its `runPolicy` (the kind declares both fields, with its own defaults and descriptions)."""
+
+    if TYPE_CHECKING:  # declared by each kind, not here: a field here would come first in the model's errors
+        run_policy: RunPolicy
+
+    @field_validator("run_mode", mode="before", check_fields=False)
+    @classmethod
+    def _enable(cls, value: Any) -> Any:
+        return enable_is_enabled(value)
+
+    @property
+    def clean_up_policy(self) -> CleanUpPolicy:
+        return self.run_policy.clean_up_policy

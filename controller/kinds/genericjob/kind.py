@@ -1,35 +1,32 @@
 """GenericJob as the engine sees it: the `JobKind` that plugs it into controller/jobs.
 
 Everything here is GenericJob's own: its API and labels, parsing and validation, its CRD, where its
-status keeps the replicas, per-replica restart limits, the success and failure rules, variable
-substitution in the pod and in run-mode overrides, and `spec.service`'s ports.
+status keeps the replicas (`tasks[].replicas[]`), per-replica restart limits, the success and failure rules,
+variable substitution in the pod and in run-mode overrides, and `spec.service`'s ports. It has no deadline
+and no dependents (KindBase's defaults).
 """
 
 from __future__ import annotations
 
 from controller.jobs.children.pods import Override, apply_override
-from controller.jobs.kind import Outcomes
+from controller.jobs.decisions.status import TasksStatus
+from controller.jobs.kind import KindBase, Outcomes
 from controller.jobs.schema.api import Verdict
 from controller.kinds.genericjob import crd, rules, validation
 from controller.kinds.genericjob.models import API, GenericJob, RestartPolicy
-from controller.kinds.genericjob.status import GenericJobStatus
 from controller.kinds.genericjob.substitution import Variables, expand_list, substitute_pod_spec
 from controller.kinds.genericjob.validation import SpecError
 
 
-class GenericJobKind:
+class GenericJobKind(KindBase[GenericJob]):
     api = API
-    status = GenericJobStatus()
-    dependent_resources = ()
+    status = TasksStatus("replicas")  # status.tasks[]: {type, restartCount, replicas: [records]}
 
     def parse(self, obj: dict) -> GenericJob | list[SpecError]:
         job = validation.parse(obj)
         if isinstance(job, GenericJob):
             return validation.validate(job) or job
         return job
-
-    def invalid_spec_message(self, problems: list[SpecError]) -> str:
-        return validation.invalid_spec_message(problems)
 
     def crd(self) -> dict:
         return crd.genericjob_crd()
@@ -41,20 +38,11 @@ class GenericJobKind:
     def verdict(self, job: GenericJob, outcomes: Outcomes) -> Verdict | None:
         return rules.evaluate(job.spec, outcomes)
 
-    def active_deadline(self, job: GenericJob) -> float | None:
-        return None  # GenericJob has no deadline
-
     def decorate_pod(self, job: GenericJob, replica_type: str, rank: int, index: int, pod_spec: dict,
                      override: Override | None) -> None:
         variables = Variables.of(job, replica_type, rank)
         substitute_pod_spec(pod_spec, variables, f"spec.replicaSpecs[{index}].template.spec")
         apply_override(override, pod_spec, lambda values, field: expand_list(values, variables, field))
-
-    def dependents(self, job: GenericJob) -> dict:
-        return {}
-
-    def dependent_status(self, job: GenericJob, observed, actions) -> dict:
-        return {}
 
     def service_ports(self, job: GenericJob, replica_type: str = "") -> list[dict] | None:
         """spec.service.ports with the API server's defaults filled in (targetPort = port, TCP), so the

@@ -169,7 +169,10 @@ def substitutable_strings(pod_spec: dict, field: str) -> Iterator[tuple[list | d
 def substitute_pod_spec(pod_spec: dict, variables: Variables, field: str) -> None:
     """Expands the variables of a pod spec in place (the caller owns a copy); `field` is its path."""
     for holder, key, text, path in substitutable_strings(pod_spec, field):
-        holder[key] = variables.expand(text, path)
+        if isinstance(holder, dict):
+            holder[key] = variables.expand(text, path)
+        elif isinstance(key, int):  # a list's item
+            holder[key] = variables.expand(text, path)
 
 
 def pod_spec_problems(pod_spec: dict, variables: Variables, field: str) -> list[SubstitutionError]:

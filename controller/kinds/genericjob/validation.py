@@ -79,8 +79,10 @@ def _variable_errors(job: GenericJob) -> list[SpecError]:
             errors += [SpecError(p.field, p.message) for p in problems]
         for mode in (PodMode.DEBUG, PodMode.RESUME):
             override = run_mode_override(job, spec.type, mode)
+            if override is None:
+                continue
             for key in ("command", "args"):
-                values = getattr(override, key) if override else None
+                values = getattr(override, key)
                 for position, text in enumerate(values or ()):
                     errors += [SpecError(p.field, p.message)
                                for p in variables.problems(text, f"{override.field}.{key}[{position}]")]

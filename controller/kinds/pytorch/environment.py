@@ -11,6 +11,7 @@ user set are left alone.
 
 from __future__ import annotations
 
+from controller.jobs.training import containers
 from controller.kinds.pytorch.models import PyTorchTrainingJob
 
 PORT_NAME = "pytorchjob-port"
@@ -19,25 +20,12 @@ CONTAINER_NAMES = ("pytorch", "python")  # the training container, else containe
 
 
 def training_container(pod_spec: dict) -> dict | None:
-    containers = [c for c in pod_spec.get("containers") or () if isinstance(c, dict)]
-    for name in CONTAINER_NAMES:
-        found = next((c for c in containers if c.get("name") == name), None)
-        if found is not None:
-            return found
-    return containers[0] if containers else None
-
-
-def training_container_name(template: dict) -> str:
-    container = training_container((template or {}).get("spec") or {}) or {}
-    return str(container.get("name") or "")
+    return containers.training_container(pod_spec, CONTAINER_NAMES, any_container=True)
 
 
 def port(pod_spec: dict) -> int:
     """The training container's port named pytorchjob-port, else 23456."""
-    for entry in (training_container(pod_spec) or {}).get("ports") or ():
-        if isinstance(entry, dict) and entry.get("name") == PORT_NAME and isinstance(entry.get("containerPort"), int):
-            return entry["containerPort"]
-    return DEFAULT_PORT
+    return containers.named_port(training_container(pod_spec), PORT_NAME, DEFAULT_PORT)
 
 
 def master_addr(job: PyTorchTrainingJob) -> str:
@@ -119,13 +107,3 @@ def environment(job: PyTorchTrainingJob, replica_type: str, rank: int) -> list[t
     if job.spec.torchrun:
         return env + pet_env(job, replica_type, rank)
     return [*env, ("WORLD_SIZE", str(job.spec.world_size())), ("RANK", str(job.spec.global_rank(replica_type, rank)))]
-
-
-def set_env(pod_spec: dict, env: list[tuple[str, str]]) -> None:
-    """The variables in every container, each unless the user set it there."""
-    for container in pod_spec.get("containers") or ():
-        if not isinstance(container, dict):
-            continue
-        entries = container.setdefault("env", [])
-        given = {e.get("name") for e in entries if isinstance(e, dict)}
-        entries.extend({"name": name, "value": value} for name, value in env if name not in given)

@@ -3,25 +3,25 @@
 (`torchrunConfig`), elastic mode (`elastic`), run modes, the training kit's `runPolicy` (backoffLimit
 defaults to 3 here), TensorBoard and scheduler.
 
-In elastic mode (elastic and torchrun both enabled) the parsed spec's `replica_specs` carry the counts the
-job runs, not the ones written: `expectedReplicas` (default the written total) clamped to
+In elastic mode (elastic and torchrun both enabled) the job runs other counts than the ones written
+(`spec.counts()`, the kind's `replica_counts`): `expectedReplicas` (default the written total) clamped to
 [minReplicas, maxReplicas] and split across the types by `scalingWeight` (the master keeps its one
-replica). The engine scales by those counts (ARCHITECTURE.md, "Adding a kind"); `declared_replicas` keeps
-the written ones, and `min_member` gives the PodGroup `minReplicas`.
+replica); `min_member` gives the PodGroup `minReplicas`. The parsed `replica_specs` keep what was written.
 """
 
 from __future__ import annotations
 
+import functools
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from controller.jobs.kind import KindApi
-from controller.jobs.schema.api import MAX_REPLICAS, CleanUpPolicy, JobObject, Model, RunMode, SchedulePolicy
+from controller.jobs.schema.api import MAX_REPLICAS, JobObject, Model, RunMode, SchedulePolicy
 from controller.jobs.training.restart import RestartPolicyType
-from controller.jobs.training.runpolicy import RunPolicy, enable_is_enabled
-from controller.kinds.tensorflow.tensorboard_spec import TensorBoardSpec
+from controller.jobs.training.runpolicy import RunPolicy, TrainingSpec, enable_read
+from controller.jobs.training.tensorboard import TensorBoardSpec
 
 GROUP = "batch.tensorstack.dev"
 VERSION = "v1beta1"
@@ -41,15 +41,6 @@ class RdzvBackend(StrEnum):
     C10D = "c10d"
     ETCD = "etcd"
     ETCD_V2 = "etcd-v2"
-
-
-def _enable(value: Any) -> Any:
-    """`enable` read as `enabled` in a switch object; `enabled` wins."""
-    if isinstance(value, dict) and "enable" in value:
-        value = dict(value)
-        enable = value.pop("enable")
-        value.setdefault("enabled", enable)
-    return value
 
 
 class ReplicaSpec(Model):
@@ -94,7 +85,7 @@ class ElasticConfig(Model):
         "ranks go first, the master stays."))
 
 
-class PyTorchTrainingJobSpec(Model):
+class PyTorchTrainingJobSpec(TrainingSpec):
     replica_specs: Annotated[list[ReplicaSpec], Field(min_length=1)] = Field(
         description="The replicas of the job, by type; global ranks: master-0 first, then list order.")
     torchrun_config: TorchrunConfig = Field(default_factory=TorchrunConfig, description="torchrun mode.")
@@ -106,17 +97,11 @@ class PyTorchTrainingJobSpec(Model):
                                   description="Deadline, restart budget (backoffLimit, default 3) and clean-up.")
     scheduler: SchedulePolicy | None = Field(None, description="The scheduler that dispatches the pods.")
     run_mode: RunMode = Field(default_factory=RunMode, description="Debug or pause the job.")
-    declared_replicas: dict[str, int] = Field(default_factory=dict, exclude=True)
-
-    @field_validator("run_mode", mode="before")
-    @classmethod
-    def _enable_run_mode(cls, value: Any) -> Any:
-        return enable_is_enabled(value)
 
     @field_validator("torchrun_config", "elastic", mode="before")
     @classmethod
     def _enable_switch(cls, value: Any) -> Any:
-        return _enable(value)
+        return enable_read(value)
 
     @field_validator("run_policy", mode="before")
     @classmethod
@@ -124,20 +109,6 @@ class PyTorchTrainingJobSpec(Model):
         if isinstance(value, dict) and "backoffLimit" not in value and "backoff_limit" not in value:
             return {**value, "backoffLimit": DEFAULT_BACKOFF_LIMIT}
         return value
-
-    @model_validator(mode="after")
-    def _elastic_counts(self) -> PyTorchTrainingJobSpec:
-        declared = {spec.type: spec.replicas for spec in self.replica_specs}
-        object.__setattr__(self, "declared_replicas", declared)
-        if self.elastic_active:
-            counts = split(self.expected_total(), self.replica_specs)
-            object.__setattr__(self, "replica_specs", [
-                spec.model_copy(update={"replicas": counts[spec.type]}) for spec in self.replica_specs])
-        return self
-
-    @property
-    def clean_up_policy(self) -> CleanUpPolicy:
-        return self.run_policy.clean_up_policy
 
     @property
     def torchrun(self) -> bool:
@@ -150,6 +121,20 @@ class PyTorchTrainingJobSpec(Model):
     @property
     def elastic_ignored(self) -> bool:
         return self.elastic.enabled and not self.torchrun_config.enabled
+
+    @functools.cached_property
+    def declared_replicas(self) -> dict[str, int]:
+        """The replicas written of each type."""
+        return {spec.type: spec.replicas for spec in self.replica_specs}
+
+    @functools.cached_property
+    def _counts(self) -> dict[str, int]:
+        return split(self.expected_total(), self.replica_specs) if self.elastic_active else self.declared_replicas
+
+    def counts(self) -> dict[str, int]:
+        """The replicas the job runs of each type: in elastic mode, expectedReplicas split by weight; else
+        those written."""
+        return self._counts
 
     def bounds(self) -> tuple[int, int]:
         """(minReplicas, maxReplicas), a missing bound taking the other's value (both missing: the written total)."""
@@ -165,9 +150,8 @@ class PyTorchTrainingJobSpec(Model):
         expected = sum(self.declared_replicas.values()) if expected is None else expected
         return max(low, min(high, expected))
 
-    @property
     def min_member(self) -> int | None:
-        """The PodGroup's gang in elastic mode: minReplicas (podgroup.py reads it)."""
+        """The PodGroup's gang in elastic mode: minReplicas (the kind's min_member)."""
         return self.bounds()[0] if self.elastic_active else None
 
     def replica(self, replica_type: str) -> ReplicaSpec | None:
@@ -182,15 +166,15 @@ class PyTorchTrainingJobSpec(Model):
         for spec in self.ordered():
             if spec.type == replica_type:
                 return offset + rank
-            offset += spec.replicas
+            offset += self.counts()[spec.type]
         raise KeyError(replica_type)
 
     def master(self) -> tuple[str, int] | None:
         """The replica of global rank 0, whose success is the job's."""
-        return next(((spec.type, 0) for spec in self.ordered() if spec.replicas > 0), None)
+        return next(((spec.type, 0) for spec in self.ordered() if self.counts()[spec.type] > 0), None)
 
     def world_size(self) -> int:
-        return sum(spec.replicas for spec in self.replica_specs)
+        return sum(self.counts().values())
 
 
 def split(total: int, specs: list[ReplicaSpec]) -> dict[str, int]:
@@ -220,13 +204,3 @@ class PyTorchTrainingJob(JobObject):
     """The parts of a PyTorchTrainingJob object the controller reads, parsed once per generation."""
 
     spec: PyTorchTrainingJobSpec
-
-    @model_validator(mode="after")
-    def _owner_name_label(self) -> PyTorchTrainingJob:
-        """Every pod also carries `tensorstack.dev/owner-name: <job>`: the engine copies a template's labels."""
-        for spec in self.spec.replica_specs:
-            meta = spec.template.get("metadata") or {}
-            if isinstance(meta, dict):  # new dicts: the template's own may be the informer cache's
-                labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
-                spec.template["metadata"] = {**meta, "labels": {**labels, OWNER_NAME_LABEL: self.name}}
-        return self

@@ -1,62 +1,43 @@
-"""What the controller checks in a PyTorchTrainingJob before it makes anything: the pydantic model, then what
-the CRD's rules say again for jobs admitted by an older CRD: unique types, one `master` replica at most, at
-least one replica, elastic bounds (1 <= min <= max), names that make valid pod and Service names."""
+"""What the controller checks in a PyTorchTrainingJob beyond what every training job gets (the training kit's
+TrainingKind.parse): what the CRD's rules say again for jobs admitted by an older CRD: one `master` replica
+at most, the master kept, elastic bounds (1 <= min <= max); and, of an edit, elastic bounds unchanged."""
 
 from __future__ import annotations
 
-from controller.jobs.schema.validation import (
-    SpecError,
-    duplicate_types,
-    fixed_types_errors,
-    name_errors,
-    no_replicas_errors,
-    parse,
-    run_mode_errors,
-    template_errors,
-)
-from controller.kinds.pytorch.models import API, MASTER, PyTorchTrainingJob
+from controller.jobs.schema.validation import SpecError
+from controller.kinds.pytorch.models import MASTER, PyTorchTrainingJob
 
-__all__ = ["elastic_bounds_changed", "parse_and_validate", "validate"]
-
-
-def parse_and_validate(obj: dict) -> PyTorchTrainingJob | list[SpecError]:
-    job = parse(obj, PyTorchTrainingJob)
-    if isinstance(job, PyTorchTrainingJob):
-        return validate(job) + fixed_types_errors(job, obj) or job
-    return job
+__all__ = ["elastic_bounds_changed", "validate"]
 
 
 def validate(job: PyTorchTrainingJob) -> list[SpecError]:
-    errors = [*name_errors(job, API, services=True), *duplicate_types(job), *template_errors(job),
-              *run_mode_errors(job), *no_replicas_errors(list(job.spec.declared_replicas.values())),
-              *master_errors(job)]
+    errors = master_errors(job)
     elastic = job.spec.elastic
     if elastic.enabled and elastic.min_replicas is not None and elastic.max_replicas is not None \
             and elastic.min_replicas > elastic.max_replicas:
         errors.append(SpecError("spec.elastic", f"minReplicas ({elastic.min_replicas}) must be at most maxReplicas "
                                                 f"({elastic.max_replicas})"))
-    return list(dict.fromkeys(errors))
+    return errors
 
 
 def master_errors(job: PyTorchTrainingJob) -> list[SpecError]:
     """Global rank 0 (the master, whose success is the job's) never moves: a `master` type has exactly one
     replica; without one, the first type keeps at least one (its rank 0 is the master). Elastic mode splits
     its replicas by weight: the first type must keep one there too."""
-    specs = job.spec.replica_specs
+    specs, counts = job.spec.replica_specs, job.spec.counts()
     for index, spec in enumerate(specs):
-        declared = job.spec.declared_replicas.get(spec.type, spec.replicas)
-        if spec.type == MASTER and declared != 1:
+        if spec.type == MASTER and spec.replicas != 1:
             return [SpecError(f"spec.replicaSpecs[{index}].replicas",
                               f'a replica type "{MASTER}" has exactly one replica')]
     if any(spec.type == MASTER for spec in specs) or not specs:
         return []
     first = specs[0]
-    declared = job.spec.declared_replicas.get(first.type, first.replicas)
-    if min(declared, first.replicas) > 0 or not any(job.spec.declared_replicas.values()):
+    running = min(first.replicas, counts.get(first.type, first.replicas))
+    if running > 0 or not any(spec.replicas for spec in specs):
         return []  # (no replicas at all: said once, by no_replicas_errors)
     return [SpecError("spec.replicaSpecs[0].replicas", f'without a "{MASTER}" type, rank 0 of the first type '
                       f'("{first.type}") is the master, whose success is the job\'s: it needs at least one replica '
-                      f"(it has {min(declared, first.replicas)})")]
+                      f"(it has {running})")]
 
 
 def elastic_bounds_changed(old: dict, new: dict) -> list[SpecError]:

@@ -1,81 +1,45 @@
-"""TensorFlowTrainingJob as the engine sees it: the `JobKind` that plugs it into controller/jobs.
+"""TensorFlowTrainingJob as the engine sees it: the training kit's `TrainingKind` with what is its own.
 
-What is its own: the API and labels; the success of the master (the chief, else worker 0) and the
-failure of any replica for good ("failure wins a tie"); restart policies by type with ExitCode and one
-restart budget for the job (the training kit's ReplicaRestart, judging the `tensorflow` container); the
-active deadline; TF_CONFIG in every `tensorflow` container; a headless Service per replica on the TensorFlow port;
-`tasks[].replicaStatus`.
+Its own: the API and labels (models.py); the master (the chief, else worker 0) and failures named in (type,
+rank) order; at most one chief and one evaluator, and a `tensorflow` container in every template
+(validation.py); TF_CONFIG in every `tensorflow` container (tfconfig.py), whose port named `tfjob-port`
+(else 2222) is each replica's Service's; `tasks[].replicaStatus`. The rest is the kit's
+(controller/jobs/training/kind.py): restarts by type with ExitCode judging the `tensorflow` container, the
+deadline, the TensorBoard.
 """
 
 from __future__ import annotations
 
 from controller.jobs.children.pods import Override, apply_override
-from controller.jobs.kind import Outcomes
-from controller.jobs.schema.api import JobPhase, Outcome, Verdict
-from controller.jobs.schema.validation import SpecError, invalid_spec_message
-from controller.jobs.training.restart import ReplicaRestart
-from controller.kinds.tensorflow import crd, tensorboard, tfconfig, validation
+from controller.jobs.decisions.status import TasksStatus
+from controller.jobs.schema.validation import SpecError
+from controller.jobs.training.kind import TrainingKind
+from controller.kinds.tensorflow import crd, tfconfig, validation
 from controller.kinds.tensorflow.models import API, TensorFlowTrainingJob
-from controller.kinds.tensorflow.status import TensorFlowStatus
 
 
-class TensorFlowKind:
+class TensorFlowKind(TrainingKind[TensorFlowTrainingJob]):
     api = API
-    status = TensorFlowStatus()
-    dependent_resources = (tensorboard.DEPENDENT,)
+    model = TensorFlowTrainingJob
+    status = TasksStatus("replicaStatus")  # 003's name of a task's records
+    container_names = (tfconfig.CONTAINER,)
+    port_name = tfconfig.PORT_NAME
+    default_port = tfconfig.DEFAULT_PORT
 
-    def parse(self, obj: dict) -> TensorFlowTrainingJob | list[SpecError]:
-        return validation.parse_and_validate(obj)
-
-    def invalid_spec_message(self, problems: list[SpecError]) -> str:
-        return invalid_spec_message(problems)
+    def validate(self, job: TensorFlowTrainingJob) -> list[SpecError]:
+        return validation.validate(job)
 
     def crd(self) -> dict:
         return crd.tensorflow_crd()
 
-    def restart_rule(self, job: TensorFlowTrainingJob, replica_type: str) -> ReplicaRestart:
-        spec = job.spec.replica(replica_type)
-        return ReplicaRestart(spec.restart_policy, job.spec.run_policy.backoff_limit, tfconfig.CONTAINER)
-
-    def verdict(self, job: TensorFlowTrainingJob, outcomes: Outcomes) -> Verdict | None:
-        failed = sorted(key for key, outcome in outcomes.items() if outcome == Outcome.FAILED)
-        if failed:  # failure wins a tie
-            replica_type, rank = failed[0]
-            return Verdict(JobPhase.FAILED, failed[0], f"Replica {job.name}-{replica_type}-{rank} has failed.",
-                           replicas=tuple(failed))
-        master = job.spec.master()
-        if master is not None and outcomes.get(master) == Outcome.SUCCEEDED:
-            return Verdict(JobPhase.SUCCEEDED, master, f"The master replica {job.name}-{master[0]}-{master[1]} "
-                           "has succeeded.")
-        if master is None and outcomes and all(o == Outcome.SUCCEEDED for o in outcomes.values()):
-            return Verdict(JobPhase.SUCCEEDED, None, "Every replica has succeeded.")  # only ps or evaluators
-        return None
-
-    def active_deadline(self, job: TensorFlowTrainingJob) -> float | None:
-        return job.spec.run_policy.active_deadline_seconds
-
     def decorate_pod(self, job: TensorFlowTrainingJob, replica_type: str, rank: int, index: int, pod_spec: dict,
                      override: Override | None) -> None:
-        tfconfig.set_env(pod_spec, tfconfig.tf_config(self._cluster(job), replica_type, rank))
+        self.set_env(pod_spec, [(tfconfig.ENV, tfconfig.tf_config(self._cluster(job), replica_type, rank))])
         apply_override(override, pod_spec)
-
-    def dependents(self, job: TensorFlowTrainingJob) -> dict:
-        board = tensorboard.desired(job)
-        return {} if board is None else {tensorboard.RESOURCE: board}
-
-    def dependent_status(self, job: TensorFlowTrainingJob, observed, actions) -> dict:
-        reported = tensorboard.status(job, observed.get(tensorboard.RESOURCE),
-                                      actions.get(tensorboard.RESOURCE, "NOP"))
-        return {} if reported is None else {"tensorboard": reported}
-
-    def service_ports(self, job: TensorFlowTrainingJob, replica_type: str = "") -> list[dict] | None:
-        spec = job.spec.replica(replica_type)
-        port = tfconfig.port((spec.template.get("spec") or {}) if spec is not None else {})
-        return [{"name": tfconfig.PORT_NAME, "port": port, "targetPort": port, "protocol": "TCP"}]
 
     def _cluster(self, job: TensorFlowTrainingJob) -> dict[str, list[str]]:
         return tfconfig.cluster(job.name, job.namespace, [
-            (str(spec.type), spec.replicas, tfconfig.port(spec.template.get("spec") or {}))
+            (str(spec.type), spec.replicas, self.port(spec.template.get("spec") or {}))
             for spec in sorted(job.spec.replica_specs, key=lambda s: _TYPE_ORDER.get(s.type, 9))])
 
 

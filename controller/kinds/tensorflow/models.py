@@ -14,13 +14,13 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from controller.jobs.kind import KindApi
-from controller.jobs.schema.api import MAX_REPLICAS, CleanUpPolicy, JobObject, Model, RunMode, SchedulePolicy
+from controller.jobs.schema.api import MAX_REPLICAS, JobObject, Model, RunMode, SchedulePolicy
 from controller.jobs.training.restart import RestartPolicyType
-from controller.jobs.training.runpolicy import RunPolicy, enable_is_enabled
-from controller.kinds.tensorflow.tensorboard_spec import TensorBoardSpec
+from controller.jobs.training.runpolicy import RunPolicy, TrainingSpec
+from controller.jobs.training.tensorboard import TensorBoardSpec
 
 GROUP = "batch.tensorstack.dev"
 VERSION = "v1beta1"
@@ -47,7 +47,7 @@ class ReplicaSpec(Model):
         "When a finished replica is replaced: Never, OnFailure, Always, or ExitCode (retryable exit codes only)."))
 
 
-class TensorFlowTrainingJobSpec(Model):
+class TensorFlowTrainingJobSpec(TrainingSpec):
     replica_specs: Annotated[list[ReplicaSpec], Field(min_length=1)] = Field(
         description="The replicas of the job, by type.")
     tensorboard_spec: TensorBoardSpec | None = Field(None, description=(
@@ -57,24 +57,16 @@ class TensorFlowTrainingJobSpec(Model):
     scheduler: SchedulePolicy | None = Field(None, description="The scheduler that dispatches the pods.")
     run_mode: RunMode = Field(default_factory=RunMode, description="Debug or pause the job.")
 
-    @field_validator("run_mode", mode="before")
-    @classmethod
-    def _enable(cls, value: Any) -> Any:
-        return enable_is_enabled(value)
-
-    @property
-    def clean_up_policy(self) -> CleanUpPolicy:
-        return self.run_policy.clean_up_policy
-
     def replica(self, replica_type: str) -> ReplicaSpec | None:
         return next((r for r in self.replica_specs if r.type == replica_type), None)
 
     def master(self) -> tuple[str, int] | None:
         """The replica whose success is the job's: the chief, else worker 0."""
-        if self.replica(ReplicaType.CHIEF) is not None and self.replica(ReplicaType.CHIEF).replicas > 0:
-            return str(ReplicaType.CHIEF), 0
-        worker = self.replica(ReplicaType.WORKER)
-        return (str(ReplicaType.WORKER), 0) if worker is not None and worker.replicas > 0 else None
+        for replica_type in (ReplicaType.CHIEF, ReplicaType.WORKER):
+            spec = self.replica(replica_type)
+            if spec is not None and spec.replicas > 0:
+                return str(replica_type), 0
+        return None
 
 
 class TensorFlowTrainingJob(JobObject):

@@ -21,20 +21,6 @@ EVALUATOR = "evaluator"
 ENV = "TF_CONFIG"
 
 
-def tensorflow_container(pod_spec: dict) -> dict | None:
-    return next((c for c in pod_spec.get("containers") or () if isinstance(c, dict) and c.get("name") == CONTAINER),
-                None)
-
-
-def port(pod_spec: dict) -> int:
-    """The port of a replica type's `tensorflow` container named tfjob-port, else 2222."""
-    container = tensorflow_container(pod_spec) or {}
-    for entry in container.get("ports") or ():
-        if isinstance(entry, dict) and entry.get("name") == PORT_NAME and isinstance(entry.get("containerPort"), int):
-            return entry["containerPort"]
-    return DEFAULT_PORT
-
-
 def cluster(job_name: str, namespace: str, replicas: Iterable[tuple[str, int, int]]) -> dict[str, list[str]]:
     """The cluster spec from (type, count, port) per replica type, in the order given."""
     return {replica_type: [f"{job_name}-{replica_type}-{rank}.{namespace}.svc:{type_port}" for rank in range(count)]
@@ -44,14 +30,3 @@ def cluster(job_name: str, namespace: str, replicas: Iterable[tuple[str, int, in
 def tf_config(spec: dict[str, list[str]], replica_type: str, rank: int) -> str:
     """The value for one replica, spelled as the specification writes it (json.dumps's `, ` and `: `)."""
     return json.dumps({"cluster": spec, "task": {"type": replica_type, "index": rank}, "environment": "cloud"})
-
-
-def set_env(pod_spec: dict, value: str) -> None:
-    """TF_CONFIG in the `tensorflow` container, unless the user set it there."""
-    container = tensorflow_container(pod_spec)
-    if container is None:
-        return
-    env = container.setdefault("env", [])
-    if any(isinstance(e, dict) and e.get("name") == ENV for e in env):
-        return
-    env.append({"name": ENV, "value": value})

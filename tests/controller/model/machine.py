@@ -34,9 +34,7 @@ from structlog.testing import capture_logs
 from controller.jobs.decisions.backoff import RestartBackoff
 from controller.jobs.execution.reconciler import Reconciler
 from controller.jobs.schema.naming import replica_name
-from controller.kinds.genericjob.kind import GENERICJOB
-from controller.kinds.pytorch.kind import PYTORCH
-from controller.kinds.tensorflow.kind import TENSORFLOW
+from controller.kinds import registry
 from informers import Lister, Store, object_key
 from tests.controller.model import defects
 from tests.controller.model import rules as r
@@ -48,7 +46,7 @@ COMMAND = ["python", "train.py"]
 DEBUG_COMMAND = ["sleep", "inf"]
 DEADLINE = 60
 IGNORED = "the job has finished; spec changes are ignored"
-KINDS = {r.GENERIC: GENERICJOB, r.TENSORFLOW: TENSORFLOW, r.PYTORCH: PYTORCH}
+KINDS = registry.KINDS  # by kind name; test_engine_model checks that rules.py models each
 LIVE = ("Pending", "Running")
 
 
@@ -74,7 +72,7 @@ def job_object(kind: str, types: list[tuple[str, int, object]], extra: dict) -> 
 @st.composite
 def jobs(draw) -> dict:
     """A job of any kind: several replica types, per-type policies, budgets, rules, deadline, clean-up."""
-    kind = draw(st.sampled_from([r.GENERIC, r.TENSORFLOW, r.PYTORCH]))
+    kind = draw(st.sampled_from(list(KINDS)))
     cleanup = draw(st.sampled_from(["None", "Unfinished", "All"]))
     if kind == r.GENERIC:
         policy = st.fixed_dictionaries({"policy": st.sampled_from(["Never", "OnFailure", "Always"]),

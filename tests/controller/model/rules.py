@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 GENERIC, TENSORFLOW, PYTORCH = "GenericJob", "TensorFlowTrainingJob", "PyTorchTrainingJob"
+MODELLED = (GENERIC, TENSORFLOW, PYTORCH)  # the kinds this module has the rules of
 FINISHED = ("Succeeded", "Failed")
 RETRYABLE = (130, 137, 138, 143)  # SIGINT, SIGKILL, SIGTERM, and 138 "restart me"
 CONTAINER = {GENERIC: "main", TENSORFLOW: "tensorflow", PYTORCH: "pytorch"}

@@ -11,6 +11,8 @@ import os
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
+from controller.kinds import registry
+from tests.controller.model import rules
 from tests.controller.model.machine import EngineModel
 
 EXAMPLES = int(os.environ.get("ENGINE_MODEL_EXAMPLES", "1000"))
@@ -23,3 +25,8 @@ EngineModel.TestCase.settings = settings(max_examples=EXAMPLES, stateful_step_co
                                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 # Shrinking a failure to its shortest story takes longer than a passing run: the suite's 120s would cut it.
 TestEngineModel = pytest.mark.timeout(1800)(EngineModel.TestCase)
+
+
+def test_every_registered_kind_is_modelled():
+    # The machine draws jobs of every kind of the registry; rules.py must know what each is to expect.
+    assert list(registry.KINDS) == list(rules.MODELLED), "a kind without a model in rules.py (or a model too many)"

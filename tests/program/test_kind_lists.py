@@ -1,0 +1,60 @@
+"""The kind registry is the only list of kinds (controller/kinds/registry.py): every list of them outside the code
+(the CRDs kustomize and the chart install, the RBAC rules, the user roles, the namespaced overlay, the
+creator-privilege policy, the webhooks, the chart's notes) is written from it by scripts/sync_kind_lists.py, and
+this fails while one is stale. A fourth kind (tests/e2e/test_fourth_kind.py's) reaches every one of them."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from controller.kinds import registry
+from tests.e2e.test_fourth_kind import SHELLJOB
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("sync_kind_lists", ROOT / "scripts" / "sync_kind_lists.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_list_of_the_kinds_is_the_registrys():
+    check = subprocess.run([sys.executable, str(ROOT / "scripts" / "sync_kind_lists.py"), "--check"],
+                           capture_output=True, text=True, timeout=60, check=False)
+    assert (check.returncode, check.stdout) == (0, ""), check.stdout
+
+
+def test_a_kind_added_to_the_registry_reaches_every_list():
+    script = _script()
+    kinds = [*registry.KINDS.values(), SHELLJOB]
+    written = script.generated(kinds)
+    for name, text in written.items():
+        assert "ShellJob" in text or "shelljob" in text, f"{name} does not list the new kind"
+    # Every rule that lists the kinds lists the new one too, with the same subresources.
+    rbac = written["manifests/rbac.yaml"]
+    for sub in ("", "/finalizers", "/status"):
+        assert f'"pytorchtrainingjobs{sub}", "shelljobs{sub}"]' in rbac
+    assert '"shelljobs", "shelljobs/status"]' in written["manifests/user-rbac.yaml"]
+    assert written["overlays/namespaced/watched-namespaces-rbac.yaml"].count('"shelljobs') == 6  # two namespaces
+    assert "  - crds/shelljob.yaml\n" in written["manifests/kustomization.yaml"]
+    hooks = yaml.safe_load_all(written["manifests/webhook.yaml"])
+    configuration = next(doc for doc in hooks if doc and doc["kind"] == "ValidatingWebhookConfiguration")
+    assert [hook["name"] for hook in configuration["webhooks"]][-1] == "shelljobs.batch.tensorstack.dev"
+    assert configuration["webhooks"][-1]["clientConfig"]["service"]["path"].endswith("-v1beta1-shelljob")
+    assert configuration["webhooks"][-1]["rules"][0]["resources"] == ["shelljobs"]
+    assert '"pytorchtrainingjobs" "shelljobs" }}' in written["charts/genericjob-controller/templates/webhook.yaml"]
+    assert "PyTorchTrainingJob and ShellJob" in written["charts/genericjob-controller/templates/NOTES.txt"]
+
+
+def test_the_rewritten_manifests_are_still_yaml_with_the_same_objects():
+    script = _script()
+    for name, text in script.generated().items():
+        if name.endswith(".yaml") and "templates/" not in name:
+            assert list(yaml.safe_load_all(text)) == list(yaml.safe_load_all((ROOT / name).read_text())), name
