@@ -171,7 +171,7 @@ class ExecPlugin(TokenSource):
                 raise fail(f"expirationTimestamp {status['expirationTimestamp']!r} is not RFC 3339") from None
         renew, must = renewal_times(expires, max(0.0, expires - started), MAX_MARGIN) if expires is not None \
             else (float("inf"), float("inf"))
-        chain = (cert.encode(), key.encode()) if cert else None
+        chain = (str(cert).encode(), str(key).encode()) if cert and key else None
         return ExecCredential(str(token) if token else None, chain, expires, renew, must)
 
 

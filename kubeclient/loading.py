@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+from collections.abc import Mapping
 
 import yaml
 
@@ -74,12 +75,13 @@ async def _first_credentials(settings: ClientSettings) -> None:
         raise ConfigException(f"{settings.source}: {err}") from err
 
 
-async def in_cluster_settings(directory: str | None = None, environ: dict | None = None) -> ClientSettings:
+async def in_cluster_settings(directory: str | None = None, environ: Mapping[str, str] | None = None
+                              ) -> ClientSettings:
     """client-go's InClusterConfig: the service's address from the environment, the projected token (re-read
     as it is rotated) and the CA beside it."""
     directory = directory or SERVICE_ACCOUNT_DIR
-    environ = os.environ if environ is None else environ
-    host, port = environ.get("KUBERNETES_SERVICE_HOST"), environ.get("KUBERNETES_SERVICE_PORT")
+    variables: Mapping[str, str] = os.environ if environ is None else environ
+    host, port = variables.get("KUBERNETES_SERVICE_HOST"), variables.get("KUBERNETES_SERVICE_PORT")
     if not host or not port:
         raise ConfigException("unable to load in-cluster configuration, KUBERNETES_SERVICE_HOST and "
                               "KUBERNETES_SERVICE_PORT must be defined")
@@ -111,8 +113,8 @@ def _from_kubeconfig(path: str, context_name: str | None) -> ClientSettings:
     name = context_name or current
     if not name:
         raise ConfigException("no current-context (and no --context)")
-    context = config["contexts"].get_with_name(name)["context"]
-    cluster_entry = config["clusters"].get_with_name(context["cluster"])
+    context = _named(config, "contexts", name)["context"]
+    cluster_entry = _named(config, "clusters", str(context["cluster"]))
     cluster: dict = cluster_entry["cluster"].value
     user_name = context.safe_get("user")
     user_entry = config["users"].get_with_name(user_name, safe=True) if user_name and config.safe_get("users") \
@@ -133,6 +135,13 @@ def _from_kubeconfig(path: str, context_name: str | None) -> ClientSettings:
                           tls_server_name=cluster.get("tls-server-name") or None,
                           proxy_url=cluster.get("proxy-url") or None,
                           source=f"kubeconfig {path} (context {name})")
+
+
+def _named(config: ConfigNode, kind: str, name: str) -> ConfigNode:
+    """The entry of that name in config[kind] (ConfigNode's error when there is none)."""
+    entry = config[kind].get_with_name(name)
+    assert entry is not None  # get_with_name raises rather than answer None unless asked to
+    return entry
 
 
 def _directory(file: str | None) -> str:
