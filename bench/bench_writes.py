@@ -28,9 +28,8 @@ from prometheus_client import CollectorRegistry
 
 from bench.scale.procs import Cluster
 from controller.runtime.client import KubeClient
-from controller.runtime.manager import USER_AGENT, client_configuration
+from controller.runtime.manager import USER_AGENT, client_settings
 from controller.runtime.metrics import RequestMetrics
-from kubeclient.from_configuration import settings_from_configuration
 from kubeclient.rest import RestClient
 from localcluster import Credentials
 
@@ -61,8 +60,8 @@ async def cpu_per_request(send, requests: int) -> float:
 async def main(args: argparse.Namespace) -> None:
     async with Cluster(Path(tempfile.mkdtemp(prefix="bench-writes-"))) as cluster:
         credentials = Credentials.from_kubeconfig(cluster.kubeconfig)
-        configuration = await client_configuration(str(cluster.kubeconfig))
-        async with RestClient(settings_from_configuration(configuration), observer=RequestMetrics(CollectorRegistry()),
+        settings = await client_settings(str(cluster.kubeconfig))
+        async with RestClient(settings, observer=RequestMetrics(CollectorRegistry()),
                               user_agent=USER_AGENT) as api, \
                 credentials.session(timeout=aiohttp.ClientTimeout(total=None, sock_read=None)) as session:
             over_http1 = KubeClient(api, qps=0)

@@ -198,9 +198,21 @@ class LocalCluster:
 
     # --- conveniences ----------------------------------------------------------------------
 
-    def add_token(self, token: str, user: str, groups=()) -> str:
-        """Make `token` authenticate as `user` in `groups` (and system:authenticated)."""
-        return self.access.authenticator.add_token(token, user, groups)
+    def add_token(self, token: str, user: str, groups=(), expires_in: float | None = None) -> str:
+        """Make `token` authenticate as `user` in `groups` (and system:authenticated), for `expires_in` seconds
+        if given (exactly: tests of credentials that refresh; TokenRequest keeps its 10-minute minimum)."""
+        return self.access.authenticator.add_token(token, user, groups, expires_in)
+
+    def revoke_token(self, token: str) -> None:
+        """`token` authenticates no more (401), as a deleted static token or a revoked credential."""
+        self.access.authenticator.revoke_token(token)
+
+    def client_certificate(self, user: str, groups=(), lifetime: float = 3600.0) -> tuple[bytes, bytes]:
+        """A client certificate (PEM) for `user` in `groups` (CN and O, as the apiserver reads them), valid for
+        `lifetime` seconds, and its key (PEM): signed by the client CA every cluster of this process trusts."""
+        from .auth.client_certificates import client_ca
+
+        return client_ca().issue(user, tuple(groups), lifetime)
 
     def service_account_token(self, namespace: str, name: str) -> str:
         """A token of ServiceAccount NAMESPACE/NAME (created if missing; the token stops working when it is
@@ -271,7 +283,8 @@ class LocalCluster:
     # --- admin endpoints, for tests and benchmarks in other processes ----------------------
 
     def _issue_token(self, body: dict) -> str:
-        """`{"serviceAccount": "NS/NAME"}` or `{"user": U, "groups": [...], "token": optional}`."""
+        """`{"serviceAccount": "NS/NAME"}` or `{"user": U, "groups": [...], "token": optional,
+        "expirationSeconds": optional}` (any positive number: this endpoint is for tests, system:masters only)."""
         if body.get("serviceAccount"):
             namespace, _, name = str(body["serviceAccount"]).partition("/")
             if not namespace or not name:
@@ -279,8 +292,12 @@ class LocalCluster:
             return self.service_account_token(namespace, name)
         if not body.get("user"):
             raise ApiError(400, "BadRequest", 'give "serviceAccount": "NS/NAME" or "user" (and "groups")')
+        expires_in = body.get("expirationSeconds")
+        if expires_in is not None and (isinstance(expires_in, bool) or not isinstance(expires_in, int | float)
+                                       or expires_in <= 0):
+            raise ApiError(400, "BadRequest", "expirationSeconds must be a positive number")
         return self.add_token(body.get("token") or "u." + secrets.token_urlsafe(24), str(body["user"]),
-                              tuple(body.get("groups") or ()))
+                              tuple(body.get("groups") or ()), expires_in)
 
     async def admin(self, request: web.Request, segs: list[str]) -> web.Response:
         action = segs[0] if segs else ""
@@ -306,6 +323,14 @@ class LocalCluster:
             return json_response({"scripts": len(self.runner.scripts)})
         if action == "tokens" and request.method == "POST":
             return json_response({"token": self._issue_token(body)})
+        if action == "client-certificates" and request.method == "POST":
+            # {"user": U, "groups": [...], "lifetime": seconds}: for tests in other processes (this one's CA).
+            lifetime = body.get("lifetime", 3600.0)
+            if not body.get("user") or isinstance(lifetime, bool) or not isinstance(lifetime, int | float) \
+                    or lifetime <= 0:
+                raise ApiError(400, "BadRequest", 'give "user" (and "groups", a positive "lifetime" in seconds)')
+            cert, key = self.client_certificate(str(body["user"]), tuple(body.get("groups") or ()), lifetime)
+            return json_response({"certificate": cert.decode(), "key": key.decode()})
         if action == "requests":
             rows = [{"verb": v, "resource": r, "code": c, "count": n}
                     for (v, r, c), n in sorted(self.faults.requests.items())]

@@ -58,8 +58,7 @@ from controller.runtime.flags import BooleanFlag, add_log_level_deps, port, posi
 from controller.runtime.manager import USER_AGENT
 from controller.runtime.metrics import RequestMetrics
 from informers import ApiStatusError
-from kubeclient.from_configuration import settings_from_configuration
-from kubeclient.lean_kubernetes_asyncio import Configuration, kube_config
+from kubeclient.loading import load_settings
 from kubeclient.rest import RestClient
 from localcluster import LocalCluster
 from localcluster.cluster import private_directory
@@ -268,15 +267,14 @@ async def _with_cluster(cluster: LocalCluster, args: argparse.Namespace, objects
 
 async def _run_controller(kubeconfig: Path, cluster: LocalCluster, args: argparse.Namespace,
                           objects: list[dict] | None, stop: asyncio.Event) -> int:
-    configuration = Configuration()
     # The client reads the file just written: if it works for us, it works for kubectl.
-    await kube_config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+    settings = await load_settings(str(kubeconfig))
     metrics = LocalMetrics()
     # The controller's requests are counted (rest_client_requests_total) as under `run`; the progress lines' and
     # the submitter's go through a client of their own, so the page shows the controller's alone.
     # USER_AGENT: the field manager of every write, as under `run`.
-    async with RestClient(settings_from_configuration(configuration), user_agent=USER_AGENT) as api_client, \
-            RestClient(settings_from_configuration(configuration), user_agent=USER_AGENT,
+    async with RestClient(settings, user_agent=USER_AGENT) as api_client, \
+            RestClient(settings, user_agent=USER_AGENT,
                        observer=RequestMetrics(metrics.registry)) as controller_client:
         controller = registry.make_controller(controller_client, JobConfig(
             workers=args.workers, shutdown_timeout=5.0, restart_backoff=LOCAL_RESTART_BACKOFF), metrics.registry)

@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 
 import structlog
 import uvloop
-import yaml
 from prometheus_client import (
     CollectorRegistry,
     GCCollector,
@@ -49,9 +48,10 @@ from controller.runtime.preflight import PreflightError, preflight
 from controller.runtime.server import Server
 from controller.runtime.webhook_server import Webhook, WebhookConfig
 from informers import SyncTimeoutError
-from kubeclient.from_configuration import settings_from_configuration
-from kubeclient.lean_kubernetes_asyncio import Configuration, kube_config
+from kubeclient import loading
+from kubeclient.kube_config_parts import ConfigException
 from kubeclient.rest import RestClient
+from kubeclient.settings import ClientSettings
 
 log = structlog.get_logger("controller.runtime.manager")
 
@@ -274,7 +274,7 @@ class Manager:
 
 
 def in_cluster() -> bool:
-    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and os.path.exists(f"{SERVICE_ACCOUNT_DIR}/token")
+    return loading.in_cluster(SERVICE_ACCOUNT_DIR)
 
 
 def pod_namespace(default: str = "default") -> str:
@@ -286,37 +286,15 @@ def pod_namespace(default: str = "default") -> str:
         return default
 
 
-async def client_configuration(kubeconfig: str | None) -> Configuration:
-    """controller-runtime's order: --kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config."""
-    configuration = Configuration()
-    path = kubeconfig or os.environ.get("KUBECONFIG")
-    if not path and in_cluster():
-        kube_config.load_incluster_config(client_configuration=configuration)
+async def client_settings(kubeconfig: str | None) -> ClientSettings:
+    """controller-runtime's order: --kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config (kubeclient/loading.py),
+    with credentials that refresh."""
+    settings = await loading.load_settings(kubeconfig)
+    if settings.source == "in-cluster":
         log.info("using in-cluster configuration")
-        return configuration
-    source = "--kubeconfig" if kubeconfig else "$KUBECONFIG" if path else "the default location"
-    path = path or os.path.join(os.environ.get("HOME", ""), ".kube", "config")
-    _require_file(path, source)
-    try:
-        await kube_config.load_kube_config(config_file=path, client_configuration=configuration,
-                                           persist_config=False)
-    except kube_config.ConfigException as err:
-        raise kube_config.ConfigException(f"kubeconfig {path}: {err}") from err
-    except yaml.YAMLError as err:
-        raise kube_config.ConfigException(f"kubeconfig {path} is not valid YAML: {err}") from err
-    except (TypeError, ValueError, AttributeError) as err:  # kubernetes_asyncio's reading of an empty or odd file
-        raise kube_config.ConfigException(f"kubeconfig {path} is empty or not a kubeconfig ({err})") from err
-    log.info("using kubeconfig", path=path)
-    return configuration
-
-
-def _require_file(path: str, source: str) -> None:
-    """kubernetes_asyncio would log "Config not found" and then fail on the empty config it made instead,
-    a second and misleading error: say it once here."""
-    if any(os.path.isfile(p) for p in path.split(os.pathsep) if p):
-        return
-    hint = " (not in a cluster either: pass --kubeconfig or set KUBECONFIG)" if source == "the default location" else ""
-    raise kube_config.ConfigException(f"kubeconfig {path} (from {source}) does not exist{hint}")
+    else:
+        log.info("using kubeconfig", source=settings.source)
+    return settings
 
 
 def _on_signals(loop: asyncio.AbstractEventLoop, manager: Manager) -> None:
@@ -335,12 +313,11 @@ def _on_signals(loop: asyncio.AbstractEventLoop, manager: Manager) -> None:
 async def run_program(config: ManagerConfig, kubeconfig: str | None) -> int:
     disable_created_metrics()  # no *_created series: controller-runtime has none, and they double the page
     try:
-        configuration = await client_configuration(kubeconfig)
-    except (kube_config.ConfigException, OSError) as err:
+        settings = await client_settings(kubeconfig)
+    except (ConfigException, OSError) as err:
         log.error("no usable cluster configuration", error=str(err))
         return EXIT_FAILED
     registry = new_registry()
-    settings = settings_from_configuration(configuration)
     async with RestClient(settings, observer=RequestMetrics(registry), user_agent=USER_AGENT) as rest:
         manager = Manager(rest, config, registry)
         _on_signals(asyncio.get_running_loop(), manager)
@@ -371,5 +348,5 @@ def main(config: ManagerConfig, kubeconfig: str | None) -> int:
         return runner.run(run_program(config, kubeconfig))
 
 
-__all__ = ["Manager", "ManagerConfig", "client_configuration", "in_cluster", "main", "new_registry",
+__all__ = ["Manager", "ManagerConfig", "client_settings", "in_cluster", "main", "new_registry",
            "pod_namespace", "run_program"]

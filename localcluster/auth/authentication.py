@@ -4,17 +4,22 @@ Each LocalCluster has a random admin token (user `admin` in `system:masters`), w
 `LocalCluster.kubeconfig()` carries. As a kube-apiserver with anonymous authentication on (its
 default): a request without a bearer token is user `system:anonymous` in `system:unauthenticated`
 (the bootstrap policy lets it read /healthz, /livez, /readyz and /version, nothing else), and one
-with a token no authenticator knows gets 401.
+with a token no authenticator knows gets 401. A verified client certificate of the process's client CA
+(client_certificates.py) is user CN in groups O, tried first as the apiserver's x509 authenticator is; an
+expired one is a 401 unless a valid token comes with it. Tests may give a token an expiry
+(`add_token(..., expires_in=)`, exact, no leeway) and revoke it: short-lived credentials to refresh.
 """
 
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..errors import ApiError
 from ..storage.store import Store
+from .client_certificates import subject_of
 from .service_account_jwt import ServiceAccountJwt
 
 AUTHENTICATED = "system:authenticated"
@@ -135,15 +140,22 @@ class Authenticator:
     def __init__(self, store: Store, admin_token: str) -> None:
         self.store = store
         self.tokens: dict[str, User] = {admin_token: ADMIN}
+        self._expiry: dict[str, float] = {}  # token -> time.time() from which it is refused (tests' tokens)
         self._service_accounts: dict[str, tuple[str, str]] = {}  # token -> (namespace, name)
         self._issued: dict[tuple[str, str], str] = {}
         # TokenRequest's tokens: RS256 JWTs, valid while their signature, times and named objects hold.
         self.jwt = ServiceAccountJwt(store.get)
 
-    def add_token(self, token: str, user: str, groups: Iterable[str] = ()) -> str:
+    def add_token(self, token: str, user: str, groups: Iterable[str] = (), expires_in: float | None = None) -> str:
         groups = tuple(dict.fromkeys([*groups, AUTHENTICATED]))
         self.tokens[token] = User(user, groups)
+        if expires_in is not None:
+            self._expiry[token] = time.time() + expires_in
         return token
+
+    def revoke_token(self, token: str) -> None:
+        self.tokens.pop(token, None)
+        self._expiry.pop(token, None)
 
     def service_account_token(self, namespace: str, name: str) -> str:
         token = self._issued.get((namespace, name))
@@ -153,20 +165,29 @@ class Authenticator:
             self._service_accounts[token] = (namespace, name)
         return token
 
-    def authenticate(self, header: str | None) -> User | None:
+    def authenticate(self, header: str | None, peercert: dict | None = None) -> User | None:
         """The request's user: ANONYMOUS without a bearer token, None (a 401) for a token nobody issued.
 
-        As the apiserver's bearertoken authenticator, then its anonymous one: a header that is not
-        `Bearer TOKEN` (case-insensitive scheme) is no credential at all, an unknown token an error."""
+        As the apiserver's union of its x509 and bearertoken authenticators, then its anonymous one (which
+        only answers when the others failed without error): `peercert` is the TLS peer's verified
+        certificate (ssl's getpeercert()), a header that is not `Bearer TOKEN` (case-insensitive scheme) is
+        no credential at all, an unknown token an error."""
+        failed = False
+        if peercert:
+            subject = subject_of(peercert, time.time())
+            if subject is not None:
+                return User(subject[0], tuple(dict.fromkeys([*subject[1], AUTHENTICATED])))
+            failed = True
         parts = (header or "").strip().split(" ")
         if len(parts) < 2 or parts[0].lower() != "bearer" or not parts[1]:
-            return ANONYMOUS
+            return None if failed else ANONYMOUS
         return self.review(parts[1])
 
     def review(self, token: str) -> User | None:
         """The user a token stands for (as a TokenReview answers), or None."""
         if token in self.tokens:
-            return self.tokens[token]
+            expiry = self._expiry.get(token)
+            return self.tokens[token] if expiry is None or time.time() < expiry else None
         sa = self._service_accounts.get(token)
         if sa is not None:
             account = self.store.get(SERVICE_ACCOUNTS_KEY, sa)

@@ -4,7 +4,8 @@ Every LocalCluster serves HTTPS (unless a benchmark asks for `tls=False`): kubec
 tokens only over TLS, and there is no way in without one. One key and certificate per process and
 host, made at the first cluster's start and reused by the next ones: running openssl for each of
 the test suite's clusters would cost a second every twenty tests. `local` and `serve` run one
-cluster per process, so theirs is that instance's own.
+cluster per process, so theirs is that instance's own. The server asks for a client certificate of the
+process's client CA (client_certificates.py) without requiring one.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import ssl
 import subprocess
 import tempfile
 from pathlib import Path
+
+from .client_certificates import client_ca, request_client_certificates
 
 
 @functools.lru_cache(maxsize=8)
@@ -29,6 +32,8 @@ def self_signed(host: str) -> tuple[ssl.SSLContext, bytes]:
                        check=True, capture_output=True, timeout=30)
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(cert, key)
+        # Client certificates of this process's client CA authenticate too, as the apiserver's --client-ca-file.
+        request_client_certificates(context, client_ca())
         return context, cert.read_bytes()
 
 

@@ -38,6 +38,13 @@ if TYPE_CHECKING:
 REVIEW_PATHS = ("/apis/authentication.k8s.io/", "/apis/authorization.k8s.io/")
 
 
+def peer_certificate(request: web.Request) -> dict | None:
+    """The client certificate the TLS handshake verified (client_certificates.py), if any."""
+    transport = request.transport
+    ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
+    return ssl_object.getpeercert() if ssl_object is not None else None
+
+
 class Access:
     def __init__(self, api: Api, admin_token: str, disabled_admission: tuple[str, ...] = ()) -> None:
         self.api = api
@@ -70,7 +77,7 @@ class Access:
     def check(self, request: web.Request) -> Attributes:
         """The request's user and attributes (only the user and path for system:masters outside the reviews),
         or 401/403."""
-        user = self.authenticator.authenticate(request.headers.get("Authorization"))
+        user = self.authenticator.authenticate(request.headers.get("Authorization"), peer_certificate(request))
         if user is None:
             raise unauthorized()
         if "Impersonate-User" in request.headers:
@@ -87,7 +94,7 @@ class Access:
     def check_admin(self, request: web.Request) -> User:
         """The system:masters user a request to /_localcluster/* comes from: 401 without a valid token,
         403 for any other user (impersonation is not honoured there)."""
-        user = self.authenticator.authenticate(request.headers.get("Authorization"))
+        user = self.authenticator.authenticate(request.headers.get("Authorization"), peer_certificate(request))
         if user is None or user is ANONYMOUS:
             raise unauthorized()
         if MASTERS not in user.groups:

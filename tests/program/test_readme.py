@@ -34,6 +34,8 @@ import yaml
 
 from controller.cmd import cli
 from controller.runtime import manager
+from kubeclient import loading
+from kubeclient.settings import ClientSettings
 
 from .subprocesses import ROOT, LocalProcess
 
@@ -241,16 +243,21 @@ async def test_the_kubeconfig_order_of_the_readme_and_help_is_the_codes(tmp_path
         "clusters": [{"name": "c", "cluster": {"server": "http://from-kubeconfig:6443"}}],
         "users": [{"name": "u", "user": {"token": "t"}}],
         "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
-    monkeypatch.setattr(manager, "in_cluster", lambda: True)
+    monkeypatch.setattr(loading, "in_cluster", lambda directory=None: True)
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
-    assert (await manager.client_configuration(None)).host == "http://from-kubeconfig:6443"  # before in-cluster
+    assert (await manager.client_settings(None)).server == "http://from-kubeconfig:6443"  # before in-cluster
     monkeypatch.delenv("KUBECONFIG")
     monkeypatch.setenv("HOME", str(tmp_path))  # a ~/.kube/config there would not be read either
     (tmp_path / ".kube").mkdir()
     (tmp_path / ".kube" / "config").write_text(kubeconfig.read_text())
     chosen = []
-    monkeypatch.setattr(manager.kube_config, "load_incluster_config", lambda **_: chosen.append("in-cluster"))
-    await manager.client_configuration(None)
+
+    async def in_cluster_settings() -> ClientSettings:
+        chosen.append("in-cluster")
+        return ClientSettings("https://10.96.0.1:443", credentials=None, source="in-cluster")
+
+    monkeypatch.setattr(loading, "in_cluster_settings", in_cluster_settings)
+    await manager.client_settings(None)
     assert chosen == ["in-cluster"]
     order = ("$KUBECONFIG", "in-cluster", "~/.kube/config")
     operations = (DOCS / "operations.md").read_text()  # run's flags (README's, before issue 24)

@@ -1,0 +1,122 @@
+"""`genericjob-controller run` whose credentials expire every few seconds (issue 36): an exec plugin's tokens, a
+token file rotated on disk with the old token revoked, a client certificate rotated on disk and the old one
+expired. The controller keeps reconciling across them: its reads (informers re-listing and re-watching, the
+watches dropped on purpose), its writes (pods, statuses, Events) and its leader election (the Lease renewed
+every 0.25 s, never lost)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from datetime import datetime
+
+from tests.e2e.conftest import QUICK, genericjob
+from tests.kubeclient.plugins import ClusterOfProcess, base_kubeconfig, exec_kubeconfig, write
+
+from .subprocesses import ControllerProcess, LocalClusterProcess, until
+
+MASTERS = ["system:masters"]
+
+
+async def admin(cluster: LocalClusterProcess, action: str, body: dict | None = None) -> dict:
+    async with cluster.session() as session, \
+            session.post(f"{cluster.url}/_localcluster/{action}", json=body or {}) as answer:
+        assert answer.status == 200, await answer.text()
+        return await answer.json()
+
+
+async def keeps_reconciling(cluster: LocalClusterProcess, controller: ControllerProcess, renewed, rounds: int = 4
+                            ) -> None:
+    """Each round: a credential renewal happens (`renewed()` waits for one), the watches are dropped, and a new
+    job runs to the end. The Lease stays the controller's all along."""
+    for i in range(rounds):
+        await renewed()
+        await admin(cluster, "drop-watches")  # the informers list and watch again, with the new credential
+        await cluster.jobs.submit(genericjob(f"job-{i}", script=QUICK))
+        await cluster.jobs.wait_phase(f"job-{i}", "Succeeded", timeout=20)
+    lease = await cluster.lease()
+    assert lease["spec"]["holderIdentity"] == controller.identity
+    assert not [r for r in controller.logs if r.get("event") in ("leadership lost", "stopped leading")]
+    samples = await controller.metrics()
+    assert samples.value("leader_election_master_status", name="genericjob-controller") == 1
+
+
+async def test_an_exec_plugins_tokens_expiring_every_3_s(tmp_path):
+    async with LocalClusterProcess(tmp_path) as cluster:
+        user = tmp_path / "user"
+        user.mkdir()
+        kubeconfig, plugin = exec_kubeconfig(ClusterOfProcess(cluster), user, lifetime=3.0, delay=0.05,
+                                             PLUGIN_GROUPS='["system:masters"]')
+        started = time.monotonic()
+        async with ControllerProcess(cluster, "--kubeconfig", str(kubeconfig)) as controller:
+            async def renewed() -> None:
+                runs = len(plugin.runs())
+                await until(lambda: len(plugin.runs()) > runs, timeout=10, what="the plugin run again")
+
+            await keeps_reconciling(cluster, controller, renewed)
+            elapsed = time.monotonic() - started
+            runs = plugin.runs()
+            assert len(runs) <= elapsed / (3.0 * 0.8) + 2, (len(runs), elapsed)  # about once per token's life
+            spans = sorted((run["start"], run["end"]) for run in runs)
+            assert all(later[0] >= earlier[1] for earlier, later in itertools.pairwise(spans)), spans
+            assert runs[0]["info"]["spec"]["interactive"] is False
+            assert runs[0]["info"]["spec"]["cluster"]["server"] == cluster.url
+
+
+async def test_a_token_file_rotated_and_the_old_token_revoked(tmp_path):
+    async with LocalClusterProcess(tmp_path) as cluster:
+        user = tmp_path / "user"
+        user.mkdir()
+        tokens = [(await admin(cluster, "tokens", {"user": "file-user", "groups": MASTERS}))["token"]]
+        (user / "token").write_text(tokens[0])
+        kubeconfig = write(user, base_kubeconfig(ClusterOfProcess(cluster), {"tokenFile": "token"}))
+        async with ControllerProcess(cluster, "--kubeconfig", str(kubeconfig)) as controller:
+            async def renewed() -> None:
+                # As a token issuer rotates it: a new token in the file, then the old one revoked (here: expired).
+                fresh = (await admin(cluster, "tokens", {"user": "file-user", "groups": MASTERS}))["token"]
+                (user / "token.new").write_text(fresh)
+                (user / "token.new").rename(user / "token")
+                # The old token registered again with an expiry a moment away: revoked.
+                await admin(cluster, "tokens", {"user": "file-user", "token": tokens[-1], "expirationSeconds": 0.01})
+                tokens.append(fresh)
+                since = time.time() + 0.02
+                await until(lambda: _lease_renewed_since(cluster, since), timeout=10, what="a renewal")
+
+            await keeps_reconciling(cluster, controller, renewed)
+
+
+async def _lease_renewed_since(cluster: LocalClusterProcess, since: float) -> bool:
+    lease = await cluster.lease()
+    return datetime.fromisoformat(lease["spec"]["renewTime"].replace("Z", "+00:00")).timestamp() > since
+
+
+async def test_a_client_certificate_rotated_and_the_old_one_expired(tmp_path):
+    async with LocalClusterProcess(tmp_path) as cluster:
+        user = tmp_path / "user"
+        user.mkdir()
+
+        async def issue(lifetime: float) -> float:
+            issued = await admin(cluster, "client-certificates", {"user": "cert-user", "groups": MASTERS,
+                                                                   "lifetime": lifetime})
+            (user / "tls.crt.new").write_text(issued["certificate"])
+            (user / "tls.key.new").write_text(issued["key"])
+            # Key first, then the certificate: a reader between the two sees a pair that does not match and
+            # keeps the previous one until the next check.
+            (user / "tls.key.new").rename(user / "tls.key")
+            (user / "tls.crt.new").rename(user / "tls.crt")
+            return time.time() + lifetime
+
+        expires = await issue(10.0)  # the controller's start takes a few seconds of it
+        kubeconfig = write(user, base_kubeconfig(ClusterOfProcess(cluster), {"client-certificate": "tls.crt",
+                                                                            "client-key": "tls.key"}))
+        async with ControllerProcess(cluster, "--kubeconfig", str(kubeconfig)) as controller:
+            async def renewed() -> None:
+                nonlocal expires
+                old = expires
+                expires = await issue(old - time.time() + 5.0)  # the new one outlives the old by 5 s
+                await asyncio.sleep(max(0.0, old + 1.1 - time.time()))  # until the old one has expired
+                since = time.time()
+                await until(lambda: _lease_renewed_since(cluster, since), timeout=10, what="a renewal")
+
+            await keeps_reconciling(cluster, controller, renewed, rounds=3)
