@@ -1,11 +1,11 @@
-"""A stopgap: `ClientSettings` from a kubernetes_asyncio `Configuration` already loaded.
+"""`ClientSettings` from a kubernetes_asyncio `Configuration` already loaded: for callers that hold one.
 
-Until the client's own loader (loading.py, `load_settings`) replaces it, the program, devtools and tests
-load kubeconfig or the in-cluster settings with kubernetes_asyncio's `kube_config` as before and hand the
-`Configuration` it filled to `settings_from_configuration`. The credentials read the configuration's
-BearerToken as kubernetes_asyncio's own requests did, running its refresh hook (the in-cluster loader's
-re-read of the projected token) at most once a second; TLS is what kubernetes_asyncio's REST client makes
-of the configuration (its rest.py), made once.
+The program loads its settings with loading.py's `load_settings` (credentials that refresh); this adapter
+serves the tests and benchmarks, which act on localcluster through kubernetes_asyncio and hand the
+controller's client the same `Configuration`. The credentials read the configuration's BearerToken as
+kubernetes_asyncio's own requests do, running its refresh hook at most once a second; TLS is what
+kubernetes_asyncio's REST client makes of the configuration (its rest.py), made once. Nothing that `run`
+imports uses it (tests/program/test_layers.py).
 """
 
 from __future__ import annotations
