@@ -76,8 +76,7 @@ def plan_run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observ
     # A running job has started: its first pods are asked for now (a job created paused had not started), or it
     # is found running with no startTime (its status lost), and its deadline's clock runs from now. The clock
     # restarts at resume, as Kubeflow's and batch/v1 Job's: paused time never counts.
-    resumed = old.get("phase") == JobPhase.PAUSED and old.get("startTime")
-    start = now if resumed else old.get("startTime") or now
+    start = now if old.get("phase") == JobPhase.PAUSED else old.get("startTime") or now
     new = st.assemble(old, kind.status, phase=phase, conditions=conditions,
                       records_by_type=by_type(job, slots_of(observations), records),
                       start_time=start, completion_time=None)
