@@ -47,12 +47,13 @@ install-tensorflow:
 	$(PY) -m venv $(TF_VENV)
 	$(TF_VENV)/bin/python -m pip install -q --require-hashes --no-deps -r requirements-tensorflow.lock
 
-# Install everything the tests need (kubectl, the pod network's system packages, torch, TensorFlow), lint, and run
+# Install everything the tests need (kubectl, the pod network's system packages, torch, TensorFlow), lint and type-check, and run
 # the tests.
 test: install install-torch install-tensorflow
 	$(BIN)/python scripts/install_system_packages.py
 	$(BIN)/python scripts/install_kubectl.py --dest $(BIN)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 # The edit-run loop: every test not marked `slow` (tests/conftest.py marks those that start the programs, kubectl or
