@@ -47,8 +47,8 @@ install-tensorflow:
 	$(PY) -m venv $(TF_VENV)
 	$(TF_VENV)/bin/python -m pip install -q --require-hashes --no-deps -r requirements-tensorflow.lock
 
-# Install everything the tests need (kubectl, the pod network's system packages, torch, TensorFlow), lint and type-check, and run
-# the tests.
+# Install everything the tests need (kubectl, the pod network's system packages, torch, TensorFlow), lint and
+# type-check, and run the tests.
 test: install install-torch install-tensorflow
 	$(BIN)/python scripts/install_system_packages.py
 	$(BIN)/python scripts/install_kubectl.py --dest $(BIN)
