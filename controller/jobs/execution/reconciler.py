@@ -59,7 +59,7 @@ from controller.runtime.events import EventRecorder
 from controller.runtime.expectations import Expectations
 from controller.runtime.result import DONE, Result, WritesFailed
 from controller.runtime.timestamps import utc_stamp
-from informers import Lister
+from informers import CacheReader
 
 log = structlog.get_logger("controller.reconciler")
 
@@ -75,8 +75,9 @@ class Reconciler(PodWrites, ChildWrites, StartCoalescing):
     """One job kind's reconciles. The writes of a plan are its mixins' (pod_writes.py, child_writes.py, with
     refusals.py for the writes refused and the names taken), and so is the start coalescing (coalesce.py)."""
 
-    def __init__(self, kind: JobKind, client: KubeClient, jobs: Lister, pods: Lister, services_lister: Lister,
-                 podgroups: Lister | None, recorder: EventRecorder, *, now=utc_stamp, clock=time.time,
+    def __init__(self, kind: JobKind, client: KubeClient, jobs: CacheReader, pods: CacheReader,
+                 services_lister: CacheReader, podgroups: CacheReader | None, recorder: EventRecorder, *,
+                 now=utc_stamp, clock=time.time,
                  stuck_after: float = STUCK_TERMINATING_AFTER, latency: StatusLatency | None = None,
                  restart_backoff: RestartBackoff = NO_BACKOFF, echoes: Echoes | None = None) -> None:
         """`echoes`: the controller's (controller/runtime/echoes.py), told of each status write so that a reconcile
