@@ -121,7 +121,7 @@ def _master_status_gauge(registry: CollectorRegistry | None) -> Gauge | None:
 
 
 class LeaderElector:
-    def __init__(self, rest: RestClient | None, config: LeaderElectionConfig,
+    def __init__(self, rest: RestClient, config: LeaderElectionConfig,
                  on_started_leading: Callable[[], Awaitable[object]],
                  on_stopped_leading: Callable[[], object],
                  on_new_leader: Callable[[str], object] | None = None,
@@ -413,7 +413,10 @@ class LeaderElector:
         """
         async with asyncio.timeout_at(deadline):
             timeout = max(deadline - asyncio.get_running_loop().time(), 0.0) + 1.0
-            return await self._api.call(method, path, body, timeout=timeout)
+            answer = await self._api.call(method, path, body, timeout=timeout)
+        if answer is None:  # (the Lease API answers with the Lease: an empty answer is a broken server)
+            raise ValueError(f"{method} {path}: an empty answer where a Lease was due")
+        return answer
 
 
 __all__ = ["JITTER_FACTOR", "LeaderElectionConfig", "LeaderElector", "default_identity", "micro_time"]
