@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from typing import NamedTuple
+from typing import NamedTuple, cast
 from urllib.parse import urlsplit
 
 import httptools
@@ -117,7 +117,8 @@ class _Connection(asyncio.Protocol):
     # --- asyncio.Protocol --------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        # A stream connection's transport (asyncio's or uvloop's): asyncio.Protocol's signature names only the base.
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         if self.waiter is None:  # the server spoke out of turn: nothing it says now can be trusted
