@@ -96,7 +96,8 @@ class _Connection(asyncio.Protocol):
         self.received = 0
         self._heading, self._head = True, b""
         loop = asyncio.get_running_loop()
-        self.waiter = waiter = loop.create_future()
+        waiter: asyncio.Future[Answer] = loop.create_future()
+        self.waiter = waiter
         # A timer on the answer itself: cheaper than asyncio.timeout's, which would cancel the whole task.
         timer = loop.call_at(deadline, self._expire, waiter)
         self.transport.write(request)
@@ -105,7 +106,7 @@ class _Connection(asyncio.Protocol):
         finally:
             timer.cancel()
 
-    def _expire(self, waiter: asyncio.Future) -> None:
+    def _expire(self, waiter: asyncio.Future[Answer]) -> None:
         if waiter is self.waiter:
             self._fail(TimeoutError())
 
