@@ -400,23 +400,22 @@ class LeaderElector:
         body = {**lease, "spec": spec}
         self._observe_own_write(await self._request("PUT", self._path, deadline, body))
 
-    def _observe_own_write(self, lease: dict) -> None:
+    def _observe_own_write(self, lease: dict | None) -> None:
+        if lease is None:  # (the Lease API answers a write with the Lease: an empty answer is a broken server)
+            raise ValueError("an empty answer where the Lease written was due")
         self._lease = lease
         self._observed = lease.get("spec") or {}
         self._observed_at = self._clock()
 
-    async def _request(self, method: str, path: str, deadline: float, body: dict | None = None) -> dict:
-        """One request, cut off at `deadline` (event loop time) with TimeoutError.
+    async def _request(self, method: str, path: str, deadline: float, body: dict | None = None) -> dict | None:
+        """One request, cut off at `deadline` (event loop time) with TimeoutError; its answer (None: empty).
 
         The asyncio timeout bounds it: the client's own timeout is set a second later, so that it never
         fires first and the attempt never outlives its deadline.
         """
         async with asyncio.timeout_at(deadline):
             timeout = max(deadline - asyncio.get_running_loop().time(), 0.0) + 1.0
-            answer = await self._api.call(method, path, body, timeout=timeout)
-        if answer is None:  # (the Lease API answers with the Lease: an empty answer is a broken server)
-            raise ValueError(f"{method} {path}: an empty answer where a Lease was due")
-        return answer
+            return await self._api.call(method, path, body, timeout=timeout)
 
 
 __all__ = ["JITTER_FACTOR", "LeaderElectionConfig", "LeaderElector", "default_identity", "micro_time"]
