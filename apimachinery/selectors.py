@@ -227,7 +227,9 @@ def _tokenize(text: str) -> list[tuple[str, str]]:
             literal = text[pos : pos + 2] if text[pos : pos + 2] in _SYMBOLS else text[pos]
             kind = _SYMBOLS[literal]
         else:
-            literal = _WORD_RE.match(text, pos).group()
+            word = _WORD_RE.match(text, pos)
+            assert word is not None  # the character at pos is neither whitespace nor special: a word of one at least
+            literal = word.group()
             kind = _KEYWORDS.get(literal, _IDENTIFIER)
         tokens.append((kind, literal))
         pos += len(literal)

@@ -18,7 +18,7 @@ from informers.backoff import Backoff, BackoffPolicy
 from informers.factory import InformerFactory, SyncTimeoutError
 from informers.handlers import HandlerRegistration, Tombstone
 from informers.informer import Informer, InformerStatus
-from informers.lister import Lister
+from informers.lister import CacheReader, Lister
 from informers.options import InformerOptions
 from informers.stats import InformerStats
 from informers.store import CONTROLLER_INDEX, NAMESPACE_INDEX, Store, controller_index, namespace_index, object_key
@@ -31,6 +31,7 @@ __all__ = [
     "ApiStatusError",
     "Backoff",
     "BackoffPolicy",
+    "CacheReader",
     "HandlerRegistration",
     "Informer",
     "InformerFactory",

@@ -43,8 +43,8 @@ class Compactor:
     def _share(self, node: dict | list, previous: dict | list | None, last: dict) -> None:
         intern = sys.intern
         dumps = orjson.dumps
-        is_dict = type(node) is dict
-        for key, value in node.items() if is_dict else enumerate(node):
+        # (type() rather than isinstance, here and below: decoded JSON holds no subclasses, and it is quicker)
+        for key, value in node.items() if type(node) is dict else enumerate(node):
             kind = type(value)
             if kind is str:
                 node[key] = intern(value)
@@ -53,7 +53,7 @@ class Compactor:
                 continue
             before = None
             if previous is not None:
-                before = previous.get(key) if is_dict else previous[key] if key < len(previous) else None
+                before = previous.get(key) if type(previous) is dict else previous[key] if key < len(previous) else None
                 if before is not None and before == value and dumps(before) == dumps(value):
                     node[key] = before
                     continue

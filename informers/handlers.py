@@ -151,8 +151,10 @@ class HandlerRegistration:
 
 
 def _uid(obj: dict) -> str | None:
-    return obj["metadata"].get("uid")
+    uid: str | None = obj["metadata"].get("uid")  # (a JSON value: typed here)
+    return uid
 
 
 def _rv(obj: dict) -> str | None:
-    return obj["metadata"].get("resourceVersion")
+    version: str | None = obj["metadata"].get("resourceVersion")
+    return version

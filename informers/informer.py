@@ -204,7 +204,9 @@ class Informer:
         if len(store) > len(listed):
             for key in store.keys():
                 if key not in listed:
-                    self._dispatch(DELETE, key, Tombstone(key, store.delete(key)), None)
+                    last_state = store.delete(key)
+                    assert last_state is not None  # a key the store just gave
+                    self._dispatch(DELETE, key, Tombstone(key, last_state), None)
         if not self._listed:
             self._listed = True
             for registration in self._handlers:

@@ -6,7 +6,9 @@ Returned objects are the cached ones, shared with every other reader: never muta
 
 from __future__ import annotations
 
+import builtins
 from functools import lru_cache
+from typing import Protocol
 
 from apimachinery.selectors import LabelSelector, parse_label_selector
 from informers.store import CONTROLLER_INDEX, NAMESPACE_INDEX, Store
@@ -28,6 +30,24 @@ def _matching(objects: list[dict], selector: Selector) -> list[dict]:
     return [obj for obj in objects if parsed.matches(obj["metadata"].get("labels"))]
 
 
+class CacheReader(Protocol):
+    """What a reader asks of a cache: the surface of a Lister, which a MultiNamespaceLister has as well.
+
+    (`builtins.list` in the annotations: inside the class, `list` is the method.)"""
+
+    def get(self, key: str) -> dict | None: ...
+
+    def get_named(self, namespace: str | None, name: str) -> dict | None: ...
+
+    def list(self, selector: Selector = None) -> builtins.list[dict]: ...
+
+    def in_namespace(self, namespace: str, selector: Selector = None) -> builtins.list[dict]: ...
+
+    def by_index(self, index: str, value: str, selector: Selector = None) -> builtins.list[dict]: ...
+
+    def controlled_by(self, owner_uid: str, selector: Selector = None) -> builtins.list[dict]: ...
+
+
 class Lister:
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -39,16 +59,16 @@ class Lister:
     def get_named(self, namespace: str | None, name: str) -> dict | None:
         return self._store.get(f"{namespace}/{name}" if namespace else name)
 
-    def list(self, selector: Selector = None) -> list[dict]:
+    def list(self, selector: Selector = None) -> builtins.list[dict]:
         """Every cached object whose labels match `selector` (a string such as "app=web,tier!=db")."""
         return _matching(self._store.objects(), selector)
 
-    def in_namespace(self, namespace: str, selector: Selector = None) -> list[dict]:
+    def in_namespace(self, namespace: str, selector: Selector = None) -> builtins.list[dict]:
         return _matching(self._store.by_index(NAMESPACE_INDEX, namespace), selector)
 
-    def by_index(self, index: str, value: str, selector: Selector = None) -> list[dict]:
+    def by_index(self, index: str, value: str, selector: Selector = None) -> builtins.list[dict]:
         return _matching(self._store.by_index(index, value), selector)
 
-    def controlled_by(self, owner_uid: str, selector: Selector = None) -> list[dict]:
+    def controlled_by(self, owner_uid: str, selector: Selector = None) -> builtins.list[dict]:
         """Objects whose controlling ownerReference points at `owner_uid`."""
         return _matching(self._store.by_index(CONTROLLER_INDEX, owner_uid), selector)

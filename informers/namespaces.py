@@ -15,6 +15,7 @@ them one by one (health, metrics); the group only routes reads and fans out regi
 from __future__ import annotations
 
 import asyncio
+import builtins
 from collections.abc import Mapping
 
 from informers.handlers import Handler, HandlerRegistration
@@ -42,15 +43,15 @@ class MultiNamespaceLister:
     def list(self, selector: Selector = None) -> list[dict]:
         return [obj for lister in self._all for obj in lister.list(selector)]
 
-    def in_namespace(self, namespace: str, selector: Selector = None) -> list[dict]:
+    def in_namespace(self, namespace: str, selector: Selector = None) -> builtins.list[dict]:
         lister = self._listers.get(namespace)
         return lister.in_namespace(namespace, selector) if lister is not None else []
 
-    def by_index(self, index: str, value: str, selector: Selector = None) -> list[dict]:
+    def by_index(self, index: str, value: str, selector: Selector = None) -> builtins.list[dict]:
         return [obj for lister in self._all for obj in lister.by_index(index, value, selector)]
 
-    def controlled_by(self, owner_uid: str, selector: Selector = None) -> list[dict]:
-        found: list[dict] = []
+    def controlled_by(self, owner_uid: str, selector: Selector = None) -> builtins.list[dict]:
+        found: builtins.list[dict] = []
         for lister in self._all:
             found += lister.controlled_by(owner_uid, selector)
         return found

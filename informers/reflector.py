@@ -118,7 +118,9 @@ class _Deadline:
     def _extend(self) -> None:
         self._check = None
         deadline = self._last + self._limit
-        if deadline > self._timeout.when():
+        when = self._timeout.when()
+        assert when is not None  # this check is only scheduled for a timeout with a deadline, and only we move it
+        if deadline > when:
             self._move(deadline)
 
     def _move(self, deadline: float) -> None:

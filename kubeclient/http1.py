@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from typing import NamedTuple
+from typing import NamedTuple, cast
 from urllib.parse import urlsplit
 
 import httptools
@@ -96,7 +96,8 @@ class _Connection(asyncio.Protocol):
         self.received = 0
         self._heading, self._head = True, b""
         loop = asyncio.get_running_loop()
-        self.waiter = waiter = loop.create_future()
+        waiter: asyncio.Future[Answer] = loop.create_future()
+        self.waiter = waiter
         # A timer on the answer itself: cheaper than asyncio.timeout's, which would cancel the whole task.
         timer = loop.call_at(deadline, self._expire, waiter)
         self.transport.write(request)
@@ -105,7 +106,7 @@ class _Connection(asyncio.Protocol):
         finally:
             timer.cancel()
 
-    def _expire(self, waiter: asyncio.Future) -> None:
+    def _expire(self, waiter: asyncio.Future[Answer]) -> None:
         if waiter is self.waiter:
             self._fail(TimeoutError())
 
@@ -117,7 +118,8 @@ class _Connection(asyncio.Protocol):
     # --- asyncio.Protocol --------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        # A stream connection's transport (asyncio's or uvloop's): asyncio.Protocol's signature names only the base.
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         if self.waiter is None:  # the server spoke out of turn: nothing it says now can be trusted

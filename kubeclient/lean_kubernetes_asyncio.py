@@ -36,15 +36,17 @@ def _defer_init(name: str) -> None:
     if spec is None or spec.loader is None or spec.submodule_search_locations is None:
         raise ImportError(f"{name} is not an importable package")
     package = importlib.util.module_from_spec(spec)
+    loader = spec.loader  # (a local, so that its narrowing to not-None holds in the function below)
 
     def __getattr__(attr: str) -> object:
         if not attr.startswith("__") and importlib.util.find_spec(f"{name}.{attr}") is not None:
             return importlib.import_module(f"{name}.{attr}")  # binds it on the package, as any import does
         del package.__getattr__  # the real __init__ decides what exists from now on
-        spec.loader.exec_module(package)
+        loader.exec_module(package)
         return getattr(package, attr)
 
-    package.__getattr__ = __getattr__
+    # A module's __getattr__ (PEP 562) set from outside, the deferral itself; mypy takes it for a method.
+    package.__getattr__ = __getattr__  # type: ignore[method-assign]
     sys.modules[name] = package
     parent, _, child = name.rpartition(".")
     if parent:
@@ -62,8 +64,9 @@ def _load() -> tuple[ModuleType, ...]:
     if "__getattr__" in vars(client):
         # What `config` takes from the package (`from kubernetes_asyncio.client import ApiClient`): the
         # very objects its __init__ would bind, bound now so that asking for them defers nothing.
-        client.ApiClient = client.api_client.ApiClient
-        client.Configuration = client.configuration.Configuration
+        # (Binding names on a module whose __init__ has not run: mypy, which sees the classes bound, refuses.)
+        client.ApiClient = client.api_client.ApiClient  # type: ignore[misc]
+        client.Configuration = client.configuration.Configuration  # type: ignore[misc]
     import kubernetes_asyncio.config
 
     return client.configuration, client.api_client, kubernetes_asyncio.config

@@ -13,12 +13,14 @@ from collections.abc import Iterable, Mapping
 from typing import Protocol
 from urllib.parse import urlsplit
 
+Params = Mapping[str, object] | Iterable[tuple[str, object]]  # a request's query parameters, as aiohttp takes them
+
 
 class RequestObserver(Protocol):
     def observe(self, verb: str, resource: str, code: str, seconds: float) -> None: ...
 
 
-def request_verb(method: str, url: str, query_params: Mapping | Iterable[tuple] | None = None) -> tuple[str, str]:
+def request_verb(method: str, url: str, query_params: Params | None = None) -> tuple[str, str]:
     """The Kubernetes verb and resource ("pods", "genericjobs/status") of a request, as RBAC names them."""
     segments = [s for s in urlsplit(url).path.split("/") if s]
     rest: list[str] | None = None
@@ -45,7 +47,7 @@ def request_verb(method: str, url: str, query_params: Mapping | Iterable[tuple] 
     return verb, resource
 
 
-def _pairs(params) -> list[tuple]:
+def _pairs(params: Params | None) -> list[tuple[str, object]]:
     if not params:
         return []
     return list(params.items()) if isinstance(params, Mapping) else list(params)

@@ -27,6 +27,7 @@ import base64
 import copy
 import ssl
 import time
+from typing import Any
 from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
 
 import aiohttp
@@ -57,7 +58,7 @@ class _Shared:
         self.pool_context: ssl.SSLContext | None = None
         self.retiring: set[asyncio.TimerHandle] = set()
         self.retired: list[Http1Pool] = []
-        self.closing: set[asyncio.Task] = set()
+        self.closing: set[asyncio.Task[None]] = set()
 
     def session_now(self) -> aiohttp.ClientSession:
         if self.session is None:  # made in the running loop, on first use
@@ -154,7 +155,7 @@ class RestClient:
     async def __aenter__(self) -> RestClient:
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
     # --- the write path -----------------------------------------------------------------------
@@ -190,8 +191,9 @@ class RestClient:
             if self.observer is not None:
                 self.observer.observe(verb, resource, code, time.perf_counter() - started)
 
-    async def call(self, method: str, path: str, body: dict | None = None, *, params: dict[str, str] | None = None,
-                   content_type: str = JSON, timeout: float | None = None) -> dict | None:
+    async def call(self, method: str, path: str, body: dict[str, Any] | None = None, *,
+                   params: dict[str, str] | None = None, content_type: str = JSON, timeout: float | None = None
+                   ) -> dict[str, Any] | None:
         """`send` with a JSON body and a JSON answer: the decoded answer (None if empty); ApiStatusError for
         an answer >= 400."""
         if params:
@@ -267,8 +269,8 @@ class RestClient:
             raise await status_error(response)
         return response
 
-    def _connection_options(self) -> dict:
-        options: dict = {"proxy": self.proxy, "proxy_headers": self._proxy_headers,
+    def _connection_options(self) -> dict[str, Any]:
+        options: dict[str, Any] = {"proxy": self.proxy, "proxy_headers": self._proxy_headers,
                          "server_hostname": self.settings.tls_server_name}
         if self._shared.tls:
             options["ssl"] = self.credentials.ssl_context()  # a new one: new connections (aiohttp keys them by it)

@@ -189,10 +189,16 @@ def load_local() -> tuple[ModuleType | None, str]:
     return local, ""
 
 
-def build_parser(environ: Mapping[str, str] | None = None, with_local: bool = True) -> argparse.ArgumentParser:
+class Parser(argparse.ArgumentParser):
+    """The program's parser, knowing its commands' parsers: validate() reports an error as its command's."""
+
+    commands: dict[str, argparse.ArgumentParser]
+
+
+def build_parser(environ: Mapping[str, str] | None = None, with_local: bool = True) -> Parser:
     """The whole command line; without `with_local`, `local` is listed but its module (and with it
     localcluster, an API server) is not imported, as `run` needs none of it."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="genericjob-controller",
         description=f"Kubernetes controller for the T9k job kinds of batch.tensorstack.dev: {', '.join(kinds.KINDS)}.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
@@ -207,7 +213,7 @@ def build_parser(environ: Mapping[str, str] | None = None, with_local: bool = Tr
                                 formatter_class=HelpFormatter,
                                 description="Start localcluster with the process pod runner and the controller, "
                                             "optionally submit jobs and follow them.")
-    parser.commands = {"run": run, "local": local}  # validate() reports an error as its command's
+    parser.commands = {"run": run, "local": local}
     if not with_local:
         return parser
     module, why = load_local()
@@ -218,14 +224,16 @@ def build_parser(environ: Mapping[str, str] | None = None, with_local: bool = Tr
     return parser
 
 
-def validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+def validate(parser: Parser, args: argparse.Namespace) -> None:
     """Checks across flags, reported as usage errors of the command (`genericjob-controller run: error: ...`)."""
     command = parser.commands[args.command]
     try:
         if args.command == "run":
             manager_config(args)
         elif not getattr(args, "local_unavailable", None):
-            load_local()[0].validate(args)
+            module, _why = load_local()
+            assert module is not None  # it loaded for build_parser, else local_unavailable says why not
+            module.validate(args)
     except ValueError as err:
         command.error(str(err))
 

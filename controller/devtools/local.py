@@ -40,6 +40,7 @@ import socket
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -63,6 +64,7 @@ from kubeclient.rest import RestClient
 from localcluster import LocalCluster
 from localcluster.cluster import private_directory
 from localcluster.endpoints.exposure import exposure_warning
+from localcluster.kubelet.process_runner import ProcessRunner
 
 EXIT_OK, EXIT_FAILED, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_USAGE = 2  # a bad flag, as argparse exits
@@ -160,6 +162,7 @@ async def run(args: argparse.Namespace, terminal: Terminal | None = None) -> int
     stop = asyncio.Event()
     signalled = asyncio.Event()  # stopped by Ctrl-C or SIGTERM (not by a closed pipe, not by the jobs' end)
     main_task = asyncio.current_task()
+    assert main_task is not None  # (this runs in a coroutine, so in a task)
 
     def interrupted() -> None:
         if stop.is_set():  # the second signal: stop waiting for a clean shutdown (pods are still killed)
@@ -232,8 +235,8 @@ def _bind_error(host: str, port_number: int, exc: OSError) -> str:
     return f"cannot serve on {host}:{port_number}: {reason}"
 
 
-def _on_signals(handler) -> list[int]:
-    installed = []
+def _on_signals(handler: Callable[[], object]) -> list[int]:
+    installed: list[int] = []
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             asyncio.get_running_loop().add_signal_handler(sig, handler)
@@ -244,7 +247,9 @@ def _on_signals(handler) -> list[int]:
 async def _with_cluster(cluster: LocalCluster, args: argparse.Namespace, objects: list[dict] | None,
                         stop: asyncio.Event) -> int:
     say(f"localcluster listening on {cluster.url} (pods run as local processes: images are ignored)")
-    say(f"pod network: {cluster.runner.network.summary()}")
+    runner = cluster.runner
+    assert isinstance(runner, ProcessRunner)  # run() makes the cluster with the process runner
+    say(f"pod network: {runner.network.summary()}")
     say(f"installed CRDs: {', '.join(_install_crds(cluster, args.crds))}")
     path = args.kubeconfig_out or KUBECONFIG_DIR / f"kubeconfig-{cluster.port}"
     try:

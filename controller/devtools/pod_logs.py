@@ -27,7 +27,7 @@ class LogFollower:
     def follow(self, namespace: str, pod: str, uid: str, containers: list[str], label: str) -> None:
         """Stream each container of this pod once; lines are printed as `label | line` (`label/container`
         when the pod has several containers)."""
-        for container in containers or [None]:
+        for container in containers if containers else [None]:
             if (uid, container) in self._tasks:
                 continue
             shown = f"{label}/{container}" if container and len(containers) > 1 else label

@@ -149,11 +149,12 @@ class ReplicaReasons:
         meta = pod["metadata"]
         note = ""
         container = failed_container(pod)
-        if container is not None:
+        read_log = self._read_log
+        if container is not None and read_log is not None:  # (read_log: only called when there is one)
             # Best effort: a pod gone (or its logs with it) or a slow server leaves the reason as the pod gives it.
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(LOG_TIMEOUT):
-                    log = await self._read_log(meta.get("namespace", ""), meta["name"], container)
+                    log = await read_log(meta.get("namespace", ""), meta["name"], container)
                 note = collision(pod, log, self._pods.values())
                 self._log_tails[meta.get("uid", "")] = [line for line in log.splitlines() if line.strip()][-TAIL_LINES:]
         self._log_notes[meta.get("uid", "")] = note

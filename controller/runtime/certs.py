@@ -28,6 +28,7 @@ import ssl
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 import structlog
 from prometheus_client import CollectorRegistry, Counter
@@ -180,15 +181,24 @@ def issue(common_name: str, dns_names: Sequence[str], validity: datetime.timedel
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.asymmetric.types import (
+        CertificateIssuerPrivateKeyTypes,
+        CertificateIssuerPublicKeyTypes,
+    )
     from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    signer, issuer_name, issuer_public = key, name, key.public_key()
+    signer: CertificateIssuerPrivateKeyTypes = key
+    issuer_public: CertificateIssuerPublicKeyTypes = key.public_key()
+    issuer_name = name
     if issuer is not None:
         issuer_cert = x509.load_pem_x509_certificate(issuer[0])
-        signer = serialization.load_pem_private_key(issuer[1], password=None)
-        issuer_name, issuer_public = issuer_cert.subject, issuer_cert.public_key()
+        # The issuer's key and certificate may be of any kind PEM holds; one that cannot sign (X25519, DH...)
+        # fails below with cryptography's TypeError, so they are taken as signing kinds here.
+        signer = cast(CertificateIssuerPrivateKeyTypes, serialization.load_pem_private_key(issuer[1], password=None))
+        issuer_name = issuer_cert.subject
+        issuer_public = cast(CertificateIssuerPublicKeyTypes, issuer_cert.public_key())
     now = datetime.datetime.now(datetime.UTC)
     until = now + validity if not_after is None else min(now + validity, not_after)
     builder = (x509.CertificateBuilder()

@@ -97,12 +97,12 @@ class KubeClient:
         return await self._call("patch", resource, "PATCH", f"{self._collection(resource, namespace)}/{name}", changes,
                                 content_type=MERGE_PATCH, answer=answer)
 
-    async def get(self, resource: str, namespace: str, name: str) -> dict:
+    async def get(self, resource: str, namespace: str, name: str) -> dict | None:
         return await self._call("get", resource, "GET", f"{self._collection(resource, namespace)}/{name}")
 
     # --- the job --------------------------------------------------------------------------
 
-    async def replace_status(self, resource: Resource, job: dict, status: dict) -> dict:
+    async def replace_status(self, resource: Resource, job: dict, status: dict) -> dict | None:
         """PUT /status with the cached resourceVersion: a stale cache gets 409, never a lost update."""
         meta = job["metadata"]
         body = {"apiVersion": job["apiVersion"], "kind": job["kind"],

@@ -18,6 +18,7 @@ import random
 import socket
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 import structlog
 from prometheus_client import CollectorRegistry
@@ -62,6 +63,25 @@ class ControllerConfig:
         """The namespaces watched; () for every namespace."""
         names = (self.namespace,) if self.namespace else ()
         return tuple(dict.fromkeys((*names, *self.namespaces)))
+
+
+class Runnable(Protocol):
+    """What the manager runs and checks: a Controller, or a ControllerGroup of several sharing one factory."""
+
+    client: KubeClient
+    factory: InformerFactory
+
+    def start_informers(self) -> None: ...
+
+    async def wait_for_sync(self, timeout: float) -> None: ...
+
+    def run_workers(self) -> None: ...
+
+    async def stop_workers(self, drain: bool = True) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def problems(self) -> list[str]: ...
 
 
 class Controller:

@@ -171,6 +171,7 @@ class EventRecorder:
     async def _send(self, action: str, event: dict | None, sent: _Sent) -> None:
         try:
             if action == "create":
+                assert event is not None  # a create carries its Event (a patch, None: it sends only counts)
                 try:
                     await self.client.create_event(event)
                     sent.created = True

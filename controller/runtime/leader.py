@@ -121,7 +121,7 @@ def _master_status_gauge(registry: CollectorRegistry | None) -> Gauge | None:
 
 
 class LeaderElector:
-    def __init__(self, rest: RestClient | None, config: LeaderElectionConfig,
+    def __init__(self, rest: RestClient, config: LeaderElectionConfig,
                  on_started_leading: Callable[[], Awaitable[object]],
                  on_stopped_leading: Callable[[], object],
                  on_new_leader: Callable[[str], object] | None = None,
@@ -400,13 +400,15 @@ class LeaderElector:
         body = {**lease, "spec": spec}
         self._observe_own_write(await self._request("PUT", self._path, deadline, body))
 
-    def _observe_own_write(self, lease: dict) -> None:
+    def _observe_own_write(self, lease: dict | None) -> None:
+        if lease is None:  # (the Lease API answers a write with the Lease: an empty answer is a broken server)
+            raise ValueError("an empty answer where the Lease written was due")
         self._lease = lease
         self._observed = lease.get("spec") or {}
         self._observed_at = self._clock()
 
-    async def _request(self, method: str, path: str, deadline: float, body: dict | None = None) -> dict:
-        """One request, cut off at `deadline` (event loop time) with TimeoutError.
+    async def _request(self, method: str, path: str, deadline: float, body: dict | None = None) -> dict | None:
+        """One request, cut off at `deadline` (event loop time) with TimeoutError; its answer (None: empty).
 
         The asyncio timeout bounds it: the client's own timeout is set a second later, so that it never
         fires first and the attempt never outlives its deadline.

@@ -108,11 +108,13 @@ def configure(level: str = "info", fmt: str = "console", stream: TextIO | None =
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *renderer])
     handler = logging.StreamHandler(stream)
     handler.setFormatter(formatter)
+    lock = handler.lock
+    assert lock is not None  # made by Handler.__init__ (createLock); typeshed allows None before that
     own = logging.getLevelName(level.upper())
     structlog.configure(
         processors=[*shared, structlog.stdlib.PositionalArgumentsFormatter(), structlog.processors.StackInfoRenderer(),
                     *renderer],
-        logger_factory=lambda name="", *_args: LineWriter(stream, handler.lock, name),
+        logger_factory=lambda name="", *_args: LineWriter(stream, lock, name),
         wrapper_class=structlog.make_filtering_bound_logger(own),
         # Not cached: tests and `local` may configure more than once in one process.
         cache_logger_on_first_use=False,

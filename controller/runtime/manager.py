@@ -40,7 +40,7 @@ from prometheus_client import (
 )
 
 from controller.runtime.certs import POLL_SECONDS, CertificateError, CertWatcher, server_context
-from controller.runtime.controller import Controller, ControllerConfig
+from controller.runtime.controller import ControllerConfig, Runnable
 from controller.runtime.leader import LeaderElectionConfig, LeaderElector
 from controller.runtime.metrics import RequestMetrics
 from controller.runtime.metrics_auth import DelegatingAuth
@@ -75,7 +75,7 @@ class ManagerConfig:
     sync_timeout: float = 120.0
     # What runs under the manager: (rest client, controller config, registry) -> Controller. The command
     # line gives the job controller of the kinds it serves (controller/kinds/registry.py).
-    make_controller: Callable[[RestClient, ControllerConfig, CollectorRegistry], Controller] | None = None
+    make_controller: Callable[[RestClient, ControllerConfig, CollectorRegistry], Runnable] | None = None
     # The admission webhook: its port and certificates (None: not served), and what serves it: (rest client,
     # webhook config, registry) -> Webhook, the kinds' handlers (controller/jobs/schema/admission.py make_webhook).
     webhook: WebhookConfig | None = None

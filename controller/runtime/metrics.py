@@ -76,17 +76,16 @@ class ControllerMetrics:
 
 
 def _controller_families(registry: CollectorRegistry) -> tuple:
-    kw = {"registry": registry}
     return (Counter("controller_runtime_reconcile_total", "Total number of reconciliations per controller",
-                    ["controller", "result"], **kw),
+                    ["controller", "result"], registry=registry),
             Counter("controller_runtime_reconcile_errors_total", "Total number of reconciliation errors per "
-                    "controller", ["controller"], **kw),
+                    "controller", ["controller"], registry=registry),
             Histogram("controller_runtime_reconcile_time_seconds", "Length of time per reconciliation per "
-                      "controller", ["controller"], buckets=RECONCILE_BUCKETS, **kw),
+                      "controller", ["controller"], buckets=RECONCILE_BUCKETS, registry=registry),
             Gauge("controller_runtime_max_concurrent_reconciles", "Maximum number of concurrent reconciles per "
-                  "controller", ["controller"], **kw),
+                  "controller", ["controller"], registry=registry),
             Gauge("controller_runtime_active_workers", "Number of currently used workers per controller",
-                  ["controller"], **kw))
+                  ["controller"], registry=registry))
 
 class EventMetrics:
     """The event recorder's backlog and outcome (an Event is best effort: dropped ones are counted here)."""

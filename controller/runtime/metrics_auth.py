@@ -39,6 +39,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 import structlog
 from aiohttp import web
@@ -80,38 +81,42 @@ class UserInfo:
         return cls(user.get("username") or "", user.get("uid") or "", tuple(user.get("groups") or ()), extra)
 
 
-class TtlCache:
+V = TypeVar("V")  # a cached answer
+
+
+class TtlCache(Generic[V]):
     """Answers by key for a time that depends on the answer; one computation in flight per key.
 
     `kind(answer)` names the bound an answer counts against (each kind keeps at most `max_entries`,
     the oldest evicted first), so answers of one kind never evict those of another."""
 
-    def __init__(self, ttl: Callable[[object], float], max_entries: int = MAX_ENTRIES,
-                 clock: Callable[[], float] = time.monotonic, kind: Callable[[object], object] = lambda _: None
+    def __init__(self, ttl: Callable[[V], float], max_entries: int = MAX_ENTRIES,
+                 clock: Callable[[], float] = time.monotonic, kind: Callable[[V], object] = lambda _: None
                  ) -> None:
         self._ttl = ttl
         self._max = max_entries
         self._clock = clock
         self._kind = kind
-        self._kinds: dict[object, OrderedDict[object, tuple[float, object]]] = {}
-        self._inflight: dict[object, asyncio.Future] = {}
+        self._kinds: dict[object, OrderedDict[object, tuple[float, V]]] = {}
+        self._inflight: dict[object, asyncio.Future[V]] = {}
 
     def __len__(self) -> int:
         return sum(len(entries) for entries in self._kinds.values())
 
-    def _cached(self, key: object) -> tuple[bool, object]:
+    def _cached(self, key: object) -> tuple[float, V] | None:
+        """The entry (expiry, answer) of `key` while it lasts, else None."""
         for entries in self._kinds.values():
             entry = entries.get(key)
             if entry is not None:
                 if entry[0] > self._clock():
-                    return True, entry[1]
+                    return entry
                 del entries[key]
-        return False, None
+        return None
 
-    async def get(self, key: object, compute: Callable[[], Awaitable[object]]) -> object:
-        found, value = self._cached(key)
-        if found:
-            return value
+    async def get(self, key: object, compute: Callable[[], Awaitable[V]]) -> V:
+        cached = self._cached(key)
+        if cached is not None:
+            return cached[1]
         pending = self._inflight.get(key)
         if pending is not None:
             return await asyncio.shield(pending)
@@ -170,9 +175,10 @@ class DelegatingAuth:
         self.retry_delays = retry_delays
         # A token the API server knew and one it did not are bounded apart (kind): made-up tokens evict
         # only each other.
-        self.users = TtlCache(lambda _user: AUTHN_TTL, max_entries, clock, kind=lambda user: user is None)
-        self.decisions = TtlCache(lambda allowed: ALLOW_TTL if allowed[0] else DENY_TTL, max_entries, clock,
-                                  kind=lambda allowed: allowed[0])
+        self.users: TtlCache[UserInfo | None] = TtlCache(lambda _user: AUTHN_TTL, max_entries, clock,
+                                                         kind=lambda user: user is None)
+        self.decisions: TtlCache[tuple[bool, str]] = TtlCache(lambda allowed: ALLOW_TTL if allowed[0] else DENY_TTL,
+                                                              max_entries, clock, kind=lambda allowed: allowed[0])
         self.slots = ReviewSlots(max_in_flight)
 
     @web.middleware
@@ -222,7 +228,7 @@ class DelegatingAuth:
             status = answer.get("status") or {}
             return UserInfo.from_review(status.get("user") or {}) if status.get("authenticated") else None
 
-        return await self.users.get(key, review)  # type: ignore[return-value]
+        return await self.users.get(key, review)
 
     async def authorize(self, user: UserInfo, verb: str, path: str) -> tuple[bool, str]:
         async def review() -> tuple[bool, str]:
@@ -238,7 +244,7 @@ class DelegatingAuth:
             status = answer.get("status") or {}
             return bool(status.get("allowed")) and not status.get("denied"), status.get("reason") or ""
 
-        return await self.decisions.get((user, verb, path), review)  # type: ignore[return-value]
+        return await self.decisions.get((user, verb, path), review)
 
     async def _create(self, path: str, body: dict) -> dict:
         """POST a review: transient failures retried with backoff, all of it within `timeout`."""

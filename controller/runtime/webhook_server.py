@@ -220,6 +220,7 @@ class Webhook:
                                   flag="--webhook-cert-dir", what="webhook")
             self.certificates, work = watcher, watcher.watch()
         else:
+            assert self.rest is not None and self.config.keeper is not None  # without cert_dir: checked in __init__
             keeper = CertKeeper(self.rest, self.config.keeper)
             self.certificates, work = keeper, keeper.run()
         try:

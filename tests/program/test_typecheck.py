@@ -1,6 +1,7 @@
 """The type checker (mypy with pydantic's plugin, configured in pyproject.toml's [tool.mypy]) passes over the
-controller's packages, and its list of modules excused (`ignore_errors`) names only modules that still have
-errors: the list can only shrink, and a module cleaned must leave it."""
+controller's packages, none of them excused: no override may set `ignore_errors` for a module of theirs (issue 37
+emptied that list). Were a module outside them excused, it would have to still have errors: a list of excused
+modules can only shrink, and a module cleaned must leave it."""
 
 from __future__ import annotations
 
@@ -14,7 +15,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
-EXCUSED = next(o["module"] for o in CONFIG["overrides"] if o.get("ignore_errors"))
+CHECKED = CONFIG["files"]  # the packages mypy checks: controller, informers, workqueue, apimachinery, kubeclient
+
+
+def _modules(override: dict) -> list[str]:
+    return override["module"] if isinstance(override["module"], list) else [override["module"]]
+
+
+EXCUSED = [module for o in CONFIG["overrides"] if o.get("ignore_errors") for module in _modules(o)]
 
 # A cold run takes about a minute on two busy CPUs; .mypy_cache (git-ignored) makes the next ones quick.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -34,9 +42,15 @@ def ini(config: dict) -> str:
     for override in config["overrides"]:
         if override.get("ignore_errors"):
             continue
-        modules = override["module"] if isinstance(override["module"], list) else [override["module"]]
-        lines += [f"[mypy-{','.join(modules)}]", *(f"{k} = {value(v)}" for k, v in override.items() if k != "module")]
+        lines += [f"[mypy-{','.join(_modules(override))}]",
+                  *(f"{k} = {value(v)}" for k, v in override.items() if k != "module")]
     return "\n".join(lines) + "\n"
+
+
+def test_no_module_of_the_checked_packages_is_excused():
+    assert set(CHECKED) == {"controller", "informers", "workqueue", "apimachinery", "kubeclient"}
+    excused = [module for module in EXCUSED if module.split(".")[0] in CHECKED]
+    assert excused == [], f"fix their errors instead of excusing them (ignore_errors) in pyproject.toml: {excused}"
 
 
 def test_the_type_checker_passes():

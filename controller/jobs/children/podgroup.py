@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from apimachinery.resource import Resource
 from controller.jobs.kind import JobKind, ParsedJob
+from controller.jobs.schema.api import T9kScheduler
 from controller.jobs.schema.crd import custom_resource
 from controller.jobs.schema.naming import job_labels, owner_reference
 
@@ -39,8 +40,14 @@ def podgroup_name(job_name: str) -> str:
     return job_name
 
 
+def t9k_scheduler(job: ParsedJob) -> T9kScheduler | None:
+    """The job's T9k Scheduler settings; None when another scheduler places its pods."""
+    scheduler = job.spec.scheduler
+    return scheduler.t9k_scheduler if scheduler is not None else None
+
+
 def uses_t9k_scheduler(job: ParsedJob) -> bool:
-    return job.spec.scheduler is not None and job.spec.scheduler.t9k_scheduler is not None
+    return t9k_scheduler(job) is not None
 
 
 def min_member(kind: JobKind, job: ParsedJob) -> int:
@@ -54,9 +61,9 @@ def min_member(kind: JobKind, job: ParsedJob) -> int:
 
 def desired_podgroup(kind: JobKind, job: ParsedJob) -> dict | None:
     """The PodGroup the job needs, or None when it is not scheduled by T9k Scheduler."""
-    if not uses_t9k_scheduler(job):
+    t9k = t9k_scheduler(job)
+    if t9k is None:
         return None
-    t9k = job.spec.scheduler.t9k_scheduler
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,

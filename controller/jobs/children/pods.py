@@ -76,10 +76,10 @@ def run_mode_override(job: ParsedJob, replica_type: str, mode: PodMode | str) ->
         return Override("spec.runMode.debug", command=list(DEFAULT_DEBUG_COMMAND), drop_args=True)
     if mode == PodMode.RESUME:
         pause = job.spec.run_mode.pause
-        for index, entry in enumerate(pause.resume_specs if pause else ()):
-            if entry.type == replica_type:
-                return Override(f"spec.runMode.pause.resumeSpecs[{index}]", command=entry.command, args=entry.args,
-                                skip_init_containers=entry.skip_init_container)
+        for index, resume in enumerate(pause.resume_specs if pause else ()):
+            if resume.type == replica_type:
+                return Override(f"spec.runMode.pause.resumeSpecs[{index}]", command=resume.command, args=resume.args,
+                                skip_init_containers=resume.skip_init_container)
         return None
     if mode != PodMode.IMMEDIATE:
         raise ValueError(f"unknown pod mode {mode!r}")

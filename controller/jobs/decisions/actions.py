@@ -136,7 +136,7 @@ def soonest(*delays: float | None) -> float | None:
     return min(known) if known else None
 
 
-_PHASE_MESSAGES = {
+_PHASE_MESSAGES: dict[str, str] = {  # (by JobPhase, a str: asked by any phase string)
     JobPhase.RUNNING: "The job is running.",
     JobPhase.PAUSED: "The job is paused.",
     JobPhase.RESUMING: "The job is resuming.",

@@ -43,7 +43,7 @@ def finished_policy(job: ParsedJob, status: Mapping) -> CleanUpPolicy:
 def stored_policy(status: Mapping) -> CleanUpPolicy | None:
     """The policy a finished job's last status recorded (None: not recorded, by an older controller)."""
     stored = status.get(FINISHED_POLICY)
-    return CleanUpPolicy(stored) if stored in CleanUpPolicy.__members__.values() else None
+    return CleanUpPolicy(stored) if isinstance(stored, str) and stored in CleanUpPolicy.__members__.values() else None
 
 
 @dataclass(slots=True)  # never changed once made; not frozen: a frozen init costs twice as much

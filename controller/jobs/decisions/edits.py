@@ -7,13 +7,14 @@ and is announced once). Pure helpers of plan.py.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from controller.jobs.children.pods import pod_mode, template_hash
 from controller.jobs.decisions import status as st
 from controller.jobs.decisions.actions import DEBUG, NORMAL, Event
-from controller.jobs.decisions.restart import Observation, Seen, Slot
+from controller.jobs.decisions.restart import Observation, Seen
 from controller.jobs.decisions.status import Replica
 from controller.jobs.kind import JobKind, ParsedJob
 from controller.jobs.schema.api import MAX_TOTAL_REPLICAS, Outcome
@@ -50,7 +51,14 @@ class Removed:
 NONE_REMOVED = Removed()
 
 
-def removed(kind: JobKind, job_name: str, old: dict, slots: list[Slot], pods: list[dict]) -> Removed:
+class Named(Protocol):
+    """A replica by its pod name: a Slot, or a record standing for one."""
+
+    @property
+    def name(self) -> str: ...
+
+
+def removed(kind: JobKind, job_name: str, old: dict, slots: Sequence[Named], pods: list[dict]) -> Removed:
     """Budgets are never refunded: the records of the ranks no longer in the spec (their restarts still count in
     backoffCount and against the job's budget, and come back with the rank if it is scaled up again; a rank
     scaled back before its old pod is gone waits for it, as for a pod it retired). Each is stored Deleted and
@@ -158,7 +166,7 @@ def kept_counts(old: Mapping, fields: dict) -> dict:
 
 
 def judged(kind: JobKind, observations: list[Observation], debugging: bool,
-           leaving: list[Observation] = ()) -> dict:
+           leaving: Sequence[Observation] = ()) -> dict:
     """The outcomes the rules judge, by (type, rank): those of pods that ran the workload (a debug pod's end
     says nothing of the job: `is_debug`, and restart.observe gives it no outcome), and the failures of ranks
     scaled away in the same moment (`leaving`): every outcome is judged before the edit takes effect."""
@@ -190,7 +198,8 @@ def template_changes(kind: JobKind, job: ParsedJob, old: dict) -> tuple[dict, li
     records the new one. The edit applies to new pods only."""
     hashes = {str(spec.type): template_hash(spec.template, kind.template_labels(job, spec.type))
               for spec in job.spec.replica_specs}
-    stored = old.get(TEMPLATES) if isinstance(old.get(TEMPLATES), dict) else {}
+    recorded = old.get(TEMPLATES)
+    stored = recorded if isinstance(recorded, dict) else {}
     events = [Event(NORMAL, "TemplateChanged", f"spec.replicaSpecs[{index}].template ({spec.type}) changed: "
                     f"{TEMPLATE_CHANGED}")
               for index, spec in enumerate(job.spec.replica_specs)

@@ -7,6 +7,8 @@ is ignored, said once by a Normal Event of its generation."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from controller.jobs.decisions import cause, cleanup
 from controller.jobs.decisions import status as st
 from controller.jobs.decisions.actions import CLEANUP, NORMAL, DeletePod, Event, Plan, deleted_event, phase_event
@@ -26,7 +28,7 @@ def clean_up_policy(job: ParsedJob, verdict: Verdict) -> CleanUpPolicy:
 
 
 def plan_finish(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observation], verdict: Verdict, now: str,
-                delete: list, events: list, leaving: list[Observation] = ()) -> Plan:
+                delete: list, events: list, leaving: Sequence[Observation] = ()) -> Plan:
     """The job has just succeeded or failed: record it, with the clean-up it calls for. `leaving`: the
     observations of ranks scaled away in the same moment (one of them may be the cause)."""
     verdict = cause.explained(verdict, [*observations, *leaving])  # a failure's reason, and its cause
@@ -63,9 +65,9 @@ def settle_finished(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict], 
     by a Normal Event of its generation."""
     policy = cleanup.finished_policy(job, old)
     by_replica: dict[str, list[dict]] = {}
-    for pod in pods:
-        if replica_of(kind.api, pod) is not None:
-            by_replica.setdefault(pod["metadata"]["name"], []).append(pod)
+    for p in pods:
+        if replica_of(kind.api, p) is not None:
+            by_replica.setdefault(p["metadata"]["name"], []).append(p)
     delete: list = []
     events: list = []
     by_type = []

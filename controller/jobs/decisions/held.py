@@ -101,7 +101,8 @@ def _current_records(kind: JobKind, old: dict, pods: list[dict]) -> dict:
     the loss is judged (a restart counted or not) once the job is released, as every outcome is. Counters never
     go down: they may count more than these records (the restarts of ranks scaled away)."""
     def describe(record: st.Replica, pod: dict | None) -> st.Replica:
-        retired = pod is None or (record.last_restart_uid and st.pod_uid(pod) == record.last_restart_uid)
-        return record if retired else st.observed(record, pod)
+        if pod is None or (record.last_restart_uid and st.pod_uid(pod) == record.last_restart_uid):
+            return record  # retired
+        return st.observed(record, pod)
 
     return edits.described_records(kind, old, pods, describe)

@@ -4,6 +4,8 @@ and PodGroup removed; finished pods are kept for their logs, and a job already f
 
 from __future__ import annotations
 
+import functools
+
 from controller.jobs.decisions import edits, upkeep
 from controller.jobs.decisions import status as st
 from controller.jobs.decisions.actions import CLEANUP, PODGROUPS, SERVICES, WARNING, DeletePod, Event, Plan
@@ -25,22 +27,23 @@ def plan_invalid(kind: JobKind, status: dict, pods: list[dict], message: str, no
     conditions = old.get("conditions") or []
     failed = st.find_condition(conditions, st.FAILED)
     already_finished = old.get("phase") in TERMINAL_PHASES
-    removed = {"services": upkeep.remove_all(SERVICES, services or ()),
-               "podgroup": upkeep.remove_all(PODGROUPS, podgroups or ())}
     force, requeue_after = stuck_pods(pods, clock, stuck_after)
-    removed.update(force_delete=force, requeue_after=requeue_after)
+    # Every plan here removes the children and force-deletes the stuck pods.
+    removing = functools.partial(Plan, services=upkeep.remove_all(SERVICES, services or ()),
+                                 podgroup=upkeep.remove_all(PODGROUPS, podgroups or ()), force_delete=force,
+                                 requeue_after=requeue_after)
     if already_finished and not (failed and failed.get("reason") == reason):
-        return Plan(old, terminal=True, **removed)
+        return removing(old, terminal=True)
     delete = [DeletePod(p["metadata"]["name"], st.pod_uid(p), CLEANUP) for p in pods
               if st.pod_phase(p) not in st.FINISHED and not st.is_terminating(p)]
     records = _invalid_records(kind, old, pods, {d.uid for d in delete})
     if already_finished:
-        return Plan({**old, **records}, delete=delete, terminal=True, **removed)
+        return removing({**old, **records}, delete=delete, terminal=True)
     conditions = st.set_condition(conditions, st.RUNNING, False, "Failed", "The job has finished.", now)
     conditions = st.finished_conditions(conditions, succeeded=False, reason=reason, message=message, now=now)
     new = {**old, **records, "phase": str(JobPhase.FAILED), "conditions": conditions, "completionTime": now,
            "reason": reason}
-    return Plan(new, delete=delete, events=[Event(WARNING, reason, message)], terminal=True, **removed)
+    return removing(new, delete=delete, events=[Event(WARNING, reason, message)], terminal=True)
 
 
 def _invalid_records(kind: JobKind, old: dict, pods: list[dict], deleting: set[str]) -> dict:

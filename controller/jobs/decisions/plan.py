@@ -51,7 +51,7 @@ from controller.jobs.decisions.pause import plan_pause
 from controller.jobs.decisions.restart import Seen
 from controller.jobs.decisions.run import plan_run
 from controller.jobs.decisions.scale_down import judged_away, scaled_down, settle_leaving, with_removed
-from controller.jobs.decisions.slots import gather_slots, legacy_slots
+from controller.jobs.decisions.slots import gather_slots
 from controller.jobs.decisions.stuck import STUCK_TERMINATING_AFTER, stuck_pods
 from controller.jobs.kind import JobKind, ParsedJob
 from controller.jobs.schema.api import TERMINAL_PHASES, JobPhase
@@ -99,7 +99,8 @@ def _dependent_events(old: dict, reported: dict) -> list[Event]:
     """A Warning Event when a dependent's report turns to a Warning (its API missing, say), once."""
     events = []
     for key, value in reported.items():
-        before = old.get(key) if isinstance(old.get(key), dict) else {}
+        previous = old.get(key)
+        before = previous if isinstance(previous, dict) else {}
         if isinstance(value, dict) and value.get("type") == WARNING and before.get("reason") != value.get("reason"):
             events.append(Event(WARNING, str(value.get("reason") or key), str(value.get("note") or "")))
     return events
@@ -113,7 +114,11 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
         # The ranks scaled away are in the stored tasks (but for an earlier version's, stored apart: moved in),
         # settled with the others by the clean-up policy in force: one scaled away in the moment its job ended
         # kept its pod but for that policy (below), and one the scale-down deleted stays Deleted (cleanup.settle).
-        legacy = edits.removed(kind, job.name, old, legacy_slots(kind, old), []) if edits.REMOVED in old else None
+        legacy = None
+        if edits.REMOVED in old:
+            # Only the records an earlier version stored apart are removed: the stored tasks' stand for slots.
+            stored = [st.blank_record(name) for name in kind.status.stored_records(old)]
+            legacy = edits.removed(kind, job.name, old, stored, [])
         return with_removed(kind, settle_finished(kind, job, old, pods, creating), legacy or edits.NONE_REMOVED,
                             kept_from=old)
     slots, strays, scaled_away = gather_slots(kind, job, old, pods, creating)

@@ -153,13 +153,19 @@ def _gone(slot: Slot, job_restarts: int) -> Observation:
     return Observation(slot, Seen.GONE, record.in_phase("Failed"), Outcome.FAILED)
 
 
+def _to_delete(pod: dict | None) -> str | None:
+    """The uid of a replica's pod to delete; None when it is terminating already. (Asked of a pod seen only.)"""
+    assert pod is not None  # (RETIRED and CURRENT observations have their pod)
+    return None if is_terminating(pod) else pod_uid(pod)
+
+
 def step(obs: Observation, now: str = "", now_epoch: float = 0.0, backoff: RestartBackoff = NO_BACKOFF) -> Step:
     """The decision for one replica of a job that runs (not paused, not finished), at `now` (a timestamp
     with milliseconds, kept as a restart's lastRestartTime; `now_epoch` the same moment in seconds): a
     replacement waits out the restart back-off (backoff.py)."""
     record, pod, policy = obs.record, obs.slot.pod, obs.slot.policy
     if obs.seen == Seen.RETIRED:
-        return Step(record, delete=None if is_terminating(pod) else pod_uid(pod))
+        return Step(record, delete=_to_delete(pod))
     if obs.seen == Seen.MISSING:
         return _replace(record.awaiting(), backoff, now_epoch)
     if obs.outcome is not None:
@@ -170,7 +176,7 @@ def step(obs: Observation, now: str = "", now_epoch: float = 0.0, backoff: Resta
         # Finished and to be replaced: count it and retire the pod in the same status write; the
         # replacement is created by a later reconcile, once the old pod is gone (and the back-off over).
         counted = record.counted(now, backoff.streak(record.restart_streak, pod, now_epoch))
-        return Step(counted, delete=None if is_terminating(pod) else pod_uid(pod),
+        return Step(counted, delete=_to_delete(pod),
                     restart_event=_restart_message(counted, obs, _exit_cause(record, pod), backoff))
     # GONE, to be replaced: nothing left to delete, so the replacement is due once the back-off is over.
     if record.phase in FINISHED:
@@ -230,7 +236,7 @@ def debug_step(obs: Observation, now: str = "", now_epoch: float = 0.0, backoff:
     wait = f"; its next pod in {delay:g}s (back-off)" if delay > 0 else ""
     event = f"Recreating debug pod of replica {record.name} (debug mode: no restart counted): {cause}{wait}"
     if obs.seen == Seen.CURRENT:  # retired now, replaced once the pod is gone (and the back-off over)
-        return Step(retired, delete=None if is_terminating(pod) else pod_uid(pod), restart_event=event)
+        return Step(retired, delete=_to_delete(pod), restart_event=event)
     return replace(_replace(retired.awaiting(), backoff, now_epoch), restart_event=event)
 
 

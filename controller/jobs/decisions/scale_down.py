@@ -4,7 +4,7 @@ job that ends in the same moment settled by its clean-up policy instead (`settle
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 
 from controller.jobs.decisions import cleanup, edits, restart
 from controller.jobs.decisions import status as st
@@ -16,7 +16,7 @@ from controller.jobs.kind import JobKind
 from controller.jobs.schema.api import CleanUpPolicy
 
 
-def scaled_down(strays: list[dict], kept: set[str] = frozenset()) -> tuple[list[DeletePod], list[Event]]:
+def scaled_down(strays: list[dict], kept: Container[str] = frozenset()) -> tuple[list[DeletePod], list[Event]]:
     """The deletes of pods of ranks or types no longer in the spec (but those of uids `kept`), and their Events."""
     delete = [DeletePod(p["metadata"]["name"], st.pod_uid(p), SCALE_DOWN) for p in strays
               if not st.is_terminating(p) and st.pod_uid(p) not in kept]

@@ -23,10 +23,10 @@ def gather_slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
     if removed:
         stored = {**removed, **stored}
     by_replica: dict[tuple[str, int], list[dict]] = {}
-    for pod in pods:
-        key = replica_of(kind.api, pod)
+    for p in pods:
+        key = replica_of(kind.api, p)
         if key is not None:  # a pod without our labels is not one we can reason about: left alone
-            by_replica.setdefault(key, []).append(pod)
+            by_replica.setdefault(key, []).append(p)
     slots = []
     debugging = job.spec.run_mode.debugging
     rules = {spec.type: kind.restart_rule(job, spec.type) for spec in job.spec.replica_specs}
@@ -82,8 +82,3 @@ def by_type(job: ParsedJob, slots: list[Slot], records: list[Replica]) -> list[t
 
 def slots_of(observations: list[Observation]) -> list[Slot]:
     return [o.slot for o in observations]
-
-
-def legacy_slots(kind: JobKind, old: dict) -> list[Slot]:
-    """Stand-ins for the stored records of a finished job, so that only those stored apart count as removed."""
-    return [Slot("", 0, name, None, st.blank_record(name), None) for name in kind.status.stored_records(old)]

@@ -273,12 +273,13 @@ def write_failure_condition(conditions: list[dict], old_conditions: list[dict], 
     while it stays True, whatever the plan computed from the replicas alone."""
     wanted = find_condition(set_condition(old_conditions, REPLICA_FAILURE, True, reason, message, now),
                             REPLICA_FAILURE)
+    assert wanted is not None  # just set
     if find_condition(conditions, REPLICA_FAILURE) is None:
         return [*conditions, wanted]
     return [wanted if c.get("type") == REPLICA_FAILURE else c for c in conditions]
 
 
-_not_running = {
+_not_running: dict[str, str] = {  # (by JobPhase, a str: asked by any phase string)
     JobPhase.PENDING: "The job's pods are not all running yet.",
     JobPhase.PAUSED: "The job is paused.",
     JobPhase.RESUMING: "The job is resuming: its pods are being recreated.",

@@ -38,7 +38,9 @@ def service_actions(kind: JobKind, job: ParsedJob, status: dict, existing: list[
                 # The ports were edited: a merge patch replaces the port list whole.
                 actions.append(PatchChild(SERVICES, name, {"spec": {"ports": type_ports}}))
         elif making:
-            actions.append(CreateChild(SERVICES, name, services.desired_service(kind, job, replica_type, rank)))
+            desired = services.desired_service(kind, job, replica_type, rank)
+            assert desired is not None  # a Service is wanted only of a type with ports
+            actions.append(CreateChild(SERVICES, name, desired))
     return actions
 
 

@@ -60,7 +60,7 @@ def same(a: Mapping | None, b: Mapping | None) -> bool:
     """Two causes are one when their reasons belong together (ErrImagePull and ImagePullBackOff)."""
     if not a or not b:
         return not a and not b
-    return CAUSES.get(a.get("reason")) == CAUSES.get(b.get("reason"))
+    return CAUSES.get(a.get("reason", "")) == CAUSES.get(b.get("reason", ""))
 
 
 def kept(old: dict | None, seen: dict | None) -> dict | None:

@@ -141,9 +141,10 @@ class JobController(Controller):
     def _register_handlers(self) -> None:
         self.jobs.add_handler(on_add=self._job_added, on_update=self._job_updated, on_delete=self._job_deleted)
         self.pods.add_handler(on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted)
-        for informer in filter(None, (self.services, self.podgroups)):
-            informer.add_handler(on_add=self._child_changed, on_update=self._child_updated,
-                                 on_delete=self._child_changed)
+        for informer in (self.services, self.podgroups):
+            if informer is not None:
+                informer.add_handler(on_add=self._child_changed, on_update=self._child_updated,
+                                     on_delete=self._child_changed)
 
     def _job_added(self, obj: dict) -> None:
         self.job_metrics.job_transition(obj["metadata"].get("namespace", ""), None, obj)

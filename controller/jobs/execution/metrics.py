@@ -55,12 +55,12 @@ PHASES = ("Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed", "Un
 
 
 def _job_families(registry: CollectorRegistry) -> tuple:
-    kw = {"registry": registry}
-    return (Counter("genericjob_jobs_created_total", "Jobs seen for the first time", ["kind", "namespace"], **kw),
-            Counter("genericjob_jobs_succeeded_total", "Jobs that succeeded", ["kind", "namespace"], **kw),
-            Counter("genericjob_jobs_failed_total", "Jobs that failed", ["kind", "namespace"], **kw),
-            Counter("genericjob_jobs_restarted_total", "Replica restarts performed", ["kind", "namespace"], **kw),
-            Gauge("genericjob_jobs", "Jobs by phase", ["kind", "phase"], **kw))
+    by_namespace = ["kind", "namespace"]
+    return (Counter("genericjob_jobs_created_total", "Jobs seen for the first time", by_namespace, registry=registry),
+            Counter("genericjob_jobs_succeeded_total", "Jobs that succeeded", by_namespace, registry=registry),
+            Counter("genericjob_jobs_failed_total", "Jobs that failed", by_namespace, registry=registry),
+            Counter("genericjob_jobs_restarted_total", "Replica restarts performed", by_namespace, registry=registry),
+            Gauge("genericjob_jobs", "Jobs by phase", ["kind", "phase"], registry=registry))
 
 
 # From a few milliseconds (a watch event and one PUT) up to the two minutes a congested queue may take.

@@ -15,7 +15,7 @@ from controller.jobs.schema.naming import controller_uid, replica_name
 from controller.runtime.client import KubeClient
 from controller.runtime.events import EventRecorder
 from controller.runtime.expectations import Expectations
-from informers import Lister
+from informers import CacheReader
 
 
 class PodWrites(Refusals):
@@ -23,7 +23,7 @@ class PodWrites(Refusals):
 
     kind: JobKind
     client: KubeClient
-    pods: Lister
+    pods: CacheReader
     recorder: EventRecorder
     expectations: Expectations
     taken: TakenNames

@@ -33,7 +33,9 @@ here, not in the API) and shows it in the status it writes.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
+from collections.abc import Sequence
 
 import structlog
 
@@ -59,7 +61,7 @@ from controller.runtime.events import EventRecorder
 from controller.runtime.expectations import Expectations
 from controller.runtime.result import DONE, Result, WritesFailed
 from controller.runtime.timestamps import utc_stamp
-from informers import Lister
+from informers import CacheReader
 
 log = structlog.get_logger("controller.reconciler")
 
@@ -75,8 +77,9 @@ class Reconciler(PodWrites, ChildWrites, StartCoalescing):
     """One job kind's reconciles. The writes of a plan are its mixins' (pod_writes.py, child_writes.py, with
     refusals.py for the writes refused and the names taken), and so is the start coalescing (coalesce.py)."""
 
-    def __init__(self, kind: JobKind, client: KubeClient, jobs: Lister, pods: Lister, services_lister: Lister,
-                 podgroups: Lister | None, recorder: EventRecorder, *, now=utc_stamp, clock=time.time,
+    def __init__(self, kind: JobKind, client: KubeClient, jobs: CacheReader, pods: CacheReader,
+                 services_lister: CacheReader, podgroups: CacheReader | None, recorder: EventRecorder, *,
+                 now=utc_stamp, clock=time.time,
                  stuck_after: float = STUCK_TERMINATING_AFTER, latency: StatusLatency | None = None,
                  restart_backoff: RestartBackoff = NO_BACKOFF, echoes: Echoes | None = None) -> None:
         """`echoes`: the controller's (controller/runtime/echoes.py), told of each status write so that a reconcile
@@ -115,7 +118,9 @@ class Reconciler(PodWrites, ChildWrites, StartCoalescing):
         if cached is not None and cached[0] == meta.get("generation"):
             job = cached[1]
         else:
-            job = self.kind.parse(obj)
+            parsed = self.kind.parse(obj)
+            # Problems as a list (a kind may give any sequence): the engine tells a job from its problems by it.
+            job = list(parsed) if isinstance(parsed, Sequence) else parsed
         if (obj.get("status") or {}).get("phase") in TERMINAL_PHASES:
             self._parsed.pop(meta["uid"], None)
         else:
@@ -153,15 +158,15 @@ class Reconciler(PodWrites, ChildWrites, StartCoalescing):
             if await self._cache_lags(obj, status, pods):
                 return Result(requeue_after=0.2)
             dependents = {resource: lister.controlled_by(uid) for resource, lister in self.dependent_listers.items()}
-            planning = (plan, self.kind, job, status, pods, self.now())
-            options = {"write_failure": self._failures.get(uid), "restart_backoff": self.restart_backoff,
-                       "dependents": dependents, "creating": expected, **children}
+            planning = functools.partial(plan, self.kind, job, status, pods, self.now(),
+                                         write_failure=self._failures.get(uid), restart_backoff=self.restart_backoff,
+                                         dependents=dependents, creating=expected, **children)
             if sum(self.kind.replica_counts(job).values()) >= OFF_LOOP_REPLICAS:
                 # Nothing it reads is changed meanwhile: cached objects are replaced, never modified, and the
                 # lists here are this reconcile's own.
-                the_plan = await asyncio.to_thread(*planning, **options)
+                the_plan = await asyncio.to_thread(planning)
             else:
-                the_plan = plan(*planning[1:], **options)
+                the_plan = planning()
             the_plan = held.release(the_plan, status, obj["metadata"].get("generation"), self.now())
         the_plan = self._with_conflicts(uid, job, status, the_plan)
         shown = self.taken.conflicts(uid)
@@ -186,7 +191,9 @@ class Reconciler(PodWrites, ChildWrites, StartCoalescing):
         wake_ups: list[float] = []  # seconds until something not announced by any event needs a look
         # A PodGroup whose name is taken holds the pods back: they would join the other job's gang.
         gang_taken = bool(the_plan.podgroup) and await self._upkeep(obj, the_plan.podgroup, failed, wake_ups)
-        if the_plan.create and not gang_taken and not await self._create_pods(obj, job, the_plan, expected, failed):
+        # (An invalid job, a list of problems, is planned no creates.)
+        if the_plan.create and not isinstance(job, list) and not gang_taken \
+                and not await self._create_pods(obj, job, the_plan, expected, failed):
             wake_ups.append(NAME_TAKEN_RETRY)
         if the_plan.services:
             await self._upkeep(obj, the_plan.services, failed, wake_ups)
@@ -218,7 +225,7 @@ class Reconciler(PodWrites, ChildWrites, StartCoalescing):
     # --- status ---------------------------------------------------------------------------
 
     @staticmethod
-    def _sends_creates(job: ParsedJob | list, the_plan: Plan, expected: frozenset[str]) -> bool:
+    def _sends_creates(job: ParsedJob, the_plan: Plan, expected: frozenset[str]) -> bool:
         return any(replica_name(job.name, replica_type, rank) not in expected
                    for replica_type, rank, _mode in the_plan.create)
 
@@ -240,6 +247,7 @@ class Reconciler(PodWrites, ChildWrites, StartCoalescing):
                 return None
             raise
         # Until the cache has this write's version, a reconcile would plan from the replaced one: it waits instead.
+        assert written is not None  # (the API server answers a status write with the object)
         self.echoes.wrote(job_key(obj), obj["metadata"]["resourceVersion"], written["metadata"].get("resourceVersion"))
         if self.latency is not None:
             self.latency.status_written(written, time.monotonic())
@@ -299,7 +307,7 @@ def phase_reason(status: dict) -> dict[str, str]:
     True (Running, Paused...), with its message."""
     true = [c for c in status.get("conditions") or () if c.get("status") == "True"]
     # The last True condition to change (of two in the same second, the later in the list).
-    latest = max(true, key=lambda c: (c.get("lastTransitionTime") or "", true.index(c)), default={})
+    latest: dict = max(true, key=lambda c: (c.get("lastTransitionTime") or "", true.index(c)), default={})
     reason = status.get("reason") or latest.get("reason") or ""
     message = next((c.get("message") for c in true if c.get("reason") == reason), latest.get("message")) or ""
     return {"reason": reason, "message": message} if message else {"reason": reason}

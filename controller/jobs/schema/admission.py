@@ -202,8 +202,8 @@ def _spec_types(obj: dict) -> list[str]:
     entries = spec.get("replicaSpecs") if isinstance(spec, dict) else None
     if not isinstance(entries, list):
         return []
-    types = [entry.get("type") for entry in entries if isinstance(entry, dict)]
-    return types if len(types) == len(entries) and all(isinstance(t, str) for t in types) else []
+    types = [t for entry in entries if isinstance(entry, dict) and isinstance(t := entry.get("type"), str)]
+    return types if len(types) == len(entries) else []  # every entry an object with a string type
 
 
 def _resume_specs(obj: dict) -> Any:

@@ -32,8 +32,10 @@ class JobObject(Model):
     @classmethod
     def from_object(cls, obj: dict) -> Self:
         meta = obj["metadata"]
-        return cls(name=meta["name"], namespace=meta.get("namespace", ""), uid=meta.get("uid", ""),
-                   generation=meta.get("generation", 0), spec=obj.get("spec") or {})
+        # Validated from a dict, not cls(...): the spec is a subclass's field, which the base has not.
+        return cls.model_validate({"name": meta["name"], "namespace": meta.get("namespace", ""),
+                                   "uid": meta.get("uid", ""), "generation": meta.get("generation", 0),
+                                   "spec": obj.get("spec") or {}})
 
 
 class CleanUpPolicy(StrEnum):

@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, Self, TypeVar
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from controller.jobs.kind import KindApi, ParsedJob
 from controller.jobs.kind import invalid_spec_message as invalid_spec_message  # its home before JobKind had it
-from controller.jobs.schema.api import MAX_TOTAL_REPLICAS
+from controller.jobs.schema.api import MAX_TOTAL_REPLICAS, ReplicaDebugSet, ResumeSpec
 from controller.jobs.schema.naming import label, replica_name
 
 CONTAINER_GROUPS = ("initContainers", "containers")
@@ -38,10 +39,20 @@ class SpecError:
         return f"{self.field}: {self.message}"
 
 
+class FromObject(Protocol):
+    """A kind's parsed model: a class that builds itself from the job object (as JobObject.from_object)."""
+
+    @classmethod
+    def from_object(cls, obj: dict) -> Self: ...
+
+
+M = TypeVar("M", bound=FromObject)
+
+
 # --- parse ------------------------------------------------------------------------------------
 
 
-def parse(obj: dict, model: type):
+def parse(obj: dict, model: type[M]) -> M | list[SpecError]:
     """The job's model (a kind's `model`, built by its `from_object`), or the reasons it cannot be built,
     with JSON field paths. The total of replicas is checked first, on the object as stored: a job admitted
     before the CRD capped it must fail on it, whatever else the model finds."""
@@ -107,7 +118,7 @@ def _json_path(loc: tuple, source: Any, missing: bool) -> str:
     return "".join(parts) or "<root>"
 
 
-def _readable(detail: dict) -> str:
+def _readable(detail: ErrorDetails) -> str:
     message = detail["msg"].removeprefix("Value error, ")
     value = detail.get("input")
     if detail["type"] != "missing" and (value is None or isinstance(value, (str, int, float, bool))):
@@ -171,7 +182,7 @@ def _container_errors(container: Any, where: str) -> list[SpecError]:
 def run_mode_errors(job: ParsedJob) -> list[SpecError]:
     known = {spec.type for spec in job.spec.replica_specs}
     run_mode = job.spec.run_mode
-    overrides = [
+    overrides: list[tuple[str, Sequence[ReplicaDebugSet | ResumeSpec]]] = [
         ("spec.runMode.debug.replicaSpecs", run_mode.debug.replica_specs if run_mode.debug else []),
         ("spec.runMode.pause.resumeSpecs", run_mode.pause.resume_specs if run_mode.pause else []),
     ]
@@ -223,9 +234,9 @@ def no_replicas_errors(counts: list[int]) -> list[SpecError]:
                                            "add up to 0")]
 
 
-def recorded_types(obj: dict) -> list[str]:
+def recorded_types(obj: dict) -> list[Any]:
     """The replica types, in order, of the job's status (`status.tasks[].type`, written from the spec the
-    job last ran): empty before the first status write."""
+    job last ran), as the status holds them (the controller writes strings): empty before the first status write."""
     status = obj.get("status") if isinstance(obj, dict) else None
     tasks = status.get("tasks") if isinstance(status, dict) else None
     if not isinstance(tasks, list):

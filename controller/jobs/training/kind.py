@@ -21,6 +21,7 @@ from apimachinery.resource import Resource
 from controller.jobs.kind import Dependent, KindBase, Outcomes, ReplicaSpec
 from controller.jobs.schema.api import JobPhase, Outcome, Verdict
 from controller.jobs.schema.validation import (
+    FromObject,
     SpecError,
     duplicate_types,
     fixed_types_errors,
@@ -54,8 +55,8 @@ class TrainingSpec(tensorboard.BoardSpec, Protocol):
         """The replica whose success is the job's; None when no replica is."""
 
 
-class TrainingJob(tensorboard.WithTensorBoard, Protocol):
-    """What the kit reads of a parsed training job."""
+class TrainingJob(tensorboard.WithTensorBoard, FromObject, Protocol):
+    """What the kit reads of a parsed training job; its model builds itself from the job object."""
 
     @property
     def spec(self) -> TrainingSpec: ...

@@ -26,7 +26,7 @@ from controller.kinds.genericjob.models import API, FinishRule, GenericJob
 from controller.kinds.genericjob.substitution import JobVariables, pod_spec_problems
 
 
-def parse(obj: dict, model: type = GenericJob):
+def parse(obj: dict, model: type[GenericJob] = GenericJob) -> GenericJob | list[SpecError]:
     """The job's model (GenericJob's by default), or the reasons it cannot be built, with JSON field paths."""
     return shared_parse(obj, model)
 
