@@ -22,7 +22,7 @@ import pytest
 
 from localcluster import LocalCluster
 
-from .test_process_runner import process_pod, running, wait_pod
+from .process_runner_support import process_pod, running, wait_pod
 
 EVIL = {"Origin": "http://evil.example"}
 PODS = "/api/v1/namespaces/default/pods"

@@ -15,7 +15,7 @@ import pytest
 from localcluster.auth.kubeconfig_file import UnsafeDirectory, private_directory
 from localcluster.kubelet import process_guard
 
-from .test_process_runner import process_pod, wait_pod
+from .process_runner_support import process_pod, wait_pod
 
 
 def succeeded_or_failed(pod) -> bool:

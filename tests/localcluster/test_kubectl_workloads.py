@@ -17,8 +17,8 @@ import pytest_asyncio
 from localcluster import LocalCluster
 from tests.waiting import until
 
+from .kubectl_commands_support import job
 from .test_kubectl import manifest
-from .test_kubectl_commands import job
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -9,8 +9,8 @@ import pytest
 from tests.waiting import until
 
 from .kubectl import Kubectl
+from .process_runner_support import config_error, process_pod, running, wait_phase, wait_pod
 from .test_delete import gone
-from .test_process_runner import config_error, process_pod, running, wait_phase, wait_pod
 
 pytestmark = pytest.mark.runner("process")
 CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"

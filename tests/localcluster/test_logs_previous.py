@@ -13,8 +13,8 @@ import pytest
 from tests.waiting import until
 
 from .kubectl import Kubectl
+from .process_runner_support import process_pod, wait_phase
 from .test_delete import gone
-from .test_process_runner import process_pod, wait_phase
 
 pytestmark = pytest.mark.runner("process")
 

@@ -14,7 +14,7 @@ import pytest
 
 from tests.waiting import until
 
-from .test_process_runner import config_error, process_pod, python, wait_phase, wait_pod
+from .process_runner_support import config_error, process_pod, python, wait_phase, wait_pod
 
 pytestmark = pytest.mark.runner("process")
 

@@ -18,7 +18,7 @@ from localcluster.kubelet.container_env import DEFAULT_LANG, DEFAULT_PATH, base_
 from localcluster.kubelet.network.pod_network import VARIABLES
 
 from .kubectl import Kubectl
-from .test_process_runner import log_text, process_pod, running, wait_phase, wait_pod
+from .process_runner_support import log_text, process_pod, running, wait_phase, wait_pod
 
 pytestmark = pytest.mark.runner("process")
 

@@ -22,9 +22,9 @@ from localcluster.kubelet.pod_connect import MAX_MESSAGE_BYTES
 from tests.waiting import until
 
 from .kubectl import ENV, Kubectl
+from .process_runner_support import alive, process_pod, running, wait_phase, wait_pod
 from .rest import connect
 from .test_delete import gone
-from .test_process_runner import alive, process_pod, running, wait_phase, wait_pod
 
 pytestmark = pytest.mark.runner("process")
 

@@ -19,7 +19,7 @@ from localcluster.kubelet.network import preload
 from tests.waiting import until
 
 from .kubectl import Kubectl
-from .test_process_runner import process_pod, python, wait_phase
+from .process_runner_support import process_pod, python, wait_phase
 
 pytestmark = pytest.mark.runner("process")
 

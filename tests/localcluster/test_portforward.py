@@ -22,8 +22,8 @@ from localcluster.kubelet.pod_connect import MAX_MESSAGE_BYTES
 from localcluster.kubelet.portforward import MAX_BUFFERED, MAX_STREAMS, PROTOCOL, declared_ports
 
 from .kubectl import Kubectl
+from .process_runner_support import log_contains, process_pod, running, wait_pod
 from .rest import connect
-from .test_process_runner import log_contains, process_pod, running, wait_pod
 
 pytestmark = pytest.mark.runner("process")
 
