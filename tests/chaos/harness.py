@@ -2,7 +2,7 @@
 subprocesses, seeded jobs with scripted pods, a seeded fault loop, and invariants checked from
 localcluster's audit log (every pod and custom-object write in resourceVersion order, which no
 dropped watch or expired history can lose; it keeps the last --audit-size writes, and a gap in what
-was read is a violation) and from the API once things settle.
+was read is a violation: audit.py) and from the API once things settle (checks.py).
 
     report = await run_chaos(Settings(jobs=50, chaos_seconds=40, seed=7), workdir)
     assert not report.violations, report.describe()
@@ -23,21 +23,16 @@ from pathlib import Path
 import aiohttp
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
+from controller.kinds.genericjob.models import PLURAL
 from tests.e2e.conftest import Jobs
 from tests.program.subprocesses import ControllerProcess, LocalClusterProcess, terminate
 
-from .jobs import DEBUG, GENERICJOB, LABELS, PAUSE, SHORT, TF_SHARE, JobPlan, make_jobs
+from .audit import TERMINAL, Audit, job_of, uid_finished
+from .checks import ChaosChecks, agreement
+from .jobs import GENERICJOB, LABELS, PAUSE, TF_SHARE, JobPlan, make_jobs
 
 LABEL_JOB = LABELS[PLURAL]
-
-
-def job_of(labels: dict | None) -> str:
-    """The job a pod or Service belongs to, whatever its kind (each kind labels its children its own way)."""
-    labels = labels or {}
-    return next((labels[key] for key in LABELS.values() if key in labels), "")
 WRITES = ("create", "update", "patch", "delete", "deletecollection")
-TERMINAL = ("Succeeded", "Failed")
 LEASE = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.25}
 
 
@@ -74,77 +69,7 @@ class Report:
         return "\n".join(lines + self.details)
 
 
-class Audit:
-    """What localcluster's audit log says so far, folded per job and pod, checked as it arrives."""
-
-    def __init__(self, plans: dict[str, JobPlan], violate) -> None:
-        self.plans = plans
-        self.violate = violate
-        self.next = 0
-        self.by_name: dict[str, list[str]] = {}  # pod name -> uids in creation order
-        self.live: dict[str, str] = {}  # pod name -> uid not yet deleted
-        self.pod_job: dict[str, str] = {}  # pod name -> job
-        self.phases: dict[str, list[tuple[int, str | None, bool]]] = {}  # uid -> (rv, phase, deleting)
-        self.natural: dict[str, str] = {}  # uid -> phase it finished in by itself (not while deleting)
-        self.job_terminal: dict[str, tuple[int, str]] = {}  # job -> (rv, phase)
-        self.job_phases: dict[str, list[str]] = {}
-
-    def read(self, answer: dict) -> None:
-        """Take an answer of `GET audit?since=self.next`. The log is a ring: records older than its `first`
-        are gone, and a gap means invariants went unchecked, which is a violation, never a silent miss."""
-        first = answer.get("first", 0)
-        if first > self.next:
-            self.violate("", f"the audit log dropped records {self.next}..{first - 1} before they were read "
-                             f"(raise localcluster's --audit-size): the invariants over them went unchecked")
-        self.feed(answer["records"])
-        self.next = answer["next"]
-
-    def feed(self, records: list[dict]) -> None:
-        for r in records:
-            if r["resource"] == "pods":
-                self._pod(r)
-            elif r["resource"] in LABELS:  # a job of either kind
-                self._job(r)
-
-    def _job(self, r: dict) -> None:
-        name, phase = r["name"], r["phase"]
-        seen = self.job_phases.setdefault(name, [])
-        if phase and (not seen or seen[-1] != phase):
-            seen.append(phase)
-        if name in self.job_terminal and r["type"] != "DELETED":
-            _, was = self.job_terminal[name]
-            if phase != was:
-                self.violate(name, f"a finished job changed phase: {was} -> {phase} at rv {r['rv']}")
-        elif phase in TERMINAL:
-            self.job_terminal[name] = (r["rv"], phase)
-
-    def _pod(self, r: dict) -> None:
-        name, uid, job = r["name"], r["uid"], job_of(r["labels"])
-        self.pod_job[name] = job
-        if r["type"] == "ADDED":
-            self.by_name.setdefault(name, []).append(uid)
-            if name in self.live:
-                self.violate(job, f"pod {name} uid {uid} created while uid {self.live[name]} still exists")
-            self.live[name] = uid
-            if job in self.job_terminal and r["rv"] > self.job_terminal[job][0]:
-                self.violate(job, f"pod {name} uid {uid} created at rv {r['rv']}, after the job finished "
-                                  f"({self.job_terminal[job][1]} at rv {self.job_terminal[job][0]})")
-        self.phases.setdefault(uid, []).append((r["rv"], r["phase"], r["deleting"]))
-        if r["phase"] in TERMINAL and not r["deleting"] and uid not in self.natural:
-            self.natural[uid] = r["phase"]
-        if r["type"] == "DELETED" and self.live.get(name) == uid:
-            del self.live[name]
-
-    def history(self, job: str) -> list[str]:
-        lines = [f"job {job} phases: {' -> '.join(self.job_phases.get(job, []))}"]
-        for name in sorted(n for n, j in self.pod_job.items() if j == job):
-            for uid in self.by_name.get(name, []):
-                steps = ", ".join(f"{p}{'(deleting)' if d else ''}@{rv}" for rv, p, d in self.phases.get(uid, []))
-                lines.append(f"  {name} {uid[:8]}: {steps}")
-        return lines
-
-
-class Chaos:
+class Chaos(ChaosChecks):
     def __init__(self, settings: Settings, workdir: Path) -> None:
         self.settings = settings
         self.workdir = workdir
@@ -304,119 +229,6 @@ class Chaos:
             self.report.faults[kind] += 1
         await self.admin("POST", "faults", {})
 
-    # --- the checks -----------------------------------------------------------------------------
-
-    async def settle(self) -> dict[str, dict]:
-        """Wait until every job shows the phase its scripts dictate; return the jobs as last read."""
-        deadline = time.monotonic() + self.settings.settle_timeout
-        pending = set(self.plans)
-        last: dict[str, dict] = {}
-        while pending and time.monotonic() < deadline:
-            pods = await self.list_pods()
-            for name in sorted(pending):
-                job = last[name] = await self.get_job(name)
-                phase = (job.get("status") or {}).get("phase")
-                plan = self.plans[name]
-                if plan.kind == DEBUG:
-                    mine = [p for p in pods if job_of(p.metadata.labels) == name]
-                    done = phase == "Running" and len(mine) == len(plan.replicas) and all(
-                        p.status.phase == "Running" for p in mine)
-                else:
-                    done = phase in TERMINAL
-                if done:
-                    pending.discard(name)
-            await asyncio.sleep(0.5)
-        for name in sorted(pending):
-            phase = (last[name].get("status") or {}).get("phase")
-            self.violate(name, f"not settled within {self.settings.settle_timeout:.0f} s: phase {phase}, "
-                               f"expected {self.plans[name].expected}")
-        return last
-
-    def check_phase(self, plan: JobPlan, job: dict) -> None:
-        phase = (job.get("status") or {}).get("phase")
-        self.report.phases[f"{plan.kind if plan.plural == GENERICJOB else SHORT[plan.plural]}/{phase}"] += 1
-        if phase != plan.expected:
-            self.violate(plan.name, f"phase {phase}, expected {plan.expected} (replicas: "
-                         + ", ".join(f"{r.name} {r.policy}/{r.limit} {r.attempts} -> {r.outcome}"
-                                     for r in plan.replicas) + ")")
-
-    def check_restarts(self, plan: JobPlan, job: dict) -> None:
-        records = {r["name"]: r for r in plan.records(job)}
-        for replica in plan.replicas:
-            record = records.get(replica.name)
-            if record is None:
-                self.violate(plan.name, f"no status record for {replica.name}")
-                continue
-            count = int(record.get("restartCount") or 0)
-            self.report.restarts += count
-            uids = self.audit.by_name.get(replica.name, [])
-            self.report.pods += len(uids)
-            if count > replica.limit or (plan.kind != PAUSE and count > replica.restarts):
-                self.violate(plan.name, f"{replica.name} restarted {count} times: limit {replica.limit}, "
-                                        f"scripts allow {replica.restarts}")
-            for attempt, uid in enumerate(uids):  # a pod that finished by itself did what its script says
-                finished = self.audit.natural.get(uid)
-                wanted = "Succeeded" if replica.succeeds(attempt) else "Failed"
-                if plan.kind != PAUSE and finished is not None and finished != wanted:
-                    self.violate(plan.name, f"{replica.name} attempt {attempt} ({uid}) {finished}, script: {wanted}")
-            if plan.kind in (PAUSE, DEBUG):
-                if count:
-                    self.violate(plan.name, f"{replica.name} restarted {count} times under policy Never/debug")
-                continue
-            # The retired pods: finished by themselves and followed by another, or named as retired last.
-            retired = {uid for i, uid in enumerate(uids) if uid in self.audit.natural and i + 1 < len(uids)}
-            last = record.get("lastRestartUid") or ""
-            if last and uids and last == uids[-1] and uid_finished(self.audit, last):
-                retired.add(last)
-            eligible = ("Failed", "Succeeded") if replica.policy == "Always" else ("Failed",)
-            wrong = [u for u in retired if self.audit.natural[u] not in eligible]
-            if count != len(retired) or wrong or len(uids) > len(retired) + 1:
-                self.violate(plan.name, f"{replica.name}: restartCount {count} but pods retired after finishing "
-                                        f"{sorted(retired)} ({len(uids)} pods, not eligible: {wrong})")
-
-    async def check_agreement(self, names: list[str]) -> None:
-        """Once nothing moves, each job's status agrees with its pods; clean-up done as its policy says."""
-        problems: dict[str, str] = {}
-        for _ in range(40):
-            problems = {}
-            pods = await self.list_pods()
-            live = {p.metadata.name: p for p in pods if p.metadata.deletion_timestamp is None}
-            services = (await self.call(self.cluster.jobs.core.list_namespaced_service, "default")).items
-            service_jobs = Counter(job_of(s.metadata.labels) for s in services)
-            for name in names:
-                plan, job = self.plans[name], await self.get_job(name)
-                problem = agreement(plan, job, live, service_jobs[name])
-                if problem:
-                    problems[name] = problem
-            if not problems:
-                return
-            await asyncio.sleep(0.25)
-        for name, problem in problems.items():
-            self.violate(name, problem)
-
-    async def check_deletion(self) -> None:
-        for name in self.plans:
-            with contextlib.suppress(ApiException):
-                await self.call(self.jobs(name).delete, name)
-
-        async def leftovers() -> list[str]:
-            pods = [p.metadata.name for p in await self.list_pods()]
-            services = [s.metadata.name for s in
-                        (await self.call(self.cluster.jobs.core.list_namespaced_service, "default")).items
-                        if s.metadata.name != "kubernetes"]
-            groups = [g["metadata"]["name"] for g in await self.call(self.cluster.jobs.podgroups)]
-            jobs = [j for plural in LABELS for j in (await self.call(
-                self.cluster.jobs.custom.list_namespaced_custom_object, GROUP, VERSION, "default", plural))["items"]]
-            return pods + services + groups + [j["metadata"]["name"] for j in jobs]
-
-        left: list[str] = []
-        for _ in range(120):
-            left = await leftovers()
-            if not left:
-                return
-            await asyncio.sleep(0.25)
-        self.violate("", f"after deleting every job, left behind: {sorted(left)[:20]}")
-
     # --- the run --------------------------------------------------------------------------------
 
     async def run(self) -> Report:
@@ -475,37 +287,6 @@ class Chaos:
             self.report.details.append(f"controller logs: {logs}")
 
 
-def uid_finished(audit: Audit, uid: str) -> bool:
-    return uid in audit.natural
-
-
-def agreement(plan: JobPlan, job: dict, live: dict, services: int) -> str | None:
-    status = job.get("status") or {}
-    records = plan.records(job)
-    counts = Counter(r["phase"].lower() for r in records)
-    aggregate = status.get("aggregate") or {}
-    if any(aggregate.get(k, 0) != counts.get(k, 0) for k in set(aggregate) | set(counts)):
-        return f"aggregate {aggregate} but replica phases {dict(counts)}"
-    for task in status.get("tasks") or ():
-        if task.get("restartCount", 0) != sum(r.get("restartCount", 0) for r in
-                                              task.get("replicas") or task.get("replicaStatus") or ()):
-            return f"task {task['type']} restartCount disagrees with its replicas"
-    for record in records:
-        pod = live.get(record["name"])
-        if pod is not None and (pod.metadata.uid != record.get("uid") or pod.status.phase != record["phase"]):
-            return (f"{record['name']}: status says {record.get('uid')} {record['phase']}, pod is {pod.metadata.uid} "
-                    f"{pod.status.phase}")
-        if pod is None and record["phase"] in ("Pending", "Running", "Creating"):
-            return f"{record['name']}: status says {record['phase']} but there is no pod"
-    if status.get("phase") in TERMINAL:
-        mine = [p for p in live.values() if job_of(p.metadata.labels) == plan.name]
-        if plan.cleanup == "All" and (mine or services):
-            return f"clean-up All left {len(mine)} pods and {services} services"
-        if plan.cleanup == "Unfinished" and any(p.status.phase not in TERMINAL for p in mine):
-            return "clean-up Unfinished left unfinished pods"
-    return None
-
-
 async def run_chaos(settings: Settings, workdir: Path, hard_timeout: float | None = None) -> Report:
     chaos = Chaos(settings, workdir)
     limit = hard_timeout or settings.chaos_seconds + settings.settle_timeout + 120
@@ -518,3 +299,7 @@ async def run_chaos(settings: Settings, workdir: Path, hard_timeout: float | Non
     finally:
         for c in chaos.every:
             await terminate(c.process, timeout=2)
+
+
+__all__ = ["LABEL_JOB", "TERMINAL", "Audit", "Chaos", "Report", "Settings", "agreement", "job_of", "run_chaos",
+           "uid_finished"]

@@ -152,3 +152,28 @@ def record(status: dict, replica_type: str, rank: int) -> dict:
 
 def condition(status: dict, condition_type: str) -> dict:
     return next(c for c in status["conditions"] if c["type"] == condition_type)
+
+
+def start(job, pods: Pods, *, until_running: bool = True) -> dict:
+    """Create the job's pods and, unless told otherwise, run them all: returns the status."""
+    status = step(job, {}, pods, at(0)).status
+    status = step(job, status, pods, at(1)).status  # pods seen Pending
+    if until_running:
+        pods.set_all("Running")
+        status = step(job, status, pods, at(2)).status
+    return status
+
+
+def restarts(result) -> list[str]:
+    return [message for _, reason, message in result.events if reason == "Restarting"]
+
+
+def finish_with(cleanup: str):
+    """A job of three workers, one succeeded (the success rule), one failed, one still running."""
+    job = make_job(("worker", 3, "Never"), success=[{"worker": [0]}], failure=[{"worker": [0]}], cleanup=cleanup)
+    pods = Pods()
+    status = start(job, pods)
+    pods.set("worker", 1, "Failed")
+    status = step(job, status, pods, at(5)).status
+    pods.set("worker", 0, "Succeeded")
+    return job, pods, status

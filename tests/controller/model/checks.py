@@ -1,0 +1,193 @@
+"""The checks the engine's model (machine.py) makes after each reconcile: the job's end, its counts, its
+pod writes and the pods it leaves, each failure a defect (a tolerated known one, or an AssertionError)."""
+
+from __future__ import annotations
+
+import copy
+
+from controller.jobs.schema.naming import replica_name
+from tests.controller.model import rules as r
+from tests.controller.model.job_strategy import DEBUG_COMMAND
+from tests.controller.model.oracle import Expect
+from tests.controller.model.rules import FINISHED
+from tests.controller.model.world import JOB
+
+
+def records(kind, status: dict) -> dict[str, dict]:
+    """Every replica record a status keeps, those of replicas scaled away included."""
+    found = {raw["name"]: raw for raw in status.get("removedReplicas") or () if raw.get("name")}
+    return {**found, **kind.status.stored_records(status)}
+
+
+def is_debug_pod(pod: dict) -> bool:
+    return any(c.get("command") == DEBUG_COMMAND for c in pod["spec"].get("containers") or ())
+
+
+class Checks:
+    """EngineModel's checks (a mixin: the state they read, `defect` and the ledger are EngineModel's)."""
+
+    def _check_end(self, before: dict, after: dict, expect: Expect, acts: bool) -> None:
+        """Both ways: no end the rules do not allow, and the end they require has happened by now."""
+        spec = self.job_seen["spec"]
+        phase, reason = after.get("phase"), after.get("reason")
+        if phase in FINISHED:
+            if (phase, reason) not in expect.allowed and (phase, None) not in expect.allowed:
+                allowed = sorted(f"{p}/{why or 'any'}" for p, why in expect.allowed) or ["none: it must run on"]
+                self.defect(self._why_wrong_end(spec, expect, phase, reason),
+                            f"the job ended {phase}/{reason} ({self._condition(after)}), but the rules allow "
+                            f"{', '.join(allowed)}")
+                return
+            self.final = copy.deepcopy(after)
+        elif acts and expect.required:
+            self.defect(self._why_no_end(spec, expect),
+                        f"{expect.why}, but the job is still {phase or 'new'} after a reconcile that saw it")
+
+    def _why_wrong_end(self, spec: dict, expect: Expect, phase: str, reason: str | None) -> str | None:
+        if not r.run_mode(spec, "debug") and (self.ledger.lost_in_debug or self.ledger.debug_ended):
+            return "debug-counts"  # the engine judged a debug pod's loss, and ends the job by it once debug is off
+        if expect.removed and any(self.ledger.rep(k).outcome == "Failed" or k in expect.failed_removed
+                                  for k in expect.removed):
+            return "scale-down-forgets-failure"
+        if phase == "Failed" and reason == "BackoffLimitExceeded" and ("Failed", "ReplicaFailed") in expect.allowed:
+            return "zero-restarts-reason"
+        return None
+
+    def _why_no_end(self, spec: dict, expect: Expect) -> str | None:
+        if self.ledger.lost_in_debug:
+            return "debug-counts"  # a workload pod lost as debug mode came on: the engine defers its verdict
+        if expect.failed_removed:
+            return "scale-down-forgets-failure"
+        if r.run_mode(spec, "pause"):
+            return "pause-forgets-failure"
+        return None
+
+    def _condition(self, status: dict) -> str:
+        failed = next((c for c in status.get("conditions") or () if c.get("type") in ("Failed", "Completed")
+                       and c.get("status") == "True"), {})
+        return failed.get("message") or "no message"
+
+    def _check_counts(self, status: dict, spec: dict, expect: Expect) -> None:
+        """The restarts the rules granted and the replacements made, against the status's counts."""
+        kept = records(self.kind, status)
+        by_type: dict[str, int] = {}
+        for key, rep in sorted(self.ledger.reps.items()):
+            name = replica_name(JOB, *key)
+            count = int((kept.get(name) or {}).get("restartCount") or 0)
+            by_type[key[0]] = by_type.get(key[0], 0) + rep.decided
+            if count != rep.decided or not rep.made <= count <= rep.made + 1:
+                self.defect(self._why_miscount(spec, key, expect),
+                            f"{name}: restartCount {count}, but the rules granted {rep.decided} restarts and "
+                            f"{rep.made} replacements were made")
+                return
+        total = self.ledger.job_restarts()
+        if int(status.get("backoffCount") or 0) != total:
+            self.defect(None, f"backoffCount {status.get('backoffCount')}, but the replicas' restarts add up to "
+                              f"{total}")
+            return
+        for task in status.get("tasks") or ():
+            if int(task.get("restartCount") or 0) != by_type.get(task.get("type"), 0):
+                self.defect("type-count-drops-removed",
+                            f"tasks[{task.get('type')}].restartCount {task.get('restartCount')}, but its "
+                            f"replicas (removed ranks included) restarted {by_type.get(task.get('type'), 0)} times")
+                return
+
+    def _check_final(self, status: dict) -> None:
+        """Terminal is final: nothing of a finished job's status changes again (its records but to Deleted)."""
+        for key in ("phase", "conditions", "completionTime", "startTime", "backoffCount", "reason"):
+            if self.final is not None and status.get(key) != self.final.get(key):
+                self.defect(None, f"status.{key} of a finished job changed: {self.final.get(key)!r} -> "
+                                  f"{status.get(key)!r}")
+                return
+
+    def _why_miscount(self, spec: dict, key: tuple[str, int], expect: Expect) -> str | None:
+        life = self.ledger.reps[key].life
+        if life and life.retired == "scale" and any(p["metadata"]["uid"] == life.uid for p in self.pods_seen.values()):
+            return "readded-rank-adopts-old-pod"  # re-added while its scaled-away pod is still terminating
+        if self.ledger.reps[key].life and self.ledger.reps[key].life.debug:
+            return "debug-counts"  # its pod is a debug pod: only the engine's counting it explains a difference
+        if r.run_mode(spec, "pause"):
+            return "pause-forgets-failure"
+        if key in expect.removed:
+            return "scale-down-forgets-failure"
+        return None
+
+    def _check_pod_writes(self, writes: list[tuple], spec: dict, finished_before: bool, after: dict) -> None:
+        finished = finished_before or after.get("phase") in FINISHED
+        for entry in writes:
+            if self.tainted:
+                return
+            verb, name = entry[0], entry[1]
+            if verb == "create":
+                pod = entry[2]
+                if finished:
+                    self.defect(None, f"pod {name} created for a finished job")
+                    return
+                labels = pod["metadata"]["labels"]
+                key = (labels[self.kind.api.type_label], int(labels[self.kind.api.rank_label]))
+                debug = is_debug_pod(pod)
+                if debug != r.run_mode(spec, "debug") or r.run_mode(spec, "pause"):
+                    self.defect(None, f"pod {name} created {'in debug mode' if debug else 'for the workload'} "
+                                      f"while the spec says {spec.get('runMode')}")
+                if problem := self.ledger.created(key, name, pod, entry[3], debug):
+                    self.defect(None, problem)
+            elif verb == "delete":
+                uid, seen = entry[3], self.pods_seen.get(name)
+                pod = seen if seen and seen["metadata"]["uid"] == uid else entry[2]  # as the controller saw it
+                phase = pod["status"].get("phase") if pod else None
+                if finished:
+                    self._check_cleanup_delete(name, uid, phase, spec, finished_before)
+                elif self.ledger.deleted(spec, name, uid, phase) is None:
+                    self.defect(None, f"pod {name} ({phase}) deleted from a running job, for no reason the spec "
+                                      "gives (not a restart, pause, debug change or scale-down)")
+
+    def _check_cleanup_delete(self, name: str, uid: str, phase: str | None, spec: dict, finished_before: bool) -> None:
+        """A finished job deletes what its clean-up policy selects: the current one (the spec) or, just as it
+        finishes, the one it finished with; and it may repeat the delete of a pod it retired while it ran (a
+        restart, a pause, a debug change or a scale-down decided before the end: the delete may not have gone
+        through, or the cache not show it yet)."""
+        life = self.ledger.lives.get(uid)
+        if life is not None and life.retired in ("restart", "pause", "mode", "scale"):
+            return
+        if self.end_ranks is not None and name not in self.end_ranks:
+            return  # a pod of a rank scaled away before the end (its delete waited for the cache to show it)
+        ranks = {replica_name(JOB, *k) for k in r.replicas(spec)}
+        if r.run_mode(spec, "pause") and (phase not in FINISHED or name not in ranks):
+            # A paused job runs no pod: one the pause retired unseen (its record Deleted, the cache lagging) is
+            # deleted when seen, ended or not; and a rank the pause retired and a scale-down then removed is no
+            # replica of the finished job (its record says Deleted, so must its pod).
+            return
+
+        def selects(policy):
+            return policy == "All" or (policy == "Unfinished" and phase not in FINISHED)
+        if not (selects(self.final_policy) or selects(r.cleanup_policy(self.kind_name, spec))):
+            scaled = not finished_before and name not in ranks
+            self.defect("finish-applies-scale-down" if scaled else None,
+                        f"pod {name} ({phase}) deleted from a finished job whose cleanUpPolicy keeps it")
+
+    def _check_pods_follow(self, status: dict) -> None:
+        """After a reconcile that saw every pod: a finished job keeps only what its current policy keeps, and the
+        pods of a running job run in the mode of its spec (debug on and off replace them, as resuming does)."""
+        live = [p for p in self.world.pods.values() if not p["metadata"].get("deletionTimestamp")]
+        spec = self.world.job["spec"]
+        if self.final is not None:
+            policy = r.cleanup_policy(self.kind_name, spec)
+            if self.final.get("reason") == "DeadlineExceeded" and policy == "None":
+                policy = "Unfinished"  # past its deadline a job stops: its unfinished pods stay deleted
+            for pod in live:
+                phase = pod["status"].get("phase")
+                if policy == "All" or (policy == "Unfinished" and phase not in FINISHED):
+                    self.defect("cleanup-by-finished-policy" if self.final_policy != policy else None,
+                                f"pod {pod['metadata']['name']} ({phase}) left by cleanUpPolicy {policy}")
+                    return
+            return
+        if status.get("phase") == "Paused" or r.run_mode(spec, "pause"):
+            return
+        debugging = r.run_mode(spec, "debug")
+        for pod in live:
+            if pod["status"].get("phase") in FINISHED:
+                continue
+            if is_debug_pod(pod) != debugging:
+                self.defect(None, f"pod {pod['metadata']['name']} runs "
+                                  f"{'sleep inf' if is_debug_pod(pod) else 'the workload'} while debug mode is "
+                                  f"{'on' if debugging else 'off'}")
+                return

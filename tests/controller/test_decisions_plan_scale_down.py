@@ -1,0 +1,115 @@
+"""One reconcile's plan of a job scaled down: the outcomes of ranks scaled away are judged (mutant-driven)."""
+
+from __future__ import annotations
+
+from controller.jobs.decisions import plan as engine
+
+from .decisions_plan_support import at
+from .plan_support import Pods, make_job, step
+
+
+def _started(job, pods):
+    status = step(job, {}, pods, at(0)).status
+    status = step(job, status, pods, at(1)).status
+    pods.set_all("Running")
+    return step(job, status, pods, at(2)).status
+
+
+def test_a_pod_of_a_rank_scaled_away_already_terminating_is_not_deleted_again():
+    pods = Pods()
+    status = _started(make_job(("worker", 3)), pods)
+    pods.set("worker", 2, "Running", terminating=True)
+    result = step(make_job(("worker", 2)), status, pods, at(5))
+    assert result.delete == [] and not result.terminal
+
+
+def test_a_rank_scaled_away_as_the_job_fails_under_all_is_deleted_with_its_event():
+    pods = Pods()
+    status = _started(make_job(("worker", 3, "Never"), cleanup="All"), pods)
+    pods.set("worker", 2, "Failed")
+    result = step(make_job(("worker", 2, "Never"), cleanup="All"), status, pods, at(5))
+    assert result.terminal
+    deleted = [e for e in result.events if e.reason == "SuccessfulDelete"]
+    assert any("job-worker-2" in e.message for e in deleted), result.events
+
+
+def test_a_type_removed_from_the_spec_while_its_pod_runs_has_its_pod_deleted():
+    pods = Pods()
+    status = _started(make_job(("worker", 1), ("ps", 1)), pods)
+    uid = pods.uid("ps", 0)
+    result = step(make_job(("worker", 1)), status, pods, at(5))
+    assert result.delete == [("job-ps-0", uid, "scale-down")] and not result.terminal
+
+
+def test_a_rank_stored_apart_by_an_earlier_version_is_judged_by_its_record():
+    # status.removedReplicas names worker-2 (its pod still there, failed, under a policy that replaces it): its
+    # failure uses a restart, counted on its record, and its pod is deleted as a rank scaled away.
+    pods = Pods()
+    status = _started(make_job(("worker", 3, "OnFailure", 2)), pods)
+    [task] = status["tasks"]
+    worker_2 = task["replicas"][2]
+    legacy = {**status, "tasks": [{**task, "replicas": task["replicas"][:2]}], "removedReplicas": [worker_2]}
+    pods.set("worker", 2, "Failed")
+    result = step(make_job(("worker", 2, "OnFailure", 2)), legacy, pods, at(5))
+    [task] = result.status["tasks"]
+    kept = [(r["name"], r["phase"], r["restartCount"]) for r in task["replicas"]]
+    assert kept[-1] == ("job-worker-2", "Deleted", 1)
+    assert result.status["backoffCount"] == 1
+
+
+def test_a_retryable_failure_of_a_rank_scaled_away_whose_record_is_dropped_for_size_stays_counted(monkeypatch):
+    from controller.jobs.decisions import edits
+
+    monkeypatch.setattr(edits, "MAX_RECORDS", 3)
+    pods = Pods()
+    status = _started(make_job(("worker", 3, "OnFailure", 2)), pods)
+    pods.set("worker", 2, "Failed")
+    pods.set("worker", 1, "Failed")
+    result = step(make_job(("worker", 0, "OnFailure", 2), ("ps", 3, "OnFailure", 2)), status, pods, at(5))
+    worker = next(t for t in result.status["tasks"] if t["type"] == "worker")
+    assert worker["restartCount"] == 2 and result.status["backoffCount"] == 2
+
+
+def test_a_debug_pod_lost_after_debug_mode_is_off_is_succeeded_at_once_without_a_back_off():
+    # Its record says debug (the pod was one); debug mode is off now: the workload's pod is made at once, as
+    # resuming does, whatever the restart back-off (which still applies in debug mode).
+    from controller.jobs.decisions.backoff import RestartBackoff
+    from controller.kinds.genericjob.kind import GENERICJOB
+
+    pods = Pods()
+    job = make_job(("worker", 1))
+    status = _started(job, pods)
+    [task] = status["tasks"]
+    [worker] = task["replicas"]
+    status = {**status, "tasks": [{**task, "replicas": [{**worker, "debug": True}]}]}
+    pods.remove("worker", 0)
+    result = engine.plan(GENERICJOB, job, status, pods.list(), at(5), restart_backoff=RestartBackoff(10.0))
+    assert [c.replica_type for c in result.create] == ["worker"] and result.status["backoffCount"] == 0
+    debugging = make_job(("worker", 1), debug=True)
+    waits = engine.plan(GENERICJOB, debugging, status, pods.list(), at(5), restart_backoff=RestartBackoff(10.0))
+    assert waits.create == [] and waits.requeue_after == 10.0
+
+
+def test_a_rank_scaled_away_as_the_job_fails_under_none_is_kept_without_a_delete_event():
+    pods = Pods()
+    status = _started(make_job(("worker", 3, "Never")), pods)
+    pods.set("worker", 2, "Failed")
+    result = step(make_job(("worker", 2, "Never")), status, pods, at(5))
+    assert result.terminal and not [e for e in result.events if e.reason == "SuccessfulDelete"], result.events
+
+
+def test_a_rank_that_restarted_before_failing_as_it_is_scaled_away_adds_only_its_new_restart(monkeypatch):
+    from controller.jobs.decisions import edits
+
+    monkeypatch.setattr(edits, "MAX_RECORDS", 3)
+    pods = Pods()
+    job = make_job(("worker", 3, "OnFailure", 3))
+    status = _started(job, pods)
+    pods.set("worker", 2, "Failed")
+    status = step(job, status, pods, at(3)).status  # its first restart
+    status = step(job, status, pods, at(4)).status
+    assert status["backoffCount"] == 1
+    pods.set("worker", 2, "Failed")
+    result = step(make_job(("worker", 0, "OnFailure", 3), ("ps", 3, "OnFailure", 3)), status, pods, at(5))
+    worker = next(t for t in result.status["tasks"] if t["type"] == "worker")
+    assert worker["restartCount"] == 2 and result.status["backoffCount"] == 2
