@@ -4,14 +4,29 @@ from __future__ import annotations
 
 import pytest
 
-from .test_manifests import ROOT
-from .test_packaging import OVERLAYS, render
+from .manifests_support import (
+    ROOT,
+    rendered,  # noqa: F401  (the fixture: `kubectl kustomize manifests/`)
+)
+from .packaging_support import OVERLAYS, render
 
 
 @pytest.fixture(scope="module")
 def base() -> list[dict]:
     """The default install, as `kubectl kustomize manifests/` renders it."""
     return render(ROOT / "manifests")
+
+
+@pytest.fixture(scope="module")
+def monitoring() -> list[dict]:
+    """The install with the monitoring component (overlays/monitoring)."""
+    return render(OVERLAYS / "monitoring")
+
+
+@pytest.fixture(scope="module")
+def namespaced() -> list[dict]:
+    """The install watching a list of namespaces (overlays/namespaced)."""
+    return render(OVERLAYS / "namespaced")
 
 
 @pytest.fixture(scope="module")

@@ -21,8 +21,8 @@ from localcluster.admission.validating_policies import compile_expression
 from tests.e2e.conftest import CRDS, genericjob
 from tests.e2e.test_tensorflow import tfjob
 
-from .test_manifests import MANIFESTS, ROOT
-from .test_packaging import CHART, OVERLAYS, helm, render
+from .manifests_support import MANIFESTS, ROOT
+from .packaging_support import CHART, OVERLAYS, helm, render
 
 COMPONENT = MANIFESTS / "components" / "creator-privilege"
 NAME = "genericjob-controller-creator-privilege"

@@ -20,8 +20,8 @@ import pytest
 
 from tests.e2e.conftest import QUICK, genericjob
 
+from .manifests_support import args_of, dockerfile_stages
 from .subprocesses import ROOT, ControllerProcess, LocalClusterProcess
-from .test_manifests import args_of, dockerfile_stages
 
 SCRIPT = ROOT / "scripts" / "slim_venv.py"
 RUN_PATH = ("from controller.cmd import cli\nfrom controller.runtime import manager\n"

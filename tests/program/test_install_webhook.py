@@ -1,5 +1,5 @@
 """The admission webhook's install variants (issue 34): cert-manager, the namespaced install, the NetworkPolicy,
-and the Helm values; test_manifests.py checks the default install's objects, test_packaging.py and
+and the Helm values; test_manifests.py checks the default install's objects, test_helm_chart.py and
 test_scraping.py that Helm's defaults render each kustomize variant.
 
 - overlays/cert-manager: cert-manager issues the webhook's certificate for the webhook Service's DNS names, the
@@ -28,8 +28,8 @@ import yaml
 
 from tests.localcluster.kubectl import Kubectl
 
-from .test_manifests import NAME, NAMESPACE, ROOT, WEBHOOK, WEBHOOK_PORT, WEBHOOK_SECRET, find
-from .test_packaging import BIN, CHART, by_key, helm, render, template
+from .manifests_support import NAME, NAMESPACE, ROOT, WEBHOOK, WEBHOOK_PORT, WEBHOOK_SECRET, find
+from .packaging_support import BIN, CHART, by_key, helm, render, template
 
 SERVING_CERT = f"{NAME}-webhook-serving-cert"  # cert-manager's Certificate and its Secret
 CERT_DIR = "/etc/genericjob-controller/webhook-certs"

@@ -20,9 +20,9 @@ import yaml
 from tests.clients import controller_client
 from tests.localcluster.kubectl import Kubectl
 
+from .manifests_support import NAME, NAMESPACE, ROOT, WEBHOOK, WEBHOOK_SECRET, find
+from .packaging_support import OVERLAYS
 from .test_install_webhook import SERVING_CERT, ignore_overlay
-from .test_manifests import NAME, NAMESPACE, ROOT, WEBHOOK, WEBHOOK_SECRET, find
-from .test_packaging import OVERLAYS
 
 # --- the self-managed certificates' RBAC, against what the keeper does -------------------------------------
 
@@ -30,7 +30,7 @@ from .test_packaging import OVERLAYS
 async def test_the_certificates_rbac_is_exactly_what_the_keeper_uses(cluster, base):
     """controller/runtime/webhook_certs.py's keeper, as the manifests' ServiceAccount with their RBAC enforced in
     localcluster, makes the Secret, sets every caBundle and renews the certificate without one refused request;
-    and the webhook Role and ClusterRole grant nothing it did not use (as test_manifests.py's RBAC test does
+    and the webhook Role and ClusterRole grant nothing it did not use (as test_rbac_exactness.py does
     for the ClusterRole)."""
     import asyncio
     import base64
@@ -40,8 +40,8 @@ async def test_the_certificates_rbac_is_exactly_what_the_keeper_uses(cluster, ba
     from informers.backoff import BackoffPolicy
     from localcluster.errors import ApiError
 
+    from .manifests_support import apply_rbac, refused, resource_rules, service_account_client
     from .subprocesses import until
-    from .test_manifests import apply_rbac, refused, resource_rules, service_account_client
 
     apply_rbac(cluster, base)
     configurations = cluster.registry.by_kind("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration")
@@ -104,8 +104,8 @@ async def start_replica(cluster, base: list[dict], config) -> tuple:
     from controller.jobs.schema.admission import make_webhook
     from controller.kinds.registry import KINDS
 
+    from .manifests_support import service_account_client
     from .subprocesses import until
-    from .test_manifests import service_account_client
 
     accounts = service_account_client(cluster)
     api_client = await accounts.__aenter__()
@@ -219,8 +219,8 @@ async def test_the_cert_manager_install_serves_the_certificate_the_api_server_tr
     from controller.runtime.certs import CERT_FILE, KEY_FILE
     from controller.runtime.webhook_server import WebhookConfig
 
+    from .packaging_support import PROMETHEUS_OPERATOR_CRDS
     from .subprocesses import until
-    from .test_packaging import PROMETHEUS_OPERATOR_CRDS
     from .test_scraping import CERT_MANAGER_CRDS, issued
 
     kubectl = Kubectl(cluster, tmp_path)

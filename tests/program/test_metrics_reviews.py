@@ -21,7 +21,7 @@ from controller.runtime.server import Server
 from tests.clients import controller_client
 
 from .inprocess import cluster_with_crds
-from .test_manifests import apply_rbac, rendered, service_account_client  # noqa: F401
+from .manifests_support import apply_rbac, rendered, service_account_client  # noqa: F401
 from .test_metrics_security import Scraper, bind_reader, serving
 
 TOKEN_REVIEWS, ACCESS_REVIEWS = "tokenreviews", "subjectaccessreviews"

@@ -23,8 +23,8 @@ from controller.runtime.manager import Manager
 from tests.clients import controller_client
 
 from .inprocess import Running, cluster_with_crds, manager_config
+from .manifests_support import NAMESPACE, apply_rbac, refused, rendered, service_account_client  # noqa: F401
 from .subprocesses import until
-from .test_manifests import NAMESPACE, apply_rbac, refused, rendered, service_account_client  # noqa: F401
 
 READER = "genericjob-metrics-reader"
 

