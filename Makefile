@@ -111,12 +111,11 @@ mutants: install
 # pip-compile keeps a lock's existing pins: delete the lock (or pass --upgrade) to move them.
 COMPILE := PIP_CONFIG_FILE=/dev/null PIP_FIND_LINKS= $(BIN)/pip-compile --quiet --generate-hashes --strip-extras \
 	--all-build-deps --allow-unsafe --no-emit-index-url --no-emit-find-links
-# `local` never makes the metrics server's self-signed certificate (controller/runtime/certs.py, the one user of
-# cryptography, 16 MB with cffi and pycparser): the local lock leaves them out, named unsafe so pip-compile
-# comments them out, and pins setuptools (the editable install's backend) as an ordinary package.
+# The local lock pins setuptools (the editable install's backend) as an ordinary package: naming another package
+# unsafe (pip, which `local` never needs) replaces pip-compile's default list, which would comment setuptools out.
+# cryptography is in it: localcluster's client-certificate CA (localcluster/auth/client_certificates.py).
 LOCAL_COMPILE := PIP_CONFIG_FILE=/dev/null PIP_FIND_LINKS= $(BIN)/pip-compile --quiet --generate-hashes --strip-extras \
-	--all-build-deps --no-emit-index-url --no-emit-find-links \
-	--unsafe-package cryptography --unsafe-package cffi --unsafe-package pycparser
+	--all-build-deps --no-emit-index-url --no-emit-find-links --unsafe-package pip
 lock: install
 	$(COMPILE) --output-file=requirements.lock pyproject.toml
 	$(COMPILE) --extra local --extra test --extra bench --extra dev --constraint requirements.lock \

@@ -2,11 +2,11 @@
 
 kube-apiserver signs service-account tokens with `--service-account-signing-key-file` (RSA: RS256, or
 ECDSA) and publishes the public half at /openid/v1/jwks. localcluster does the same with a 2048-bit RSA
-key made at start by the openssl command (as tls.py makes the serving certificate): the `local` install
-leaves `cryptography` out of its lock on purpose (tests/program/test_supply_chain.py LEFT_OUT_OF_LOCAL),
-and RSASSA-PKCS1-v1_5 over SHA-256 is a few lines of integer arithmetic once the key's numbers are read
-from its DER. Signing is blinded (no timing of the private exponent leaks through `pow`); verifying
-compares the whole encoded message in constant time.
+key made at start by the openssl command (as tls.py makes the serving certificate; written when the `local`
+install left `cryptography` out, which the client-certificate CA now needs), and RSASSA-PKCS1-v1_5 over
+SHA-256 is a few lines of integer arithmetic once the key's numbers are read from its DER. Signing is
+blinded (no timing of the private exponent leaks through `pow`); verifying compares the whole encoded
+message in constant time.
 
 One key per process, made at the first cluster's start (as the serving certificate): a token of one
 cluster that verifies on another of the same process still names a ServiceAccount uid that only its

@@ -36,7 +36,7 @@ IO_MODULES = ("aiohttp", "asyncio", "kubernetes_asyncio", "kubeclient", "informe
               "prometheus_client")
 MAX_LINES = 450
 # Where the 450-line rule holds: every Python module but localcluster's (and the tests').
-SIZED = ("apimachinery", "kubeclient", "informers", "workqueue", "controller", "bench", "scripts")
+SIZED = ("apimachinery", "kubeclient", "informers", "workqueue", "controller", "bench", "scripts", "tests")
 
 
 def module_of(path: Path) -> str:
@@ -211,7 +211,7 @@ def test_the_decisions_do_no_io():
 
 def test_no_module_over_450_lines_outside_localcluster():
     """Short modules: a file per concept, not per line count, but none past 450 lines (localcluster, the test
-    server, and the tests excepted)."""
+    server, excepted; its tests are not)."""
     long = [f"{path.relative_to(ROOT)}: {count}" for package in SIZED for path in sorted((ROOT / package).rglob("*.py"))
             if (count := len(path.read_text().splitlines())) > MAX_LINES]
     assert not long, f"modules over {MAX_LINES} lines:\n" + "\n".join(long)

