@@ -18,6 +18,7 @@ from packaging.utils import canonicalize_name
 
 from .manifests_support import METRICS_PORT, NAME, ROOT, WEBHOOK_PORT, args_of, dockerfile_stages, find
 from .packaging_support import BIN
+from .test_supply_chain import lock
 
 
 def test_dockerfile_is_multi_stage_with_only_the_runtime_in_the_final_image(rendered):
@@ -102,17 +103,7 @@ def test_dockerfile_copies_what_run_needs_and_dockerignore_keeps_the_context_sma
 
 def locked() -> dict[str, tuple[str, list[str]]]:
     """requirements.lock as {name: (version, [hashes])}."""
-    text = (ROOT / "requirements.lock").read_text().replace("\\\n", " ")
-    pins = {}
-    for line in text.splitlines():
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
-        requirement, *options = line.split()
-        name, _, version = requirement.partition("==")
-        assert version, f"not pinned with ==: {requirement}"
-        pins[canonicalize_name(name)] = (version, [o.removeprefix("--hash=") for o in options])
-    return pins
+    return lock("requirements.lock")
 
 
 def test_lock_pins_every_dependency_of_pyproject_with_hashes():
