@@ -11,19 +11,33 @@ TF_VENV := .venv-tf
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 
-# Everything from requirements-dev.lock (the extras local, test, bench and dev, pip itself and the build
-# backend, each at a pinned version with PyPI's hashes), then the project alone: nothing is resolved here,
-# so nothing unpinned is installed. The venv's bundled pip only reads the lock; the lock's pip replaces it.
-install: $(BIN)/python
-	$(BIN)/python -m pip install -q --require-hashes -r requirements-dev.lock
-	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
+# The installer, before anything else: the venv's bundled pip (whatever its age) installs uv alone, pinned and
+# hashed, with --no-deps (uv has none): a step with nothing to resolve. Every lock is then installed by uv, whose
+# resolver is the pinned one and handles extras under --require-hashes (the bundled pip 23 does not: it fetches
+# the newest release of a requirement named with an extra before it meets the lock's pin). Measured against
+# bootstrapping the lock's pip: 1.6 s instead of 17 s for the dev lock, 3 s instead of 27 s for torch.
+UV := $(BIN)/uv
+# The machine's pip configuration names its wheel directories (PIP_FIND_LINKS): uv reads its own variables, so
+# they are passed on (PyTorch's CPU build is one of them, requirements-torch.lock).
+FIND_LINKS := $(foreach d,$(PIP_FIND_LINKS),--find-links $(d))
+UV_INSTALL = $(UV) pip install --quiet --require-hashes $(FIND_LINKS) --python
+$(UV): | $(BIN)/python
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --only-binary :all: --require-hashes \
+		-r requirements-bootstrap.lock
+
+# Everything from requirements-dev.lock (the extras local, test, bench and dev, pip itself and the build backend,
+# each at a pinned version with PyPI's hashes), then the project alone (no dependencies, the lock's setuptools
+# building it). A lock already installed is checked in a fraction of a second, so every target below runs this.
+install: $(UV)
+	$(UV_INSTALL) $(BIN)/python -r requirements-dev.lock
+	$(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation -e .
 
 # Only what `genericjob-controller local` needs: the runtime dependencies and the `local` extra, from
 # requirements-local.lock (the same pins as requirements-dev.lock, with PyPI's hashes), then the project alone.
 # No test, lint or benchmark tools: about half the venv of `make install`.
-install-local: $(BIN)/python
-	$(BIN)/python -m pip install -q --require-hashes -r requirements-local.lock
-	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
+install-local: $(UV)
+	$(UV_INSTALL) $(BIN)/python -r requirements-local.lock
+	$(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation -e .
 
 # Install what `local` needs (kubectl too, for the README's kubectl commands), then run the controller on its
 # embedded local cluster with the user guide's example. `make local APPLY=` serves for kubectl until Ctrl-C
@@ -40,12 +54,13 @@ $(BIN)/kubectl: | $(BIN)/python
 
 # PyTorch's CPU build for the real-torch tests, hashed (requirements-torch.lock says where the wheel comes from).
 install-torch: install
-	$(BIN)/python -m pip install -q --require-hashes --no-deps -r requirements-torch.lock
+	$(UV_INSTALL) $(BIN)/python --no-deps -r requirements-torch.lock
 
 # TensorFlow's CPU build for the real-TensorFlow tests, hashed, in a venv of its own (a user's framework, not ours).
-install-tensorflow:
-	$(PY) -m venv $(TF_VENV)
-	$(TF_VENV)/bin/python -m pip install -q --require-hashes --no-deps -r requirements-tensorflow.lock
+# The venv is kept across runs; uv checks the lock's pins in it in a fraction of a second.
+install-tensorflow: $(UV)
+	test -x $(TF_VENV)/bin/python || $(PY) -m venv --without-pip $(TF_VENV)
+	$(UV_INSTALL) $(TF_VENV)/bin/python --no-deps -r requirements-tensorflow.lock
 
 # Install everything the tests need (kubectl, the pod network's system packages, torch, TensorFlow), lint and
 # type-check, and run the tests.
@@ -58,28 +73,28 @@ test: install install-torch install-tensorflow
 
 # The edit-run loop: every test not marked `slow` (tests/conftest.py marks those that start the programs, kubectl or
 # a pod's processes as processes, run a real framework, or the engine's long model test). The full suite is `make test`'s.
-test-fast: $(BIN)/python
+test-fast: install
 	$(BIN)/python -m pytest -q -m "not slow"
 
 # ruff, and the type checker over the controller's packages (pyproject.toml's [tool.mypy]).
-lint: $(BIN)/python
+lint: install
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-typecheck: $(BIN)/python
+typecheck: install
 	$(BIN)/mypy
 
 # The suite's line and branch coverage (pytest-cov; pyproject.toml's [tool.coverage]), printed and written to
 # htmlcov/. Only what runs in pytest's own process is measured: the programs run as processes are not.
 # docs/development.md has the decision modules' figure. TESTS= narrows it: `make cov TESTS=tests/controller`.
 TESTS ?= tests
-cov: $(BIN)/python
+cov: install
 	$(BIN)/python -m pytest -q --cov --cov-report=term-missing:skip-covered --cov-report=html $(TESTS)
 
 # The engine's model-based test (tests/controller/model) for longer than CI's fixed seed: a random seed, printed
 # (replay a failure with SEED=<it>), and EXAMPLES examples (default 20000). TOLERATE names the known defects to
 # tolerate (tests/controller/model/defects.py; default: those of today's main; `none` checks everything).
-model-long: $(BIN)/python
+model-long: install
 	@seed=$${SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}; \
 	echo "model-long: seed $$seed, $${EXAMPLES:-20000} examples (replay: SEED=$$seed make model-long)"; \
 	env ENGINE_MODEL_RANDOM=1 ENGINE_MODEL_EXAMPLES=$${EXAMPLES:-20000} $${TOLERATE+ENGINE_MODEL_TOLERATE=$$TOLERATE} \
@@ -87,7 +102,7 @@ model-long: $(BIN)/python
 		--hypothesis-seed=$$seed
 
 # Each hand-made mutant of the engine (tests/controller/model/mutants.py) applied in turn: the model must kill it.
-model-mutants: $(BIN)/python
+model-mutants: install
 	$(BIN)/python -m tests.controller.model.mutants --examples $${EXAMPLES:-1000}
 
 bench: install
@@ -125,6 +140,8 @@ lock: install
 		--constraint requirements-dev.lock --output-file=requirements-torch.lock requirements-torch.in
 	$(BIN)/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe --no-emit-index-url --no-emit-find-links \
 		--output-file=requirements-tensorflow.lock requirements-tensorflow.in
+	$(BIN)/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe --no-emit-index-url --no-emit-find-links \
+		--constraint requirements-dev.lock --output-file=requirements-bootstrap.lock requirements-bootstrap.in
 
 # The controller's image, from the Dockerfile: `make image TAG=0.1.0-dev` (IMAGE names the repository; DOCKER
 # may be podman). Then push it (`docker push IMAGE:TAG`) or load it into kind (`kind load docker-image
