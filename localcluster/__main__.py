@@ -17,6 +17,7 @@ from pathlib import Path
 
 import orjson
 
+from .auth.host_commands import MissingCommand
 from .cluster import LocalCluster, private_directory
 from .endpoints.exposure import exposure_warning
 from .storage.audit import DEFAULT_SIZE as AUDIT_SIZE
@@ -102,7 +103,10 @@ def main(argv: list[str] | None = None) -> None:
     # stay at warning, as the controller's commands keep them unless told otherwise.
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("localcluster").setLevel(args.log_level.upper())
-    asyncio.run(serve(args))
+    try:
+        asyncio.run(serve(args))
+    except MissingCommand as exc:  # openssl: one line that says how to install it, not a traceback
+        raise SystemExit(f"localcluster: {exc}") from None
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
-"""Install what local runs' pod network needs from the system: a C compiler and nss_wrapper (docs/local.md).
+"""Install what local runs need from the system: openssl, and for the pod network a C compiler and nss_wrapper.
 
-`make test` runs it (its pod-network tests need both); `make local` runs it with --check, which only says
-what is missing and the command that installs it (a local run works without them, on the host's network).
-It finds them as the pod network does (localcluster/kubelet/network/preload.py). When something is
-missing it installs it with apt-get as root, or through `sudo -n` (never a password prompt), else
-prints the command and fails.
+A local run cannot start without the openssl command (localcluster makes its certificates and keys with it:
+localcluster/auth/host_commands.py); it works without the pod network's two, on the host's network
+(docs/local.md). `make test` runs this script (the tests need all three); `make local` runs it with --check,
+which only says what is missing and the command that installs it, and fails when openssl is. It finds them
+as localcluster does (host_commands.py, and localcluster/kubelet/network/preload.py for the pod network's).
+When something is missing it installs it with apt-get as root, or through `sudo -n` (never a password
+prompt), else prints the command and fails.
 """
 
 from __future__ import annotations
@@ -17,13 +19,21 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from localcluster.kubelet.network.preload import find_compiler, find_nss_wrapper, install_hint
+from localcluster.auth import host_commands
+from localcluster.auth.host_commands import install_hint
+from localcluster.kubelet.network.preload import find_compiler, find_nss_wrapper
 
-PACKAGES = {"gcc": "gcc", "libnss-wrapper": "nss_wrapper"}  # Debian's name: Fedora's
+POD_NETWORK = {"gcc": "gcc", "libnss-wrapper": "nss_wrapper"}  # Debian's name: Fedora's
+REQUIRED = dict(host_commands.REQUIRED.values())  # openssl's package, Debian's name: Fedora's
+PACKAGES = {**REQUIRED, **POD_NETWORK}
 
 
 def missing() -> dict[str, str]:
-    lacking = {}
+    """The packages of what this machine lacks ({Debian's name: Fedora's}): the commands a local run needs,
+    then (on Linux) the pod network's."""
+    lacking = dict(host_commands.REQUIRED[command] for command in host_commands.missing())
+    if not sys.platform.startswith("linux"):
+        return lacking
     if find_compiler() is None:
         lacking["gcc"] = PACKAGES["gcc"]
     if find_nss_wrapper() is None:
@@ -43,23 +53,37 @@ def apt_get(packages: list[str]) -> bool:
     return subprocess.run(install, env=env).returncode == 0
 
 
+def report(lacking: dict[str, str]) -> bool:
+    """--check: a line for what a local run needs (stderr) and one for the pod network's (stdout); whether a
+    local run can start."""
+    needed = {deb: rpm for deb, rpm in lacking.items() if deb in REQUIRED}
+    network = {deb: rpm for deb, rpm in lacking.items() if deb in POD_NETWORK}
+    if needed:
+        print(f"a local run needs {', '.join(needed)}, which is not installed (its certificates and keys are made "
+              f"with the openssl command): {install_hint(needed)}", file=sys.stderr)
+    if network:
+        print(f"pods of local runs get their own network once {', '.join(network)} is installed: "
+              f"{install_hint(network)}")
+    return not needed
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="only say what is missing; never install")
+    parser.add_argument("--check", action="store_true", help="only say what is missing (exit 1 when a local run "
+                                                             "cannot start without it); never install")
     args = parser.parse_args()
+    lacking = missing()
     if not sys.platform.startswith("linux"):
         print("the pod network needs Linux: local runs here put pods on this machine's network")
-        return 0
-    lacking = missing()
     if not lacking:
         return 0
-    hint = install_hint(lacking)
     if args.check:
-        print(f"pods of local runs get their own network once {', '.join(lacking)} is installed: {hint}")
-        return 0
+        return 0 if report(lacking) else 1
     if shutil.which("apt-get") and apt_get(list(lacking)) and not missing():
         return 0
-    print(f"the tests need {', '.join(lacking)} (the pod network of local runs): {hint}", file=sys.stderr)
+    lacking = missing() or lacking
+    print(f"the tests need {', '.join(lacking)} (local runs' certificates and pod network): {install_hint(lacking)}",
+          file=sys.stderr)
     return 1
 
 

@@ -15,7 +15,8 @@ With `--apply FILE...` the objects in the files are created, each job's phase an
 are printed as they change, and the command exits when every job has finished:
 
     0    every job applied succeeded (or none was applied)
-    1    a job failed or was deleted, or a file could not be applied
+    1    a job failed or was deleted, or a file could not be applied, or a command the cluster needs (openssl)
+         is missing (one `genericjob-controller local: error:` line naming it and how to install it)
     2    --timeout passed first, or a flag is wrong (one `genericjob-controller local: error:` line)
     130  interrupted (SIGINT or SIGTERM)
     141  its output was closed (`| head` has read enough), as a program that SIGPIPE ends
@@ -62,6 +63,7 @@ from informers import ApiStatusError
 from kubeclient.loading import load_settings
 from kubeclient.rest import RestClient
 from localcluster import LocalCluster
+from localcluster.auth.host_commands import MissingCommand
 from localcluster.cluster import private_directory
 from localcluster.endpoints.exposure import exposure_warning
 from localcluster.kubelet.process_runner import ProcessRunner
@@ -137,6 +139,9 @@ def main(args: argparse.Namespace) -> int:
             code = asyncio.run(run(args, terminal))
     except (asyncio.CancelledError, KeyboardInterrupt):  # a second Ctrl-C cut the clean shutdown short
         code = EXIT_INTERRUPTED
+    except MissingCommand as exc:  # openssl: the cluster's certificates and keys cannot be made
+        print(f"genericjob-controller local: error: {exc}", file=sys.stderr, flush=True)
+        code = EXIT_FAILED
     return EXIT_OUTPUT_CLOSED if terminal.closed else code
 
 

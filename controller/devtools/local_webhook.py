@@ -21,7 +21,6 @@ from __future__ import annotations
 import base64
 import copy
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +33,7 @@ from controller.jobs.schema import admission, crd
 from controller.kinds import registry
 from controller.runtime.webhook_server import Webhook, WebhookConfig
 from kubeclient.rest import RestClient
+from localcluster.auth.host_commands import openssl
 
 NAMESPACE = "genericjob-system"  # the install's namespace (manifests/namespace.yaml)
 SERVICE = "genericjob-controller-webhook"
@@ -131,10 +131,9 @@ def serving_pair(directory: Path, namespace: str = NAMESPACE, service: str = SER
     names = [f"DNS:{service}.{namespace}.svc", f"DNS:{service}.{namespace}.svc.cluster.local", "DNS:localhost",
              "IP:127.0.0.1"]
     key, cert = directory / "tls.key", directory / "tls.crt"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                    "-keyout", str(key), "-out", str(cert), "-days", str(CERT_DAYS), "-subj", f"/CN={service}",
-                    "-addext", "subjectAltName=" + ",".join(names), "-addext", "basicConstraints=critical,CA:TRUE"],
-                   check=True, capture_output=True, timeout=30)
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+            "-keyout", str(key), "-out", str(cert), "-days", str(CERT_DAYS), "-subj", f"/CN={service}",
+            "-addext", "subjectAltName=" + ",".join(names), "-addext", "basicConstraints=critical,CA:TRUE", timeout=30)
     return cert.read_bytes()
 
 

@@ -20,8 +20,9 @@ import functools
 import hashlib
 import hmac
 import secrets
-import subprocess
 from dataclasses import dataclass
+
+from .host_commands import openssl
 
 # DER of DigestInfo for SHA-256 (RFC 8017 section 9.2, note 1): what precedes the hash in EMSA-PKCS1-v1_5.
 SHA256_DIGEST_INFO = bytes.fromhex("3031300d060960864801650304020105000420")
@@ -140,6 +141,5 @@ class RsaKey:
 @functools.lru_cache(maxsize=1)
 def issuer_key() -> RsaKey:
     """This process's service-account signing key, made by `openssl genpkey` (never written to disk)."""
-    made = subprocess.run(["openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048",
-                           "-outform", "DER"], check=True, capture_output=True, timeout=60)
+    made = openssl("genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-outform", "DER", timeout=60)
     return RsaKey.from_der(made.stdout)

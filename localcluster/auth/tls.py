@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import functools
 import ssl
-import subprocess
 import tempfile
 from pathlib import Path
 
 from .client_certificates import client_ca, request_client_certificates
+from .host_commands import openssl
 
 
 @functools.lru_cache(maxsize=8)
@@ -25,11 +25,10 @@ def self_signed(host: str) -> tuple[ssl.SSLContext, bytes]:
     with tempfile.TemporaryDirectory(prefix="localcluster-tls-") as tmp:
         key, cert = Path(tmp) / "tls.key", Path(tmp) / "tls.crt"
         names = {"IP:127.0.0.1", "DNS:localhost", f"IP:{host}" if host.replace(".", "").isdigit() else f"DNS:{host}"}
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                        "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "30", "-subj", "/CN=localcluster",
-                        "-addext", "subjectAltName=" + ",".join(sorted(names)),
-                        "-addext", "basicConstraints=critical,CA:TRUE"],
-                       check=True, capture_output=True, timeout=30)
+        openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                "-keyout", str(key), "-out", str(cert), "-days", "30", "-subj", "/CN=localcluster",
+                "-addext", "subjectAltName=" + ",".join(sorted(names)), "-addext", "basicConstraints=critical,CA:TRUE",
+                timeout=30)
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(cert, key)
         # Client certificates of this process's client CA authenticate too, as the apiserver's --client-ca-file.

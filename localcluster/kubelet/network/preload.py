@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from ...auth.host_commands import install_hint
+
 SHIM_SOURCE = "podnet.c"
 SHIM_LIBRARY = "libpodnet.so"
 NSS_WRAPPER = "nss_wrapper"
@@ -45,15 +47,6 @@ class Preload:
     @property
     def libraries(self) -> list[str]:
         return [str(lib) for lib in (self.shim, self.nss_wrapper) if lib is not None]
-
-
-def install_hint(packages: dict[str, str]) -> str:
-    """The command that installs `packages` ({debian name: fedora name}) on this machine's distribution."""
-    if shutil.which("apt-get"):
-        return "sudo apt-get install " + " ".join(packages)
-    if shutil.which("dnf"):
-        return "sudo dnf install " + " ".join(packages.values())
-    return "install " + " and ".join(f"{deb} (Debian) or {rpm} (Fedora)" for deb, rpm in packages.items())
 
 
 def find_nss_wrapper() -> str | None:
