@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 
 from apimachinery.resource import PODS, Resource
 from controller.devtools.port_collision import LOG_LINES, collision, failed_container
+from controller.jobs.decisions.start_errors import START_ERRORS, condensed
 from informers import InformerFactory
 from kubeclient.rest import RestClient
 
@@ -49,11 +50,15 @@ def pod_reason(pod: dict, failed: bool, warning: str = "") -> str:
 
 
 def failed_reason(container_status: dict) -> str:
-    """`Reason: message, exit N` of a container that ended in failure."""
+    """`Reason: message, exit N` of a container that ended in failure (a start error's message condensed to what
+    runc said, as the job's condition says it)."""
     terminated = (container_status.get("state") or {}).get("terminated")
     if terminated is None or terminated.get("exitCode") == 0:
         return ""
-    return _phrase(terminated.get("reason"), terminated.get("message"), terminated.get("exitCode"))
+    message = terminated.get("message")
+    if message and terminated.get("reason") in START_ERRORS:
+        message = condensed(message)
+    return _phrase(terminated.get("reason"), message, terminated.get("exitCode"))
 
 
 def waiting_reason(container_status: dict) -> str:

@@ -249,8 +249,21 @@ def missing_volume_source(pod: dict, objects: Objects) -> str | None:
 # --- starting the process -----------------------------------------------------------------------------
 
 
+# What containerd (1.6, 1.7) wraps runc's (1.1) error in, as the kubelet reports it in a StartError's message.
+CONTAINERD_START = ("failed to create containerd task: failed to create shim task: OCI runtime create failed: "
+                    "runc create failed: unable to start container process: ")
+CONTAINERD_CODE = ": unknown"  # the gRPC status containerd appends
+
+
 def start_error(argv0: str, cwd: str | None, exc: OSError) -> str:
-    """Why the process could not be started, in the words of runc (the StartError message)."""
+    """Why the process could not be started, as a kubelet with containerd says it (the StartError message): runc's
+    words in containerd's wrapping, e.g. `failed to create containerd task: ... unable to start container process:
+    exec: "x": executable file not found in $PATH: unknown`."""
+    return f"{CONTAINERD_START}{runc_error(argv0, cwd, exc)}{CONTAINERD_CODE}"
+
+
+def runc_error(argv0: str, cwd: str | None, exc: OSError) -> str:
+    """Why the process could not be started, in the words of runc."""
     reason = (exc.strerror or str(exc)).lower()
     if cwd and exc.filename == cwd:
         return f'chdir to cwd ("{cwd}") set in config.json failed: {reason}'

@@ -30,7 +30,7 @@ import orjson
 from aiohttp import WSMsgType, web
 
 from .. import errors
-from .container_env import start_error
+from .container_env import runc_error
 from .pod_connect import MAX_MESSAGE_BYTES, stream_status, websocket_protocol
 from .process_guard import drop_pod_privileges
 
@@ -106,7 +106,7 @@ async def _run(channels: _Channels, options: ExecOptions, target: Target) -> Non
             terminal.close()
         # The kubelet's exec error inside the API server's: both say "Internal error occurred".
         await channels.fail("Internal error occurred: error executing command in container: "
-                            + start_error(options.command[0], target.cwd, exc))
+                            + runc_error(options.command[0], target.cwd, exc))
         return
     target.processes.add(proc)
     loop = asyncio.get_running_loop()

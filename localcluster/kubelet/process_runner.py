@@ -27,8 +27,9 @@ key; resourceFieldRef; a container with neither command nor args; sidecar init c
 leaves that container waiting with `CreateContainerConfigError` and the kubelet's message (the
 pod stays Pending), tried again after a back-off: a Secret created later lets it start. A
 ConfigMap or Secret volume whose object is missing holds the pod in ContainerCreating with
-FailedMount Events. A command that cannot be executed terminates with `StartError` (exit code
-128) and runc's message (`exec: "x": executable file not found in $PATH`).
+FailedMount Events. A command that cannot be executed terminates as under a kubelet with containerd:
+`StartError`, exit code 128, startedAt the epoch (it never started) and runc's message in containerd's wrapping
+(`failed to create containerd task: ... exec: "x": executable file not found in $PATH: unknown`).
 
 Every step is recorded as the scheduler's and the kubelet's Events about the pod
 (pod_events.py: Scheduled, Pulled, Created, Started, Failed, BackOff, Killing, FailedMount),
@@ -81,6 +82,7 @@ log = logging.getLogger("localcluster.process")
 LOG_DIR_ENV = "LOCALCLUSTER_POD_LOG_DIR"
 POD_NETWORK_ENV = "LOCALCLUSTER_POD_NETWORK"
 CONFIG_ERROR = "CreateContainerConfigError"
+NEVER_STARTED = "1970-01-01T00:00:00Z"  # a StartError's startedAt: containerd's zero time, as the kubelet shows it
 STOP_SLACK = 10.0  # seconds a stopping pod may take beyond its grace period before its tasks are cancelled
 PUMP_DRAIN = 2.0  # seconds to drain a container's output once its process group is gone
 READ_CHUNK = 64 * 1024
@@ -537,7 +539,7 @@ class ProcessRunner(NoneRunner):
                 raise
             box.container_id = None
             message = start_error(argv[0], box.cwd, exc)
-            box.state = _terminated(128, started, now_rfc3339(), "StartError", message)
+            box.state = _terminated(128, NEVER_STARTED, now_rfc3339(), "StartError", message)
             self._publish(run)
             self._record(run, box, "Warning", "Failed", f"Error: {message}")
             return 128

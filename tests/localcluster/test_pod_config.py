@@ -2,7 +2,7 @@
 
 A container whose Secret is missing waits in CreateContainerConfigError with the kubelet's message
 and starts once the Secret exists; a missing volume source holds the pod in ContainerCreating with
-FailedMount Events; a command that cannot run is a StartError with runc's words.
+FailedMount Events; a command that cannot run is a StartError with runc's words, as containerd wraps them.
 """
 
 from __future__ import annotations
@@ -138,6 +138,10 @@ async def test_a_command_that_cannot_start_is_a_start_error_in_runcs_words(clust
     await core.create_namespaced_pod("default", body)
     done = await wait_phase(core, "nope", "Failed")
     terminated = done.status.container_statuses[0].state.terminated
-    assert (terminated.reason, terminated.exit_code, terminated.message) == ("StartError", 128, message)
+    # As a kubelet with containerd says it: runc's words in containerd's, a start time of zero.
+    said = ("failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create "
+            f"failed: unable to start container process: {message}: unknown")
+    assert (terminated.reason, terminated.exit_code, terminated.message) == ("StartError", 128, said)
+    assert terminated.started_at.timestamp() == 0 and terminated.finished_at is not None
     failed = [e for e in await pod_events(core, "nope") if e.reason == "Failed"]
-    assert [e.message for e in failed] == [f"Error: {message}"]
+    assert [e.message for e in failed] == [f"Error: {said}"]

@@ -33,6 +33,7 @@ MODULES = [
     "controller/jobs/training/runpolicy.py",
     "controller/jobs/training/restart.py",
     "controller/jobs/training/kind.py",  # the training kinds' verdict, restarts and ports (issue 37)
+    "controller/jobs/decisions/start_errors.py",  # a container that could not start, condensed (issue 42)
     "controller/jobs/decisions/cause.py",
     "controller/jobs/decisions/held.py",
     "controller/jobs/decisions/conflicts.py",
@@ -66,6 +67,7 @@ KILL_SET = [
     "tests/controller/test_status.py",
     "tests/controller/test_waiting.py",
     "tests/controller/test_failure_cause.py",
+    "tests/controller/test_start_errors.py",
     "tests/controller/test_cleanup.py",
     "tests/controller/test_live_edits.py",
     "tests/controller/test_engine_policies.py",

@@ -10,6 +10,11 @@ ran out (the kind's `RestartRule.why_final`), and how many more replicas failed 
     The job is failed with rule: {"worker": [1]}: replica worker-1 failed with exit code 137 (OOMKilled)
     after 2 of 2 restarts
 
+A container that could not start at all (a command not found) is said with the runtime's message, condensed
+(start_errors.py), since its exit code 128 tells nothing:
+
+    ... replica worker-0 failed with exit code 128 (StartError: exec: "train": executable file not found in $PATH)
+
 The reason says which way the job failed: `BackoffLimitExceeded` when the replica's restart limit (or the
 job's backoffLimit) ran out, as batch/v1 Job says it, else `ReplicaFailed` (its restart policy does not
 replace it, or grants no restart at all: limit 0 is no limit that "ran out"). The counts are what they say:
@@ -24,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from controller.jobs.decisions import start_errors
 from controller.jobs.decisions.restart import Observation, Seen, will_count
 from controller.jobs.decisions.status import is_terminating
 from controller.jobs.schema.api import JobPhase, Outcome, Verdict
@@ -68,15 +74,16 @@ def how(obs: Observation) -> str:
     if container is not None:
         reasons = ", ".join(r for r in (_terminated_reason(pod, container.get("name")), pod_reason) if r)
         return f"with exit code {container['exitCode']}" + (f" ({reasons})" if reasons else "")
-    if pod_reason:
-        return f"without an exit code ({pod_reason})"
+    # A container that never started (CreateContainerError...) on a pod failed for another reason (its deadline).
+    reasons = ", ".join(r for r in (start_errors.waiting_start(pod), pod_reason) if r)
+    if reasons:
+        return f"without an exit code ({reasons})"
     if obs.seen == Seen.GONE:
         return "without an exit code (its pod was lost: deleted, or its node gone)"
     return "without an exit code"
 
 
 def _terminated_reason(pod: dict | None, name: str | None) -> str:
-    for status in ((pod or {}).get("status") or {}).get("containerStatuses") or ():
-        if status.get("name") == name:
-            return str(((status.get("state") or {}).get("terminated") or {}).get("reason") or "")
-    return ""
+    """The container's reason (`OOMKilled`), with the runtime's message when it could not start at all."""
+    state = start_errors.container_state(pod, name)
+    return start_errors.said(state) or str((state.get("terminated") or {}).get("reason") or "")

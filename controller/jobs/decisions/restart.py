@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from controller.jobs.decisions import start_errors
 from controller.jobs.decisions.backoff import NO_BACKOFF, RestartBackoff
 from controller.jobs.decisions.status import DELETED, FINISHED, Replica, is_terminating, observed, pod_uid
 from controller.jobs.kind import RestartRule
@@ -258,9 +259,11 @@ def _exit_cause(record: Replica, pod: dict | None) -> str:
     if pod is not None and is_terminating(pod):
         # Someone deleted it (the controller's own deletes retire the pod first): its SIGTERM's 143 is no exit.
         return "pod was deleted"
-    codes = [c.get("exitCode") for c in record.containers if c.get("state") == "terminated"]
-    codes = [code for code in codes if code is not None]
-    if codes:
-        return f"pod exited with code {next((code for code in codes if code != 0), 0)}"
+    exited = [c for c in record.containers if c.get("state") == "terminated" and c.get("exitCode") is not None]
+    if exited:
+        first = next((c for c in exited if c["exitCode"] != 0), exited[0])
+        # A container that could not start will not on the next try either: say why (start_errors.py).
+        why = start_errors.said(start_errors.container_state(pod, first.get("name")))
+        return f"pod exited with code {first['exitCode']}" + (f" ({why})" if why else "")
     reason = ((pod or {}).get("status") or {}).get("reason")
     return f"pod {record.phase.lower()}" + (f": {reason}" if reason else "")

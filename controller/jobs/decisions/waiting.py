@@ -1,7 +1,8 @@
 """A replica that waits for something it cannot get, said on the job: its image cannot be pulled
 (ErrImagePull, ImagePullBackOff, InvalidImageName, ErrImageNeverPull), its container cannot be made
-(CreateContainerConfigError: a missing Secret, ConfigMap or key; CreateContainerError), or no node takes
-its pod (the scheduler's PodScheduled=False, reason Unschedulable).
+(CreateContainerConfigError: a missing Secret, ConfigMap or key; CreateContainerError, RunContainerError: the
+runtime could not make or start it, e.g. CRI-O for a command not found, said as start_errors.py condenses it), or
+no node takes its pod (the scheduler's PodScheduled=False, reason Unschedulable).
 
 Only a Pending pod is looked at. The cause is kept in the replica's record (`waiting: {reason, message}`,
 so the status remembers it across reconciles and controller restarts) and shown by the job's
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from controller.jobs.decisions.start_errors import START_WAITS, condensed
+
 WAITING = "ReplicasWaiting"  # the condition type
 
 # The kubelet's waiting reasons that mean "this will not start by itself", by the cause they belong to.
@@ -27,6 +30,7 @@ CAUSES = {
     "ErrImageNeverPull": "ErrImageNeverPull",
     "CreateContainerConfigError": "CreateContainerConfigError",
     "CreateContainerError": "CreateContainerError",
+    "RunContainerError": "RunContainerError",
     "Unschedulable": "Unschedulable",
 }
 MESSAGE_MAX = 300  # characters of the kubelet's or scheduler's message kept in the status
@@ -47,6 +51,7 @@ def cause(pod: Mapping) -> dict | None:
             reason = waiting.get("reason")
             if reason in CAUSES:
                 message = str(waiting.get("message") or "")
+                message = condensed(message) if reason in START_WAITS else message
                 return _cause(reason, f'container "{container.get("name")}": {message}' if message else
                               f'container "{container.get("name")}"')
     return None
