@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 import re
 from pathlib import Path
 
+from controller.devtools.local_pod_logs import KEPT_RUNS
 from tests.waiting import until
 
 from .subprocesses import LocalProcess
@@ -33,7 +36,8 @@ spec:
                     exec sleep 60']
 """
 KEPT = re.compile(r"^pods' output: kept in (?P<dir>/\S+)/NAMESPACE/POD/CONTAINER\.log as each pod is deleted and when "
-                  r"local stops \(the next local on port (?P<port>\d+) empties it\)$")
+                  r"local stops \(the next local on port (?P<port>\d+) empties it; of finished runs, the newest 5 are "
+                  r"kept\)$")
 
 
 async def test_a_replica_deleted_by_the_clean_up_keeps_its_output_where_local_said(tmp_path):
@@ -70,3 +74,26 @@ def test_where_the_output_cannot_be_kept_local_says_so_and_runs(tmp_path):
     done = run_local(tmp_path, "--apply", str(EXAMPLES / "generic-example.yaml"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "pods' output: not kept once a pod is deleted (cannot write .cache/local-" in done.stdout, done.stdout
+
+
+def test_a_run_removes_the_output_of_finished_runs_but_the_newest_and_never_a_live_runs(tmp_path):
+    """Runs on free ports leave a directory each: a run starting keeps the newest KEPT_RUNS finished ones."""
+    cache = tmp_path / ".cache"
+    cache.mkdir(mode=0o700)
+    runs = [cache / f"local-{port}" for port in range(1, KEPT_RUNS + 3)]
+    for age, run in enumerate(reversed(runs)):  # local-1 the oldest
+        (run / "logs").mkdir(parents=True)
+        (run / "running").touch()
+        os.utime(run, (1_000_000 - age, 1_000_000 - age))
+    live = cache / "local-99"  # the oldest of all, but its run still holds it
+    (live / "logs").mkdir(parents=True)
+    fd = os.open(live / "running", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.utime(live, (1, 1))
+        done = run_local(tmp_path, "--apply", str(EXAMPLES / "generic-example.yaml"))
+        assert done.returncode == 0, done.stdout + done.stderr
+    finally:
+        os.close(fd)
+    this = Path(next(m for line in done.stdout.splitlines() if (m := KEPT.match(line)))["dir"]).parent
+    assert {run.name for run in cache.glob("local-*")} == {this.name, live.name, *(r.name for r in runs[2:])}
