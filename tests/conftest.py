@@ -29,7 +29,8 @@ SLOW_FILES = {
     "localcluster/test_attacks_server_process.py", "localcluster/test_cli.py", "localcluster/test_fuzz_decoding.py",
     "localcluster/test_logs_previous.py", "localcluster/test_pod_exec.py", "localcluster/test_pod_network.py",
     "localcluster/test_portforward.py", "localcluster/test_process_runner.py",
-    "localcluster/test_process_runner_logs.py",
+    "localcluster/test_process_runner_logs.py", "localcluster/test_kept_logs.py",
+    "localcluster/test_pod_network_claims.py",
     "localcluster/test_crd_round_trip.py", "localcluster/test_cel_cost.py", "localcluster/test_builtin_schemas.py",
     "controller/test_crd_cost.py", "controller/test_crd.py",
 }

@@ -48,6 +48,7 @@ import yaml
 
 from controller.devtools.local_metrics import LocalMetrics, metrics_address
 from controller.devtools.local_metrics import exposure_warning as metrics_exposure_warning
+from controller.devtools.local_pod_logs import keep_pod_logs
 from controller.devtools.local_webhook import LocalWebhook
 from controller.devtools.progress import JobProgress, is_job, plural
 from controller.devtools.submit import ManifestError, Submitter, describe, load_manifests
@@ -256,6 +257,7 @@ async def _with_cluster(cluster: LocalCluster, args: argparse.Namespace, objects
     assert isinstance(runner, ProcessRunner)  # run() makes the cluster with the process runner
     say(f"pod network: {runner.network.summary()}")
     say(f"installed CRDs: {', '.join(_install_crds(cluster, args.crds))}")
+    say(keep_pod_logs(runner, KUBECONFIG_DIR, cluster.port))  # a job's clean-up deletes pods with their logs
     path = args.kubeconfig_out or KUBECONFIG_DIR / f"kubeconfig-{cluster.port}"
     try:
         if args.kubeconfig_out is None:

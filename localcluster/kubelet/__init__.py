@@ -1,4 +1,5 @@
 """The node side: the scheduler and kubelet of localcluster. The pod runners (none, scripted, process:
 containers as local processes), the one Node they register, the Events they record about a pod, a
-container's environment, and a pod's streams: its logs (kept and served here), exec, port-forward
-over SPDY, and the checks before a client is connected to a container."""
+container's environment, and a pod's streams: its logs (kept and served here, and kept_logs.py: copied for a
+person once the pod is gone), exec, port-forward over SPDY, and the checks before a client is connected to a
+container."""

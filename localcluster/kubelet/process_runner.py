@@ -47,6 +47,8 @@ Each container's stdout and stderr go to `<log_dir>/<namespace>_<name>_<uid>/<co
 `container`, `previous`, `follow`, `tailLines` and `limitBytes`). `log_dir` defaults to the
 environment variable `LOCALCLUSTER_POD_LOG_DIR`, else to a temporary directory the runner
 removes when it stops; a pod's logs are removed with the pod, and every pod's when the runner stops.
+`keep_logs(directory)` (what `genericjob-controller local` asks for) first copies each pod's output there as
+its pod goes, and every pod's when the runner stops (kept_logs.py): served no more, but never lost.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ from aiohttp import web
 from .. import errors
 from ..api import Api, now_rfc3339
 from ..storage.store import ADDED, DELETED, Event, obj_key
-from . import container_env, pod_exec, portforward
+from . import container_env, kept_logs, pod_exec, portforward
 from .container_env import HOST_IP, ConfigError, container_command, missing_volume_source, start_error
 from .network.pod_network import PodNetwork
 from .nodes import register
@@ -249,6 +251,7 @@ class ProcessRunner(NoneRunner):
         self.runs: dict[str, PodRun] = {}
         self.events = PodEvents(api)
         self._owned_dir: Path | None = None
+        self.kept_dir: Path | None = None  # where each pod's output is copied as it goes (keep_logs)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closing = False
         self.schedulers = Schedulers(api.store)
@@ -263,6 +266,12 @@ class ProcessRunner(NoneRunner):
         self.log_dir.mkdir(parents=True, exist_ok=True)
         register(self.api)  # the kubelet's node, which every pod is bound to
         self.network.start()
+
+    def keep_logs(self, directory: str | Path) -> Path:
+        """From now on, copy each pod's output to `directory` as the pod goes (kept_logs.py); it is emptied now,
+        and kept when the runner stops."""
+        self.kept_dir = kept_logs.fresh_directory(Path(directory))
+        return self.kept_dir
 
     async def stop(self) -> None:
         """Kill every process at once and wait for the pods' tasks; the pods keep their last status."""
@@ -347,6 +356,14 @@ class ProcessRunner(NoneRunner):
             _kill_execs(box)
             if box.log is not None:
                 box.log.close()
+        if self.kept_dir is not None and run.log_dir.exists():
+            # Synchronously, in the loop: a few MiB at most per pod (the live logs' limit), and the live files
+            # go right after.
+            try:
+                kept_logs.keep(self.kept_dir, run.key, run.uid, run.log_dir,
+                               [b.name for b in (*run.init_boxes, *run.boxes)])
+            except OSError:
+                log.warning("pod %s/%s: cannot keep its output in %s", *run.key, self.kept_dir, exc_info=True)
         shutil.rmtree(run.log_dir, ignore_errors=True)
 
     # --- the API ---------------------------------------------------------------------------

@@ -2,9 +2,10 @@
 
 On Linux every address of 127.0.0.0/8 is this machine's without any setup, so a process can bind one
 and every other process can reach it; the podnet shim binds a pod's listening sockets there. Each
-cluster draws its /16 at random (127.16.0.0 to 127.254.0.0, away from 127.0.0.1 and Debian's 127.0.1.1)
-so that two local runs on one machine rarely share addresses, and hands addresses out in turn, not
-reusing a freed one until the range has gone round: a late connection to a pod gone meets no new pod.
+cluster's /16 is one that no other local run on this machine holds (claims.py: 127.16.0.0 to 127.254.0.0,
+away from 127.0.0.1 and Debian's 127.0.1.1; drawn at random where none can be claimed), and its
+addresses are handed out in turn, not reusing a freed one until the range has gone round: a late
+connection to a pod gone meets no new pod.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ from __future__ import annotations
 import ipaddress
 import random
 
+from .claims import SECOND_OCTETS
+
 HOSTS_PER_RANGE = 256 * 256 - 2  # 127.B.0.1 to 127.B.255.254
 
 
 class AddressPool:
     def __init__(self, second_octet: int | None = None) -> None:
-        self.octet = second_octet if second_octet is not None else random.randint(16, 254)
+        self.octet = second_octet if second_octet is not None else random.choice(SECOND_OCTETS)
         self.by_uid: dict[str, str] = {}
         self._used: set[str] = set()
         self._next = 1

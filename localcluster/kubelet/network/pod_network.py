@@ -1,9 +1,10 @@
 """The process runner's pod network: each pod an address of its own, and a name table kept current.
 
 When this machine can (preload.find: Linux, a C compiler, nss_wrapper), a pod gets an address from the
-cluster's range (addresses.py) when it is scheduled, shown as `status.podIP`; its processes start with
-the podnet shim and nss_wrapper preloaded (`environment`), so that they listen on that address when
-they listen on every address, and resolve the names of names.py from a hosts file of the pod's own.
+cluster's range (addresses.py: a /16 that no other local cluster on this machine holds, claims.py) when it is
+scheduled, shown as `status.podIP`; its processes start with the podnet shim and nss_wrapper preloaded
+(`environment`), so that they listen on that address when they listen on every address, and resolve the
+names of names.py from a hosts file of the pod's own.
 Those files are rewritten (whole, then renamed into place: nss_wrapper re-reads a file that changed)
 once per loop turn in which a Service or a pod changed, and only when their text changes.
 
@@ -25,6 +26,7 @@ from ...controllers.service_endpoints import endpoint_view
 from ...storage.store import DELETED, Event
 from ..container_env import HOST_IP
 from .addresses import AddressPool
+from .claims import NetworkClaim, claim_network
 from .names import ServiceEntry, hosts_file, service_table
 from .preload import Preload, find
 
@@ -44,7 +46,8 @@ class PodNetwork:
     def __init__(self, store, enabled: bool = True) -> None:
         self.store = store
         self.enabled = enabled  # False: every pod shares the host's network, whatever the machine has
-        self.pool = AddressPool()
+        self.pool = AddressPool()  # drawn again at start, where the network is claimed
+        self.claim: NetworkClaim | None = None
         self.preload = Preload(None, None)
         self.directory: Path | None = None
         self._pods: dict[str, tuple[tuple[str, str], str]] = {}  # uid -> (namespace/name, address)
@@ -59,8 +62,14 @@ class PodNetwork:
         if self.enabled and self.directory is None:
             self.directory = Path(tempfile.mkdtemp(prefix="localcluster-net-"))  # 0700: the user's alone
             self.preload = find()  # what is missing is said once, in summary(), by whoever starts the cluster
+            if self.own_addresses:  # a /16 no other local cluster holds (else, rarely, one drawn at random)
+                self.claim = claim_network()
+                self.pool = AddressPool(self.claim.octet if self.claim is not None else None)
 
     def stop(self) -> None:
+        if self.claim is not None:  # after the pods' processes are gone (the runner stops them first)
+            self.claim.release()
+            self.claim = None
         self._loop = None
         self._pods.clear()
         self._written.clear()
