@@ -20,10 +20,10 @@ import base64
 import json
 import os
 import shlex
-import time
 from dataclasses import dataclass
 from datetime import datetime
 
+from .clock import SYSTEM_CLOCK, Clock
 from .kube_config_parts import ConfigException
 from .token_sources import SingleFlight, TokenSource, bearer, renewal_times
 
@@ -38,9 +38,9 @@ STDERR_LIMIT = 2000  # characters of the plugin's stderr quoted in an error
 class ExecCredential:
     token: str | None
     client_chain: tuple[bytes, bytes] | None
-    expires: float | None  # time.time() of expirationTimestamp
-    renew: float  # time.time() from which the plugin runs again in the background, requests still sent meanwhile
-    must: float  # time.time() from which requests wait for the plugin's new credential
+    expires: float | None  # expirationTimestamp, in seconds since the epoch (the clock's time())
+    renew: float  # the time from which the plugin runs again in the background, requests still sent meanwhile
+    must: float  # the time from which requests wait for the plugin's new credential
 
 
 def cluster_info(cluster: dict, ca: bytes | None) -> dict:
@@ -62,7 +62,9 @@ def cluster_info(cluster: dict, ca: bytes | None) -> dict:
 
 
 class ExecPlugin(TokenSource):
-    def __init__(self, config: dict, cluster: dict, ca: bytes | None, base_path: str = "") -> None:
+    def __init__(self, config: dict, cluster: dict, ca: bytes | None, base_path: str = "",
+                 clock: Clock = SYSTEM_CLOCK) -> None:
+        self.clock = clock
         self.api_version = str(config.get("apiVersion") or "")
         if self.api_version not in API_VERSIONS:
             raise ConfigException(f"exec plugin: apiVersion {self.api_version or '(none)'} is not supported "
@@ -97,7 +99,7 @@ class ExecPlugin(TokenSource):
         return f"exec plugin {self._name()}"
 
     async def header(self) -> str | None:
-        now = time.time()
+        now = self.clock.time()
         if self.credential is None or now >= self.credential.must:
             await self._flight.run(self._run)
         elif now >= self.credential.renew:
@@ -113,7 +115,7 @@ class ExecPlugin(TokenSource):
 
     async def _run(self) -> bool:
         self.runs += 1
-        started = time.time()
+        started = self.clock.time()
         try:
             process = await asyncio.create_subprocess_exec(
                 *self.argv, env={**os.environ, **self.env, "KUBERNETES_EXEC_INFO": self.exec_info},

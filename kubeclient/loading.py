@@ -17,6 +17,7 @@ from collections.abc import Mapping
 
 import yaml
 
+from .clock import SYSTEM_CLOCK, Clock
 from .credentials import RefreshingCredentials
 from .exec_plugin import ExecPlugin
 from .kube_config_parts import ConfigException, ConfigNode, KubeConfigMerger
@@ -39,15 +40,17 @@ def in_cluster(directory: str | None = None) -> bool:
     return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and os.path.exists(f"{directory}/token")
 
 
-async def load_settings(kubeconfig: str | None, *, context: str | None = None) -> ClientSettings:
+async def load_settings(kubeconfig: str | None, *, context: str | None = None, clock: Clock = SYSTEM_CLOCK
+                        ) -> ClientSettings:
+    """`clock`: the time the credentials renew by (kubeclient/clock.py; a test's, to drive their expiries)."""
     path = kubeconfig or os.environ.get("KUBECONFIG")
     if not path and in_cluster():
-        return await in_cluster_settings()
+        return await in_cluster_settings(clock=clock)
     source = "--kubeconfig" if kubeconfig else "$KUBECONFIG" if path else "the default location"
     path = path or os.path.join(os.environ.get("HOME", ""), ".kube", "config")
     require_file(path, source)
     try:
-        settings = _from_kubeconfig(path, context)
+        settings = _from_kubeconfig(path, context, clock)
     except ConfigException as err:
         raise ConfigException(f"kubeconfig {path}: {err}") from err
     except yaml.YAMLError as err:
@@ -75,8 +78,8 @@ async def _first_credentials(settings: ClientSettings) -> None:
         raise ConfigException(f"{settings.source}: {err}") from err
 
 
-async def in_cluster_settings(directory: str | None = None, environ: Mapping[str, str] | None = None
-                              ) -> ClientSettings:
+async def in_cluster_settings(directory: str | None = None, environ: Mapping[str, str] | None = None,
+                              clock: Clock = SYSTEM_CLOCK) -> ClientSettings:
     """client-go's InClusterConfig: the service's address from the environment, the projected token (re-read
     as it is rotated) and the CA beside it."""
     directory = directory or SERVICE_ACCOUNT_DIR
@@ -86,9 +89,9 @@ async def in_cluster_settings(directory: str | None = None, environ: Mapping[str
         raise ConfigException("unable to load in-cluster configuration, KUBERNETES_SERVICE_HOST and "
                               "KUBERNETES_SERVICE_PORT must be defined")
     server = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
-    tls = TlsMaterial(ca=_file_if_present(os.path.join(directory, "ca.crt")))
-    settings = ClientSettings(server, RefreshingCredentials(TokenFile(os.path.join(directory, "token")), tls),
-                              source="in-cluster")
+    tls = TlsMaterial(ca=_file_if_present(os.path.join(directory, "ca.crt")), clock=clock)
+    token = TokenFile(os.path.join(directory, "token"), clock=clock)
+    settings = ClientSettings(server, RefreshingCredentials(token, tls), source="in-cluster")
     await _first_credentials(settings)
     return settings
 
@@ -108,7 +111,7 @@ def _merged(path: str) -> tuple[ConfigNode, str | None]:
     return config, current
 
 
-def _from_kubeconfig(path: str, context_name: str | None) -> ClientSettings:
+def _from_kubeconfig(path: str, context_name: str | None, clock: Clock) -> ClientSettings:
     config, current = _merged(path)
     name = context_name or current
     if not name:
@@ -129,8 +132,8 @@ def _from_kubeconfig(path: str, context_name: str | None) -> ClientSettings:
     if ca is not None and cluster.get("insecure-skip-tls-verify"):  # client-go's validation refuses it too
         raise ConfigException("specifying a root certificates file with the insecure flag is not allowed")
     tls = TlsMaterial(ca=ca, cert=_pem(user, "client-certificate", user_dir), key=_pem(user, "client-key", user_dir),
-                      insecure=bool(cluster.get("insecure-skip-tls-verify")))
-    token_source = _token_source(user, cluster, ca, user_dir)
+                      insecure=bool(cluster.get("insecure-skip-tls-verify")), clock=clock)
+    token_source = _token_source(user, cluster, ca, user_dir, clock)
     return ClientSettings(server, RefreshingCredentials(token_source, tls),
                           tls_server_name=cluster.get("tls-server-name") or None,
                           proxy_url=cluster.get("proxy-url") or None,
@@ -165,7 +168,7 @@ def _pem(entry: dict, key: str, base: str) -> Pem | None:
     return None
 
 
-def _token_source(user: dict, cluster: dict, ca: Pem | None, base: str) -> TokenSource:
+def _token_source(user: dict, cluster: dict, ca: Pem | None, base: str, clock: Clock) -> TokenSource:
     provider = user.get("auth-provider")
     has_basic = bool(user.get("username") or user.get("password"))
     if user.get("exec") and provider:
@@ -177,19 +180,19 @@ def _token_source(user: dict, cluster: dict, ca: Pem | None, base: str) -> Token
     if user.get("exec"):
         if not isinstance(user["exec"], dict):
             raise ConfigException("the user's exec is not a mapping")
-        return ExecPlugin(user["exec"], cluster, ca.read() if ca is not None else None, base)
+        return ExecPlugin(user["exec"], cluster, ca.read() if ca is not None else None, base, clock)
     if provider:
-        return _auth_provider(provider, base)
+        return _auth_provider(provider, base, clock)
     if user.get("token"):
         return StaticHeader(bearer(str(user["token"])), "token")
     if user.get("tokenFile"):
-        return TokenFile(os.path.join(base, os.path.expanduser(str(user["tokenFile"]))))
+        return TokenFile(os.path.join(base, os.path.expanduser(str(user["tokenFile"]))), clock=clock)
     if has_basic:
         return StaticHeader(basic(str(user.get("username") or ""), str(user.get("password") or "")), "basic auth")
     return TokenSource()
 
 
-def _auth_provider(provider: dict, base: str) -> TokenSource:
+def _auth_provider(provider: dict, base: str, clock: Clock) -> TokenSource:
     name = str(provider.get("name") or "")
     if name in REMOVED_PROVIDERS:
         raise ConfigException(REMOVED_PROVIDERS[name])
@@ -198,7 +201,7 @@ def _auth_provider(provider: dict, base: str) -> TokenSource:
                               f"an exec plugin)")
     config = provider.get("config") or {}
     idp_ca = _pem(config, "idp-certificate-authority", base)
-    return OidcToken(config, idp_ca.read() if idp_ca is not None else None)
+    return OidcToken(config, idp_ca.read() if idp_ca is not None else None, clock)
 
 
 __all__ = ["SERVICE_ACCOUNT_DIR", "in_cluster", "in_cluster_settings", "load_settings", "require_file"]

@@ -14,10 +14,10 @@ import logging
 import os
 import ssl
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .clock import SYSTEM_CLOCK, Clock
 from .kube_config_parts import ConfigException
 
 log = logging.getLogger(__name__)
@@ -68,14 +68,15 @@ class TlsMaterial:
     """The CA (or the system's, or none verified with insecure-skip-tls-verify) and a client certificate."""
 
     def __init__(self, ca: Pem | None = None, cert: Pem | None = None, key: Pem | None = None,
-                 insecure: bool = False, check_interval: float | None = None) -> None:
+                 insecure: bool = False, check_interval: float | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
         if (cert is None) != (key is None):
             raise ConfigException("a client certificate needs its key and a key its certificate")
         self.ca, self.cert, self.key, self.insecure = ca, cert, key, insecure
         self.check_interval = CHECK_INTERVAL if check_interval is None else check_interval
+        self.clock = clock
         self._signatures = self._stat()
         self._chain: tuple[bytes, bytes] | None = None  # an exec plugin's certificate and key, when it gives one
-        self._next_check = time.monotonic() + self.check_interval
+        self._next_check = self.clock.monotonic() + self.check_interval
         try:
             self._context = self._build()
         except (OSError, ssl.SSLError, ValueError) as err:
@@ -105,13 +106,13 @@ class TlsMaterial:
         certificate and key, replacing the kubeconfig's) is another one."""
         if client_chain is not None and client_chain != self._chain:
             self._rebuild(client_chain)
-        elif time.monotonic() >= self._next_check:
+        elif self.clock.monotonic() >= self._next_check:
             self.reload()
         return self._context
 
     def reload(self) -> bool:
         """Check the files now (after a 401, or when the interval passed); True if the context changed."""
-        self._next_check = time.monotonic() + self.check_interval
+        self._next_check = self.clock.monotonic() + self.check_interval
         signatures = self._stat()
         if signatures == self._signatures:
             return False

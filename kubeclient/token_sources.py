@@ -7,7 +7,8 @@ and requests wait for them only when it is about to lapse. A renewal is single-f
 concurrent requests wait on the one read or refresh in progress. Each
 credential a source gives has a `generation`; after a 401, `reload(sent)` renews at once unless the request
 was sent with an older generation than the current one (another request renewed it meanwhile: the request
-is retried with the new one without renewing again).
+is retried with the new one without renewing again). The time they renew by is a `Clock` (clock.py): the
+system's, or a test's that it advances.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ import binascii
 import json
 import logging
 import ssl
-import time
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 from urllib.parse import quote_plus
 
 import aiohttp
 
+from .clock import SYSTEM_CLOCK, Clock
 from .kube_config_parts import ConfigException
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,11 @@ class SingleFlight(Generic[T]):
 
         task.add_done_callback(logged)
 
+    async def settled(self) -> None:
+        """Wait until no run is in progress, a background one included (its outcome is its callers')."""
+        while tasks := [t for t in (self._task, *self._background) if t is not None and not t.done()]:
+            await asyncio.wait(tasks)
+
     async def cancel(self) -> None:
         """Stop a run in progress (the client is closing)."""
         tasks = [t for t in (self._task, *self._background) if t is not None]
@@ -103,10 +109,19 @@ class TokenSource:
         """A client certificate and key that come with the token (an exec plugin's), else None."""
         return None
 
+    async def settled(self) -> None:
+        """Wait until no renewal is in progress (one started ahead of the expiry included): what a test that
+        drives the clock waits for before it moves the time on."""
+        for flight in self._flights():
+            await flight.settled()
+
     async def close(self) -> None:
         """Stop a renewal in progress."""
-        for flight in [v for v in vars(self).values() if isinstance(v, SingleFlight)]:
+        for flight in self._flights():
             await flight.cancel()
+
+    def _flights(self) -> list[SingleFlight[bool]]:
+        return [v for v in vars(self).values() if isinstance(v, SingleFlight)]
 
     def describe(self) -> str:
         return "no token"
@@ -138,8 +153,8 @@ class TokenFile(TokenSource):
     as client-go's cached file token source, then read again; read at once after a 401. A file that cannot
     be read keeps the last token (client-go logs and keeps it too), but a first read must succeed."""
 
-    def __init__(self, path: str, period: float = TOKEN_FILE_PERIOD) -> None:
-        self.path, self.period = path, period
+    def __init__(self, path: str, period: float = TOKEN_FILE_PERIOD, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.path, self.period, self.clock = path, period, clock
         self._token: str | None = None
         self._read_at = float("-inf")
         self._flight: SingleFlight[bool] = SingleFlight()
@@ -148,7 +163,7 @@ class TokenFile(TokenSource):
         return f"token file {self.path}"
 
     async def header(self) -> str | None:
-        if self._token is None or time.monotonic() - self._read_at >= self.period:
+        if self._token is None or self.clock.monotonic() - self._read_at >= self.period:
             await self._flight.run(self._read)
         return bearer(self._token) if self._token else None
 
@@ -168,7 +183,7 @@ class TokenFile(TokenSource):
             log.warning("could not read the token file %s (kept the last token): %s", self.path, err)
             return False
         finally:
-            self._read_at = time.monotonic()
+            self._read_at = self.clock.monotonic()
         if token == self._token:
             return False
         if not token and self._token is not None:
@@ -184,7 +199,7 @@ EARLY = 300.0  # at most this many seconds before then a refresh starts in the b
 
 
 def renewal_times(expires: float, life: float | None, margin: float) -> tuple[float, float]:
-    """(when to start renewing in the background, when requests must wait for the renewal), time.time()s: a
+    """(when to start renewing in the background, when requests must wait for the renewal), wall-clock times: a
     credential whose renewal takes a while (a plugin's process, an issuer's round trips) is renewed before the
     requests that need one are held up."""
     must = expires - (min(margin, life / 10) if life else margin)
@@ -217,7 +232,7 @@ class OidcToken(TokenSource):
     requests (discovery, then the refresh_token grant with the client's basic auth) verifying TLS. The refreshed
     tokens are kept in memory: the kubeconfig is not rewritten (kubectl persists them)."""
 
-    def __init__(self, config: dict, idp_ca: bytes | None = None) -> None:
+    def __init__(self, config: dict, idp_ca: bytes | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
         for key in ("idp-issuer-url", "client-id"):
             if not config.get(key):
                 raise ConfigException(f"oidc auth-provider: {key} is missing")
@@ -225,7 +240,7 @@ class OidcToken(TokenSource):
         self.client_id, self.client_secret = str(config["client-id"]), str(config.get("client-secret") or "")
         self.id_token: str | None = config.get("id-token") or None
         self.refresh_token: str | None = config.get("refresh-token") or None
-        self.idp_ca = idp_ca
+        self.idp_ca, self.clock = idp_ca, clock
         if self.id_token is None and self.refresh_token is None:
             raise ConfigException("oidc auth-provider: neither an id-token nor a refresh-token to get one")
         self._flight: SingleFlight[bool] = SingleFlight()
@@ -238,7 +253,7 @@ class OidcToken(TokenSource):
             exp, iat = jwt_times(self.id_token) if self.id_token else (None, None)
             start, must = renewal_times(exp, exp - iat if iat is not None and iat < exp else None, OIDC_MARGIN) \
                 if exp is not None else (float("inf"), float("inf"))
-            now = time.time()
+            now = self.clock.time()
             if self.id_token is None or now >= must:
                 await self._flight.run(self._refresh)
             elif now >= start:

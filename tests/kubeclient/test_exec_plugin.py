@@ -1,52 +1,75 @@
 """Exec credential plugins (kubeclient/exec_plugin.py) against localcluster, which gives the plugin tokens that
-expire after a few seconds: requests keep succeeding across many expiries, the plugin runs about once per
-token's life and never twice at once, a 401 re-runs it once and sends the request once more."""
+expire: requests keep succeeding across many expiries, the plugin runs once per token's life and never twice at
+once, a 401 re-runs it once and sends the request once more.
+
+The tests of expiries drive a clock (tests/kubeclient/clock.py) that the client, the plugin and localcluster all
+go by: a token expires when the test moves the time past its expirationTimestamp, and how long a plugin's
+process takes to start on a loaded machine changes nothing of what is checked."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import itertools
-import time
+import math
 
 import pytest
 from kubernetes_asyncio.config.config_exception import ConfigException
 
 from kubeclient.loading import load_settings
+from tests.waiting import until
 
 from .plugins import exec_kubeconfig
 from .requests import Requests
 
-# Seconds a token lives: long enough that a plugin run (a Python process, ~0.3 s; more on a loaded machine) fits in
-# the renewal's margin (its last fifth), short enough for five lives in a test.
-LIFETIME = 4.0
+LIFETIME = 4.0  # seconds of the test's clock a token lives
+# The renewal window is a token's last fifth but its last tenth (0.4 s here): the clock moves on by less.
+STEP = 0.375
+ASKERS = 4
 
 
-async def test_requests_keep_succeeding_across_many_expiries(cluster, tmp_path):
-    kubeconfig, plugin = exec_kubeconfig(cluster, tmp_path, lifetime=LIFETIME)
-    requests = Requests(await load_settings(str(kubeconfig)))
-    started = time.monotonic()
-
-    async def keep_asking() -> None:
-        while len(plugin.runs()) < 5 and time.monotonic() - started < 30:
-            status, user = await requests.whoami()
-            assert (status, user) == (201, "plugin-user")
-
-    await asyncio.gather(*(keep_asking() for _ in range(4)))
-    elapsed = time.monotonic() - started
+async def test_requests_keep_succeeding_across_many_expiries(cluster, cluster_clock, tmp_path):
+    clock = cluster_clock
+    kubeconfig, plugin = exec_kubeconfig(cluster, tmp_path, lifetime=LIFETIME, clock=clock)
+    settings = await load_settings(str(kubeconfig), clock=clock)
+    requests = Requests(settings)
+    rounds = 0
+    while len(plugin.runs()) < 5:
+        assert rounds < 100, "the plugin was not run again as its tokens expired"
+        results = await asyncio.gather(*(requests.whoami() for _ in range(ASKERS)))
+        assert results == [(201, "plugin-user")] * ASKERS, (rounds, results)
+        # A renewal these requests started has ended before the time moves on: it took no time of the clock.
+        await settings.credentials.source.settled()
+        clock.advance(STEP)
+        rounds += 1
     runs = plugin.runs()
-    assert len(runs) >= 5, "the plugin was not run again as its tokens expired"
-    # About once per token's life (renewed in its last fifth), not once per request.
-    assert len(runs) <= elapsed / (LIFETIME * 0.75) + 2, (len(runs), elapsed)
-    assert len(requests.statuses) > 4 * len(runs)
-    # Never two runs at once: each starts after the previous one ended.
+    # Once per token's life, renewed in the background at the first round in its last fifth (from 3.2 s): every
+    # 3.375 s, the first at the load.
+    period = math.ceil(LIFETIME * 0.8 / STEP)
+    assert [round((later["now"] - earlier["now"]) / STEP) for earlier, later in itertools.pairwise(runs)] \
+        == [period] * (len(runs) - 1), runs
+    assert len(requests.statuses) == ASKERS * rounds > ASKERS * len(runs)  # not once per request
+    # Never two runs at once: one run at a time was started, and each started after the previous one ended.
+    assert plugin.starts() == len(runs)
     spans = sorted((run["start"], run["end"]) for run in runs)
     assert all(later[0] >= earlier[1] for earlier, later in itertools.pairwise(spans)), spans
-    # Renewed before the tokens expired, not after their 401s: renewing only after a 401 costs each of the four
-    # askers one per expiry; a renewal slowed past the margin on a loaded machine may cost a few. A 401 that did
-    # come was renewed and retried.
-    assert requests.unauthorized < len(runs), (requests.unauthorized, len(runs))
-    assert requests.retried == requests.unauthorized
+    # Renewed before the tokens expired, not after their 401s (which would cost each asker one per expiry).
+    assert (requests.unauthorized, requests.retried) == (0, 0)
+
+
+async def test_a_request_in_the_last_tenth_waits_for_the_new_token(cluster, cluster_clock, tmp_path):
+    clock = cluster_clock
+    kubeconfig, plugin = exec_kubeconfig(cluster, tmp_path, lifetime=LIFETIME, clock=clock)
+    settings = await load_settings(str(kubeconfig), clock=clock)
+    requests = Requests(settings)
+    first = plugin.runs()[0]["token"]
+    clock.advance(3.75)  # no request in the renewal window (from 3.2 s): now in the last tenth (from 3.6 s)
+    assert await settings.credentials.authorization() != f"Bearer {first}"  # it waited for the plugin's run
+    assert len(plugin.runs()) == 2
+    clock.advance(0.25)
+    assert cluster.access.authenticator.review(first) is None  # the first token has expired
+    assert await requests.whoami() == (201, "plugin-user")
+    assert (requests.unauthorized, plugin.starts()) == (0, 2)
 
 
 async def test_the_plugin_gets_the_cluster_and_interactive_false_as_client_go_sends_them(cluster, tmp_path):
@@ -65,9 +88,9 @@ async def test_without_provide_cluster_info_the_plugin_gets_no_cluster(cluster, 
     assert plugin.runs()[0]["info"]["spec"] == {"interactive": False}
 
 
-async def test_a_401_reruns_the_plugin_once_and_retries_once(cluster, tmp_path):
-    kubeconfig, plugin = exec_kubeconfig(cluster, tmp_path)  # tokens of 10 minutes: only a 401 renews them
-    requests = Requests(await load_settings(str(kubeconfig)))
+async def test_a_401_reruns_the_plugin_once_and_retries_once(cluster, clock, tmp_path):
+    kubeconfig, plugin = exec_kubeconfig(cluster, tmp_path, clock=clock)  # the time stands still: only a 401 renews
+    requests = Requests(await load_settings(str(kubeconfig), clock=clock))
     assert await requests.whoami() == (201, "plugin-user")
     cluster.revoke_token(plugin.runs()[-1]["token"])
     assert await requests.whoami() == (201, "plugin-user")
@@ -118,29 +141,34 @@ async def test_a_missing_plugin_says_so_with_its_install_hint(cluster, tmp_path)
         await load_settings(str(kubeconfig))
 
 
-async def test_a_slow_plugin_runs_while_requests_go_on_with_the_current_token(cluster, tmp_path):
-    kubeconfig, plugin = exec_kubeconfig(cluster, tmp_path, lifetime=6.0, delay=1.0)
-    requests = Requests(await load_settings(str(kubeconfig)))
-    served: list[tuple[float, float]] = []
-
-    async def keep_asking() -> None:
-        while len(plugin.runs()) < 2:
-            began = time.time()
-            assert await requests.whoami() == (201, "plugin-user")
-            served.append((began, time.time()))
-
-    await asyncio.wait_for(asyncio.gather(*(keep_asking() for _ in range(3))), 30)
-    # The second run started before the token ran out: requests were answered while it ran.
-    run = plugin.runs()[1]
-    assert any(run["start"] < began and ended < run["end"] for began, ended in served), run
+async def test_a_slow_plugin_runs_while_requests_go_on_with_the_current_token(cluster, cluster_clock, tmp_path):
+    clock = cluster_clock
+    kubeconfig, plugin = exec_kubeconfig(cluster, tmp_path, lifetime=LIFETIME, clock=clock, gated=True)
+    settings = await load_settings(str(kubeconfig), clock=clock)
+    requests = Requests(settings)
+    first = f"Bearer {plugin.runs()[0]['token']}"
+    plugin.hold()  # the next run takes until the test says
+    clock.advance(3.375)  # into the renewal window (3.2 to 3.6 s): the first request starts the run
+    assert await requests.whoami() == (201, "plugin-user")
+    await until(lambda: plugin.starts() == 2, what="the plugin's second run")
+    # The run goes on, and requests are answered meanwhile, with the current token.
+    results = await asyncio.gather(*(requests.whoami() for _ in range(3)))
+    assert results == [(201, "plugin-user")] * 3
+    assert await settings.credentials.authorization() == first
+    assert len(plugin.runs()) == 1
+    plugin.release()
+    clock.advance(0.25)  # the last tenth: requests wait for the run
+    assert await settings.credentials.authorization() == f"Bearer {plugin.runs()[1]['token']}"
+    assert await requests.whoami() == (201, "plugin-user")
+    assert (requests.unauthorized, plugin.starts()) == (0, 2)
 
 
 async def test_closing_stops_a_run_in_progress(cluster, tmp_path):
-    kubeconfig, plugin = exec_kubeconfig(cluster, tmp_path, delay=0.1)
+    kubeconfig, plugin = exec_kubeconfig(cluster, tmp_path, gated=True)
     settings = await load_settings(str(kubeconfig))
-    (tmp_path / "plugin.py").write_text(plugin.path.read_text().replace('os.environ["PLUGIN_DELAY"]', '"30"'))
-    renewal = asyncio.ensure_future(settings.credentials.unauthorized())  # a run that would take 30 s
-    await asyncio.sleep(0.3)  # the process started
+    plugin.hold()  # the next run does not end on its own
+    renewal = asyncio.ensure_future(settings.credentials.unauthorized())
+    await until(lambda: plugin.starts() == 2, what="the plugin's process to start")
     assert not renewal.done()
     await asyncio.wait_for(settings.credentials.close(), 5)
     with pytest.raises(asyncio.CancelledError):
