@@ -12,11 +12,14 @@ never breaks the first one's kubectl session. A `--host` that is not a loopback 
 warning naming what it exposes.
 
 With `--apply FILE...` the objects in the files are created, each job's phase and replica states
-are printed as they change, and the command exits when every job has finished:
+are printed as they change, and the command exits when every job has finished. An object the server refuses
+(or a document that is no object) is reported and the others are still created and followed to their end, as
+`kubectl apply` applies the rest of its files and exits 1 (submit.py):
 
-    0    every job applied succeeded (or none was applied)
-    1    a job failed or was deleted, or a file could not be applied, or a command the cluster needs (openssl)
-         is missing (one `genericjob-controller local: error:` line naming it and how to install it)
+    0    every job applied succeeded (or none was applied), and nothing was refused
+    1    a job failed or was deleted, or an object was refused, or a file could not be read (nothing applied),
+         or a command the cluster needs (openssl) is missing (one `genericjob-controller local: error:` line
+         naming it and how to install it)
     2    --timeout passed first, or a flag is wrong (one `genericjob-controller local: error:` line)
     130  interrupted (SIGINT or SIGTERM)
     141  its output was closed (`| head` has read enough), as a program that SIGPIPE ends
@@ -51,7 +54,7 @@ from controller.devtools.local_metrics import exposure_warning as metrics_exposu
 from controller.devtools.local_pod_logs import keep_pod_logs
 from controller.devtools.local_webhook import LocalWebhook
 from controller.devtools.progress import JobProgress, is_job, plural
-from controller.devtools.submit import ManifestError, Submitter, describe, load_manifests
+from controller.devtools.submit import Manifest, ManifestError, Submitter, create_all, describe, load_manifests
 from controller.devtools.terminal import Terminal
 from controller.jobs.execution.config import JobConfig
 from controller.jobs.schema import crd
@@ -60,7 +63,6 @@ from controller.runtime import logs
 from controller.runtime.flags import BooleanFlag, add_log_level_deps, port, positive_int
 from controller.runtime.manager import USER_AGENT
 from controller.runtime.metrics import RequestMetrics
-from informers import ApiStatusError
 from kubeclient.loading import load_settings
 from kubeclient.rest import RestClient
 from localcluster import LocalCluster
@@ -83,8 +85,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--apply", nargs="+", metavar="FILE",
                         help="create the objects in these YAML files (multi-document; a directory: its YAML files; "
                              "- for stdin), print each job's progress, exit when all have finished "
-                             "(0: all succeeded, 1: otherwise); without it, serve until Ctrl-C and print the "
-                             "progress of every job that appears")
+                             "(0: all succeeded, 1: otherwise); an object the server refuses is reported and the "
+                             "others still run (exit code 1, as kubectl apply's); without it, serve until Ctrl-C and "
+                             "print the progress of every job that appears")
     parser.add_argument("--timeout", type=_positive_seconds, metavar="SECONDS",
                         help="with --apply: give up after this long (exit code 2) (default: wait for ever)")
     parser.add_argument("--logs", action=BooleanFlag, default=False,
@@ -161,7 +164,7 @@ def usage_error(message: str) -> int:
 
 async def run(args: argparse.Namespace, terminal: Terminal | None = None) -> int:
     try:  # a file that cannot be read is reported before anything starts
-        objects = load_manifests(args.apply) if args.apply else None
+        manifests = load_manifests(args.apply) if args.apply else None
     except ManifestError as exc:
         say(f"error: {exc}")
         return EXIT_FAILED
@@ -186,7 +189,7 @@ async def run(args: argparse.Namespace, terminal: Terminal | None = None) -> int
         except UsageError as exc:
             return usage_error(str(exc))
         try:
-            return await _with_cluster(cluster, args, objects, stop)
+            return await _with_cluster(cluster, args, manifests, stop)
         except UsageError as exc:
             return usage_error(str(exc))
         finally:
@@ -250,7 +253,7 @@ def _on_signals(handler: Callable[[], object]) -> list[int]:
     return installed
 
 
-async def _with_cluster(cluster: LocalCluster, args: argparse.Namespace, objects: list[dict] | None,
+async def _with_cluster(cluster: LocalCluster, args: argparse.Namespace, manifests: list[Manifest] | None,
                         stop: asyncio.Event) -> int:
     say(f"localcluster listening on {cluster.url} (pods run as local processes: images are ignored)")
     runner = cluster.runner
@@ -271,14 +274,14 @@ async def _with_cluster(cluster: LocalCluster, args: argparse.Namespace, objects
         say(warning)
     try:
         say(f"kubeconfig for kubectl: export KUBECONFIG={kubeconfig}")
-        return await _run_controller(kubeconfig, cluster, args, objects, stop)
+        return await _run_controller(kubeconfig, cluster, args, manifests, stop)
     finally:
         if args.kubeconfig_out is None:  # this instance's own: it would point at a server that is gone
             kubeconfig.unlink(missing_ok=True)
 
 
 async def _run_controller(kubeconfig: Path, cluster: LocalCluster, args: argparse.Namespace,
-                          objects: list[dict] | None, stop: asyncio.Event) -> int:
+                          manifests: list[Manifest] | None, stop: asyncio.Event) -> int:
     # The client reads the file just written: if it works for us, it works for kubectl.
     settings = await load_settings(str(kubeconfig))
     metrics = LocalMetrics()
@@ -298,8 +301,8 @@ async def _run_controller(kubeconfig: Path, cluster: LocalCluster, args: argpars
                     "genericjob-controller, failurePolicy Fail; --no-webhook turns it off)")
             if args.metrics_address is not None:
                 await _serve_metrics(metrics, args.metrics_address, controller.problems)
-            if objects is not None:
-                return await _apply_and_follow(api_client, objects, args, stop)
+            if manifests is not None:
+                return await _apply_and_follow(api_client, manifests, args, stop)
             return await _serve_and_follow(api_client, cluster, args, stop)
         finally:
             await metrics.stop()
@@ -366,28 +369,26 @@ def _needed_crds() -> set[str]:
             if doc}
 
 
-async def _apply_and_follow(api_client: RestClient, objects: list[dict], args: argparse.Namespace,
+async def _apply_and_follow(api_client: RestClient, manifests: list[Manifest], args: argparse.Namespace,
                             stop: asyncio.Event) -> int:
     progress = JobProgress(api_client, follow_logs=args.logs)
     # Watching starts before anything is created, so no phase change is missed.
     await progress.start(SYNC_TIMEOUT)
     try:
-        say(f"{READY} the controller is running{_webhook_words(args)}; applying {plural(len(objects), 'object')}")
+        say(f"{READY} the controller is running{_webhook_words(args)}; applying {plural(len(manifests), 'object')}")
         started = time.monotonic()
-        submitter = Submitter(api_client)
-        for obj in objects:
-            try:
-                created = await submitter.create(obj)
-            except ApiStatusError as exc:
-                say(f"error: {describe(obj)}: {exc.message or exc}")
-                return EXIT_FAILED
-            progress.emit(f"created {describe(created)}")
-            if is_job(created):
-                progress.track(created)
+
+        def created(obj: dict) -> None:
+            progress.emit(f"created {describe(obj)}")
+            if is_job(obj):
+                progress.track(obj)
+
+        refusals = await create_all(Submitter(api_client), manifests, created, lambda text: say(f"error: {text}"))
         progress.submitted_all()
         if not progress.tracked:
             say("no job to follow")
-            return EXIT_OK
+            _say_refused(refusals)
+            return EXIT_FAILED if refusals else EXIT_OK
         outcome = await _first_of(progress.wait(), stop.wait(), _deadline(args.timeout, started))
         took = time.monotonic() - started
         if outcome == "timeout":
@@ -398,13 +399,22 @@ async def _apply_and_follow(api_client: RestClient, objects: list[dict], args: a
             say(f"finished in {took:.1f}s:")
         for line in progress.summary():
             say(line)
+        _say_refused(refusals)
         if outcome == "timeout":
             return EXIT_TIMEOUT
         if outcome == "stop":
             return EXIT_INTERRUPTED
-        return EXIT_OK if progress.succeeded() else EXIT_FAILED
+        return EXIT_OK if progress.succeeded() and not refusals else EXIT_FAILED
     finally:
         await progress.stop()
+
+
+def _say_refused(refusals: list[str]) -> None:
+    """Each refusal again, last: said as it came, it may be far above, among the progress lines."""
+    if refusals:
+        say(f"{plural(len(refusals), 'object')} not applied:")
+        for text in refusals:
+            say(f"  {text}")
 
 
 async def _deadline(timeout: float | None, started: float) -> None:

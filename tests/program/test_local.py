@@ -193,11 +193,44 @@ def test_a_bad_manifest_exits_1_with_the_reason(tmp_path):
     typo = write(tmp_path, "typo.yaml", job_yaml("typo", "exit 0", successRulez="[]"))
     done = run_local(tmp_path, "--apply", str(typo))
     assert done.returncode == 1
-    assert 'error: genericjob.batch.tensorstack.dev/typo: ' in done.stdout
+    assert f"error: {typo}: genericjob.batch.tensorstack.dev/typo: " in done.stdout
     assert "successRulez" in done.stdout
+    assert "no job to follow" in done.stdout
     missing = run_local(tmp_path, "--apply", str(tmp_path / "nowhere.yaml"))
     assert missing.returncode == 1
     assert f"error: {tmp_path / 'nowhere.yaml'}: No such file or directory" in missing.stdout
+
+
+def test_a_refused_file_is_reported_and_every_valid_object_still_runs_to_its_end(tmp_path):
+    """`--apply bad.yaml good.yaml` (issue 42): as `kubectl apply -f bad.yaml -f good.yaml`, every object the server
+    takes is created (the valid document of the refused file too) and followed to its end; each refusal names its
+    file and the field, as it comes and again last; the exit code is 1."""
+    bad = write(tmp_path, "bad.yaml", "---\n".join([
+        job_yaml("refused", "exit 0", failureRules="[{chief: [0]}]"),  # the webhook: no such replica type
+        job_yaml("beside", "exit 0"),
+    ]))
+    broken = write(tmp_path, "broken.yaml", "\n---\n".join([
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: before}\n",
+        "metadata: {name: kindless}\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: after\n  oops: [\n",
+    ]))
+    good = write(tmp_path, "good.yaml", job_yaml("good", "exit 0"))
+    done = run_local(tmp_path, "--apply", str(bad), str(broken), str(good), timeout=30)
+    assert done.returncode == 1, done.stdout + done.stderr
+    refused = (f'{bad}: genericjob.batch.tensorstack.dev/refused: admission webhook '
+               '"genericjobs.batch.tensorstack.dev" denied the request: spec.failureRules[0]: replica type "chief" '
+               "is not in spec.replicaSpecs")
+    kindless = f"{broken} (document 2): not a Kubernetes object (apiVersion and kind are required)"
+    assert f"\nerror: {refused}\n" in done.stdout and f"\nerror: {kindless}\n" in done.stdout
+    not_yaml = f"{broken}: not valid YAML: line 12, column 7: expected ',' or '}}', but got ':'"
+    assert f"\nerror: {not_yaml}\n" in done.stdout
+    assert "created configmap/before" in done.stdout
+    for name in ("beside", "good"):
+        assert progress(done.stdout, name)[-1] == ("Succeeded", "worker-0 Succeeded"), done.stdout
+    assert not progress(done.stdout, "refused")
+    summary = done.stdout[done.stdout.index("finished in"):]
+    assert summary.endswith(f"\nall 2 jobs succeeded\n3 objects not applied:\n  {refused}\n  {kindless}\n"
+                            f"  {not_yaml}\n"), summary
 
 
 async def test_interrupting_an_apply_run_exits_130_and_stops_the_pods(tmp_path):
@@ -264,10 +297,13 @@ def test_manifests_load_lists_and_directories_and_reject_non_objects(tmp_path):
                               "items:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}\n")
     write(tmp_path, "b.yml", "---\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n---\n")
     write(tmp_path, "notes.txt", "not a manifest")
-    assert [o["metadata"]["name"] for o in load_manifests([str(tmp_path)])] == ["x", "team"]
-    write(tmp_path, "bad.yaml", "kind: ConfigMap\n")
-    with pytest.raises(ManifestError, match="apiVersion and kind are required"):
-        load_manifests([str(tmp_path / "bad.yaml")])
+    assert [m.obj["metadata"]["name"] for m in load_manifests([str(tmp_path)]) if m.obj] == ["x", "team"]
+    bad = write(tmp_path, "bad.yaml", "kind: ConfigMap\n---\napiVersion: v1\nkind: Secret\nmetadata: {}\n")
+    assert [(m.source, m.obj, m.problem) for m in load_manifests([str(bad)])] == [
+        (str(bad), None, f"{bad} (document 1): not a Kubernetes object (apiVersion and kind are required)"),
+        (str(bad), None, f"{bad} (document 2): Secret has no metadata.name")]
+    with pytest.raises(ManifestError, match="No such file or directory"):  # nothing is applied
+        load_manifests([str(tmp_path / "a.yaml"), str(tmp_path / "nowhere.yaml")])
 
 
 def test_many_replicas_are_counted_by_phase():
