@@ -60,7 +60,7 @@ from controller.jobs.execution.config import JobConfig
 from controller.jobs.schema import crd
 from controller.kinds import registry
 from controller.runtime import logs
-from controller.runtime.flags import BooleanFlag, add_log_level_deps, port, positive_int
+from controller.runtime.flags import BooleanFlag, add_log_level_deps, port, port_taken, positive_int
 from controller.runtime.manager import USER_AGENT
 from controller.runtime.metrics import RequestMetrics
 from kubeclient.loading import load_settings
@@ -95,7 +95,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to serve the Kubernetes API on")
     parser.add_argument("--port", type=port, default=None,
                         help=f"port to serve the Kubernetes API on; 0 picks a free one (default: {DEFAULT_PORT}, or a "
-                             f"free one when {DEFAULT_PORT} is taken)")
+                             f"free one when {DEFAULT_PORT} is taken; a --port given that is taken is an error)")
     parser.add_argument("--kubeconfig-out", type=Path, default=None, metavar="FILE",
                         help=f"where to write the kubeconfig for kubectl (default: {KUBECONFIG_DIR}/kubeconfig-PORT, "
                              "removed at exit)")
@@ -106,6 +106,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="serve the controller's validating admission webhook and register it in the cluster, so "
                              "`kubectl apply` of an invalid job is refused as on a cluster; --no-webhook: jobs are "
                              "admitted and the controller fails an invalid one with InvalidSpec")
+    parser.add_argument("--webhook-port", type=port, default=None,
+                        help="port of 127.0.0.1 to serve the admission webhook on; 0 picks a free one (default: a free "
+                             "one; a --webhook-port given that is taken is an error)")
     parser.add_argument("--workers", type=positive_int, default=4, help="concurrent reconciles")
     parser.add_argument("--metrics-address", type=metrics_address, default=None, metavar="ADDR",
                         help="serve the controller's Prometheus /metrics (the page `run` serves) on HOST:PORT, or "
@@ -119,6 +122,8 @@ def validate(args: argparse.Namespace) -> None:
     """Checks across flags; ValueError says what is wrong (the CLI reports it as a usage error)."""
     if args.timeout is not None and not args.apply:
         raise ValueError("--timeout needs --apply (it bounds the wait for the applied jobs)")
+    if args.webhook_port is not None and not args.webhook:
+        raise ValueError("--webhook-port needs the webhook (--no-webhook turns it off)")
 
 
 def _directory(text: str) -> Path:
@@ -231,10 +236,10 @@ async def _serve(args: argparse.Namespace) -> LocalCluster:
     return cluster
 
 
-def _bind_error(host: str, port_number: int, exc: OSError) -> str:
-    """Why the API cannot be served on host:port, and which flag to change."""
+def _bind_error(host: str, port_number: int, exc: OSError, flag: str = "--port") -> str:
+    """Why the API (or, `flag` --webhook-port, the webhook) cannot be served on host:port, and which flag to change."""
     if exc.errno == errno.EADDRINUSE:
-        return f"port {port_number} on {host} is in use: choose another --port (0 picks a free one)"
+        return port_taken(port_number, host, flag)
     # aiohttp's message repeats the address; the system's own words are shorter.
     reason = os.strerror(exc.errno) if not isinstance(exc, socket.gaierror) and exc.errno else exc.strerror or exc
     if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
@@ -294,10 +299,10 @@ async def _run_controller(kubeconfig: Path, cluster: LocalCluster, args: argpars
         controller = registry.make_controller(controller_client, JobConfig(
             workers=args.workers, shutdown_timeout=5.0, restart_backoff=LOCAL_RESTART_BACKOFF), metrics.registry)
         await controller.start(sync_timeout=SYNC_TIMEOUT)
-        webhook = LocalWebhook(api_client, metrics.registry) if args.webhook else None
+        webhook = LocalWebhook(api_client, metrics.registry, args.webhook_port or 0) if args.webhook else None
         try:
             if webhook is not None:  # before the ready line: whatever is applied from then on is judged
-                say(f"admission webhook: https://{await webhook.start()} (ValidatingWebhookConfiguration "
+                say(f"admission webhook: https://{await _start_webhook(webhook)} (ValidatingWebhookConfiguration "
                     "genericjob-controller, failurePolicy Fail; --no-webhook turns it off)")
             if args.metrics_address is not None:
                 await _serve_metrics(metrics, args.metrics_address, controller.problems)
@@ -309,6 +314,13 @@ async def _run_controller(kubeconfig: Path, cluster: LocalCluster, args: argpars
             await controller.stop()
             if webhook is not None:
                 await webhook.stop()
+
+
+async def _start_webhook(webhook: LocalWebhook) -> str:
+    try:
+        return await webhook.start()
+    except OSError as exc:  # only an explicit --webhook-port can be taken (0 picks a free one)
+        raise UsageError(_bind_error(webhook.host, webhook.port, exc, "--webhook-port")) from None
 
 
 async def _serve_metrics(metrics: LocalMetrics, address: str, problems) -> None:

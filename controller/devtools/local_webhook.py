@@ -138,19 +138,23 @@ def serving_pair(directory: Path, namespace: str = NAMESPACE, service: str = SER
 
 
 class LocalWebhook:
-    """The webhook of `local`: started on a free loopback port with its own pair, then wired into the cluster."""
+    """The webhook of `local`: started on a loopback port (`port`, 0: a free one, `local`'s default) with its own
+    pair, then wired into the cluster."""
 
-    def __init__(self, rest: RestClient, metrics_registry=None) -> None:
-        self.rest, self.metrics_registry = rest, metrics_registry
+    host = "127.0.0.1"  # the cluster reaches it through the Service's endpoints, written with this address
+
+    def __init__(self, rest: RestClient, metrics_registry=None, port: int = 0) -> None:
+        self.rest, self.metrics_registry, self.port = rest, metrics_registry, port
         self.webhook: Webhook | None = None
         self.address: str | None = None
         self._dir: str | None = None
 
     async def start(self) -> str:
-        """The address served ("127.0.0.1:PORT"), once the configuration is in place."""
+        """The address served ("127.0.0.1:PORT"), once the configuration is in place; OSError when the port is
+        taken."""
         self._dir = tempfile.mkdtemp(prefix="genericjob-local-webhook-")  # 0700: the key is this user's
         bundle = serving_pair(Path(self._dir))
-        self.webhook = admission.make_webhook(None, WebhookConfig(port=0, host="127.0.0.1", cert_dir=self._dir),
+        self.webhook = admission.make_webhook(None, WebhookConfig(port=self.port, host=self.host, cert_dir=self._dir),
                                               self.metrics_registry, kinds=registry.select())
         self.address = await self.webhook.start()
         await wire(self.rest, int(self.address.rpartition(":")[2]), ca_bundle=bundle)

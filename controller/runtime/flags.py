@@ -43,6 +43,12 @@ def port(text: str) -> int:
     return value
 
 
+def port_taken(port_number: int, host: str, flag: str) -> str:
+    """The error of a port another program listens on, naming the flag that chooses another (`local`'s --port and
+    --webhook-port: the same words, so a user who met one knows the other)."""
+    return f"port {port_number} on {host} is in use: choose another {flag} (0 picks a free one)"
+
+
 # argparse names a failed conversion after the type function: "invalid port value: '70000'".
 boolean.__name__ = "boolean (true or false)"
 positive_int.__name__ = "positive integer"
@@ -97,4 +103,4 @@ class HelpFormatter(argparse.HelpFormatter):
 
 
 __all__ = ["FALSE", "TRUE", "BooleanFlag", "HelpFormatter", "add_log_level_deps", "boolean", "non_negative", "port",
-           "positive_int"]
+           "port_taken", "positive_int"]

@@ -59,6 +59,8 @@ def listening(port: int = 0, host: str = "127.0.0.1"):
     (["--workers", "0"], "argument --workers: invalid positive integer value: '0'"),
     (["--crds", "/nonexistent"], "argument --crds: /nonexistent is not a directory"),
     (["--timeout", "5"], "--timeout needs --apply"),
+    (["--webhook-port", "9443", "--no-webhook"], "--webhook-port needs the webhook (--no-webhook turns it off)"),
+    (["--webhook-port", "-1"], "argument --webhook-port: invalid port (0 to 65535) value: '-1'"),
     (["--logs=maybe"], "argument --logs: invalid boolean (true or false) value: 'maybe'"),
     (["--log-level-deps", "loud"], "argument --log-level-deps: invalid choice: 'loud'"),
     (["--port", "0", "--host", DOCUMENTATION_ADDRESS],
@@ -92,6 +94,15 @@ def test_an_explicit_port_that_is_taken_is_an_error_not_a_surprise(tmp_path):
     assert done.returncode == 2
     assert done.stderr.strip() == (f"genericjob-controller local: error: port {port} on 127.0.0.1 is in use: "
                                    "choose another --port (0 picks a free one)")
+
+
+def test_an_explicit_webhook_port_that_is_taken_is_an_error_too(tmp_path):
+    with listening() as port:
+        done = run_local(tmp_path, "--port", "0", "--webhook-port", str(port))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip() == (f"genericjob-controller local: error: port {port} on 127.0.0.1 is in use: "
+                                   "choose another --webhook-port (0 picks a free one)")
+    assert not list((tmp_path / ".cache").glob("kubeconfig-*"))  # written before the webhook, removed as it stops
 
 
 # --- the default port, one kubeconfig per instance ------------------------------------------------------

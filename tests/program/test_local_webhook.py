@@ -117,6 +117,20 @@ async def test_kubectl_apply_of_invalid_jobs_and_edits_is_refused_in_a_local_run
         await local.line(r"edited\s+Succeeded")
 
 
+async def test_the_webhook_serves_on_the_port_chosen_and_the_cluster_calls_it_there(tmp_path):
+    with socket.socket() as probe:  # a port free now
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    async with LocalProcess(tmp_path, "--port", "0", "--webhook-port", str(port)) as local:
+        await local.line(rf"^admission webhook: https://127\.0\.0\.1:{port} ")
+        kubectl = Kubectl(local.kubeconfig, tmp_path)
+        endpoints = await kubectl.ok("get", "endpointslice", f"{SERVICE}-local", "-n", NAMESPACE, "-o",
+                                     "jsonpath={.ports[0].port}")
+        assert endpoints.out == str(port)
+        done = await apply(kubectl, tmp_path, generic("unknown-type", failureRules=[{"chief": [0]}]))
+        assert done.code == 1 and 'spec.failureRules[0]: replica type "chief" is not in' in done.err, done.err
+
+
 async def test_no_webhook_admits_an_invalid_job_and_the_controller_fails_it(tmp_path):
     async with LocalProcess(tmp_path, "--port", "0", "--no-webhook") as local:
         assert "its admission webhook off (--no-webhook)" in (await local.line(r"^ready: ")).string
