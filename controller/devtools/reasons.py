@@ -10,6 +10,12 @@ reason (Evicted...); for a pending one, each container's wait (reason and messag
 latest Warning Event about the pod (a wait that no container status shows, such as a missing
 volume source). What `kubectl describe pod` would show, condensed to a phrase. A failed pod's log is
 read too, for what only a local run meets: a port another replica took (port_collision.py).
+
+A pod someone deleted (`kubectl delete pod`) ends Failed too, its containers stopped by SIGTERM (exit 143): that
+code is not why it ended, so it is said as the engine's Restarting Event and Failed condition say it, "pod was
+deleted". Such a pod is known by its deletion having been asked before it ended: it is first seen Failed with a
+deletionTimestamp already set. A pod that failed by itself is seen Failed first, and only then deleted by the
+controller, which retires it (restart.py): its exit code stays its reason.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ EVENTS = Resource("", "v1", "events")
 # Waits every container goes through on its way to running: nothing to explain.
 ON_ITS_WAY = frozenset({"ContainerCreating", "PodInitializing"})
 EXPLAINED_PHASES = frozenset({"Pending", "Failed", "Unknown"})  # replica phases whose reason is worth printing
+DELETED = "pod was deleted"  # the engine's words for it (controller/jobs/decisions/restart.py, cause.py)
 
 
 def pod_reason(pod: dict, failed: bool, warning: str = "") -> str:
@@ -96,6 +103,7 @@ class ReplicaReasons:
         # state explains its replica until the replica has a pod of its own again.
         self._pods: dict[tuple[str, str], dict] = {}
         self._warnings: dict[str, str] = {}  # pod uid -> its latest Warning Event, as "Reason: message"
+        self._deleted: dict[str, bool] = {}  # failed pod uid -> its deletion was asked before it ended
         factory.informer(PODS).add_handler(on_add=self._pod, on_update=lambda _old, new: self._pod(new),
                                            on_delete=self._pod)
         factory.informer(EVENTS).add_handler(on_add=self._event, on_update=lambda _old, new: self._event(new))
@@ -107,8 +115,11 @@ class ReplicaReasons:
         pod = self._pod_of(namespace, record)
         if pod is None:
             return ""
-        reason = pod_reason(pod, record["phase"] != "Pending", self._warnings.get(record.get("uid", ""), ""))
-        note = self._log_notes.get(record.get("uid", "")) if record["phase"] != "Pending" else ""
+        failed = record["phase"] != "Pending"
+        if failed and self._deleted.get(pod["metadata"].get("uid", "")):
+            return DELETED  # its exit code (SIGTERM's 143) and its log say nothing of why it ended
+        reason = pod_reason(pod, failed, self._warnings.get(record.get("uid", ""), ""))
+        note = self._log_notes.get(record.get("uid", "")) if failed else ""
         return "; ".join(part for part in (note, reason) if part)
 
     def output_tail(self, record: dict) -> list[str]:
@@ -142,8 +153,10 @@ class ReplicaReasons:
             self._warnings.pop(old["metadata"].get("uid", ""), None)
         self._pods[key] = pod
         uid = meta.get("uid", "")
-        if self._read_log is not None and (pod.get("status") or {}).get("phase") == "Failed" \
-                and uid not in self._log_notes:
+        failed = (pod.get("status") or {}).get("phase") == "Failed"
+        if failed and uid not in self._deleted:  # as first seen Failed: later, the controller's delete is on it too
+            self._deleted[uid] = bool(meta.get("deletionTimestamp"))
+        if self._read_log is not None and failed and uid not in self._log_notes:
             self._log_notes[uid] = None
             task = asyncio.get_running_loop().create_task(self._read_failed_log(pod))
             self._reading.add(task)

@@ -11,14 +11,17 @@ import socket
 
 from controller.devtools.port_collision import collision, declared_ports
 from controller.devtools.reasons import pod_reason
+from tests.localcluster.kubectl import Kubectl
 
+from .subprocesses import LocalProcess
 from .test_local import progress, run_local, write
 
 
-def job(name: str, container: str, replicas: int = 1, volumes: str = "", rules: str = "") -> str:
+def job(name: str, container: str, replicas: int = 1, volumes: str = "", rules: str = "", policy: str = "") -> str:
     return (f"apiVersion: batch.tensorstack.dev/v1beta1\nkind: GenericJob\nmetadata: {{name: {name}}}\nspec:\n"
             f"{rules}  replicaSpecs:\n  - type: worker\n    replicas: {replicas}\n"
-            f"    template: {{spec: {{containers: [{container}]{volumes}}}}}\n")
+            + (f"    {policy}\n" if policy else "")
+            + f"    template: {{spec: {{containers: [{container}]{volumes}}}}}\n")
 
 
 def summary_of(stdout: str) -> str:
@@ -74,6 +77,35 @@ def test_many_failed_replicas_are_explained_up_to_five(tmp_path):
     summary = summary_of(done.stdout)
     explained = re.findall(r"^    worker-\d Failed \(exit 4\)$", summary, re.MULTILINE)
     assert len(explained) == 5 and "\n    and 4 more\n" in summary, summary
+
+
+async def test_a_pod_deleted_by_kubectl_is_said_deleted_not_by_its_sigterm_exit_code(tmp_path):
+    """`kubectl delete pod` of a running replica (issue 42): its SIGTERM's exit code 143 is not why it ended. The
+    line says "pod was deleted", the Restarting Event's words, under a policy that replaces it and under one
+    that does not (the job fails). (A replica that fails by itself, then is retired, keeps its exit code:
+    tests/program/test_local.py's restart example.)"""
+    wait = "trap 'exit 143' TERM; while true; do sleep 0.05; done"  # as a program that SIGTERM ends
+    manifest = write(tmp_path, "deleted.yaml", "---\n".join([
+        job("replaced", f"{{name: main, image: x, command: [sh, -c, \"{wait}\"]}}",
+            policy="restartPolicy: {policy: OnFailure, limit: 1}"),
+        job("ended", f"{{name: main, image: x, command: [sh, -c, \"{wait}\"]}}"),
+    ]))
+    async with LocalProcess(tmp_path, "--port", "0", "--apply", str(manifest), ready=r"^ready: ") as local:
+        kubectl = Kubectl(local.kubeconfig, tmp_path)
+        for name in ("replaced", "ended"):
+            await local.line(rf"  {name}\s+Running\s+worker-0 Running$")
+            await kubectl.ok("delete", "pod", f"{name}-worker-0", "--wait=false")
+        await local.line(r"  replaced\s+\w+\s+worker-0 Failed \(pod was deleted, 1 restart\)$")
+        await local.line(r"  replaced\s+Running\s+worker-0 Running \(1 restart\)$")
+        await local.line(r"  ended\s+Failed\s+worker-0 Failed \(pod was deleted\)$")
+        events = await kubectl.ok("get", "events", "--field-selector", "involvedObject.name=replaced", "-o",
+                                  "jsonpath={.items[*].message}")
+        assert "Restarting replica replaced-worker-0 (restart 1 of 1): pod was deleted" in events.out, events.out
+        await kubectl.ok("delete", "pod", "replaced-worker-0", "--wait=false")  # its last restart used: it fails
+        await local.line(r"  replaced\s+Failed\s+worker-0 Failed \(pod was deleted, 1 restart\)$")
+        await local.line(r"^2 Failed of 2 jobs$")
+        assert "    worker-0 Failed (pod was deleted, 1 restart)" in local.lines  # the summary's, for `replaced`
+        assert not [line for line in local.lines if "143" in line], "\n".join(local.lines)
 
 
 def test_pod_reasons_read_like_kubectl_describe():
