@@ -9,6 +9,7 @@ does against a real cluster.
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -124,10 +125,26 @@ async def test_rollout_status_waits_for_pods_that_never_get_ready(kubectl, clust
 
 async def test_scale_and_rollout_status_of_a_genericjob_fail_as_on_a_cluster(kubectl, namespace):
     await kubectl.ok("apply", "-f", "-", stdin=manifest(job("train")))
-    # No scale subresource in its CRD: apiextensions-apiserver answers NotFound naming the object.
+    # No scale subresource in its CRD (a job has a count per replica type, not one): kubectl finds the job, then
+    # PATCHes its /scale, which kube-apiserver's CRD handler answers, for a subresource the CRD does not declare,
+    # with NotFound naming the object (apiextensions-apiserver's customresource_handler.go: NewNotFound of the
+    # resource and the name), not with "the server could not find the requested resource" of a path no API serves.
+    scaled = await kubectl.run("scale", "gj", "train", "--replicas=2", "-v=6")
+    requests = re.findall(r'"Response" verb="(\w+)" url="[^"?]*/genericjobs/(train(?:/scale)?)[?"].* status="([^"]+)"',
+                          scaled.err)
+    assert requests == [("GET", "train", "200 OK"), ("PATCH", "train/scale", "404 Not Found")], scaled.err
     scaled = await kubectl.run("scale", "gj", "train", "--replicas=2")
-    assert (scaled.code, scaled.err) == (
-        1, f'Error from server (NotFound): genericjobs.{GROUP} "train" not found\n')
+    not_found = f'Error from server (NotFound): genericjobs.{GROUP} "train" not found'
+    assert (scaled.code, scaled.err) == (1, f"{not_found}\n")
+    # The user guide quotes that answer, and the way to scale a replica type instead, which works.
+    guide = (ROOT / "docs" / "user-guide.md").read_text()
+    assert not_found.replace("train", "NAME") in guide
+    command = ("kubectl patch gj NAME --type=json "
+               """-p '[{"op": "replace", "path": "/spec/replicaSpecs/0/replicas", "value": 3}]'""")
+    assert command in (ROOT / "docs" / "live-jobs.md").read_text()
+    await kubectl.ok(*shlex.split(command.replace("NAME", "train"))[1:])
+    got = await kubectl.ok("get", "gj", "train", "-o", "jsonpath={.spec.replicaSpecs[0].replicas}")
+    assert got.out == "3"
     # kubectl's own refusal, before any request: its scheme does not know the kind.
     status = await kubectl.run("rollout", "status", "gj/train")
     assert status.code == 1
