@@ -40,7 +40,6 @@ import contextlib
 import errno
 import os
 import signal
-import socket
 import sys
 import tempfile
 import time
@@ -60,7 +59,7 @@ from controller.jobs.execution.config import JobConfig
 from controller.jobs.schema import crd
 from controller.kinds import registry
 from controller.runtime import logs
-from controller.runtime.flags import BooleanFlag, add_log_level_deps, port, port_taken, positive_int
+from controller.runtime.flags import BooleanFlag, add_log_level_deps, bind_error, port, positive_int
 from controller.runtime.manager import USER_AGENT
 from controller.runtime.metrics import RequestMetrics
 from kubeclient.loading import load_settings
@@ -232,21 +231,8 @@ async def _serve(args: argparse.Namespace) -> LocalCluster:
             await cluster.start()
     except OSError as exc:
         await cluster.stop()
-        raise UsageError(_bind_error(args.host, cluster.port, exc)) from None
+        raise UsageError(bind_error(args.host, cluster.port, exc)) from None
     return cluster
-
-
-def _bind_error(host: str, port_number: int, exc: OSError, flag: str = "--port") -> str:
-    """Why the API (or, `flag` --webhook-port, the webhook) cannot be served on host:port, and which flag to change."""
-    if exc.errno == errno.EADDRINUSE:
-        return port_taken(port_number, host, flag)
-    # aiohttp's message repeats the address; the system's own words are shorter.
-    reason = os.strerror(exc.errno) if not isinstance(exc, socket.gaierror) and exc.errno else exc.strerror or exc
-    if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
-        return f"cannot serve on {host}: {reason} (--host must be a name or address of this machine)"
-    if exc.errno == errno.EACCES:
-        return f"cannot serve on port {port_number}: {reason} (ports below 1024 need privileges)"
-    return f"cannot serve on {host}:{port_number}: {reason}"
 
 
 def _on_signals(handler: Callable[[], object]) -> list[int]:
@@ -320,7 +306,7 @@ async def _start_webhook(webhook: LocalWebhook) -> str:
     try:
         return await webhook.start()
     except OSError as exc:  # only an explicit --webhook-port can be taken (0 picks a free one)
-        raise UsageError(_bind_error(webhook.host, webhook.port, exc, "--webhook-port")) from None
+        raise UsageError(bind_error(webhook.host, webhook.port, exc, "--webhook-port")) from None
 
 
 async def _serve_metrics(metrics: LocalMetrics, address: str, problems) -> None:

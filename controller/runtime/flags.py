@@ -9,6 +9,9 @@ the text already says what the default is.
 from __future__ import annotations
 
 import argparse
+import errno
+import os
+import socket
 
 from controller.runtime.logs import LEVELS
 
@@ -43,10 +46,18 @@ def port(text: str) -> int:
     return value
 
 
-def port_taken(port_number: int, host: str, flag: str) -> str:
-    """The error of a port another program listens on, naming the flag that chooses another (`local`'s --port and
-    --webhook-port: the same words, so a user who met one knows the other)."""
-    return f"port {port_number} on {host} is in use: choose another {flag} (0 picks a free one)"
+def bind_error(host: str, port_number: int, exc: OSError, flag: str = "--port") -> str:
+    """Why `local` cannot serve on host:port (its API on --port, its webhook on --webhook-port), and which flag to
+    change: a port taken is said in the same words for both flags, so a user who met one knows the other."""
+    if exc.errno == errno.EADDRINUSE:
+        return f"port {port_number} on {host} is in use: choose another {flag} (0 picks a free one)"
+    # aiohttp's message repeats the address; the system's own words are shorter.
+    reason = os.strerror(exc.errno) if not isinstance(exc, socket.gaierror) and exc.errno else exc.strerror or exc
+    if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+        return f"cannot serve on {host}: {reason} (--host must be a name or address of this machine)"
+    if exc.errno == errno.EACCES:
+        return f"cannot serve on port {port_number}: {reason} (ports below 1024 need privileges)"
+    return f"cannot serve on {host}:{port_number}: {reason}"
 
 
 # argparse names a failed conversion after the type function: "invalid port value: '70000'".
@@ -102,5 +113,5 @@ class HelpFormatter(argparse.HelpFormatter):
         return super()._format_action_invocation(action)
 
 
-__all__ = ["FALSE", "TRUE", "BooleanFlag", "HelpFormatter", "add_log_level_deps", "boolean", "non_negative", "port",
-           "port_taken", "positive_int"]
+__all__ = ["FALSE", "TRUE", "BooleanFlag", "HelpFormatter", "add_log_level_deps", "bind_error", "boolean",
+           "non_negative", "port", "positive_int"]
