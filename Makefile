@@ -69,8 +69,7 @@ test: install install-torch install-tensorflow
 	$(BIN)/python scripts/install_system_packages.py
 	$(BIN)/python scripts/install_kubectl.py --dest $(BIN)
 	$(BIN)/ruff check .
-	$(BIN)/mypy
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
 
 # The edit-run loop: every test not marked `slow` (tests/conftest.py marks those that start the programs, kubectl or
 # a pod's processes as processes, run a real framework, or the engine's long model test). The full suite is `make test`'s.
