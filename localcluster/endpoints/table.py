@@ -13,11 +13,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 
 from ..kubelet import nodes
 from ..storage.resources import ResourceType
-from . import endpoint_cells
+from . import endpoint_cells, jsonpath
 
 META_GROUP = "meta.k8s.io"
 NAME_DOC = "Name must be unique within a namespace. More info: https://kubernetes.io/docs/concepts/overview/" \
@@ -97,74 +97,53 @@ def age(timestamp: str | None) -> str:
     return human_duration((datetime.now(UTC) - then).total_seconds())
 
 
-def go_string(value) -> str:
-    """fmt.Sprintf("%v") of a decoded JSON value, as CRD string columns are rendered."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() and abs(value) < 1e21 else repr(value)
-    if isinstance(value, dict):
-        return "map[" + " ".join(f"{k}:{go_string(v)}" for k, v in sorted(value.items())) + "]"
-    if isinstance(value, list):
-        return "[" + " ".join(go_string(v) for v in value) + "]"
-    return "<nil>" if value is None else str(value)
+_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?(Z|[+-]\d{2}:\d{2})", re.ASCII)
 
 
-# --- JSONPath, the subset printer columns use ----------------------------------------------
-
-_STEP = re.compile(r"""\.([^.\[\]]+)          # .field
-                       |\[(\*|-?\d+)\]          # [*] or [index]
-                       |\[['"]([^'"]+)['"]\]     # ['field']
-                       |\[\?\(@\.([\w.\-/]+)\s*==\s*['"]([^'"]*)['"]\)\]  # [?(@.key=="value")]
-                    """, re.VERBOSE)
-
-
-def jsonpath(obj, path: str) -> list:
-    """Values at `.a.b`, `[0]`, `[*]`, `['key.with.dots']` and `[?(@.type=="Ready")]` steps."""
-    path = path.strip()
-    if path.startswith("{") and path.endswith("}"):
-        path = path[1:-1]
-    values = [obj]
-    pos = 0
-    while pos < len(path):
-        step = _STEP.match(path, pos)
-        if step is None:
-            return []
-        pos = step.end()
-        field, index, quoted, filter_key, filter_value = step.groups()
-        values = [v for value in values for v in _step(value, field or quoted, index, filter_key, filter_value)]
-    return values
+def date_cell(text: str) -> str:
+    """A `date` column's cell: metav1.Time's query parameter form (RFC 3339; empty or `null` is no time) as the
+    age since then."""
+    if text in ("", "null"):
+        return "<unknown>"
+    match = _RFC3339.fullmatch(text)
+    if match is None:
+        return "<invalid>"
+    *parts, _, zone = match.groups()
+    if zone != "Z" and int(zone[4:]) > 59:
+        return "<invalid>"
+    offset = timedelta(0) if zone == "Z" else (1 if zone[0] == "+" else -1) * timedelta(
+        hours=int(zone[1:3]), minutes=int(zone[4:]))
+    try:
+        then = datetime(*map(int, parts), tzinfo=timezone(offset))
+    except ValueError:
+        return "<invalid>"
+    if then == datetime(1, 1, 1, tzinfo=UTC):
+        return "<unknown>"  # Go's zero time
+    return human_duration((datetime.now(UTC) - then).total_seconds())
 
 
-def _step(value, field: str | None, index: str | None, filter_key: str | None, filter_value: str | None) -> list:
-    if field is not None:
-        return [value[field]] if isinstance(value, dict) and field in value else []
-    if not isinstance(value, list):
-        return []
-    if index == "*":
-        return list(value)
-    if index is not None:
-        i = int(index)
-        return [value[i]] if -len(value) <= i < len(value) else []
-    return [item for item in value if jsonpath(item, "." + filter_key) == [filter_value]]
-
-
-def _crd_cell(obj: dict, column: dict):
-    """As apiextensions-apiserver's tableconvertor renders additionalPrinterColumns."""
-    found = jsonpath(obj, column.get("jsonPath", ""))
-    if not found or found[0] is None:
+def _crd_cell(obj: dict, nodes: tuple, kind: str):
+    """As apiextensions-apiserver's tableconvertor renders a printer column: the first value of the first result,
+    none (or an error) an empty cell; a string column prints it as client-go's PrintResults does, the other
+    types take it only if it is one of theirs."""
+    try:
+        results = jsonpath.find_results(nodes, obj)
+    except jsonpath.Failed:
         return None
-    value, kind = found[0], column.get("type", "string")
+    if not results or not results[0]:
+        return None
+    value = results[0][0]
     if kind == "string":
-        return go_string(value)
-    if kind == "date":
-        return age(value) if isinstance(value, str) else None
-    if kind == "integer" and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return int(value)
-    if kind == "number" and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value
-    if kind == "boolean" and isinstance(value, bool):
-        return value
+        return jsonpath.print_result(value)
+    value = jsonpath.number(value)
+    if isinstance(value, bool):
+        return value if kind == "boolean" else None
+    if kind == "integer" and type(value) in (int, float):  # not a byte of a string: Go's uint8
+        return int(value) if -jsonpath.INT64 <= value < jsonpath.INT64 else -jsonpath.INT64  # Go's int64(float)
+    if kind == "number" and type(value) in (int, float):
+        return float(value)
+    if kind == "date" and isinstance(value, str):
+        return date_cell(value)
     return None
 
 
@@ -346,23 +325,42 @@ BUILTIN_COLUMNS: dict[tuple[str, str], list[Column]] = {
 }
 
 
+CRD_COLUMN_DOC = "Custom resource definition column (in JSONPath format): {}"
+DEFAULT_CRD_COLUMNS = [{"name": "Age", "type": "date", "description": AGE_DOC,
+                        "jsonPath": ".metadata.creationTimestamp"}]
+
+
+def _crd_columns(rt: ResourceType) -> list[tuple[dict, tuple]]:
+    """The CRD version's printer columns (Age if it lists none) with their parsed paths. As tableconvertor.New,
+    the columns stop before the first path client-go does not parse (kube-apiserver logs it and serves the
+    columns before it)."""
+    out = []
+    for column in rt.printer_columns or DEFAULT_CRD_COLUMNS:
+        try:
+            out.append((column, jsonpath.parse("{" + str(column.get("jsonPath", "")) + "}")))
+        except jsonpath.JSONPathError:
+            break
+    return out
+
+
 def _columns(rt: ResourceType) -> list[Column]:
     if rt.crd_name is None:
         return BUILTIN_COLUMNS.get(rt.storage_key, [NAME, AGE])
-    # A CRD version without printer columns shows Age; with them, exactly them (Age only if listed).
-    printer = rt.printer_columns or [{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
     return [NAME, *((c["name"], c.get("type", "string"), int(c.get("priority") or 0),
-                     lambda o, c=c: _crd_cell(o, c)) for c in printer)]
+                     lambda o, nodes=nodes, kind=c.get("type", "string"): _crd_cell(o, nodes, kind))
+                    for c, nodes in _crd_columns(rt))]
 
 
 def column_definitions(rt: ResourceType) -> list[dict]:
-    docs = {c["name"]: c for c in rt.printer_columns}
+    if rt.crd_name is not None:
+        return [{"name": "Name", "type": "string", "format": "name", "description": NAME_DOC, "priority": 0},
+                *({"name": c["name"], "type": c.get("type", "string"), "format": c.get("format", ""),
+                   "description": c.get("description") or CRD_COLUMN_DOC.format(c.get("jsonPath", "")),
+                   "priority": int(c.get("priority") or 0)} for c, _ in _crd_columns(rt))]
     out = []
     for name, kind, priority, _ in _columns(rt):
-        printer = docs.get(name, {})
-        fmt = "name" if (name, kind) == ("Name", "string") and not printer else printer.get("format", "")
-        description = printer.get("description") or (NAME_DOC if name == "Name" else AGE_DOC if name == "Age"
-                                                      else "")
+        fmt = "name" if (name, kind) == ("Name", "string") else ""
+        description = NAME_DOC if name == "Name" else AGE_DOC if name == "Age" else ""
         out.append({"name": name, "type": kind, "format": fmt, "description": description, "priority": priority})
     return out
 

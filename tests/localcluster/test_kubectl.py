@@ -15,7 +15,7 @@ import yaml
 from google.protobuf import empty_pb2
 from google.protobuf.unknown_fields import UnknownFieldSet
 
-from localcluster.endpoints.table import go_string, human_duration, jsonpath
+from localcluster.endpoints.table import human_duration
 from tests.builders import JobBuilder
 from tests.waiting import until
 
@@ -433,12 +433,6 @@ async def test_table_watch_sends_columns_once(cluster, crd, custom):
 
 
 def test_printer_helpers():
+    """The age of `kubectl get`; the printer columns' JSONPath: test_jsonpath.py."""
     assert [human_duration(s) for s in (-5, 0, 119, 120, 610, 3 * 3600, 9 * 3600, 50 * 3600, 400 * 86400)] == [
         "<invalid>", "0s", "119s", "2m", "10m", "3h", "9h", "2d2h", "400d"]
-    obj = {"status": {"conditions": [{"type": "A", "status": "False"}, {"type": "Ready", "status": "True"}]},
-           "metadata": {"annotations": {"a.b/c": "x"}}, "spec": {"n": [1, 2]}}
-    assert jsonpath(obj, '.status.conditions[?(@.type=="Ready")].status') == ["True"]
-    assert jsonpath(obj, ".metadata.annotations['a.b/c']") == ["x"]
-    assert jsonpath(obj, ".spec.n[*]") == [1, 2] and jsonpath(obj, ".spec.n[-1]") == [2]
-    assert jsonpath(obj, ".spec.missing.deeper") == []
-    assert [go_string(v) for v in (True, 3.0, 1.5, [1, "a"], {"b": 1})] == ["true", "3", "1.5", "[1 a]", "map[b:1]"]
