@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from controller.jobs.children.podgroup import podgroup_crd
+from controller.jobs.schema import crd as generic
 from controller.kinds import registry
 from controller.kinds.genericjob import crd
 from controller.kinds.genericjob.models import GenericJob
@@ -83,7 +84,22 @@ def test_names_scope_subresources_and_columns():
         ("Age", "date", ".metadata.creationTimestamp", 0),
         ("Started", "date", ".status.startTime", 1),
         ("Completed", "date", ".status.completionTime", 1),
+        ("Message", "string", '.status.conditions[?(@.type=="Failed")].message', 1),
     ]
+
+
+def test_every_kind_has_the_engines_columns_with_why_it_failed():
+    """Every registered kind's CRD prints the engine's columns (schema/crd.py's job_columns): `-o wide`'s MESSAGE,
+    the Failed condition's message, for each (issue 42)."""
+    kinds = {kind.api.kind for kind in registry.KINDS.values()}
+    printed = {}
+    for text in registry.crd_files().values():
+        definition = yaml.safe_load(text)
+        if definition["spec"]["names"]["kind"] in kinds:
+            printed[definition["spec"]["names"]["kind"]] = definition["spec"]["versions"][0]["additionalPrinterColumns"]
+    assert printed == dict.fromkeys(kinds, generic.job_columns())
+    [message] = [c for c in generic.job_columns() if c["name"] == "Message"]
+    assert (message["priority"], message["jsonPath"]) == (1, '.status.conditions[?(@.type=="Failed")].message')
 
 
 @pytest.mark.parametrize("definition", [crd.genericjob_crd(), podgroup_crd()], ids=["genericjob", "podgroup"])

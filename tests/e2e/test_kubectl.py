@@ -12,7 +12,7 @@ import yaml
 
 from tests.localcluster.kubectl import Kubectl
 
-from .conftest import FAIL, FOREVER, QUICK, genericjob, phase, status
+from .conftest import FAIL, FOREVER, QUICK, condition, genericjob, phase, status
 from .test_tensorflow import tfjob
 
 PENDING = {"start_after": 3600}  # a pod the kubelet has not started: Pending for the whole test
@@ -49,10 +49,15 @@ async def test_get_shows_phase_ready_restarts_and_reason_and_wide_adds_the_times
     }
 
     wide = (await kubectl.ok("get", "gj", "-o", "wide")).table()
-    assert list(wide["done"]) == ["NAME", "PHASE", "READY", "RESTARTS", "REASON", "AGE", "STARTED", "COMPLETED"]
+    assert list(wide["done"]) == ["NAME", "PHASE", "READY", "RESTARTS", "REASON", "AGE", "STARTED", "COMPLETED",
+                                  "MESSAGE"]
     assert re.fullmatch(r"\d+s", wide["done"]["STARTED"]) and re.fullmatch(r"\d+s", wide["done"]["COMPLETED"])
     assert wide["running"]["COMPLETED"] == "" and re.fullmatch(r"\d+s", wide["running"]["STARTED"])
     assert re.fullmatch(r"\d+s", wide["invalid"]["COMPLETED"])
+    # MESSAGE: the Failed condition's; False, it says so (test_start_error.py: a failed job's).
+    assert {name: row["MESSAGE"] for name, row in wide.items() if name != "invalid"} == dict.fromkeys(
+        ["pending", "running", "restarted", "done"], "The job has not failed.")
+    assert wide["invalid"]["MESSAGE"] == condition(await jobs.get("invalid"), "Failed")["message"]
 
 
 async def test_get_tftj_shows_the_same_columns(cluster, tf_controller, tfjobs, kubectl):

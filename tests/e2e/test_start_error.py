@@ -1,7 +1,8 @@
 """A job whose command does not exist (issue 42), end to end: pods run as processes, as `local` runs them, and
 localcluster's kubelet reports the StartError as a kubelet with containerd does. The job says why on itself, in the
-runtime's words condensed: the Failed condition, its Warning Event, the Restarting Events, `kubectl describe`;
-`kubectl get`'s REASON keeps the specification's reason."""
+runtime's words condensed: the Failed condition, its Warning Event, the Restarting Events, `kubectl describe`, and
+`kubectl get -o wide`'s MESSAGE (the Failed condition's message); `kubectl get`'s REASON keeps the specification's
+reason, and its columns without `-o wide` are those they were."""
 
 from __future__ import annotations
 
@@ -53,8 +54,14 @@ async def test_a_command_that_does_not_exist_fails_the_job_saying_why(cluster, c
     assert terminated.message.startswith("failed to create containerd task: ")
     assert terminated.message.endswith(f"unable to start container process: {EXEC}: unknown")
 
-    row = (await kubectl.ok("get", "gj", "no-train")).table()["no-train"]
-    assert (row["PHASE"], row["REASON"]) == ("Failed", "ReplicaFailed")
+    table = (await kubectl.ok("get", "gj", "no-train")).table()
+    assert list(table["no-train"].items()) == [("NAME", "no-train"), ("PHASE", "Failed"), ("READY", "0/1"),
+                                               ("RESTARTS", "0"), ("REASON", "ReplicaFailed"),
+                                               ("AGE", table["no-train"]["AGE"])]
+    wide = (await kubectl.ok("get", "gj", "no-train", "-o", "wide")).table()["no-train"]
+    assert list(wide) == ["NAME", "PHASE", "READY", "RESTARTS", "REASON", "AGE", "STARTED", "COMPLETED", "MESSAGE"]
+    assert (wide["REASON"], wide["MESSAGE"]) == ("ReplicaFailed", message)
+    assert EXEC in wide["MESSAGE"]
     described = (await kubectl.ok("describe", "gj", "no-train")).out
     assert f"    Message:               {message}\n    Reason:                ReplicaFailed\n" in described
     assert message in described[described.index("\nEvents:"):]

@@ -1,7 +1,7 @@
 """The user guide's "Why did my job fail?" (docs/user-guide.md): its example (examples/why-failed.yaml) run with
-pods as processes, as `local` runs them, and what the guide shows of `kubectl get` and `kubectl describe` checked
-against the real kubectl's output, line by line (ages and times aside). tests/program/test_readme.py runs the
-section's commands."""
+pods as processes, as `local` runs them, and what the guide shows of `kubectl get` (`-o wide` too: its MESSAGE) and
+`kubectl describe` checked against the real kubectl's output, line by line (ages and times aside).
+tests/program/test_readme.py runs the section's commands."""
 
 from __future__ import annotations
 
@@ -77,8 +77,8 @@ def normal(line: str) -> str:
 
 
 async def test_the_readmes_excerpts_are_what_kubectl_shows(cluster, controller, kubectl):
-    assert [args[0] for args in commands()] == ["apply", "wait", "wait", "get", "describe"]
-    assert len(shown()) >= 15
+    assert [args[0] for args in commands()] == ["apply", "wait", "wait", "get", "get", "describe"]
+    assert len(shown()) >= 18
 
     async def run_all() -> list[str] | None:
         outputs = []

@@ -265,9 +265,16 @@ def status_schema(kind: str, records: str) -> dict:
     })
 
 
+FAILED_MESSAGE = '.status.conditions[?(@.type=="Failed")].message'
+
+
 def job_columns() -> list[dict]:
     """`kubectl get` of a job, of any kind: what a Deployment's and a Job's columns tell, from the status.
-    `-o wide` adds when the job started and finished."""
+    `-o wide` adds when the job started and finished, and the Failed condition's message: REASON keeps the
+    specification's words (ReplicaFailed), MESSAGE says why (the replica, its exit code and reason, what the
+    runtime said of a command that could not start). A job that has not failed has the condition too, False,
+    saying so; one the controller has not seen yet, none (an empty cell). One filter, as cert-manager's and
+    Flux's Ready columns: the API server's JSONPath has no `&&`, so the type selects it, not its status."""
     return [
         {"name": "Phase", "type": "string", "jsonPath": ".status.phase",
          "description": "Pending, Running, Paused, Resuming, Succeeded, Failed or Unknown."},
@@ -283,6 +290,10 @@ def job_columns() -> list[dict]:
          "description": "When the job started running."},
         {"name": "Completed", "type": "date", "jsonPath": ".status.completionTime", "priority": 1,
          "description": "When the job finished."},
+        {"name": "Message", "type": "string", "jsonPath": FAILED_MESSAGE, "priority": 1,
+         "description": "Why the job failed (the Failed condition's message: the rule met, the first failed replica, "
+                        "its exit code and reason, the runtime's words for a command that could not start); "
+                        "`The job has not failed.` otherwise."},
     ]
 
 
