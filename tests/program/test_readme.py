@@ -359,7 +359,7 @@ async def test_the_kubeconfig_order_of_the_readme_and_help_is_the_codes(tmp_path
     (tmp_path / ".kube" / "config").write_text(kubeconfig.read_text())
     chosen = []
 
-    async def in_cluster_settings() -> ClientSettings:
+    async def in_cluster_settings(clock: object = None) -> ClientSettings:  # load_settings passes its clock
         chosen.append("in-cluster")
         return ClientSettings("https://10.96.0.1:443", credentials=None, source="in-cluster")
 
