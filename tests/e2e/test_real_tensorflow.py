@@ -21,10 +21,16 @@ ROOT = EXAMPLES.parent
 TF_BIN = ROOT / ".venv-tf" / "bin"
 
 
+# Whether the `python3` first on PATH finds the package (not importing it: TensorFlow's import takes seconds of CPU,
+# which the pods spend anyway; an installed TensorFlow that cannot be imported fails their run, its error in the
+# output the test prints).
+INSTALLED = "import importlib.util, sys; sys.exit(importlib.util.find_spec(sys.argv[1]) is None)"
+
+
 @pytest.fixture
 def tensorflow_on_path(monkeypatch):
     monkeypatch.setenv("PATH", f"{TF_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    found = subprocess.run(["python3", "-c", "import tensorflow"], capture_output=True, text=True, timeout=120)
+    found = subprocess.run(["python3", "-c", INSTALLED, "tensorflow"], capture_output=True, text=True, timeout=120)
     assert found.returncode == 0, f"TensorFlow is not installed in {TF_BIN.parent} (make install-tensorflow): " \
                                   f"{found.stderr[-2000:]}"
 

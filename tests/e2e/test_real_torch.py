@@ -1,6 +1,6 @@
 """Real PyTorch over the pod network: `genericjob-controller local --apply` of DDP and torchrun jobs running
 examples/pytorch/train.py (gloo, c10d rendezvous by the names the controller gives), beside stdlib TensorFlow-style
-and GenericJob jobs, all in one run; and the two real examples as they are.
+and GenericJob jobs, all in one run; and each of the two real examples as it is, in a run of its own.
 
 PyTorch must be installed where the interpreter running the tests is (CI installs it: requirements-torch.lock):
 the pods find `python3` and `torchrun` first on PATH, in that interpreter's directory.
@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.e2e.test_real_tensorflow import INSTALLED
 from tests.program.test_local import EXAMPLES, progress, run_local
 from tests.program.test_local_network import apply_all, generic_job, tensorflow_job
 
@@ -27,10 +28,10 @@ STEPS = {"name": "STEPS", "value": "5"}  # train.py's training steps: few, the r
 
 @pytest.fixture
 def torch_on_path(monkeypatch):
-    """PATH with this interpreter's directory first (its python3 and torchrun), which must import torch."""
+    """PATH with this interpreter's directory first (its python3 and torchrun), which must have torch installed."""
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     monkeypatch.setenv("PATH", path)
-    found = subprocess.run(["python3", "-c", "import torch"], capture_output=True, text=True, timeout=60)
+    found = subprocess.run(["python3", "-c", INSTALLED, "torch"], capture_output=True, text=True, timeout=60)
     assert found.returncode == 0, f"PyTorch is not installed for {sys.executable}: {found.stderr}"
 
 
@@ -63,13 +64,15 @@ def test_eight_jobs_of_every_kind_talk_over_the_pod_network_at_once(tmp_path, to
 
 
 @pytest.mark.timeout(180)
-def test_the_real_pytorch_examples_succeed(tmp_path, torch_on_path):
-    done = run_local(tmp_path, "--logs", "--timeout", "150", "--apply", str(EXAMPLES / "pytorch-ddp-real.yaml"),
-                     str(EXAMPLES / "pytorch-torchrun-real.yaml"), cwd=ROOT, timeout=170)
+@pytest.mark.parametrize(("name", "job", "master", "world"), [
+    pytest.param("pytorch-ddp-real.yaml", "ddp-real", "master-0", 2, id="ddp-real"),
+    pytest.param("pytorch-torchrun-real.yaml", "torchrun-real", "worker-0", 4, id="torchrun-real")])
+def test_the_real_pytorch_examples_succeed(tmp_path, torch_on_path, name, job, master, world):
+    """Each example as it is, in a run of its own (the eight jobs above run several of them at once)."""
+    done = run_local(tmp_path, "--logs", "--timeout", "150", "--apply", str(EXAMPLES / name), cwd=ROOT, timeout=170)
     assert done.returncode == 0, done.stdout + done.stderr
-    for job, master, world in (("ddp-real", "master-0", 2), ("torchrun-real", "worker-0", 4)):
-        assert progress(done.stdout, job)[-1][0] == "Succeeded", done.stdout
-        line = rf"{job}\s+\S+ \| rank 0 of {world} on {job}-\S+: .* parameters equal on every rank"
-        assert re.search(line, done.stdout), done.stdout  # rank 0 speaks for all: the others may be deleted first
-        assert f"The master replica {job}-{master} has succeeded." in done.stdout
-    assert done.stdout.rstrip().endswith("all 2 jobs succeeded")
+    assert progress(done.stdout, job)[-1][0] == "Succeeded", done.stdout
+    line = rf"{job}\s+\S+ \| rank 0 of {world} on {job}-\S+: .* parameters equal on every rank"
+    assert re.search(line, done.stdout), done.stdout  # rank 0 speaks for all: the others may be deleted first
+    assert f"The master replica {job}-{master} has succeeded." in done.stdout
+    assert done.stdout.rstrip().endswith("1 job succeeded")

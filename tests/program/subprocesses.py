@@ -249,7 +249,8 @@ class LocalProcess:
         self.process = await asyncio.create_subprocess_exec(
             *self.argv, cwd=self.cwd, env=self.env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         self._reader = asyncio.get_running_loop().create_task(self._read())
-        await self.line(self.ready, timeout=20)
+        # Generous: a loaded machine (the suite's workers beside it) may take long to start it; a ready one goes on.
+        await self.line(self.ready, timeout=120)
         return self
 
     async def __aexit__(self, *exc) -> None:

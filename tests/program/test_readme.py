@@ -1,17 +1,21 @@
 """The documentation's commands, run as written: a newcomer follows them line by line.
 
 Every ```sh block of README.md and then of the pages of docs/ (PAGES, in reading order: the README's Quick
-start leaves `local` running for the user guide) runs here, in order, from the repository's root, except the
-blocks and lines listed in NOT_RUN_BLOCKS and NOT_RUN_LINES, each with the reason (a real cluster, this suite
-itself, minutes of benchmark). The README's Quick start has two terminals; so has the test:
+start leaves `local` running for the user guide) runs here, from the repository's root, except the blocks and
+lines listed in NOT_RUN_BLOCKS and NOT_RUN_LINES, each with the reason (a real cluster, this suite itself,
+minutes of benchmark). The README's Quick start has two terminals; so has the test:
 
 - a block that starts a server (`genericjob-controller local` without `--apply`, `localcluster serve`)
-  runs in the background, as in a terminal of its own, until the next server or the end, then gets
+  runs in the background, as in a terminal of its own, until the blocks that use it have run, then gets
   Ctrl-C (SIGINT) and must exit 0;
 - a block that sets KUBECONFIG runs against the last server started: its `$PWD/.cache/...` path is
   replaced by the kubeconfig that server wrote (`local` may have found 6443 taken; a test must not
   overwrite a file of the developer's);
 - any other block runs to its end and must exit 0.
+
+The blocks run in parts (Part), each a test, side by side: a server's block with the blocks that use it, in
+reading order (the Quick start's server serves the user guide's kubectl too); every other block alone.
+test_the_parts_run_every_block_once_in_reading_order checks that none is left out.
 
 Substituted, and only this: `localcluster serve`'s `--kubeconfig-out` (a temporary file), and kubectl's
 discovery cache (a temporary directory, so that no port another test used answers from a stale cache).
@@ -84,6 +88,13 @@ SERVERS = {  # how a server command says it is ready
 class Block:
     text: str
     page: Path = README
+    number: int = 0  # its place among the page's shell blocks, from 1
+    line: int = 0  # one command of a block, run apart (Part): its place among the block's commands, from 1
+
+    @property
+    def place(self) -> tuple[int, int, int]:
+        """Where it is read: page, block, command."""
+        return PAGES.index(self.page), self.number, self.line
 
     @property
     def commands(self) -> list[str]:
@@ -108,7 +119,7 @@ def fenced(page: Path, language: str) -> list[str]:
 
 def blocks() -> list[Block]:
     """Every shell block of the pages, in reading order."""
-    return [Block(text, page) for page in PAGES for text in fenced(page, "sh")]
+    return [Block(text, page, number) for page in PAGES for number, text in enumerate(fenced(page, "sh"), 1)]
 
 
 def test_every_page_with_commands_or_examples_is_run():
@@ -139,25 +150,116 @@ def test_the_lists_of_what_is_not_run_name_real_blocks():
     assert any("kubectl" in " ".join(b.commands) for b in runnable)
 
 
+def run_commands(block: Block) -> list[str]:
+    """The block's commands that are run: without NOT_RUN_LINES'."""
+    return [c for c in block.commands if c not in NOT_RUN_LINES]
+
+
+def runnable() -> list[Block]:
+    """The blocks that are run, in reading order: not NOT_RUN_BLOCKS', not empty without NOT_RUN_LINES'."""
+    return [block for block in blocks() if not not_run_reason(block) and run_commands(block)]
+
+
+def server_ready(block: Block) -> str | None:
+    """What the block's server prints once ready, when the block starts a server."""
+    first = run_commands(block)[0]
+    return next((ready for pattern, ready in SERVERS.items() if re.search(pattern, first)), None)
+
+
+# A command that runs a cluster, applies its files and exits when their jobs have finished: it depends on no
+# command before it and leaves nothing behind for the next (its own cluster, port, kubeconfig and pod addresses).
+RUN_TO_END = r"genericjob-controller local .*--apply "
+
+
+def apart(block: Block) -> list[Block]:
+    """A block whose commands are each a RUN_TO_END alone on its line: each command, a block of its own; any other
+    block, whole."""
+    lines = [line for line in block.text.splitlines() if command(line) and command(line) not in NOT_RUN_LINES]
+    if len(lines) > 1 and "\\\n" not in block.text and all(re.search(RUN_TO_END, command(line)) for line in lines):
+        return [Block(line + "\n", block.page, block.number, number) for number, line in enumerate(lines, 1)]
+    return [block]
+
+
+@dataclass
+class Part:
+    """Blocks run together, in reading order, as one test: a server's block with every block that sets KUBECONFIG
+    (and so runs against the last server started) up to the next server's; any other block alone, or each of its
+    commands alone when they are RUN_TO_END's (apart). The parts are independent (each `local` finds its own port,
+    each test has its own temporary files) and run side by side."""
+
+    blocks: list[Block]
+
+    @property
+    def name(self) -> str:
+        """Its first block's page and place among the page's shell blocks (and command's in the block)."""
+        first = self.blocks[0]
+        return f"{first.page.stem}-{first.number}" + (f".{first.line}" if first.line else "")
+
+    @property
+    def commands(self) -> list[str]:
+        return [c for block in self.blocks for c in run_commands(block)]
+
+
+def parts() -> list[Part]:
+    found: list[Part] = []
+    server: Part | None = None
+    for block in runnable():
+        if "KUBECONFIG=" in block.script and not server_ready(block):
+            assert server is not None, f"no server for: {block.text}"
+            server.blocks.append(block)
+            continue
+        found.extend(Part([alone]) for alone in apart(block))
+        if server_ready(block):
+            server = found[-1]
+    return found
+
+
+def test_the_parts_run_every_block_once_in_reading_order():
+    """Every command of every block that is run is in exactly one part, in reading order within it; a block setting
+    KUBECONFIG is in the part of the last server started before it (the Quick start's server serves the user
+    guide's kubectl too); any other block is alone, or each of its commands when they are RUN_TO_END's; what the
+    Quick start promises is among them."""
+    order = runnable()
+    found = parts()
+    every = sorted(((block.place, c) for part in found for block in part.blocks for c in run_commands(block)),
+                   key=lambda placed: placed[0])  # stable: a block's commands stay in its order
+    assert [c for _, c in every] == [c for block in order for c in run_commands(block)]
+    servers = [block.place for block in order if server_ready(block)]
+    for part in found:
+        places = [block.place for block in part.blocks]
+        assert places == sorted(places), part.name
+        if server_ready(part.blocks[0]):
+            for block in part.blocks[1:]:
+                assert "KUBECONFIG=" in block.script and not server_ready(block), (part.name, block.text)
+                assert max(s for s in servers if s < block.place) == places[0], (part.name, block.text)
+        else:
+            [block] = part.blocks
+            assert "KUBECONFIG=" not in block.script, part.name
+            assert not block.line or re.search(RUN_TO_END, block.text), part.name
+    assert len({part.name for part in found}) == len(found)
+    ran = [command for part in found for command in part.commands]
+    for wanted in ("make local", ".venv/bin/genericjob-controller local",
+                   ".venv/bin/kubectl apply -f examples/restart-on-failure.yaml",
+                   ".venv/bin/genericjob-controller local --logs --apply examples/tensorflow-multi-worker.yaml",
+                   ".venv/bin/kubectl run demo --image=busybox --restart=Never -- sleep 1"):
+        assert wanted in ran, ran
+
+
 @pytest.mark.timeout(600)
-async def test_the_readmes_commands_work_as_written(tmp_path):
+@pytest.mark.parametrize("part", parts(), ids=lambda part: part.name)
+async def test_the_readmes_commands_work_as_written(part, tmp_path):
     env = {**os.environ, "KUBECACHEDIR": str(tmp_path / "kubectl-cache"), "KUBERC": "off",
            "TMPDIR": str(tmp_path)}  # the pods' $TMPDIR (the restart example's marker)
     server: LocalProcess | None = None
     kubeconfig: Path | None = None
     ran: list[str] = []
     try:
-        for index, block in enumerate(blocks()):
-            if not_run_reason(block):
-                continue
-            commands = [c for c in block.commands if c not in NOT_RUN_LINES]
-            if not commands:
-                continue
-            ready = next((ready for pattern, ready in SERVERS.items() if re.search(pattern, commands[0])), None)
+        for index, block in enumerate(part.blocks):
+            commands = run_commands(block)
+            ready = server_ready(block)
             if ready:
                 assert len(commands) == 1, f"a server's block holds only the server: {block.text}"
-                if server is not None:
-                    await _stop(server)
+                assert server is None, f"one server a part: {block.text}"
                 serve, kubeconfig = _server_command(commands[0], tmp_path / f"kubeconfig-{index}")
                 server = await LocalProcess(ROOT, argv=["bash", "-c", f"exec {serve}"], env=env,
                                             ready=ready).__aenter__()
@@ -176,12 +278,7 @@ async def test_the_readmes_commands_work_as_written(tmp_path):
     finally:
         if server is not None:
             await server.__aexit__(None, None, None)
-    # What the Quick start promised was seen: the first terminal followed the job applied with kubectl.
-    for wanted in ("make local", ".venv/bin/genericjob-controller local",
-                   ".venv/bin/kubectl apply -f examples/restart-on-failure.yaml",
-                   ".venv/bin/genericjob-controller local --logs --apply examples/tensorflow-multi-worker.yaml",
-                   ".venv/bin/kubectl run demo --image=busybox --restart=Never -- sleep 1"):
-        assert wanted in ran, ran
+    assert ran == part.commands  # every command of every block of the part
 
 
 def _server_command(command: str, kubeconfig: Path) -> tuple[str, Path | None]:
@@ -203,12 +300,22 @@ async def _run(script: str, env: dict[str, str]) -> tuple[int, str]:
 
 async def _stop(server: LocalProcess) -> None:
     """Ctrl-C, as the README says."""
+    own = _read(server.kubeconfig) if any("export KUBECONFIG=" in line for line in server.lines) else None
     code = await server.stop(signal.SIGINT)
     output = "\n".join(server.lines) + server.err.decode(errors="replace")
     assert code == 0, output
     if any("restart-on-failure" in line for line in server.lines):  # the Quick start's server
         assert any(re.search(r"finished: restart-on-failure\s+Succeeded", line) for line in server.lines), output
-        assert not server.kubeconfig.exists()  # its own kubeconfig, gone with it
+        # Its own kubeconfig, gone with it (a `local` run beside this test may since have taken its port, and so
+        # written a kubeconfig of its own at that path).
+        assert own is not None and _read(server.kubeconfig) != own
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
 
 
 def make_dry_run(*arguments: str) -> list[list[str]]:
@@ -252,7 +359,7 @@ async def test_the_kubeconfig_order_of_the_readme_and_help_is_the_codes(tmp_path
     (tmp_path / ".kube" / "config").write_text(kubeconfig.read_text())
     chosen = []
 
-    async def in_cluster_settings(**_given: object) -> ClientSettings:  # the clock load_settings passes on
+    async def in_cluster_settings(clock: object = None) -> ClientSettings:  # load_settings passes its clock
         chosen.append("in-cluster")
         return ClientSettings("https://10.96.0.1:443", credentials=None, source="in-cluster")
 

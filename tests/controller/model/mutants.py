@@ -73,7 +73,8 @@ MUTANTS = [
            'if not run_mode.paused and old.get("phase") != JobPhase.PAUSED:', "if not run_mode.paused:",
            "paused time counts: the deadline is judged by the old startTime in the reconcile that resumes"),
     Mutant("deadline-clock-kept-at-resume", "controller.jobs.decisions.run",
-           'resumed = old.get("phase") == JobPhase.PAUSED and old.get("startTime")', "resumed = False",
+           'start = now if old.get("phase") == JobPhase.PAUSED else old.get("startTime") or now',
+           'start = old.get("startTime") or now',
            "paused time counts: startTime is not restarted at resume"),
     Mutant("deadline-runs-while-paused", "controller.jobs.decisions.plan",
            'if not run_mode.paused and old.get("phase") != JobPhase.PAUSED:', "if True:",
@@ -127,18 +128,20 @@ def _functions(old, new, module_name: str):
 
 
 def run_model(examples: int) -> str | None:
-    """Run the model (no shrinking: the first failure found is enough); the failure's first line, or None."""
+    """Run the model as CI does, `examples` split among the same shards (shards.py), one after the other until one
+    fails (no shrinking: the first failure found is enough); the failure's first line, or None."""
     from hypothesis import HealthCheck, Phase, settings
     from hypothesis.stateful import run_state_machine_as_test
 
-    from tests.controller.model.machine import EngineModel
-    try:
-        run_state_machine_as_test(EngineModel, settings=settings(
-            max_examples=examples, stateful_step_count=50, derandomize=True, database=None, deadline=None,
-            phases=[Phase.explicit, Phase.generate], print_blob=False,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))
-    except AssertionError as err:
-        return str(err).splitlines()[0]
+    from tests.controller.model import shards
+    for seed, share in shards.plan(examples):
+        try:
+            run_state_machine_as_test(shards.machine(seed), settings=settings(
+                max_examples=share, stateful_step_count=50, derandomize=True, database=None, deadline=None,
+                phases=[Phase.explicit, Phase.generate], print_blob=False,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))
+        except AssertionError as err:
+            return str(err).splitlines()[0]
     return None
 
 
