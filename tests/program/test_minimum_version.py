@@ -14,13 +14,14 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 
 from controller.jobs.schema.crd import MANIFEST_DIR
 from localcluster.validation import cel_versions, crd_cel
 from localcluster.validation.cel_ast import parse
 from localcluster.validation.cel_cost import K8S_1_28
 from localcluster.validation.cel_types import Checker, decl_type
+
+from .manifests_support import load_file
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCTION = ("apimachinery", "kubeclient", "informers", "workqueue", "controller")  # what `run` imports (not devtools)
@@ -62,8 +63,10 @@ def first_served(group_version: str, kind: str = "") -> tuple[int, int]:
 
 
 def crds() -> dict[str, dict]:
-    return {name: yaml.safe_load((MANIFEST_DIR / name).read_text())
-            for name in ("genericjob.yaml", "tensorflowtrainingjob.yaml", "podgroup.yaml")}
+    found = {}
+    for name in ("genericjob.yaml", "tensorflowtrainingjob.yaml", "podgroup.yaml"):
+        [found[name]] = load_file(MANIFEST_DIR / name)  # parsed once (libyaml): the CRDs are large
+    return found
 
 
 def _schemas_with_rules(node: dict, root: bool = True):
