@@ -10,7 +10,9 @@ know (add it, with the version that first served it).
 from __future__ import annotations
 
 import ast
+import functools
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -79,6 +81,19 @@ def _schemas_with_rules(node: dict, root: bool = True):
             yield from _schemas_with_rules(node[key], False)
 
 
+def scanned_once(scan: Callable[[], dict[str, tuple[int, int]]]) -> Callable[[], dict[str, tuple[int, int]]]:
+    """A scan of files no test changes (three tests ask for each), made once per process; each caller gets its
+    own dict."""
+    cached = functools.cache(scan)
+
+    @functools.wraps(scan)
+    def fresh() -> dict[str, tuple[int, int]]:
+        return dict(cached())
+
+    return fresh
+
+
+@scanned_once
 def crd_needs() -> dict[str, tuple[int, int]]:
     """What the CRDs use -> the version it needs."""
     needs = {"apiextensions.k8s.io/v1": API_VERSIONS["apiextensions.k8s.io/v1"]}
@@ -101,6 +116,7 @@ def _production_sources() -> list[Path]:
             if "devtools" not in path.parts]
 
 
+@scanned_once
 def controller_needs() -> dict[str, tuple[int, int]]:
     """The API group versions and request parameters in the production code's string literals: paths
     (/api/v1, /apis/GROUP/VERSION), apiVersion values and Resource(GROUP, VERSION, ...) constructions."""
@@ -129,6 +145,7 @@ def controller_needs() -> dict[str, tuple[int, int]]:
     return needs
 
 
+@scanned_once
 def install_needs() -> dict[str, tuple[int, int]]:
     """The built-in kinds the manifests, overlays and the chart's templates apply."""
     needs: dict[str, tuple[int, int]] = {}
