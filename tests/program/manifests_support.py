@@ -98,8 +98,8 @@ def _kustomized(path: str) -> str:
 
 
 def render(path: Path) -> list[dict]:
-    """`kubectl kustomize path`'s objects. The repository's own directories are rendered once per process (the
-    tests do not change them); a copy a test made and edited (under tmp_path) each time it is asked for."""
+    """`kubectl kustomize path`'s objects. The repository's own directories are rendered once per process (no test
+    changes them); any other (a copy a test made and edited) each time it is asked for."""
     if path.resolve().is_relative_to(ROOT):
         return documents(_kustomized(str(path.resolve())))
     return documents(_kustomized.__wrapped__(str(path)))

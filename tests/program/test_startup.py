@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import socket
 import time
@@ -28,9 +29,9 @@ from kubeclient.from_configuration import settings_from_configuration
 from kubeclient.rest import RestClient
 from localcluster import LocalCluster
 from tests.e2e.conftest import FAST
-from tests.localcluster.kubectl import Kubectl
 
 from .inprocess import cluster_with_crds
+from .manifests_support import load_file
 from .subprocesses import CLI, ROOT, ControllerProcess, until
 
 FLAGS = ["--metrics-address", "127.0.0.1:0", "--no-metrics-secure", "--health-address", "127.0.0.1:0",
@@ -86,8 +87,14 @@ class Served:
     def url(self) -> str:
         return self.cluster.url
 
-    def kubectl(self, workdir: Path) -> Kubectl:
-        return Kubectl(self.kubeconfig, workdir)
+    def create(self, *objects: dict, namespace: str = "default") -> None:
+        """Objects an administrator would `kubectl apply`, made in the server's store (the controller's start-up is
+        what these tests watch, not kubectl)."""
+        for obj in objects:
+            rt = self.cluster.registry.by_kind(obj["apiVersion"], obj["kind"])
+            assert rt is not None, obj["kind"]
+            where = obj["metadata"].get("namespace", namespace) if rt.namespaced else None
+            self.cluster.api.create(rt, where, copy.deepcopy(obj))
 
 
 @contextlib.asynccontextmanager
@@ -169,12 +176,9 @@ async def test_namespaced_rbac_starts_with_namespace_and_names_the_missing_lease
     """The checks list only what the informers will watch: with --namespace, the namespace; under leader
     election they also read the Lease, whose Role is a separate manifest."""
     async with api_server(tmp_path) as cluster:
-        admin = cluster.kubectl(tmp_path)
-        await admin.ok("apply", "-f", "-", stdin=yaml.safe_dump(
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}))
-        await admin.ok("apply", "-f", str(ROOT / "manifests" / "rbac.yaml"))  # the ClusterRole (and a binding)
-        await admin.ok("apply", "-f", "-", stdin=yaml.safe_dump(
-            binding("team", "controller", "ClusterRole", "genericjob-controller")))
+        cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
+        cluster.create(*load_file(ROOT / "manifests" / "rbac.yaml"))  # the ClusterRole (and a binding)
+        cluster.create(binding("team", "controller", "ClusterRole", "genericjob-controller"))
         user = kubeconfig_with(cluster, tmp_path / "operator", token=token(cluster, "operator"))
 
         everywhere = await run_to_exit(user, "--no-leader-elect")
@@ -188,10 +192,8 @@ async def test_namespaced_rbac_starts_with_namespace_and_names_the_missing_lease
         assert "refused to get the Lease default/genericjob-controller (403 Forbidden)" in error
         assert "manifests/leader-election-rbac.yaml" in error
 
-        lease_role = (ROOT / "manifests" / "leader-election-rbac.yaml").read_text().split("---")[0]
-        await admin.ok("apply", "-n", "default", "-f", "-", stdin=lease_role)
-        await admin.ok("apply", "-f", "-", stdin=yaml.safe_dump(
-            binding("default", "lease", "Role", "genericjob-controller-leader-election")))
+        lease_role, _ = load_file(ROOT / "manifests" / "leader-election-rbac.yaml")  # the Role, not its binding
+        cluster.create(lease_role, binding("default", "lease", "Role", "genericjob-controller-leader-election"))
         async with ControllerProcess(cluster, "--kubeconfig", str(user), "--namespace", "team") as controller:
             passed = await controller.wait_log(lambda r: r.get("event") == "start-up checks passed")
             assert passed["server"] == cluster.url
@@ -243,7 +245,10 @@ async def test_a_crd_applied_while_waiting_for_it_is_picked_up(tmp_path):
             await controller.start(ready=False)
             await controller.wait_log(lambda r: r.get("level") == "warning" and
                                       "the CRD podgroups.scheduler.tensorstack.dev is not installed" in r["event"])
-            await cluster.kubectl(tmp_path).ok("apply", "-f", str(CRDS / "podgroup.yaml"))
+            later = tmp_path / "later"
+            later.mkdir()
+            (later / "podgroup.yaml").write_text((CRDS / "podgroup.yaml").read_text())
+            cluster.cluster.apply_crds(later)
             await until(lambda: controller.get_status("/readyz", 200), timeout=30, what="/readyz 200")
             assert not [r for r in controller.logs if r.get("level") == "error"]
         finally:
