@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import functools
+import pickle
+import re
 import subprocess
 from pathlib import Path
 
@@ -60,11 +63,50 @@ EXPECTED = {
 METRICS_PORT = 8443
 
 
+# --- YAML, parsed once ----------------------------------------------------------------------------
+# Every rendering holds the CRDs (three quarters of a megabyte of YAML, each embedding a pod template), and the
+# tests render the install dozens of times: PyYAML's pure-Python parser took most of these tests' time. libyaml's
+# parser (PyYAML's CSafeLoader: the same safe constructors) parses each distinct document once per process; a
+# caller gets its own copy (unpickled), so that no test sees another's edits.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# A line `---` is a document start wherever it is (PyYAML's scanner checks for it at column 0 before anything else),
+# so cutting the stream there gives the documents safe_load_all gives.
+_DOCUMENT_START = re.compile(r"^---[ \t]*(?:\n|\Z)", re.MULTILINE)
+
+
+@functools.lru_cache(maxsize=512)
+def _parsed(chunk: str) -> bytes:
+    return pickle.dumps([doc for doc in yaml.load_all(chunk, Loader=_LOADER) if doc is not None])
+
+
+def documents(text: str) -> list:
+    """The documents of a YAML stream, as `yaml.safe_load_all` reads them, empty ones left out."""
+    return [doc for chunk in _DOCUMENT_START.split(text) for doc in pickle.loads(_parsed(chunk))]
+
+
+def load_file(path: Path) -> list:
+    """documents() of a file."""
+    return documents(path.read_text())
+
+
+@functools.lru_cache(maxsize=64)
+def _kustomized(path: str) -> str:
+    out = subprocess.run([str(kubectl_binary()), "kustomize", path], capture_output=True, text=True, env=ENV,
+                         timeout=TIMEOUT)
+    assert out.returncode == 0, f"kubectl kustomize {path} failed:\n{out.stderr}"
+    return out.stdout
+
+
+def render(path: Path) -> list[dict]:
+    """`kubectl kustomize path`'s objects. The repository's own directories are rendered once per process (no test
+    changes them); any other (a copy a test made and edited) each time it is asked for."""
+    if path.resolve().is_relative_to(ROOT):
+        return documents(_kustomized(str(path.resolve())))
+    return documents(_kustomized.__wrapped__(str(path)))
+
+
 def kustomize() -> list[dict]:
-    out = subprocess.run([str(kubectl_binary()), "kustomize", str(MANIFESTS)], capture_output=True, text=True,
-                         env=ENV, timeout=TIMEOUT)
-    assert out.returncode == 0, f"kubectl kustomize manifests/ failed:\n{out.stderr}"
-    return [doc for doc in yaml.safe_load_all(out.stdout) if doc is not None]
+    return render(MANIFESTS)
 
 
 @pytest.fixture(scope="module")

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.localcluster.kubectl import ENV, TIMEOUT, kubectl_binary
+from tests.localcluster.kubectl import ENV
 
-from .manifests_support import NAME, NAMESPACE, ROOT
+from .manifests_support import NAME, NAMESPACE, ROOT, documents, render  # noqa: F401  (render: for the tests)
 
 OVERLAYS = ROOT / "overlays"
 CHART = ROOT / "charts" / "genericjob-controller"
@@ -20,13 +20,6 @@ HELM_LABELS = {"helm.sh/chart", "app.kubernetes.io/instance", "app.kubernetes.io
                "app.kubernetes.io/managed-by"}
 MONITORING_KINDS = {"ServiceMonitor", "PrometheusRule"}
 WATCHED = ["team-a", "team-b"]  # overlays/namespaced's example list
-
-
-def render(path: Path) -> list[dict]:
-    out = subprocess.run([str(kubectl_binary()), "kustomize", str(path)], capture_output=True, text=True, env=ENV,
-                         timeout=TIMEOUT)
-    assert out.returncode == 0, f"kubectl kustomize {path} failed:\n{out.stderr}"
-    return [doc for doc in yaml.safe_load_all(out.stdout) if doc is not None]
 
 
 def key(obj: dict) -> tuple[str, str, str | None]:
@@ -70,11 +63,17 @@ def helm(*args: str) -> str:
     return helm_run(*args).stdout
 
 
+@functools.lru_cache(maxsize=128)
+def _templated(values: tuple[str, ...]) -> str:
+    return helm("template", NAME, str(CHART), "--namespace", NAMESPACE, "--include-crds",
+                *(arg for value in values for arg in ("--set", value)))
+
+
 def template(*values: str) -> list[dict]:
-    """`helm template` as the README installs it (release genericjob-controller in genericjob-system)."""
-    out = helm("template", NAME, str(CHART), "--namespace", NAMESPACE, "--include-crds",
-               *(arg for value in values for arg in ("--set", value)))
-    return [doc for doc in yaml.safe_load_all(out) if doc is not None]
+    """`helm template` as the README installs it (release genericjob-controller in genericjob-system); the chart
+    renders the same values the same way (no random or looked-up values), so each set is rendered once per
+    process, and the caller gets its own objects."""
+    return documents(_templated(values))
 
 
 def without_helm_labels(obj: dict) -> dict:

@@ -21,7 +21,7 @@ from localcluster.admission.validating_policies import compile_expression
 from tests.e2e.conftest import CRDS, genericjob
 from tests.e2e.test_tensorflow import tfjob
 
-from .manifests_support import MANIFESTS, ROOT
+from .manifests_support import MANIFESTS, ROOT, documents
 from .packaging_support import CHART, OVERLAYS, helm, render
 
 COMPONENT = MANIFESTS / "components" / "creator-privilege"
@@ -71,8 +71,8 @@ def test_the_overlay_and_the_helm_value_render_the_policy_and_nothing_else_chang
     policies = [o for o in rendered if o["kind"].startswith("ValidatingAdmissionPolicy")]
     assert [unlabelled(o) for o in policies] == [policy(), binding()]
     assert [o for o in rendered if o not in policies] == render(MANIFESTS)
-    helm_objects = list(yaml.safe_load_all(helm("template", "genericjob-controller", str(CHART),
-                                                 "--set", "admissionPolicy.enabled=true")))
+    helm_objects = documents(helm("template", "genericjob-controller", str(CHART),
+                                  "--set", "admissionPolicy.enabled=true"))
     assert [unlabelled(o) for o in helm_objects if o and o["kind"].startswith("ValidatingAdmission")] \
         == [policy(), binding()]  # the same objects, with the chart's labels
     off = helm("template", "genericjob-controller", str(CHART))  # off by default

@@ -169,8 +169,11 @@ def test_the_image_wheel_holds_what_run_imports_and_nothing_of_the_test_server(t
                     continue
                 (context / relative).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, context / relative)
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "--wheel-dir", str(tmp_path),
-                           str(context)], capture_output=True, text=True, timeout=300, check=False)
+    # As the builder stage builds it: without build isolation, the venv's (the lock's) setuptools building it, so
+    # that pip does not first install a build environment.
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                           "--wheel-dir", str(tmp_path), str(context)], capture_output=True, text=True, timeout=300,
+                          check=False)
     assert done.returncode == 0, done.stderr
     [wheel] = tmp_path.glob("*.whl")
     modules = {name for name in zipfile.ZipFile(wheel).namelist() if name.endswith(".py")}

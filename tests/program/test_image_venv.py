@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import QUICK, genericjob
+from tests.e2e.conftest import CRDS, QUICK, Jobs, genericjob
 
 from .manifests_support import args_of, dockerfile_stages
-from .subprocesses import ROOT, ControllerProcess, LocalClusterProcess
+from .subprocesses import ROOT, ControllerProcess
+from .test_startup import Served
 
 SCRIPT = ROOT / "scripts" / "slim_venv.py"
 RUN_PATH = ("from controller.cmd import cli\nfrom controller.runtime import manager\n"
@@ -88,9 +89,13 @@ def test_the_run_path_imports_with_the_slimmed_package(slimmed):
     assert helped.returncode == 0 and "--metrics-address" in helped.stdout, helped.stderr
 
 
-async def test_a_controller_runs_a_job_with_the_slimmed_package(slimmed, tmp_path):
-    async with LocalClusterProcess(tmp_path) as cluster, \
-            ControllerProcess(cluster, env={"PYTHONPATH": f"{slimmed}:{ROOT}"}) as controller:
-        await cluster.jobs.submit(genericjob("slim", {"worker": 2}, script=QUICK))
-        await cluster.jobs.wait_phase("slim", "Succeeded")
+@pytest.mark.runner("scripted")
+async def test_a_controller_runs_a_job_with_the_slimmed_package(slimmed, tmp_path, cluster, api_client):
+    """The controller (a process, with the slimmed package) against a localcluster served by the test's process."""
+    cluster.apply_crds(CRDS)
+    served = Served(cluster, cluster.write_kubeconfig(tmp_path / "kubeconfig"))
+    jobs = Jobs(api_client)
+    async with ControllerProcess(served, env={"PYTHONPATH": f"{slimmed}:{ROOT}"}) as controller:
+        await jobs.submit(genericjob("slim", {"worker": 2}, script=QUICK))
+        await jobs.wait_phase("slim", "Succeeded", timeout=60)  # generous: a loaded machine
     assert not [line for line in controller.raw if "Traceback" in line], controller.raw[-20:]

@@ -188,11 +188,15 @@ async def test_the_installed_webhook_refuses_until_the_controller_is_down_then_f
 
     keeper = CertKeeperConfig(namespace=NAMESPACE, poll=0.2, backoff=BackoffPolicy(initial=0.05, cap=0.2))
     webhook, client, pod = await start_replica(cluster, base, WebhookConfig(port=0, host="127.0.0.1", keeper=keeper))
-    try:
-        async def bundled() -> bool:
-            return webhook.unready() is None and len(await ca_bundles(kubectl)) == 3
+    configurations = cluster.registry.get("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations")
 
+    def bundled() -> bool:  # read in the server's store: a kubectl per poll would only cost time
+        stored = cluster.api.get(configurations, None, NAME)
+        return webhook.unready() is None and all(w["clientConfig"].get("caBundle") for w in stored["webhooks"])
+
+    try:
         await until(bundled, what="the replica serving and every caBundle set")
+        assert len(await ca_bundles(kubectl)) == 3  # as kubectl reads them
         await jobs_refused_and_admitted(kubectl)
     finally:
         await stop_replica(cluster, webhook, client, pod)

@@ -8,8 +8,6 @@ import copy
 import json
 from collections import Counter
 
-import yaml
-
 from controller.jobs.children.podgroup import GROUP as PG_GROUP
 from controller.jobs.children.podgroup import PLURAL as PG_PLURAL
 from controller.kinds import registry
@@ -30,6 +28,7 @@ from .manifests_support import (
     WEBHOOK_SECRET,
     apply_rbac,
     find,
+    load_file,
     resource_rules,
     service_account_client,
 )
@@ -44,7 +43,7 @@ def test_kustomize_renders_every_object_into_the_namespace(rendered):
         assert obj["metadata"].get("namespace") == (NAMESPACE if namespaced else None), obj["metadata"]
     # The CRDs go through untouched: they are exactly what `python -m controller.kinds.genericjob.crd` generated.
     for path in sorted((MANIFESTS / "crds").glob("*.yaml")):
-        generated = yaml.safe_load(path.read_text())
+        [generated] = load_file(path)
         assert find(rendered, "CustomResourceDefinition", generated["metadata"]["name"]) == generated
 
 

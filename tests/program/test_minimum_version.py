@@ -10,17 +10,20 @@ know (add it, with the version that first served it).
 from __future__ import annotations
 
 import ast
+import functools
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import yaml
 
 from controller.jobs.schema.crd import MANIFEST_DIR
 from localcluster.validation import cel_versions, crd_cel
 from localcluster.validation.cel_ast import parse
 from localcluster.validation.cel_cost import K8S_1_28
 from localcluster.validation.cel_types import Checker, decl_type
+
+from .manifests_support import load_file
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCTION = ("apimachinery", "kubeclient", "informers", "workqueue", "controller")  # what `run` imports (not devtools)
@@ -62,8 +65,10 @@ def first_served(group_version: str, kind: str = "") -> tuple[int, int]:
 
 
 def crds() -> dict[str, dict]:
-    return {name: yaml.safe_load((MANIFEST_DIR / name).read_text())
-            for name in ("genericjob.yaml", "tensorflowtrainingjob.yaml", "podgroup.yaml")}
+    found = {}
+    for name in ("genericjob.yaml", "tensorflowtrainingjob.yaml", "podgroup.yaml"):
+        [found[name]] = load_file(MANIFEST_DIR / name)  # parsed once (libyaml): the CRDs are large
+    return found
 
 
 def _schemas_with_rules(node: dict, root: bool = True):
@@ -76,6 +81,19 @@ def _schemas_with_rules(node: dict, root: bool = True):
             yield from _schemas_with_rules(node[key], False)
 
 
+def scanned_once(scan: Callable[[], dict[str, tuple[int, int]]]) -> Callable[[], dict[str, tuple[int, int]]]:
+    """A scan of files no test changes (three tests ask for each), made once per process; each caller gets its
+    own dict."""
+    cached = functools.cache(scan)
+
+    @functools.wraps(scan)
+    def fresh() -> dict[str, tuple[int, int]]:
+        return dict(cached())
+
+    return fresh
+
+
+@scanned_once
 def crd_needs() -> dict[str, tuple[int, int]]:
     """What the CRDs use -> the version it needs."""
     needs = {"apiextensions.k8s.io/v1": API_VERSIONS["apiextensions.k8s.io/v1"]}
@@ -98,6 +116,7 @@ def _production_sources() -> list[Path]:
             if "devtools" not in path.parts]
 
 
+@scanned_once
 def controller_needs() -> dict[str, tuple[int, int]]:
     """The API group versions and request parameters in the production code's string literals: paths
     (/api/v1, /apis/GROUP/VERSION), apiVersion values and Resource(GROUP, VERSION, ...) constructions."""
@@ -126,6 +145,7 @@ def controller_needs() -> dict[str, tuple[int, int]]:
     return needs
 
 
+@scanned_once
 def install_needs() -> dict[str, tuple[int, int]]:
     """The built-in kinds the manifests, overlays and the chart's templates apply."""
     needs: dict[str, tuple[int, int]] = {}

@@ -1,13 +1,19 @@
-"""Start-up failures of `genericjob-controller run` (a subprocess, against a localcluster subprocess or a socket):
-each exits 1 at once, or after visible and bounded retries, with one message that says what to do."""
+"""Start-up failures of `genericjob-controller run` (a subprocess, against a localcluster or a socket): each exits 1
+at once, or after visible and bounded retries, with one message that says what to do.
+
+The controller is the program under test, so it runs as users run it; the API server it reaches over HTTPS is a
+localcluster served from the test's own process (starting another Python process for it would only cost time).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import copy
 import json
 import socket
-import subprocess
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -21,10 +27,12 @@ from controller.kinds.genericjob.kind import GENERICJOB
 from controller.runtime.controller import ControllerConfig
 from kubeclient.from_configuration import settings_from_configuration
 from kubeclient.rest import RestClient
+from localcluster import LocalCluster
 from tests.e2e.conftest import FAST
 
 from .inprocess import cluster_with_crds
-from .subprocesses import BIN, CLI, ROOT, ControllerProcess, LocalClusterProcess, until
+from .manifests_support import load_file
+from .subprocesses import CLI, ROOT, ControllerProcess, until
 
 FLAGS = ["--metrics-address", "127.0.0.1:0", "--no-metrics-secure", "--health-address", "127.0.0.1:0",
          "--log-format", "json", "--webhook-port", "0",
@@ -69,14 +77,39 @@ async def run_to_exit(kubeconfig: Path, *flags: str, timeout: float = 60.0) -> E
     return Exited(process.returncode, time.monotonic() - started, lines, logs)
 
 
-async def token(cluster: LocalClusterProcess, user: str) -> str:
-    async with cluster.session() as session, \
-            session.post(f"{cluster.url}/_localcluster/tokens", json={"user": user}) as answer:
-        assert answer.status == 200, await answer.text()
-        return (await answer.json())["token"]
+@dataclass
+class Served:
+    """A localcluster serving in this process, and the admin kubeconfig it wrote (what ControllerProcess reads)."""
+    cluster: LocalCluster
+    kubeconfig: Path
+
+    @property
+    def url(self) -> str:
+        return self.cluster.url
+
+    def create(self, *objects: dict, namespace: str = "default") -> None:
+        """Objects an administrator would `kubectl apply`, made in the server's store (the controller's start-up is
+        what these tests watch, not kubectl)."""
+        for obj in objects:
+            rt = self.cluster.registry.by_kind(obj["apiVersion"], obj["kind"])
+            assert rt is not None, obj["kind"]
+            where = obj["metadata"].get("namespace", namespace) if rt.namespaced else None
+            self.cluster.api.create(rt, where, copy.deepcopy(obj))
 
 
-def kubeconfig_with(cluster: LocalClusterProcess, path: Path, token: str | None = None, server: str | None = None
+@contextlib.asynccontextmanager
+async def api_server(directory: Path, crds: Path = CRDS) -> AsyncIterator[Served]:
+    """A localcluster with the CRDs of `crds` (the project's by default), its kubeconfig in `directory`."""
+    async with LocalCluster(runner="scripted", bookmark_interval=1.0) as cluster:
+        cluster.apply_crds(crds)
+        yield Served(cluster, cluster.write_kubeconfig(directory / "kubeconfig"))
+
+
+def token(cluster: Served, user: str) -> str:
+    return cluster.cluster.add_token(f"token-of-{user}", user)
+
+
+def kubeconfig_with(cluster: Served | None, path: Path, token: str | None = None, server: str | None = None
                     ) -> Path:
     """The cluster's kubeconfig with another user token or server address."""
     config = yaml.safe_load(cluster.kubeconfig.read_text()) if cluster else {
@@ -89,13 +122,6 @@ def kubeconfig_with(cluster: LocalClusterProcess, path: Path, token: str | None 
         config["clusters"][0]["cluster"]["server"] = server
     path.write_text(yaml.safe_dump(config))
     return path
-
-
-def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
-    done = subprocess.run([str(BIN / "kubectl"), "--kubeconfig", str(kubeconfig), *args], input=stdin,
-                          capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def binding(namespace: str, name: str, kind: str, role: str, user: str = "operator") -> dict:
@@ -122,7 +148,7 @@ async def test_a_wrong_kubeconfig_path_is_one_error_line(tmp_path):
 
 
 async def test_rejected_credentials_exit_1_at_once(tmp_path):
-    async with LocalClusterProcess(tmp_path) as cluster:
+    async with api_server(tmp_path) as cluster:
         exited = await run_to_exit(kubeconfig_with(cluster, tmp_path / "bad", token="not-a-token"))
     assert exited.code == 1
     error = only_error(exited)
@@ -133,8 +159,8 @@ async def test_rejected_credentials_exit_1_at_once(tmp_path):
 
 
 async def test_missing_rbac_exits_1_quickly_with_the_servers_message(tmp_path):
-    async with LocalClusterProcess(tmp_path) as cluster:
-        nobody = kubeconfig_with(cluster, tmp_path / "nobody", token=await token(cluster, "nobody"))
+    async with api_server(tmp_path) as cluster:
+        nobody = kubeconfig_with(cluster, tmp_path / "nobody", token=token(cluster, "nobody"))
         exited = await run_to_exit(nobody)
     assert exited.code == 1
     error = only_error(exited)["event"]
@@ -149,14 +175,11 @@ async def test_missing_rbac_exits_1_quickly_with_the_servers_message(tmp_path):
 async def test_namespaced_rbac_starts_with_namespace_and_names_the_missing_lease_role(tmp_path):
     """The checks list only what the informers will watch: with --namespace, the namespace; under leader
     election they also read the Lease, whose Role is a separate manifest."""
-    async with LocalClusterProcess(tmp_path) as cluster:
-        admin = cluster.kubeconfig
-        kubectl(admin, "apply", "-f", "-", stdin=yaml.safe_dump(
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}))
-        kubectl(admin, "apply", "-f", str(ROOT / "manifests" / "rbac.yaml"))  # the ClusterRole (and a binding)
-        kubectl(admin, "apply", "-f", "-", stdin=yaml.safe_dump(
-            binding("team", "controller", "ClusterRole", "genericjob-controller")))
-        user = kubeconfig_with(cluster, tmp_path / "operator", token=await token(cluster, "operator"))
+    async with api_server(tmp_path) as cluster:
+        cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
+        cluster.create(*load_file(ROOT / "manifests" / "rbac.yaml"))  # the ClusterRole (and a binding)
+        cluster.create(binding("team", "controller", "ClusterRole", "genericjob-controller"))
+        user = kubeconfig_with(cluster, tmp_path / "operator", token=token(cluster, "operator"))
 
         everywhere = await run_to_exit(user, "--no-leader-elect")
         assert everywhere.code == 1
@@ -169,10 +192,8 @@ async def test_namespaced_rbac_starts_with_namespace_and_names_the_missing_lease
         assert "refused to get the Lease default/genericjob-controller (403 Forbidden)" in error
         assert "manifests/leader-election-rbac.yaml" in error
 
-        lease_role = (ROOT / "manifests" / "leader-election-rbac.yaml").read_text().split("---")[0]
-        kubectl(admin, "apply", "-n", "default", "-f", "-", stdin=lease_role)
-        kubectl(admin, "apply", "-f", "-", stdin=yaml.safe_dump(
-            binding("default", "lease", "Role", "genericjob-controller-leader-election")))
+        lease_role, _ = load_file(ROOT / "manifests" / "leader-election-rbac.yaml")  # the Role, not its binding
+        cluster.create(lease_role, binding("default", "lease", "Role", "genericjob-controller-leader-election"))
         async with ControllerProcess(cluster, "--kubeconfig", str(user), "--namespace", "team") as controller:
             passed = await controller.wait_log(lambda r: r.get("event") == "start-up checks passed")
             assert passed["server"] == cluster.url
@@ -183,7 +204,7 @@ async def test_a_missing_crd_is_named_waited_for_briefly_then_exit_1(tmp_path):
     crds = tmp_path / "crds"
     crds.mkdir()
     (crds / "podgroup.yaml").write_text((CRDS / "podgroup.yaml").read_text())  # no GenericJob CRD
-    async with LocalClusterProcess(tmp_path, crds=crds) as cluster:
+    async with api_server(tmp_path, crds=crds) as cluster:
         exited = await run_to_exit(cluster.kubeconfig, "--sync-timeout", "4")
     assert exited.code == 1
     missing = f"the CRD genericjobs.batch.tensorstack.dev is not installed on {cluster.url}"
@@ -202,7 +223,7 @@ async def test_a_missing_kinds_crd_names_both_ways_out(tmp_path):
     crds.mkdir()
     for served in ("genericjob.yaml", "pytorchtrainingjob.yaml", "podgroup.yaml"):
         (crds / served).write_text((CRDS / served).read_text())
-    async with LocalClusterProcess(tmp_path, crds=crds) as cluster:
+    async with api_server(tmp_path, crds=crds) as cluster:
         exited = await run_to_exit(cluster.kubeconfig, "--sync-timeout", "3")
         assert exited.code == 1
         error = only_error(exited)["event"]
@@ -218,13 +239,16 @@ async def test_a_crd_applied_while_waiting_for_it_is_picked_up(tmp_path):
     crds.mkdir()
     for served in ("genericjob.yaml", "tensorflowtrainingjob.yaml", "pytorchtrainingjob.yaml"):  # no PodGroup CRD
         (crds / served).write_text((CRDS / served).read_text())
-    async with LocalClusterProcess(tmp_path, crds=crds) as cluster:
+    async with api_server(tmp_path, crds=crds) as cluster:
         controller = ControllerProcess(cluster)
         try:
             await controller.start(ready=False)
             await controller.wait_log(lambda r: r.get("level") == "warning" and
                                       "the CRD podgroups.scheduler.tensorstack.dev is not installed" in r["event"])
-            kubectl(cluster.kubeconfig, "apply", "-f", str(CRDS / "podgroup.yaml"))
+            later = tmp_path / "later"
+            later.mkdir()
+            (later / "podgroup.yaml").write_text((CRDS / "podgroup.yaml").read_text())
+            cluster.cluster.apply_crds(later)
             await until(lambda: controller.get_status("/readyz", 200), timeout=30, what="/readyz 200")
             assert not [r for r in controller.logs if r.get("level") == "error"]
         finally:
