@@ -39,6 +39,7 @@ else:
         except OSError as error:
             assert time.monotonic() < deadline, f"cannot reach {master}:{port}: {error}"
             time.sleep(0.2)
+    peer.settimeout(max(1.0, deadline - time.monotonic()))  # the master answers once every worker has reached it
     peer.sendall(str(rank).encode())
     ranks = peer.recv(64).decode()
 print(f"rank {rank} of {world} heard ranks {ranks}", flush=True)
