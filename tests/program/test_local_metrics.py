@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 import aiohttp
+from prometheus_client import enable_created_metrics
 
 from tests.localcluster.kubectl import Kubectl
 
@@ -25,6 +26,9 @@ async def scrape(url: str) -> tuple[int, str]:
 
 
 async def test_metrics_are_the_controllers_page_during_a_local_run(tmp_path):
+    # The *_created series are switched off process-wide (prometheus_client's global): on again as a process starts,
+    # so that their absence below is the run's doing, not an earlier test's in this process.
+    enable_created_metrics()
     async with LocalRun(tmp_path, "--port", "0", "--metrics-address", ":0") as running:
         url = (await running.line(r"^controller metrics: (http://127\.0\.0\.1:\d+/metrics)$"))[1]
         await Kubectl(running.kubeconfig, tmp_path).ok("apply", "-f", str(EXAMPLE))
