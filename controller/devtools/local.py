@@ -38,6 +38,7 @@ import argparse
 import asyncio
 import contextlib
 import errno
+import functools
 import os
 import signal
 import sys
@@ -361,10 +362,14 @@ def _install_crds(cluster: LocalCluster, directory: Path | None) -> list[str]:
         return [*installed, *cluster.apply_crds(extra)]
 
 
-def _needed_crds() -> set[str]:
-    """The names of the CRDs the job kinds need (theirs and the PodGroup's)."""
-    return {doc["metadata"]["name"] for text in registry.crd_files().values() for doc in yaml.safe_load_all(text)
-            if doc}
+@functools.cache
+def _needed_crds() -> frozenset[str]:
+    """The names of the CRDs the job kinds need (theirs and the PodGroup's), read once: with libyaml's parser when
+    there is one, as localcluster reads CRDs (the pure-Python one takes seconds over these, which embed a pod
+    template's schema)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return frozenset(doc["metadata"]["name"] for text in registry.crd_files().values()
+                     for doc in yaml.load_all(text, loader) if doc)
 
 
 async def _apply_and_follow(api_client: RestClient, manifests: list[Manifest], args: argparse.Namespace,

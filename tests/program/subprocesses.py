@@ -32,6 +32,10 @@ from tests.waiting import until
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 CLI = BIN / "genericjob-controller"
+# LocalProcess's waits for an event (its ready line, a line that follows from a job's run): generous, as they only
+# keep a run that never prints it from hanging the test, on a machine however loaded.
+READY_TIMEOUT = 90.0
+LINE_TIMEOUT = 90.0
 # Short leader election timings: lease 2 s, renew deadline 1.5 s, retry 0.25 s.
 LEASE = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.25}
 
@@ -249,13 +253,17 @@ class LocalProcess:
         self.process = await asyncio.create_subprocess_exec(
             *self.argv, cwd=self.cwd, env=self.env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         self._reader = asyncio.get_running_loop().create_task(self._read())
-        # Generous: a loaded machine (the suite's workers beside it) may take long to start it; a ready one goes on.
-        await self.line(self.ready, timeout=120)
+        try:
+            await self.line(self.ready, timeout=READY_TIMEOUT)
+        except BaseException:  # (cancelled too: started beside another that failed) never a process left behind
+            await self.__aexit__()
+            raise
         return self
 
     async def __aexit__(self, *exc) -> None:
         await terminate(self.process)
-        await asyncio.gather(self._reader, return_exceptions=True)
+        if self._reader is not None:
+            await asyncio.gather(self._reader, return_exceptions=True)
 
     async def _read(self) -> None:
         assert self.process is not None and self.process.stdout is not None and self.process.stderr is not None
@@ -271,7 +279,7 @@ class LocalProcess:
         await asyncio.gather(out(), err())
         self._new_line.set()
 
-    async def line(self, pattern: str, timeout: float = 30.0) -> re.Match:
+    async def line(self, pattern: str, timeout: float = LINE_TIMEOUT) -> re.Match:
         """The first output line (from the start) matching the regular expression."""
         try:
             async with asyncio.timeout(timeout):
@@ -298,7 +306,7 @@ class LocalProcess:
         found = next(line for line in self.lines if line.startswith("localcluster listening on "))
         return int(found.split()[3].rpartition(":")[2])
 
-    async def stop(self, signum: int = signal.SIGINT, timeout: float = 15.0) -> int:
+    async def stop(self, signum: int = signal.SIGINT, timeout: float = 60.0) -> int:
         """Send the signal (Ctrl-C by default) and wait for the exit code."""
         assert self.process is not None
         self.process.send_signal(signum)

@@ -6,11 +6,13 @@ The guide shows most examples in part: `...` stands for the rest of a job, and a
 resources or env is the first example's container with those added. `completed` fills those in from the
 first example's job (its replicas and template; its rules are its own point, not the rest of every job).
 What the guide cannot say for us (the replica types that its rules example names) is given here, next
-to the example it completes. Each example runs in a namespace of its own, all against one `local`.
+to the example it completes. Each example runs in a namespace of its own, all against one `local` (in the test's
+process: local_inprocess.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from itertools import zip_longest
 from pathlib import Path
@@ -20,7 +22,8 @@ import yaml
 
 from tests.localcluster.kubectl import Kubectl
 
-from .subprocesses import ROOT, LocalProcess, until
+from .local_inprocess import LocalRun
+from .subprocesses import ROOT, until
 
 GUIDE = ROOT / "tests" / "data" / "guide"
 FIRST = GUIDE / "01-basic.yaml"
@@ -145,7 +148,7 @@ def containers(pods: list[dict]) -> list[dict]:
 
 @pytest.fixture
 async def guide(tmp_path):
-    async with LocalProcess(tmp_path, "--port", "0", "--kubeconfig-out", str(tmp_path / "kubeconfig")) as running:
+    async with LocalRun(tmp_path, "--port", "0", "--kubeconfig-out", str(tmp_path / "kubeconfig")) as running:
         yield Guide(Kubectl(running.kubeconfig, tmp_path), tmp_path)
 
 
@@ -177,8 +180,7 @@ async def test_the_guides_examples_reach_the_outcomes_it_describes(guide):
         "scheduler": completed("08-scheduler.yaml")[0],
         "debug-one": debug_one, "debug-two": debug_two, "pause-one": pause_one, "pause-two": pause_two,
     }
-    for namespace, job in applied.items():
-        await guide.apply(namespace, job)
+    await asyncio.gather(*(guide.apply(namespace, job) for namespace, job in applied.items()))  # as many terminals
     await guide.kubectl.ok("create", "secret", "generic", "secret-name", "-n", "env",  # the env example's Secret
                            "--from-literal=key-in-secret=from-a-secret")
 

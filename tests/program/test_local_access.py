@@ -2,12 +2,15 @@
 
 Both serve HTTPS with a random per-instance admin token, written to a kubeconfig only the user may
 read (0600 in a 0700 directory); a request without it is system:anonymous (403 for anything but
-/version and the health paths); a non-loopback --host prints what it exposes.
+/version and the health paths); a non-loopback --host prints what it exposes. `local` runs in the test's process
+(local_inprocess.py), and so does `localcluster serve` but where its exit is the point.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import os
 import re
@@ -18,11 +21,12 @@ import sys
 import aiohttp
 import pytest
 
-from bench.scale.procs import terminate
+import localcluster.__main__ as localcluster_main
 from localcluster import Credentials
 from tests.localcluster.test_attacks import NOBODY, read_as, world_traversable_directory
 
-from .subprocesses import ROOT, LocalProcess
+from .local_inprocess import LocalRun
+from .subprocesses import READY_TIMEOUT, ROOT, until
 
 PODS = "/api/v1/namespaces/default/pods"
 EVIL_POD = json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pwned"},
@@ -45,7 +49,7 @@ async def test_local_writes_a_private_kubeconfig_and_refuses_requests_without_it
     (cwd / ".cache").mkdir(mode=0o755)  # as the issue found it: made by something else, world-readable
     (cwd / ".cache").chmod(0o755)
     try:
-        async with LocalProcess(cwd, "--port", "0") as running:
+        async with LocalRun(cwd, "--port", "0") as running:
             kubeconfig = running.kubeconfig
             assert kubeconfig == cwd / ".cache" / f"kubeconfig-{running.port}"
             assert kubeconfig.stat().st_mode & 0o777 == 0o600
@@ -72,7 +76,7 @@ async def test_local_writes_a_private_kubeconfig_and_refuses_requests_without_it
 
 
 async def test_local_on_a_non_loopback_host_says_what_it_exposes(tmp_path):
-    async with LocalProcess(tmp_path, "--host", "0.0.0.0", "--port", "0") as running:
+    async with LocalRun(tmp_path, "--host", "0.0.0.0", "--port", "0") as running:
         warning = await running.line(r"^WARNING: serving on 0\.0\.0\.0:\d+")
         text = warning.string
         assert f"0.0.0.0:{running.port}, not a loopback address" in text
@@ -84,7 +88,7 @@ async def serve(cwd, *flags: str) -> tuple[asyncio.subprocess.Process, str]:
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "localcluster", "serve", "--port", "0", *flags, cwd=cwd,
         env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    async with asyncio.timeout(20):
+    async with asyncio.timeout(READY_TIMEOUT):
         while True:
             line = (await process.stdout.readline()).decode()
             if not line:
@@ -108,18 +112,26 @@ async def test_serve_writes_its_own_private_kubeconfig_removed_at_exit(tmp_path)
             assert answer.status == 200
     finally:
         process.send_signal(signal.SIGTERM)
-        async with asyncio.timeout(15):
+        async with asyncio.timeout(60):
             assert await process.wait() == 0
     assert not kubeconfig.exists()  # its token died with the server
 
 
 async def test_serve_on_a_non_loopback_host_says_what_it_exposes(tmp_path):
-    process, _ = await serve(tmp_path, "--host", "0.0.0.0", "--kubeconfig-out", str(tmp_path / "kc"))
-    try:
-        warning = (await asyncio.wait_for(process.stderr.readline(), 10)).decode()
-        assert re.match(r"WARNING: serving on 0\.0\.0\.0:\d+, not a loopback address: anyone who can reach it may "
-                        r"try the Kubernetes API, and pods, exec and port-forward run processes as this user "
-                        rf"\(uid {os.getuid()}\); the token in {re.escape(str(tmp_path / 'kc'))} is the only key\.",
-                        warning), warning
-    finally:
-        await terminate(process)
+    """Its first line on stderr (serve in the test's process: the line is the point, not the process)."""
+    args = localcluster_main.parse_args(["serve", "--port", "0", "--host", "0.0.0.0", "--kubeconfig-out",
+                                         str(tmp_path / "kc")])
+    with contextlib.redirect_stderr(io.StringIO()) as err, contextlib.redirect_stdout(io.StringIO()) as out:
+        serving = asyncio.get_running_loop().create_task(localcluster_main.serve(args))
+        try:
+            await until(lambda: serving.done() or "localcluster listening on " in out.getvalue(),
+                        timeout=READY_TIMEOUT, what="localcluster listening")
+            assert not serving.done(), serving
+        finally:
+            serving.cancel()
+            await asyncio.gather(serving, return_exceptions=True)
+    warning = err.getvalue().partition("\n")[0]
+    assert re.match(r"WARNING: serving on 0\.0\.0\.0:\d+, not a loopback address: anyone who can reach it may "
+                    r"try the Kubernetes API, and pods, exec and port-forward run processes as this user "
+                    rf"\(uid {os.getuid()}\); the token in {re.escape(str(tmp_path / 'kc'))} is the only key\.",
+                    warning), warning

@@ -1,7 +1,8 @@
 """`genericjob-controller local` colours its phase words on a terminal, and only there.
 
 Run as a user runs it: a subprocess whose stdout is a pseudo-terminal (pty.openpty) or a pipe, with
-the environment a user may set (NO_COLOR, TERM=dumb). Bounded by the process's own timeout.
+the environment a user may set (NO_COLOR, TERM=dumb). Each reads the output to the process's end; the timeout only
+keeps a run that never ends from hanging the test.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ JOBS = "---\n".join(
     for name, code in (("good", 0), ("bad", 3)))
 
 
-def run_on_a_terminal(tmp_path, env: dict[str, str], timeout: float = 30.0) -> tuple[int, str]:
+def run_on_a_terminal(tmp_path, env: dict[str, str], timeout: float = 120.0) -> tuple[int, str]:
     """`local --apply` with a pty as its stdout: (exit code, everything it wrote there)."""
     manifest = write(tmp_path, "jobs.yaml", JOBS)
     leader, follower = pty.openpty()
@@ -83,7 +84,7 @@ def test_no_colour_when_no_color_is_set_or_the_terminal_is_dumb(tmp_path, change
 def test_no_colour_into_a_pipe(tmp_path):
     manifest = write(tmp_path, "jobs.yaml", JOBS)
     done = subprocess.run([*LOCAL, "--port", "0", "--kubeconfig-out", str(tmp_path / "kubeconfig"), "--apply",
-                           str(manifest)], cwd=tmp_path, env=environment(), capture_output=True, text=True, timeout=30)
+                           str(manifest)], cwd=tmp_path, env=environment(), capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "good  Succeeded  " in done.stdout and "\x1b[" not in done.stdout
 

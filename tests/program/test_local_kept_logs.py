@@ -1,5 +1,6 @@
 """`local` keeps every pod's output once the pod is gone, and says where (issue 42: with the default
-`cleanUpPolicy: Unfinished` a job's clean-up deleted a replica still running, and its output with it)."""
+`cleanUpPolicy: Unfinished` a job's clean-up deleted a replica still running, and its output with it). Each run in
+the test's process (local_inprocess.py), in tmp_path, where its `.cache/` is."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from pathlib import Path
 from controller.devtools.local_pod_logs import KEPT_RUNS
 from tests.waiting import until
 
-from .subprocesses import LocalProcess
-from .test_local import EXAMPLES, run_local, write
+from .local_inprocess import LocalRun
+from .test_local import EXAMPLES, run_in_process, write
 from .test_local_kubectl import kubectl
 
 # Worker 0 fails once worker 1 has spoken (MARKER), which fails the job (its failure rule); worker 1, still running
@@ -42,7 +43,7 @@ KEPT = re.compile(r"^pods' output: kept in (?P<dir>/\S+)/NAMESPACE/POD/CONTAINER
 
 async def test_a_replica_deleted_by_the_clean_up_keeps_its_output_where_local_said(tmp_path):
     manifest = write(tmp_path, "cleaned.yaml", JOB.replace("MARKER", str(tmp_path / "spoken")))
-    async with LocalProcess(tmp_path, "--port", "0", "--kubeconfig-out", str(tmp_path / "kubeconfig")) as running:
+    async with LocalRun(tmp_path, "--port", "0", "--kubeconfig-out", str(tmp_path / "kubeconfig")) as running:
         said = await running.line(KEPT.pattern)
         directory = Path(said["dir"])
         assert directory == tmp_path / ".cache" / f"local-{running.port}" / "logs" and int(said["port"]) == running.port
@@ -53,7 +54,7 @@ async def test_a_replica_deleted_by_the_clean_up_keeps_its_output_where_local_sa
         async def deleted():  # by the clean-up, with its logs: `kubectl logs` answers as a cluster does
             return await kubectl(running.kubeconfig, "logs", "cleaned-worker-1")
 
-        code, _, err = await until(lambda: _failed(deleted()), timeout=20, what="worker-1 deleted", interval=0.2)
+        code, _, err = await until(lambda: _failed(deleted()), timeout=90, what="worker-1 deleted", interval=0.2)
         assert err == 'error: error from server (NotFound): pods "cleaned-worker-1" not found in namespace "default"\n'
         worker1 = directory / "default" / "cleaned-worker-1" / "main.log"
         assert worker1.read_text().endswith("), container main <==\nworker 1 waiting for its peers\n")
@@ -71,7 +72,7 @@ async def _failed(answer):
 
 def test_where_the_output_cannot_be_kept_local_says_so_and_runs(tmp_path):
     (tmp_path / ".cache").write_text("a file where local keeps its directory")
-    done = run_local(tmp_path, "--apply", str(EXAMPLES / "generic-example.yaml"))
+    done = run_in_process(tmp_path, "--apply", str(EXAMPLES / "generic-example.yaml"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "pods' output: not kept once a pod is deleted (cannot write .cache/local-" in done.stdout, done.stdout
 
@@ -91,7 +92,7 @@ def test_a_run_removes_the_output_of_finished_runs_but_the_newest_and_never_a_li
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         os.utime(live, (1, 1))
-        done = run_local(tmp_path, "--apply", str(EXAMPLES / "generic-example.yaml"))
+        done = run_in_process(tmp_path, "--apply", str(EXAMPLES / "generic-example.yaml"))
         assert done.returncode == 0, done.stdout + done.stderr
     finally:
         os.close(fd)

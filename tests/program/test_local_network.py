@@ -1,7 +1,7 @@
 """`genericjob-controller local --apply` with jobs that talk over the pod network: each replica listens on the
 same port at an address of its own, and reaches the others by the names the controller gives them (TF_CONFIG's
-hosts, MASTER_ADDR, `$(service...)`). Standard library only; the process is bounded by timeouts, and every
-script by a deadline of its own.
+hosts, MASTER_ADDR, `$(service...)`). Standard library only; each run is in the test's process (local_inprocess.py),
+to its end, which `--timeout` guards, and every script has a deadline of its own.
 """
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ import copy
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
-from tests.program.test_local import EXAMPLES, progress, run_local
+from tests.program.test_local import EXAMPLES, progress, run_in_process
 
 # A stdlib rendezvous in place of c10d: the master listens on MASTER_PORT on every address (`::`, as c10d does),
 # the workers reach it by MASTER_ADDR and send their RANK, and it answers each with every rank it heard.
@@ -38,6 +39,7 @@ else:
         except OSError as error:
             assert time.monotonic() < deadline, f"cannot reach {master}:{port}: {error}"
             time.sleep(0.2)
+    peer.settimeout(max(1.0, deadline - time.monotonic()))  # the master answers once every worker has reached it
     peer.sendall(str(rank).encode())
     ranks = peer.recv(64).decode()
 print(f"rank {rank} of {world} heard ranks {ranks}", flush=True)
@@ -96,11 +98,10 @@ def generic_job(name: str, replicas: int = 3) -> dict:
 
 def apply_all(tmp_path: Path, *objects: dict, timeout: float = 90.0, cwd: Path | None = None) -> str:
     """`local --logs --apply` of `objects` (in `cwd`, else tmp_path) to the end: exit 0, every job Succeeded; its
-    output."""
+    output. `timeout`: the test's, a little more than the run's `--timeout` (a guard: the jobs end well before)."""
     manifest = tmp_path / "jobs.yaml"
     manifest.write_text(yaml.safe_dump_all(objects))
-    done = run_local(tmp_path, "--logs", "--timeout", str(timeout - 10), "--apply", str(manifest), timeout=timeout,
-                     cwd=cwd)
+    done = run_in_process(tmp_path, "--logs", "--timeout", str(timeout - 10), "--apply", str(manifest), cwd=cwd)
     assert done.returncode == 0, done.stdout + done.stderr
     summary = done.stdout[done.stdout.index("finished in"):]
     # Named as `local` prints them: NAMESPACE/NAME outside the default namespace.
@@ -127,6 +128,7 @@ def test_pytorch_workers_reach_the_master_by_master_addr(tmp_path):
     assert "The master replica torch-net-master-0 has succeeded." in out
 
 
+@pytest.mark.timeout(180)
 def test_two_jobs_of_each_kind_at_once_share_their_ports_without_colliding(tmp_path):
     """Two TensorFlow jobs (14 listeners on 2222) and two PyTorch jobs (two masters on 23456) in one run."""
     out = apply_all(tmp_path, tensorflow_job("tf-a"), tensorflow_job("tf-b"), pytorch_job("torch-a"),

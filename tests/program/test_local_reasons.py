@@ -1,6 +1,6 @@
 """`genericjob-controller local --apply` says why a replica failed or waits, in its progress and its summary.
 
-Run as a user runs it (a subprocess); the pod pieces in-process.
+Run to its end in the test's process (local_inprocess.py: the console script's entry point), as the pod pieces are.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from controller.devtools.port_collision import collision, declared_ports
 from controller.devtools.reasons import pod_reason
 from tests.localcluster.kubectl import Kubectl
 
-from .subprocesses import LocalProcess
-from .test_local import progress, run_local, write
+from .local_inprocess import LocalRun, Output, hold_deadline_until, printed
+from .test_local import progress, run_in_process, write
 
 
 def job(name: str, container: str, replicas: int = 1, volumes: str = "", rules: str = "", policy: str = "") -> str:
@@ -31,7 +31,7 @@ def summary_of(stdout: str) -> str:
 
 def test_a_binary_that_does_not_exist_is_named_with_its_exit_code(tmp_path):
     manifest = write(tmp_path, "missing.yaml", job("missing", "{name: main, image: x, command: [nonexistent-binary]}"))
-    done = run_local(tmp_path, "--apply", str(manifest))
+    done = run_in_process(tmp_path, "--apply", str(manifest))
     assert done.returncode == 1, done.stdout + done.stderr
     why = 'worker-0 Failed (StartError: exec: "nonexistent-binary": executable file not found in $PATH, exit 128)'
     assert progress(done.stdout, "missing")[-1] == ("Failed", why)
@@ -43,26 +43,32 @@ def test_a_replica_created_as_the_job_fails_ends_as_what_its_pod_did(tmp_path):
     # fails too: the last line and the summary say Failed for both, never Deleted or Creating (issue 16).
     manifest = write(tmp_path, "both.yaml", job("both", "{name: main, image: x, command: [nonexistent-binary]}",
                                                  replicas=2))
-    done = run_local(tmp_path, "--apply", str(manifest))
+    done = run_in_process(tmp_path, "--apply", str(manifest))
     assert done.returncode == 1, done.stdout + done.stderr
     why = '(StartError: exec: "nonexistent-binary": executable file not found in $PATH, exit 128)'
     assert progress(done.stdout, "both")[-1] == ("Failed", f"worker-0 Failed {why}, worker-1 Failed {why}")
     assert "Deleted" not in done.stdout and f"\n    worker-1 Failed {why}\n" in summary_of(done.stdout)
 
 
-def test_a_replica_waiting_for_a_secret_says_so_until_the_timeout(tmp_path):
+def test_a_replica_waiting_for_a_secret_says_so_until_the_timeout(tmp_path, monkeypatch):
+    """The deadline is held until both jobs' waits are printed (hold_deadline_until): on a loaded machine the pods
+    can take longer than the 3 s to be created."""
     env = "env: [{name: TOKEN, valueFrom: {secretKeyRef: {name: x, key: token}}}]"
     manifest = write(tmp_path, "secret.yaml", "---\n".join([
         job("needs-env", f"{{name: main, image: x, command: [sh, -c, 'exit 0'], {env}}}"),
         job("needs-volume", "{name: main, image: x, command: [sh, -c, 'exit 0']}", replicas=2,
             volumes=", volumes: [{name: creds, secret: {secretName: vault}}]"),
     ]))
-    done = run_local(tmp_path, "--timeout", "3", "--apply", str(manifest))
-    assert done.returncode == 2, done.stdout + done.stderr
     waits = 'worker-0 Pending (CreateContainerConfigError: secret "x" not found)'
-    assert ("Pending", waits) in progress(done.stdout, "needs-env")
     mount = 'Pending (FailedMount: MountVolume.SetUp failed for volume "creds" : secret "vault" not found)'
-    assert ("Pending", f"worker-0 {mount}, worker-1 {mount}") in progress(done.stdout, "needs-volume")
+    out = Output()
+    both = f"worker-0 {mount}, worker-1 {mount}"
+    hold_deadline_until(monkeypatch, lambda: printed(out, rf"  needs-env\s+Pending\s+{re.escape(waits)}$",
+                                                     rf"  needs-volume\s+Pending\s+{re.escape(both)}$"))
+    done = run_in_process(tmp_path, "--timeout", "3", "--apply", str(manifest), stdout=out)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert ("Pending", waits) in progress(done.stdout, "needs-env")
+    assert ("Pending", both) in progress(done.stdout, "needs-volume")
     summary = summary_of(done.stdout)
     assert re.search(rf"needs-env     Pending    \S+s\n    {re.escape(waits)}\n", summary), summary
     assert f"    worker-0 {mount}\n    worker-1 {mount}\n" in summary
@@ -72,7 +78,7 @@ def test_many_failed_replicas_are_explained_up_to_five(tmp_path):
     every = f"  failureRules: [{{worker: {list(range(9))}}}]\n"  # the job fails once all nine have
     manifest = write(tmp_path, "many.yaml", job("many", "{name: main, image: x, command: [sh, -c, 'exit 4']}",
                                                  replicas=9, rules=every))
-    done = run_local(tmp_path, "--apply", str(manifest))
+    done = run_in_process(tmp_path, "--apply", str(manifest))
     assert done.returncode == 1, done.stdout + done.stderr
     summary = summary_of(done.stdout)
     explained = re.findall(r"^    worker-\d Failed \(exit 4\)$", summary, re.MULTILINE)
@@ -90,7 +96,7 @@ async def test_a_pod_deleted_by_kubectl_is_said_deleted_not_by_its_sigterm_exit_
             policy="restartPolicy: {policy: OnFailure, limit: 1}"),
         job("ended", f"{{name: main, image: x, command: [sh, -c, \"{wait}\"]}}"),
     ]))
-    async with LocalProcess(tmp_path, "--port", "0", "--apply", str(manifest), ready=r"^ready: ") as local:
+    async with LocalRun(tmp_path, "--port", "0", "--apply", str(manifest), ready=r"^ready: ") as local:
         kubectl = Kubectl(local.kubeconfig, tmp_path)
         for name in ("replaced", "ended"):
             await local.line(rf"  {name}\s+Running\s+worker-0 Running$")
@@ -176,7 +182,7 @@ def test_replicas_on_the_host_network_listening_on_one_port_are_told_they_collid
     one network), naming the port."""
     port = free_port()
     manifest = write(tmp_path, "listeners.yaml", LISTENER.replace("PORT", str(port)).replace("HOST_NETWORK", "true"))
-    done = run_local(tmp_path, "--timeout", "15", "--apply", str(manifest))
+    done = run_in_process(tmp_path, "--timeout", "60", "--apply", str(manifest))  # a guard: it fails at once
     assert done.returncode == 1, done.stdout + done.stderr
     why = (f"port {port} is already in use on this machine: local runs share one network, so replicas listening "
            "on the same port collide; exit 1")
@@ -189,7 +195,7 @@ def test_replicas_with_addresses_of_their_own_listen_on_one_port(tmp_path):
     """The same two tasks on the pod network: each binds the port at its own address, and both succeed."""
     manifest = write(tmp_path, "listeners.yaml", LISTENER.replace("PORT", str(free_port()))
                      .replace("HOST_NETWORK", "false").replace('"30"', '"1"'))
-    done = run_local(tmp_path, "--timeout", "30", "--apply", str(manifest))
+    done = run_in_process(tmp_path, "--timeout", "60", "--apply", str(manifest))  # a guard: they end in a second
     assert done.returncode == 0, done.stdout + done.stderr
 
 

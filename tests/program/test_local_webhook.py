@@ -2,6 +2,7 @@
 an edit that would strand a rule, is refused by the real kubectl against a local run; valid jobs and edits pass.
 With `--no-webhook`, or a webhook that is down or hangs under failurePolicy Ignore, invalid jobs are admitted and
 the controller fails them with InvalidSpec; under Fail the API server refuses with its "failed calling webhook".
+Each run is in the test's process (local_inprocess.py), the real kubectl against it.
 
 What kubectl prints for a denial: the webhook answers 422 Invalid with a cause per field, and kubectl (as against a
 real API server) prints the causes, `The GenericJob "x" is invalid: spec.failureRules[0]: ...`, not the message
@@ -23,7 +24,8 @@ from kubernetes_asyncio import client, config
 from controller.devtools.local_webhook import CONFIGURATION, NAMESPACE, SERVICE
 from tests.localcluster.kubectl import Kubectl
 
-from .subprocesses import LocalProcess, until
+from .local_inprocess import LocalRun
+from .subprocesses import until
 
 GROUP, VERSION = "batch.tensorstack.dev", "v1beta1"
 DENIED = 'admission webhook "{}.batch.tensorstack.dev" denied the request: '
@@ -66,7 +68,7 @@ async def failed_reason(kubectl: Kubectl, name: str) -> str:
 
 
 async def test_kubectl_apply_of_invalid_jobs_and_edits_is_refused_in_a_local_run(tmp_path):
-    async with LocalProcess(tmp_path, "--port", "0") as local:
+    async with LocalRun(tmp_path, "--port", "0") as local:
         await local.line(r"^admission webhook: https://127\.0\.0\.1:\d+ ")
         assert "its admission webhook on" in (await local.line(r"^ready: ")).string
         kubectl = Kubectl(local.kubeconfig, tmp_path)
@@ -121,7 +123,7 @@ async def test_the_webhook_serves_on_the_port_chosen_and_the_cluster_calls_it_th
     with socket.socket() as probe:  # a port free now
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    async with LocalProcess(tmp_path, "--port", "0", "--webhook-port", str(port)) as local:
+    async with LocalRun(tmp_path, "--port", "0", "--webhook-port", str(port)) as local:
         await local.line(rf"^admission webhook: https://127\.0\.0\.1:{port} ")
         kubectl = Kubectl(local.kubeconfig, tmp_path)
         endpoints = await kubectl.ok("get", "endpointslice", f"{SERVICE}-local", "-n", NAMESPACE, "-o",
@@ -132,7 +134,7 @@ async def test_the_webhook_serves_on_the_port_chosen_and_the_cluster_calls_it_th
 
 
 async def test_no_webhook_admits_an_invalid_job_and_the_controller_fails_it(tmp_path):
-    async with LocalProcess(tmp_path, "--port", "0", "--no-webhook") as local:
+    async with LocalRun(tmp_path, "--port", "0", "--no-webhook") as local:
         assert "its admission webhook off (--no-webhook)" in (await local.line(r"^ready: ")).string
         assert not [line for line in local.lines if line.startswith("admission webhook: ")]
         kubectl = Kubectl(local.kubeconfig, tmp_path)
@@ -171,7 +173,7 @@ async def hanging_port():
 
 
 async def test_a_webhook_down_or_hanging_under_both_failure_policies(tmp_path):
-    async with LocalProcess(tmp_path, "--port", "0") as local, dead_port() as dead, hanging_port() as hanging:
+    async with LocalRun(tmp_path, "--port", "0") as local, dead_port() as dead, hanging_port() as hanging:
         kubectl = Kubectl(local.kubeconfig, tmp_path)
         ns = ["-n", NAMESPACE]
         await kubectl.ok("patch", "validatingwebhookconfiguration", CONFIGURATION, "--type=json", "-p", json.dumps(
