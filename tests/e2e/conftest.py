@@ -185,8 +185,9 @@ class Jobs:
     async def delete(self, name: str, namespace: str = "default") -> None:
         await self.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, self.plural, name)
 
-    async def wait(self, name: str, predicate, timeout: float = 10.0, namespace: str = "default") -> dict:
-        """Poll the job until `predicate(job)` holds; on timeout, fail showing the last status."""
+    async def wait(self, name: str, predicate, timeout: float = 30.0, namespace: str = "default") -> dict:
+        """Poll the job until `predicate(job)` holds; on timeout, fail showing the last status. The timeout bounds a
+        wait for an event, not its speed: generous, for a machine the suite's parallel workers load."""
         job: dict = {}
         try:
             async with asyncio.timeout(timeout):
@@ -199,10 +200,10 @@ class Jobs:
             pytest.fail(f"job {name} did not reach the expected state in {timeout}s; status: "
                         f"{json.dumps(job.get('status'), indent=1)}")
 
-    async def wait_phase(self, name: str, wanted: str, timeout: float = 10.0, namespace: str = "default") -> dict:
+    async def wait_phase(self, name: str, wanted: str, timeout: float = 30.0, namespace: str = "default") -> dict:
         return await self.wait(name, lambda j: phase(j) == wanted, timeout, namespace)
 
-    async def wait_replica(self, name: str, pod: str, predicate, timeout: float = 10.0,
+    async def wait_replica(self, name: str, pod: str, predicate, timeout: float = 30.0,
                            namespace: str = "default") -> dict:
         """Poll the job until the record of replica `pod` (a pod name) satisfies `predicate`."""
         return await self.wait(name, lambda j: pod in replicas(j) and predicate(replicas(j)[pod]), timeout,
@@ -215,7 +216,7 @@ class Jobs:
     async def pod(self, name: str, namespace: str = "default"):
         return await self.core.read_namespaced_pod(name, namespace)
 
-    async def wait_pods(self, name: str, predicate, timeout: float = 10.0, namespace: str = "default") -> list:
+    async def wait_pods(self, name: str, predicate, timeout: float = 30.0, namespace: str = "default") -> list:
         """Poll the job's pods until `predicate(pods)` holds; return them."""
         found: list = []
 
@@ -239,7 +240,7 @@ class Jobs:
         listed = await self.core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}")
         return listed.items
 
-    async def wait_event(self, name: str, reason: str, timeout: float = 10.0, namespace: str = "default",
+    async def wait_event(self, name: str, reason: str, timeout: float = 30.0, namespace: str = "default",
                          count: int = 1) -> list:
         """Poll until the job has at least `count` Events with `reason`; return those Events. (Events are
         sent in the background after the status write they describe, so they may trail it.)"""
