@@ -1,5 +1,5 @@
 # The two set-up commands of the README: `make local` and `make test`. The developer's loop (after `make install`):
-# `make test-fast` (the tests not marked slow, under two minutes), `make lint` (ruff and the type checker),
+# `make test-fast` (the tests not marked slow, in parallel workers), `make lint` (ruff and the type checker),
 # `make cov` (the suite's line and branch coverage).
 PY ?= python3
 # Python writes its bytecode caches (__pycache__, git-ignored) in every target: a machine whose environment sets
@@ -81,7 +81,7 @@ test: install install-torch install-tensorflow
 # The edit-run loop: every test not marked `slow` (tests/conftest.py marks those that start the programs, kubectl or
 # a pod's processes as processes, run a real framework, or the engine's long model test). The full suite is `make test`'s.
 test-fast: install
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m "not slow"
 
 # ruff, and the type checker over the controller's packages (pyproject.toml's [tool.mypy]).
 lint: install
