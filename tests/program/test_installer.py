@@ -77,7 +77,7 @@ def test_the_bundled_pip_runs_only_the_bootstrap_and_uv_every_lock(tmp_path):
             assert not [cmd for cmd in commands if name in cmd and runs_pip(cmd)], (target, name)
 
 
-@pytest.mark.parametrize(("target", "tool"), [("test-fast", "-m pytest -q -m"), ("lint", "/ruff check ."),
+@pytest.mark.parametrize(("target", "tool"), [("test-fast", "-m pytest -q -n"), ("lint", "/ruff check ."),
                                               ("typecheck", "/mypy"), ("cov", "-m pytest -q --cov")])
 def test_the_developers_loop_installs_what_it_needs_first(tmp_path, target, tool):
     """`make test-fast`, `lint`, `typecheck` and `cov` on a fresh clone: the dev lock, then the project, then the
