@@ -26,6 +26,7 @@ from informers import BackoffPolicy, InformerOptions
 from localcluster import LocalCluster
 from localcluster.kubelet.runner import SCRIPT_ANNOTATION
 from tests.builders import JobBuilder
+from tests.localcluster.kubectl import Kubectl
 from tests.waiting import until
 
 CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"
@@ -39,10 +40,19 @@ FOREVER: dict = {}  # a pod that runs until deleted
 
 
 @pytest.fixture
-async def cluster():
-    async with LocalCluster(runner="scripted", bookmark_interval=1.0) as running:
+async def cluster(request):
+    """localcluster with the project's CRDs; its pods follow scripts unless the test's `runner` marker names another
+    runner (`pytest.mark.runner("process")`: pods as real processes)."""
+    marker = request.node.get_closest_marker("runner")
+    async with LocalCluster(runner=marker.args[0] if marker else "scripted", bookmark_interval=1.0) as running:
         running.apply_crds(CRDS)
         yield running
+
+
+@pytest.fixture
+def kubectl(cluster, tmp_path) -> Kubectl:
+    """The real kubectl against the cluster, its kubeconfig and cache in tmp_path."""
+    return Kubectl(cluster, tmp_path)
 
 
 @pytest.fixture

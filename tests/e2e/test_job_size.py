@@ -8,14 +8,8 @@ import pytest
 import yaml
 
 from controller.jobs.schema.api import MAX_TOTAL_REPLICAS
-from tests.localcluster.kubectl import Kubectl
 
 from .conftest import FOREVER, condition, genericjob, scripts, status, until
-
-
-@pytest.fixture
-def kubectl(cluster, tmp_path) -> Kubectl:
-    return Kubectl(cluster, tmp_path)
 
 
 async def test_a_job_of_64_types_of_10000_replicas_is_refused_at_apply_naming_the_cap(cluster, kubectl, jobs):

@@ -10,17 +10,12 @@ import re
 import pytest
 import yaml
 
-from tests.localcluster.kubectl import Kubectl
-
 from .conftest import FAIL, FOREVER, QUICK, condition, genericjob, phase, status
 from .test_tensorflow import tfjob
 
 PENDING = {"start_after": 3600}  # a pod the kubelet has not started: Pending for the whole test
 
 
-@pytest.fixture
-def kubectl(cluster, tmp_path) -> Kubectl:
-    return Kubectl(cluster, tmp_path)
 
 
 async def test_get_shows_phase_ready_restarts_and_reason_and_wide_adds_the_times(cluster, controller, jobs,

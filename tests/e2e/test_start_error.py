@@ -8,27 +8,18 @@ from __future__ import annotations
 
 import pytest
 
-from localcluster import LocalCluster
 from tests.builders import JobBuilder
-from tests.localcluster.kubectl import Kubectl
 
-from .conftest import CRDS, condition, status
+from .conftest import condition, status
 
 MISSING = "no-such-train"  # a command on no PATH
 EXEC = f'exec: "{MISSING}": executable file not found in $PATH'
 TIMEOUT = 20.0  # seconds: real processes on a loaded machine
 
 
-@pytest.fixture
-async def cluster():
-    async with LocalCluster(runner="process", bookmark_interval=1.0) as running:
-        running.apply_crds(CRDS)
-        yield running
+pytestmark = pytest.mark.runner("process")  # the cluster's pods run as real processes
 
 
-@pytest.fixture
-def kubectl(cluster, tmp_path) -> Kubectl:
-    return Kubectl(cluster, tmp_path)
 
 
 def missing_command(name: str, restart: dict) -> dict:

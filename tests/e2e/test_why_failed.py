@@ -5,19 +5,12 @@ cause in the Failed condition and in the job's Warning Event, for GenericJob and
 
 from __future__ import annotations
 
-import pytest
-
-from tests.localcluster.kubectl import Kubectl
-
 from .conftest import FOREVER, condition, finish_pod, genericjob, scripts, status, until
 from .test_tensorflow import tfjob
 
 OOM = {"run_for": 0.05, "exit_code": 137, "exit_reason": "OOMKilled"}  # killed for its memory limit
 
 
-@pytest.fixture
-def kubectl(cluster, tmp_path) -> Kubectl:
-    return Kubectl(cluster, tmp_path)
 
 
 async def failed_event(jobs, name: str) -> str:

@@ -11,25 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from localcluster import LocalCluster
-from tests.localcluster.kubectl import Kubectl
-
-from .conftest import CRDS, until
+from .conftest import until
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "why-failed.yaml"
 
 
-@pytest.fixture
-async def cluster():
-    async with LocalCluster(runner="process", bookmark_interval=1.0) as running:
-        running.apply_crds(CRDS)
-        yield running
+pytestmark = pytest.mark.runner("process")  # the cluster's pods run as real processes
 
 
-@pytest.fixture
-def kubectl(cluster, tmp_path) -> Kubectl:
-    return Kubectl(cluster, tmp_path)
 
 
 SECTION = "## Why did my job fail?"  # in the user guide (README's, until issue 24 moved it)

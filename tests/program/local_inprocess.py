@@ -40,7 +40,7 @@ from controller.devtools.terminal import Terminal
 from controller.runtime import logs
 from tests.waiting import until
 
-from .subprocesses import LINE_TIMEOUT, READY_TIMEOUT
+from .subprocesses import LINE_TIMEOUT, READY_TIMEOUT, LocalLines
 
 
 @dataclass
@@ -136,7 +136,7 @@ def hold_deadline_until(monkeypatch: pytest.MonkeyPatch, condition: Callable[[],
     monkeypatch.setattr(local, "_deadline", deadline)
 
 
-class LocalRun:
+class LocalRun(LocalLines):
     """`genericjob-controller local FLAGS...` in the background, in the test's event loop: local.run as main() runs
     it (the CLI's parsing and checks, its logging, a Terminal as stdout), its output lines collected as they come.
     Stopped by a signal it handles (SIGINT or SIGTERM: `stop`), else cancelled as the test ends."""
@@ -198,17 +198,6 @@ class LocalRun:
                     await self._new_line.wait()
         except TimeoutError:
             pytest.fail(f"local printed no line matching {pattern!r} in {timeout}s:\n" + "\n".join(self.lines))
-
-    @property
-    def kubeconfig(self) -> Path:
-        """The kubeconfig `local` said it wrote (its `export KUBECONFIG=...` line)."""
-        found = next(line for line in self.lines if "export KUBECONFIG=" in line)
-        return Path(found.partition("export KUBECONFIG=")[2].strip())
-
-    @property
-    def port(self) -> int:
-        found = next(line for line in self.lines if line.startswith("localcluster listening on "))
-        return int(found.split()[3].rpartition(":")[2])
 
     async def stop(self, signum: int = signal.SIGINT, timeout: float = 60.0) -> int:
         """Send this process the signal (Ctrl-C by default), which the run handles (its loop's handler, as under

@@ -228,7 +228,25 @@ class Samples:
         return sum(s.value for s in self.all(metric, **labels))
 
 
-class LocalProcess:
+class LocalLines:
+    """What `local` printed, read the same whether it runs as a process (LocalProcess) or in the test's
+    (local_inprocess.LocalRun): `lines`, and the kubeconfig and port they name."""
+
+    lines: list[str]
+
+    @property
+    def kubeconfig(self) -> Path:
+        """The kubeconfig `local` said it wrote (its `export KUBECONFIG=...` line)."""
+        found = next(line for line in self.lines if "export KUBECONFIG=" in line)
+        return Path(found.partition("export KUBECONFIG=")[2].strip())
+
+    @property
+    def port(self) -> int:
+        found = next(line for line in self.lines if line.startswith("localcluster listening on "))
+        return int(found.split()[3].rpartition(":")[2])
+
+
+class LocalProcess(LocalLines):
     """`genericjob-controller local FLAGS...` (the console script) in the background, as a user runs it; its
     output lines collected as they come.
 
@@ -294,17 +312,6 @@ class LocalProcess:
                     await self._new_line.wait()
         except TimeoutError:
             pytest.fail(f"local printed no line matching {pattern!r} in {timeout}s:\n" + "\n".join(self.lines))
-
-    @property
-    def kubeconfig(self) -> Path:
-        """The kubeconfig `local` said it wrote (its `export KUBECONFIG=...` line)."""
-        found = next(line for line in self.lines if "export KUBECONFIG=" in line)
-        return Path(found.partition("export KUBECONFIG=")[2].strip())
-
-    @property
-    def port(self) -> int:
-        found = next(line for line in self.lines if line.startswith("localcluster listening on "))
-        return int(found.split()[3].rpartition(":")[2])
 
     async def stop(self, signum: int = signal.SIGINT, timeout: float = 60.0) -> int:
         """Send the signal (Ctrl-C by default) and wait for the exit code."""
