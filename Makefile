@@ -10,7 +10,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TF_VENV := .venv-tf
 
-.PHONY: local test test-fast lint typecheck cov bench mutants install install-local install-torch install-tensorflow lock image model-long model-mutants
+.PHONY: local test test-real test-fast lint typecheck cov bench mutants install install-local install-torch install-tensorflow lock image model-long model-mutants
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -67,7 +67,8 @@ install-tensorflow: $(UV)
 	test -x $(TF_VENV)/bin/python || $(PY) -m venv --without-pip $(TF_VENV)
 	$(UV_INSTALL) $(TF_VENV)/bin/python --no-deps -r requirements-tensorflow.lock
 
-# Install everything the tests need (kubectl, the system packages: openssl and the pod network's, torch,
+# Install everything the tests need (kubectl, the system packages: openssl, the pod network's, and the envtest tier's
+# etcd-server and xz-utils, torch,
 # TensorFlow), lint, and run the tests (the type checker among them: tests/program/test_typecheck.py, so mypy runs
 # once) in parallel workers: the suite waits on servers and processes far more than it computes, so 4 workers on
 # 2 cores beat 2.
@@ -80,6 +81,12 @@ test: install install-torch install-tensorflow
 
 # The edit-run loop: every test not marked `slow` (tests/conftest.py marks those that start the programs, kubectl or
 # a pod's processes as processes, run a real framework, or the engine's long model test). The full suite is `make test`'s.
+# The envtest tier alone (tests/real, and the e2e scenarios on the real server: the `real` marker): a real
+# kube-apiserver, etcd and kube-controller-manager from KUBEBUILDER_ASSETS, else from ../shared/envtest.
+test-real: install
+	$(BIN)/python scripts/install_system_packages.py
+	$(BIN)/python -m pytest -q -n 2 --dist worksteal -m real tests/real tests/e2e
+
 test-fast: install
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m "not slow"
 

@@ -14,6 +14,7 @@ from kubeclient.rest import RestClient
 from localcluster import LocalCluster
 
 TESTS = Path(__file__).parent
+pytest_plugins = ["tests.real.fixtures"]  # the envtest tier: its session control plane, the `real` marker
 
 
 def pytest_configure(config):

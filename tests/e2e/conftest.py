@@ -27,6 +27,7 @@ from localcluster import LocalCluster
 from localcluster.kubelet.runner import SCRIPT_ANNOTATION
 from tests.builders import JobBuilder
 from tests.localcluster.kubectl import Kubectl
+from tests.real.cluster import RealCluster
 from tests.waiting import until
 
 CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"
@@ -39,10 +40,30 @@ FAIL = {"run_for": 0.05, "exit_code": 1}  # a pod that fails at once
 FOREVER: dict = {}  # a pod that runs until deleted
 
 
+def pytest_generate_tests(metafunc):
+    """A test (or module) marked `servers("local", "real")` runs once on each: localcluster, and the envtest
+    tier's real API server with its test kubelet (tests/real). What passes on one must pass on the other."""
+    marker = metafunc.definition.get_closest_marker("servers")
+    if marker and "server" in metafunc.fixturenames:
+        metafunc.parametrize("server", marker.args, indirect=True)
+
+
 @pytest.fixture
-async def cluster(request):
+def server(request) -> str:
+    return getattr(request, "param", "local")
+
+
+@pytest.fixture
+async def cluster(request, server):
     """localcluster with the project's CRDs; its pods follow scripts unless the test's `runner` marker names another
-    runner (`pytest.mark.runner("process")`: pods as real processes)."""
+    runner (`pytest.mark.runner("process")`: pods as real processes). On the `real` server: the session's envtest
+    API server with the CRDs and the test kubelet following the same scripts, reset after the test."""
+    if server == "real":
+        session = request.getfixturevalue("envtest")
+        async with RealCluster(session.plane, session.baseline, session.kept_crds) as real:
+            await real.apply_crds(CRDS)
+            yield real
+        return
     marker = request.node.get_closest_marker("runner")
     async with LocalCluster(runner=marker.args[0] if marker else "scripted", bookmark_interval=1.0) as running:
         running.apply_crds(CRDS)
