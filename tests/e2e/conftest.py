@@ -6,6 +6,7 @@ Tests synchronise by polling the API (`jobs.wait*`, `until`) with timeouts, neve
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections import Counter
 from pathlib import Path
@@ -77,8 +78,12 @@ def kubectl(cluster, tmp_path) -> Kubectl:
 
 
 @pytest.fixture
-def config() -> JobConfig:
-    return JobConfig(workers=4, qps=0, informer_options=FAST, shutdown_timeout=5.0, restart_backoff=0)
+def config(server) -> JobConfig:
+    # The real API server sends a watch's bookmarks about once a minute (localcluster here: every second), so a
+    # quiet watch is no dead one for the default watchdog's 70 s
+    options = dataclasses.replace(FAST, watchdog_timeout=InformerOptions().watchdog_timeout) if server == "real" \
+        else FAST
+    return JobConfig(workers=4, qps=0, informer_options=options, shutdown_timeout=5.0, restart_backoff=0)
 
 
 class Controllers:

@@ -11,6 +11,8 @@ them to be gone. The CRDs `apply_crds` installs are kept for the session (establ
 from __future__ import annotations
 
 import asyncio
+import copy
+import functools
 from pathlib import Path
 
 import yaml
@@ -57,7 +59,14 @@ async def snapshot(http: Http) -> set[str]:
 
 
 def crd_documents(directory: Path) -> list[dict]:
-    return [doc for path in sorted(directory.glob("*.y*ml")) for doc in yaml.safe_load_all(path.read_text())
+    """The CRDs of a directory's YAML files (each test applies them: parsed once, copied for each)."""
+    return copy.deepcopy(_parsed(str(directory)))
+
+
+@functools.cache
+def _parsed(directory: str) -> list[dict]:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's: the CRDs are large
+    return [doc for path in sorted(Path(directory).glob("*.y*ml")) for doc in yaml.load_all(path.read_text(), loader)
             if doc and doc.get("kind") == "CustomResourceDefinition"]
 
 
@@ -103,8 +112,9 @@ class RealCluster:
                 status, _ = await self.http.request("PUT", f"{CRD_PATH}/{name}", doc)
             assert status in (200, 201), f"CRD {name}: {status}"
         for name in names:
-            await self._established(name)
-            self.kept_crds.add(name)
+            if name not in self.kept_crds:
+                await self._established(name)
+                self.kept_crds.add(name)
         return names
 
     async def _established(self, name: str, timeout: float = 30.0) -> None:
