@@ -17,6 +17,7 @@ from pathlib import Path
 
 import yaml
 
+from localcluster.auth.kubeconfig_file import write_private_file
 from localcluster.kubelet.nodes import NODE
 from tests.waiting import until
 
@@ -96,6 +97,10 @@ class RealCluster:
         config = self.plane.kubeconfig(token or ADMIN_TOKEN)
         config["contexts"][0]["context"]["namespace"] = namespace
         return config
+
+    def write_kubeconfig(self, path: str | Path, token: str | None = None, namespace: str = "default") -> Path:
+        """As LocalCluster's (0600: its token is the admin's), for kubectl."""
+        return write_private_file(path, yaml.safe_dump(self.kubeconfig(namespace, token)))
 
     async def apply_crds(self, directory: str | Path) -> list[str]:
         """Create (or replace) every CRD in the YAML files of a directory and wait until each is Established."""
