@@ -34,7 +34,8 @@ ADMIN_TOKEN = "envtest-admin-token"
 USERS = {  # token: (user, groups): a user with no rights, for the authorizer's refusals
     "envtest-nobody-token": ("nobody", ()),
 }
-CONTROLLERS = "garbage-collector-controller,namespace-controller,serviceaccount-controller"
+CONTROLLERS = ("garbage-collector-controller,namespace-controller,serviceaccount-controller,"
+               "root-ca-certificate-publisher-controller")  # each namespace's kube-root-ca.crt, as localcluster's
 HOW_TO_GET = ("no envtest assets (kube-apiserver, etcd): set KUBEBUILDER_ASSETS, e.g. "
               "`export KUBEBUILDER_ASSETS=$(setup-envtest use -p path 1.35.x)` with controller-runtime's "
               "setup-envtest (go install sigs.k8s.io/controller-runtime/tools/setup-envtest@latest)")
@@ -157,6 +158,7 @@ class ControlPlane:
             str(self.assets / "kube-controller-manager"), f"--kubeconfig={kubeconfig}",
             f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
             "--leader-elect=false", f"--controllers={CONTROLLERS}", "--secure-port=0",
+            f"--root-ca-file={self.pki['ca']}",
             "--concurrent-gc-syncs=5", "--v=0"])
         # pods need their namespace's default ServiceAccount (the ServiceAccount admission): wait for default's
         self._wait("kube-controller-manager", lambda: _get(

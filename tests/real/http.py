@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import ssl
 from collections.abc import AsyncIterator
 
@@ -19,6 +20,12 @@ class Http:
         self._ssl = ssl.create_default_context(cadata=ca_pem.decode())
         self._headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
         self._session: aiohttp.ClientSession | None = None
+
+    @classmethod
+    def from_kubeconfig(cls, config: dict) -> Http:
+        """For a kubeconfig (a dict) naming its server's CA by data and its user by token: either server's."""
+        cluster, user = config["clusters"][0]["cluster"], config["users"][0]["user"]
+        return cls(cluster["server"], base64.b64decode(cluster["certificate-authority-data"]), user["token"])
 
     async def __aenter__(self) -> Http:
         self._session = aiohttp.ClientSession(headers=self._headers, connector=aiohttp.TCPConnector(ssl=self._ssl))

@@ -1,0 +1,17 @@
+"""DeleteOptions' propagation policy is validated as the API server's ValidateDeleteOptions does (found by the
+envtest tier's differential corpus: localcluster carried out a delete the API server refuses)."""
+
+from __future__ import annotations
+
+from kubernetes_asyncio.client.exceptions import ApiException
+
+
+async def test_an_unknown_propagation_policy_is_refused_and_nothing_is_deleted(core):
+    await core.create_namespaced_config_map("default", {"metadata": {"name": "kept"}})
+    try:
+        await core.delete_namespaced_config_map("kept", "default", propagation_policy="Sometimes")
+        raise AssertionError("deleted")
+    except ApiException as refused:
+        assert refused.status == 422
+        assert '"Sometimes": supported values: "Foreground", "Background", "Orphan", "nil"' in refused.body
+    assert (await core.read_namespaced_config_map("kept", "default")).metadata.name == "kept"
