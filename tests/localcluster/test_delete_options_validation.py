@@ -3,6 +3,8 @@ envtest tier's differential corpus: localcluster carried out a delete the API se
 
 from __future__ import annotations
 
+import json
+
 from kubernetes_asyncio.client.exceptions import ApiException
 
 
@@ -13,5 +15,7 @@ async def test_an_unknown_propagation_policy_is_refused_and_nothing_is_deleted(c
         raise AssertionError("deleted")
     except ApiException as refused:
         assert refused.status == 422
-        assert '"Sometimes": supported values: "Foreground", "Background", "Orphan", "nil"' in refused.body
+        assert json.loads(refused.body)["message"] == (
+            'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: "Sometimes": supported '
+            'values: "Foreground", "Background", "Orphan", "nil"')  # the API server's, word for word
     assert (await core.read_namespaced_config_map("kept", "default")).metadata.name == "kept"
