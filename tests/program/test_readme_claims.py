@@ -31,6 +31,7 @@ def make_dry_run(*arguments: str) -> list[list[str]]:
     return [line.split() for line in done.stdout.splitlines()]
 
 
+@pytest.mark.slow  # make
 def test_make_local_installs_kubectl_and_passes_flags(tmp_path):
     """On a fresh machine (no virtualenv yet), `make local` leaves the kubectl the Quick start uses."""
     venv = tmp_path / "venv"
@@ -117,6 +118,7 @@ def test_the_uninstall_deletes_every_crd_only_when_asked():
     assert "deletes every GenericJob, TensorFlowTrainingJob and PyTorchTrainingJob" in text
 
 
+@pytest.mark.slow  # kubectl
 @pytest.mark.parametrize("variant", ["manifests", "overlays/namespaced", "overlays/monitoring"])
 def test_removing_only_the_controller_removes_all_it_installed_but_the_crds(variant):
     """Every object of the install (kustomize, cluster-wide or namespaced: its Roles and RoleBindings in team-a and
@@ -145,6 +147,7 @@ def test_removing_only_the_controller_removes_all_it_installed_but_the_crds(vari
             assert removed, f"{variant}: {obj['kind']} {namespace}/{meta['name']} is left behind"
 
 
+@pytest.mark.slow  # helm
 def test_the_operations_page_speaks_of_every_kind_and_the_helm_it_was_tested_with():
     """--kinds' default, the RBAC section and the uninstall name every registered kind; the Helm versions that
     work are stated, with the one the tests use (scripts/install_kubectl.py's)."""
@@ -161,6 +164,7 @@ def test_the_operations_page_speaks_of_every_kind_and_the_helm_it_was_tested_wit
     assert "Helm 3 and Helm 4" in text and f"Helm {helm}" in text, helm
 
 
+@pytest.mark.slow  # kubectl
 async def test_the_namespaced_install_works_as_written_once_its_namespaces_exist(cluster, tmp_path):
     """docs/operations.md's namespaced install, against localcluster: without the namespaces the apply is refused
     naming one (what the page warns of), and the page's commands, in order, install it whole."""
