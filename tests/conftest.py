@@ -14,7 +14,8 @@ from localcluster import LocalCluster
 from . import slow
 
 
-# What `make test-fast` leaves out (the `slow` marker) and what a test not marked slow may start: tests/slow.py.
+# What `make test-fast` leaves out (the `slow` marker), what a test not marked slow may start, and the order of the
+# run: tests/slow.py.
 @pytest.hookimpl(tryfirst=True)  # before `-m "not slow"` deselects
 def pytest_collection_modifyitems(config, items):
     for item in items:
@@ -22,8 +23,26 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
+class _RunOrder:
+    """Long tests first (slow.run_order), once the other hooks have deselected and reordered."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        worker = getattr(config, "workerinput", {})
+        items[:] = slow.run_order(items, worker.get("workercount", 0), worker.get("dist", "no"),
+                                  worker.get("maxschedchunk"))
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "runner(kind): the pod runner of the `cluster` fixture (default none)")
+    config.pluginmanager.register(_RunOrder(), "run-order")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """xdist's controller: tell the workers, which collect and order the tests, how they will be handed out."""
+    node.workerinput["dist"] = node.config.getvalue("dist")
+    node.workerinput["maxschedchunk"] = node.config.getvalue("maxschedchunk")
 
 
 @pytest.hookimpl(wrapper=True)

@@ -1,5 +1,5 @@
-"""Which tests are slow (the `slow` marker, pyproject.toml: `make test-fast` leaves them out), and the guard that
-keeps the others from starting processes.
+"""Which tests are slow (the `slow` marker, pyproject.toml: `make test-fast` leaves them out), the guard that keeps
+the others from starting processes, and the order the suite runs in.
 
 A test is slow (`is_slow`) when it
 
@@ -16,6 +16,7 @@ makes a test slow is what it uses, and the guard keeps that true as tests change
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import subprocess
 import traceback
@@ -41,6 +42,14 @@ ALLOWED = {
     "ldconfig": "ctypes.util.find_library('c'), once a process, as a LocalCluster starts (process_guard.py)",
     "plugin.py": "tests/kubeclient's exec credential plugin, which kubeclient/exec_plugin.py runs",
 }
+
+# Known long poles, by module, the longest first as far as measured (on the quiet machine, with `-n 4`: the chaos run
+# 40 s, a bench scenario up to 23 s, a part of the documentation's commands 10 s, a shard of the engine's model 8 s;
+# the real frameworks' runs, minutes when installed). Modules, not test ids: those change as tests are split or
+# renamed. Their slow tests run first, one per worker, so that no long test starts last with the others idle.
+LONG = ("e2e/test_real_torch.py", "e2e/test_real_tensorflow.py", "chaos/test_chaos.py", "bench/test_bench_smoke.py",
+        "program/test_readme.py", "controller/model/test_engine_model*.py")
+
 
 _STARTS = "starts_processes"
 
@@ -75,6 +84,56 @@ def is_slow(item: pytest.Item) -> bool:
         if when is not None and when(item):
             return True
     return False
+
+
+def rank(item: pytest.Item) -> int:
+    """0, 1, ... for a slow test of LONG's modules, in LONG's order; then the other slow tests; the fast ones last."""
+    slow = item.get_closest_marker("slow") is not None
+    long = [index for index, pattern in enumerate(LONG) if fnmatch.fnmatch(relative(item), pattern)]
+    return long[0] if slow and long else len(LONG) if slow else len(LONG) + 1
+
+
+def run_order(items: list[pytest.Item], workers: int = 0, dist: str = "no", maxschedchunk: int | None = None
+              ) -> list[pytest.Item]:
+    """The known long tests first, the other slow ones next, the fast ones last, each in collection order; with
+    xdist, the long ones dealt so that each worker's first batch starts with its share of them. xdist hands each
+    worker a contiguous run of the collection (worksteal: a 1/n of it; load: chunks of a quarter of that, then more
+    as they finish), and a worker runs its run in order, lending its tail to idle workers: in plain order every long
+    test would go to the first worker, one after the other. The rest stays in order, a module's tests together (its
+    module-scoped fixtures set up once a worker)."""
+    ranked = sorted(items, key=rank)  # stable
+    sizes = first_batches(len(ranked), workers, dist, maxschedchunk)
+    if not sizes:
+        return ranked
+    hands: list[list[pytest.Item]] = [[] for _ in sizes]
+    long = [item for item in ranked if rank(item) < len(LONG)]
+    dealt = 0
+    for item in long:  # in turn, the longest first
+        open_hands = [hand for hand, size in zip(hands, sizes, strict=True) if len(hand) < size]
+        if not open_hands:
+            break
+        min(open_hands, key=len).append(item)
+        dealt += 1
+    rest = ranked[dealt:]
+    for hand, size in zip(hands, sizes, strict=True):
+        take = size - len(hand)
+        hand.extend(rest[:take])
+        rest = rest[take:]
+    return [item for hand in hands for item in hand] + rest
+
+
+def first_batches(count: int, workers: int, dist: str, maxschedchunk: int | None) -> list[int]:
+    """How many tests of the collection's head each worker gets first, in order (xdist 3.8's schedulers)."""
+    if workers < 2 or count < 2 * workers:
+        return []
+    if dist == "worksteal":  # WorkStealingScheduling.check_schedule: the whole collection, evenly
+        sizes = []
+        for index in range(workers):
+            sizes.append((count - sum(sizes)) // (workers - index))
+        return sizes
+    if dist == "load":  # LoadScheduling.schedule
+        return [max(min(count // workers // 4, maxschedchunk or count), 2)] * workers
+    return []
 
 
 def _program(args, executable=None) -> str:

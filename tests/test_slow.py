@@ -1,4 +1,4 @@
-"""tests/slow.py: which tests are slow, and the guard on the others' processes."""
+"""tests/slow.py: which tests are slow, the guard on the others' processes, and the order xdist runs them in."""
 
 from __future__ import annotations
 
@@ -49,6 +49,37 @@ def test_a_test_is_slow_by_its_mark_its_fixtures_or_its_folder():
     assert slow.is_slow(Item("localcluster/test_x.py", fixtures=(cluster_fixture,)))  # under runner("process")
     assert slow.is_slow(Item("e2e/test_x.py"))
     assert not slow.is_slow(Item("program/test_kubectl_x.py"))  # a name says nothing
+
+
+def test_the_long_tests_come_first_then_the_slow_then_the_fast():
+    items = [Item("localcluster/test_a.py"), Item("program/test_b.py", marked=True),
+             Item("controller/model/test_engine_model.py", marked=True), Item("program/test_readme.py"),
+             Item("program/test_readme.py", marked=True)]
+    assert slow.run_order(items) == [items[4], items[2], items[1], items[0], items[3]]  # LONG's order, then slow
+
+
+@pytest.mark.parametrize(("dist", "sizes"), [("worksteal", [25, 25, 25, 25]), ("load", [6, 6, 6, 6])])
+def test_each_worker_starts_with_its_share_of_the_long_tests(dist, sizes):
+    """xdist sends each worker a run of the collection in order (worksteal: a quarter each; load: chunks of a
+    quarter of that): each run starts with the long tests, one per worker, the longest first; the others keep their
+    order, a module's tests together."""
+    long = [Item("controller/model/test_engine_model.py", marked=True) for _ in range(5)]
+    long.insert(3, Item("e2e/test_real_torch.py", marked=True))  # before the model's, in LONG
+    others = [Item("program/test_b.py", marked=True) for _ in range(10)] + [Item("informers/test_c.py")] * 84
+    assert slow.first_batches(100, 4, dist, None) == sizes
+    order = slow.run_order(others[:50] + long + others[50:], workers=4, dist=dist)
+    assert sorted(map(id, order)) == sorted(map(id, others + long))
+    runs, start = [], 0
+    for size in sizes:
+        runs.append(order[start:start + size])
+        start += size
+    expected = sorted(long, key=slow.rank)
+    assert expected[0] is long[3]
+    assert [run[0] for run in runs] == expected[:4] and [run[1] for run in runs[:2]] == expected[4:]
+    assert [item for item in order if item not in long] == others  # in their order, runs of a module together
+def test_without_xdist_or_with_a_mode_of_another_order_the_long_tests_just_come_first():
+    items = [Item("informers/test_c.py"), Item("controller/model/test_engine_model.py", marked=True)]
+    assert slow.run_order(items, workers=0) == slow.run_order(items, workers=4, dist="loadfile") == items[::-1]
 
 
 def test_a_process_started_by_a_test_not_marked_slow_fails_it_saying_what_to_do():
