@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from tests.localcluster.kubectl import Kubectl
+from tests.slow import starts_processes
 
 from .local_inprocess import LocalRun
 from .subprocesses import ROOT, until
@@ -147,6 +148,7 @@ def containers(pods: list[dict]) -> list[dict]:
 
 
 @pytest.fixture
+@starts_processes
 async def guide(tmp_path):
     async with LocalRun(tmp_path, "--port", "0", "--kubeconfig-out", str(tmp_path / "kubeconfig")) as running:
         yield Guide(Kubectl(running.kubeconfig, tmp_path), tmp_path)

@@ -138,6 +138,7 @@ def only_error(exited: Exited) -> dict:
     return errors[0]
 
 
+@pytest.mark.slow  # the programs
 async def test_a_wrong_kubeconfig_path_is_one_error_line(tmp_path):
     missing = tmp_path / "nowhere" / "kubeconfig"
     exited = await run_to_exit(missing)
@@ -147,6 +148,7 @@ async def test_a_wrong_kubeconfig_path_is_one_error_line(tmp_path):
     assert exited.seconds < 15
 
 
+@pytest.mark.slow  # the programs
 async def test_rejected_credentials_exit_1_at_once(tmp_path):
     async with api_server(tmp_path) as cluster:
         exited = await run_to_exit(kubeconfig_with(cluster, tmp_path / "bad", token="not-a-token"))
@@ -158,6 +160,7 @@ async def test_rejected_credentials_exit_1_at_once(tmp_path):
     assert exited.first("stopped")["reason"] == "start-up check failed"
 
 
+@pytest.mark.slow  # the programs
 async def test_missing_rbac_exits_1_quickly_with_the_servers_message(tmp_path):
     async with api_server(tmp_path) as cluster:
         nobody = kubeconfig_with(cluster, tmp_path / "nobody", token=token(cluster, "nobody"))
@@ -172,6 +175,7 @@ async def test_missing_rbac_exits_1_quickly_with_the_servers_message(tmp_path):
     assert exited.after_starting(only_error(exited)) < 3
 
 
+@pytest.mark.slow  # the programs
 async def test_namespaced_rbac_starts_with_namespace_and_names_the_missing_lease_role(tmp_path):
     """The checks list only what the informers will watch: with --namespace, the namespace; under leader
     election they also read the Lease, whose Role is a separate manifest."""
@@ -200,6 +204,7 @@ async def test_namespaced_rbac_starts_with_namespace_and_names_the_missing_lease
             await until(controller.leading, what="leading")
 
 
+@pytest.mark.slow  # the programs
 async def test_a_missing_crd_is_named_waited_for_briefly_then_exit_1(tmp_path):
     crds = tmp_path / "crds"
     crds.mkdir()
@@ -216,6 +221,7 @@ async def test_a_missing_crd_is_named_waited_for_briefly_then_exit_1(tmp_path):
     assert 2 < exited.after_starting(error) < 6  # bounded by --sync-timeout here (30 s by default)
 
 
+@pytest.mark.slow  # the programs
 async def test_a_missing_kinds_crd_names_both_ways_out(tmp_path):
     """The TensorFlowTrainingJob CRD missing (an install of the other kinds' and the PodGroup's only): the error
     names the CRD, how to install it, and how to run without it (`--kinds` the other kinds), which then starts."""
@@ -234,6 +240,7 @@ async def test_a_missing_kinds_crd_names_both_ways_out(tmp_path):
             await controller.wait_log(lambda r: r.get("event") == "start-up checks passed")
 
 
+@pytest.mark.slow  # the programs
 async def test_a_crd_applied_while_waiting_for_it_is_picked_up(tmp_path):
     crds = tmp_path / "crds"
     crds.mkdir()
@@ -255,6 +262,7 @@ async def test_a_crd_applied_while_waiting_for_it_is_picked_up(tmp_path):
             await controller.close()
 
 
+@pytest.mark.slow  # the programs
 async def test_a_server_that_never_answers_is_retried_visibly_then_named(tmp_path):
     with socket.socket() as silent:  # accepts connections (the kernel's backlog) and never answers
         silent.bind(("127.0.0.1", 0))
