@@ -38,7 +38,7 @@ async def keeps_reconciling(cluster: LocalClusterProcess, controller: Controller
         await renewed()
         await admin(cluster, "drop-watches")  # the informers list and watch again, with the new credential
         await cluster.jobs.submit(genericjob(f"job-{i}", script=QUICK))
-        await cluster.jobs.wait_phase(f"job-{i}", "Succeeded", timeout=20)
+        await cluster.jobs.wait_phase(f"job-{i}", "Succeeded", timeout=60)  # a bound (20 s was short at a load of 15)
     lease = await cluster.lease()
     assert lease["spec"]["holderIdentity"] == controller.identity
     assert not [r for r in controller.logs if r.get("event") in ("leadership lost", "stopped leading")]

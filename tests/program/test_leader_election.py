@@ -114,9 +114,11 @@ async def test_a_leader_that_loses_its_lease_exits_1_at_once(tmp_path):
         now = micro_time()
         lease["spec"].update(holderIdentity="someone-else", acquireTime=now, renewTime=now, leaseDurationSeconds=60)
         await cluster.replace_lease(lease)  # as if another replica had taken it over
-        taken = asyncio.get_running_loop().time()
         assert await leader.exit_code(timeout=10) == 1
-        # At its next renewal, not after retrying until the renew deadline.
-        assert asyncio.get_running_loop().time() - taken < LEASE["renew_deadline"]
+        # At its next renewal, seeing the other holder, not after retrying until the renew deadline (what the logs
+        # say, not the time it took: on a loaded machine the exit itself can take longer than the deadline).
+        events = [r["event"] for r in leader.logs]
+        assert "lease taken by another holder" in events, events
+        assert "failed to renew lease within the renew deadline" not in events, events
         assert any(r["event"] == "leader election lost: exiting" for r in leader.logs)
         assert next(r for r in leader.logs if r["event"] == "stopped")["reason"] == "leadership lost"
