@@ -270,10 +270,12 @@ class JobProgress:
         """Follow the output of a tracked job's pod whose container has started (running or already finished)."""
         assert self.logs is not None
         owner = next((o for o in pod["metadata"].get("ownerReferences") or () if o.get("controller")), None)
-        tracked = owner and next((t for t in self.tracked.values() if t.uid == owner.get("uid")), None)
+        if owner is None:
+            return
+        tracked = next((t for t in self.tracked.values() if t.uid == owner.get("uid")), None)
         statuses = (pod.get("status") or {}).get("containerStatuses") or ()
-        if not tracked or tracked.deleted or not any({"running", "terminated"} & set(c.get("state") or {})
-                                                     for c in statuses):
+        if tracked is None or tracked.deleted or not any({"running", "terminated"} & set(c.get("state") or {})
+                                                         for c in statuses):
             return
         name = pod["metadata"]["name"]
         containers = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or ()]

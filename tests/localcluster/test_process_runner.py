@@ -208,10 +208,8 @@ async def test_deleting_a_pod_sends_sigterm_and_removes_it(cluster, core):
     finals = final_states(cluster)
     await core.create_namespaced_pod("default", process_pod("sleeper", "sleep", "60"))
     pid = pid_of(await wait_pod(core, "sleeper", running))
-    began = time.monotonic()
     await core.delete_namespaced_pod("sleeper", "default")  # grace period 30 s: SIGTERM ends it long before
-    await until(lambda: gone(core, "sleeper"), timeout=5)
-    assert time.monotonic() - began < 5
+    await until(lambda: gone(core, "sleeper"), timeout=20)  # a bound, under the grace period
     assert not alive(pid)
     final = finals["sleeper"]["status"]
     assert final["phase"] == "Failed"
