@@ -101,6 +101,8 @@ class Server:
         for runner in self._runners:
             await runner.cleanup()
         self._runners = []
+        if self.metrics_auth is not None:
+            await self.metrics_auth.close()
         self.sites = {}
 
     # --- handlers -------------------------------------------------------------------------
