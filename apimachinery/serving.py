@@ -29,7 +29,7 @@ import logging
 import ssl
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import web
 
@@ -64,7 +64,7 @@ class _Gate(asyncio.Protocol):
         self.early: list[bytes] = []  # what the TLS layer decrypted before the connection was handed over
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)  # a TCP server's
+        transport = cast(asyncio.Transport, transport)  # a TCP server's (uvloop's is not asyncio's class)
         site = self.site
         connection = site.admit(transport)
         if connection is None:
