@@ -142,8 +142,8 @@ async def test_a_failing_plugin_is_named_by_its_executable_and_exit_code_only(cl
     with pytest.raises(ConfigException) as raised:
         await load_settings(str(kubeconfig))
     assert str(raised.value) == (f"kubeconfig {kubeconfig} (context localcluster): exec plugin {tmp_path}/plugin.py: "
-                                 "exit code 3 (its stderr is not logged: it may hold secrets; run the command by hand to "
-                                 "see it)")
+                                 "exit code 3 (its stderr is not logged: it may hold secrets; run the command by "
+                                 "hand to see it)")
     # Done right, the same plugin (its secret argument too) serves; then it fails in a background renewal.
     fail_file = tmp_path / "fail-now"
     kubeconfig, _plugin = exec_kubeconfig(cluster, tmp_path, lifetime=LIFETIME, clock=clock, args=(SECRETS[0],),
