@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from kubernetes_asyncio import client, config
 from prometheus_client import CollectorRegistry
@@ -13,42 +11,62 @@ from kubeclient.from_configuration import settings_from_configuration
 from kubeclient.rest import RestClient
 from localcluster import LocalCluster
 
-TESTS = Path(__file__).parent
+from . import slow
+
+
+# What `make test-fast` leaves out (the `slow` marker), what a test not marked slow may start, and the order of the
+# run: tests/slow.py.
+@pytest.hookimpl(tryfirst=True)  # before `-m "not slow"` deselects
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if slow.is_slow(item):
+            item.add_marker(pytest.mark.slow)
+
+
+class _RunOrder:
+    """Long tests first (slow.run_order), once the other hooks have deselected and reordered."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        worker = getattr(config, "workerinput", {})
+        items[:] = slow.run_order(items, worker.get("workercount", 0), worker.get("dist", "no"),
+                                  worker.get("maxschedchunk"))
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "runner(kind): the pod runner of the `cluster` fixture (default none)")
+    config.pluginmanager.register(_RunOrder(), "run-order")
 
 
-# What `make test-fast` leaves out (the `slow` marker, pyproject.toml), by place, so that a new test there is slow
-# without a word: the folders whose tests start the programs as processes or run whole controllers and suites; the
-# files that start kubectl (named so), localcluster or pods' processes, or explore long (hypothesis); and those
-# that compile every CEL rule of the CRDs (their cost, their round trips).
-SLOW_FOLDERS = ("program", "e2e", "chaos", "bench", "mutation", "controller/model")
-SLOW_FILES = {
-    "localcluster/test_attacks_server_process.py", "localcluster/test_cli.py", "localcluster/test_fuzz_decoding.py",
-    "localcluster/test_logs_previous.py", "localcluster/test_pod_exec.py", "localcluster/test_pod_network.py",
-    "localcluster/test_portforward.py", "localcluster/test_process_runner.py",
-    "localcluster/test_process_runner_logs.py", "localcluster/test_kept_logs.py",
-    "localcluster/test_pod_network_claims.py",
-    "localcluster/test_crd_round_trip.py", "localcluster/test_cel_cost.py", "localcluster/test_builtin_schemas.py",
-    "controller/test_crd_cost.py", "controller/test_crd.py",
-}
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """xdist's controller: tell the workers, which collect and order the tests, how they will be handed out."""
+    node.workerinput["dist"] = node.config.getvalue("dist")
+    node.workerinput["maxschedchunk"] = node.config.getvalue("maxschedchunk")
 
 
-def is_slow(relative: str) -> bool:
-    """`relative`: a test file's path under tests/."""
-    return (relative in SLOW_FILES or relative.startswith(tuple(f"{folder}/" for folder in SLOW_FOLDERS))
-            or "kubectl" in relative.rpartition("/")[2])
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if item.get_closest_marker("slow"):
+        return (yield)
+    with slow.ProcessGuard(item).watching():
+        return (yield)
 
 
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if is_slow(item.path.relative_to(TESTS).as_posix()):
-            item.add_marker(pytest.mark.slow)
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    slow.fail_refused(item, report)
+    return report
+
+
+def _runs_pods(item) -> bool:
+    marker = item.get_closest_marker("runner")
+    return marker is not None and marker.args[0] == "process"
 
 
 @pytest.fixture
+@slow.starts_processes(when=_runs_pods)
 async def cluster(request):
     marker = request.node.get_closest_marker("runner")
     runner = marker.args[0] if marker else "none"

@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+from tests.slow import starts_processes
+
 from .kubectl import Kubectl
 
 
@@ -18,6 +20,7 @@ def namespace(cluster, request) -> str:
 
 
 @pytest.fixture
+@starts_processes
 def kubectl(cluster, tmp_path, namespace) -> Kubectl:
     """The installed kubectl, working in the test's namespace (test_kubectl.py has its own, in `default`)."""
     return Kubectl(cluster, tmp_path, namespace=namespace)

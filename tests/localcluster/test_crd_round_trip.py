@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.slow import starts_processes
+
 from .kubectl import Kubectl
 
 CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"
@@ -17,6 +19,7 @@ FILES = sorted(CRDS.glob("*.yaml"))
 
 
 @pytest.fixture
+@starts_processes
 def kubectl(cluster, tmp_path) -> Kubectl:
     return Kubectl(cluster, tmp_path)
 

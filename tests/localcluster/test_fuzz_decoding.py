@@ -33,6 +33,7 @@ from localcluster import LocalCluster
 from localcluster.endpoints import protobuf
 from localcluster.endpoints.k8s_protobuf import KINDS
 from localcluster.kubelet import spdy
+from tests.slow import starts_processes
 from tests.waiting import until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -51,6 +52,7 @@ VALID = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "base", "
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
+@starts_processes
 async def cluster():
     async with LocalCluster(runner="process") as running:
         running.api.ensure_namespace(NS)

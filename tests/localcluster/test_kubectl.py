@@ -17,6 +17,7 @@ from google.protobuf.unknown_fields import UnknownFieldSet
 
 from localcluster.endpoints.table import human_duration
 from tests.builders import JobBuilder
+from tests.slow import starts_processes
 from tests.waiting import until
 
 from .kubectl import Kubectl
@@ -68,6 +69,7 @@ def manifest(*docs: dict) -> str:
 
 
 @pytest.fixture
+@starts_processes
 def kubectl(cluster, tmp_path) -> Kubectl:
     return Kubectl(cluster, tmp_path)
 

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from tests.builders import JobBuilder
+from tests.slow import starts_processes
 
 from .kubectl import Kubectl
 
@@ -18,6 +19,7 @@ LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 @pytest.fixture
+@starts_processes
 def kubectl(cluster, tmp_path) -> Kubectl:
     return Kubectl(cluster, tmp_path)
 

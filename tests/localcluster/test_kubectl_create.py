@@ -14,6 +14,7 @@ import json
 import pytest
 
 from localcluster.endpoints import protobuf
+from tests.slow import starts_processes
 
 from .kubectl import Kubectl
 
@@ -36,6 +37,7 @@ def decoded(monkeypatch) -> list[dict]:
 
 
 @pytest.fixture
+@starts_processes
 async def kubectl(cluster, tmp_path) -> Kubectl:
     kubectl = Kubectl(cluster, tmp_path)
     await kubectl.ok("create", "namespace", NS)

@@ -18,6 +18,7 @@ import pytest_asyncio
 import yaml
 
 from localcluster import LocalCluster
+from tests.slow import starts_processes
 from tests.waiting import until
 
 from .test_kubectl import manifest
@@ -31,6 +32,7 @@ HASH = r"[4-9bcdf]{1,10}"  # rand.SafeEncodeString of a 32-bit number's digits
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
+@starts_processes
 async def cluster():
     async with LocalCluster(runner="process") as running:
         yield running

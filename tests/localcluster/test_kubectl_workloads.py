@@ -16,6 +16,7 @@ import pytest
 import pytest_asyncio
 
 from localcluster import LocalCluster
+from tests.slow import starts_processes
 from tests.waiting import until
 
 from .kubectl_commands_support import job
@@ -29,6 +30,7 @@ DEPLOYMENTS, PODS = ("apps", "deployments"), ("", "pods")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
+@starts_processes
 async def cluster():
     async with LocalCluster(runner="process") as running:
         running.apply_crds(ROOT / "manifests" / "crds")
