@@ -86,6 +86,7 @@ async def answered_meanwhile(flood: asyncio.Task, request) -> list[int]:
     return statuses
 
 
+@pytest.mark.slow  # the slow clients are a process of their own
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="RSS read from /proc")
 async def test_slow_clients_are_cut_and_capped_while_reviews_are_answered():
     cert, context = tls_pair()
@@ -118,6 +119,7 @@ async def test_slow_clients_are_cut_and_capped_while_reviews_are_answered():
         await server.stop()
 
 
+@pytest.mark.slow  # the slow clients are a process of their own
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="RSS read from /proc")
 async def test_slow_clients_of_the_metrics_endpoint_are_cut_while_scrapes_are_answered():
     cert, context = tls_pair()
