@@ -22,15 +22,28 @@ class TokenBucket:
         self._tokens = float(burst)
         self._last = clock.monotonic()
 
-    async def take(self) -> None:
-        if self.qps <= 0:
-            return
+    def _refill(self) -> None:
         now = self.clock.monotonic()
         self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
         self._last = now
+
+    async def take(self) -> None:
+        if self.qps <= 0:
+            return
+        self._refill()
         self._tokens -= 1
         if self._tokens < 0:
             await self.clock.sleep(-self._tokens / self.qps)
+
+    def try_take(self) -> bool:
+        """A token now, or False without waiting (client-go's TryAccept): for a caller that refuses instead."""
+        if self.qps <= 0:
+            return True
+        self._refill()
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        return True
 
 
 __all__ = ["TokenBucket"]

@@ -49,8 +49,10 @@ JSON = "application/json"
 class _Shared:
     """What every client made by `with_limit` shares: the connections and the credentials' TLS."""
 
-    def __init__(self, settings: ClientSettings, connections: int, proxy: str | None) -> None:
+    def __init__(self, settings: ClientSettings, connections: int, proxy: str | None,
+                 owns_credentials: bool = True) -> None:
         self.settings = settings
+        self.owns_credentials = owns_credentials
         self.connections = connections
         self.proxy = proxy
         self.tls = urlsplit(settings.server).scheme == "https"
@@ -104,7 +106,8 @@ class _Shared:
         if self.session is not None:
             await self.session.close()
             self.session = None
-        await self.settings.credentials.close()
+        if self.owns_credentials:
+            await self.settings.credentials.close()
 
 
 class RestClient:
@@ -144,6 +147,15 @@ class RestClient:
         original only: closing either closes what they share."""
         sibling = copy.copy(self)
         sibling.limiter = TokenBucket(qps, burst, self.limiter.clock)
+        return sibling
+
+    def with_own_connections(self, connections: int, qps: float, burst: int) -> RestClient:
+        """A client with the same credentials on connections of its own (at most `connections`) and a token bucket
+        of its own: whatever waits on it, or floods it, never holds the original's connections (leader election's
+        renewals). Close both: this one closes its connections, the original the credentials too."""
+        sibling = copy.copy(self)
+        sibling.limiter = TokenBucket(qps, burst, self.limiter.clock)
+        sibling._shared = _Shared(self.settings, connections, self.proxy, owns_credentials=False)
         return sibling
 
     @property

@@ -13,6 +13,8 @@ import orjson
 import yaml
 from aiohttp import web
 
+from apimachinery.serving import BoundedSite, ConnectionLimits, runner_options
+
 from .api import CRD_KEY, SYSTEM_NAMESPACES, Api
 from .auth.credentials import Credentials
 from .auth.kubeconfig_file import private_directory, write_private_file  # noqa: F401 (private_directory: for callers)
@@ -23,7 +25,6 @@ from .controllers.gc import GarbageCollector
 from .controllers.namespace_objects import NamespaceObjects
 from .controllers.replicasets import ReplicaSetController
 from .endpoints.access import Access
-from .endpoints.connections import BoundedSite, ConnectionLimits, runner_options
 from .endpoints.faults import Faults
 from .endpoints.http import HttpApi, json_response
 from .errors import ApiError
@@ -97,7 +98,7 @@ class LocalCluster:
         self.namespace_objects = NamespaceObjects(self.api, lambda: self.certificate)
         self.store.subscribe(self.namespace_objects.on_event)
         self.http = HttpApi(self)
-        # Connections: how many, how long a handshake and a request's head may take (endpoints/connections.py).
+        # Connections: how many, how long a handshake and a request's head may take (apimachinery/serving.py).
         self.connection_limits = ConnectionLimits()
         self.site: BoundedSite | None = None
         self._site_runner: web.AppRunner | None = None

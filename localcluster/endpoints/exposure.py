@@ -7,22 +7,21 @@ user. On a loopback address only this machine's users can try; on any other, the
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import socket
+
+from apimachinery.addresses import loopback_address
 
 
 def is_loopback(host: str) -> bool:
     """Whether every address `host` names is a loopback one (an unresolvable name is not)."""
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        pass
+    if loopback_address(host):
+        return True
     try:
         infos = socket.getaddrinfo(host, None)
     except OSError:
         return False
-    return bool(infos) and all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
+    return bool(infos) and all(loopback_address(info[4][0]) for info in infos)
 
 
 def exposure_warning(host: str, port: int, kubeconfig: str | None) -> str | None:

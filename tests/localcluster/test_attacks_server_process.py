@@ -100,3 +100,23 @@ def test_a_sticky_world_writable_directory_is_accepted_for_an_explicit_path(clus
         assert written.stat().st_mode & 0o777 == 0o600
     finally:
         shutil.rmtree(sticky)
+
+
+CAPS = ("sh", "-c", "grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status; cd \"$(mktemp -d)\" && touch f && "
+        "chown 1234 f && echo chown ok; mount -t tmpfs none . 2>/dev/null && echo mounted || echo mount refused")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or os.geteuid() != 0, reason="a root server's pods")
+@pytest.mark.runner("process")
+async def test_a_root_servers_pod_has_a_container_runtimes_default_capabilities_only(cluster, core):
+    """Issue 47: a root server's pods kept every capability but CAP_SYS_PTRACE (CAP_SYS_ADMIN, CAP_SYS_MODULE...).
+    Now each set is Docker's and containerd's default (14 capabilities) or less: a default one works (chown), the
+    attack (a mount, CAP_SYS_ADMIN's) is refused."""
+    await core.create_namespaced_pod("default", process_pod("caps", *CAPS))
+    pod = await wait_pod(core, "caps", succeeded_or_failed, timeout=30)
+    assert pod.status.phase == "Succeeded"
+    lines = (await core.read_namespaced_pod_log("caps", "default")).splitlines()
+    sets = {line.split(":")[0]: int(line.split()[1], 16) for line in lines[:5]}
+    assert sets["CapBnd"] == sets["CapEff"] == sets["CapPrm"] == process_guard.RUNTIME_DEFAULT_MASK, lines
+    assert sets["CapInh"] & ~process_guard.RUNTIME_DEFAULT_MASK == 0 and sets["CapAmb"] == 0, lines
+    assert lines[5:] == ["chown ok", "mount refused"], lines
