@@ -29,19 +29,26 @@ $(UV): | $(BIN)/python
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --only-binary :all: --require-hashes \
 		-r requirements-bootstrap.lock
 
+# The repository's three distributions, each installed alone (no dependencies: the locks hold them all, hashed),
+# editable, the lock's setuptools building them: packages/apimachinery (what both others use), packages/localcluster
+# (the in-memory API server: the tests' and `local`'s) and the controller (the root). Paths no index serves, so no
+# lock names them.
+EDITABLE = $(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation \
+	-e packages/apimachinery -e packages/localcluster -e .
+
 # Everything from requirements-dev.lock (the extras local, test, bench and dev, pip itself and the build backend,
-# each at a pinned version with PyPI's hashes), then the project alone (no dependencies, the lock's setuptools
-# building it). A lock already installed is checked in a fraction of a second, so every target below runs this.
+# each at a pinned version with PyPI's hashes), then the three distributions. A lock already installed is checked in
+# a fraction of a second, so every target below runs this.
 install: $(UV)
 	$(UV_INSTALL) $(BIN)/python -r requirements-dev.lock
-	$(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation -e .
+	$(EDITABLE)
 
 # Only what `genericjob-controller local` needs: the runtime dependencies and the `local` extra, from
-# requirements-local.lock (the same pins as requirements-dev.lock, with PyPI's hashes), then the project alone.
-# No test, lint or benchmark tools: about half the venv of `make install`.
+# requirements-local.lock (the same pins as requirements-dev.lock, with PyPI's hashes), then the three
+# distributions. No test, lint or benchmark tools: about half the venv of `make install`.
 install-local: $(UV)
 	$(UV_INSTALL) $(BIN)/python -r requirements-local.lock
-	$(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation -e .
+	$(EDITABLE)
 
 # Install what `local` needs (kubectl too, for the README's kubectl commands), check the system's (openssl: it
 # stops here without it; the pod network's), then run the controller on its

@@ -1,4 +1,6 @@
-"""Fixtures shared by every test: a localcluster over real HTTP and clients for it."""
+"""Fixtures shared by the controller's tests. The cluster and a user's clients for it (`cluster`, `api_client`,
+`core`, `custom`, the `runner` marker) are localcluster's pytest plugin's (localcluster.testing.plugin); here, the
+controller's own client for it, and which tests are slow."""
 
 from __future__ import annotations
 
@@ -11,13 +13,8 @@ from prometheus_client import CollectorRegistry
 from controller.runtime.metrics import RequestMetrics
 from kubeclient.from_configuration import settings_from_configuration
 from kubeclient.rest import RestClient
-from localcluster import LocalCluster
 
 TESTS = Path(__file__).parent
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "runner(kind): the pod runner of the `cluster` fixture (default none)")
 
 
 # What `make test-fast` leaves out (the `slow` marker, pyproject.toml), by place, so that a new test there is slow
@@ -26,12 +23,6 @@ def pytest_configure(config):
 # that compile every CEL rule of the CRDs (their cost, their round trips).
 SLOW_FOLDERS = ("program", "e2e", "chaos", "bench", "mutation", "controller/model")
 SLOW_FILES = {
-    "localcluster/test_attacks_server_process.py", "localcluster/test_cli.py", "localcluster/test_fuzz_decoding.py",
-    "localcluster/test_logs_previous.py", "localcluster/test_pod_exec.py", "localcluster/test_pod_network.py",
-    "localcluster/test_portforward.py", "localcluster/test_process_runner.py",
-    "localcluster/test_process_runner_logs.py", "localcluster/test_kept_logs.py",
-    "localcluster/test_pod_network_claims.py",
-    "localcluster/test_crd_round_trip.py", "localcluster/test_cel_cost.py", "localcluster/test_builtin_schemas.py",
     "controller/test_crd_cost.py", "controller/test_crd.py",
 }
 
@@ -43,27 +34,9 @@ def is_slow(relative: str) -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if is_slow(item.path.relative_to(TESTS).as_posix()):
+    for item in items:  # localcluster's own tests are marked by their conftest
+        if item.path.is_relative_to(TESTS) and is_slow(item.path.relative_to(TESTS).as_posix()):
             item.add_marker(pytest.mark.slow)
-
-
-@pytest.fixture
-async def cluster(request):
-    marker = request.node.get_closest_marker("runner")
-    runner = marker.args[0] if marker else "none"
-    async with LocalCluster(runner=runner, bookmark_interval=1.0) as running:
-        yield running
-
-
-@pytest.fixture
-async def api_client(cluster):
-    """A kubernetes_asyncio client built from the cluster's kubeconfig, as a user's would be: what tests use to
-    act on the cluster (its generated API classes), never what the controller uses."""
-    configuration = client.Configuration()
-    await config.load_kube_config_from_dict(cluster.kubeconfig(), client_configuration=configuration)
-    async with client.ApiClient(configuration) as api:
-        yield api
 
 
 @pytest.fixture
@@ -74,13 +47,3 @@ async def rest_client(cluster):
     async with RestClient(settings_from_configuration(configuration), observer=RequestMetrics(CollectorRegistry())
                           ) as rest:
         yield rest
-
-
-@pytest.fixture
-def core(api_client):
-    return client.CoreV1Api(api_client)
-
-
-@pytest.fixture
-def custom(api_client):
-    return client.CustomObjectsApi(api_client)

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from localcluster.endpoints.http import MAX_REQUEST_BYTES
+from localcluster.testing import Kubectl
 from tests.e2e.conftest import condition, until
-from tests.localcluster.kubectl import Kubectl
 
 CORPUS = Path(__file__).parent / "corpus"
 FILES = sorted(p.name for p in CORPUS.glob("*.yaml") if p.name != "valid.yaml")

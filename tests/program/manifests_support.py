@@ -19,8 +19,8 @@ from controller.jobs.children.podgroup import GROUP as PG_GROUP
 from controller.jobs.children.podgroup import PLURAL as PG_PLURAL
 from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
 from localcluster.errors import ApiError
+from localcluster.testing import ENV, TIMEOUT, kubectl_binary
 from tests.e2e.conftest import LABEL_JOB_NAME, MERGE, phase
-from tests.localcluster.kubectl import ENV, TIMEOUT, kubectl_binary
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"

@@ -207,7 +207,7 @@ async def test_the_server_refuses_a_policy_whose_expression_does_not_compile(clu
 
 async def test_the_overlay_applies_to_localcluster(cluster, tmp_path):
     """kubectl apply -k, with its strict field validation against the API's schema."""
-    from tests.localcluster.kubectl import Kubectl
+    from localcluster.testing import Kubectl
 
     applied = await Kubectl(cluster, tmp_path).ok("apply", "-k", str(OVERLAYS / "creator-privilege"))
     for kind in ("validatingadmissionpolicy", "validatingadmissionpolicybinding"):

@@ -17,8 +17,8 @@ import shutil
 import pytest
 import yaml
 
+from localcluster.testing import Kubectl
 from tests.clients import controller_client
-from tests.localcluster.kubectl import Kubectl
 
 from .manifests_support import NAME, NAMESPACE, ROOT, WEBHOOK, WEBHOOK_SECRET, find
 from .packaging_support import OVERLAYS

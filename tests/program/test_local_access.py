@@ -23,7 +23,7 @@ import pytest
 
 import localcluster.__main__ as localcluster_main
 from localcluster import Credentials
-from tests.localcluster.test_attacks import NOBODY, read_as, world_traversable_directory
+from localcluster.testing import NOBODY, read_as, world_traversable_directory
 
 from .local_inprocess import LocalRun
 from .subprocesses import READY_TIMEOUT, ROOT, until

@@ -11,7 +11,7 @@ import re
 import aiohttp
 from prometheus_client import enable_created_metrics
 
-from tests.localcluster.kubectl import Kubectl
+from localcluster.testing import Kubectl
 
 from .local_inprocess import LocalRun, run_in_process
 from .subprocesses import ROOT, Samples

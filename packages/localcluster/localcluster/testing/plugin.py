@@ -1,0 +1,48 @@
+"""The pytest plugin (entry point `localcluster`, loaded wherever this distribution is installed): a LocalCluster
+over real HTTP per test, and kubernetes_asyncio clients for it, as a user's would be.
+
+    @pytest.mark.runner("process")          # the pod runner (default "none": pods stay Pending)
+    async def test_something(cluster, core):
+        await core.create_namespaced_pod("default", {...})
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from kubernetes_asyncio import client, config
+
+from localcluster import LocalCluster
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "runner(kind): the pod runner of the `cluster` fixture (default none)")
+
+
+@pytest.fixture
+async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[LocalCluster]:
+    marker = request.node.get_closest_marker("runner")
+    runner = marker.args[0] if marker else "none"
+    async with LocalCluster(runner=runner, bookmark_interval=1.0) as running:
+        yield running
+
+
+@pytest.fixture
+async def api_client(cluster: LocalCluster) -> AsyncIterator[client.ApiClient]:
+    """A kubernetes_asyncio client built from the cluster's kubeconfig, as a user's would be: what tests use to
+    act on the cluster (its generated API classes), never what the controller uses."""
+    configuration = client.Configuration()
+    await config.load_kube_config_from_dict(cluster.kubeconfig(), client_configuration=configuration)
+    async with client.ApiClient(configuration) as api:
+        yield api
+
+
+@pytest.fixture
+def core(api_client: client.ApiClient) -> client.CoreV1Api:
+    return client.CoreV1Api(api_client)
+
+
+@pytest.fixture
+def custom(api_client: client.ApiClient) -> client.CustomObjectsApi:
+    return client.CustomObjectsApi(api_client)
