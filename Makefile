@@ -85,8 +85,8 @@ test: install install-torch install-tensorflow
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
 
-# The edit-run loop: every test not marked `slow` (tests/conftest.py marks those that start the programs, kubectl or
-# a pod's processes as processes, run a real framework, or the engine's long model test). The full suite is `make test`'s.
+# The edit-run loop: every test not marked `slow` (tests/slow.py: those that start the programs, kubectl, helm or a
+# pod's processes, run a real framework or long, and tests/e2e), in the workers of `make test`, which runs them all.
 test-fast: install
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m "not slow"
 

@@ -34,6 +34,7 @@ import aiohttp
 import orjson
 
 from apimachinery.errors import ApiStatusError
+from kubeclient.clock import SYSTEM_CLOCK, Clock
 from kubeclient.http1 import Answer, Http1Pool
 from kubeclient.observe import RequestObserver, request_verb
 from kubeclient.proxy import proxy_for
@@ -109,16 +110,17 @@ class _Shared:
 class RestClient:
     def __init__(self, settings: ClientSettings, *, observer: RequestObserver | None = None,
                  user_agent: str | None = None, timeout: float = 30.0, connections: int = 100,
-                 qps: float = 0.0, burst: int = 0) -> None:
+                 qps: float = 0.0, burst: int = 0, clock: Clock = SYSTEM_CLOCK) -> None:
         """`timeout`: seconds per request unless a call says otherwise; `connections`: at most this many to the
         server in each pool (100: kubernetes_asyncio's and aiohttp's default); `qps`/`burst`: this client's rate
-        limit (qps <= 0: none). The client owns the settings' credentials: `close()` closes them too."""
+        limit (qps <= 0: none), kept by `clock`. The client owns the settings' credentials: `close()` closes them
+        too."""
         self.settings = settings
         self.server = settings.server.rstrip("/")
         self.credentials = settings.credentials
         self.observer = observer
         self.timeout = timeout
-        self.limiter = TokenBucket(qps, burst)
+        self.limiter = TokenBucket(qps, burst, clock)
         proxy = proxy_for(settings.server, settings.proxy_url)
         self.proxy, self._proxy_headers = _split_credentials(proxy)
         # http1.py connects to the server itself: with a proxy the writes take the aiohttp session too (a
@@ -141,7 +143,7 @@ class RestClient:
         """A client on the same connections and credentials, waiting on a token bucket of its own. Close the
         original only: closing either closes what they share."""
         sibling = copy.copy(self)
-        sibling.limiter = TokenBucket(qps, burst)
+        sibling.limiter = TokenBucket(qps, burst, self.limiter.clock)
         return sibling
 
     @property

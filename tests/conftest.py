@@ -1,10 +1,8 @@
-"""Fixtures shared by the controller's tests. The cluster and a user's clients for it (`cluster`, `api_client`,
+"""Fixtures and hooks of the controller's tests. The cluster and a user's clients for it (`cluster`, `api_client`,
 `core`, `custom`, the `runner` marker) are localcluster's pytest plugin's (localcluster.testing.plugin); here, the
-controller's own client for it, and which tests are slow."""
+controller's own client for it, which tests are slow, what a fast test may start, and the run's order."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 from kubernetes_asyncio import client, config
@@ -14,29 +12,37 @@ from controller.runtime.metrics import RequestMetrics
 from kubeclient.from_configuration import settings_from_configuration
 from kubeclient.rest import RestClient
 
-TESTS = Path(__file__).parent
+from . import slow
 
 
-# What `make test-fast` leaves out (the `slow` marker, pyproject.toml), by place, so that a new test there is slow
-# without a word: the folders whose tests start the programs as processes or run whole controllers and suites; the
-# files that start kubectl (named so), localcluster or pods' processes, or explore long (hypothesis); and those
-# that compile every CEL rule of the CRDs (their cost, their round trips).
-SLOW_FOLDERS = ("program", "e2e", "chaos", "bench", "mutation", "controller/model")
-SLOW_FILES = {
-    "controller/test_crd_cost.py", "controller/test_crd.py",
-}
-
-
-def is_slow(relative: str) -> bool:
-    """`relative`: a test file's path under tests/."""
-    return (relative in SLOW_FILES or relative.startswith(tuple(f"{folder}/" for folder in SLOW_FOLDERS))
-            or "kubectl" in relative.rpartition("/")[2])
-
-
+# What `make test-fast` leaves out (the `slow` marker), what a test not marked slow may start, and the order of the
+# run: tests/slow.py.
+@pytest.hookimpl(tryfirst=True)  # before `-m "not slow"` deselects
 def pytest_collection_modifyitems(config, items):
-    for item in items:  # localcluster's own tests are marked by their conftest
-        if item.path.is_relative_to(TESTS) and is_slow(item.path.relative_to(TESTS).as_posix()):
+    for item in items:
+        if slow.is_slow(item):
             item.add_marker(pytest.mark.slow)
+
+
+class _RunOrder:
+    """Long tests first (slow.run_order), once the other hooks have deselected and reordered."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        worker = getattr(config, "workerinput", {})
+        items[:] = slow.run_order(items, worker.get("workercount", 0), worker.get("dist", "no"),
+                                  worker.get("maxschedchunk"))
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(_RunOrder(), "run-order")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """xdist's controller: tell the workers, which collect and order the tests, how they will be handed out."""
+    node.workerinput["dist"] = node.config.getvalue("dist")
+    node.workerinput["maxschedchunk"] = node.config.getvalue("maxschedchunk")
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ import yaml
 from localcluster.endpoints.http import MAX_REQUEST_BYTES
 from localcluster.testing import Kubectl
 from tests.e2e.conftest import condition, until
+from tests.slow import starts_processes
 
 CORPUS = Path(__file__).parent / "corpus"
 FILES = sorted(p.name for p in CORPUS.glob("*.yaml") if p.name != "valid.yaml")
@@ -27,6 +28,7 @@ def expectation(path: Path) -> tuple[str, str]:
 
 
 @pytest.fixture
+@starts_processes
 def kubectl(cluster, tmp_path) -> Kubectl:
     return Kubectl(cluster, tmp_path)
 

@@ -21,6 +21,8 @@ from localcluster import LocalCluster
 from localcluster.errors import ApiError
 from tests.builders import JobBuilder
 
+pytestmark = pytest.mark.slow  # runs long: a cluster with the CRDs' CEL rules a test, 54 tests (40 s with -n 4, loaded)
+
 ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = ROOT / "manifests" / "crds"
 

@@ -18,6 +18,8 @@ from controller.kinds import registry
 from localcluster.validation import crd_cel
 from localcluster.validation.cel_cost import K8S_1_24, K8S_1_28, K8S_1_35, WORST
 
+pytestmark = pytest.mark.slow  # runs long: compiles and prices every CEL rule of the CRDs (14-17 s with -n 4, loaded)
+
 FRACTION = 0.10  # of each budget: a margin of 10x for the estimator's changes between versions
 CRDS = tuple(registry.crd_files())  # every kind's, and the PodGroup's
 

@@ -20,12 +20,18 @@ class FakeClock:
     def __init__(self, start: float = START) -> None:
         self._time, self._monotonic = start, 1_000.0
         self.files: list[Path] = []
+        self.slept: list[float] = []
 
     def time(self) -> float:
         return self._time
 
     def monotonic(self) -> float:
         return self._monotonic
+
+    async def sleep(self, seconds: float) -> None:
+        """Over at once, the time moved on by `seconds`; each wait kept in `slept`."""
+        self.slept.append(seconds)
+        self.advance(seconds)
 
     def advance(self, seconds: float) -> None:
         assert seconds >= 0, "a monotonic clock does not go back"

@@ -21,6 +21,7 @@ from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
 from localcluster.errors import ApiError
 from localcluster.testing import ENV, TIMEOUT, kubectl_binary
 from tests.e2e.conftest import LABEL_JOB_NAME, MERGE, phase
+from tests.slow import starts_processes
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"
@@ -110,6 +111,7 @@ def kustomize() -> list[dict]:
 
 
 @pytest.fixture(scope="module")
+@starts_processes
 def rendered() -> list[dict]:
     return kustomize()
 

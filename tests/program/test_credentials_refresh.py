@@ -11,10 +11,14 @@ import itertools
 import time
 from datetime import datetime
 
+import pytest
+
 from tests.e2e.conftest import QUICK, genericjob
 from tests.kubeclient.plugins import ClusterOfProcess, base_kubeconfig, exec_kubeconfig, write
 
 from .subprocesses import ControllerProcess, LocalClusterProcess, until
+
+pytestmark = pytest.mark.slow  # each test runs the programs
 
 MASTERS = ["system:masters"]
 

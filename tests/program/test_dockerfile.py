@@ -137,6 +137,7 @@ def test_dockerfile_installs_only_from_the_lock():
     assert copies.index("requirements.lock") < copies.index("controller/"), "the lock's layer comes before sources"
 
 
+@pytest.mark.slow  # hadolint
 def test_hadolint_passes():
     binary = BIN / "hadolint"
     if not binary.exists():
@@ -145,6 +146,7 @@ def test_hadolint_passes():
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+@pytest.mark.slow  # pip wheel
 def test_the_image_wheel_holds_what_run_imports_and_nothing_of_the_test_server(tmp_path):
     """The Docker build context (the Dockerfile's COPY sources, less what .dockerignore keeps out) makes a
     wheel with the packages `run` imports, and neither localcluster nor the development tools."""

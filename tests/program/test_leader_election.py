@@ -8,10 +8,14 @@ from __future__ import annotations
 import asyncio
 import signal
 
+import pytest
+
 from controller.runtime.leader import micro_time
 from tests.e2e.conftest import QUICK, genericjob
 
 from .subprocesses import LEASE, ControllerProcess, LocalClusterProcess, Samples, until
+
+pytestmark = pytest.mark.slow  # each test runs the programs
 
 WRITES = ("create", "update", "patch", "delete", "deletecollection")
 

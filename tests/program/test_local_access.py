@@ -44,6 +44,7 @@ async def browser_post(credentials: Credentials, port: int, token: str | None = 
         return answer.status
 
 
+@pytest.mark.slow  # local's pods, or the programs
 async def test_local_writes_a_private_kubeconfig_and_refuses_requests_without_its_token():
     cwd = world_traversable_directory()
     (cwd / ".cache").mkdir(mode=0o755)  # as the issue found it: made by something else, world-readable
@@ -75,6 +76,7 @@ async def test_local_writes_a_private_kubeconfig_and_refuses_requests_without_it
         shutil.rmtree(cwd)
 
 
+@pytest.mark.slow  # local's pods, or the programs
 async def test_local_on_a_non_loopback_host_says_what_it_exposes(tmp_path):
     async with LocalRun(tmp_path, "--host", "0.0.0.0", "--port", "0") as running:
         warning = await running.line(r"^WARNING: serving on 0\.0\.0\.0:\d+")
@@ -97,6 +99,7 @@ async def serve(cwd, *flags: str) -> tuple[asyncio.subprocess.Process, str]:
                 return process, line
 
 
+@pytest.mark.slow  # local's pods, or the programs
 async def test_serve_writes_its_own_private_kubeconfig_removed_at_exit(tmp_path):
     process, line = await serve(tmp_path)
     try:

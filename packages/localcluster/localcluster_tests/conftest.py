@@ -1,36 +1,13 @@
-"""localcluster's own tests: which are slow, and the fixtures they share (the cluster and a user's clients are
-the plugin's, localcluster.testing.plugin)."""
+"""The fixtures localcluster's own tests share (the cluster and a user's clients are the plugin's,
+localcluster.testing.plugin)."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-from localcluster.testing import Kubectl
-
-HERE = Path(__file__).parent
-
-# What `make test-fast` leaves out (the `slow` marker): the files that start kubectl (named so), localcluster or
-# pods' processes, or explore long (hypothesis), and those that compile every CEL rule of the CRDs (their cost,
-# their round trips).
-SLOW_FILES = {
-    "test_attacks_server_process.py", "test_cli.py", "test_fuzz_decoding.py", "test_logs_previous.py",
-    "test_pod_exec.py", "test_pod_network.py", "test_portforward.py", "test_process_runner.py",
-    "test_process_runner_logs.py", "test_kept_logs.py", "test_pod_network_claims.py",
-    "test_crd_round_trip.py", "test_cel_cost.py", "test_builtin_schemas.py", "test_gen_k8s_protobuf.py",
-}
-
-
-def is_slow(name: str) -> bool:
-    return name in SLOW_FILES or "kubectl" in name
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if item.path.parent == HERE and is_slow(item.path.name):
-            item.add_marker(pytest.mark.slow)
+from localcluster.testing import Kubectl, starts_processes
 
 
 @pytest.fixture
@@ -42,6 +19,7 @@ def namespace(cluster, request) -> str:
 
 
 @pytest.fixture
+@starts_processes
 def kubectl(cluster, tmp_path, namespace) -> Kubectl:
     """The installed kubectl, working in the test's namespace (test_kubectl.py has its own, in `default`)."""
     return Kubectl(cluster, tmp_path, namespace=namespace)

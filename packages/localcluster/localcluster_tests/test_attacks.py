@@ -105,6 +105,7 @@ def assert_private(kubeconfig: Path) -> None:
     assert kubeconfig.parent.stat().st_mode & 0o777 == 0o700
 
 
+@pytest.mark.slow  # runs `cat` as another user
 async def test_the_kubeconfig_is_readable_by_this_user_only(cluster):
     base = world_traversable_directory()
     try:

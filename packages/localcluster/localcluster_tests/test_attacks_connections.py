@@ -87,6 +87,7 @@ async def test_half_a_request_head_after_tls_is_closed_after_the_header_timeout(
         writer.close()
 
 
+@pytest.mark.slow  # kubectl
 async def test_a_watch_outlives_the_header_timeout_and_kubectl_works(limited, tmp_path):
     path = "/api/v1/namespaces/default/configmaps"
     async with RawWatch(limited, path, allowWatchBookmarks=True, resourceVersion=str(limited.store.rv)) as watch:

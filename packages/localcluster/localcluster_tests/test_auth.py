@@ -356,6 +356,7 @@ async def test_reviews_in_discovery(admin):
 # --- kubectl auth can-i / whoami (kubectl sends tokens only over TLS) -----------------------------
 
 
+@pytest.mark.slow  # kubectl
 async def test_kubectl_auth_can_i_and_whoami(tmp_path):
     from localcluster.testing import Kubectl
 
@@ -384,6 +385,7 @@ async def test_kubectl_auth_can_i_and_whoami(tmp_path):
         assert (await vi.run("auth", "can-i", "create", "pods", "-n", "team")).out == "no\n"
 
 
+@pytest.mark.slow  # `python -m localcluster serve`
 async def test_serve_prints_service_account_tokens(tmp_path):
     import asyncio
     import signal

@@ -20,6 +20,8 @@ from localcluster.validation.cel_ast import parse
 from localcluster.validation.cel_cost import K8S_1_24, K8S_1_28, K8S_1_35, U64, WORST, estimate
 from localcluster.validation.cel_types import MAX_REQUEST_SIZE, Checker, decl_type
 
+pytestmark = pytest.mark.slow  # runs long: prices the CRDs' CEL rules at several versions (25-28 s, -n 4, loaded)
+
 OLD_GENERICJOB = Path(__file__).parents[3] / "tests" / "data" / "genericjob-dabcc66.yaml.gz"
 SCHEMA = "spec.validation.openAPIV3Schema"
 PORTS = f"{SCHEMA}.properties[spec].properties[service].properties[ports]"

@@ -7,10 +7,13 @@ import signal
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from kubernetes_asyncio import client, config
 
 from .test_crd import CRD
+
+pytestmark = pytest.mark.slow  # each test runs `python -m localcluster serve`
 
 CRDS = Path(__file__).resolve().parents[3] / "manifests" / "crds"
 

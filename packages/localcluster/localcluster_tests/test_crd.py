@@ -194,6 +194,7 @@ RULE_COST_TOTAL = ("spec.validation.openAPIV3Schema: Forbidden: x-kubernetes-val
                    "maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)")
 
 
+@pytest.mark.slow  # kubectl
 async def test_kubectl_apply_of_a_crd_over_the_cost_budget_is_refused(cluster, tmp_path):
     """The issue's data point: the GenericJob CRD whose Service-port rule compares protocol strings with no
     maxLength, refused as a real server of the minimum version (1.28) refuses it."""
@@ -212,6 +213,7 @@ async def test_kubectl_apply_of_a_crd_over_the_cost_budget_is_refused(cluster, t
     assert "genericjobs.batch.tensorstack.dev" not in listed.out
 
 
+@pytest.mark.slow  # kubectl
 async def test_the_projects_crds_are_accepted(cluster, tmp_path):
     for name in ("genericjob.yaml", "tensorflowtrainingjob.yaml", "pytorchtrainingjob.yaml", "podgroup.yaml"):
         await Kubectl(cluster, tmp_path).ok("apply", "--server-side", "-f", str(PROJECT_CRDS / name))

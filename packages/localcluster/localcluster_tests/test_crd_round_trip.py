@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from localcluster.testing import Kubectl
+from localcluster.testing import Kubectl, starts_processes
 
 CRDS = Path(__file__).resolve().parents[3] / "manifests" / "crds"
 FILES = sorted(CRDS.glob("*.yaml"))
 
 
 @pytest.fixture
+@starts_processes
 def kubectl(cluster, tmp_path) -> Kubectl:
     return Kubectl(cluster, tmp_path)
 

@@ -305,6 +305,7 @@ async def test_relabelled_pods_and_reselecting_services_move_between_endpoints(o
     await objects.wait_endpoints("a", lambda e: ips(e) == ["127.0.0.9"], "p behind a again, by its new selector")
 
 
+@pytest.mark.slow  # a cluster with the process runner
 async def test_without_the_process_runner_the_controllers_run_only_when_asked():
     async with LocalCluster() as plain, LocalCluster(runner="process") as local:
         assert plain.endpoints is None and local.endpoints is not None

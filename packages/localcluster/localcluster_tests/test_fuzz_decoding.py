@@ -33,7 +33,7 @@ from localcluster import LocalCluster
 from localcluster.endpoints import protobuf
 from localcluster.endpoints.k8s_protobuf import KINDS
 from localcluster.kubelet import spdy
-from localcluster.testing import until
+from localcluster.testing import starts_processes, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -51,6 +51,7 @@ VALID = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "base", "
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
+@starts_processes
 async def cluster():
     async with LocalCluster(runner="process") as running:
         running.api.ensure_namespace(NS)

@@ -77,6 +77,7 @@ async def test_a_container_restarted_in_place_keeps_both_instances(cluster, core
                                         + header("flaky", uid) + "second try\n")
 
 
+@pytest.mark.slow  # clusters with the process runner
 async def test_pods_still_running_when_the_cluster_stops_are_kept_and_the_next_keeper_starts_empty(tmp_path):
     directory = tmp_path / "kept"
     async with LocalCluster(runner="process") as running:

@@ -16,7 +16,7 @@ from google.protobuf import empty_pb2
 from google.protobuf.unknown_fields import UnknownFieldSet
 
 from localcluster.endpoints.table import human_duration
-from localcluster.testing import Kubectl, until
+from localcluster.testing import Kubectl, starts_processes, until
 
 from . import jobs
 
@@ -67,6 +67,7 @@ def manifest(*docs: dict) -> str:
 
 
 @pytest.fixture
+@starts_processes
 def kubectl(cluster, tmp_path) -> Kubectl:
     return Kubectl(cluster, tmp_path)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from localcluster.testing import Kubectl
+from localcluster.testing import Kubectl, starts_processes
 
 from .jobs import genericjob
 
@@ -18,6 +18,7 @@ LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 @pytest.fixture
+@starts_processes
 def kubectl(cluster, tmp_path) -> Kubectl:
     return Kubectl(cluster, tmp_path)
 

@@ -14,7 +14,7 @@ import json
 import pytest
 
 from localcluster.endpoints import protobuf
-from localcluster.testing import Kubectl
+from localcluster.testing import Kubectl, starts_processes
 
 NS = "team-a"
 
@@ -35,6 +35,7 @@ def decoded(monkeypatch) -> list[dict]:
 
 
 @pytest.fixture
+@starts_processes
 async def kubectl(cluster, tmp_path) -> Kubectl:
     kubectl = Kubectl(cluster, tmp_path)
     await kubectl.ok("create", "namespace", NS)

@@ -18,7 +18,7 @@ import pytest_asyncio
 import yaml
 
 from localcluster import LocalCluster
-from localcluster.testing import until
+from localcluster.testing import starts_processes, until
 
 from .test_kubectl import manifest
 from .test_kubectl_workloads import deployment, pods_of
@@ -31,6 +31,7 @@ HASH = r"[4-9bcdf]{1,10}"  # rand.SafeEncodeString of a 32-bit number's digits
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
+@starts_processes
 async def cluster():
     async with LocalCluster(runner="process") as running:
         yield running

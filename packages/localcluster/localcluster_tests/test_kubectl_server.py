@@ -133,6 +133,7 @@ async def test_a_pod_created_on_the_node_runs_and_one_on_a_missing_node_stays_pe
 # --- kubectl logs of a pod that is not running ----------------------------------------------------
 
 
+@pytest.mark.slow  # kubectl
 async def test_logs_of_a_pod_not_yet_scheduled_print_nothing(tmp_path):
     """LogLocation has no location for a pod with no node: 200 and no body, so kubectl exits 0 silently."""
     async with LocalCluster(runner="none") as unscheduled:  # nothing binds pods

@@ -16,7 +16,7 @@ import pytest
 import pytest_asyncio
 
 from localcluster import LocalCluster
-from localcluster.testing import until
+from localcluster.testing import starts_processes, until
 
 from .kubectl_commands_support import job
 from .test_kubectl import manifest
@@ -29,6 +29,7 @@ DEPLOYMENTS, PODS = ("apps", "deployments"), ("", "pods")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
+@starts_processes
 async def cluster():
     async with LocalCluster(runner="process") as running:
         running.apply_crds(ROOT / "manifests" / "crds")

@@ -146,6 +146,7 @@ async def test_exec_answers_as_a_cluster_when_it_cannot_run(cluster, core, tmp_p
     assert completed.err == "error: cannot exec into a container in a completed pod; current phase is Succeeded\n"
 
 
+@pytest.mark.slow  # kubectl
 @pytest.mark.runner("none")
 async def test_other_runners_cannot_exec(cluster, core, tmp_path):
     kubectl = Kubectl(cluster, tmp_path)

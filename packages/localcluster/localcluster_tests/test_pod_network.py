@@ -236,6 +236,7 @@ for name in ("x", "x.other", "x.other.svc", "x.other.svc.cluster.local"):
     assert lines == ["x -", f"x.other {ip}", f"x.other.svc {ip}", f"x.other.svc.cluster.local {ip}"], lines
 
 
+@pytest.mark.slow  # compiles the shim
 def test_what_is_missing_is_named_with_the_command_that_installs_it(monkeypatch):
     monkeypatch.setattr(preload, "find_nss_wrapper", lambda: None)
     found = preload.find()

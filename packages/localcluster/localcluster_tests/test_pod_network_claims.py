@@ -64,6 +64,7 @@ def test_claims_in_one_process_never_share_a_network_and_a_released_one_is_free_
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow  # processes claiming networks
 async def test_two_processes_claiming_at_once_never_share_a_network(tmp_path):
     octets = range(40, 52)
     first, second = await asyncio.gather(claimer(tmp_path, octets), claimer(tmp_path, octets))
@@ -77,6 +78,7 @@ async def test_two_processes_claiming_at_once_never_share_a_network(tmp_path):
             await ended(proc)
 
 
+@pytest.mark.slow  # processes claiming networks
 async def test_a_claim_held_by_a_live_process_is_refused_and_one_left_by_a_killed_process_is_taken(tmp_path):
     proc, held = await claimer(tmp_path, [99])
     assert held == {99}
@@ -90,6 +92,7 @@ async def test_a_claim_held_by_a_live_process_is_refused_and_one_left_by_a_kille
     claim.release()
 
 
+@pytest.mark.slow  # clusters with the process runner
 async def test_two_clusters_get_the_last_two_free_networks_one_each(tmp_path, monkeypatch):
     """All but two networks held (by this process): two clusters started then get those two, and their pods
     addresses in them; stopping a cluster releases its network."""

@@ -14,6 +14,7 @@ import pytest
 from localcluster.kubelet.network import preload
 from localcluster.kubelet.network.addresses import HOSTS_PER_RANGE, AddressPool
 from localcluster.kubelet.network.names import hosts_file, service_table
+from localcluster.testing import starts_processes
 
 
 def test_addresses_are_the_pod_s_until_released_and_not_reused_until_the_range_goes_round():
@@ -83,6 +84,7 @@ def test_hostname_and_subdomain_give_the_fully_qualified_names_of_a_headless_ser
 
 
 @pytest.fixture(scope="module")
+@starts_processes
 def shim():
     library, why = preload.build_shim()
     assert library is not None, why

@@ -258,6 +258,7 @@ async def test_a_finalizer_keeps_the_stopped_pod_with_its_final_status(cluster, 
 # --- stopping the cluster --------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a cluster with the process runner
 async def test_stopping_the_cluster_kills_every_process(tmp_path):
     child = tmp_path / "child.pid"
     async with LocalCluster(runner="process") as local:

@@ -260,6 +260,7 @@ async def test_resolution_errors_are_named_and_masters_pass(http, cluster, admin
 # --- through kubectl --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # kubectl
 async def test_kubectl_as_the_user_is_refused_with_the_servers_message(cluster, tmp_path, admin):
     from localcluster.testing import Kubectl
 

@@ -160,7 +160,7 @@ async def _absent(core, name: str) -> bool:
     return False
 
 
-@pytest.mark.parametrize("runner", ["scripted", "process"])
+@pytest.mark.parametrize("runner", ["scripted", pytest.param("process", marks=pytest.mark.slow)])  # its pods' processes
 async def test_each_state_a_runner_writes_keeps_its_own_resource_version(runner):
     """A runner writes a pod's next state from the stored one: the version already stored (which
     watchers are sent and the history keeps) must not take the new resourceVersion with it."""

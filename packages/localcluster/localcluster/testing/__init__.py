@@ -5,6 +5,7 @@
   and the `runner` marker;
 - `Kubectl`: the real kubectl against a cluster, with timeouts (`kubectl_binary`, `ENV`, `TIMEOUT`);
 - `until`: the one polling helper, for a condition no event reports;
+- `starts_processes`: a fixture that starts processes makes its tests slow (`started_by_fixtures`);
 - scripted pods (`SCRIPT_ANNOTATION`: the pod runner runs the annotation's script instead of the image);
 - the client CA (`ClientCa`, `trusting`: certificates for a client, a context that trusts a CA);
 - the faults a test injects are the cluster's own (`cluster.faults`); the limits it probes (`MAX_REQUEST_BYTES`);
@@ -21,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .other_users import NOBODY, read_as, world_traversable_directory
+from .processes import started_by_fixtures, starts_processes
 from .waiting import until
 
 if TYPE_CHECKING:
@@ -44,8 +46,8 @@ _LAZY = {
 }
 
 __all__ = ["CRD_KEY", "ENV", "MAX_REQUEST_BYTES", "NOBODY", "SCRIPT_ANNOTATION", "TIMEOUT", "ClientCa", "Kubectl",
-           "Lines", "Result", "default_pod_template", "default_service", "kubectl_binary", "read_as", "trusting",
-           "until", "world_traversable_directory"]
+           "Lines", "Result", "default_pod_template", "default_service", "kubectl_binary", "read_as",
+           "started_by_fixtures", "starts_processes", "trusting", "until", "world_traversable_directory"]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,7 +1,7 @@
 """The pytest plugin (entry point `localcluster`, loaded wherever this distribution is installed): a LocalCluster
 over real HTTP per test, and kubernetes_asyncio clients for it, as a user's would be.
 
-    @pytest.mark.runner("process")          # the pod runner (default "none": pods stay Pending)
+    @pytest.mark.runner("process")          # the pod runner (default "none": pods stay Pending); the test is slow
     async def test_something(cluster, core):
         await core.create_namespaced_pod("default", {...})
 """
@@ -15,12 +15,28 @@ from kubernetes_asyncio import client, config
 
 from localcluster import LocalCluster
 
+from .processes import started_by_fixtures, starts_processes
+
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "runner(kind): the pod runner of the `cluster` fixture (default none)")
+    config.addinivalue_line("markers", "slow: starts processes or runs long (`make test-fast` leaves it out)")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m "not slow"` deselects
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if not item.get_closest_marker("slow") and started_by_fixtures(item):
+            item.add_marker(pytest.mark.slow)
+
+
+def _runs_pods(item: pytest.Item) -> bool:
+    marker = item.get_closest_marker("runner")
+    return marker is not None and marker.args[0] == "process"
 
 
 @pytest.fixture
+@starts_processes(when=_runs_pods)
 async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[LocalCluster]:
     marker = request.node.get_closest_marker("runner")
     runner = marker.args[0] if marker else "none"
