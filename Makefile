@@ -10,7 +10,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TF_VENV := .venv-tf
 
-.PHONY: local test test-fast lint typecheck cov bench mutants install install-local install-torch install-tensorflow lock image model-long model-mutants
+.PHONY: local test test-fast test-localcluster lint typecheck cov bench mutants install install-local install-torch install-tensorflow lock image model-long model-mutants
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -89,6 +89,21 @@ test: install install-torch install-tensorflow
 # pod's processes, run a real framework or long, and tests/e2e), in the workers of `make test`, which runs them all.
 test-fast: install
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m "not slow"
+
+# localcluster alone: its own tests (packages/localcluster/localcluster_tests) in a venv of its own, .venv-lc, that
+# holds apimachinery, localcluster and the dev lock's pins (hashed) but not the controller, so that nothing of the
+# controller can be imported. The dev lock's packages serve both; kubectl is the main venv's. `make test` runs these
+# tests too, in the suite.
+LC_VENV := .venv-lc
+LC_ARGS ?=
+test-localcluster: install $(BIN)/kubectl
+	test -x $(LC_VENV)/bin/python || $(PY) -m venv --without-pip $(LC_VENV)
+	$(UV_INSTALL) $(LC_VENV)/bin/python -r requirements-dev.lock
+	$(UV) pip install --quiet --python $(LC_VENV)/bin/python --no-deps --no-build-isolation \
+		-e packages/apimachinery -e packages/localcluster
+	cp $(BIN)/kubectl $(LC_VENV)/bin/kubectl
+	cd packages/localcluster && ../../$(LC_VENV)/bin/python -c "import importlib.util as u; assert not u.find_spec('controller')"
+	cd packages/localcluster && ../../$(LC_VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal $(LC_ARGS)
 
 # ruff, and the type checker over the controller's packages (pyproject.toml's [tool.mypy]).
 lint: install

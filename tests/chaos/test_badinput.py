@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from localcluster.endpoints.http import MAX_REQUEST_BYTES
-from localcluster.testing import Kubectl
+from localcluster.testing import MAX_REQUEST_BYTES, Kubectl
 from tests.e2e.conftest import condition, until
 from tests.slow import starts_processes
 

@@ -24,8 +24,7 @@ from controller.kinds.pytorch.kind import PYTORCH
 from controller.kinds.tensorflow.kind import TENSORFLOW
 from informers import BackoffPolicy, InformerOptions
 from localcluster import LocalCluster
-from localcluster.kubelet.runner import SCRIPT_ANNOTATION
-from localcluster.testing import Kubectl, until
+from localcluster.testing import SCRIPT_ANNOTATION, Kubectl, until
 from tests.builders import JobBuilder
 
 CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"

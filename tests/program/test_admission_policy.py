@@ -17,7 +17,7 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from controller.kinds.registry import KINDS
-from localcluster.admission.validating_policies import compile_expression
+from localcluster.crd import compile_expression
 from tests.e2e.conftest import CRDS, genericjob
 from tests.e2e.test_tensorflow import tfjob
 

@@ -38,7 +38,7 @@ async def test_the_certificates_rbac_is_exactly_what_the_keeper_uses(cluster, ba
 
     from controller.runtime.webhook_certs import CertKeeper, CertKeeperConfig
     from informers.backoff import BackoffPolicy
-    from localcluster.errors import ApiError
+    from localcluster import ApiError
 
     from .manifests_support import apply_rbac, refused, resource_rules, service_account_client
     from .subprocesses import until

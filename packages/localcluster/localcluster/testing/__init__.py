@@ -11,6 +11,7 @@
 - the faults a test injects are the cluster's own (`cluster.faults`); the limits it probes (`MAX_REQUEST_BYTES`);
 - the stored objects' key (`CRD_KEY`) and the defaults the server applies (`default_service`,
   `default_pod_template`), for tests that compare with what the server stores;
+- the clock its authenticator reads (`drive_authentication_clock`: tokens expire by a test's fake clock);
 - files as another user sees them (`NOBODY`, `read_as`, `world_traversable_directory`).
 
 Nothing outside localcluster imports a module of it but this one, `localcluster` and `localcluster.crd`
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from ..endpoints.http import MAX_REQUEST_BYTES
     from ..kubelet.runner import SCRIPT_ANNOTATION
     from ..validation.builtins import default_pod_template, default_service
+    from .clock import drive_authentication_clock
     from .kubectl import ENV, TIMEOUT, Kubectl, Lines, Result, kubectl_binary
 
 # Loaded when first asked for: `until` alone must not load an API server.
@@ -43,11 +45,31 @@ _LAZY = {
     "MAX_REQUEST_BYTES": "..endpoints.http",
     "CRD_KEY": "..api",
     "default_service": "..validation.builtins", "default_pod_template": "..validation.builtins",
+    "drive_authentication_clock": ".clock",
 }
 
-__all__ = ["CRD_KEY", "ENV", "MAX_REQUEST_BYTES", "NOBODY", "SCRIPT_ANNOTATION", "TIMEOUT", "ClientCa", "Kubectl",
-           "Lines", "Result", "default_pod_template", "default_service", "kubectl_binary", "read_as",
-           "started_by_fixtures", "starts_processes", "trusting", "until", "world_traversable_directory"]
+__all__ = [
+    "CRD_KEY",
+    "ENV",
+    "MAX_REQUEST_BYTES",
+    "NOBODY",
+    "SCRIPT_ANNOTATION",
+    "TIMEOUT",
+    "ClientCa",
+    "Kubectl",
+    "Lines",
+    "Result",
+    "default_pod_template",
+    "default_service",
+    "drive_authentication_clock",
+    "kubectl_binary",
+    "read_as",
+    "started_by_fixtures",
+    "starts_processes",
+    "trusting",
+    "until",
+    "world_traversable_directory",
+]
 
 
 def __getattr__(name: str) -> Any:
