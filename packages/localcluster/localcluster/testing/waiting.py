@@ -1,6 +1,6 @@
 """Waiting, in a test, for a condition that no event reports (a process's output file, a server's counter, an
 elector's state): the one polling helper every test uses. A stream read until a line or an event matches
-(tests/localcluster/kubectl.py's `Lines.until`, test_watch.py's `Watch.until`) is not polling, and stays with its
+(localcluster.testing's kubectl.py, `Lines.until`, test_watch.py's `Watch.until`) is not polling, and stays with its
 stream."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ unmarshal bool into Go struct field ConfigMap.metadata of type v1.ObjectMeta`. A
 answers 400 `ConfigMap in version "v1" cannot be handled as a ConfigMap: <that>`; a patch whose result
 does not decode answers 422 `patch: Invalid value: "<the patched JSON>": <that>`. Without this check
 such a body reached code that assumes a dict or a string and answered 500 (found by
-tests/localcluster/test_fuzz_decoding.py). The callers raise (validation/ sits below errors.py).
+localcluster_tests/test_fuzz_decoding.py). The callers raise (validation/ sits below errors.py).
 """
 
 from __future__ import annotations
