@@ -1,4 +1,6 @@
-"""Fixtures shared by every test: a localcluster over real HTTP and clients for it."""
+"""Fixtures and hooks of the controller's tests. The cluster and a user's clients for it (`cluster`, `api_client`,
+`core`, `custom`, the `runner` marker) are localcluster's pytest plugin's (localcluster.testing.plugin); here, the
+controller's own client for it, which tests are slow, what a fast test may start, and the run's order."""
 
 from __future__ import annotations
 
@@ -9,7 +11,6 @@ from prometheus_client import CollectorRegistry
 from controller.runtime.metrics import RequestMetrics
 from kubeclient.from_configuration import settings_from_configuration
 from kubeclient.rest import RestClient
-from localcluster import LocalCluster
 
 from . import slow
 
@@ -34,7 +35,6 @@ class _RunOrder:
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "runner(kind): the pod runner of the `cluster` fixture (default none)")
     config.pluginmanager.register(_RunOrder(), "run-order")
 
 
@@ -45,45 +45,6 @@ def pytest_configure_node(node):
     node.workerinput["maxschedchunk"] = node.config.getvalue("maxschedchunk")
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item, nextitem):
-    if item.get_closest_marker("slow"):
-        return (yield)
-    with slow.ProcessGuard(item).watching():
-        return (yield)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item, call):
-    report = yield
-    slow.fail_refused(item, report)
-    return report
-
-
-def _runs_pods(item) -> bool:
-    marker = item.get_closest_marker("runner")
-    return marker is not None and marker.args[0] == "process"
-
-
-@pytest.fixture
-@slow.starts_processes(when=_runs_pods)
-async def cluster(request):
-    marker = request.node.get_closest_marker("runner")
-    runner = marker.args[0] if marker else "none"
-    async with LocalCluster(runner=runner, bookmark_interval=1.0) as running:
-        yield running
-
-
-@pytest.fixture
-async def api_client(cluster):
-    """A kubernetes_asyncio client built from the cluster's kubeconfig, as a user's would be: what tests use to
-    act on the cluster (its generated API classes), never what the controller uses."""
-    configuration = client.Configuration()
-    await config.load_kube_config_from_dict(cluster.kubeconfig(), client_configuration=configuration)
-    async with client.ApiClient(configuration) as api:
-        yield api
-
-
 @pytest.fixture
 async def rest_client(cluster):
     """The controller's client (kubeclient.rest.RestClient) for the same kubeconfig, its requests counted."""
@@ -92,13 +53,3 @@ async def rest_client(cluster):
     async with RestClient(settings_from_configuration(configuration), observer=RequestMetrics(CollectorRegistry())
                           ) as rest:
         yield rest
-
-
-@pytest.fixture
-def core(api_client):
-    return client.CoreV1Api(api_client)
-
-
-@pytest.fixture
-def custom(api_client):
-    return client.CustomObjectsApi(api_client)

@@ -4,8 +4,8 @@ the others from starting processes, and the order the suite runs in.
 A test is slow (`is_slow`) when it
 
 - uses a fixture that starts processes (kubectl, helm, the project's programs, pods' processes): a fixture
-  decorated with `starts_processes`, such as tests/localcluster/conftest.py's `kubectl`, or the `cluster` fixture
-  under the `runner("process")` marker;
+  decorated with `starts_processes` (localcluster.testing's), such as localcluster_tests/conftest.py's `kubectl`,
+  or the `cluster` fixture (localcluster's plugin) under the `runner("process")` marker;
 - is marked `slow` itself (a test, a class or a module's `pytestmark`): one that starts processes in its own body,
   or runs long without starting any (a real framework, every CEL rule of the CRDs compiled, a long exploration);
 - or lives in a folder slow as a whole (`SLOW_FOLDERS`).
@@ -25,6 +25,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from localcluster.testing import started_by_fixtures, starts_processes
+
+__all__ = ["starts_processes"]  # localcluster.testing's, for the tests here
 
 TESTS = Path(__file__).parent
 
@@ -51,26 +55,10 @@ LONG = ("e2e/test_real_torch.py", "e2e/test_real_tensorflow.py", "chaos/test_cha
         "program/test_readme.py", "controller/model/test_engine_model*.py")
 
 
-_STARTS = "starts_processes"
-
-
-def starts_processes(fixture: Callable | None = None, *, when: Callable[[pytest.Item], bool] | None = None):
-    """Under `@pytest.fixture`: the fixture starts processes, so every test that uses it is slow; `when(item)`,
-    if given, says for which tests (the `cluster` fixture starts pods' processes under `runner("process")` only).
-
-        @pytest.fixture
-        @starts_processes
-        def kubectl(cluster, tmp_path): ...
-    """
-    def mark(function: Callable) -> Callable:
-        setattr(function, _STARTS, when or (lambda item: True))
-        return function
-
-    return mark if fixture is None else mark(fixture)
-
-
 def relative(item: pytest.Item) -> str:
-    return item.path.relative_to(TESTS).as_posix()
+    """The test's file under tests/ (localcluster's own tests: from the repository's root)."""
+    return (item.path.relative_to(TESTS) if item.path.is_relative_to(TESTS) else
+            item.path.relative_to(TESTS.parent)).as_posix()
 
 
 def is_slow(item: pytest.Item) -> bool:
@@ -78,12 +66,7 @@ def is_slow(item: pytest.Item) -> bool:
     fixtures it asks for and those they ask for), or lives in a slow folder."""
     if item.get_closest_marker("slow") or relative(item).startswith(tuple(f"{f}/" for f in SLOW_FOLDERS)):
         return True
-    info = getattr(item, "_fixtureinfo", None)
-    for definitions in (info.name2fixturedefs.values() if info else ()):
-        when = getattr(definitions[-1].func, _STARTS, None)  # the definition that applies to this test
-        if when is not None and when(item):
-            return True
-    return False
+    return started_by_fixtures(item)
 
 
 def rank(item: pytest.Item) -> int:

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from localcluster.endpoints.http import MAX_REQUEST_BYTES
+from localcluster.testing import MAX_REQUEST_BYTES, Kubectl
 from tests.e2e.conftest import condition, until
-from tests.localcluster.kubectl import Kubectl
 from tests.slow import starts_processes
 
 CORPUS = Path(__file__).parent / "corpus"

@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 from controller.runtime.leader import LeaderElectionConfig, LeaderElector, micro_time
 from kubeclient.from_configuration import settings_from_configuration
 from kubeclient.rest import RestClient
-from tests.waiting import until
+from localcluster.testing import until
 
 LEASE = "genericjob-leader"
 NAMESPACE = "default"

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from informers import PODS, InformerFactory
-from tests.waiting import until
+from localcluster.testing import until
 
 from .support import Pods, Recorder, advance_version, requests, watch_down
 

@@ -18,7 +18,7 @@ import pytest
 from kubernetes_asyncio.config.config_exception import ConfigException
 
 from kubeclient.loading import load_settings
-from tests.waiting import until
+from localcluster.testing import until
 
 from .plugins import exec_kubeconfig
 from .requests import Requests

@@ -12,7 +12,7 @@ import pytest
 from kubeclient.proxy import proxy_for
 from kubeclient.rest import RestClient
 from kubeclient.settings import ClientSettings
-from localcluster.auth.tls import trusting
+from localcluster.testing import trusting
 
 PROXY = "http://proxy.corp:3128"
 SERVER = "https://10.96.0.1:443"

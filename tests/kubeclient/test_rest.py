@@ -13,7 +13,7 @@ from apimachinery.errors import ApiStatusError
 from kubeclient.from_configuration import settings_from_configuration, ssl_context
 from kubeclient.rest import RestClient
 from kubeclient.settings import ClientSettings
-from localcluster.auth.tls import trusting
+from localcluster.testing import trusting
 from tests.kubeclient.clock import FakeClock
 
 PODS = "/api/v1/namespaces/default/pods"

@@ -17,7 +17,7 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from controller.kinds.registry import KINDS
-from localcluster.admission.validating_policies import compile_expression
+from localcluster.crd import compile_expression
 from tests.e2e.conftest import CRDS, genericjob
 from tests.e2e.test_tensorflow import tfjob
 
@@ -209,7 +209,7 @@ async def test_the_server_refuses_a_policy_whose_expression_does_not_compile(clu
 @pytest.mark.slow  # kubectl
 async def test_the_overlay_applies_to_localcluster(cluster, tmp_path):
     """kubectl apply -k, with its strict field validation against the API's schema."""
-    from tests.localcluster.kubectl import Kubectl
+    from localcluster.testing import Kubectl
 
     applied = await Kubectl(cluster, tmp_path).ok("apply", "-k", str(OVERLAYS / "creator-privilege"))
     for kind in ("validatingadmissionpolicy", "validatingadmissionpolicybinding"):

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.localcluster.kubectl import Kubectl
+from localcluster.testing import Kubectl
 from tests.slow import starts_processes
 
 from .local_inprocess import LocalRun

@@ -26,7 +26,7 @@ import subprocess
 import pytest
 import yaml
 
-from tests.localcluster.kubectl import Kubectl
+from localcluster.testing import Kubectl
 
 from .manifests_support import NAME, NAMESPACE, ROOT, WEBHOOK, WEBHOOK_PORT, WEBHOOK_SECRET, find
 from .packaging_support import BIN, CHART, by_key, helm, render, template

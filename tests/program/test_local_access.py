@@ -24,8 +24,8 @@ import pytest
 import localcluster.__main__ as localcluster_main
 from controller.devtools.local_metrics import exposure_warning as metrics_exposure_warning
 from localcluster import Credentials
-from localcluster.endpoints.exposure import exposure_warning as localcluster_exposure_warning
-from tests.localcluster.test_attacks import NOBODY, read_as, world_traversable_directory
+from localcluster import exposure_warning as localcluster_exposure_warning
+from localcluster.testing import NOBODY, read_as, world_traversable_directory
 
 from .local_inprocess import LocalRun
 from .subprocesses import READY_TIMEOUT, ROOT, until

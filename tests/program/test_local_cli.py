@@ -19,7 +19,7 @@ import pytest
 
 from controller.devtools import local
 from controller.runtime import logs
-from tests.localcluster.kubectl import Kubectl
+from localcluster.testing import Kubectl
 
 from .local_inprocess import LocalRun, run_in_process
 from .subprocesses import CLI, ROOT, LocalProcess, until

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from controller.devtools.local_pod_logs import KEPT_RUNS
-from tests.waiting import until
+from localcluster.testing import until
 
 from .local_inprocess import LocalRun
 from .test_local import EXAMPLES, run_in_process, write

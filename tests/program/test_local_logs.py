@@ -17,8 +17,8 @@ from controller.devtools.progress import JobProgress
 from kubeclient.from_configuration import settings_from_configuration
 from kubeclient.rest import RestClient
 from localcluster import LocalCluster
+from localcluster.testing import until
 from tests.e2e.conftest import CRDS
-from tests.waiting import until
 
 pytestmark = pytest.mark.slow  # pods as processes
 

@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 from prometheus_client import enable_created_metrics
 
-from tests.localcluster.kubectl import Kubectl
+from localcluster.testing import Kubectl
 
 from .local_inprocess import LocalRun, run_in_process
 from .subprocesses import ROOT, Samples

@@ -13,7 +13,7 @@ import pytest
 
 from controller.devtools.port_collision import collision, declared_ports
 from controller.devtools.reasons import pod_reason
-from tests.localcluster.kubectl import Kubectl
+from localcluster.testing import Kubectl
 
 from .local_inprocess import LocalRun, Output, hold_deadline_until, printed
 from .test_local import progress, run_in_process, write

@@ -23,7 +23,7 @@ import yaml
 from kubernetes_asyncio import client, config
 
 from controller.devtools.local_webhook import CONFIGURATION, NAMESPACE, SERVICE
-from tests.localcluster.kubectl import Kubectl
+from localcluster.testing import Kubectl
 
 from .local_inprocess import LocalRun
 from .subprocesses import until

@@ -168,7 +168,7 @@ def test_the_operations_page_speaks_of_every_kind_and_the_helm_it_was_tested_wit
 async def test_the_namespaced_install_works_as_written_once_its_namespaces_exist(cluster, tmp_path):
     """docs/operations.md's namespaced install, against localcluster: without the namespaces the apply is refused
     naming one (what the page warns of), and the page's commands, in order, install it whole."""
-    from tests.localcluster.kubectl import Kubectl
+    from localcluster.testing import Kubectl
 
     kubectl = Kubectl(cluster, tmp_path)
     refused = await kubectl.run("apply", "-k", str(ROOT / "overlays" / "namespaced"))

@@ -28,7 +28,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from controller.runtime.certs import CERT_FILE, KEY_FILE
-from tests.localcluster.kubectl import Kubectl
+from localcluster.testing import Kubectl
 from tests.slow import starts_processes
 
 from .inprocess import cluster_with_crds
