@@ -107,3 +107,27 @@ def test_a_status_too_large_is_written_failed_now_keeping_its_other_conditions()
     assert bare == {"phase": "Failed", "reason": "StatusTooLarge"}
     for status in (first, second):
         assert_well_formed(status)
+
+
+def test_a_released_hold_says_when_it_was_released():
+    from controller.jobs.decisions import held
+
+    job, pods = make_job(("worker", 1)), Pods()
+    status = hold(running(job, pods), pods, at(5)).status
+    released = held.release(step(job, status, pods, at(6)), status, 3, at(6))
+    said = condition(released.status, held.SPEC_INVALID)
+    assert (said["status"], said["reason"], said["lastTransitionTime"]) == ("False", held.RELEASED, at(6))
+    assert_well_formed(released.status, status)
+
+
+def test_a_held_job_failed_by_its_deadline_removes_its_services_and_podgroup_and_keeps_the_stuck_time_given():
+    job, pods = make_job(("worker", 1)), Pods()
+    status = {**running(job, pods), "startTime": at(0)}
+    service = {"metadata": {"name": "job-worker-0", "uid": "s"}}
+    group = {"metadata": {"name": "job", "uid": "g"}}
+    pods.set("worker", 0, "Running", terminating=True)  # its deletion asked at at(0)
+    failed = hold(status, pods, at(55), deadline=10, clock=epoch(at(55)), services=[service], podgroups=[group],
+                  stuck_after=50.0)
+    assert failed.terminal and [(a.name, a.uid) for a in failed.services] == [("job-worker-0", "s")]
+    assert [(a.name, a.uid) for a in failed.podgroup] == [("job", "g")]
+    assert [f.name for f in failed.force_delete] == ["job-worker-0"]  # 5 s overdue by the 50 s given
