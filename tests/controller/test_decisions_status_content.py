@@ -131,3 +131,29 @@ def test_a_held_job_failed_by_its_deadline_removes_its_services_and_podgroup_and
     assert failed.terminal and [(a.name, a.uid) for a in failed.services] == [("job-worker-0", "s")]
     assert [(a.name, a.uid) for a in failed.podgroup] == [("job", "g")]
     assert [f.name for f in failed.force_delete] == ["job-worker-0"]  # 5 s overdue by the 50 s given
+
+
+def test_the_compact_status_says_the_job_is_no_longer_running_and_counts_the_records_dropped():
+    from controller.jobs.decisions import oversize
+
+    pods = Pods()
+    job = make_job(("worker", 3))
+    planned = step(job, start(job, pods), pods, at(3)).status
+    compact = oversize.compact_status(GENERICJOB.status, planned, "too large", at(9))
+    assert condition(compact, "Running") == {"type": "Running", "status": "False", "reason": "Failed",
+                                             "message": "The job has finished.", "lastTransitionTime": at(9)}
+    (text, _), (short, _), (bare, _) = oversize.fallbacks(GENERICJOB.status, planned, "etcd: too big", at(9), 1)
+    assert text == oversize.message(3, "etcd: too big") and "each of its 3 replicas" in text
+    assert bare == f"{short} Its spec leaves no room for a condition: only the phase and reason are stored."
+
+
+def test_a_job_failed_too_large_is_told_by_its_failed_condition_alone():
+    from controller.jobs.decisions import oversize
+
+    said = {"type": "Failed", "status": "True", "reason": "StatusTooLarge", "message": "m"}
+    assert oversize.failed_too_large({"conditions": [said]})
+    assert oversize.failed_too_large({"phase": "Failed", "reason": "StatusTooLarge"})
+    assert not oversize.failed_too_large({"conditions": [{**said, "status": "False"}]})
+    assert not oversize.failed_too_large({"conditions": [{**said, "reason": "InvalidSpec"}]})
+    assert not oversize.failed_too_large({"conditions": [{**said, "type": "Completed"}]})
+    assert not oversize.failed_too_large({"phase": "Failed", "reason": "InvalidSpec", "conditions": []})

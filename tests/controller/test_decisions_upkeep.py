@@ -133,3 +133,66 @@ def test_merge_patch_nulls_removed_keys_recurses_into_objects_and_replaces_the_r
     assert upkeep.merge_patch(old, old) == {}
     # An object left as it was inside a changed one is not named in the patch.
     assert upkeep.merge_patch({"a": {"b": 1}, "c": 1}, {"a": {"b": 1}, "c": 2}) == {"c": 2}
+
+
+def test_each_types_services_carry_its_own_port():
+    from .test_tensorflow_kind import tfjob
+
+    obj = tfjob(("worker", 1), ("ps", 1))
+    ps = next(s for s in obj["spec"]["replicaSpecs"] if s["type"] == "ps")
+    ps["template"] = copy.deepcopy(ps["template"])
+    ps["template"]["spec"]["containers"][0]["ports"] = [{"name": TENSORFLOW.port_name, "containerPort": 3333}]
+    job = TENSORFLOW.parse(obj)
+    ports = {s["metadata"]["name"]: [p["port"] for p in s["spec"]["ports"]] for s in made_services(job)}
+    assert ports["tf-ps-0"] == [3333] and ports["tf-worker-0"] != [3333]
+
+
+def finished(*records: tuple[str, str, str]) -> dict:
+    """A finished TFJob's status with records (name, uid, phase); "-" as uid: its pod retired."""
+    replicas = [{"name": name, "uid": uid.strip("-"), "phase": phase,
+                 **({"lastRestartUid": uid.strip("-")} if uid.startswith("-") else {})} for name, uid, phase in records]
+    return {"phase": "Succeeded", "tasks": [{"type": "worker", "replicaStatus": replicas}]}
+
+
+def test_a_finished_job_keeps_the_services_of_the_pods_its_clean_up_policy_keeps():
+    records = [("tf-worker-0", "p0", "Succeeded"), ("tf-worker-1", "p1", "Deleted"), ("tf-worker-2", "-p2", "Deleted"),
+               ("tf-worker-3", "", "Deleted")]
+    kept = {"None": ["tf-worker-2", "tf-worker-3"],  # a pod retired or never made: no Service
+            "Unfinished": ["tf-worker-1", "tf-worker-2", "tf-worker-3"],
+            "All": ["tf-worker-0", "tf-worker-1", "tf-worker-2", "tf-worker-3"]}
+    for policy, deleted in kept.items():
+        job = parsed(("worker", 4), runPolicy={"cleanUpPolicy": policy})
+        existing = made_services(job)
+        actions = upkeep.service_actions(TENSORFLOW, job, finished(*records), existing, terminal=True, making=False)
+        assert [(a.resource, a.name, a.uid) for a in actions] == [
+            (SERVICES, name, f"u-{name}") for name in deleted], policy
+
+
+def test_a_finished_jobs_podgroup_goes_unless_the_policy_it_is_given_or_its_own_keeps_it():
+    job = parsed(("worker", 1), scheduler=QUEUE, runPolicy={"cleanUpPolicy": "None"})
+    desired = podgroup.desired_podgroup(TENSORFLOW, job)
+    assert desired is not None
+    stored = {**copy.deepcopy(desired), "metadata": {**desired["metadata"], "uid": "pg"}}
+    assert upkeep.podgroup_actions(TENSORFLOW, job, [stored], terminal=True, making=False) == []
+    gone = upkeep.podgroup_actions(TENSORFLOW, job, [stored], terminal=True, making=False,
+                                   clean_up=CleanUpPolicy.UNFINISHED)
+    assert [(a.resource, a.name, a.uid) for a in gone] == [(PODGROUPS, desired["metadata"]["name"], "pg")]
+
+
+def test_a_made_tensorboard_is_reported_as_created():
+    job = board_job()
+    actions, reported = upkeep.dependent_actions(TENSORFLOW, job, {tensorboard.RESOURCE: []}, terminal=False)
+    assert [type(a) for a in actions] == [CreateChild] and reported["tensorboard"]["action"] == "Create"
+
+
+def test_a_dependent_whose_api_is_missing_does_not_stop_the_next_one():
+    from types import SimpleNamespace
+
+    from apimachinery.resource import Resource
+
+    missing, present = Resource("example.com", "v1", "missings"), Resource("example.com", "v1", "presents")
+    bodies = {resource: {"metadata": {"name": "tf"}, "spec": {"a": 1}} for resource in (missing, present)}
+    kind = SimpleNamespace(dependents=lambda job: bodies, dependent_resources=[],
+                           dependent_status=lambda job, observed, done: dict(done))
+    actions, reported = upkeep.dependent_actions(kind, None, {missing: None, present: []}, terminal=False)
+    assert actions == [CreateChild("presents", "tf", bodies[present])] and reported == {present: "Create"}
