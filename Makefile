@@ -10,7 +10,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TF_VENV := .venv-tf
 
-.PHONY: local test test-real test-fast lint typecheck cov bench mutants install install-local install-torch install-tensorflow lock image model-long model-mutants
+.PHONY: local test test-real test-fast test-localcluster lint typecheck cov bench mutants install install-local install-torch install-tensorflow lock image model-long model-mutants
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -29,19 +29,26 @@ $(UV): | $(BIN)/python
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --only-binary :all: --require-hashes \
 		-r requirements-bootstrap.lock
 
+# The repository's three distributions, each installed alone (no dependencies: the locks hold them all, hashed),
+# editable, the lock's setuptools building them: packages/apimachinery (what both others use), packages/localcluster
+# (the in-memory API server: the tests' and `local`'s) and the controller (the root). Paths no index serves, so no
+# lock names them.
+EDITABLE = $(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation \
+	-e packages/apimachinery -e packages/localcluster -e .
+
 # Everything from requirements-dev.lock (the extras local, test, bench and dev, pip itself and the build backend,
-# each at a pinned version with PyPI's hashes), then the project alone (no dependencies, the lock's setuptools
-# building it). A lock already installed is checked in a fraction of a second, so every target below runs this.
+# each at a pinned version with PyPI's hashes), then the three distributions. A lock already installed is checked in
+# a fraction of a second, so every target below runs this.
 install: $(UV)
 	$(UV_INSTALL) $(BIN)/python -r requirements-dev.lock
-	$(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation -e .
+	$(EDITABLE)
 
 # Only what `genericjob-controller local` needs: the runtime dependencies and the `local` extra, from
-# requirements-local.lock (the same pins as requirements-dev.lock, with PyPI's hashes), then the project alone.
-# No test, lint or benchmark tools: about half the venv of `make install`.
+# requirements-local.lock (the same pins as requirements-dev.lock, with PyPI's hashes), then the three
+# distributions. No test, lint or benchmark tools: about half the venv of `make install`.
 install-local: $(UV)
 	$(UV_INSTALL) $(BIN)/python -r requirements-local.lock
-	$(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation -e .
+	$(EDITABLE)
 
 # Install what `local` needs (kubectl too, for the README's kubectl commands), check the system's (openssl: it
 # stops here without it; the pod network's), then run the controller on its
@@ -79,16 +86,31 @@ test: install install-torch install-tensorflow
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
 
-# The edit-run loop: every test not marked `slow` (tests/conftest.py marks those that start the programs, kubectl or
-# a pod's processes as processes, run a real framework, or the engine's long model test). The full suite is `make test`'s.
 # The envtest tier alone (tests/real, and the e2e scenarios on the real server: the `real` marker): a real
 # kube-apiserver, etcd and kube-controller-manager from KUBEBUILDER_ASSETS, else from ../shared/envtest.
 test-real: install
 	$(BIN)/python scripts/install_system_packages.py
 	$(BIN)/python -m pytest -q -n 2 --dist worksteal -m real tests/real tests/e2e
 
+# The edit-run loop: every test not marked `slow` (tests/slow.py: those that start the programs, kubectl, helm or a
+# pod's processes, run a real framework or long, and tests/e2e), in the workers of `make test`, which runs them all.
 test-fast: install
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m "not slow"
+
+# localcluster alone: its own tests (packages/localcluster/localcluster_tests) in a venv of its own, .venv-lc, that
+# holds apimachinery, localcluster and the dev lock's pins (hashed) but not the controller, so that nothing of the
+# controller can be imported. The dev lock's packages serve both; kubectl is the main venv's. `make test` runs these
+# tests too, in the suite.
+LC_VENV := .venv-lc
+LC_ARGS ?=
+test-localcluster: install $(BIN)/kubectl
+	test -x $(LC_VENV)/bin/python || $(PY) -m venv --without-pip $(LC_VENV)
+	$(UV_INSTALL) $(LC_VENV)/bin/python -r requirements-dev.lock
+	$(UV) pip install --quiet --python $(LC_VENV)/bin/python --no-deps --no-build-isolation \
+		-e packages/apimachinery -e packages/localcluster
+	cp $(BIN)/kubectl $(LC_VENV)/bin/kubectl
+	cd packages/localcluster && ../../$(LC_VENV)/bin/python -c "import importlib.util as u; assert not u.find_spec('controller')"
+	cd packages/localcluster && ../../$(LC_VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal $(LC_ARGS)
 
 # ruff, and the type checker over the controller's packages (pyproject.toml's [tool.mypy]).
 lint: install
@@ -125,13 +147,19 @@ bench: install
 	$(BIN)/python bench/bench_informers.py
 	$(BIN)/python bench/bench_reconcile.py
 
-# Mutation testing of the engine's decision modules (tests/mutation/runner.py; RELIABILITY.md has the score): not
-# part of `test`, about half an hour on two CPUs. MUTANTS= picks modules, MUTANTS_ARGS passes more flags
-# (e.g. --survivors-of mutants-report.json --tests tests/controller to try the survivors on every unit test).
-MUTANTS ?=
-MUTANTS_ARGS ?= --jobs 2
+# Mutation testing of the decision code with mutmut ([tool.mutmut] in pyproject.toml: controller/jobs/decisions/ and
+# the kinds' decision code, against tests/controller's unit tests without the model test; RELIABILITY.md has the
+# figure). Not part of `test`: hours on two busy CPUs. One module at a time, two test processes at most, niced;
+# mutmut keeps its results in mutants/ and reruns only what changed. MUTANTS= picks modules (paths), e.g.
+# `make mutants MUTANTS=controller/jobs/decisions/held.py`; then the per-module table and the survivors' names
+# (`.venv/bin/mutmut show NAME` shows one).
+MUTANTS ?= $(shell $(BIN)/python -c "from tests.mutation.mutmut_report import modules; print(*modules())" 2>/dev/null)
 mutants: install
-	nice -n 19 $(BIN)/python -m tests.mutation $(MUTANTS) $(MUTANTS_ARGS)
+	@for module in $(MUTANTS); do \
+		name=$$(echo "$${module%.py}" | tr / .); echo "mutants: $$module"; \
+		nice -n 19 $(BIN)/mutmut run --max-children 2 "$$name.*" > /dev/null || exit 1; \
+	done
+	$(BIN)/python -m tests.mutation.mutmut_report --survivors $(MUTANTS)
 
 # Regenerate requirements.lock (the image's pinned, hashed dependencies), requirements-dev.lock (the same
 # pins plus the extras', for `make install`) and requirements-local.lock (the dev lock's pins of what `local`

@@ -17,16 +17,14 @@ from pathlib import Path
 
 import yaml
 
-from localcluster.auth.kubeconfig_file import write_private_file
-from localcluster.kubelet.nodes import NODE
-from tests.waiting import until
+from localcluster.testing import pod_scripts, until
 
 from .envtest import ADMIN_TOKEN, ControlPlane
 from .http import Http
 from .kubelet import TestKubelet
 
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-KEPT = {("/api/v1/nodes", NODE)}  # the test kubelet's Node, registered again by each
+KEPT = {("/api/v1/nodes", pod_scripts.NODE)}  # the test kubelet's Node, registered again by each
 SYSTEM = {"default", "kube-system", "kube-public", "kube-node-lease"}
 
 
@@ -100,7 +98,7 @@ class RealCluster:
 
     def write_kubeconfig(self, path: str | Path, token: str | None = None, namespace: str = "default") -> Path:
         """As LocalCluster's (0600: its token is the admin's), for kubectl."""
-        return write_private_file(path, yaml.safe_dump(self.kubeconfig(namespace, token)))
+        return pod_scripts.write_private_file(path, yaml.safe_dump(self.kubeconfig(namespace, token)))
 
     async def apply_crds(self, directory: str | Path) -> list[str]:
         """Create (or replace) every CRD in the YAML files of a directory and wait until each is Established."""

@@ -13,6 +13,8 @@ import os
 
 import pytest
 
+from localcluster.testing import starts_processes
+
 from .cluster import snapshot
 from .envtest import AssetsMissing, ControlPlane, find_assets
 from .http import Http
@@ -45,6 +47,7 @@ def _in_thread(coroutine_function):
 
 
 @pytest.fixture(scope="session")
+@starts_processes  # etcd, kube-apiserver, kube-controller-manager: its tests are slow (tests/slow.py)
 def envtest():
     try:
         assets = find_assets()

@@ -23,24 +23,12 @@ from collections.abc import Callable
 
 import orjson
 
-from localcluster.api import now_rfc3339
-from localcluster.kubelet.nodes import NODE, node_object
-from localcluster.kubelet.runner import (
-    SCRIPT_ANNOTATION,
-    UNSCHEDULABLE,
-    _condition,
-    _container,
-    _finished,
-    _terminated,
-    _waiting,
-)
-from localcluster.kubelet.scheduling import CRDS, PODGROUPS, PODS, Schedulers
-from localcluster.storage.store import ADDED, DELETED, Event
+from localcluster.testing import pod_scripts
 
 from .http import Http
 
-WATCHED = {PODS: "/api/v1/pods", PODGROUPS: "/apis/scheduler.tensorstack.dev/v1beta1/podgroups",
-           CRDS: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"}
+WATCHED = {pod_scripts.PODS: "/api/v1/pods", pod_scripts.PODGROUPS: "/apis/scheduler.tensorstack.dev/v1beta1/podgroups",
+           pod_scripts.CRDS: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"}
 
 
 class Mirror:
@@ -49,7 +37,7 @@ class Mirror:
 
     def __init__(self) -> None:
         self.objects_by_key: dict[tuple[str, str], dict[tuple[str, str], dict]] = {k: {} for k in WATCHED}
-        self.subscribers: list[Callable[[Event], None]] = []
+        self.subscribers: list[Callable[[pod_scripts.Event], None]] = []
 
     def get(self, key, okey):
         return self.objects_by_key.get(key, {}).get(okey)
@@ -57,7 +45,7 @@ class Mirror:
     def objects(self, key, namespace: str | None = None):
         return [o for (ns, _), o in self.objects_by_key.get(key, {}).items() if namespace in (None, ns)]
 
-    def subscribe(self, fn: Callable[[Event], None]) -> None:
+    def subscribe(self, fn: Callable[[pod_scripts.Event], None]) -> None:
         self.subscribers.append(fn)
 
 
@@ -76,7 +64,7 @@ class TestKubelet:
         self.scripts: list[tuple[str, dict | list]] = []
         self.attempts: Counter[tuple[str, str]] = Counter()
         self.store = Mirror()
-        self.schedulers = Schedulers(self.store)
+        self.schedulers = pod_scripts.Schedulers(self.store)
         self._lives: dict[str, asyncio.Task] = {}  # by pod uid: its life, or its termination
         self._terminating: set[str] = set()
         self._tasks: list[asyncio.Task] = []
@@ -86,11 +74,11 @@ class TestKubelet:
         self.scripts.insert(0, (pattern, script))
 
     async def start(self) -> None:
-        node = node_object()
+        node = pod_scripts.node_object()
         status, _ = await self.http.request("POST", "/api/v1/nodes", node)
         if status == 201:
-            await self.http.request("PUT", f"/api/v1/nodes/{NODE}/status",
-                                    {**(await self.http.request("GET", f"/api/v1/nodes/{NODE}"))[1],
+            await self.http.request("PUT", f"/api/v1/nodes/{pod_scripts.NODE}/status",
+                                    {**(await self.http.request("GET", f"/api/v1/nodes/{pod_scripts.NODE}"))[1],
                                      "status": node["status"]})
         for key, path in WATCHED.items():
             synced = asyncio.Event()
@@ -109,7 +97,7 @@ class TestKubelet:
 
     def _script_for(self, pod: dict) -> dict:
         meta = pod["metadata"]
-        raw = (meta.get("annotations") or {}).get(SCRIPT_ANNOTATION)
+        raw = (meta.get("annotations") or {}).get(pod_scripts.SCRIPT_ANNOTATION)
         script = orjson.loads(raw) if raw else None
         if script is None:
             full = f"{meta.get('namespace', '')}/{meta['name']}"
@@ -124,19 +112,19 @@ class TestKubelet:
     def _on(self, key: tuple[str, str], kind: str, obj: dict) -> None:
         known = self.store.objects_by_key[key]
         old = known.get(_okey(obj))
-        if kind == DELETED:
+        if kind == pod_scripts.DELETED:
             known.pop(_okey(obj), None)
         else:
             known[_okey(obj)] = obj
-        ev = Event(0, key, kind, obj, old)
+        ev = pod_scripts.Event(0, key, kind, obj, old)
         for fn in self.store.subscribers:
             fn(ev)
         for pod in self.schedulers.on_event(ev):
             self._admit(pod, bind=True)
-        if key != PODS:
+        if key != pod_scripts.PODS:
             return
         uid = obj["metadata"]["uid"]
-        if kind == DELETED:
+        if kind == pod_scripts.DELETED:
             self._cancel(uid)
             self._terminating.discard(uid)
         elif obj["metadata"].get("deletionTimestamp"):
@@ -144,7 +132,7 @@ class TestKubelet:
                 self._terminating.add(uid)
                 self._cancel(uid)
                 self._lives[uid] = asyncio.create_task(self._terminate(_okey(obj), uid))
-        elif kind == ADDED and obj["spec"].get("nodeName") == NODE and uid not in self._lives:
+        elif kind == pod_scripts.ADDED and obj["spec"].get("nodeName") == pod_scripts.NODE and uid not in self._lives:
             self._admit(obj, bind=False)
 
     def _admit(self, pod: dict, bind: bool) -> None:
@@ -181,14 +169,14 @@ class TestKubelet:
 
     async def _live(self, okey: tuple[str, str], uid: str, script: dict, bind: bool) -> None:
         if script.get("unschedulable"):
-            message = script["unschedulable"] if isinstance(script["unschedulable"], str) else UNSCHEDULABLE
+            message = script["unschedulable"] if isinstance(script["unschedulable"], str) else pod_scripts.UNSCHEDULABLE
             await self._write(okey, uid, lambda pod: {**pod.get("status", {}), "phase": "Pending", "conditions": [
-                {**_condition("PodScheduled", "False", now_rfc3339()), "reason": "Unschedulable",
+                {**pod_scripts.condition("PodScheduled", "False", pod_scripts.now_rfc3339()), "reason": "Unschedulable",
                  "message": message}]})
             return
         if bind:
             binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": okey[1], "uid": uid},
-                       "target": {"apiVersion": "v1", "kind": "Node", "name": NODE}}
+                       "target": {"apiVersion": "v1", "kind": "Node", "name": pod_scripts.NODE}}
             status, answer = await self.http.request("POST", self._path(okey) + "/binding", binding)
             if status != 201:
                 self.errors.append(f"{okey}: binding {status}: {(answer or {}).get('message')}")
@@ -197,24 +185,25 @@ class TestKubelet:
         def pending(pod: dict) -> dict:
             return {**pod.get("status", {}), "phase": "Pending", "hostIP": "127.0.0.1",
                     "hostIPs": [{"ip": "127.0.0.1"}],
-                    "conditions": [_condition("PodScheduled", "True", now_rfc3339())],
-                    "containerStatuses": [_container(c, {"waiting": _waiting(c, script)})
+                    "conditions": [pod_scripts.condition("PodScheduled", "True", pod_scripts.now_rfc3339())],
+                    "containerStatuses": [pod_scripts.container(c, {"waiting": pod_scripts.waiting(c, script)})
                                           for c in pod["spec"]["containers"]]}
 
         if await self._write(okey, uid, pending) is None or script.get("fail_to_start"):
             return
         await asyncio.sleep(script.get("start_after", 0.01))
-        started = now_rfc3339()
+        started = pod_scripts.now_rfc3339()
 
         def running(pod: dict) -> dict:
             status = {**pod["status"], "phase": "Running", "startTime": started, "podIP": "127.0.0.1",
                       "podIPs": [{"ip": "127.0.0.1"}],
-                      "conditions": [_condition(t, "True", started) for t in
+                      "conditions": [pod_scripts.condition(t, "True", started) for t in
                                      ("PodScheduled", "Initialized", "ContainersReady", "Ready")],
-                      "containerStatuses": [_container(c, {"running": {"startedAt": started}}, ready=True)
+                      "containerStatuses": [pod_scripts.container(c, {"running": {"startedAt": started}}, ready=True)
                                             for c in pod["spec"]["containers"]]}
             if pod["spec"].get("initContainers"):
-                status["initContainerStatuses"] = [_container(c, _terminated(0, started, started), ready=True)
+                done = pod_scripts.terminated(0, started, started)
+                status["initContainerStatuses"] = [pod_scripts.container(c, done, ready=True)
                                                    for c in pod["spec"]["initContainers"]]
             return status
 
@@ -222,10 +211,10 @@ class TestKubelet:
             return
         await asyncio.sleep(script["run_for"])
         code = int(script.get("exit_code", 0))
-        await self._write(okey, uid, lambda pod: _finished(pod, code, started, script.get("exit_reason")))
+        await self._write(okey, uid, lambda pod: pod_scripts.finished(pod, code, started, script.get("exit_reason")))
 
     async def _terminate(self, okey: tuple[str, str], uid: str) -> None:
-        pod = self.store.get(PODS, okey)
+        pod = self.store.get(pod_scripts.PODS, okey)
         script = self._script_for(pod) if pod is not None else {}
         if script.get("stuck_terminating"):
             return  # a lost node: the deletion never completes unless forced
@@ -234,7 +223,8 @@ class TestKubelet:
         def stopped(pod: dict) -> dict:
             if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
                 return pod["status"]
-            return _finished(pod, 143, (pod.get("status") or {}).get("startTime") or now_rfc3339())
+            started = (pod.get("status") or {}).get("startTime") or pod_scripts.now_rfc3339()
+            return pod_scripts.finished(pod, 143, started)
 
         if await self._write(okey, uid, stopped) is None:
             return

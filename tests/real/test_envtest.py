@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from localcluster.kubelet.runner import SCRIPT_ANNOTATION
+from localcluster.testing import SCRIPT_ANNOTATION, until
 from tests.e2e.conftest import CRDS
 from tests.real.cluster import RealCluster
 from tests.real.envtest import USERS
-from tests.waiting import until
 
 pytestmark = pytest.mark.real
 NOBODY = next(token for token, (user, _) in USERS.items() if user == "nobody")
