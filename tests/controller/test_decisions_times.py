@@ -129,3 +129,21 @@ def test_a_held_job_force_deletes_a_pod_stuck_terminating_and_wakes_for_one_not_
     assert early.force_delete == [] and early.requeue_after == 15.0
     sooner = hold(status, pods, at(45), clock=epoch(at(45)), stuck_after=50.0)
     assert sooner.requeue_after == 5.0
+
+
+def test_no_back_off_before_a_first_restart_nor_with_a_base_of_zero_or_less():
+    assert RestartBackoff(10.0).delay(0) == 0.0 and RestartBackoff(10.0).delay(1) == 10.0
+    assert RestartBackoff(0.0).delay(3) == 0.0 and RestartBackoff(-1.0).delay(3) == 0.0
+
+
+def test_a_stamp_is_utc_with_milliseconds_whatever_the_machines_time_zone(monkeypatch):
+    import time
+
+    assert stamp(1000.999) == "1970-01-01T00:16:40.999Z" and epoch(stamp(1000.5)) == 1000.5
+    monkeypatch.setenv("TZ", "Asia/Shanghai")
+    time.tzset()
+    try:
+        assert stamp(0.0) == "1970-01-01T00:00:00.000Z"
+    finally:
+        monkeypatch.undo()
+        time.tzset()
