@@ -147,3 +147,56 @@ def test_a_stamp_is_utc_with_milliseconds_whatever_the_machines_time_zone(monkey
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+EXIT_CODE = ReplicaRestart(RestartPolicyType.EXIT_CODE, 5, "main")
+EXITED_1 = ({"name": "main", "state": "terminated", "exitCode": 1},)
+
+
+def test_a_vanished_pod_is_judged_by_the_exit_code_its_record_kept():
+    record = Replica("job-worker-0", "u1", "Failed", EXITED_1)
+    assert observe(Slot("worker", 0, "job-worker-0", EXIT_CODE, record, None)).outcome == Outcome.FAILED
+    retryable = Replica("job-worker-0", "u1", "Failed", ({"name": "main", "state": "terminated", "exitCode": 137},))
+    assert observe(Slot("worker", 0, "job-worker-0", EXIT_CODE, retryable, None)).outcome is None
+
+
+def test_a_retired_pod_still_seen_leaves_the_verdict_to_the_newer_pod_its_record_names():
+    # The cache lags behind the status: the record already describes u2, which failed; u1, retired, is still seen.
+    from controller.kinds.genericjob.kind import GENERICJOB
+
+    retired = {"metadata": {"uid": "u1"}, "status": {"phase": "Failed"}}
+
+    def seen(policy, record, job_restarts=0):
+        obs = observe(Slot("worker", 0, "job-worker-0", policy, record, retired), job_restarts)
+        assert obs.seen == Seen.RETIRED
+        return obs.outcome
+
+    newer = Replica("job-worker-0", "u2", "Failed", EXITED_1, last_restart_uid="u1")
+    assert seen(EXIT_CODE, newer) == Outcome.FAILED  # its exit code is not retryable
+    code_137 = ({"name": "main", "state": "terminated", "exitCode": 137},)
+    assert seen(EXIT_CODE, Replica("job-worker-0", "u2", "Failed", code_137, last_restart_uid="u1")) is None
+    assert seen(BUDGET_OF_ONE, newer) is None and seen(BUDGET_OF_ONE, newer, job_restarts=1) == Outcome.FAILED
+    own_limit = GENERICJOB.restart_rule(make_job(("worker", 1, "OnFailure", 1)), "worker")
+    assert seen(own_limit, newer) is None
+    assert seen(own_limit, Replica("job-worker-0", "u2", "Failed", EXITED_1, 1, "u1")) == Outcome.FAILED
+    assert seen(own_limit, Replica("job-worker-0", "", "Creating", (), 1, "u1")) is None  # awaiting its next pod
+
+
+def test_a_debug_pods_replacement_waits_out_its_back_off_from_the_time_recorded():
+    due = Replica("job-worker-0", "", "Creating", (), last_restart_uid="u1", last_restart_time=stamp(NOW - 5),
+                  restart_streak=1)
+    obs = observe(Slot("worker", 0, "job-worker-0", BUDGET_OF_ONE, due, None, debug=True))
+    assert obs.seen == Seen.MISSING
+    assert (debug_step(obs, stamp(NOW), NOW, BACKOFF).wake, debug_step(obs, stamp(NOW + 5), NOW + 5, BACKOFF).create) \
+        == (5.0, True)
+
+
+def test_a_debug_or_paused_pod_that_ran_ten_minutes_starts_its_streak_again():
+    ran = {"metadata": {"uid": "u1"}, "status": {"phase": "Failed", "startTime": stamp(NOW - 700), "containerStatuses": [
+        {"name": "main", "state": {"terminated": {"exitCode": 3}}}]}}
+    record = Replica("job-worker-0", "u1", "Failed", EXITED_3, restart_streak=3)
+    debug = debug_step(observe(Slot("worker", 0, "job-worker-0", BUDGET_OF_ONE, record, ran, debug=True)), stamp(NOW),
+                       NOW, BACKOFF)
+    assert debug.record.restart_streak == 1 and debug.restart_event.endswith("its next pod in 10s (back-off)")
+    paused = pause(observe(Slot("worker", 0, "job-worker-0", BUDGET_OF_ONE, record, ran)), stamp(NOW), NOW, BACKOFF)
+    assert paused.record.restart_streak == 1

@@ -211,7 +211,8 @@ def pause(obs: Observation, now: str = "", now_epoch: float = 0.0, backoff: Rest
     event = None
     if will_count(obs):
         cause = _exit_cause(record, pod) if obs.seen == Seen.CURRENT else "pod was deleted"
-        record = record.counted(now, backoff.streak(record.restart_streak, pod, now_epoch))
+        # (No lastRestartTime: the pod is retired below, and its next one, at resume, owes nothing to the back-off.)
+        record = record.counted(streak=backoff.streak(record.restart_streak, pod, now_epoch))
         event = f"{_restart_message(record, obs, cause, NO_BACKOFF)}; its next pod when the job resumes"
     paused = record.retired().in_phase(DELETED)
     if obs.slot.debug:  # the quick ends of a debug session say nothing of the workload's next restart
