@@ -192,8 +192,9 @@ def test_a_debug_pods_replacement_waits_out_its_back_off_from_the_time_recorded(
 
 
 def test_a_debug_or_paused_pod_that_ran_ten_minutes_starts_its_streak_again():
-    ran = {"metadata": {"uid": "u1"}, "status": {"phase": "Failed", "startTime": stamp(NOW - 700), "containerStatuses": [
-        {"name": "main", "state": {"terminated": {"exitCode": 3}}}]}}
+    ran = {"metadata": {"uid": "u1"}, "status": {"phase": "Failed", "startTime": stamp(NOW - 700),
+                                                 "containerStatuses": [
+                                                     {"name": "main", "state": {"terminated": {"exitCode": 3}}}]}}
     record = Replica("job-worker-0", "u1", "Failed", EXITED_3, restart_streak=3)
     debug = debug_step(observe(Slot("worker", 0, "job-worker-0", BUDGET_OF_ONE, record, ran, debug=True)), stamp(NOW),
                        NOW, BACKOFF)
