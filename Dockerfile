@@ -41,24 +41,24 @@ RUN python3.11 -m venv /opt/venv \
     && /opt/venv/bin/pip install --require-hashes --no-deps -r requirements.lock
 
 # Only what `run` is built from: no tests, benchmarks or manifests, and neither localcluster (the
-# test and development API server) nor controller/devtools (`local`, submit, progress): .dockerignore
-# keeps both out of the context, so the wheel is built without them and the image cannot load them.
+# test and development API server, packages/localcluster: a distribution of its own) nor controller/devtools
+# (`local`, submit, progress): .dockerignore keeps both out of the context, so the wheels are built without
+# them and the image cannot load them. packages/apimachinery is the distribution the controller stands on.
 COPY pyproject.toml README.md ./
-COPY apimachinery/ apimachinery/
+COPY packages/apimachinery/ packages/apimachinery/
 COPY kubeclient/ kubeclient/
 COPY informers/ informers/
 COPY workqueue/ workqueue/
 COPY controller/ controller/
 COPY scripts/slim_venv.py scripts/
 
-# The project itself, without resolving anything (`pip check` fails the build if the lock no longer
-# satisfies pyproject's dependencies); then what `run` never loads goes (scripts/slim_venv.py:
+# The project's two distributions (apimachinery, then the controller), without resolving anything (`pip check`
+# fails the build if the lock no longer satisfies pyproject's dependencies); then what `run` never loads goes (scripts/slim_venv.py:
 # kubernetes_asyncio's generated API and model classes, 43 MB, tests and extension sources; the
 # extensions stripped, 26 MB), and the installers: the image never installs again.
-RUN /opt/venv/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /wheels . \
+RUN /opt/venv/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /wheels packages/apimachinery . \
     && /opt/venv/bin/pip install --no-deps /wheels/*.whl \
     && /opt/venv/bin/pip check \
-    && rm /opt/venv/bin/localcluster \
     && /opt/venv/bin/python scripts/slim_venv.py /opt/venv/lib/python3.11/site-packages \
     && /opt/venv/bin/pip uninstall --yes pip setuptools
 

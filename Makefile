@@ -10,7 +10,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TF_VENV := .venv-tf
 
-.PHONY: local test test-fast lint typecheck cov bench mutants install install-local install-torch install-tensorflow lock image model-long model-mutants
+.PHONY: local test test-fast test-localcluster lint typecheck cov bench mutants install install-local install-torch install-tensorflow lock image model-long model-mutants
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -29,19 +29,26 @@ $(UV): | $(BIN)/python
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --only-binary :all: --require-hashes \
 		-r requirements-bootstrap.lock
 
+# The repository's three distributions, each installed alone (no dependencies: the locks hold them all, hashed),
+# editable, the lock's setuptools building them: packages/apimachinery (what both others use), packages/localcluster
+# (the in-memory API server: the tests' and `local`'s) and the controller (the root). Paths no index serves, so no
+# lock names them.
+EDITABLE = $(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation \
+	-e packages/apimachinery -e packages/localcluster -e .
+
 # Everything from requirements-dev.lock (the extras local, test, bench and dev, pip itself and the build backend,
-# each at a pinned version with PyPI's hashes), then the project alone (no dependencies, the lock's setuptools
-# building it). A lock already installed is checked in a fraction of a second, so every target below runs this.
+# each at a pinned version with PyPI's hashes), then the three distributions. A lock already installed is checked in
+# a fraction of a second, so every target below runs this.
 install: $(UV)
 	$(UV_INSTALL) $(BIN)/python -r requirements-dev.lock
-	$(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation -e .
+	$(EDITABLE)
 
 # Only what `genericjob-controller local` needs: the runtime dependencies and the `local` extra, from
-# requirements-local.lock (the same pins as requirements-dev.lock, with PyPI's hashes), then the project alone.
-# No test, lint or benchmark tools: about half the venv of `make install`.
+# requirements-local.lock (the same pins as requirements-dev.lock, with PyPI's hashes), then the three
+# distributions. No test, lint or benchmark tools: about half the venv of `make install`.
 install-local: $(UV)
 	$(UV_INSTALL) $(BIN)/python -r requirements-local.lock
-	$(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation -e .
+	$(EDITABLE)
 
 # Install what `local` needs (kubectl too, for the README's kubectl commands), check the system's (openssl: it
 # stops here without it; the pod network's), then run the controller on its
@@ -78,10 +85,25 @@ test: install install-torch install-tensorflow
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
 
-# The edit-run loop: every test not marked `slow` (tests/conftest.py marks those that start the programs, kubectl or
-# a pod's processes as processes, run a real framework, or the engine's long model test). The full suite is `make test`'s.
+# The edit-run loop: every test not marked `slow` (tests/slow.py: those that start the programs, kubectl, helm or a
+# pod's processes, run a real framework or long, and tests/e2e), in the workers of `make test`, which runs them all.
 test-fast: install
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m "not slow"
+
+# localcluster alone: its own tests (packages/localcluster/localcluster_tests) in a venv of its own, .venv-lc, that
+# holds apimachinery, localcluster and the dev lock's pins (hashed) but not the controller, so that nothing of the
+# controller can be imported. The dev lock's packages serve both; kubectl is the main venv's. `make test` runs these
+# tests too, in the suite.
+LC_VENV := .venv-lc
+LC_ARGS ?=
+test-localcluster: install $(BIN)/kubectl
+	test -x $(LC_VENV)/bin/python || $(PY) -m venv --without-pip $(LC_VENV)
+	$(UV_INSTALL) $(LC_VENV)/bin/python -r requirements-dev.lock
+	$(UV) pip install --quiet --python $(LC_VENV)/bin/python --no-deps --no-build-isolation \
+		-e packages/apimachinery -e packages/localcluster
+	cp $(BIN)/kubectl $(LC_VENV)/bin/kubectl
+	cd packages/localcluster && ../../$(LC_VENV)/bin/python -c "import importlib.util as u; assert not u.find_spec('controller')"
+	cd packages/localcluster && ../../$(LC_VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal $(LC_ARGS)
 
 # ruff, and the type checker over the controller's packages (pyproject.toml's [tool.mypy]).
 lint: install

@@ -1,5 +1,5 @@
-"""The time the credentials go by, as an object that can be replaced: client-go's clock.PassiveClock
-(k8s.io/utils/clock), which its exec plugin and cert rotation take so that their tests drive the time.
+"""The time the credentials and the rate limit go by, as an object that can be replaced: client-go's clock.Clock
+(k8s.io/utils/clock), which its exec plugin, cert rotation and rate limiter take so that their tests drive the time.
 
 Two readings, because the credentials need both: the wall clock (`time()`, seconds since the epoch) is what an
 exec plugin's expirationTimestamp and an id-token's exp are compared with; the monotonic clock (`monotonic()`)
@@ -11,6 +11,7 @@ test moves the time past its expiry, not after real seconds.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Protocol
 
@@ -24,6 +25,10 @@ class Clock(Protocol):
         """Seconds that only go forward, from an arbitrary origin (time.monotonic())."""
         ...
 
+    async def sleep(self, seconds: float) -> None:
+        """Wait `seconds` of this clock's time (asyncio.sleep): the rate limit's wait for its next token."""
+        ...
+
 
 class SystemClock:
     """The real time."""
@@ -33,6 +38,9 @@ class SystemClock:
 
     def monotonic(self) -> float:
         return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
 
 
 SYSTEM_CLOCK: Clock = SystemClock()

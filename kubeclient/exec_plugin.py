@@ -19,7 +19,6 @@ import asyncio
 import base64
 import json
 import os
-import shlex
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -31,7 +30,6 @@ API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io
 EXEC_EXTENSION = "client.authentication.k8s.io/exec"  # a cluster extension passed to the plugin as spec.cluster.config
 MAX_MARGIN = 10.0
 RUN_TIMEOUT = 120.0  # client-go has none; a hung plugin would hold every request forever
-STDERR_LIMIT = 2000  # characters of the plugin's stderr quoted in an error
 
 
 @dataclass(frozen=True)
@@ -93,7 +91,9 @@ class ExecPlugin(TokenSource):
         self._flight: SingleFlight[bool] = SingleFlight()
 
     def _name(self) -> str:
-        return shlex.join(self.argv)
+        """The executable only, as client-go names it: its arguments and its stderr may carry secrets
+        (`--oidc-client-secret=...`, a refresh token in an error), and what names the plugin is logged."""
+        return self.argv[0]
 
     def describe(self) -> str:
         return f"exec plugin {self._name()}"
@@ -119,12 +119,13 @@ class ExecPlugin(TokenSource):
         try:
             process = await asyncio.create_subprocess_exec(
                 *self.argv, env={**os.environ, **self.env, "KUBERNETES_EXEC_INFO": self.exec_info},
-                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL)  # not read: it may hold secrets (a refresh token in an error)
         except OSError as err:
             hint = f" ({self.install_hint})" if self.install_hint else ""
             raise ConfigException(f"exec plugin {self._name()}: {err.strerror or err}{hint}") from err
         try:
-            stdout, stderr = await asyncio.wait_for(process.communicate(), RUN_TIMEOUT)
+            stdout, _ = await asyncio.wait_for(process.communicate(), RUN_TIMEOUT)
         except TimeoutError:
             process.kill()
             await process.wait()
@@ -134,9 +135,9 @@ class ExecPlugin(TokenSource):
             await process.wait()  # reaped, its pipes closed while the loop runs
             raise
         if process.returncode != 0:
-            raise ConfigException(f"exec plugin {self._name()}: exit status {process.returncode}"
-                                  f"{_quoted(stderr)}")
-        credential = self._parse(stdout, stderr, started)
+            raise ConfigException(f"exec plugin {self._name()}: exit code {process.returncode} (its stderr is not "
+                                  f"logged: it may hold secrets; run the command by hand to see it)")
+        credential = self._parse(stdout, started)
         previous, self.credential = self.credential, credential
         changed = previous is None or (previous.token, previous.client_chain) != (credential.token,
                                                                                    credential.client_chain)
@@ -144,9 +145,9 @@ class ExecPlugin(TokenSource):
             self.generation += 1
         return changed
 
-    def _parse(self, stdout: bytes, stderr: bytes, started: float) -> ExecCredential:
-        def fail(what: str) -> ConfigException:
-            return ConfigException(f"exec plugin {self._name()}: {what}{_quoted(stderr)}")
+    def _parse(self, stdout: bytes, started: float) -> ExecCredential:
+        def fail(what: str) -> ConfigException:  # never quoting the output: it holds the credential
+            return ConfigException(f"exec plugin {self._name()}: {what}")
 
         try:
             answer = json.loads(stdout)
@@ -170,15 +171,9 @@ class ExecPlugin(TokenSource):
             try:
                 expires = datetime.fromisoformat(str(status["expirationTimestamp"])).timestamp()
             except ValueError:
-                raise fail(f"expirationTimestamp {status['expirationTimestamp']!r} is not RFC 3339") from None
+                raise fail("its expirationTimestamp is not RFC 3339") from None
         renew, must = renewal_times(expires, max(0.0, expires - started), MAX_MARGIN) if expires is not None \
             else (float("inf"), float("inf"))
         chain = (str(cert).encode(), str(key).encode()) if cert and key else None
         return ExecCredential(str(token) if token else None, chain, expires, renew, must)
 
-
-def _quoted(stderr: bytes) -> str:
-    text = stderr.decode(errors="replace").strip()
-    if len(text) > STDERR_LIMIT:
-        text = "..." + text[-STDERR_LIMIT:]
-    return f": {text}" if text else ""

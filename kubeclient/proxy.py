@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from apimachinery.addresses import loopback_address
+
 _Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
@@ -85,7 +87,7 @@ def proxy_for(server: str, proxy_url: str | None = None, environ: Mapping[str, s
     scheme = parts.scheme.lower()
     host = (parts.hostname or "").lower()
     port = str(parts.port or (443 if scheme == "https" else 80))
-    if not host or host == "localhost" or _loopback(host):
+    if not host or loopback_address(host):
         return None
     chosen = _first(env, "HTTPS_PROXY", "https_proxy") if scheme == "https" else _first(env, "HTTP_PROXY", "http_proxy")
     if not chosen:
@@ -110,11 +112,6 @@ def _address(host: str) -> _Address | None:
         return ipaddress.ip_address(host.strip("[]"))
     except ValueError:
         return None
-
-
-def _loopback(host: str) -> bool:
-    address = _address(host)
-    return address is not None and address.is_loopback
 
 
 def _split_host_port(entry: str) -> tuple[str, str]:

@@ -34,6 +34,7 @@ import aiohttp
 import orjson
 
 from apimachinery.errors import ApiStatusError
+from kubeclient.clock import SYSTEM_CLOCK, Clock
 from kubeclient.http1 import Answer, Http1Pool
 from kubeclient.observe import RequestObserver, request_verb
 from kubeclient.proxy import proxy_for
@@ -48,8 +49,10 @@ JSON = "application/json"
 class _Shared:
     """What every client made by `with_limit` shares: the connections and the credentials' TLS."""
 
-    def __init__(self, settings: ClientSettings, connections: int, proxy: str | None) -> None:
+    def __init__(self, settings: ClientSettings, connections: int, proxy: str | None,
+                 owns_credentials: bool = True) -> None:
         self.settings = settings
+        self.owns_credentials = owns_credentials
         self.connections = connections
         self.proxy = proxy
         self.tls = urlsplit(settings.server).scheme == "https"
@@ -103,22 +106,24 @@ class _Shared:
         if self.session is not None:
             await self.session.close()
             self.session = None
-        await self.settings.credentials.close()
+        if self.owns_credentials:
+            await self.settings.credentials.close()
 
 
 class RestClient:
     def __init__(self, settings: ClientSettings, *, observer: RequestObserver | None = None,
                  user_agent: str | None = None, timeout: float = 30.0, connections: int = 100,
-                 qps: float = 0.0, burst: int = 0) -> None:
+                 qps: float = 0.0, burst: int = 0, clock: Clock = SYSTEM_CLOCK) -> None:
         """`timeout`: seconds per request unless a call says otherwise; `connections`: at most this many to the
         server in each pool (100: kubernetes_asyncio's and aiohttp's default); `qps`/`burst`: this client's rate
-        limit (qps <= 0: none). The client owns the settings' credentials: `close()` closes them too."""
+        limit (qps <= 0: none), kept by `clock`. The client owns the settings' credentials: `close()` closes them
+        too."""
         self.settings = settings
         self.server = settings.server.rstrip("/")
         self.credentials = settings.credentials
         self.observer = observer
         self.timeout = timeout
-        self.limiter = TokenBucket(qps, burst)
+        self.limiter = TokenBucket(qps, burst, clock)
         proxy = proxy_for(settings.server, settings.proxy_url)
         self.proxy, self._proxy_headers = _split_credentials(proxy)
         # http1.py connects to the server itself: with a proxy the writes take the aiohttp session too (a
@@ -141,7 +146,16 @@ class RestClient:
         """A client on the same connections and credentials, waiting on a token bucket of its own. Close the
         original only: closing either closes what they share."""
         sibling = copy.copy(self)
-        sibling.limiter = TokenBucket(qps, burst)
+        sibling.limiter = TokenBucket(qps, burst, self.limiter.clock)
+        return sibling
+
+    def with_own_connections(self, connections: int, qps: float, burst: int) -> RestClient:
+        """A client with the same credentials on connections of its own (at most `connections`) and a token bucket
+        of its own: whatever waits on it, or floods it, never holds the original's connections (leader election's
+        renewals). Close both: this one closes its connections, the original the credentials too."""
+        sibling = copy.copy(self)
+        sibling.limiter = TokenBucket(qps, burst, self.limiter.clock)
+        sibling._shared = _Shared(self.settings, connections, self.proxy, owns_credentials=False)
         return sibling
 
     @property

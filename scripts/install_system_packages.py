@@ -19,9 +19,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from localcluster.auth import host_commands
-from localcluster.auth.host_commands import install_hint
-from localcluster.kubelet.network.preload import find_compiler, find_nss_wrapper
+from localcluster import host as host_commands
+from localcluster.host import find_compiler, find_nss_wrapper, install_hint
 
 POD_NETWORK = {"gcc": "gcc", "libnss-wrapper": "nss_wrapper"}  # Debian's name: Fedora's
 REQUIRED = dict(host_commands.REQUIRED.values())  # openssl's package, Debian's name: Fedora's

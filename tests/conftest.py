@@ -1,8 +1,8 @@
-"""Fixtures shared by every test: a localcluster over real HTTP and clients for it."""
+"""Fixtures and hooks of the controller's tests. The cluster and a user's clients for it (`cluster`, `api_client`,
+`core`, `custom`, the `runner` marker) are localcluster's pytest plugin's (localcluster.testing.plugin); here, the
+controller's own client for it, which tests are slow, what a fast test may start, and the run's order."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 from kubernetes_asyncio import client, config
@@ -11,59 +11,38 @@ from prometheus_client import CollectorRegistry
 from controller.runtime.metrics import RequestMetrics
 from kubeclient.from_configuration import settings_from_configuration
 from kubeclient.rest import RestClient
-from localcluster import LocalCluster
 
-TESTS = Path(__file__).parent
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "runner(kind): the pod runner of the `cluster` fixture (default none)")
+from . import slow
 
 
-# What `make test-fast` leaves out (the `slow` marker, pyproject.toml), by place, so that a new test there is slow
-# without a word: the folders whose tests start the programs as processes or run whole controllers and suites; the
-# files that start kubectl (named so), localcluster or pods' processes, or explore long (hypothesis); and those
-# that compile every CEL rule of the CRDs (their cost, their round trips).
-SLOW_FOLDERS = ("program", "e2e", "chaos", "bench", "mutation", "controller/model")
-SLOW_FILES = {
-    "localcluster/test_attacks_server_process.py", "localcluster/test_cli.py", "localcluster/test_fuzz_decoding.py",
-    "localcluster/test_logs_previous.py", "localcluster/test_pod_exec.py", "localcluster/test_pod_network.py",
-    "localcluster/test_portforward.py", "localcluster/test_process_runner.py",
-    "localcluster/test_process_runner_logs.py", "localcluster/test_kept_logs.py",
-    "localcluster/test_pod_network_claims.py",
-    "localcluster/test_crd_round_trip.py", "localcluster/test_cel_cost.py", "localcluster/test_builtin_schemas.py",
-    "controller/test_crd_cost.py", "controller/test_crd.py",
-}
-
-
-def is_slow(relative: str) -> bool:
-    """`relative`: a test file's path under tests/."""
-    return (relative in SLOW_FILES or relative.startswith(tuple(f"{folder}/" for folder in SLOW_FOLDERS))
-            or "kubectl" in relative.rpartition("/")[2])
-
-
+# What `make test-fast` leaves out (the `slow` marker), what a test not marked slow may start, and the order of the
+# run: tests/slow.py.
+@pytest.hookimpl(tryfirst=True)  # before `-m "not slow"` deselects
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if is_slow(item.path.relative_to(TESTS).as_posix()):
+        if slow.is_slow(item):
             item.add_marker(pytest.mark.slow)
 
 
-@pytest.fixture
-async def cluster(request):
-    marker = request.node.get_closest_marker("runner")
-    runner = marker.args[0] if marker else "none"
-    async with LocalCluster(runner=runner, bookmark_interval=1.0) as running:
-        yield running
+class _RunOrder:
+    """Long tests first (slow.run_order), once the other hooks have deselected and reordered."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        worker = getattr(config, "workerinput", {})
+        items[:] = slow.run_order(items, worker.get("workercount", 0), worker.get("dist", "no"),
+                                  worker.get("maxschedchunk"))
 
 
-@pytest.fixture
-async def api_client(cluster):
-    """A kubernetes_asyncio client built from the cluster's kubeconfig, as a user's would be: what tests use to
-    act on the cluster (its generated API classes), never what the controller uses."""
-    configuration = client.Configuration()
-    await config.load_kube_config_from_dict(cluster.kubeconfig(), client_configuration=configuration)
-    async with client.ApiClient(configuration) as api:
-        yield api
+def pytest_configure(config):
+    config.pluginmanager.register(_RunOrder(), "run-order")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """xdist's controller: tell the workers, which collect and order the tests, how they will be handed out."""
+    node.workerinput["dist"] = node.config.getvalue("dist")
+    node.workerinput["maxschedchunk"] = node.config.getvalue("maxschedchunk")
 
 
 @pytest.fixture
@@ -74,13 +53,3 @@ async def rest_client(cluster):
     async with RestClient(settings_from_configuration(configuration), observer=RequestMetrics(CollectorRegistry())
                           ) as rest:
         yield rest
-
-
-@pytest.fixture
-def core(api_client):
-    return client.CoreV1Api(api_client)
-
-
-@pytest.fixture
-def custom(api_client):
-    return client.CustomObjectsApi(api_client)

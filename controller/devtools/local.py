@@ -65,11 +65,8 @@ from controller.runtime.manager import USER_AGENT
 from controller.runtime.metrics import RequestMetrics
 from kubeclient.loading import load_settings
 from kubeclient.rest import RestClient
-from localcluster import LocalCluster
-from localcluster.auth.host_commands import MissingCommand
-from localcluster.cluster import private_directory
-from localcluster.endpoints.exposure import exposure_warning
-from localcluster.kubelet.process_runner import ProcessRunner
+from localcluster import LocalCluster, ProcessRunner, exposure_warning, private_directory
+from localcluster.host import MissingCommand
 
 EXIT_OK, EXIT_FAILED, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_USAGE = 2  # a bad flag, as argparse exits

@@ -24,7 +24,7 @@ from prometheus_client import CollectorRegistry, disable_created_metrics
 
 from controller.runtime.manager import new_registry
 from controller.runtime.server import Server, parse_address
-from localcluster.endpoints.exposure import is_loopback
+from localcluster import is_loopback
 
 LOOPBACK = "127.0.0.1"
 

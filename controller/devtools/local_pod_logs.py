@@ -21,8 +21,7 @@ import os
 import shutil
 from pathlib import Path
 
-from localcluster.cluster import private_directory
-from localcluster.kubelet.process_runner import ProcessRunner
+from localcluster import ProcessRunner, private_directory
 
 KEPT_RUNS = 5  # finished runs whose output stays in .cache, the newest
 

@@ -33,7 +33,7 @@ from controller.jobs.schema import admission, crd
 from controller.kinds import registry
 from controller.runtime.webhook_server import Webhook, WebhookConfig
 from kubeclient.rest import RestClient
-from localcluster.auth.host_commands import openssl
+from localcluster.host import openssl
 
 NAMESPACE = "genericjob-system"  # the install's namespace (manifests/namespace.yaml)
 SERVICE = "genericjob-controller-webhook"

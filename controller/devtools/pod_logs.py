@@ -1,7 +1,9 @@
 """Stream pods' output (the pods/log subresource with `follow=true`) as prefixed lines, like `kubectl logs -f`.
 
 Best effort: a pod deleted before its log is read (a fast failure the controller replaces at
-once) has nothing left to show, and such a pod is skipped without complaint.
+once) has nothing left to show, and such a pod is skipped without complaint. To keep that window small the
+progress follows a pod as soon as the pod says a container started, not when the job's status lists it; and at
+the end `drain` lets the streams of pods that have finished reach their end before the summary is printed.
 """
 
 from __future__ import annotations
@@ -33,6 +35,13 @@ class LogFollower:
             shown = f"{label}/{container}" if container and len(containers) > 1 else label
             task = asyncio.get_running_loop().create_task(self._stream(namespace, pod, container, shown))
             self._tasks[(uid, container)] = task
+
+    async def drain(self, timeout: float) -> None:
+        """Wait up to `timeout` for the streams to end: a finished container's stream ends once all its output is
+        read (the kubelet closes it), so its last lines are printed before what comes after."""
+        pending = [task for task in self._tasks.values() if not task.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
 
     async def stop(self) -> None:
         for task in self._tasks.values():

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TextIO
 
+from apimachinery.resource import PODS
 from controller.devtools.colour import Paint, no_paint, palette
 from controller.devtools.pod_logs import LogFollower
 from controller.devtools.reasons import ReplicaReasons, pod_log_reader
@@ -34,6 +35,7 @@ DELETED = "Deleted"  # a submitted job deleted before it finished (by kubectl, s
 LISTED_REPLICAS = 8  # more than this and replicas are counted by phase instead of listed
 EXPLAINED_REPLICAS = 5  # replicas the summary explains per job, at most
 REASON_WAIT = 2.0  # seconds the end waits for the pods of failed replicas, so their reasons are printed
+LOG_DRAIN = 3.0  # seconds the end waits, with --logs, for the finished pods' output streams to reach their end
 # Phases in the order counts are shown, so a line reads the same way as a job progresses.
 PHASE_ORDER = ("Creating", "Pending", "Running", "Succeeded", "Failed", "Unknown", "Paused", "Resuming", DELETED)
 
@@ -147,6 +149,9 @@ class JobProgress:
             self.factory.informer(kind.api.resource).add_handler(
                 on_add=self._seen, on_update=lambda _old, new: self._seen(new), on_delete=self._gone)
         self.logs = LogFollower(rest, self.emit) if follow_logs else None
+        if self.logs is not None:  # a pod's output followed from its start, not from the job's next status
+            self.factory.informer(PODS).add_handler(on_add=self._pod_seen,
+                                                    on_update=lambda _old, new: self._pod_seen(new))
         self.reasons = ReplicaReasons(self.factory, self._reasons_changed, pod_log_reader(rest))
         self.tracked: dict[str, Tracked] = {}  # by job key, in the order submitted
         self._latest: dict[str, dict] = {}  # every job seen, by key: events may arrive before `track` is called
@@ -192,6 +197,8 @@ class JobProgress:
                     self._job_changed.clear()
                     await self._job_changed.wait()
         await self.reasons.settle(self._failed_replicas, max(0.0, REASON_WAIT - (time.monotonic() - started)))
+        if self.logs is not None:  # the finished pods' last lines before the summary
+            await self.logs.drain(LOG_DRAIN)
 
     def _unseen_replicas(self) -> bool:
         """A job that finished while a pod it had just created was not seen yet records that replica Creating;
@@ -258,6 +265,22 @@ class JobProgress:
                 containers = [c.get("name") for c in record.get("containers") or ()]
                 self.logs.follow(job["metadata"]["namespace"], record["name"], record["uid"], containers,
                                  f"{self._name(key)}  {record['name'].removeprefix(prefix)}")
+
+    def _pod_seen(self, pod: dict) -> None:
+        """Follow the output of a tracked job's pod whose container has started (running or already finished)."""
+        assert self.logs is not None
+        owner = next((o for o in pod["metadata"].get("ownerReferences") or () if o.get("controller")), None)
+        if owner is None:
+            return
+        tracked = next((t for t in self.tracked.values() if t.uid == owner.get("uid")), None)
+        statuses = (pod.get("status") or {}).get("containerStatuses") or ()
+        if tracked is None or tracked.deleted or not any({"running", "terminated"} & set(c.get("state") or {})
+                                                         for c in statuses):
+            return
+        name = pod["metadata"]["name"]
+        containers = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or ()]
+        self.logs.follow(pod["metadata"].get("namespace", ""), name, pod["metadata"]["uid"], containers,
+                         f"{self._name(tracked.key)}  {name.removeprefix(owner.get('name', '') + '-')}")
 
     def _gone(self, job: dict) -> None:
         key = job_key(job)

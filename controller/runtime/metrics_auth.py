@@ -23,6 +23,13 @@ with the same token share one review: a Prometheus scraping every 15 s costs the
 after the first. Each cache is bounded, and tokens the API server rejected are bounded apart from
 those it knew, so a flood of made-up tokens cannot evict the scrapers' answers.
 
+TokenReviews are limited per second too (`max_in_flight` bounds concurrency, not rate: issue 47's random tokens
+made 1,350 a second): a token the API server authenticated before (its hash remembered, bounded) draws on one
+token bucket, any other token on another, so a flood of made-up tokens is refused 429 once its bucket is empty
+while the scrapers' known tokens are still reviewed. The reviews go out on a client of their own (the same
+credentials, connections of its own, `close()` closes them), so that a flood never holds the connections that
+leader election renews its lease on.
+
 At most `max_in_flight` reviews run at once. A request whose answer is not cached when all are
 taken is answered 429 with `Retry-After: 1` at once, as the API server's max-in-flight filter
 answers beyond --max-requests-inflight (it does not queue; controller-runtime and kube-rbac-proxy
@@ -45,6 +52,7 @@ import structlog
 from aiohttp import web
 
 from informers import ApiStatusError
+from kubeclient.ratelimit import TokenBucket
 from kubeclient.rest import TRANSIENT_ERRORS, RestClient
 
 log = structlog.get_logger("controller.runtime.metrics_auth")
@@ -58,6 +66,10 @@ MAX_ENTRIES = 4096  # per kind of answer: a flood of made-up tokens evicts old a
 # Reviews at once: a scrape costs two (TokenReview, SubjectAccessReview) once a minute per scraper and
 # pod; eight lets a few Prometheus replicas and a person with curl through together.
 MAX_REVIEWS_IN_FLIGHT = 8
+# TokenReviews a second (and their burst): of tokens the API server knew before, and of any other. A scraper's
+# token is reviewed once a minute; 10 a second of made-up tokens is 1/135 of the issue's flood.
+KNOWN_TOKEN_REVIEWS = (20.0, 40)
+UNKNOWN_TOKEN_REVIEWS = (10.0, 20)
 
 
 class ReviewFailed(Exception):
@@ -169,8 +181,11 @@ def bearer_token(request: web.Request) -> str | None:
 class DelegatingAuth:
     def __init__(self, rest: RestClient, *, timeout: float = REVIEW_TIMEOUT,
                  retry_delays: tuple[float, ...] = RETRY_DELAYS, clock: Callable[[], float] = time.monotonic,
-                 max_in_flight: int = MAX_REVIEWS_IN_FLIGHT, max_entries: int = MAX_ENTRIES) -> None:
-        self.rest = rest
+                 max_in_flight: int = MAX_REVIEWS_IN_FLIGHT, max_entries: int = MAX_ENTRIES,
+                 known_rate: tuple[float, int] = KNOWN_TOKEN_REVIEWS,
+                 unknown_rate: tuple[float, int] = UNKNOWN_TOKEN_REVIEWS) -> None:
+        # Its own connections, as many as reviews may be in flight; the rate is limited by the buckets below.
+        self.rest = rest.with_own_connections(max_in_flight, qps=0.0, burst=0)
         self.timeout = timeout
         self.retry_delays = retry_delays
         # A token the API server knew and one it did not are bounded apart (kind): made-up tokens evict
@@ -180,6 +195,13 @@ class DelegatingAuth:
         self.decisions: TtlCache[tuple[bool, str]] = TtlCache(lambda allowed: ALLOW_TTL if allowed[0] else DENY_TTL,
                                                               max_entries, clock, kind=lambda allowed: allowed[0])
         self.slots = ReviewSlots(max_in_flight)
+        self.rates = {True: TokenBucket(*known_rate), False: TokenBucket(*unknown_rate)}  # by: was the token known?
+        self.known: OrderedDict[bytes, None] = OrderedDict()  # hashes of tokens the API server authenticated
+        self._max_known = max_entries
+
+    async def close(self) -> None:
+        """Close the reviews' connections (the credentials stay the given client's)."""
+        await self.rest.close()
 
     @web.middleware
     async def middleware(self, request: web.Request, handler) -> web.StreamResponse:
@@ -222,11 +244,19 @@ class DelegatingAuth:
         key = hashlib.sha256(token.encode()).digest()  # never keep the tokens themselves
 
         async def review() -> UserInfo | None:
+            if not self.rates[key in self.known].try_take():
+                raise TooManyReviews("TokenReviews a second")
             with self.slots.taken():
                 answer = await self._create(TOKEN_REVIEWS, {
                     "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}})
             status = answer.get("status") or {}
-            return UserInfo.from_review(status.get("user") or {}) if status.get("authenticated") else None
+            if not status.get("authenticated"):
+                return None
+            self.known[key] = None
+            self.known.move_to_end(key)
+            while len(self.known) > self._max_known:
+                self.known.popitem(last=False)
+            return UserInfo.from_review(status.get("user") or {})
 
         return await self.users.get(key, review)
 

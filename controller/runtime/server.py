@@ -29,7 +29,12 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from apimachinery.serving import BoundedSite, ConnectionLimits, bound_address, runner_options
+
 log = structlog.get_logger("controller.runtime.server")
+
+# Each listener's bounds (apimachinery/serving.py): scrapers and probes are a handful, each request quick.
+ENDPOINT_LIMITS = ConnectionLimits(max_connections=64, handshake_timeout=5.0, header_timeout=30.0)
 
 
 def parse_address(address: str) -> tuple[str, int] | None:
@@ -44,13 +49,16 @@ def parse_address(address: str) -> tuple[str, int] | None:
 
 class Server:
     def __init__(self, registry: CollectorRegistry, problems: Callable[[], list[str]],
-                 unready: Callable[[], str | None], metrics_auth=None) -> None:
+                 unready: Callable[[], str | None], metrics_auth=None,
+                 limits: ConnectionLimits = ENDPOINT_LIMITS) -> None:
         """`metrics_auth`: an aiohttp middleware's owner (`DelegatingAuth`) every /metrics request must pass."""
         self.registry = registry
         self.metrics_auth = metrics_auth
         self.problems = problems
         self.unready = unready
+        self.limits = limits
         self._runners: list[web.AppRunner] = []
+        self.sites: dict[str, BoundedSite] = {}  # "metrics" / "health" -> its listener
         self.addresses: dict[str, str] = {}  # "metrics" / "health" -> the "host:port" bound
 
     async def start(self, metrics: str, health: str, metrics_tls: ssl.SSLContext | None = None
@@ -64,34 +72,38 @@ class Server:
             raise ValueError(same_address_error(metrics))
         schemes = {"metrics": "https" if metrics_tls is not None else "http", "health": "http"}
         if metrics_at is not None and metrics_at == health_at and not secure:
-            bound = await self._listen(metrics_at, routes["metrics"] + routes["health"])
+            bound = await self._listen("metrics", metrics_at, routes["metrics"] + routes["health"])
             self.addresses = {"metrics": bound, "health": bound}
         else:
             for name, where in (("metrics", metrics_at), ("health", health_at)):
                 if where is not None:
                     middlewares = [self.metrics_auth.middleware] if name == "metrics" and self.metrics_auth else []
-                    self.addresses[name] = await self._listen(where, routes[name], middlewares,
+                    self.addresses[name] = await self._listen(name, where, routes[name], middlewares,
                                                               metrics_tls if name == "metrics" else None)
         for name, bound in self.addresses.items():
             log.info(f"serving {name}", address=bound, scheme=schemes[name],
                      **({"authentication": self.metrics_auth is not None} if name == "metrics" else {}))
         return self.addresses
 
-    async def _listen(self, where: tuple[str, int], routes: list, middlewares: list | None = None,
+    async def _listen(self, name: str, where: tuple[str, int], routes: list, middlewares: list | None = None,
                       tls: ssl.SSLContext | None = None) -> str:
         app = web.Application(middlewares=middlewares or [])
         app.add_routes(routes)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)  # probes every few seconds: no log
+        # Probes every few seconds: no access log.
+        runner = web.AppRunner(app, access_log=None, handle_signals=False, **runner_options(self.limits))
         await runner.setup()
         self._runners.append(runner)
-        await web.TCPSite(runner, where[0], where[1], ssl_context=tls).start()
-        host, port = runner.addresses[0][:2]
-        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        site = self.sites[name] = BoundedSite(runner, where[0], where[1], tls, self.limits)
+        await site.start()
+        return bound_address(runner)
 
     async def stop(self) -> None:
         for runner in self._runners:
             await runner.cleanup()
         self._runners = []
+        if self.metrics_auth is not None:
+            await self.metrics_auth.close()
+        self.sites = {}
 
     # --- handlers -------------------------------------------------------------------------
 
@@ -124,4 +136,4 @@ def shares_listener(metrics: str, health: str) -> bool:
     return metrics_at is not None and metrics_at == parse_address(health) and metrics_at[1] != 0
 
 
-__all__ = ["Server", "parse_address", "same_address_error", "shares_listener"]
+__all__ = ["ENDPOINT_LIMITS", "Server", "parse_address", "same_address_error", "shares_listener"]

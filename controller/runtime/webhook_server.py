@@ -43,6 +43,7 @@ import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from apimachinery.serving import BoundedSite, ConnectionLimits, bound_address, runner_options
 from controller.runtime.certs import POLL_SECONDS, CertWatcher
 from controller.runtime.metrics import Children, shared
 from controller.runtime.webhook_certs import CertKeeper, CertKeeperConfig
@@ -55,6 +56,10 @@ MAX_BODY = 3 * 1024 * 1024  # the API server's own limit on a request body
 REQUEST_TIMEOUT = 5.0  # the API server waits 10 s (timeoutSeconds) at most
 OFF_LOOP_BYTES = 256 * 1024  # bodies larger than this are decided on a worker thread
 JSON = "application/json"
+# The listener's bounds (apimachinery/serving.py). The API server's calls take milliseconds and reuse a few
+# connections; 128 open connections hold at most ~32 MiB of TLS buffers. A connection must finish its handshake in
+# 5 s and then its request's head within 30 s (the same timer closes it after 30 s idle): cut within 35 s.
+WEBHOOK_LIMITS = ConnectionLimits(max_connections=128, handshake_timeout=5.0, header_timeout=30.0)
 
 Handler = Callable[[Any], dict]  # a decoded AdmissionReview -> the AdmissionReview to answer
 
@@ -72,6 +77,7 @@ class WebhookConfig:
     keeper: CertKeeperConfig | None = None  # without cert_dir: the Secret, the configuration, the durations
     max_body: int = MAX_BODY
     timeout: float = REQUEST_TIMEOUT
+    limits: ConnectionLimits = WEBHOOK_LIMITS
 
 
 class WebhookMetrics:
@@ -91,8 +97,11 @@ class WebhookServer:
     """The listener and its handlers; the TLS context is given to `start` (see Webhook for the certificates)."""
 
     def __init__(self, handlers: Mapping[str, Handler], registry: CollectorRegistry | None = None, *,
-                 max_body: int = MAX_BODY, timeout: float = REQUEST_TIMEOUT) -> None:
+                 max_body: int = MAX_BODY, timeout: float = REQUEST_TIMEOUT,
+                 limits: ConnectionLimits = WEBHOOK_LIMITS) -> None:
         self.handlers = dict(handlers)
+        self.limits = limits
+        self.site: BoundedSite | None = None
         self.metrics = WebhookMetrics(registry)
         self.max_body, self.timeout = max_body, timeout
         self._runner: web.AppRunner | None = None
@@ -104,11 +113,11 @@ class WebhookServer:
         app = web.Application(client_max_size=self.max_body)
         for path in self.handlers:
             app.router.add_post(path, self._instrumented(path))
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, **runner_options(self.limits))
         await self._runner.setup()
-        await web.TCPSite(self._runner, host or None, port, ssl_context=tls).start()
-        bound_host, bound_port = self._runner.addresses[0][:2]
-        self.address = f"[{bound_host}]:{bound_port}" if ":" in bound_host else f"{bound_host}:{bound_port}"
+        self.site = BoundedSite(self._runner, host or None, port, tls, self.limits)
+        await self.site.start()
+        self.address = bound_address(self._runner)
         log.info("serving the admission webhook", address=self.address, scheme="https", paths=",".join(self.handlers))
         return self.address
 
@@ -204,7 +213,8 @@ class Webhook:
             raise ValueError("the webhook needs a certificate directory, or an API client and CertKeeperConfig to "
                              "keep its own")
         self.config, self.registry, self.rest = config, registry, rest
-        self.server = WebhookServer(handlers, registry, max_body=config.max_body, timeout=config.timeout)
+        self.server = WebhookServer(handlers, registry, max_body=config.max_body, timeout=config.timeout,
+                                    limits=config.limits)
         self.certificates: CertWatcher | CertKeeper | None = None
         self._task: asyncio.Task | None = None
 
@@ -247,4 +257,5 @@ class Webhook:
         return None
 
 
-__all__ = ["DEFAULT_PORT", "MAX_BODY", "BadRequest", "Handler", "Webhook", "WebhookConfig", "WebhookServer"]
+__all__ = ["DEFAULT_PORT", "MAX_BODY", "WEBHOOK_LIMITS", "BadRequest", "Handler", "Webhook", "WebhookConfig",
+           "WebhookServer"]

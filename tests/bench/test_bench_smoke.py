@@ -106,6 +106,7 @@ def test_every_scenario_is_run():
     assert limits == {True, False}  # the limited bursts and the unlimited ones, each in a test of its own
 
 
+@pytest.mark.slow  # runs the programs (the controller, kopf's)
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("run", list(RUNS))
 def test_every_scenario_runs_at_tiny_sizes(run, tmp_path, capsys):

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from localcluster.endpoints.http import MAX_REQUEST_BYTES
+from localcluster.testing import MAX_REQUEST_BYTES, Kubectl
 from tests.e2e.conftest import condition, until
-from tests.localcluster.kubectl import Kubectl
+from tests.slow import starts_processes
 
 CORPUS = Path(__file__).parent / "corpus"
 FILES = sorted(p.name for p in CORPUS.glob("*.yaml") if p.name != "valid.yaml")
@@ -27,6 +27,7 @@ def expectation(path: Path) -> tuple[str, str]:
 
 
 @pytest.fixture
+@starts_processes
 def kubectl(cluster, tmp_path) -> Kubectl:
     return Kubectl(cluster, tmp_path)
 

@@ -11,6 +11,7 @@ from .harness import LABEL_JOB, Audit, Settings, run_chaos
 from .jobs import PYTORCH, TENSORFLOW, make_jobs, simulate, verdicts
 
 
+@pytest.mark.slow  # runs the programs
 # The settling is a wait for every job's phase, over as soon as they all have it: generous, since `make test`'s
 # parallel workers load the machine (twice, at a load average of 12-17, jobs were still unsettled after 60 s).
 @pytest.mark.timeout(330)

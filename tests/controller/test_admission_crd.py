@@ -12,8 +12,7 @@ import pytest_asyncio
 
 from controller.kinds.pytorch.kind import PYTORCH
 from controller.kinds.tensorflow.kind import TENSORFLOW
-from localcluster import LocalCluster
-from localcluster.errors import ApiError
+from localcluster import ApiError, LocalCluster
 from tests.builders import PYTORCH as PYTORCH_KIND
 from tests.builders import TENSORFLOW as TENSORFLOW_KIND
 from tests.builders import JobBuilder

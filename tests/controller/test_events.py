@@ -8,7 +8,7 @@ import time
 
 from controller.runtime.client import KubeClient
 from controller.runtime.events import MESSAGE_LIMIT, EventRecorder, truncate_utf8
-from tests.waiting import until
+from localcluster.testing import until
 
 JOB = {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "GenericJob",
        "metadata": {"name": "job", "namespace": "ns", "uid": "u1", "resourceVersion": "7"}}

@@ -17,8 +17,7 @@ from controller.jobs.schema.api import MAX_REPLICAS, MAX_TOTAL_REPLICAS
 from controller.jobs.schema.crd import MAX_REPLICA_TYPES
 from controller.jobs.schema.validation import SpecError
 from controller.kinds.registry import KINDS
-from localcluster import LocalCluster
-from localcluster.errors import ApiError
+from localcluster import ApiError, LocalCluster
 
 CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"
 ETCD_LIMIT = 1536 * 1024  # etcd's default --max-request-bytes: the largest object the API server can store

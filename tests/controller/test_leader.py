@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 from controller.runtime.leader import LeaderElectionConfig, LeaderElector, micro_time
 from kubeclient.from_configuration import settings_from_configuration
 from kubeclient.rest import RestClient
-from tests.waiting import until
+from localcluster.testing import until
 
 LEASE = "genericjob-leader"
 NAMESPACE = "default"
@@ -333,8 +333,11 @@ async def test_leader_whose_lease_is_taken_stops_at_once(api_client, second_clie
 
 async def test_conflicting_update_backs_off(cluster, api_client, second_client, candidates):
     await write_lease(api_client, {"holderIdentity": "", "leaseDurationSeconds": 1, "leaseTransitions": 3})
-    a = candidates(api_client, "a")
-    b = candidates(second_client, "b")
+    # Deadlines no loaded machine reaches (TIMING's 0.7 s to renew, 1 s lease: a GET and a PUT held back 0.3 s could
+    # miss them): what is checked is the conflict, not the timing.
+    patient = {"lease_duration": 30.0, "renew_deadline": 20.0}
+    a = candidates(api_client, "a", **patient)
+    b = candidates(second_client, "b", **patient)
     # Both read the free lease; their PUTs, held back together, reach the server one after the other.
     cluster.faults.configure(latency=0.3, verbs=["update"], resources=["leases"])
     won = await asyncio.gather(a.elector.try_acquire_or_renew(), b.elector.try_acquire_or_renew())

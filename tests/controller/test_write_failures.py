@@ -12,7 +12,7 @@ from controller.jobs.decisions import status as st
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GenericJob
 from controller.runtime.expectations import EXPECTATION_TTL, Expectations
-from localcluster.validation.builtins import default_service
+from localcluster.testing import default_service
 
 
 def at(minute: int) -> str:

@@ -24,10 +24,8 @@ from controller.kinds.pytorch.kind import PYTORCH
 from controller.kinds.tensorflow.kind import TENSORFLOW
 from informers import BackoffPolicy, InformerOptions
 from localcluster import LocalCluster
-from localcluster.kubelet.runner import SCRIPT_ANNOTATION
+from localcluster.testing import SCRIPT_ANNOTATION, Kubectl, until
 from tests.builders import JobBuilder
-from tests.localcluster.kubectl import Kubectl
-from tests.waiting import until
 
 CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"
 FAST = InformerOptions(watch_timeout=(30.0, 60.0), watchdog_timeout=5.0, request_timeout=5.0,

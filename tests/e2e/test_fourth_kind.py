@@ -42,7 +42,7 @@ from controller.jobs.schema.validation import (
     template_errors,
 )
 from controller.kinds import registry
-from localcluster.kubelet.runner import SCRIPT_ANNOTATION
+from localcluster.testing import SCRIPT_ANNOTATION
 
 from .conftest import QUICK, until
 

@@ -13,7 +13,7 @@ import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from controller.kinds.genericjob.models import GROUP, VERSION
-from localcluster.api import CRD_KEY
+from localcluster.testing import CRD_KEY
 
 from .conftest import FOREVER, Jobs, condition, finish_pod, genericjob, phase, scripts, status, until
 from .test_pytorch import pjob

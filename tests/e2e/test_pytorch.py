@@ -11,9 +11,9 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from controller.jobs.execution.controller import JobController
 from controller.kinds.pytorch.kind import PYTORCH
+from localcluster.testing import Kubectl
 from tests.builders import PYTORCH as PYTORCH_KIND
 from tests.builders import JobBuilder
-from tests.localcluster.kubectl import Kubectl
 
 from .conftest import FOREVER, QUICK, finish_pod, phase, scripts, status, template, until
 

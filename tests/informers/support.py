@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from informers import Tombstone
-from tests.waiting import until
+from localcluster.testing import until
 
 
 @dataclass

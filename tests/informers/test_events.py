@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from informers import PODS, Tombstone
-from tests.waiting import until
+from localcluster.testing import until
 
 from .support import Pods, Recorder, advance_version, requests, watch_down
 

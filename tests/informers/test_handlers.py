@@ -9,7 +9,7 @@ import pytest
 
 from informers import PODS, HandlerRegistration, InformerFactory, SyncTimeoutError
 from informers.handlers import ADD, DELETE, UPDATE
-from tests.waiting import until
+from localcluster.testing import until
 
 from .support import Pods, Recorder
 

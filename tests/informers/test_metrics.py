@@ -5,7 +5,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry
 
 from informers import PODS, InformerFactory
-from tests.waiting import until
+from localcluster.testing import until
 
 from .support import Pods, Recorder, watch_down
 

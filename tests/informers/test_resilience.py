@@ -9,7 +9,7 @@ import time
 import pytest
 
 from informers import PODS, InformerFactory
-from tests.waiting import until
+from localcluster.testing import until
 
 from .support import Pods, Recorder, advance_version, requests, watch_down
 
@@ -92,10 +92,8 @@ async def test_server_restart_relists_once_at_the_current_state(cluster, factory
     # The server is back with its watch cache reset at the latest revision, etcd's history intact: a
     # paginated list at the informer's version would still be answered with the state before the outage.
     assert int(last_seen) < cluster.watch_cache_rv
-    back = time.monotonic()
     await rec.wait_for(lambda r: "a" in r.names("update") and "b" in r.names("delete")
                        and "while-down" in r.names("add"), timeout=5)
-    assert time.monotonic() - back < 5
     assert informer.lister.get("default/a")["metadata"]["labels"] == {"changed": "during-outage"}
     assert informer.lister.get("default/b") is None
     assert informer.stats.relists == 1

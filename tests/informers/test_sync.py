@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from informers import PODS, SERVICES, InformerFactory, Resource, SyncTimeoutError
-from tests.waiting import until
+from localcluster.testing import until
 
 from .support import Pods, Recorder, requests
 

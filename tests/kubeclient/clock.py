@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from localcluster.auth import authentication
+from localcluster.testing import drive_authentication_clock
 
 # A whole second: the steps the tests take (quarters, eighths) add to it exactly, and an expirationTimestamp
 # (microseconds) or a JWT's exp read back is the time that was written.
@@ -20,12 +20,18 @@ class FakeClock:
     def __init__(self, start: float = START) -> None:
         self._time, self._monotonic = start, 1_000.0
         self.files: list[Path] = []
+        self.slept: list[float] = []
 
     def time(self) -> float:
         return self._time
 
     def monotonic(self) -> float:
         return self._monotonic
+
+    async def sleep(self, seconds: float) -> None:
+        """Over at once, the time moved on by `seconds`; each wait kept in `slept`."""
+        self.slept.append(seconds)
+        self.advance(seconds)
 
     def advance(self, seconds: float) -> None:
         assert seconds >= 0, "a monotonic clock does not go back"
@@ -52,7 +58,7 @@ def drive_cluster(cluster, clock: FakeClock, monkeypatch) -> None:
     """The cluster's tokens expire, and its client certificates are in their validity period, by `clock` (the
     authenticator reads the time module's time() alone: it gets the clock instead). Checked, so that a change of
     how it reads the time cannot leave these tests passing against real time."""
-    monkeypatch.setattr(authentication, "time", clock)
+    drive_authentication_clock(monkeypatch, clock)
     authenticator = cluster.access.authenticator
     token = cluster.add_token("clock.check.token", "clock-check", expires_in=1.0)
     assert authenticator.review(token) is not None

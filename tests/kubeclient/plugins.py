@@ -42,8 +42,8 @@ if gate:
     deadline = time.monotonic() + 60  # a test that failed with the gate closed leaves no process behind for long
     while not os.path.exists(gate) and time.monotonic() < deadline:
         time.sleep(0.01)
-if mode == "fail":
-    print("error: the session expired, log in again\\n", file=sys.stderr)
+if mode == "fail" or os.path.exists(os.environ.get("PLUGIN_FAIL_FILE", "/nonexistent")):
+    print(os.environ.get("PLUGIN_STDERR", "error: the session expired, log in again"), file=sys.stderr)
     sys.exit(3)
 status = {{}}
 if mode == "fixed":
@@ -125,7 +125,7 @@ def write(directory: Path, config: dict) -> Path:
 
 def exec_kubeconfig(cluster, directory: Path, mode: str = "token", lifetime: float = 600.0, delay: float = 0.0,
                     provide_cluster_info: bool = True, clock: FakeClock | None = None, gated: bool = False,
-                    **env: str) -> tuple[Path, Plugin]:
+                    args: tuple[str, ...] = (), **env: str) -> tuple[Path, Plugin]:
     """A kubeconfig whose user is the plugin (relative command, as client-go resolves it), and the plugin: its
     tokens live `lifetime` seconds of `clock` (of the real time without one); `gated`: it has a gate, open."""
     (directory / "ca.crt").write_bytes(cluster.certificate)
@@ -141,7 +141,7 @@ def exec_kubeconfig(cluster, directory: Path, mode: str = "token", lifetime: flo
     if gated:
         plugin.release()
         variables["PLUGIN_GATE"] = str(plugin.gate)
-    user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "./plugin.py", "args": [],
+    user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "./plugin.py", "args": list(args),
                      "env": [{"name": k, "value": v} for k, v in variables.items()],
                      "interactiveMode": "Never", "provideClusterInfo": provide_cluster_info,
                      "installHint": "the test writes it"}}

@@ -14,7 +14,7 @@ from kubernetes_asyncio.config.config_exception import ConfigException
 
 from kubeclient import tls_material
 from kubeclient.loading import load_settings
-from localcluster.auth.client_certificates import ClientCa
+from localcluster.testing import ClientCa
 
 from .clock import FakeClock, drive_cluster
 from .plugins import base_kubeconfig, write

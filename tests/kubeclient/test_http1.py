@@ -17,8 +17,8 @@ from kubeclient import http1
 from kubeclient.from_configuration import settings_from_configuration
 from kubeclient.http1 import Http1Pool
 from kubeclient.rest import RestClient
+from localcluster.testing import until
 from tests.kubeclient.scripted import OK, Scripted, answer_forever, answer_with, never_answer
-from tests.waiting import until
 
 
 async def test_requests_reuse_one_connection_and_send_exact_bytes():

@@ -16,6 +16,7 @@ from kubeclient import http1
 from kubeclient.from_configuration import settings_from_configuration
 from kubeclient.http1 import MAX_HEAD, MAX_LINE, Http1Pool
 from kubeclient.rest import RestClient
+from localcluster.testing import until
 from tests.kubeclient.scripted import (
     OK,
     Scripted,
@@ -24,7 +25,6 @@ from tests.kubeclient.scripted import (
     answer_with,
     drop_unanswered,
 )
-from tests.waiting import until
 
 JOBS = Resource("example.org", "v1", "genericjobs")
 UNASKED = b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged"

@@ -12,7 +12,7 @@ import pytest
 from kubeclient.proxy import proxy_for
 from kubeclient.rest import RestClient
 from kubeclient.settings import ClientSettings
-from localcluster.auth.tls import trusting
+from localcluster.testing import trusting
 
 PROXY = "http://proxy.corp:3128"
 SERVER = "https://10.96.0.1:443"
@@ -46,12 +46,27 @@ def test_no_proxy_rules(server, no_proxy, proxied):
     assert proxy_for(server, environ={"HTTPS_PROXY": PROXY, "NO_PROXY": no_proxy}) == (PROXY if proxied else None)
 
 
+# Issue 47: every spelling of loopback the resolver reads (inet_aton's IPv4 forms, IPv4-mapped IPv6, a zone, a
+# trailing dot, upper case) goes direct; the look-alikes that are not loopback are proxied.
+LOOPBACK_SPELLINGS = ["https://127.1", "https://0x7f.1", "https://2130706433:6443", "https://017700000001",
+                      "https://0x7f000001", "https://127.0.1", "https://[::ffff:127.0.0.1]:6443",
+                      "https://[::ffff:7f00:1]", "https://[0:0:0:0:0:0:0:1]", "https://LOCALHOST", "https://localhost.",
+                      "https://[::1%25lo]:6443"]
+NOT_LOOPBACK = ["https://128.1", "https://0x80.1", "https://167772161", "https://[::ffff:10.0.0.1]",
+                "https://localhost.example.com", "https://127.0.0.1.nip.io", "https://[::2]", "https://0x7g.1"]
+
+
 @pytest.mark.parametrize("server", ["https://localhost:6443", "https://127.0.0.1:6443", "https://127.8.9.10",
-                                    "https://[::1]:6443", "http://localhost:8080"])
+                                    "https://[::1]:6443", "http://localhost:8080", *LOOPBACK_SPELLINGS])
 def test_loopback_is_never_proxied_by_the_environment(server):
     everything = {"HTTPS_PROXY": PROXY, "HTTP_PROXY": PROXY}
     assert proxy_for(server, environ=everything) is None
     assert proxy_for(server, "http://chosen:8080", environ=everything) == "http://chosen:8080"  # kubeconfig's wins
+
+
+@pytest.mark.parametrize("server", NOT_LOOPBACK)
+def test_addresses_that_only_look_like_loopback_are_proxied(server):
+    assert proxy_for(server, environ={"HTTPS_PROXY": PROXY}) == PROXY
 
 
 def test_the_scheme_chooses_the_variable_upper_case_first():

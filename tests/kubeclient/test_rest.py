@@ -5,7 +5,6 @@ client's own rate limit, and the stopgap settings from a kubernetes_asyncio Conf
 from __future__ import annotations
 
 import ssl
-import time
 
 import pytest
 from kubernetes_asyncio import client, config
@@ -14,7 +13,8 @@ from apimachinery.errors import ApiStatusError
 from kubeclient.from_configuration import settings_from_configuration, ssl_context
 from kubeclient.rest import RestClient
 from kubeclient.settings import ClientSettings
-from localcluster.auth.tls import trusting
+from localcluster.testing import trusting
+from tests.kubeclient.clock import FakeClock
 
 PODS = "/api/v1/namespaces/default/pods"
 
@@ -102,15 +102,19 @@ async def test_new_tls_settings_make_new_write_connections(cluster):
 
 async def test_each_client_waits_on_its_own_bucket(cluster):
     credentials = Rotating([cluster.admin_token], cluster.certificate)
-    async with RestClient(ClientSettings(cluster.url, credentials), qps=5, burst=1) as rest:
+    clock = FakeClock()  # the time stands still but for the buckets' waits
+    async with RestClient(ClientSettings(cluster.url, credentials), qps=5, burst=1, clock=clock) as rest:
         own = rest.with_limit(1000, 1000)
         await rest.call("GET", PODS)  # the one token of the burst
-        started = time.monotonic()
         for _ in range(5):
             await own.call("GET", PODS)  # not held back by the first client's empty bucket
-        assert time.monotonic() - started < 0.15
+        assert clock.slept == []
         await rest.call("GET", PODS)
-        assert time.monotonic() - started >= 0.15  # waited for its next token (1/5 s)
+        assert clock.slept == [pytest.approx(0.2)]  # waited for its next token (1/5 s)
+        clock.advance(0.4)
+        await rest.call("GET", PODS)  # a token saved (the burst keeps no more than one): no wait
+        await rest.call("GET", PODS)
+        assert clock.slept == [pytest.approx(0.2), pytest.approx(0.2)]
         assert own.write_pool is rest.write_pool
 
 

@@ -38,7 +38,7 @@ from controller.cmd import cli
 from controller.devtools import local
 from controller.devtools.terminal import Terminal
 from controller.runtime import logs
-from tests.waiting import until
+from localcluster.testing import until
 
 from .subprocesses import LINE_TIMEOUT, READY_TIMEOUT, LocalLines
 

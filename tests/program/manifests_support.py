@@ -18,9 +18,10 @@ from kubernetes_asyncio import client, config
 from controller.jobs.children.podgroup import GROUP as PG_GROUP
 from controller.jobs.children.podgroup import PLURAL as PG_PLURAL
 from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
-from localcluster.errors import ApiError
+from localcluster import ApiError
+from localcluster.testing import ENV, TIMEOUT, kubectl_binary
 from tests.e2e.conftest import LABEL_JOB_NAME, MERGE, phase
-from tests.localcluster.kubectl import ENV, TIMEOUT, kubectl_binary
+from tests.slow import starts_processes
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"
@@ -110,6 +111,7 @@ def kustomize() -> list[dict]:
 
 
 @pytest.fixture(scope="module")
+@starts_processes
 def rendered() -> list[dict]:
     return kustomize()
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.localcluster.kubectl import ENV
+from localcluster.testing import ENV
 
 from .manifests_support import NAME, NAMESPACE, ROOT, documents, render  # noqa: F401  (render: for the tests)
 

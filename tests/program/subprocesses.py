@@ -26,8 +26,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bench.scale.procs import terminate
 from localcluster import Credentials
+from localcluster.testing import until
 from tests.e2e.conftest import Jobs
-from tests.waiting import until
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

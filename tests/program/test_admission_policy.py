@@ -17,7 +17,7 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from controller.kinds.registry import KINDS
-from localcluster.admission.validating_policies import compile_expression
+from localcluster.crd import compile_expression
 from tests.e2e.conftest import CRDS, genericjob
 from tests.e2e.test_tensorflow import tfjob
 
@@ -66,6 +66,7 @@ def unlabelled(obj: dict) -> dict:
     return {**obj, "metadata": {k: v for k, v in obj["metadata"].items() if k != "labels"}}
 
 
+@pytest.mark.slow  # helm and kubectl kustomize
 def test_the_overlay_and_the_helm_value_render_the_policy_and_nothing_else_changes():
     rendered = render(OVERLAYS / "creator-privilege")
     policies = [o for o in rendered if o["kind"].startswith("ValidatingAdmissionPolicy")]
@@ -205,9 +206,10 @@ async def test_the_server_refuses_a_policy_whose_expression_does_not_compile(clu
     assert "undeclared reference to 'authorizr'" in body["message"]
 
 
+@pytest.mark.slow  # kubectl
 async def test_the_overlay_applies_to_localcluster(cluster, tmp_path):
     """kubectl apply -k, with its strict field validation against the API's schema."""
-    from tests.localcluster.kubectl import Kubectl
+    from localcluster.testing import Kubectl
 
     applied = await Kubectl(cluster, tmp_path).ok("apply", "-k", str(OVERLAYS / "creator-privilege"))
     for kind in ("validatingadmissionpolicy", "validatingadmissionpolicybinding"):

@@ -1,9 +1,12 @@
-"""`genericjob-controller` flags and GENERICJOB_* environment variables."""
+"""`genericjob-controller` flags and GENERICJOB_* environment variables.
+
+The flags, their errors and the help are checked in-process (`main()` with an argv, as the console script calls
+it); a few tests run the console script itself, so that the real entry point is covered: it starts, its `--help`
+prints, a flag error exits 2 with its message, and `run` without a cluster exits 1."""
 
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 from importlib import metadata
@@ -21,6 +24,15 @@ from .subprocesses import CLI
 
 def parse(*argv: str, **environ: str):
     return cli.parse_args(["run", *argv], environ)
+
+
+def main(capsys, *argv: str) -> tuple[int | str | None, str, str]:
+    """The program's main() with `argv`, as `genericjob-controller ARGV...` runs it, to its exit: the exit code (of
+    the SystemExit that ends every usage error, --help and --version), stdout and stderr."""
+    with pytest.raises(SystemExit) as exit_info:
+        entry.main(list(argv))
+    out, err = capsys.readouterr()
+    return exit_info.value.code, out, err
 
 
 def test_defaults(monkeypatch, tmp_path):
@@ -135,6 +147,7 @@ def test_local_says_why_when_it_is_unavailable(monkeypatch, capsys):
     assert parse().command == "run"  # run is unaffected
 
 
+@pytest.mark.slow  # the console script
 def test_console_script():
     done = subprocess.run([str(CLI), "run", "--help"], capture_output=True, text=True, timeout=30, check=False)
     assert done.returncode == 0 and "--leader-elect" in done.stdout
@@ -142,12 +155,14 @@ def test_console_script():
     assert done.returncode == 2 and "{run,local}" in done.stderr
 
 
+@pytest.mark.slow  # the console script
 def test_without_a_cluster_configuration_run_exits_1(tmp_path):
     done = subprocess.run([str(CLI), "run", "--kubeconfig", str(tmp_path / "missing"), "--log-format", "json"],
                           capture_output=True, text=True, timeout=30, check=False)
     assert done.returncode == 1 and "no usable cluster configuration" in done.stderr
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_run_loads_neither_localcluster_nor_the_local_command():
     """`run` parses its flags and builds its program without importing an API server (localcluster) or
     `controller.devtools.local`; the informers' listers use only `apimachinery.selectors`. `local` still gets
@@ -218,31 +233,38 @@ def test_every_boolean_flag_takes_true_or_false_as_go_flags_do(command):
             assert getattr(cli.parse_args([command, negation], {}), action.dest) is False
 
 
-def test_booleans_as_go_controllers_pass_them_through_the_console_script(tmp_path):
-    done = subprocess.run([str(CLI), "run", "--leader-elect=false", "--metrics-secure=false",
-                           "--kubeconfig", str(tmp_path / "missing"), "--log-format", "json"],
+def test_booleans_as_go_controllers_pass_them(capsys):
+    args = cli.parse_args(["run", "--leader-elect=false", "--metrics-secure=false", "--log-format", "json"], {})
+    assert args.leader_elect is False and args.metrics_secure is False
+    code, out, err = main(capsys, "run", "--leader-elect=maybe")
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1] == ("genericjob-controller run: error: argument --leader-elect/--no-leader-elect: "
+                                    "invalid boolean (true or false) value: 'maybe'")
+
+
+@pytest.mark.slow  # the console script
+def test_a_flag_error_through_the_console_script_exits_2_with_its_message():
+    """The console script passes its words to the parser as they are: a Go controller's `--flag=false` too."""
+    done = subprocess.run([str(CLI), "run", "--leader-elect=false", "--metrics-secure=false", "--leader-elect=maybe"],
                           capture_output=True, text=True, timeout=30, check=False)
-    assert done.returncode == 1 and "no usable cluster configuration" in done.stderr  # parsed; then no cluster
-    done = subprocess.run([str(CLI), "run", "--leader-elect=maybe"], capture_output=True, text=True, timeout=30,
-                          check=False)
-    assert done.returncode == 2
+    assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.splitlines()[-1] == ("genericjob-controller run: error: argument --leader-elect/"
                                             "--no-leader-elect: invalid boolean (true or false) value: 'maybe'")
 
 
-def test_version_is_the_packages():
-    done = subprocess.run([str(CLI), "--version"], capture_output=True, text=True, timeout=30, check=False)
-    assert done.returncode == 0
-    assert done.stdout.strip() == f"genericjob-controller {metadata.version('genericjob-controller')}"
+def test_version_is_the_packages(capsys):
+    code, out, _err = main(capsys, "--version")
+    assert code == 0
+    assert out.strip() == f"genericjob-controller {metadata.version('genericjob-controller')}"
 
 
 @pytest.mark.parametrize("command", ["run", "local"])
-def test_each_help_line_states_its_default_once(command):
-    done = subprocess.run([str(CLI), command, "--help"], capture_output=True, text=True, timeout=30, check=False,
-                          env={**os.environ, "COLUMNS": "1000"})
-    assert done.returncode == 0
+def test_each_help_line_states_its_default_once(command, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "1000")  # one line a flag (argparse sizes its help to the terminal's COLUMNS)
+    code, out, _err = main(capsys, command, "--help")
+    assert code == 0
     options: list[str] = []  # each flag's entry: its first line and the deeper-indented ones after it
-    for line in done.stdout.partition("options:")[2].splitlines():
+    for line in out.partition("options:")[2].splitlines():
         if line.startswith("  -"):
             options.append(line.strip())
         elif line.startswith("   ") and options:
@@ -265,21 +287,20 @@ def test_each_help_line_states_its_default_once(command):
     (["run", "--bogus"], "genericjob-controller run: error: unrecognized arguments: --bogus"),
     (["local", "--bogus"], "genericjob-controller local: error: unrecognized arguments: --bogus"),
 ])
-def test_an_unknown_flag_is_one_line_naming_it_and_exit_2(argv, line):
+def test_an_unknown_flag_is_one_line_naming_it_and_exit_2(argv, line, capsys):
     """No usage dump of the whole program, and never "the following arguments are required" for a flag that is
     wrong: the one line names the flag, as the command that got it says it."""
-    done = subprocess.run([str(CLI), *argv], capture_output=True, text=True, timeout=30, check=False)
-    assert (done.returncode, done.stderr, done.stdout) == (2, line + "\n", "")
+    code, out, err = main(capsys, *argv)
+    assert (code, err, out) == (2, line + "\n", "")
 
 
-def test_no_command_is_still_a_usage_error_naming_the_commands():
-    done = subprocess.run([str(CLI)], capture_output=True, text=True, timeout=30, check=False)
-    assert done.returncode == 2
-    last = done.stderr.splitlines()[-1]
-    assert last == "genericjob-controller: error: the following arguments are required: {run,local}"
+def test_no_command_is_still_a_usage_error_naming_the_commands(capsys):
+    code, _out, err = main(capsys)
+    assert code == 2
+    assert err.splitlines()[-1] == "genericjob-controller: error: the following arguments are required: {run,local}"
 
 
-def test_the_help_speaks_of_every_kind():
-    done = subprocess.run([str(CLI), "--help"], capture_output=True, text=True, timeout=30, check=False)
-    assert done.returncode == 0
-    assert all(kind in done.stdout for kind in ("GenericJob", "TensorFlowTrainingJob")), done.stdout
+def test_the_help_speaks_of_every_kind(capsys):
+    code, out, _err = main(capsys, "--help")
+    assert code == 0
+    assert all(kind in out for kind in ("GenericJob", "TensorFlowTrainingJob")), out

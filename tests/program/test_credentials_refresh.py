@@ -11,10 +11,14 @@ import itertools
 import time
 from datetime import datetime
 
+import pytest
+
 from tests.e2e.conftest import QUICK, genericjob
 from tests.kubeclient.plugins import ClusterOfProcess, base_kubeconfig, exec_kubeconfig, write
 
 from .subprocesses import ControllerProcess, LocalClusterProcess, until
+
+pytestmark = pytest.mark.slow  # each test runs the programs
 
 MASTERS = ["system:masters"]
 
@@ -34,7 +38,7 @@ async def keeps_reconciling(cluster: LocalClusterProcess, controller: Controller
         await renewed()
         await admin(cluster, "drop-watches")  # the informers list and watch again, with the new credential
         await cluster.jobs.submit(genericjob(f"job-{i}", script=QUICK))
-        await cluster.jobs.wait_phase(f"job-{i}", "Succeeded", timeout=20)
+        await cluster.jobs.wait_phase(f"job-{i}", "Succeeded", timeout=60)  # a bound (20 s was short at a load of 15)
     lease = await cluster.lease()
     assert lease["spec"]["holderIdentity"] == controller.identity
     assert not [r for r in controller.logs if r.get("event") in ("leadership lost", "stopped leading")]

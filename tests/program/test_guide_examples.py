@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.localcluster.kubectl import Kubectl
+from localcluster.testing import Kubectl
+from tests.slow import starts_processes
 
 from .local_inprocess import LocalRun
 from .subprocesses import ROOT, until
@@ -147,6 +148,7 @@ def containers(pods: list[dict]) -> list[dict]:
 
 
 @pytest.fixture
+@starts_processes
 async def guide(tmp_path):
     async with LocalRun(tmp_path, "--port", "0", "--kubeconfig-out", str(tmp_path / "kubeconfig")) as running:
         yield Guide(Kubectl(running.kubeconfig, tmp_path), tmp_path)
@@ -184,83 +186,99 @@ async def test_the_guides_examples_reach_the_outcomes_it_describes(guide):
     await guide.kubectl.ok("create", "secret", "generic", "secret-name", "-n", "env",  # the env example's Secret
                            "--from-literal=key-in-secret=from-a-secret")
 
+    # Each example is checked as it reaches its outcome: its checks all run at once, as they wait mostly (for
+    # kubectl, for a phase), each in its own namespace.
+
     # The first example: four workers running `sleep 365`; it fails when worker 0 fails (here: deleted).
-    running = await guide.phase("basic", "Running")
-    pods = await guide.pods("basic", 4)
-    assert [p["metadata"]["name"] for p in pods] == [f"{JOB}-worker-{rank}" for rank in range(4)]
-    assert {json.dumps(c["command"]) for c in containers(pods)} == {'["sleep", "365"]'}
-    assert [r["phase"] for r in running["status"]["tasks"][0]["replicas"]] == ["Running"] * 4
-    await guide.kubectl.ok("delete", "pod", f"{JOB}-worker-0", "-n", "basic")
-    failed = await guide.phase("basic", "Failed")
-    _the_status_reads_as_the_guides(failed)
+    async def first_example() -> None:
+        running = await guide.phase("basic", "Running")
+        pods = await guide.pods("basic", 4)
+        assert [p["metadata"]["name"] for p in pods] == [f"{JOB}-worker-{rank}" for rank in range(4)]
+        assert {json.dumps(c["command"]) for c in containers(pods)} == {'["sleep", "365"]'}
+        assert [r["phase"] for r in running["status"]["tasks"][0]["replicas"]] == ["Running"] * 4
+        await guide.kubectl.ok("delete", "pod", f"{JOB}-worker-0", "-n", "basic")
+        failed = await guide.phase("basic", "Failed")
+        _the_status_reads_as_the_guides(failed)
 
     # Resources and shared memory: passed through to every replica's pod.
-    for container in containers(await guide.pods("resources", 4)):
-        # (As quantities: a real API server writes `cpu: 4` back as "4"; localcluster keeps the number.)
-        quantities = {use: {name: str(value) for name, value in amounts.items()}
-                      for use, amounts in container["resources"].items()}
-        assert quantities == {"limits": {"cpu": "4", "memory": "4Gi"}, "requests": {"cpu": "2", "memory": "2Gi"}}
-    for pod in await guide.pods("shared-memory", 4):
-        # then, as on a real cluster, the ServiceAccount admission plugin's token volume
-        mount, token_mount = pod["spec"]["containers"][0]["volumeMounts"]
-        volume, token = pod["spec"]["volumes"]
-        assert mount == {"mountPath": "/dev/shm", "name": "dshm"}
-        assert volume == {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}
-        assert token["name"].startswith("kube-api-access-") and token_mount == {
-            "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "name": token["name"], "readOnly": True}
-    # Environment: a value and a reference to a Secret's key, both as given.
-    for container in containers(await guide.pods("env", 4)):
-        assert container["env"] == [
-            {"name": "ENV_DIRECT", "value": "env-value"},
-            {"name": "ENV_REFERENCED", "valueFrom": {"secretKeyRef": {"name": "secret-name", "key": "key-in-secret"}}}]
+    async def passed_through() -> None:
+        for container in containers(await guide.pods("resources", 4)):
+            # (As quantities: a real API server writes `cpu: 4` back as "4"; localcluster keeps the number.)
+            quantities = {use: {name: str(value) for name, value in amounts.items()}
+                          for use, amounts in container["resources"].items()}
+            assert quantities == {"limits": {"cpu": "4", "memory": "4Gi"}, "requests": {"cpu": "2", "memory": "2Gi"}}
+        for pod in await guide.pods("shared-memory", 4):
+            # then, as on a real cluster, the ServiceAccount admission plugin's token volume
+            mount, token_mount = pod["spec"]["containers"][0]["volumeMounts"]
+            volume, token = pod["spec"]["volumes"]
+            assert mount == {"mountPath": "/dev/shm", "name": "dshm"}
+            assert volume == {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}
+            assert token["name"].startswith("kube-api-access-") and token_mount == {
+                "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "name": token["name"], "readOnly": True}
+        # Environment: a value and a reference to a Secret's key, both as given.
+        for container in containers(await guide.pods("env", 4)):
+            assert container["env"] == [
+                {"name": "ENV_DIRECT", "value": "env-value"},
+                {"name": "ENV_REFERENCED",
+                 "valueFrom": {"secretKeyRef": {"name": "secret-name", "key": "key-in-secret"}}}]
 
     # Variable substitution: the service variables exist only when the replicas' Services do: without them the
     # job is refused at `kubectl apply` by the admission webhook, naming the field (`local` runs it)...
-    refused = await guide.refused("tf-config", tf_config)
-    assert 'The GenericJob "generic-example" is invalid: ' in refused and "service variables need spec.service" in \
-        refused and "spec.replicaSpecs[0].template.spec.containers[0].env[0].value: " in refused, refused
-    # ... and with the service example's ports, each worker gets the whole cluster and its own task.
-    hosts = ",".join(f'"{JOB}-worker-{rank}:2222"' for rank in range(4))
-    for rank, container in enumerate(containers(await guide.pods("tf-config-service", 4))):
-        assert container["env"] == [{"name": "TF_CONFIG", "value": (
-            f'{{"task":{{"type":"worker","index":{rank}}},"cluster":{{"worker":[{hosts}]}}}}')}]
+    async def variables() -> None:
+        refused = await guide.refused("tf-config", tf_config)
+        assert 'The GenericJob "generic-example" is invalid: ' in refused and "service variables need spec.service" in \
+            refused and "spec.replicaSpecs[0].template.spec.containers[0].env[0].value: " in refused, refused
+        # ... and with the service example's ports, each worker gets the whole cluster and its own task.
+        hosts = ",".join(f'"{JOB}-worker-{rank}:2222"' for rank in range(4))
+        for rank, container in enumerate(containers(await guide.pods("tf-config-service", 4))):
+            assert container["env"] == [{"name": "TF_CONFIG", "value": (
+                f'{{"task":{{"type":"worker","index":{rank}}},"cluster":{{"worker":[{hosts}]}}}}')}]
 
     # Success and failure rules: workers 0, 1 and 2 done succeed the job; master 0 failed fails it.
-    succeeded = await guide.phase("rules-success", "Succeeded")
-    assert rule_of(condition(succeeded, "Completed")["message"]) == {"worker": [0, 1, 2]}
-    failed_by_master = await guide.phase("rules-failure", "Failed")
-    assert rule_of(condition(failed_by_master, "Failed")["message"]) == {"master": [0]}
+    async def rule_outcomes() -> None:
+        succeeded = await guide.phase("rules-success", "Succeeded")
+        assert rule_of(condition(succeeded, "Completed")["message"]) == {"worker": [0, 1, 2]}
+        failed_by_master = await guide.phase("rules-failure", "Failed")
+        assert rule_of(condition(failed_by_master, "Failed")["message"]) == {"master": [0]}
 
     # The service example: a Service per replica, named like it, on port 2222.
-    await guide.phase("service", "Running")
-    service = json.loads((await guide.kubectl.ok("get", "service", f"{JOB}-worker-0", "-n", "service",
-                                                 "-o", "json")).out)
-    assert [(p["name"], p["port"]) for p in service["spec"]["ports"]] == [("http", 2222)]
+    async def replica_services() -> None:
+        await guide.phase("service", "Running")
+        made = json.loads((await guide.kubectl.ok("get", "service", f"{JOB}-worker-0", "-n", "service",
+                                                     "-o", "json")).out)
+        assert [(p["name"], p["port"]) for p in made["spec"]["ports"]] == [("http", 2222)]
 
     # T9k Scheduler: the pods go to it, in a PodGroup of the whole job in queue default with priority 50.
-    pods = await guide.pods("scheduler", 4)
-    assert {p["spec"]["schedulerName"] for p in pods} == {"t9k-scheduler"}
-    groups = json.loads((await guide.kubectl.ok("get", "podgroups", "-n", "scheduler", "-o", "json")).out)["items"]
-    assert [g["spec"] for g in groups] == [{"minMember": 4, "queue": "default", "priority": 50}]
+    async def scheduler() -> None:
+        pods = await guide.pods("scheduler", 4)
+        assert {p["spec"]["schedulerName"] for p in pods} == {"t9k-scheduler"}
+        groups = json.loads((await guide.kubectl.ok("get", "podgroups", "-n", "scheduler", "-o", "json")).out)["items"]
+        assert [g["spec"] for g in groups] == [{"minMember": 4, "queue": "default", "priority": 50}]
 
     # Debug mode: the environment is deployed, the training does not start. A debug pod that ends is replaced as
     # it was, after the restart back-off, and counts nothing (on a machine without /usr/bin/sshd, the first
     # example's pods fail to start, so they come and go: what they ran is in the kubelet's Warning Events).
-    commands, warnings = await guide.debug_attempts("debug-one", 4)
-    assert commands <= {'["/usr/bin/sshd"]'} and (commands or any("/usr/bin/sshd" in w for w in warnings)), warnings
-    assert {json.dumps(c["command"]) for c in containers(await guide.pods("debug-two", 4))} == {'["sleep", "inf"]'}
-    assert (await guide.job("debug-two"))["status"]["phase"] == "Running"
-    for namespace in ("debug-one", "debug-two"):
-        debugging = (await guide.job(namespace))["status"]
-        assert debugging["phase"] not in ("Succeeded", "Failed") and debugging.get("backoffCount", 0) == 0, debugging
+    async def debug_mode() -> None:
+        commands, warnings = await guide.debug_attempts("debug-one", 4)
+        assert commands <= {'["/usr/bin/sshd"]'} and (commands or any("/usr/bin/sshd" in w for w in warnings)), warnings
+        assert {json.dumps(c["command"]) for c in containers(await guide.pods("debug-two", 4))} == {'["sleep", "inf"]'}
+        assert (await guide.job("debug-two"))["status"]["phase"] == "Running"
+        for namespace in ("debug-one", "debug-two"):
+            debugging = (await guide.job(namespace))["status"]
+            assert debugging["phase"] not in ("Succeeded", "Failed") and debugging.get("backoffCount", 0) == 0, \
+                debugging
 
     # Pause mode: no replica until resumed; then the resume settings' command, or the template's.
-    for namespace, command in (("pause-one", ["/usr/bin/sshd"]), ("pause-two", ["sleep", "365"])):
-        paused = await guide.phase(namespace, "Paused")
-        assert condition(paused, "Paused")["status"] == "True"
-        assert json.loads((await guide.kubectl.ok("get", "pods", "-n", namespace, "-o", "json")).out)["items"] == []
-        await guide.resume(namespace)
-        assert [c["command"] for c in containers(await guide.pods(namespace, 4))] == [command] * 4
+    async def pause_mode() -> None:
+        for namespace, command in (("pause-one", ["/usr/bin/sshd"]), ("pause-two", ["sleep", "365"])):
+            paused = await guide.phase(namespace, "Paused")
+            assert condition(paused, "Paused")["status"] == "True"
+            assert json.loads((await guide.kubectl.ok("get", "pods", "-n", namespace, "-o", "json")).out)["items"] == []
+            await guide.resume(namespace)
+            assert [c["command"] for c in containers(await guide.pods(namespace, 4))] == [command] * 4
+
+    await asyncio.gather(first_example(), passed_through(), variables(), rule_outcomes(), replica_services(),
+                         scheduler(), debug_mode(), pause_mode())
 
 
 def _the_status_reads_as_the_guides(failed: dict) -> None:

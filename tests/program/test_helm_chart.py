@@ -22,6 +22,7 @@ from .packaging_support import BIN, CHART, WATCHED, assert_same_objects, helm, h
 
 
 
+@pytest.mark.slow  # scripts/sync_chart_files.py
 def test_chart_shares_crds_rbac_dashboard_and_alerts_with_manifests():
     """Copies kept in sync with manifests/ by scripts/sync_chart_files.py (a test fails while one differs), not
     symbolic links: Helm warns `found symbolic link in path` for each link on every command. (Issue 24 changed
@@ -42,6 +43,7 @@ def test_chart_shares_crds_rbac_dashboard_and_alerts_with_manifests():
     assert not [p for p in CHART.rglob("*") if p.is_symlink()]
 
 
+@pytest.mark.slow  # helm
 def test_helm_is_quiet_and_its_package_carries_the_crds_and_renders(tmp_path):
     """`helm lint`, `template` and `package` print no warning (no `found symbolic link in path`), and the packaged
     chart, as a user installs it from a registry, holds every CRD and renders as the chart directory does."""
@@ -60,6 +62,7 @@ def test_helm_is_quiet_and_its_package_carries_the_crds_and_renders(tmp_path):
     assert "kind: CustomResourceDefinition" in from_package and "kind: Deployment" in from_package
 
 
+@pytest.mark.slow  # helm
 @pytest.mark.parametrize("values", [(), ("namespaces={team-a,team-b}", "metrics.serviceMonitor.enabled=true",
                                          "metrics.prometheusRule.enabled=true", "metrics.grafanaDashboard.enabled=true",
                                          "metrics.secure=false", "replicas=1", "leaderElection.enabled=false",
@@ -84,6 +87,7 @@ def test_helm_namespaces_render_the_namespaced_overlay(namespaced):
     assert_same_objects(template(f"namespaces={{{','.join(WATCHED)}}}", "namespace.create=true"), namespaced)
 
 
+@pytest.mark.slow  # helm
 def test_helm_values_change_what_they_say():
     objects = template("replicas=1", "leaderElection.enabled=false", "metrics.secure=false",
                        "metrics.serviceMonitor.enabled=true", "image.tag=1.2.3", "extraArgs={--workers=8}")
@@ -101,6 +105,7 @@ def test_helm_values_change_what_they_say():
     assert endpoint == {"port": "http", "scheme": "http", "path": "/metrics", "interval": "30s"}
 
 
+@pytest.mark.slow  # helm
 @pytest.mark.parametrize(("value", "message"), [
     ("leaderElection.enabled=false", "leaderElection.enabled"),  # two replicas would both reconcile
     ("namespaces=team-a", "namespaces"),  # a string, not a list (values.schema.json)

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import CRDS, QUICK, Jobs, genericjob
+from tests.slow import starts_processes
 
 from .manifests_support import args_of, dockerfile_stages
 from .subprocesses import ROOT, ControllerProcess
@@ -31,6 +32,7 @@ RUN_PATH = ("from controller.cmd import cli\nfrom controller.runtime import mana
 
 
 @pytest.fixture(scope="module")
+@starts_processes
 def slimmed(tmp_path_factory) -> Path:
     """A directory holding kubernetes_asyncio as the image has it: put it first on PYTHONPATH."""
     site = tmp_path_factory.mktemp("site")

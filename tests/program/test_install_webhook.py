@@ -26,10 +26,12 @@ import subprocess
 import pytest
 import yaml
 
-from tests.localcluster.kubectl import Kubectl
+from localcluster.testing import Kubectl
 
 from .manifests_support import NAME, NAMESPACE, ROOT, WEBHOOK, WEBHOOK_PORT, WEBHOOK_SECRET, find
 from .packaging_support import BIN, CHART, by_key, helm, render, template
+
+pytestmark = pytest.mark.slow  # each test runs helm or kubectl
 
 SERVING_CERT = f"{NAME}-webhook-serving-cert"  # cert-manager's Certificate and its Secret
 CERT_DIR = "/etc/genericjob-controller/webhook-certs"

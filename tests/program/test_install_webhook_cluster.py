@@ -17,8 +17,8 @@ import shutil
 import pytest
 import yaml
 
+from localcluster.testing import Kubectl
 from tests.clients import controller_client
-from tests.localcluster.kubectl import Kubectl
 
 from .manifests_support import NAME, NAMESPACE, ROOT, WEBHOOK, WEBHOOK_SECRET, find
 from .packaging_support import OVERLAYS
@@ -38,7 +38,7 @@ async def test_the_certificates_rbac_is_exactly_what_the_keeper_uses(cluster, ba
 
     from controller.runtime.webhook_certs import CertKeeper, CertKeeperConfig
     from informers.backoff import BackoffPolicy
-    from localcluster.errors import ApiError
+    from localcluster import ApiError
 
     from .manifests_support import apply_rbac, refused, resource_rules, service_account_client
     from .subprocesses import until

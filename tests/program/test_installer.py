@@ -54,6 +54,7 @@ def test_the_bootstrap_lock_pins_exactly_uv_at_the_dev_locks_version_and_hashes(
     assert requested == ["uv"]
 
 
+@pytest.mark.slow  # make
 def test_the_bundled_pip_runs_only_the_bootstrap_and_uv_every_lock(tmp_path):
     """On a fresh machine (no venv yet): for every target, the only pip command is the bootstrap, once, before
     anything else is installed; every lock is installed by uv into the venv, with --require-hashes."""
@@ -77,6 +78,7 @@ def test_the_bundled_pip_runs_only_the_bootstrap_and_uv_every_lock(tmp_path):
             assert not [cmd for cmd in commands if name in cmd and runs_pip(cmd)], (target, name)
 
 
+@pytest.mark.slow  # make
 @pytest.mark.parametrize(("target", "tool"), [("test-fast", "-m pytest -q -n"), ("lint", "/ruff check ."),
                                               ("typecheck", "/mypy"), ("cov", "-m pytest -q --cov")])
 def test_the_developers_loop_installs_what_it_needs_first(tmp_path, target, tool):
@@ -89,6 +91,7 @@ def test_the_developers_loop_installs_what_it_needs_first(tmp_path, target, tool
     assert dev < project < runs, commands
 
 
+@pytest.mark.slow  # make
 def test_the_machines_wheel_directories_reach_uv(tmp_path):
     """uv does not read pip's configuration: PIP_FIND_LINKS (PyTorch's CPU build's directory here) is passed on as
     --find-links, to every lock's install; without it, none."""

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from controller.kinds import registry
@@ -25,6 +26,7 @@ def _script():
     return module
 
 
+@pytest.mark.slow  # scripts/sync_kind_lists.py
 def test_every_list_of_the_kinds_is_the_registrys():
     check = subprocess.run([sys.executable, str(ROOT / "scripts" / "sync_kind_lists.py"), "--check"],
                            capture_output=True, text=True, timeout=60, check=False)

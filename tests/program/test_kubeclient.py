@@ -7,9 +7,13 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from tests.e2e.conftest import QUICK, genericjob
 
 from .subprocesses import ROOT, ControllerProcess, LocalClusterProcess
+
+pytestmark = pytest.mark.slow  # each test runs the program or a fresh interpreter
 
 GENERATED = ("kubernetes_asyncio.client.models.v1_pod", "kubernetes_asyncio.client.api.core_v1_api")
 

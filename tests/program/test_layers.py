@@ -3,7 +3,9 @@ or the development tools.
 
 Layers, lowest first: apimachinery; kubeclient; informers and workqueue; controller.runtime; controller.jobs;
 controller.kinds; controller.devtools; controller.cmd (and controller.__main__). localcluster is beside
-the production path: it may import apimachinery only, and nothing of production imports it.
+the production path (a distribution of its own, packages/localcluster): it may import apimachinery only, nothing of
+production imports it, and what is outside it (the devtools, tests, benchmarks, scripts) imports only its public
+face (PUBLIC: the modules, and of each only the names in its `__all__`).
 Inside localcluster, its sub-packages import only downward too (LOCALCLUSTER_LAYERS); inside controller/jobs, its
 rooms (JOB_ROOMS), and the pure decisions do no I/O. No module outside localcluster has more than 450 lines.
 """
@@ -15,15 +17,26 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # runs long: reads every module's imports (49 s, -n 4, loaded); a fresh interpreter
+
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = [("apimachinery",), ("kubeclient",), ("informers", "workqueue"), ("controller.runtime",), ("controller.jobs",),
           ("controller.kinds",), ("controller.devtools",), ("controller.cmd", "controller.__main__")]
 PACKAGES = ("apimachinery", "kubeclient", "informers", "workqueue", "controller", "localcluster")
+# Where each distribution's sources stand: the controller's at the root, the two others under packages/.
+BASES = {"apimachinery": ROOT / "packages" / "apimachinery", "localcluster": ROOT / "packages" / "localcluster"}
+
+
+def source(package: str) -> Path:
+    """The directory of a top-level package."""
+    return BASES.get(package, ROOT) / package
 
 # localcluster's sub-packages and top-level modules, lowest first: each imports only what stands before it
 # (localcluster/__init__.py, the package's face, stands above them all).
 LOCALCLUSTER_LAYERS = ["validation", "errors", "storage", "fields", "auth", "admission", "discovery", "api",
-                       "controllers", "kubelet", "endpoints", "cluster", "__main__"]
+                       "controllers", "kubelet", "endpoints", "cluster", "__main__", "crd", "host", "testing"]
 
 
 # controller/jobs/'s rooms, lowest first: each imports only its own and those before it. kind.py and training/ (the
@@ -35,12 +48,20 @@ IO_MODULES = ("aiohttp", "asyncio", "kubernetes_asyncio", "kubeclient", "informe
               "workqueue", "controller.runtime", "socket", "ssl", "subprocess", "http", "urllib", "structlog",
               "prometheus_client")
 MAX_LINES = 450
+
+# localcluster's one door: the modules the rest of the repository may import, each only for the names its `__all__`
+# lists (the embedding API, the tests' helpers and pytest plugin, the CRD tools, the machine's commands, the CLI).
+PUBLIC = ("localcluster", "localcluster.testing", "localcluster.crd", "localcluster.host", "localcluster.__main__")
+# Outside localcluster: every Python file of the repository but its own and the virtual environments'.
+OUTSIDE = ("controller", "kubeclient", "informers", "workqueue", "packages/apimachinery", "tests", "bench", "scripts",
+           "examples")
 # Where the 450-line rule holds: every Python module but localcluster's (and the tests').
-SIZED = ("apimachinery", "kubeclient", "informers", "workqueue", "controller", "bench", "scripts", "tests")
+SIZED = ("packages/apimachinery", "kubeclient", "informers", "workqueue", "controller", "bench", "scripts", "tests")
 
 
 def module_of(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    base = next((b for b in BASES.values() if path.is_relative_to(b)), ROOT)
+    parts = list(path.relative_to(base).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -50,7 +71,7 @@ def imports() -> dict[str, set[str]]:
     """Module -> the project modules it imports (at any depth: lazy imports count too)."""
     graph: dict[str, set[str]] = {}
     for package in PACKAGES:
-        for path in (ROOT / package).rglob("*.py"):
+        for path in source(package).rglob("*.py"):
             graph[module_of(path)] = {m for m in imported(path) if m.split(".")[0] in PACKAGES and _exists(m)}
     return graph
 
@@ -78,7 +99,7 @@ def imported(path: Path) -> set[str]:
 
 
 def _exists(module: str) -> bool:
-    path = ROOT / module.replace(".", "/")
+    path = source(module.split(".")[0]).parent / module.replace(".", "/")
     return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
 
 
@@ -241,3 +262,53 @@ def test_no_kind_name_in_the_engine():
     found = [f"{path.relative_to(ROOT)}: {name}" for path in (ROOT / "controller" / "jobs").rglob("*.py")
              for name in names if name in path.read_text()]
     assert not found, found
+
+
+def public_names(module: str) -> set[str]:
+    """The names a public module of localcluster exports: its `__all__`, read from its source."""
+    path = source("localcluster").parent / module.replace(".", "/")
+    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+def past_the_door(files: list[Path], base: Path) -> list[str]:
+    """The imports in `files` of localcluster's modules or names that are not PUBLIC."""
+    exported = {module: public_names(module) for module in PUBLIC}
+    past = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == \
+                    "localcluster":
+                if node.module not in PUBLIC:
+                    past.append(f"{path.relative_to(base)}: from {node.module} import ...")
+                    continue
+                past += [f"{path.relative_to(base)}: from {node.module} import {alias.name}" for alias in node.names
+                         if alias.name not in exported[node.module] and f"{node.module}.{alias.name}" not in PUBLIC]
+            elif isinstance(node, ast.Import):
+                past += [f"{path.relative_to(base)}: import {alias.name}" for alias in node.names
+                         if alias.name.split(".")[0] == "localcluster" and alias.name not in PUBLIC]
+    return past
+
+
+def test_nothing_outside_localcluster_imports_past_its_door():
+    """Outside localcluster, only its PUBLIC modules are imported, and of them only their `__all__`: the rest of the
+    house is localcluster's own to change."""
+    files = [ROOT / "conftest.py", *(path for top in OUTSIDE for path in (ROOT / top).rglob("*.py"))]
+    past = past_the_door(files, ROOT)
+    assert not past, "imports of localcluster's insides (add the name to a public module's __all__):\n" + \
+        "\n".join(sorted(past))
+
+
+def test_the_door_names_what_goes_past_it(tmp_path):
+    """The check above can fail: inside modules and names not exported are named, public ones pass."""
+    (tmp_path / "a.py").write_text("from localcluster.validation.schema import is_structural\n"
+                                   "from localcluster import LocalCluster, cluster\n"
+                                   "from localcluster.crd import is_structural\n"
+                                   "import localcluster.api\n"
+                                   "from localcluster import testing\n")
+    assert past_the_door([tmp_path / "a.py"], tmp_path) == [
+        "a.py: from localcluster.validation.schema import ...", "a.py: from localcluster import cluster",
+        "a.py: import localcluster.api"]

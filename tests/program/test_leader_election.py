@@ -8,10 +8,14 @@ from __future__ import annotations
 import asyncio
 import signal
 
+import pytest
+
 from controller.runtime.leader import micro_time
 from tests.e2e.conftest import QUICK, genericjob
 
 from .subprocesses import LEASE, ControllerProcess, LocalClusterProcess, Samples, until
+
+pytestmark = pytest.mark.slow  # each test runs the programs
 
 WRITES = ("create", "update", "patch", "delete", "deletecollection")
 
@@ -85,13 +89,12 @@ async def test_sigterm_releases_the_lease_and_the_standby_takes_over_at_once(tmp
     async with LocalClusterProcess(tmp_path) as cluster, ControllerProcess(cluster, lease=slow_expiry) as one, \
             ControllerProcess(cluster, lease=slow_expiry) as two:
         leader, [standby] = await leader_of(cluster, one, two)
-        loop = asyncio.get_running_loop()
         leader.send(signal.SIGTERM)
-        stopped = loop.time()
         assert await leader.exit_code() == 0
+        # Released as it stopped: no holder (or already the standby), so the standby need not wait the 6 s an
+        # unreleased lease would take to expire.
+        assert (await cluster.lease())["spec"].get("holderIdentity") in ("", None, standby.identity)
         await until(standby.leading, timeout=10, what="the standby leading")
-        # Released: far sooner than the 6 s an unreleased lease would take to expire.
-        assert loop.time() - stopped < 3.0
         events = [r["event"] for r in leader.logs]
         assert events.index("released lease") < events.index("stopped")
         await cluster.jobs.submit(genericjob("after", script=QUICK))
@@ -110,9 +113,11 @@ async def test_a_leader_that_loses_its_lease_exits_1_at_once(tmp_path):
         now = micro_time()
         lease["spec"].update(holderIdentity="someone-else", acquireTime=now, renewTime=now, leaseDurationSeconds=60)
         await cluster.replace_lease(lease)  # as if another replica had taken it over
-        taken = asyncio.get_running_loop().time()
         assert await leader.exit_code(timeout=10) == 1
-        # At its next renewal, not after retrying until the renew deadline.
-        assert asyncio.get_running_loop().time() - taken < LEASE["renew_deadline"]
+        # At its next renewal, seeing the other holder, not after retrying until the renew deadline (what the logs
+        # say, not the time it took: on a loaded machine the exit itself can take longer than the deadline).
+        events = [r["event"] for r in leader.logs]
+        assert "lease taken by another holder" in events, events
+        assert "failed to renew lease within the renew deadline" not in events, events
         assert any(r["event"] == "leader election lost: exiting" for r in leader.logs)
         assert next(r for r in leader.logs if r["event"] == "stopped")["reason"] == "leadership lost"

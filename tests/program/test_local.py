@@ -98,6 +98,7 @@ def job_yaml(name: str, command: str, replicas: int = 1, **extra: str) -> str:
 # --- --apply, to the end ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # local's pods
 def test_generic_example_succeeds_and_prints_its_phases(tmp_path):
     done = run_in_process(tmp_path, "--apply", str(EXAMPLES / "generic-example.yaml"))
     assert done.returncode == 0, done.stdout + done.stderr
@@ -120,6 +121,7 @@ def test_generic_example_succeeds_and_prints_its_phases(tmp_path):
     assert summary.rstrip().endswith("1 job succeeded")
 
 
+@pytest.mark.slow  # local's pods
 def test_restart_example_succeeds_after_one_restart_on_every_run(tmp_path):
     """The marker of the first attempt is the job's (its uid, by the downward API), not the machine's: a second
     run, with the same $TMPDIR, restarts once again, and nothing is left behind. (Issue 24: before, the marker
@@ -137,6 +139,7 @@ def test_restart_example_succeeds_after_one_restart_on_every_run(tmp_path):
         assert not list(tmp_path.glob("restart-on-failure-*.once"))
 
 
+@pytest.mark.slow  # local's pods
 def test_service_example_gives_each_replica_its_tf_config_and_they_reach_each_other(tmp_path):
     """The hosts substituted from $(service...) resolve to the replicas' own addresses: each worker listens on
     the port and reaches the other (both must, by the success rule)."""
@@ -149,6 +152,7 @@ def test_service_example_gives_each_replica_its_tf_config_and_they_reach_each_ot
         assert f"worker-{rank} | worker {rank} reached 1 and heard from ['worker {1 - rank}']" in done.stdout
 
 
+@pytest.mark.slow  # local's pods
 @pytest.mark.parametrize(("example", "name", "replicas"), [
     ("tensorflow-parameter-server.yaml", "ps-example", {"chief": 1, "worker": 4, "ps": 2}),
     ("tensorflow-multi-worker.yaml", "multi-worker-example", {"worker": 4}),
@@ -169,6 +173,7 @@ def test_the_tensorflow_examples_check_their_tf_config_and_succeed(tmp_path, exa
     assert f"The master replica {name}-{master} has succeeded." in done.stdout
 
 
+@pytest.mark.slow  # local's pods
 def test_a_failed_job_exits_1_and_other_kinds_are_created_too(tmp_path):
     manifest = write(tmp_path, "failing.yaml", "\n---\n".join([
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {lr: '0.1'}\n",
@@ -187,6 +192,7 @@ def test_a_failed_job_exits_1_and_other_kinds_are_created_too(tmp_path):
     assert summary.rstrip().endswith("1 Succeeded, 1 Failed of 2 jobs")
 
 
+@pytest.mark.slow  # local's pods
 def test_timeout_exits_2_and_stops_the_pods(tmp_path, monkeypatch):
     """What a timeout does to a running job. The deadline is held until the job is seen Running and its process has
     written its pid (hold_deadline_until): on a loaded machine a pod can take longer than the 1.5 s to start."""
@@ -206,6 +212,7 @@ def test_timeout_exits_2_and_stops_the_pods(tmp_path, monkeypatch):
         os.kill(pid, 0)
 
 
+@pytest.mark.slow  # local's pods
 def test_a_bad_manifest_exits_1_with_the_reason(tmp_path):
     typo = write(tmp_path, "typo.yaml", job_yaml("typo", "exit 0", successRulez="[]"))
     done = run_in_process(tmp_path, "--apply", str(typo))
@@ -218,6 +225,7 @@ def test_a_bad_manifest_exits_1_with_the_reason(tmp_path):
     assert f"error: {tmp_path / 'nowhere.yaml'}: No such file or directory" in missing.stdout
 
 
+@pytest.mark.slow  # local's pods
 def test_a_refused_file_is_reported_and_every_valid_object_still_runs_to_its_end(tmp_path):
     """`--apply bad.yaml good.yaml` (issue 42): as `kubectl apply -f bad.yaml -f good.yaml`, every object the server
     takes is created (the valid document of the refused file too) and followed to its end; each refusal names its
@@ -250,6 +258,7 @@ def test_a_refused_file_is_reported_and_every_valid_object_still_runs_to_its_end
                             f"  {not_yaml}\n"), summary
 
 
+@pytest.mark.slow  # local's pods
 async def test_interrupting_an_apply_run_exits_130_and_stops_the_pods(tmp_path):
     pid_file = tmp_path / "pid"
     manifest = write(tmp_path, "slow.yaml", job_yaml("slow", f"echo $$$$ > {pid_file}; exec sleep 60"))
@@ -269,6 +278,7 @@ async def test_interrupting_an_apply_run_exits_130_and_stops_the_pods(tmp_path):
 # --- serving until interrupted --------------------------------------------------------------------
 
 
+@pytest.mark.slow  # local's pods
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 async def test_serves_a_working_kubeconfig_until_interrupted(tmp_path, sig):
     kubeconfig = tmp_path / "kubeconfig"
@@ -332,6 +342,7 @@ def test_many_replicas_are_counted_by_phase():
     assert replica_states(job) == "worker: 4 Pending, 6 Running (1 restart); ps: 1 Succeeded"
 
 
+@pytest.mark.slow  # local's pods
 def test_the_pytorch_ddp_example_checks_its_environment_and_rank_and_succeeds(tmp_path):
     """A master and two workers without torchrun: each checks MASTER_ADDR, MASTER_PORT, WORLD_SIZE and its RANK
     (master first) against the spec, and fails if one is wrong; the master's success is the job's."""
@@ -345,6 +356,7 @@ def test_the_pytorch_ddp_example_checks_its_environment_and_rank_and_succeeds(tm
     assert "The master replica ddp-example-master-0 has succeeded." in done.stdout
 
 
+@pytest.mark.slow  # local's pods
 def test_the_torchrun_elastic_example_checks_its_pet_variables_and_command_line(tmp_path):
     """torchrun mode, elastic: the stand-in torchrun on the example's PATH checks its flags against PET_*, and
     the script checks both against the spec (PET_NNODES=1:3, no PET_NODE_RANK, the rendezvous at worker-0)."""

@@ -22,8 +22,10 @@ import aiohttp
 import pytest
 
 import localcluster.__main__ as localcluster_main
+from controller.devtools.local_metrics import exposure_warning as metrics_exposure_warning
 from localcluster import Credentials
-from tests.localcluster.test_attacks import NOBODY, read_as, world_traversable_directory
+from localcluster import exposure_warning as localcluster_exposure_warning
+from localcluster.testing import NOBODY, read_as, world_traversable_directory
 
 from .local_inprocess import LocalRun
 from .subprocesses import READY_TIMEOUT, ROOT, until
@@ -44,6 +46,7 @@ async def browser_post(credentials: Credentials, port: int, token: str | None = 
         return answer.status
 
 
+@pytest.mark.slow  # local's pods, or the programs
 async def test_local_writes_a_private_kubeconfig_and_refuses_requests_without_its_token():
     cwd = world_traversable_directory()
     (cwd / ".cache").mkdir(mode=0o755)  # as the issue found it: made by something else, world-readable
@@ -75,6 +78,7 @@ async def test_local_writes_a_private_kubeconfig_and_refuses_requests_without_it
         shutil.rmtree(cwd)
 
 
+@pytest.mark.slow  # local's pods, or the programs
 async def test_local_on_a_non_loopback_host_says_what_it_exposes(tmp_path):
     async with LocalRun(tmp_path, "--host", "0.0.0.0", "--port", "0") as running:
         warning = await running.line(r"^WARNING: serving on 0\.0\.0\.0:\d+")
@@ -97,6 +101,7 @@ async def serve(cwd, *flags: str) -> tuple[asyncio.subprocess.Process, str]:
                 return process, line
 
 
+@pytest.mark.slow  # local's pods, or the programs
 async def test_serve_writes_its_own_private_kubeconfig_removed_at_exit(tmp_path):
     process, line = await serve(tmp_path)
     try:
@@ -135,3 +140,18 @@ async def test_serve_on_a_non_loopback_host_says_what_it_exposes(tmp_path):
                     r"try the Kubernetes API, and pods, exec and port-forward run processes as this user "
                     rf"\(uid {os.getuid()}\); the token in {re.escape(str(tmp_path / 'kc'))} is the only key\.",
                     warning), warning
+
+
+@pytest.mark.parametrize("host", ["127.1", "0x7f.1", "2130706433", "017700000001", "::ffff:127.0.0.1", "[::1]",
+                                  "::1%lo", "LOCALHOST", "localhost."])
+def test_every_spelling_of_loopback_is_loopback(host):
+    """Issue 47: what the resolver reads as loopback serves without the exposure warnings (localcluster's and
+    `local --metrics-address`'s); an address that only looks like one is warned about."""
+    assert localcluster_exposure_warning(host, 6443, None) is None
+    assert metrics_exposure_warning(f"[{host.strip('[]')}]:9090") is None
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "128.1", "167772161", "::ffff:10.0.0.1"])
+def test_an_address_that_only_looks_like_loopback_is_warned_about(host):
+    assert "not a loopback address" in (localcluster_exposure_warning(host, 6443, None) or "")
+    assert "not a loopback address" in (metrics_exposure_warning(f"[{host}]:9090") or "")

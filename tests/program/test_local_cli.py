@@ -19,7 +19,7 @@ import pytest
 
 from controller.devtools import local
 from controller.runtime import logs
-from tests.localcluster.kubectl import Kubectl
+from localcluster.testing import Kubectl
 
 from .local_inprocess import LocalRun, run_in_process
 from .subprocesses import CLI, ROOT, LocalProcess, until
@@ -67,10 +67,11 @@ def listening(port: int = 0, host: str = "127.0.0.1"):
     (["--webhook-port", "-1"], "argument --webhook-port: invalid port (0 to 65535) value: '-1'"),
     (["--logs=maybe"], "argument --logs: invalid boolean (true or false) value: 'maybe'"),
     (["--log-level-deps", "loud"], "argument --log-level-deps: invalid choice: 'loud'"),
-    (["--port", "0", "--host", DOCUMENTATION_ADDRESS],
-     f"cannot serve on {DOCUMENTATION_ADDRESS}: Cannot assign requested address (--host must be a name or address "
-     "of this machine)"),
-    (["--port", "0", "--host", "no-such-host.invalid"], "cannot serve on no-such-host.invalid: "),
+    pytest.param(["--port", "0", "--host", DOCUMENTATION_ADDRESS],
+                 f"cannot serve on {DOCUMENTATION_ADDRESS}: Cannot assign requested address (--host must be a name or "
+                 "address of this machine)", marks=pytest.mark.slow),  # the cluster starts (its pods' shim built)
+    pytest.param(["--port", "0", "--host", "no-such-host.invalid"], "cannot serve on no-such-host.invalid: ",
+                 marks=pytest.mark.slow),
 ])
 def test_a_bad_flag_is_one_error_line_and_exit_2(tmp_path, flags, message):
     done = run_in_process(tmp_path, *flags)
@@ -82,6 +83,7 @@ def test_a_bad_flag_is_one_error_line_and_exit_2(tmp_path, flags, message):
     assert not (tmp_path / ".cache").exists() or not list((tmp_path / ".cache").iterdir())
 
 
+@pytest.mark.slow  # local's pods
 def test_a_crds_directory_without_the_job_kinds_crds_is_a_bad_flag(tmp_path):
     (tmp_path / "crds").mkdir()
     (tmp_path / "crds" / "notes.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
@@ -92,6 +94,7 @@ def test_a_crds_directory_without_the_job_kinds_crds_is_a_bad_flag(tmp_path):
                            "CustomResourceDefinition genericjobs.batch.tensorstack.dev, "), last
 
 
+@pytest.mark.slow  # the console script
 def test_an_explicit_port_that_is_taken_is_an_error_not_a_surprise(tmp_path):
     """Through the console script, as a process: the usage error's exit status 2 as a shell sees it (the other
     usage errors run the same entry point in this process)."""
@@ -102,6 +105,7 @@ def test_an_explicit_port_that_is_taken_is_an_error_not_a_surprise(tmp_path):
                                    "choose another --port (0 picks a free one)")
 
 
+@pytest.mark.slow  # local's pods
 def test_an_explicit_webhook_port_that_is_taken_is_an_error_too(tmp_path):
     with listening() as port:
         done = run_in_process(tmp_path, "--port", "0", "--webhook-port", str(port))
@@ -114,6 +118,7 @@ def test_an_explicit_webhook_port_that_is_taken_is_an_error_too(tmp_path):
 # --- the default port, one kubeconfig per instance ------------------------------------------------------
 
 
+@pytest.mark.slow  # local's pods
 async def test_the_default_port_taken_serves_on_a_free_one_with_a_kubeconfig_per_instance(tmp_path):
     """6443 held by another program (a k3s, Docker Desktop): `local` says so and serves elsewhere; a second
     `local` beside it gets its own port and kubeconfig, and the first one's kubectl keeps working. (The first a
@@ -159,6 +164,7 @@ async def _served_side_by_side(tmp_path: Path, first: LocalProcess, second: Loca
     assert not first.kubeconfig.exists()
 
 
+@pytest.mark.slow  # local's pods
 async def test_an_explicit_kubeconfig_out_is_written_there_and_kept(tmp_path):
     kubeconfig = tmp_path / "mine" / "config"
     async with LocalRun(tmp_path, "--port", "0", "--kubeconfig-out", str(kubeconfig)) as running:
@@ -171,6 +177,7 @@ async def test_an_explicit_kubeconfig_out_is_written_there_and_kept(tmp_path):
 # --- output that nobody reads any more ------------------------------------------------------------------
 
 
+@pytest.mark.slow  # the console script
 async def test_a_closed_pipe_ends_the_run_quietly_and_promptly(tmp_path):
     """`local --apply ... | head -5`: once head has gone, no BrokenPipeError traceback, and no run that goes on
     (here nothing more would be printed for a minute: the closed pipe is noticed without a write)."""
@@ -206,6 +213,7 @@ def logger_names(stderr: str) -> set[str]:
     return {m[1] for m in re.finditer(r"^\S+ \[\w+\s*\] .*? \[([\w.]+)\]", stderr, re.MULTILINE)}
 
 
+@pytest.mark.slow  # local's pods
 def test_debug_logs_are_the_programs_and_other_libraries_only_when_asked(tmp_path):
     example = str(EXAMPLES / "generic-example.yaml")
     ours = run_in_process(tmp_path, "--port", "0", "--log-level", "debug", "--apply", example)
@@ -222,6 +230,7 @@ def test_debug_logs_are_the_programs_and_other_libraries_only_when_asked(tmp_pat
 # --- serving: every job applied with kubectl followed in the terminal -----------------------------------
 
 
+@pytest.mark.slow  # local's pods
 async def test_serving_follows_every_job_applied_with_kubectl_and_prints_logs(tmp_path):
     async with LocalRun(tmp_path, "--port", "0", "--logs", env={"TMPDIR": str(tmp_path)}) as running:
         kubectl = Kubectl(running.kubeconfig, tmp_path)

@@ -65,6 +65,7 @@ def environment(**changes: str | None) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow  # the console script
 def test_on_a_terminal_succeeded_is_green_and_failed_red(tmp_path):
     code, out = run_on_a_terminal(tmp_path, environment())
     assert code == 1, out  # one job failed
@@ -73,6 +74,7 @@ def test_on_a_terminal_succeeded_is_green_and_failed_red(tmp_path):
     assert f"worker-0 {RED}Failed{RESET} (exit 3)" in out, out
 
 
+@pytest.mark.slow  # the console script
 @pytest.mark.parametrize("changes", [{"NO_COLOR": "1"}, {"TERM": "dumb"}])
 def test_no_colour_when_no_color_is_set_or_the_terminal_is_dumb(tmp_path, changes):
     code, out = run_on_a_terminal(tmp_path, environment(**changes))
@@ -81,6 +83,7 @@ def test_no_colour_when_no_color_is_set_or_the_terminal_is_dumb(tmp_path, change
     assert "\x1b[" not in out, out
 
 
+@pytest.mark.slow  # the console script
 def test_no_colour_into_a_pipe(tmp_path):
     manifest = write(tmp_path, "jobs.yaml", JOBS)
     done = subprocess.run([*LOCAL, "--port", "0", "--kubeconfig-out", str(tmp_path / "kubeconfig"), "--apply",

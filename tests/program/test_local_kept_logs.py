@@ -9,12 +9,16 @@ import os
 import re
 from pathlib import Path
 
+import pytest
+
 from controller.devtools.local_pod_logs import KEPT_RUNS
-from tests.waiting import until
+from localcluster.testing import until
 
 from .local_inprocess import LocalRun
 from .test_local import EXAMPLES, run_in_process, write
 from .test_local_kubectl import kubectl
+
+pytestmark = pytest.mark.slow  # each test runs local's pods
 
 # Worker 0 fails once worker 1 has spoken (MARKER), which fails the job (its failure rule); worker 1, still running
 # then, is what the clean-up deletes, as a torchrun master waiting for a worker that crashed.

@@ -19,6 +19,7 @@ import pytest
 import pytest_asyncio
 
 from controller.kinds.registry import KINDS
+from tests.slow import starts_processes
 
 from .local_inprocess import LocalRun
 from .subprocesses import ROOT, LocalProcess
@@ -54,6 +55,7 @@ async def kubectl(kubeconfig: Path, *args: str) -> tuple[int, str, str]:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
+@starts_processes
 async def debugged(tmp_path_factory) -> Path:
     """`local --apply` of the debug job, running (the job never ends: it is debugged), for the tests that only look
     at it; the job's working directory, where its kubeconfig is too."""
@@ -117,6 +119,7 @@ def test_the_documented_logs_command_names_each_kinds_label():
     assert set(documented_logs_commands()) == {kind.api.name_label for kind in KINDS.values()}
 
 
+@pytest.mark.slow  # local's pods
 async def test_the_documented_logs_command_shows_every_line_of_every_container_of_the_job(tmp_path):
     flags = documented_logs_commands()[KINDS["GenericJob"].api.name_label]
     manifest = write(tmp_path, "chatty.yaml", TWO_CONTAINERS)

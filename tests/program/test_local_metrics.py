@@ -9,13 +9,16 @@ from __future__ import annotations
 import re
 
 import aiohttp
+import pytest
 from prometheus_client import enable_created_metrics
 
-from tests.localcluster.kubectl import Kubectl
+from localcluster.testing import Kubectl
 
 from .local_inprocess import LocalRun, run_in_process
 from .subprocesses import ROOT, Samples
 from .test_local_cli import listening
+
+pytestmark = pytest.mark.slow  # each test runs local's pods
 
 EXAMPLE = ROOT / "examples" / "generic-example.yaml"
 

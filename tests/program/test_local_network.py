@@ -15,6 +15,8 @@ import yaml
 
 from tests.program.test_local import EXAMPLES, progress, run_in_process
 
+pytestmark = pytest.mark.slow  # each test runs local's pods
+
 # A stdlib rendezvous in place of c10d: the master listens on MASTER_PORT on every address (`::`, as c10d does),
 # the workers reach it by MASTER_ADDR and send their RANK, and it answers each with every rank it heard.
 RENDEZVOUS = """

@@ -6,7 +6,11 @@ from __future__ import annotations
 import os
 import re
 
+import pytest
+
 from .test_local import EXAMPLES, run_in_process
+
+pytestmark = pytest.mark.slow  # each test runs local's pods
 
 
 def test_local_says_pods_get_their_own_network(tmp_path):

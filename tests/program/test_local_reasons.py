@@ -9,9 +9,11 @@ import json
 import re
 import socket
 
+import pytest
+
 from controller.devtools.port_collision import collision, declared_ports
 from controller.devtools.reasons import pod_reason
-from tests.localcluster.kubectl import Kubectl
+from localcluster.testing import Kubectl
 
 from .local_inprocess import LocalRun, Output, hold_deadline_until, printed
 from .test_local import progress, run_in_process, write
@@ -29,6 +31,7 @@ def summary_of(stdout: str) -> str:
     return stdout[min(starts):]
 
 
+@pytest.mark.slow  # local's pods
 def test_a_binary_that_does_not_exist_is_named_with_its_exit_code(tmp_path):
     manifest = write(tmp_path, "missing.yaml", job("missing", "{name: main, image: x, command: [nonexistent-binary]}"))
     done = run_in_process(tmp_path, "--apply", str(manifest))
@@ -38,6 +41,7 @@ def test_a_binary_that_does_not_exist_is_named_with_its_exit_code(tmp_path):
     assert f"\n    {why}\n" in summary_of(done.stdout)
 
 
+@pytest.mark.slow  # local's pods
 def test_a_replica_created_as_the_job_fails_ends_as_what_its_pod_did(tmp_path):
     # worker-0 fails at once and fails the job, often before the cache has shown worker-1's pod, which
     # fails too: the last line and the summary say Failed for both, never Deleted or Creating (issue 16).
@@ -50,6 +54,7 @@ def test_a_replica_created_as_the_job_fails_ends_as_what_its_pod_did(tmp_path):
     assert "Deleted" not in done.stdout and f"\n    worker-1 Failed {why}\n" in summary_of(done.stdout)
 
 
+@pytest.mark.slow  # local's pods
 def test_a_replica_waiting_for_a_secret_says_so_until_the_timeout(tmp_path, monkeypatch):
     """The deadline is held until both jobs' waits are printed (hold_deadline_until): on a loaded machine the pods
     can take longer than the 3 s to be created."""
@@ -74,6 +79,7 @@ def test_a_replica_waiting_for_a_secret_says_so_until_the_timeout(tmp_path, monk
     assert f"    worker-0 {mount}\n    worker-1 {mount}\n" in summary
 
 
+@pytest.mark.slow  # local's pods
 def test_many_failed_replicas_are_explained_up_to_five(tmp_path):
     every = f"  failureRules: [{{worker: {list(range(9))}}}]\n"  # the job fails once all nine have
     manifest = write(tmp_path, "many.yaml", job("many", "{name: main, image: x, command: [sh, -c, 'exit 4']}",
@@ -85,6 +91,7 @@ def test_many_failed_replicas_are_explained_up_to_five(tmp_path):
     assert len(explained) == 5 and "\n    and 4 more\n" in summary, summary
 
 
+@pytest.mark.slow  # local's pods
 async def test_a_pod_deleted_by_kubectl_is_said_deleted_not_by_its_sigterm_exit_code(tmp_path):
     """`kubectl delete pod` of a running replica (issue 42): its SIGTERM's exit code 143 is not why it ended. The
     line says "pod was deleted", the Restarting Event's words, under a policy that replaces it and under one
@@ -176,6 +183,7 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+@pytest.mark.slow  # local's pods
 def test_replicas_on_the_host_network_listening_on_one_port_are_told_they_collide(tmp_path):
     """Two TensorFlow tasks on one port, on this machine's network (`hostNetwork: true`, as every pod is where
     the pod network cannot be had): the second cannot bind it, and its failure line says why (local runs share
@@ -191,6 +199,7 @@ def test_replicas_on_the_host_network_listening_on_one_port_are_told_they_collid
     assert f"Failed ({why})" in summary_of(done.stdout)
 
 
+@pytest.mark.slow  # local's pods
 def test_replicas_with_addresses_of_their_own_listen_on_one_port(tmp_path):
     """The same two tasks on the pod network: each binds the port at its own address, and both succeed."""
     manifest = write(tmp_path, "listeners.yaml", LISTENER.replace("PORT", str(free_port()))

@@ -18,14 +18,17 @@ import json
 import socket
 from pathlib import Path
 
+import pytest
 import yaml
 from kubernetes_asyncio import client, config
 
 from controller.devtools.local_webhook import CONFIGURATION, NAMESPACE, SERVICE
-from tests.localcluster.kubectl import Kubectl
+from localcluster.testing import Kubectl
 
 from .local_inprocess import LocalRun
 from .subprocesses import until
+
+pytestmark = pytest.mark.slow  # each test runs local's pods
 
 GROUP, VERSION = "batch.tensorstack.dev", "v1beta1"
 DENIED = 'admission webhook "{}.batch.tensorstack.dev" denied the request: '

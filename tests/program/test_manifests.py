@@ -12,8 +12,7 @@ from controller.jobs.children.podgroup import GROUP as PG_GROUP
 from controller.jobs.children.podgroup import PLURAL as PG_PLURAL
 from controller.kinds import registry
 from controller.kinds.genericjob.models import GROUP, PLURAL
-from localcluster.validation.builtins import default_pod_template
-from tests.localcluster.kubectl import Kubectl
+from localcluster.testing import Kubectl, default_pod_template
 
 from .manifests_support import (
     EXPECTED,

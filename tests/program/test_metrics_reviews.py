@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -16,7 +17,13 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from controller.runtime.certs import server_context
-from controller.runtime.metrics_auth import MAX_REVIEWS_IN_FLIGHT, DelegatingAuth
+from controller.runtime.metrics_auth import (
+    ALLOW_TTL,
+    AUTHN_TTL,
+    MAX_REVIEWS_IN_FLIGHT,
+    UNKNOWN_TOKEN_REVIEWS,
+    DelegatingAuth,
+)
 from controller.runtime.server import Server
 from tests.clients import controller_client
 
@@ -25,6 +32,7 @@ from .manifests_support import apply_rbac, rendered, service_account_client  # n
 from .test_metrics_security import Scraper, bind_reader, serving
 
 TOKEN_REVIEWS, ACCESS_REVIEWS = "tokenreviews", "subjectaccessreviews"
+FLOOD_SECONDS = 2.0
 
 
 @pytest.fixture
@@ -141,3 +149,42 @@ async def test_a_failed_review_is_not_cached(cluster, rendered):  # noqa: F811
         assert (await scraper.get(token))[0] == 500
         cluster.faults.clear()
         assert (await scraper.get(token))[0] == 200
+
+
+@pytest.mark.runner("scripted")
+async def test_a_flood_of_made_up_tokens_makes_at_most_the_rate_of_reviews(cluster, rendered):  # noqa: F811
+    """Issue 47: 24 clients sending made-up tokens as fast as they can make at most the unknown tokens' rate of
+    TokenReviews (its burst, and its rate a second after); a token the API server knew before is still reviewed
+    meanwhile (its own bucket) once its cached answer has expired; and the reviews leave on connections of
+    their own, not the controller's."""
+    token = prometheus_token(cluster, rendered)
+    clock = [0.0]
+    async with service_account_client(cluster) as api_client, controller_client(api_client) as rest_client:
+        auth = DelegatingAuth(rest_client, clock=lambda: clock[0])
+        async with guarded(auth) as scraper:
+            assert (await scraper.get(token))[0] == 200  # known from now on
+            clock[0] += AUTHN_TTL + ALLOW_TTL  # every cached answer expired: the next scrape is reviewed again
+            made_before, statuses = made(cluster, TOKEN_REVIEWS), []
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+
+            async def flood(client: int) -> None:
+                async with aiohttp.ClientSession() as session:
+                    for n in itertools.count():
+                        if loop.time() - started > FLOOD_SECONDS:
+                            return
+                        async with session.get(scraper.url, ssl=scraper.tls,
+                                               headers={"Authorization": f"Bearer made-up-{client}-{n}"}) as got:
+                            statuses.append(got.status)
+
+            flooding = asyncio.gather(*(flood(client) for client in range(24)))
+            known = await scraper.get(token)
+            await flooding
+            elapsed = loop.time() - started
+            assert known[0] == 200  # reviewed during the flood, on the known tokens' bucket
+            qps, burst = UNKNOWN_TOKEN_REVIEWS
+            reviewed = made(cluster, TOKEN_REVIEWS) - made_before - 1
+            assert statuses.count(401) == reviewed <= burst + qps * elapsed + 1, (reviewed, elapsed)
+            assert statuses.count(429) == len(statuses) - reviewed and len(statuses) > 2 * reviewed
+            # The reviews' connections are not the controller's.
+            assert auth.rest.write_pool is not None and auth.rest.write_pool is not rest_client.write_pool

@@ -1,5 +1,5 @@
 """The minimum Kubernetes version the README states holds for everything the project uses: the CRDs'
-rule fields and CEL functions (localcluster/validation/cel_versions.py: in which version a new CRD may first use
+rule fields and CEL functions (localcluster.crd's RULE_FIELDS and FUNCTIONS: in which version a new CRD may first use
 each), the rules' cost on that version's estimator, the API group versions and request parameters the
 controller calls, and the API versions of what the install applies.
 
@@ -18,10 +18,8 @@ from pathlib import Path
 import pytest
 
 from controller.jobs.schema.crd import MANIFEST_DIR
-from localcluster.validation import cel_versions, crd_cel
-from localcluster.validation.cel_ast import parse
-from localcluster.validation.cel_cost import K8S_1_28
-from localcluster.validation.cel_types import Checker, decl_type
+from localcluster import crd as crd_tools
+from localcluster.crd import K8S_1_28, Checker, decl_type, parse
 
 from .manifests_support import load_file
 
@@ -103,11 +101,11 @@ def crd_needs() -> dict[str, tuple[int, int]]:
                 self_type = decl_type(schema, root)
                 for rule in schema["x-kubernetes-validations"]:
                     for key in rule:
-                        needs[f"{name}: rule field {key}"] = cel_versions.RULE_FIELDS[key]
+                        needs[f"{name}: rule field {key}"] = crd_tools.RULE_FIELDS[key]
                     checker = Checker({"self": self_type, "oldSelf": self_type})
                     checker.check(parse(rule["rule"]))
                     for function in checker.functions:
-                        needs[f"{name}: CEL {function}()"] = cel_versions.FUNCTIONS[function]
+                        needs[f"{name}: CEL {function}()"] = crd_tools.FUNCTIONS[function]
     return needs
 
 
@@ -163,7 +161,7 @@ def install_needs() -> dict[str, tuple[int, int]]:
 
 
 def test_localcluster_stands_for_the_stated_minimum():
-    assert crd_cel.MINIMUM_VERSION == stated_minimum()
+    assert crd_tools.MINIMUM_VERSION == stated_minimum()
 
 
 @pytest.mark.parametrize("needs", [crd_needs, controller_needs, install_needs])
@@ -184,7 +182,7 @@ def test_what_sets_the_minimum_is_a_rule_field():
 
 def test_the_crds_fit_the_minimum_versions_cost_budget():
     for name, crd in crds().items():
-        assert crd_cel.errors(crd, K8S_1_28, stated_minimum()) == [], name
+        assert crd_tools.errors(crd, K8S_1_28, stated_minimum()) == [], name
 
 
 def test_the_scan_sees_the_controllers_api_calls():

@@ -22,9 +22,9 @@ from controller.jobs.execution.controller import JobController
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.runtime.controller import ControllerConfig
 from controller.runtime.leader import LeaderElectionConfig, LeaderElector
+from localcluster.testing import Kubectl, kubectl_binary
 from tests.clients import controller_client
 from tests.e2e.conftest import CRDS, FAST, QUICK, Jobs, genericjob
-from tests.localcluster.kubectl import Kubectl, kubectl_binary
 
 from .manifests_support import MANIFESTS, NAME, NAMESPACE, ROOT, apply_rbac, find, refused, service_account_client
 from .packaging_support import BIN, CHART, OVERLAYS, PROMETHEUS_OPERATOR_CRDS, WATCHED, by_key, render

@@ -13,6 +13,7 @@ import asyncio
 import copy
 import shutil
 
+import pytest
 import yaml
 from kubernetes_asyncio import client
 
@@ -25,6 +26,8 @@ from tests.e2e.conftest import QUICK, Jobs, condition, genericjob, phase, status
 
 from .inprocess import Running, manager_config
 from .subprocesses import ROOT, LocalClusterProcess, until
+
+pytestmark = pytest.mark.slow  # runs the programs
 
 LEASE_NAME = "genericjob-controller"
 TIMING = {"lease_duration": 2, "renew_deadline": 1.5, "retry_period": 0.25}

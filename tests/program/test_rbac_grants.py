@@ -15,9 +15,9 @@ from controller.kinds import registry
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GROUP, VERSION
 from controller.runtime.controller import ControllerConfig
+from localcluster.testing import Kubectl
 from tests.clients import controller_client
 from tests.e2e.conftest import CRDS, FAST, QUICK, genericjob
-from tests.localcluster.kubectl import Kubectl
 
 from .manifests_support import MANIFESTS, NAME, InProcess, apply_rbac, find, rules_of, service_account_client
 

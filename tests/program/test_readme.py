@@ -238,6 +238,7 @@ def test_the_parts_run_every_block_once_in_reading_order():
         assert wanted in ran, ran
 
 
+@pytest.mark.slow  # runs the documentation's commands
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("part", parts(), ids=lambda part: part.name)
 async def test_the_readmes_commands_work_as_written(part, tmp_path):

@@ -31,6 +31,7 @@ def make_dry_run(*arguments: str) -> list[list[str]]:
     return [line.split() for line in done.stdout.splitlines()]
 
 
+@pytest.mark.slow  # make
 def test_make_local_installs_kubectl_and_passes_flags(tmp_path):
     """On a fresh machine (no virtualenv yet), `make local` leaves the kubectl the Quick start uses."""
     venv = tmp_path / "venv"
@@ -106,7 +107,9 @@ def _uninstall_commands() -> list[list[str]]:
 def test_the_uninstall_deletes_every_crd_only_when_asked():
     """Deleting the CRDs names every CRD the install makes (both job kinds' and the PodGroup's); removing only
     the controller deletes none."""
-    crds = {yaml.safe_load(p.read_text())["metadata"]["name"] for p in (ROOT / "manifests" / "crds").glob("*.yaml")}
+    fast = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's: 0.1 s for the CRDs, where Python's takes 2.5 s
+    crds = {yaml.load(p.read_text(), Loader=fast)["metadata"]["name"]
+            for p in (ROOT / "manifests" / "crds").glob("*.yaml")}
     [block] = [b for b in blocks() if "kubectl delete crd genericjobs" in b.text]
     [command] = block.commands
     assert command.split()[:3] == ["kubectl", "delete", "crd"] and set(command.split()[3:]) == crds
@@ -115,6 +118,7 @@ def test_the_uninstall_deletes_every_crd_only_when_asked():
     assert "deletes every GenericJob, TensorFlowTrainingJob and PyTorchTrainingJob" in text
 
 
+@pytest.mark.slow  # kubectl
 @pytest.mark.parametrize("variant", ["manifests", "overlays/namespaced", "overlays/monitoring"])
 def test_removing_only_the_controller_removes_all_it_installed_but_the_crds(variant):
     """Every object of the install (kustomize, cluster-wide or namespaced: its Roles and RoleBindings in team-a and
@@ -143,6 +147,7 @@ def test_removing_only_the_controller_removes_all_it_installed_but_the_crds(vari
             assert removed, f"{variant}: {obj['kind']} {namespace}/{meta['name']} is left behind"
 
 
+@pytest.mark.slow  # helm
 def test_the_operations_page_speaks_of_every_kind_and_the_helm_it_was_tested_with():
     """--kinds' default, the RBAC section and the uninstall name every registered kind; the Helm versions that
     work are stated, with the one the tests use (scripts/install_kubectl.py's)."""
@@ -159,10 +164,11 @@ def test_the_operations_page_speaks_of_every_kind_and_the_helm_it_was_tested_wit
     assert "Helm 3 and Helm 4" in text and f"Helm {helm}" in text, helm
 
 
+@pytest.mark.slow  # kubectl
 async def test_the_namespaced_install_works_as_written_once_its_namespaces_exist(cluster, tmp_path):
     """docs/operations.md's namespaced install, against localcluster: without the namespaces the apply is refused
     naming one (what the page warns of), and the page's commands, in order, install it whole."""
-    from tests.localcluster.kubectl import Kubectl
+    from localcluster.testing import Kubectl
 
     kubectl = Kubectl(cluster, tmp_path)
     refused = await kubectl.run("apply", "-k", str(ROOT / "overlays" / "namespaced"))

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import signal
 
+import pytest
+
 from controller.kinds.registry import KINDS
 from tests.e2e.conftest import FAIL, QUICK, genericjob
 
 from .subprocesses import ControllerProcess, LocalClusterProcess, Samples, until
+
+pytestmark = pytest.mark.slow  # each test runs the programs
 
 JOB_RESOURCE = "genericjobs.batch.tensorstack.dev"
 RETRY = [FAIL, QUICK]  # the first pod of a replica fails, its replacement succeeds

@@ -28,7 +28,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from controller.runtime.certs import CERT_FILE, KEY_FILE
-from tests.localcluster.kubectl import Kubectl
+from localcluster.testing import Kubectl
+from tests.slow import starts_processes
 
 from .inprocess import cluster_with_crds
 from .manifests_support import MANIFESTS, NAME, NAMESPACE, ROOT, find
@@ -57,6 +58,7 @@ async def cluster():
 
 
 @pytest.fixture(scope="module")
+@starts_processes
 def monitoring() -> list[dict]:
     return render(OVERLAYS / "monitoring")
 
@@ -73,6 +75,7 @@ def container(objects: list[dict]) -> dict:
 PROJECTED_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"  # the kubelet's, renewed before expiry
 
 
+@pytest.mark.slow  # kubectl kustomize
 @pytest.mark.parametrize("variant", ["overlays/monitoring", "overlays/cert-manager", "helm", "helm cert-manager",
                                      "helm other prometheus"])
 def test_every_servicemonitor_scrapes_with_prometheus_bound_token(variant):
@@ -158,6 +161,7 @@ def test_cert_manager_overlay_issues_mounts_and_verifies_the_certificate(monitor
     assert find(verified, "Service", SERVICE)["metadata"]["namespace"] == NAMESPACE
 
 
+@pytest.mark.slow  # kubectl kustomize
 def test_cert_manager_overlay_follows_another_namespace(tmp_path):
     """The certificate's DNS names and the ServiceMonitor's serverName name the Service's namespace: set
     `namespace:` in the overlay (its replacements run after it), and both follow."""
@@ -178,6 +182,7 @@ def test_helm_cert_manager_value_renders_the_cert_manager_overlay(verified):
                                  "namespace.create=true"), verified)
 
 
+@pytest.mark.slow  # helm
 def test_helm_cert_manager_value_follows_the_release():
     objects = template("metrics.serviceMonitor.enabled=true", "metrics.certManager.enabled=true",
                        "fullnameOverride=jobs")
@@ -262,6 +267,7 @@ async def test_the_controller_passes_the_servicemonitors_verification(tmp_path, 
 
 
 @pytest.fixture(scope="module")
+@starts_processes
 def fenced(tmp_path_factory) -> list[dict]:
     """manifests/ with the components line the component's comment documents."""
     copy = tmp_path_factory.mktemp("fenced") / "manifests"
@@ -301,6 +307,7 @@ def test_helm_networkpolicy_value_renders_the_component(fenced):
     assert_same_objects(template("networkPolicy.enabled=true", "namespace.create=true"), fenced)
 
 
+@pytest.mark.slow  # helm
 def test_helm_networkpolicy_namespaces_are_configurable():
     objects = template("networkPolicy.enabled=true", "networkPolicy.metricsNamespaces={prometheus,observability}",
                        "metrics.secure=false")
@@ -310,6 +317,7 @@ def test_helm_networkpolicy_namespaces_are_configurable():
     assert rule["ports"] == [{"port": "http", "protocol": "TCP"}]  # follows the metrics port's name
 
 
+@pytest.mark.slow  # helm
 @pytest.mark.parametrize("value", ["networkPolicy.metricsNamespaces={Not_A_Namespace}",
                                    "networkPolicy.metricsNamespaces=monitoring", "networkPolicy.enable=true",
                                    "metrics.certManager.enabld=true"])
@@ -323,6 +331,7 @@ def test_helm_refuses_networkpolicy_and_cert_manager_values_that_cannot_work(val
     assert refused.returncode != 0, refused.stdout[-500:]
 
 
+@pytest.mark.slow  # helm
 def test_helm_lint_with_cert_manager_and_networkpolicy():
     from .packaging_support import CHART, helm
 

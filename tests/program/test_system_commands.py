@@ -19,6 +19,8 @@ import pytest
 
 from .subprocesses import CLI, ROOT
 
+pytestmark = pytest.mark.slow  # each test runs the programs, make or the installer
+
 SCRIPT = ROOT / "scripts" / "install_system_packages.py"
 APT_GET = """#!/bin/sh
 echo "$@" >> "{log}"

@@ -11,6 +11,7 @@ import datetime
 import hashlib
 import ssl
 
+import pytest
 from cryptography import x509
 
 from controller.runtime.webhook_certs import CA_CERT, CertKeeper, CertKeeperConfig, renewed
@@ -186,6 +187,7 @@ async def test_the_certificate_is_renewed_and_served_to_new_connections(api_clie
         await server.stop()
 
 
+@pytest.mark.slow  # runs long: waits for a CA's renewal, then its expiry (9 s, loaded)
 async def test_a_renewed_ca_joins_the_bundle_until_the_old_one_expires(api_client, rest_client):
     await make_configuration(api_client)
     config = keeper_config(ca_validity=datetime.timedelta(seconds=9), cert_validity=datetime.timedelta(seconds=30))

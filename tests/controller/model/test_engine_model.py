@@ -27,6 +27,7 @@ SETTINGS = settings(max_examples=EXAMPLES, stateful_step_count=50, derandomize=n
 SHARDS = [(None, EXAMPLES)] if RANDOM else shards.plan(EXAMPLES)
 
 
+@pytest.mark.slow  # runs long: the engine's model, minutes a shard
 # Shrinking a failure to its shortest story takes longer than a passing run: the suite's 120s would cut it.
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize(("seed", "examples"), SHARDS,
