@@ -71,11 +71,11 @@ def test_pausing_counts_a_failure_at_now_and_its_next_pod_owes_nothing_to_the_ba
     pod = {"metadata": {"uid": "u1"}, "status": {"phase": "Failed", "startTime": stamp(NOW - 5), "containerStatuses": [
         {"name": "main", "state": {"terminated": {"exitCode": 3}}}]}}
     record = Replica("job-worker-0", "u1", "Failed", EXITED_3, restart_streak=1)
-    paused = pause(observe(Slot("worker", 0, "job-worker-0", BUDGET_OF_ONE, record, pod)), stamp(NOW), NOW, BACKOFF)
+    paused = pause(observe(Slot("worker", 0, "job-worker-0", BUDGET_OF_ONE, record, pod)), NOW, BACKOFF)
     assert (paused.record.restart_count, paused.record.restart_streak, paused.record.phase) == (1, 2, "Deleted")
     assert paused.record.last_restart_time == "" and paused.delete == "u1"
     assert paused.restart_event.endswith("pod exited with code 3; its next pod when the job resumes")
-    lost = pause(observe(gone("Running")), stamp(NOW), NOW, BACKOFF)
+    lost = pause(observe(gone("Running")), NOW, BACKOFF)
     assert (lost.record.restart_count, lost.record.restart_streak, lost.delete) == (1, 1, None)
 
 
@@ -83,7 +83,7 @@ def test_a_pod_deleted_by_a_person_as_the_job_pauses_is_said_deleted_not_exited_
     pod = {"metadata": {"uid": "u1", "deletionTimestamp": stamp(NOW - 1)}, "status": {
         "phase": "Failed", "containerStatuses": [{"name": "main", "state": {"terminated": {"exitCode": 143}}}]}}
     record = Replica("job-worker-0", "u1", "Running")
-    paused = pause(observe(Slot("worker", 0, "job-worker-0", BUDGET_OF_ONE, record, pod)), stamp(NOW), NOW, BACKOFF)
+    paused = pause(observe(Slot("worker", 0, "job-worker-0", BUDGET_OF_ONE, record, pod)), NOW, BACKOFF)
     assert paused.restart_event.endswith("(restart 1 of 1 of the job): pod was deleted; its next pod when the job "
                                          "resumes")
     assert paused.delete is None  # already going
@@ -95,11 +95,10 @@ def test_the_streak_a_pause_keeps_or_forgets_is_what_the_status_stores():
     running = Replica("job-worker-0", "u1", "Running", restart_count=2, last_restart_uid="u0",
                       last_restart_time=stamp(NOW - 100), restart_streak=3)
     pod = {"metadata": {"uid": "u1"}, "status": {"phase": "Running"}}
-    workload = pause(observe(Slot("worker", 0, "job-worker-0", BUDGET_OF_ONE, running, pod)), stamp(NOW), NOW, BACKOFF)
+    workload = pause(observe(Slot("worker", 0, "job-worker-0", BUDGET_OF_ONE, running, pod)), NOW, BACKOFF)
     stored = read_record(workload.record.to_json(), "job-worker-0")
     assert (stored.restart_streak, stored.last_restart_time) == (3, "")
-    debug = pause(observe(Slot("worker", 0, "job-worker-0", BUDGET_OF_ONE, running, pod, debug=True)), stamp(NOW),
-                  NOW, BACKOFF)
+    debug = pause(observe(Slot("worker", 0, "job-worker-0", BUDGET_OF_ONE, running, pod, debug=True)), NOW, BACKOFF)
     assert read_record(debug.record.to_json(), "job-worker-0").restart_streak == 0
     # After the resume the next quick failure of the workload's pod continues its streak.
     resumed = Replica("job-worker-0", "u2", "Failed", EXITED_3, stored.restart_count, stored.last_restart_uid,
@@ -199,5 +198,5 @@ def test_a_debug_or_paused_pod_that_ran_ten_minutes_starts_its_streak_again():
     debug = debug_step(observe(Slot("worker", 0, "job-worker-0", BUDGET_OF_ONE, record, ran, debug=True)), stamp(NOW),
                        NOW, BACKOFF)
     assert debug.record.restart_streak == 1 and debug.restart_event.endswith("its next pod in 10s (back-off)")
-    paused = pause(observe(Slot("worker", 0, "job-worker-0", BUDGET_OF_ONE, record, ran)), stamp(NOW), NOW, BACKOFF)
+    paused = pause(observe(Slot("worker", 0, "job-worker-0", BUDGET_OF_ONE, record, ran)), NOW, BACKOFF)
     assert paused.record.restart_streak == 1

@@ -200,7 +200,7 @@ def _replace(awaiting: Replica, backoff: RestartBackoff, now_epoch: float) -> St
     return Step(awaiting, wake=wait) if wait > 0 else Step(awaiting, create=True)
 
 
-def pause(obs: Observation, now: str = "", now_epoch: float = 0.0, backoff: RestartBackoff = NO_BACKOFF) -> Step:
+def pause(obs: Observation, now_epoch: float = 0.0, backoff: RestartBackoff = NO_BACKOFF) -> Step:
     """Pause deletes every pod, retiring it without counting a restart: its replacement is created
     on resume (in mode "resume"). Every replica runs again after a resume, finished ones included.
 
