@@ -27,6 +27,8 @@ def test_an_invalid_spec_fails_the_job_with_its_problems_in_the_failed_condition
     assert (invalid.status["phase"], invalid.status["reason"], invalid.status["completionTime"]) == (
         "Failed", "InvalidSpec", at(9))
     assert invalid.events == [("Warning", "InvalidSpec", problems)]
+    assert condition(invalid.status, "Running") == {"type": "Running", "status": "False", "reason": "Failed",
+                                                    "message": "The job has finished.", "lastTransitionTime": at(9)}
     assert_well_formed(invalid.status, status)
 
 
