@@ -3,6 +3,9 @@ left out (uids, timestamps, resourceVersions, managedFields, generated names, co
 
 from __future__ import annotations
 
+import re
+
+UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")  # in a message (a precondition's)
 PAYLOAD = ("data", "stringData", "spec", "rules", "type", "status")
 
 
@@ -11,7 +14,7 @@ def summary(code: int, body: dict | None) -> dict:
     kind, name, namespace, labels, annotations and payload (spec, data, rules)."""
     body = body or {}
     if body.get("kind") == "Status":
-        return {"code": code, "reason": body.get("reason"), "message": body.get("message")}
+        return {"code": code, "reason": body.get("reason"), "message": UID.sub("<uid>", body.get("message") or "")}
     if "items" in body:
         return {"code": code, "kind": body.get("kind"),
                 "items": sorted(i.get("metadata", {}).get("name", "") for i in body["items"] or ())}

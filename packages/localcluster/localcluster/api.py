@@ -76,6 +76,9 @@ def patched(old: dict, content_type: str, patch, kind: str, strategic: bool, acc
             result = patches.strategic_merge_patch(old, patch, kind)
         else:
             raise errors.unsupported_media_type(accepted)
+    except patches.JsonPatchFailed as exc:
+        raise ApiError(422, "Invalid", "the server rejected our request due to an error in our request",
+                       {"causes": [{"reason": "UnexpectedServerResponse", "message": str(exc)}]}) from exc
     except patches.PatchError as exc:
         raise ApiError(422 if content_type == "application/json-patch+json" else 400,
                        "Invalid" if content_type == "application/json-patch+json" else "BadRequest",
@@ -420,6 +423,15 @@ class Api(WebhookSteps):
         kind, api_version = body.get("kind"), body.get("apiVersion")
         if problem := meta_type_error(rt.kind, body):  # a patch's result is checked by _replace_patched
             raise errors.bad_request(cannot_be_handled(rt.kind, rt.group_version, problem))
+        if kind and kind != rt.kind and api_version == rt.group_version:
+            name = (body.get("metadata") or {}).get("name") or ""
+            if rt.crd_name is not None:  # the custom resource decoder accepts any kind; its validation refuses it
+                raise errors.invalid(f"{kind}.{rt.group}", name, rt.group, kind,
+                                     [("FieldValueInvalid", "kind", f'kind: Invalid value: "{kind}": must be '
+                                                                    f'{rt.kind}')])
+            raise errors.bad_request(f'{kind} in version "{rt.version}" cannot be handled as a {rt.kind}: no kind '
+                                     f'"{kind}" is registered for version "{rt.group_version}" in scheme '
+                                     '"k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30"')
         if kind and kind != rt.kind:
             raise errors.bad_request(f"the API version in the data ({api_version}) does not match the "
                                      f"expected API version ({rt.group_version})" if api_version else
@@ -438,6 +450,14 @@ class Api(WebhookSteps):
                subresource: str | None = None, dry_run: bool = False) -> dict:
         return drive(self.update_steps(rt, namespace, name, body, subresource, dry_run))
 
+    def put_steps(self, rt: ResourceType, namespace: str | None, name: str, body: dict,
+                  subresource: str | None = None, dry_run: bool = False) -> Steps:
+        """A PUT: update_steps' object and whether it created it (a kind whose registry allows create on update
+        answers 201 then)."""
+        creating = subresource is None and self.store.get(rt.storage_key, self._key(rt, namespace, name)) is None
+        obj = yield from self.update_steps(rt, namespace, name, body, subresource, dry_run)
+        return obj, creating
+
     def update_steps(self, rt: ResourceType, namespace: str | None, name: str, body: dict,
                      subresource: str | None = None, dry_run: bool = False,
                      view: webhooks.View | None = None) -> Steps:
@@ -448,7 +468,11 @@ class Api(WebhookSteps):
             if rt.create_on_update and subresource is None:
                 if self.options is not None:  # the update handler's updateToCreateOptions
                     self.options = {**self.options, "kind": "CreateOptions"}
-                return (yield from self.create_steps(rt, namespace, body, dry_run))
+                # The registry creates at resourceVersion 0 whatever the body names (store.Update's creating
+                # branch never compares it), under the URL's name.
+                meta = {k: v for k, v in (body.get("metadata") or {}).items() if k != "resourceVersion"}
+                meta.setdefault("name", name)
+                return (yield from self.create_steps(rt, namespace, {**body, "metadata": meta}, dry_run))
             raise self._not_found(rt, name)
         obj = self._check_body(rt, body)
         meta = dict(obj.get("metadata") or {})
@@ -600,9 +624,10 @@ class Api(WebhookSteps):
             raise self._not_found(rt, name)
         meta = old["metadata"]
         pre = options.get("preconditions") or {}
-        if pre.get("uid") and pre["uid"] != meta["uid"]:
-            raise self._conflict(rt, name, f"Precondition failed: UID in precondition: {pre['uid']}, UID in "
-                                           f"object meta: {meta['uid']}")
+        if pre.get("uid") and pre["uid"] != meta["uid"]:  # the store's own check, worded with the kind (1.35)
+            raise errors.conflict(rt.qualified_kind, name, f"the UID in the precondition ({pre['uid']}) does not "
+                                  f"match the UID in record ({meta['uid']}). The object might have been deleted "
+                                  "and then recreated", rt.group, rt.plural)
         if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
             raise self._conflict(rt, name, f"Precondition failed: ResourceVersion in precondition: "
                                            f"{pre['resourceVersion']}, ResourceVersion in object meta: "

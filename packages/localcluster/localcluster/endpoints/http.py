@@ -197,7 +197,7 @@ class HttpApi:
         if method == "PUT":
             body = await _read_body(request, target.rt.group_version, target.rt.kind)
             _check_write_options(request, "UpdateOptions")
-            return await self._write(request, 200, "UpdateOptions", self.api.update_steps, target.rt,
+            return await self._write(request, None, "UpdateOptions", self.api.put_steps, target.rt,
                                      target.namespace, target.name, body, target.subresource, _dry_run(request))
         if method == "PATCH":
             return await self._patch(request, target)
@@ -338,7 +338,7 @@ class HttpApi:
         else:
             for field in fields.fields:
                 if field not in allowed:
-                    raise errors.bad_request(f'field label not supported: {field}')
+                    raise _unknown_field_label(target.rt, field)
         return (labels if request.query.get("labelSelector") else None,
                 fields if request.query.get("fieldSelector") else None)
 
@@ -568,6 +568,19 @@ def _invalid_list_options(text: str) -> ApiError:
                           [("FieldValueInvalid", text.split(":", 1)[0], text)])
 
 
+# Kinds with a field label conversion of their own (AddFieldLabelConversionFunc), which words an unknown label as
+# "field label not supported", as custom resources do; the others have the default conversion's 1.35 wording.
+OWN_FIELD_LABELS = {("", "pods"), ("", "nodes"), ("", "replicationcontrollers"), ("", "namespaces"), ("", "secrets"),
+                    ("", "services"), ("apps", "replicasets"), ("batch", "jobs"),
+                    ("certificates.k8s.io", "certificatesigningrequests")}
+
+
+def _unknown_field_label(rt: ResourceType, field: str) -> ApiError:
+    if rt.crd_name is not None or rt.storage_key in OWN_FIELD_LABELS:
+        return errors.bad_request(f"field label not supported: {field}")
+    return errors.bad_request(f'"{field}" is not a known field selector: only "metadata.name", "metadata.namespace"')
+
+
 def _deleted(rt: ResourceType, obj: dict, gone_now: bool, options: dict) -> tuple[dict, int]:
     """The answer to a DELETE, as the apiserver's DeleteResource handler gives it.
 
@@ -705,8 +718,18 @@ async def _read_json(request: web.Request, kind: str = "Object"):
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         # the serializer's first step, finding the kind (k8s.io/apimachinery's json serializer, meta.Interpret)
-        raise errors.bad_request("couldn't get version/kind; json parse error: "
-                                 f"{request_options.go_json_error(raw, exc)}") from None
+        message = f"couldn't get version/kind; json parse error: {request_options.go_json_error(raw, exc)}"
+        if kind != "Object":  # a create's or replace's body: the handler's transformDecodeError, with no kind found
+            message = f"the object provided is unrecognized (must be of type {kind}): {message} ({_summary(raw)})"
+        raise errors.bad_request(message) from None
+
+
+def _summary(data: bytes, length: int = 30) -> str:
+    """The start of a body that did not decode, as the apiserver's summarizeData shows it: as text when it looks
+    like JSON, else in hex."""
+    cut = data[:length]
+    shown = cut.decode(errors="replace") if data[:1] == b"{" else cut.hex()
+    return shown + (" ..." if len(data) > length else "")
 
 
 async def _read_apply(request: web.Request):
