@@ -25,6 +25,7 @@ class Request(NamedTuple):
     content_type: str = "application/json"
     params: dict | None = None
     raw: bytes | None = None
+    user: str | None = None  # corpus_informers.py: "nobody", or any other for a token no server knows
 
 
 RESOURCES = {  # plural: (collection path, a body for name, its kind's notion of "spec" for edits)

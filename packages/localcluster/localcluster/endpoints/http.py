@@ -415,7 +415,7 @@ class HttpApi:
         if rv == "":
             return None, limit
         if not rv.isdigit():
-            raise errors.bad_request(f"invalid resource version: {rv}")
+            raise errors.bad_request(f"invalid resource version: {_unparsable_rv(rv)}")
         asked = int(rv)
         if asked == 0:
             if match == "Exact":
@@ -472,7 +472,8 @@ class HttpApi:
         response.enable_chunked_encoding()
         start_rv = self.store.rv if rv_param in ("", "0") else int(rv_param) if rv_param.isdigit() else -1
         if start_rv < 0:
-            raise errors.bad_request(f"invalid resource version: {rv_param}")
+            # the cacher's ParseResourceVersion error, which the watch handler answers as an internal error
+            raise ApiError(500, "", _unparsable_rv(rv_param))
         watcher = Watcher(rt.storage_key, target.namespace, labels, fields, start_rv,
                           self.cluster.watch_buffer)
         # Replay and registration happen with no await between them: nothing can be missed.
@@ -573,6 +574,11 @@ def _invalid_list_options(text: str) -> ApiError:
 OWN_FIELD_LABELS = {("", "pods"), ("", "nodes"), ("", "replicationcontrollers"), ("", "namespaces"), ("", "secrets"),
                     ("", "services"), ("apps", "replicasets"), ("batch", "jobs"),
                     ("certificates.k8s.io", "certificatesigningrequests")}
+
+
+def _unparsable_rv(rv: str) -> str:
+    """A resourceVersion that is not a number, as the apiserver's ParseResourceVersion (Go's strconv) says it."""
+    return f'resourceVersion: Invalid value: "{rv}": strconv.ParseUint: parsing "{rv}": invalid syntax'
 
 
 def _unknown_field_label(rt: ResourceType, field: str) -> ApiError:
