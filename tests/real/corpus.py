@@ -179,6 +179,9 @@ def corpus() -> list[Request]:
         made += scenario(plural)
     made += put_missing()
     made += [
+        Request("apply, metadata not a map", "PATCH", f"/api/v1/namespaces/{NS}/configmaps/applied",
+                content_type="application/apply-patch+yaml", params={"fieldManager": "f"},
+                raw=b"apiVersion: v1\nkind: ConfigMap\nmetadata: [1, a, true]\n"),
         Request("discovery: /api", "GET", "/api"),
         Request("discovery: unknown group", "GET", "/apis/nope.example.com/v1"),
         Request("unknown resource", "GET", f"/api/v1/namespaces/{NS}/nopes"),

@@ -97,7 +97,10 @@ def _check(rt: ResourceType, config: Any) -> None:
     if (api_version, kind) != (rt.group_version, rt.kind):
         group, _, version = api_version.rpartition("/")
         raise errors.bad_request(f"invalid object type: {group}/{version}, Kind={kind}")
-    if (config.get("metadata") or {}).get("managedFields") is not None:
+    meta = config.get("metadata")
+    if meta is not None and not isinstance(meta, dict):  # the typed patch object's converter refuses it first
+        raise _untyped(rt, config, SchemaError(f".metadata: expected map, got &{{{_go_value(meta)}}}"))
+    if isinstance(meta, dict) and meta.get("managedFields") is not None:
         raise errors.bad_request("metadata.managedFields must be nil")
 
 
@@ -105,12 +108,22 @@ def _go_type(value: Any) -> str:
     return {str: "string", list: "array", bool: "bool", type(None): "null"}.get(type(value), "number")
 
 
+def _go_value(value: Any) -> str:
+    """A decoded YAML value as Go's %v prints it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + " ".join(_go_value(item) for item in value) + "]"
+    return str(value)
+
+
 def _untyped(rt: ResourceType, config: dict, err: SchemaError) -> ApiError:
     """The configuration does not fit the schema (duplicate keys...): the server answers it as an error it
-    did not expect, 500 with reason Unknown (kubernetes#118476)."""
-    meta = config.get("metadata") or {}
+    did not expect, 500 with reason Unknown, which a Status leaves out (kubernetes#118476)."""
+    meta = config.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
     group, _, version = rt.group_version.rpartition("/")
-    return ApiError(500, "Unknown", f"failed to create typed patch object ({meta.get('namespace') or ''}/"
+    return ApiError(500, "", f"failed to create typed patch object ({meta.get('namespace') or ''}/"
                                     f"{meta.get('name') or ''}; {group}/{version}, Kind={rt.kind}): {err}")
 
 
