@@ -11,6 +11,7 @@ import time
 import uuid
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import orjson
 
@@ -135,7 +136,7 @@ class Api(WebhookSteps):
 
     def ensure_namespace(self, name: str) -> None:
         if self.store.get(NAMESPACES, ("", name)) is None:
-            self.create(self.registry.get("", "v1", "namespaces"), None,
+            self.create(self.registry.builtin("", "v1", "namespaces"), None,
                         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 
     def _check_namespace(self, rt: ResourceType, namespace: str | None) -> None:
@@ -175,14 +176,15 @@ class Api(WebhookSteps):
         """A /status write keeps everything but status from the stored object, and validation ratcheting
         drops errors in unchanged parts, so only the status subtree is checked: the CRD's CEL rules on
         the spec are not re-run for every status write (they dominated the server's CPU under load)."""
-        properties = (rt.schema or {}).get("properties") or {}
-        if "status" not in properties:
+        schema = rt.schema
+        properties = (schema or {}).get("properties") or {}
+        if schema is None or "status" not in properties:
             return []
-        status_only = _status_schemas.get(id(rt.schema))
-        if status_only is None or status_only[0] is not rt.schema:
-            reduced = {k: v for k, v in rt.schema.items() if k not in ("required", "x-kubernetes-validations")}
-            status_only = (rt.schema, {**reduced, "properties": {"status": properties["status"]}})
-            _status_schemas[id(rt.schema)] = status_only
+        status_only = _status_schemas.get(id(schema))
+        if status_only is None or status_only[0] is not schema:
+            reduced = {k: v for k, v in schema.items() if k not in ("required", "x-kubernetes-validations")}
+            status_only = (schema, {**reduced, "properties": {"status": properties["status"]}})
+            _status_schemas[id(schema)] = status_only
         view = {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": obj["metadata"]}
         if "status" in obj:
             view["status"] = obj["status"]
@@ -266,7 +268,8 @@ class Api(WebhookSteps):
             name = (obj.get("metadata") or {}).get("name") or ""
             raise errors.invalid(rt.qualified_kind, name, rt.group, rt.kind, causes)
 
-    def _unknown_fields(self, rt: ResourceType, unknown: list[str], patch: tuple | None = None) -> None:
+    def _unknown_fields(self, rt: ResourceType, unknown: list[str],
+                        patch: tuple[str, Any, dict] | None = None) -> None:
         """What the apiserver's decoder does with fields the schema prunes, per fieldValidation. A built-in
         kind's PATCH fails as the patch handlers fail it: 422, naming the patch (`patch` is its content
         type and body) and the patched object's unknown fields."""
@@ -274,7 +277,8 @@ class Api(WebhookSteps):
             return
         listed = ", ".join(f'unknown field "{path}"' for path in unknown)
         if self.field_validation == "Strict" and patch is not None:
-            raise errors.strict_patch_error(*patch, listed)  # (content type, patch, patched object)
+            content_type, body, patched = patch
+            raise errors.strict_patch_error(content_type, body, patched, listed)
         if self.field_validation == "Strict":
             raise errors.bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
                                      f"strict decoding error: {listed}")
@@ -381,7 +385,7 @@ class Api(WebhookSteps):
                 meta[fixed] = before[fixed]
         if subresource is None and old is None:
             self._initial_status(rt, obj)
-        elif subresource is None and rt.status_subresource:  # the main resource's strategy keeps the status
+        elif subresource is None and rt.status_subresource and old is not None:  # the strategy keeps the status
             obj.pop("status", None)
             if "status" in old:
                 obj["status"] = old["status"]

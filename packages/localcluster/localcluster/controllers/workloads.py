@@ -105,7 +105,7 @@ class Recorder:
     def event(self, obj: dict, kind: str, reason: str, message: str) -> None:
         meta = obj["metadata"]
         namespace = meta.get("namespace") or "default"
-        rt = self.api.registry.get("", "v1", "events")
+        rt = self.api.registry.builtin("", "v1", "events")
         key = (meta["uid"], kind, reason, message)
         now = now_rfc3339()
         sent = self._sent.get(key)

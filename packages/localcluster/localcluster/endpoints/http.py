@@ -84,6 +84,7 @@ def error_response(err: ApiError) -> web.Response:
 
 # The apiserver's limit on a request body (apiserver's MaxRequestBodyBytes): larger ones get 413.
 MAX_REQUEST_BYTES = 3 * 1024 * 1024
+Warnings = list[str]  # an alias: HttpApi's `list` method hides the builtin in its annotations
 
 
 class HttpApi:
@@ -220,7 +221,7 @@ class HttpApi:
 
     async def _scale(self, request: web.Request, target: Target) -> web.Response:
         """The scale subresource (scale.py): GET, PUT and PATCH of an autoscaling/v1 Scale."""
-        at = (self.api, target.rt, target.namespace, target.name)
+        at = (self.api, target.rt, target.namespace, target.name or "")  # the route always names the object
         if request.method == "GET":
             return json_response(scale.get(*at))
         if request.method == "PUT":
@@ -239,7 +240,7 @@ class HttpApi:
             raise errors.method_not_allowed()
         if subresource != "log" and request.method == "GET":
             self._authorize_upgrade(request)
-        pod = self.api.get(self.registry.get("", "v1", "pods"), namespace, name)
+        pod = self.api.get(self.registry.builtin("", "v1", "pods"), namespace, name)
         serve = getattr(self.cluster.runner, serves, None)
         if subresource == "log":
             return await pod_logs.serve(self.api, self.cluster.runner, request, pod)
@@ -352,6 +353,7 @@ class HttpApi:
         scope = ListScope(rt.storage_key, target.namespace, query.get("labelSelector", ""),
                           query.get("fieldSelector", ""), rt.namespaced and target.namespace is None)
         start = ""
+        revision: int | None
         if query.get("continue"):
             revision, start = self.continue_tokens.open(query["continue"], scope)
             if query.get("resourceVersion", "") not in ("", "0"):
@@ -364,13 +366,14 @@ class HttpApi:
             items = self.store.objects(rt.storage_key, target.namespace)
         else:
             list_rv = revision
-            items = self.store.objects_at(rt.storage_key, revision, target.namespace)
+            at = self.store.objects_at(rt.storage_key, revision, target.namespace)
             if start and revision <= self.store.compacted_rv:  # expire_history's promise: open tokens get 410
-                items = None
-            if items is None:
+                at = None
+            if at is None:
                 if start:
                     raise self.continue_tokens.expired(scope, start)
                 raise errors.gone("The resourceVersion for the provided list is too old.")
+            items = at
         if start:
             items = [o for o in items if scope.key(o) >= start]
         if labels is not None or fields is not None:
@@ -431,7 +434,7 @@ class HttpApi:
         return None, limit
 
     async def _delete(self, request: web.Request, rt: ResourceType, namespace: str | None, name: str,
-                      options: dict) -> tuple[dict, bool, list[str]]:
+                      options: dict) -> tuple[dict, bool, Warnings]:
         """A delete, as the request's user: admission webhooks see it (with its DeleteOptions); their warnings."""
         self.api.user = request.get(USER)
         self.api.options = {**options, "kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1",
@@ -494,7 +497,7 @@ class HttpApi:
                 await response.prepare(request)
                 await response.write(orjson.dumps({"type": "ERROR", "object": refused.status()}) + b"\n")
                 return response
-            for ev in past:
+            for ev in past or ():  # not None: refused above
                 item = watcher.translate(ev)
                 if item is not None:
                     watcher.buffer.append(item)

@@ -211,7 +211,7 @@ def strategic_merge_patch(target: dict, patch: dict, kind: str) -> dict:
     if not isinstance(patch, dict):
         raise PatchError("a strategic merge patch must be a JSON object")
     result = _merge_map(_copy_json(target), patch, _KIND_SCHEMAS.get(kind, _META_ONLY))
-    return {} if result is _DELETED else result
+    return {} if isinstance(result, _Deleted) else result
 
 
 def _merge_map(original: dict, patch: Mapping, schema: _Schema) -> dict | _Deleted:
@@ -371,7 +371,8 @@ def _normalize_order(merged: list, patch_order: list, live_order: list, merge_ke
     """
     in_patch = _first_positions(patch_order, merge_key)
     live = _first_positions(live_order, merge_key)
-    from_patch, server_only = [], []
+    from_patch: list = []
+    server_only: list = []
     for item in merged:
         (from_patch if _identity(item, merge_key) in in_patch else server_only).append(item)
     from_patch.sort(key=lambda item: in_patch[_identity(item, merge_key)])
@@ -428,7 +429,7 @@ def _apply_element_orders(original: dict, patch: Mapping, schema: _Schema) -> se
         live, changes = _list_or_none(original, list_key), _list_or_none(patch, list_key)
         meta = schema.get(list_key, _NO_METADATA)
         _check_order_matches_patch(changes or [], order, meta.merge_key)
-        merged = live if changes is None else _merge_value(live, changes, meta)
+        merged = (live or []) if changes is None else _merge_value(live, changes, meta)  # no changes: the key is live
         original[list_key] = _normalize_order(merged, order, live or [], meta.merge_key)
         handled.add(list_key)
     return handled

@@ -380,7 +380,8 @@ class ProcessRunner(NoneRunner):
             return
         status = self._status(run, pod, terminal)
         if status != pod.get("status"):
-            self.api.system_write(self.api.registry.get("", "v1", "pods"), {**pod, "status": status}, KUBELET, "status")
+            self.api.system_write(self.api.registry.builtin("", "v1", "pods"), {**pod, "status": status}, KUBELET,
+                                  "status")
 
     def _status(self, run: PodRun, pod: dict, terminal: bool) -> dict:
         now = now_rfc3339()
@@ -447,7 +448,7 @@ class ProcessRunner(NoneRunner):
         run.start_time = now_rfc3339()
         run.ip = self.network.attach(pod)
         status = self._status(run, pod, False)
-        bound = self.api.system_write(self.api.registry.get("", "v1", "pods"),
+        bound = self.api.system_write(self.api.registry.builtin("", "v1", "pods"),
                                       {**pod, "spec": {**pod["spec"], "nodeName": NODE}, "status": status},
                                       KUBELET, "status")
         if not pod["spec"].get("nodeName"):  # one created bound to the node never met the scheduler
@@ -638,7 +639,7 @@ class ProcessRunner(NoneRunner):
 
     async def pod_log(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
         """GET /api/v1/namespaces/{namespace}/pods/{name}/log: what `kubectl logs` reads."""
-        pod = self.api.get(self.api.registry.get("", "v1", "pods"), namespace, name)
+        pod = self.api.get(self.api.registry.builtin("", "v1", "pods"), namespace, name)
         query = request.query
         container = container_of(pod, query.get("container"))
         tail = _int_param(query, "tailLines")
@@ -688,7 +689,7 @@ class ProcessRunner(NoneRunner):
         run = self.runs.get(pod["metadata"]["uid"])
         box = run.box(container) if run is not None else None
         running = box is not None and box.proc is not None
-        target = pod_exec.Target(container, box.env, box.cwd, box.execs) if running else None
+        target = pod_exec.Target(container, box.env, box.cwd, box.execs) if box is not None and running else None
         return await pod_exec.serve(request, options, target, container)
 
     async def pod_portforward(self, request: web.Request, pod: dict) -> web.StreamResponse:

@@ -251,6 +251,10 @@ class Registry:
     def get(self, group: str, version: str, plural: str) -> ResourceType | None:
         return self._by_gvr.get((group, version, plural))
 
+    def builtin(self, group: str, version: str, plural: str) -> ResourceType:
+        """A built-in kind: always served (KeyError otherwise, a mistake of ours)."""
+        return self._by_gvr[(group, version, plural)]
+
     def all(self) -> list[ResourceType]:
         return list(self._by_gvr.values())
 
@@ -260,6 +264,13 @@ class Registry:
             if rt.storage_key == key:
                 return rt
         return None
+
+    def builtin_storage(self, key: tuple[str, str]) -> ResourceType:
+        """A built-in kind's storage bucket: always served (KeyError otherwise, a mistake of ours)."""
+        rt = self.for_storage(key)
+        if rt is None:
+            raise KeyError(key)
+        return rt
 
     def by_kind(self, api_version: str, kind: str) -> ResourceType | None:
         group, _, version = api_version.rpartition("/")

@@ -256,13 +256,12 @@ class _Node:
 
     def _summarize(self) -> None:
         """Subtree flags that let the walks skip whole branches."""
-        children = [*self.properties.values(), self.items]
-        if isinstance(self.additional, _Node):
-            children.append(self.additional)
-        children = [child for child in children if child is not None]
-        self.has_defaults = any(child.default is not _ABSENT or child.has_defaults for child in children)
-        self.has_rules = bool(self.rules) or any(c.has_rules for c in (*children, *self.all_of))
-        self.has_transition_rules = self.own_transition_rules or any(c.has_transition_rules for c in children)
+        extra = self.additional if isinstance(self.additional, _Node) else None
+        children = [child for child in (*self.properties.values(), self.items, extra) if child is not None]
+        self.has_defaults: bool = any(child.default is not _ABSENT or child.has_defaults for child in children)
+        self.has_rules: bool = bool(self.rules) or any(c.has_rules for c in (*children, *self.all_of))
+        self.has_transition_rules: bool = self.own_transition_rules or any(
+            c.has_transition_rules for c in children)
 
 
 _compiled_schemas: dict[int, tuple[dict, _Node]] = {}
@@ -325,12 +324,12 @@ def _default(value: Any, node: _Node) -> None:
 
 
 def _default_object(obj: dict, node: _Node) -> None:
-    for key, child in node.properties.items():
-        if _needs_default(obj.get(key, _ABSENT), child):
-            obj[key] = _copy_json(child.default)
+    for key, prop in node.properties.items():
+        if _needs_default(obj.get(key, _ABSENT), prop):
+            obj[key] = _copy_json(prop.default)
     extra = node.additional if isinstance(node.additional, _Node) else None
     for key, value in obj.items():
-        child = node.properties.get(key)
+        child: _Node | None = node.properties.get(key)
         if child is None and extra is not None:
             child = extra
             if _needs_default(value, extra):
@@ -421,7 +420,7 @@ def _walk_additional(node: _Node, obj: dict, path: tuple | None, old: dict, foun
             name = _openapi_name(path)
             detail = f"{name}.{key} in body is a forbidden property"
             found.schema.append(FieldError(INVALID, name or "<nil>", detail, key))
-        else:
+        elif isinstance(node.additional, _Node):
             _walk(node.additional, value, (path, _Key(key)), old.get(key, _ABSENT), found)
 
 
@@ -550,9 +549,10 @@ def _check_array_size(node: _Node, items: list, path: tuple | None, errors: list
 
 def _check_enum(node: _Node, value: Any, path: tuple | None, errors: list[FieldError]) -> None:
     # A null never matches, even when listed: kube-openapi compares through reflect types.
-    if value is not None and any(_same_json(value, option) for option in node.enum):
+    options = node.enum or ()
+    if value is not None and any(_same_json(value, option) for option in options):
         return
-    supported = ", ".join(_go_quote(o if isinstance(o, str) else _go_json(o)) for o in node.enum)
+    supported = ", ".join(_go_quote(o if isinstance(o, str) else _go_json(o)) for o in options)
     errors.append(FieldError(NOT_SUPPORTED, _openapi_field(path), f"supported values: {supported}", value))
 
 
@@ -574,14 +574,15 @@ def _check_compositions(node: _Node, value: Any, path: tuple | None, found: _Fin
 
 
 def _check_any_of(node: _Node, value: Any, path: tuple | None, found: _Findings) -> None:
-    failures = []
+    failures: list[list[FieldError]] = []
     for branch in node.any_of:
         errors = _branch_findings(branch, value, path).schema
         if not errors:
             return
         failures.append(errors)
     found.schema.append(_summary(path, "must validate at least one schema (anyOf)"))
-    found.schema += min(failures, key=len)  # kube-openapi adds the errors of the closest branch
+    closest = min(failures, key=len)  # kube-openapi adds the errors of the closest branch
+    found.schema += closest
 
 
 def _check_one_of(node: _Node, value: Any, path: tuple | None, found: _Findings) -> None:
@@ -591,7 +592,8 @@ def _check_one_of(node: _Node, value: Any, path: tuple | None, found: _Findings)
         verdict = "Found none valid" if valid == 0 else f"Found {valid} valid alternatives"
         found.schema.append(_summary(path, f"must validate one and only one schema (oneOf). {verdict}"))
         if valid == 0:
-            found.schema += min(outcomes, key=len)
+            closest = min(outcomes, key=len)
+            found.schema += closest
 
 
 def _check_all_of(node: _Node, value: Any, path: tuple | None, found: _Findings) -> None:
@@ -660,7 +662,7 @@ _DNS1123_SUBDOMAIN_MESSAGE = (
 def _metadata_name_errors(obj: dict) -> list[FieldError]:
     """ValidateObjectMeta's name checks (a generateName stands in until the server picks a name), and the
     size of the annotations."""
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    metadata = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
     sized = [FieldError(TOO_LONG, "metadata.annotations", f"may not be more than {ANNOTATIONS_LIMIT} bytes")] \
         if annotations_too_long(metadata) else []
     name = metadata.get("name")
@@ -846,7 +848,7 @@ def _is_date(text: str) -> bool:
 
 def _is_date_time(text: str) -> bool:
     match = _DATE_TIME.fullmatch(text)
-    return bool(match) and _is_date(match[1]) and int(match[2]) < 24 and int(match[3]) < 60 and int(match[4]) < 60
+    return match is not None and _is_date(match[1]) and int(match[2]) < 24 and int(match[3]) < 60 and int(match[4]) < 60
 
 
 def _matches(pattern: re.Pattern) -> Any:
