@@ -19,7 +19,7 @@ from typing import Any
 
 from ..storage.resources import ResourceType
 from ..validation import builtin_schemas
-from .patch import METADATA_FIELD, kind_field
+from .patch_tags import METADATA_FIELD, kind_field
 
 ATOMIC, SET, MAP = "atomic", "set", "map"
 

@@ -4,7 +4,7 @@
 - ``json_patch``: RFC 6902 (application/json-patch+json), via the ``jsonpatch`` library.
 - ``strategic_merge_patch``: application/strategic-merge-patch+json, following
   k8s.io/apimachinery/pkg/util/strategicpatch (StrategicMergePatch) for the kinds this
-  server knows, with the list merge keys of the Go API types' struct tags.
+  server knows, with the list merge keys of the Go API types' struct tags (patch_tags.py).
 
 Inputs are never mutated: each function patches a private copy of the target and builds
 new containers for whatever it takes from the patch, so the result shares nothing with
@@ -14,14 +14,15 @@ either input.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import jsonpatch
 import jsonpointer
 import orjson
 
-__all__ = ["METADATA_FIELD", "PatchError", "json_merge_patch", "json_patch", "kind_field", "strategic_merge_patch"]
+from .patch_tags import _KIND_SCHEMAS, _META_ONLY, _NO_METADATA, _Field, _Schema
+
+__all__ = ["PatchError", "json_merge_patch", "json_patch", "strategic_merge_patch"]
 
 
 class PatchError(ValueError):
@@ -70,120 +71,6 @@ def json_patch(target: dict, ops: list) -> dict:
     if not isinstance(result, dict):
         raise PatchError("a JSON patch must leave a JSON object")
     return result
-
-
-# --- strategic merge patch: the schema --------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Field:
-    """Patch metadata of one field: its Go struct tags and its nested fields.
-
-    ``merge`` is patchStrategy "merge" (a list that is merged, not replaced) and
-    ``merge_key`` its patchMergeKey (empty for lists of primitives). ``fields`` describes
-    the value when it is an object, or each item when it is a list of objects.
-
-    Server-side apply (fieldshapes.py) reads the same table, plus what its +listType,
-    +listMapKey, +mapType and +structType tags say where that differs from the patch
-    strategy: ``keys``, a merged list's key fields when there are several; ``atomic``,
-    a value owned as a whole (an atomic map or struct, or a list merged by strategic
-    merge patch but atomic to apply); ``atomic_items``, list items owned as a whole.
-    """
-
-    merge: bool = False
-    merge_key: str = ""
-    fields: Mapping[str, _Field] = field(default_factory=dict)
-    keys: tuple[str, ...] = ()
-    atomic: bool = False
-    atomic_items: bool = False
-
-
-_Schema = Mapping[str, _Field]
-_NO_METADATA = _Field()  # a field with no tags: objects merge, lists are replaced
-
-
-def _merged_list(merge_key: str = "", fields: _Schema | None = None, **apply_tags) -> _Field:
-    return _Field(merge=True, merge_key=merge_key, fields=fields or {}, **apply_tags)
-
-
-def _nested(fields: _Schema) -> _Field:
-    return _Field(fields=fields)
-
-
-# From the patchStrategy/patchMergeKey tags of k8s.io/api (and the apply tags, see _Field).
-# Lists absent here are replaced whole, as in Go: e.g. tolerations, envFrom, containerStatuses,
-# initContainerStatuses, readinessGates, Service clusterIPs and ipFamilies.
-_ATOMIC = _Field(atomic=True)
-_OBJECT_META: _Schema = {
-    "finalizers": _merged_list(),
-    "ownerReferences": _merged_list("uid", atomic_items=True),
-}
-_CONTAINER: _Schema = {
-    "ports": _merged_list("containerPort", keys=("containerPort", "protocol")),
-    "env": _merged_list("name"),
-    "volumeMounts": _merged_list("mountPath"),
-    "volumeDevices": _merged_list("devicePath"),
-}
-_POD_SPEC: _Schema = {
-    "volumes": _merged_list("name"),
-    "initContainers": _merged_list("name", _CONTAINER),
-    "containers": _merged_list("name", _CONTAINER),
-    "ephemeralContainers": _merged_list("name", _CONTAINER),
-    "imagePullSecrets": _merged_list("name"),
-    "hostAliases": _merged_list("ip"),
-    "topologySpreadConstraints": _merged_list("topologyKey", keys=("topologyKey", "whenUnsatisfiable")),
-    "schedulingGates": _merged_list("name"),
-    "resourceClaims": _merged_list("name"),
-    "nodeSelector": _ATOMIC,
-}
-_POD_STATUS: _Schema = {
-    "conditions": _merged_list("type"),
-    "podIPs": _merged_list("ip"),
-    "hostIPs": _merged_list("ip", atomic=True),
-    "resourceClaimStatuses": _merged_list("name"),
-}
-_CONDITIONS_STATUS: _Schema = {"conditions": _merged_list("type")}
-_POD_TEMPLATE: _Schema = {"metadata": _nested(_OBJECT_META), "spec": _nested(_POD_SPEC)}
-
-_META_ONLY: _Schema = {"metadata": _nested(_OBJECT_META)}
-_BINDING: _Schema = {**_META_ONLY, "roleRef": _ATOMIC}
-# admissionregistration/v1 ValidatingWebhook and MutatingWebhook (rules and admissionReviewVersions: atomic).
-_WEBHOOK: _Schema = {"matchConditions": _merged_list("name"), "namespaceSelector": _ATOMIC, "objectSelector": _ATOMIC}
-_KIND_SCHEMAS: Mapping[str, _Schema] = {
-    "Pod": {**_META_ONLY, "spec": _nested(_POD_SPEC), "status": _nested(_POD_STATUS)},
-    "Service": {
-        **_META_ONLY,
-        "spec": _nested({"ports": _merged_list("port", keys=("port", "protocol")), "selector": _ATOMIC}),
-        "status": _nested(_CONDITIONS_STATUS),
-    },
-    "Namespace": {**_META_ONLY, "status": _nested(_CONDITIONS_STATUS)},
-    "Deployment": {
-        **_META_ONLY,
-        "spec": _nested({"selector": _ATOMIC, "template": _nested(_POD_TEMPLATE)}),
-        "status": _nested(_CONDITIONS_STATUS),
-    },
-    "ReplicaSet": {
-        **_META_ONLY,
-        "spec": _nested({"selector": _ATOMIC, "template": _nested(_POD_TEMPLATE)}),
-        "status": _nested(_CONDITIONS_STATUS),
-    },
-    "ServiceAccount": {**_META_ONLY, "secrets": _merged_list("name")},
-    # core/v1 and events.k8s.io/v1: their object references are atomic structs.
-    "Event": {**_META_ONLY, "involvedObject": _ATOMIC, "regarding": _ATOMIC, "related": _ATOMIC},
-    "RoleBinding": _BINDING,
-    "ClusterRoleBinding": _BINDING,
-    "ValidatingWebhookConfiguration": {**_META_ONLY, "webhooks": _merged_list("name", _WEBHOOK)},
-    "MutatingWebhookConfiguration": {**_META_ONLY, "webhooks": _merged_list("name", _WEBHOOK)},
-    # Lease has no tagged lists beyond metadata.
-}
-
-
-def kind_field(kind: str) -> _Field:
-    """The tagged fields of a built-in kind, as one object field (server-side apply reads them too)."""
-    return _nested(_KIND_SCHEMAS.get(kind, _META_ONLY))
-
-
-METADATA_FIELD = _nested(_OBJECT_META)
 
 
 # --- strategic merge patch: the merge ---------------------------------------------------
