@@ -6,7 +6,7 @@ import json
 
 import orjson
 
-from .validation.quantity import go_float
+from .validation import go_float
 
 
 class ApiError(Exception):

@@ -28,12 +28,10 @@ from celpy import celtypes
 from lark import Tree
 
 from apimachinery.selectors import SelectorError
-from localcluster.validation.selectors import label_selector_from_dict
 
 from ..auth.authentication import Attributes, User
 from ..auth.rbac import forbidden
-from ..validation.builtins import invalid_value
-from ..validation.schema import CEL_ERROR_REWRITES
+from ..validation import CEL_ERROR_REWRITES, invalid_value, label_selector_from_dict
 
 GROUP = "admissionregistration.k8s.io"
 POLICIES = (GROUP, "validatingadmissionpolicies")

@@ -26,7 +26,7 @@ import urllib.parse
 from apimachinery.validation import SUBDOMAIN_MSG, qualified_name_errors
 
 from ..errors import bad_request
-from ..validation.builtins import (
+from ..validation import (
     DNS1035_LABEL,
     DNS1035_MSG,
     DNS1123_SUBDOMAIN,

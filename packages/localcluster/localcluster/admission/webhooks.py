@@ -40,11 +40,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from apimachinery.selectors import SelectorError
-from localcluster.validation.selectors import label_selector_from_dict
 
 from .. import errors
 from ..errors import ApiError
 from ..storage.resources import ResourceType
+from ..validation import label_selector_from_dict
 from . import webhook_calls
 from .webhook_configs import GROUP, MUTATING, VALIDATING
 from .webhook_configs import NO_SIDE_EFFECTS as SAFE_FOR_DRY_RUN

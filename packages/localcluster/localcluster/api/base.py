@@ -16,10 +16,15 @@ from ..fields import managedfields
 from ..storage import event_apis, subresources
 from ..storage.resources import Registry, ResourceType, types_from_crd
 from ..storage.store import ObjKey, Store
-from ..validation import builtin_schemas, builtins
-from ..validation.crd_schema_decode import decode_crd
-from ..validation.envelope import cannot_be_handled, meta_type_error
-from ..validation.quantity import QuantityError
+from ..validation import (
+    QuantityError,
+    builtin_schemas,
+    builtins,
+    cannot_be_handled,
+    decode_crd,
+    meta_type_error,
+    rule_errors,
+)
 from .objects import (
     CRD_KEY,
     DEPLOYMENTS,
@@ -170,8 +175,6 @@ class ApiBase(WebhookSteps):
             builtins.default_replica_set(obj)
             causes += builtins.validate_deployment(obj)
         elif key == CRD_KEY:
-            from ..validation.crd_cel import errors as rule_errors
-
             decode_crd(obj)  # what decoding into JSONSchemaProps drops (omitempty), before validation
             causes += builtins.validate_crd(obj) + rule_errors(obj)
         elif key == validating_policies.POLICIES:
@@ -182,7 +185,7 @@ class ApiBase(WebhookSteps):
         elif key == event_apis.STORAGE:
             causes += event_apis.validate(obj, old, strict=rt.group == event_apis.GROUP)
         if rt.schema is not None:
-            from ..validation.schema import admit
+            from ..validation import admit
 
             unknown: list[str] = []
             causes += [(e.reason, e.field, e.error_string()) for e in admit(obj, rt.schema, old=old, unknown=unknown)]

@@ -13,8 +13,7 @@ from ..admission import webhooks
 from ..admission.webhook_steps import Steps, drive
 from ..storage import deletion, event_apis, subresources
 from ..storage.resources import ResourceType
-from ..validation import builtins
-from ..validation.envelope import meta_type_error
+from ..validation import builtins, meta_type_error
 from .base import ApiBase
 from .objects import APPLY_PATCH, CRD_KEY, DEPLOYMENTS, NAME_CHARS, NAMESPACES, PODS, _without, now_rfc3339, patched
 

@@ -19,11 +19,11 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 from apimachinery.selectors import SelectorError
-from localcluster.validation.selectors import label_selector_from_dict
 
 from ..api import Api, now_rfc3339
 from ..errors import ApiError
 from ..storage.resources import ResourceType
+from ..validation import label_selector_from_dict
 
 log = logging.getLogger("localcluster.workloads")
 

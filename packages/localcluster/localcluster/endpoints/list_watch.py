@@ -12,13 +12,13 @@ import orjson
 from aiohttp import web
 
 from apimachinery.selectors import SelectorError, parse_label_selector
-from localcluster.validation.selectors import parse_field_selector
 
 from .. import errors
 from ..errors import ApiError
 from ..storage import event_apis
 from ..storage.resources import ResourceType
 from ..storage.watch import Watcher, WatchHub
+from ..validation import parse_field_selector
 from . import request_options, table
 from .continue_tokens import ContinueTokens, ListScope
 from .request_bodies import _dry_run, _truthy

@@ -12,12 +12,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from apimachinery.selectors import SelectorError
-from localcluster.validation.selectors import label_selector_from_dict
 
 from .. import errors
 from ..admission.webhooks import View
 from ..api import patched
 from ..storage.resources import ResourceType, ScalePaths
+from ..validation import label_selector_from_dict
 
 if TYPE_CHECKING:
     from ..admission.webhook_steps import Steps

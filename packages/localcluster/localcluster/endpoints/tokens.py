@@ -25,7 +25,7 @@ from .. import errors
 from ..api import now_rfc3339
 from ..auth.service_account_jwt import API_AUDIENCES, ISSUER
 from ..storage.deletion import rfc3339
-from ..validation.envelope import cannot_be_handled, meta_type_error, unmarshal_error
+from ..validation import cannot_be_handled, meta_type_error, unmarshal_error
 
 if TYPE_CHECKING:
     from ..api import Api
@@ -115,7 +115,7 @@ class TokenIssuer:
 
     @staticmethod
     def _invalid(name: str, field: str, value, detail: str) -> errors.ApiError:
-        from ..validation.builtins import invalid_value
+        from ..validation import invalid_value
 
         return errors.invalid(f"TokenRequest.{AUTHN}", name, AUTHN, "TokenRequest",
                               [invalid_value(field, value, detail)])

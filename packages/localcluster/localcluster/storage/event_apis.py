@@ -19,11 +19,9 @@ from datetime import UTC, datetime
 import orjson
 
 from apimachinery.validation import qualified_name_errors
-from localcluster.validation.selectors import FieldRequirement, FieldSelector
 
 from .. import errors
-from ..validation import builtins
-from ..validation.builtins import Cause
+from ..validation import Cause, FieldRequirement, FieldSelector, builtins
 
 STORAGE = ("", "events")  # where both APIs keep their Events: core/v1's bucket
 GROUP = "events.k8s.io"

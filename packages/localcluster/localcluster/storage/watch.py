@@ -11,8 +11,8 @@ import asyncio
 from collections import defaultdict, deque
 
 from apimachinery.selectors import LabelSelector
-from localcluster.validation.selectors import FieldSelector
 
+from ..validation import FieldSelector
 from .store import ADDED, DELETED, MODIFIED, Event, StorageKey
 
 
