@@ -18,7 +18,8 @@ from pathlib import Path
 import orjson
 
 from .auth.host_commands import MissingCommand
-from .cluster import LocalCluster, private_directory
+from .auth.kubeconfig_file import private_directory
+from .cluster import LocalCluster
 from .endpoints.exposure import exposure_warning
 from .kubelet.process_runner import ProcessRunner
 from .storage.audit import DEFAULT_SIZE as AUDIT_SIZE

@@ -18,7 +18,7 @@ from apimachinery.serving import BoundedSite, ConnectionLimits, runner_options
 
 from .api import CRD_KEY, SYSTEM_NAMESPACES, Api
 from .auth.credentials import Credentials
-from .auth.kubeconfig_file import private_directory, write_private_file  # noqa: F401 (private_directory: for callers)
+from .auth.kubeconfig_file import write_private_file
 from .controllers.bootstrap import create_system_objects
 from .controllers.deployments import DeploymentController
 from .controllers.endpoints import EndpointsController

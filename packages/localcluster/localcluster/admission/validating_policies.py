@@ -267,7 +267,7 @@ def _run(program, activation: dict) -> Any:
 
 
 def _error_text(err: Exception) -> str:
-    """cel-go's wording of an evaluation error (as the CRD rules' messages, schema.py)."""
+    """cel-go's wording of an evaluation error (as the CRD rules' messages, validation/schema/rules.py)."""
     text = str(err.args[0]) if getattr(err, "args", None) else str(err)
     text = text.split(" (in activation", 1)[0]
     for pattern, replacement in CEL_ERROR_REWRITES:

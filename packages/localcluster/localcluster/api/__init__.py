@@ -1,6 +1,6 @@
 """The API's verbs on objects, independent of HTTP: what kube-apiserver's generic registry does.
 
-Used by the HTTP layer (http.py) and in-process by the garbage collector and pod runners.
+Used by the HTTP layer (endpoints/http.py) and in-process by the garbage collector and pod runners.
 Every method is synchronous and raises `ApiError` on failure. The rooms: objects (the names and helpers every
 verb uses), base (what the verbs share: keys, storage, admission per kind), verbs (the Api itself).
 """

@@ -37,7 +37,7 @@ class ResourceType:
     scale: ScalePaths | None = None
     # Built-in kinds accept strategic merge patch; custom resources do not (415, as the real server).
     strategic: bool = False
-    # openAPIV3Schema of a CRD version; None for built-ins (validated in builtins.py instead).
+    # openAPIV3Schema of a CRD version; None for built-ins (validated by validation/builtins/ instead).
     schema: dict | None = None
     printer_columns: list[dict] = field(default_factory=list)
     # Whether a PUT on a missing object creates it (AllowCreateOnUpdate in the apiserver).

@@ -93,6 +93,7 @@ def validate_deployment(deployment: dict) -> list[Cause]:
     a selector that selects the template's labels, pods that restart (`Always`), a replica count that is not
     negative."""
     from apimachinery.selectors import SelectorError
+
     from ..selectors import label_selector_from_dict
 
     spec = deployment.get("spec") or {}
