@@ -31,8 +31,8 @@ from .objects import (
     NAMESPACES,
     REPLICA_SETS,
     SERVER_MANAGER,
-    _status_schemas,
     now_rfc3339,
+    status_schemas,
 )
 
 
@@ -123,11 +123,11 @@ class ApiBase(WebhookSteps):
         properties = (schema or {}).get("properties") or {}
         if schema is None or "status" not in properties:
             return []
-        status_only = _status_schemas.get(id(schema))
+        status_only = status_schemas.get(id(schema))
         if status_only is None or status_only[0] is not schema:
             reduced = {k: v for k, v in schema.items() if k not in ("required", "x-kubernetes-validations")}
             status_only = (schema, {**reduced, "properties": {"status": properties["status"]}})
-            _status_schemas[id(schema)] = status_only
+            status_schemas[id(schema)] = status_only
         view = {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": obj["metadata"]}
         if "status" in obj:
             view["status"] = obj["status"]

@@ -34,10 +34,10 @@ def now_rfc3339(delta: float = 0.0) -> str:
 
 
 # id(CRD schema) -> (that schema, the same schema reduced to its status subtree)
-_status_schemas: dict[int, tuple[dict, dict]] = {}
+status_schemas: dict[int, tuple[dict, dict]] = {}
 
 
-def _without(obj: dict, *keys: str) -> dict:
+def without_keys(obj: dict, *keys: str) -> dict:
     return {k: v for k, v in obj.items() if k not in keys}
 
 

@@ -15,7 +15,7 @@ from ..storage import deletion, event_apis, subresources
 from ..storage.resources import ResourceType
 from ..validation import builtins, meta_type_error
 from .base import ApiBase
-from .objects import APPLY_PATCH, CRD_KEY, DEPLOYMENTS, NAME_CHARS, NAMESPACES, PODS, _without, now_rfc3339, patched
+from .objects import APPLY_PATCH, CRD_KEY, DEPLOYMENTS, NAME_CHARS, NAMESPACES, PODS, now_rfc3339, patched, without_keys
 
 
 class Api(ApiBase):
@@ -123,7 +123,7 @@ class Api(ApiBase):
         if subresource == "status":
             obj, meta = subresources.status_write(rt, old, obj, meta)
         elif rt.status_subresource:
-            obj = _without(obj, "status")
+            obj = without_keys(obj, "status")
             if "status" in old:
                 obj["status"] = old["status"]
         for fixed in ("name", "namespace", "uid", "creationTimestamp", "generation", "deletionTimestamp",
@@ -174,7 +174,7 @@ class Api(ApiBase):
         if not rt.tracks_generation:
             return
         meta, old_meta = obj["metadata"], old["metadata"]
-        if (_without(obj, "metadata", "status") != _without(old, "metadata", "status")
+        if (without_keys(obj, "metadata", "status") != without_keys(old, "metadata", "status")
                 or (rt.storage_key == DEPLOYMENTS and meta.get("annotations") != old_meta.get("annotations"))):
             meta["generation"] = old_meta.get("generation", 1) + 1
         elif "generation" in old_meta:

@@ -19,19 +19,19 @@ from ..kubelet import pod_exec, pod_logs
 from ..kubelet.pod_connect import container_of, require_node
 from . import issuer_discovery, request_options, reviews, scale
 from .continue_tokens import ContinueTokens
-from .list_watch import ListWatch, _deleted, _negotiated
+from .list_watch import ListWatch, deleted_answer, negotiated
 from .request_bodies import (
-    _check_write_options,
-    _dry_run,
-    _read_apply,
-    _read_body,
-    _read_json,
-    _truthy,
-    _write_options,
+    check_write_options,
     field_manager,
+    is_dry_run,
+    read_apply,
+    read_body,
+    read_json,
+    truthy,
+    write_options,
 )
 from .request_targets import DEPRECATION, POD_CONNECT, USER, Target
-from .responses import _deprecation_warning, error_response, json_response, warning_header
+from .responses import deprecation_warning, error_response, json_response, warning_header
 from .tokens import TokenIssuer
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ class HttpApi(ListWatch):
         app = web.Application(middlewares=[self._errors, self.cluster.faults.middleware],
                               client_max_size=MAX_REQUEST_BYTES)
         app.router.add_route("*", "/{tail:.*}", self.dispatch)
-        app.on_response_prepare.append(_deprecation_warning)
+        app.on_response_prepare.append(deprecation_warning)
         return app
 
     @web.middleware
@@ -87,7 +87,7 @@ class HttpApi(ListWatch):
             if attrs.resource_request and (attrs.api_group, attrs.resource) in reviews.KINDS:
                 if attrs.verb != "create" or attrs.name:
                     raise errors.method_not_allowed()
-                return json_response(await reviews.serve(self.cluster.access, attrs, request, _read_body), 201)
+                return json_response(await reviews.serve(self.cluster.access, attrs, request, read_body), 201)
         if not segs:
             return json_response({"paths": ["/api", "/api/v1", "/apis", "/version", "/healthz", "/openapi/v2"]})
         head = segs[0]
@@ -132,34 +132,34 @@ class HttpApi(ListWatch):
         method = request.method
         if target.name is None:
             if method == "GET":
-                if _truthy(request.query.get("watch")):
+                if truthy(request.query.get("watch")):
                     return await self.watch(request, target)
-                return _negotiated(request, target.rt, self.list(request, target), is_list=True)
+                return negotiated(request, target.rt, self.list(request, target), is_list=True)
             if method == "POST":
-                body = await _read_body(request, target.rt.group_version, target.rt.kind)
-                _check_write_options(request, "CreateOptions")
+                body = await read_body(request, target.rt.group_version, target.rt.kind)
+                check_write_options(request, "CreateOptions")
                 return await self._write(request, 201, "CreateOptions", self.api.create_steps, target.rt,
-                                         target.namespace, body, _dry_run(request))
+                                         target.namespace, body, is_dry_run(request))
             if method == "DELETE":
-                options = await request_options.read_delete_options(request, _truthy)
+                options = await request_options.read_delete_options(request, truthy)
                 return json_response(await self.delete_collection(request, target, options))
             raise errors.method_not_allowed()
         if target.subresource == "scale":
             return await self._scale(request, target)
         if method == "GET":
-            return _negotiated(request, target.rt, self.api.get(target.rt, target.namespace, target.name),
+            return negotiated(request, target.rt, self.api.get(target.rt, target.namespace, target.name),
                                is_list=False)
         if method == "PUT":
-            body = await _read_body(request, target.rt.group_version, target.rt.kind)
-            _check_write_options(request, "UpdateOptions")
+            body = await read_body(request, target.rt.group_version, target.rt.kind)
+            check_write_options(request, "UpdateOptions")
             return await self._write(request, 200, "UpdateOptions", self.api.update_steps, target.rt,
-                                     target.namespace, target.name, body, target.subresource, _dry_run(request))
+                                     target.namespace, target.name, body, target.subresource, is_dry_run(request))
         if method == "PATCH":
             return await self._patch(request, target)
         if method == "DELETE" and target.subresource is None:
-            options = await request_options.read_delete_options(request, _truthy)
+            options = await request_options.read_delete_options(request, truthy)
             obj, gone_now, warnings = await self._delete(request, target.rt, target.namespace, target.name, options)
-            response = json_response(*_deleted(target.rt, obj, gone_now, options))
+            response = json_response(*deleted_answer(target.rt, obj, gone_now, options))
             for text in warnings:
                 response.headers.add("Warning", warning_header(text))
             return response
@@ -169,8 +169,8 @@ class HttpApi(ListWatch):
         """serviceaccounts/NAME/token: create-only, answered with a TokenRequest (tokens.py)."""
         if request.method != "POST":
             raise errors.method_not_allowed()
-        body = await _read_body(request, "authentication.k8s.io/v1", "TokenRequest")
-        _check_write_options(request, "CreateOptions")
+        body = await read_body(request, "authentication.k8s.io/v1", "TokenRequest")
+        check_write_options(request, "CreateOptions")
         return json_response(self.tokens.request(namespace, name, body), 201)
 
     async def _scale(self, request: web.Request, target: Target) -> web.Response:
@@ -179,11 +179,11 @@ class HttpApi(ListWatch):
         if request.method == "GET":
             return json_response(scale.get(*at))
         if request.method == "PUT":
-            return await self._write(request, 200, "UpdateOptions", scale.update, *at, await _read_json(request),
-                                     _dry_run(request))
+            return await self._write(request, 200, "UpdateOptions", scale.update, *at, await read_json(request),
+                                     is_dry_run(request))
         if request.method == "PATCH":
             return await self._write(request, 200, "PatchOptions", scale.patch, *at, request.content_type,
-                                     await _read_json(request), _dry_run(request))
+                                     await read_json(request), is_dry_run(request))
         raise errors.method_not_allowed()
 
     async def _pod_connect(self, request: web.Request, subresource: str, namespace: str,
@@ -225,14 +225,14 @@ class HttpApi(ListWatch):
         if request.content_type not in accepted:
             raise errors.unsupported_media_type(accepted)
         apply = request.content_type == APPLY_PATCH
-        body = await (_read_apply(request) if apply else _read_json(request))
-        _check_write_options(request, "PatchOptions", apply)
+        body = await (read_apply(request) if apply else read_json(request))
+        check_write_options(request, "PatchOptions", apply)
         args = (target.rt, target.namespace, target.name)
         if apply:
             return await self._write(request, None, "PatchOptions", self.api.apply_steps, *args, body,
-                                     target.subresource, _dry_run(request), _truthy(request.query.get("force")))
+                                     target.subresource, is_dry_run(request), truthy(request.query.get("force")))
         return await self._write(request, 200, "PatchOptions", self.api.patch_steps, *args, request.content_type,
-                                 body, target.subresource, _dry_run(request))
+                                 body, target.subresource, is_dry_run(request))
 
     async def _write(self, request: web.Request, status: int | None, options: str, steps, *args) -> web.Response:
         """Run a create/update/patch (its generator of steps, awaiting the admission webhooks it meets) under the
@@ -242,7 +242,7 @@ class HttpApi(ListWatch):
         self.api.warnings = []
         self.api.user = request.get(USER)
         self.api.manager = field_manager(request)
-        self.api.options = _write_options(request, options)
+        self.api.options = write_options(request, options)
         try:
             obj = await self.api.run(lambda: steps(*args))
             warnings = self.api.warnings

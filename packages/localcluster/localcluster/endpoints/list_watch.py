@@ -21,7 +21,7 @@ from ..storage.watch import Watcher, WatchHub
 from ..validation import parse_field_selector
 from . import request_options, table
 from .continue_tokens import ContinueTokens, ListScope
-from .request_bodies import _dry_run, _truthy
+from .request_bodies import is_dry_run, truthy
 from .request_targets import JSON, POD_FIELDS, USER, Target
 from .responses import json_response
 
@@ -158,11 +158,11 @@ class ListWatch:
         """A delete, as the request's user: admission webhooks see it (with its DeleteOptions); their warnings."""
         self.api.user = request.get(USER)
         self.api.options = {**options, "kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1",
-                            **({"dryRun": ["All"]} if _dry_run(request) else {})}
+                            **({"dryRun": ["All"]} if is_dry_run(request) else {})}
         self.api.warnings = []
         try:
             obj, gone_now = await self.api.run(lambda: self.api.delete_steps(rt, namespace, name, options,
-                                                                            _dry_run(request)))
+                                                                            is_dry_run(request)))
             return obj, gone_now, self.api.warnings
         finally:
             self.api.user, self.api.options, self.api.warnings = None, None, []
@@ -185,9 +185,9 @@ class ListWatch:
         rt = target.rt
         labels, fields = self._filter(request, target)
         query = request.query
-        bookmarks = _truthy(query.get("allowWatchBookmarks"))
+        bookmarks = truthy(query.get("allowWatchBookmarks"))
         rv_param = query.get("resourceVersion", "")
-        initial = rv_param in ("", "0") or _truthy(query.get("sendInitialEvents"))
+        initial = rv_param in ("", "0") or truthy(query.get("sendInitialEvents"))
         deadline = time.monotonic() + request_options.watch_timeout(query)
         request_options.list_limit(query)  # a watch ignores it, but ListOptions must still decode
 
@@ -229,7 +229,7 @@ class ListWatch:
                 await _hang(watcher, deadline)
                 return response
             await self._stream(response, watcher, rt, deadline, bookmarks,
-                               initial_end=bookmarks and _truthy(query.get("sendInitialEvents")),
+                               initial_end=bookmarks and truthy(query.get("sendInitialEvents")),
                                view=table.EventRenderer(rt, request.headers.get("Accept", ""),
                                                           request.query.get("includeObject", "Metadata")))
         except (ConnectionResetError, asyncio.CancelledError):
@@ -291,7 +291,7 @@ def _invalid_list_options(text: str) -> ApiError:
                           [("FieldValueInvalid", text.split(":", 1)[0], text)])
 
 
-def _deleted(rt: ResourceType, obj: dict, gone_now: bool, options: dict) -> tuple[dict, int]:
+def deleted_answer(rt: ResourceType, obj: dict, gone_now: bool, options: dict) -> tuple[dict, int]:
     """The answer to a DELETE, as the apiserver's DeleteResource handler gives it.
 
     The object while it waits (finalizers, a grace period); once gone, the object for the kinds whose
@@ -308,7 +308,7 @@ def _deleted(rt: ResourceType, obj: dict, gone_now: bool, options: dict) -> tupl
             "details": {k: v for k, v in details.items() if v}}, code
 
 
-def _negotiated(request: web.Request, rt: ResourceType, body: dict, is_list: bool) -> web.Response:
+def negotiated(request: web.Request, rt: ResourceType, body: dict, is_list: bool) -> web.Response:
     """The object or list as the Accept header asks: plain, a Table, or PartialObjectMetadata(List)."""
     view = table.negotiate(request.headers.get("Accept", ""), is_list)
     if view is not None:

@@ -17,20 +17,20 @@ if TYPE_CHECKING:
 
 
 
-def _truthy(value: str | None) -> bool:
+def truthy(value: str | None) -> bool:
     """A boolean query parameter as the apiserver converts it (runtime.Convert_Slice_string_To_bool): absent,
     "0" or "false" in any case is false; anything else, "yes" and "" included, is true."""
     return value is not None and value != "0" and value.lower() != "false"
 
 
-def _dry_run(request: web.Request) -> bool:
+def is_dry_run(request: web.Request) -> bool:
     return "dryRun" in request.query
 
 
 JSON_TYPES = (JSON, "application/yaml")
 
 
-async def _read_body(request: web.Request, api_version: str, kind: str):
+async def read_body(request: web.Request, api_version: str, kind: str):
     """An object sent to create or replace one of `kind`: JSON, YAML, or (built-in kinds) protobuf."""
     ctype = request.headers.get("Content-Type") and request.content_type
     accepted = (*JSON_TYPES, protobuf.MEDIA_TYPE) if protobuf.accepts(api_version, kind) else JSON_TYPES
@@ -38,7 +38,7 @@ async def _read_body(request: web.Request, api_version: str, kind: str):
         raise errors.unsupported_media_type(accepted)
     if ctype == protobuf.MEDIA_TYPE:
         return protobuf.decode(await request.read(), api_version, kind)
-    return await _read_json(request, kind)
+    return await read_json(request, kind)
 
 
 def field_manager(request: web.Request) -> str:
@@ -53,12 +53,12 @@ def field_manager(request: web.Request) -> str:
     return name or "unknown"
 
 
-def _write_options(request: web.Request, kind: str) -> dict:
+def write_options(request: web.Request, kind: str) -> dict:
     """The write's options as admission webhooks get them (CreateOptions, UpdateOptions, PatchOptions)."""
     options: dict = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
-    if _dry_run(request):
+    if is_dry_run(request):
         options["dryRun"] = ["All"]
-    if kind == "PatchOptions" and _truthy(request.query.get("force")):
+    if kind == "PatchOptions" and truthy(request.query.get("force")):
         options["force"] = True
     for key in ("fieldManager", "fieldValidation"):
         if request.query.get(key):
@@ -66,7 +66,7 @@ def _write_options(request: web.Request, kind: str) -> dict:
     return options
 
 
-def _check_write_options(request: web.Request, kind: str, apply: bool = False) -> None:
+def check_write_options(request: web.Request, kind: str, apply: bool = False) -> None:
     """CreateOptions, UpdateOptions and PatchOptions as the server validates them (422 Invalid)."""
     query = request.query
     causes = []
@@ -98,7 +98,7 @@ def _go_rune(char: str) -> str:
     return f"U+{ord(char):04X}"
 
 
-async def _read_json(request: web.Request, kind: str = "Object"):
+async def read_json(request: web.Request, kind: str = "Object"):
     """A JSON or YAML body (Content-Type checked by the caller); YAML refused as the apiserver refuses it."""
     raw = await request.read()
     if not raw:
@@ -116,7 +116,7 @@ async def _read_json(request: web.Request, kind: str = "Object"):
                                  f"{request_options.go_json_error(raw, exc)}") from None
 
 
-async def _read_apply(request: web.Request):
+async def read_apply(request: web.Request):
     """An apply configuration: YAML (JSON being YAML too); an empty body is an empty object."""
     raw = await request.read()
     try:

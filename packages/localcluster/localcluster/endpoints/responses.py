@@ -23,7 +23,7 @@ def warning_header(text: str) -> str:
     return '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"').translate(HEADER_CONTROLS) + '"'
 
 
-async def _deprecation_warning(request: web.Request, response: web.StreamResponse) -> None:
+async def deprecation_warning(request: web.Request, response: web.StreamResponse) -> None:
     """The apiserver warns of a deprecated API version on every request to it, whatever the verb or
     outcome (its installer wraps each handler); a watch's header goes out before the first event."""
     text = request.get(DEPRECATION)

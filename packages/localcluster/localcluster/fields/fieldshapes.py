@@ -25,7 +25,7 @@ ATOMIC, SET, MAP = "atomic", "set", "map"
 
 
 class BuiltinShape:
-    """A value of a built-in kind, described by a patch_tags.py `_Field` and its OpenAPI schema node (None: not
+    """A value of a built-in kind, described by a patch_tags.py `PatchField` and its OpenAPI schema node (None: not
     known, any field may exist). Shapes below are made once."""
 
     __slots__ = ("_below", "_entry", "_field", "_item", "_schema", "atomic", "keys", "list_type")

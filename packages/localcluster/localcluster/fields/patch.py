@@ -20,7 +20,7 @@ import jsonpatch
 import jsonpointer
 import orjson
 
-from .patch_tags import _KIND_SCHEMAS, _META_ONLY, _NO_METADATA, _Field, _Schema
+from .patch_tags import KIND_SCHEMAS, META_ONLY, NO_METADATA, PatchField, PatchSchema
 
 __all__ = ["PatchError", "json_merge_patch", "json_patch", "strategic_merge_patch"]
 
@@ -97,11 +97,11 @@ def strategic_merge_patch(target: dict, patch: dict, kind: str) -> dict:
     """
     if not isinstance(patch, dict):
         raise PatchError("a strategic merge patch must be a JSON object")
-    result = _merge_map(_copy_json(target), patch, _KIND_SCHEMAS.get(kind, _META_ONLY))
+    result = _merge_map(_copy_json(target), patch, KIND_SCHEMAS.get(kind, META_ONLY))
     return {} if isinstance(result, _Deleted) else result
 
 
-def _merge_map(original: dict, patch: Mapping, schema: _Schema) -> dict | _Deleted:
+def _merge_map(original: dict, patch: Mapping, schema: PatchSchema) -> dict | _Deleted:
     """Merge ``patch`` into ``original``, which is ours to modify (Go's mergeMap).
 
     Unlike Go, a value that has nothing to merge with (a new key, a type change, a list
@@ -120,7 +120,7 @@ def _merge_map(original: dict, patch: Mapping, schema: _Schema) -> dict | _Delet
         elif value is None:
             original.pop(key, None)
         else:
-            merged = _merge_value(original.get(key), value, schema.get(key, _NO_METADATA))
+            merged = _merge_value(original.get(key), value, schema.get(key, NO_METADATA))
             if merged is _DELETED:
                 original.pop(key, None)
             else:
@@ -128,7 +128,7 @@ def _merge_map(original: dict, patch: Mapping, schema: _Schema) -> dict | _Delet
     return original
 
 
-def _map_directive(patch: Mapping, schema: _Schema) -> dict | _Deleted:
+def _map_directive(patch: Mapping, schema: PatchSchema) -> dict | _Deleted:
     directive = patch[_DIRECTIVE]
     if directive == "replace":
         return _merge_map({}, {k: v for k, v in patch.items() if k != _DIRECTIVE}, schema)
@@ -137,7 +137,7 @@ def _map_directive(patch: Mapping, schema: _Schema) -> dict | _Deleted:
     raise PatchError(f"unknown patch type: {directive} in map: {patch}")
 
 
-def _merge_value(original: Any, patch: Any, meta: _Field) -> Any:
+def _merge_value(original: Any, patch: Any, meta: PatchField) -> Any:
     """Merge one patch value into the original value of the same key (which may be absent)."""
     if isinstance(patch, dict):
         return _merge_map(original if isinstance(original, dict) else {}, patch, meta.fields)
@@ -148,7 +148,7 @@ def _merge_value(original: Any, patch: Any, meta: _Field) -> Any:
     return _fresh_list(patch, meta)
 
 
-def _fresh_list(items: list, meta: _Field) -> list:
+def _fresh_list(items: list, meta: PatchField) -> list:
     """A replacing list, with its objects merged into nothing to apply their directives."""
     fresh = []
     for item in items:
@@ -161,7 +161,7 @@ def _fresh_list(items: list, meta: _Field) -> list:
     return fresh
 
 
-def _merge_list(original: list, patch: list, meta: _Field) -> list:
+def _merge_list(original: list, patch: list, meta: PatchField) -> list:
     """Go's mergeSlice for a list with patch strategy "merge"."""
     if not original and not patch:
         return []
@@ -212,7 +212,7 @@ def _apply_list_directives(original: list, patch: list, merge_key: str) -> tuple
     return original, plain, replace
 
 
-def _merge_items(original: list, patch: list, meta: _Field) -> list:
+def _merge_items(original: list, patch: list, meta: PatchField) -> list:
     """Merge each patch item into the original item with the same merge key, or append it."""
     merged = list(original)
     position = _first_positions(merged, meta.merge_key)
@@ -298,7 +298,7 @@ def _apply_retain_keys(original: dict, patch: Mapping) -> None:
         del original[key]
 
 
-def _apply_element_orders(original: dict, patch: Mapping, schema: _Schema) -> set[str]:
+def _apply_element_orders(original: dict, patch: Mapping, schema: PatchSchema) -> set[str]:
     """``$setElementOrder/<list>``: merge that list now, then order it as given.
 
     kubectl apply sends the full desired order alongside only the changed items. Returns
@@ -314,7 +314,7 @@ def _apply_element_orders(original: dict, patch: Mapping, schema: _Schema) -> se
         if list_key not in original and list_key not in patch:
             continue
         live, changes = _list_or_none(original, list_key), _list_or_none(patch, list_key)
-        meta = schema.get(list_key, _NO_METADATA)
+        meta = schema.get(list_key, NO_METADATA)
         _check_order_matches_patch(changes or [], order, meta.merge_key)
         merged = (live or []) if changes is None else _merge_value(live, changes, meta)  # no changes: the key is live
         original[list_key] = _normalize_order(merged, order, live or [], meta.merge_key)

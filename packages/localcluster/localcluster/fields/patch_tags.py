@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
-class _Field:
+class PatchField:
     """Patch metadata of one field: its Go struct tags and its nested fields.
 
     ``merge`` is patchStrategy "merge" (a list that is merged, not replaced) and
@@ -26,39 +26,39 @@ class _Field:
 
     merge: bool = False
     merge_key: str = ""
-    fields: Mapping[str, _Field] = field(default_factory=dict)
+    fields: Mapping[str, PatchField] = field(default_factory=dict)
     keys: tuple[str, ...] = ()
     atomic: bool = False
     atomic_items: bool = False
 
 
-_Schema = Mapping[str, _Field]
-_NO_METADATA = _Field()  # a field with no tags: objects merge, lists are replaced
+PatchSchema = Mapping[str, PatchField]
+NO_METADATA = PatchField()  # a field with no tags: objects merge, lists are replaced
 
 
-def _merged_list(merge_key: str = "", fields: _Schema | None = None, **apply_tags) -> _Field:
-    return _Field(merge=True, merge_key=merge_key, fields=fields or {}, **apply_tags)
+def _merged_list(merge_key: str = "", fields: PatchSchema | None = None, **apply_tags) -> PatchField:
+    return PatchField(merge=True, merge_key=merge_key, fields=fields or {}, **apply_tags)
 
 
-def _nested(fields: _Schema) -> _Field:
-    return _Field(fields=fields)
+def _nested(fields: PatchSchema) -> PatchField:
+    return PatchField(fields=fields)
 
 
-# From the patchStrategy/patchMergeKey tags of k8s.io/api (and the apply tags, see _Field).
+# From the patchStrategy/patchMergeKey tags of k8s.io/api (and the apply tags, see PatchField).
 # Lists absent here are replaced whole, as in Go: e.g. tolerations, envFrom, containerStatuses,
 # initContainerStatuses, readinessGates, Service clusterIPs and ipFamilies.
-_ATOMIC = _Field(atomic=True)
-_OBJECT_META: _Schema = {
+_ATOMIC = PatchField(atomic=True)
+_OBJECT_META: PatchSchema = {
     "finalizers": _merged_list(),
     "ownerReferences": _merged_list("uid", atomic_items=True),
 }
-_CONTAINER: _Schema = {
+_CONTAINER: PatchSchema = {
     "ports": _merged_list("containerPort", keys=("containerPort", "protocol")),
     "env": _merged_list("name"),
     "volumeMounts": _merged_list("mountPath"),
     "volumeDevices": _merged_list("devicePath"),
 }
-_POD_SPEC: _Schema = {
+_POD_SPEC: PatchSchema = {
     "volumes": _merged_list("name"),
     "initContainers": _merged_list("name", _CONTAINER),
     "containers": _merged_list("name", _CONTAINER),
@@ -70,51 +70,52 @@ _POD_SPEC: _Schema = {
     "resourceClaims": _merged_list("name"),
     "nodeSelector": _ATOMIC,
 }
-_POD_STATUS: _Schema = {
+_POD_STATUS: PatchSchema = {
     "conditions": _merged_list("type"),
     "podIPs": _merged_list("ip"),
     "hostIPs": _merged_list("ip", atomic=True),
     "resourceClaimStatuses": _merged_list("name"),
 }
-_CONDITIONS_STATUS: _Schema = {"conditions": _merged_list("type")}
-_POD_TEMPLATE: _Schema = {"metadata": _nested(_OBJECT_META), "spec": _nested(_POD_SPEC)}
+_CONDITIONS_STATUS: PatchSchema = {"conditions": _merged_list("type")}
+_POD_TEMPLATE: PatchSchema = {"metadata": _nested(_OBJECT_META), "spec": _nested(_POD_SPEC)}
 
-_META_ONLY: _Schema = {"metadata": _nested(_OBJECT_META)}
-_BINDING: _Schema = {**_META_ONLY, "roleRef": _ATOMIC}
+META_ONLY: PatchSchema = {"metadata": _nested(_OBJECT_META)}
+_BINDING: PatchSchema = {**META_ONLY, "roleRef": _ATOMIC}
 # admissionregistration/v1 ValidatingWebhook and MutatingWebhook (rules and admissionReviewVersions: atomic).
-_WEBHOOK: _Schema = {"matchConditions": _merged_list("name"), "namespaceSelector": _ATOMIC, "objectSelector": _ATOMIC}
-_KIND_SCHEMAS: Mapping[str, _Schema] = {
-    "Pod": {**_META_ONLY, "spec": _nested(_POD_SPEC), "status": _nested(_POD_STATUS)},
+_WEBHOOK: PatchSchema = {"matchConditions": _merged_list("name"), "namespaceSelector": _ATOMIC,
+                         "objectSelector": _ATOMIC}
+KIND_SCHEMAS: Mapping[str, PatchSchema] = {
+    "Pod": {**META_ONLY, "spec": _nested(_POD_SPEC), "status": _nested(_POD_STATUS)},
     "Service": {
-        **_META_ONLY,
+        **META_ONLY,
         "spec": _nested({"ports": _merged_list("port", keys=("port", "protocol")), "selector": _ATOMIC}),
         "status": _nested(_CONDITIONS_STATUS),
     },
-    "Namespace": {**_META_ONLY, "status": _nested(_CONDITIONS_STATUS)},
+    "Namespace": {**META_ONLY, "status": _nested(_CONDITIONS_STATUS)},
     "Deployment": {
-        **_META_ONLY,
+        **META_ONLY,
         "spec": _nested({"selector": _ATOMIC, "template": _nested(_POD_TEMPLATE)}),
         "status": _nested(_CONDITIONS_STATUS),
     },
     "ReplicaSet": {
-        **_META_ONLY,
+        **META_ONLY,
         "spec": _nested({"selector": _ATOMIC, "template": _nested(_POD_TEMPLATE)}),
         "status": _nested(_CONDITIONS_STATUS),
     },
-    "ServiceAccount": {**_META_ONLY, "secrets": _merged_list("name")},
+    "ServiceAccount": {**META_ONLY, "secrets": _merged_list("name")},
     # core/v1 and events.k8s.io/v1: their object references are atomic structs.
-    "Event": {**_META_ONLY, "involvedObject": _ATOMIC, "regarding": _ATOMIC, "related": _ATOMIC},
+    "Event": {**META_ONLY, "involvedObject": _ATOMIC, "regarding": _ATOMIC, "related": _ATOMIC},
     "RoleBinding": _BINDING,
     "ClusterRoleBinding": _BINDING,
-    "ValidatingWebhookConfiguration": {**_META_ONLY, "webhooks": _merged_list("name", _WEBHOOK)},
-    "MutatingWebhookConfiguration": {**_META_ONLY, "webhooks": _merged_list("name", _WEBHOOK)},
+    "ValidatingWebhookConfiguration": {**META_ONLY, "webhooks": _merged_list("name", _WEBHOOK)},
+    "MutatingWebhookConfiguration": {**META_ONLY, "webhooks": _merged_list("name", _WEBHOOK)},
     # Lease has no tagged lists beyond metadata.
 }
 
 
-def kind_field(kind: str) -> _Field:
+def kind_field(kind: str) -> PatchField:
     """The tagged fields of a built-in kind, as one object field (server-side apply reads them too)."""
-    return _nested(_KIND_SCHEMAS.get(kind, _META_ONLY))
+    return _nested(KIND_SCHEMAS.get(kind, META_ONLY))
 
 
 METADATA_FIELD = _nested(_OBJECT_META)

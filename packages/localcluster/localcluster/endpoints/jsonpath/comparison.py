@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .values import Failed, Uint8, _bytes, number
+from .values import Failed, Uint8, number, utf8_bytes
 
 # --- comparison (third_party/forked/golang/template/funcs.go) --------------------------------------------------
 
@@ -27,7 +27,7 @@ def _kinds(a, b) -> tuple[str, str, object, object]:
     if ka != kb and {ka, kb} != {"int", "uint"}:
         raise ValueError("incompatible types for comparison")
     if ka == "string" == kb:
-        return ka, kb, _bytes(a), _bytes(b)
+        return ka, kb, utf8_bytes(a), utf8_bytes(b)
     return ka, kb, number(a), number(b)
 
 

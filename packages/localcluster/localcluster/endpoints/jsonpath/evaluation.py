@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from .comparison import compare
-from .printing import _go_type, go_text
-from .values import Failed, Uint8, _bytes
+from .printing import go_text, go_type
+from .values import Failed, Uint8, utf8_bytes
 
 # --- evaluation (jsonpath.go) ----------------------------------------------------------------------------------
 
@@ -67,7 +67,7 @@ class _Evaluation:
             if value is None:
                 continue
             if not isinstance(value, list):
-                raise Failed(f"{_go_type(value)} is not array or slice", values)
+                raise Failed(f"{go_type(value)} is not array or slice", values)
             (known0, start, _), (known1, stop, derived1), (known2, step, _) = node[1]
             length = len(value)
             start = start if known0 else 0
@@ -158,6 +158,6 @@ def _children(value) -> list:
     if isinstance(value, list):
         return value
     if isinstance(value, str):
-        return [Uint8(b) for b in _bytes(value)]
+        return [Uint8(b) for b in utf8_bytes(value)]
     return []
 

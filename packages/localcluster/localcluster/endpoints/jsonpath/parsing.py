@@ -6,7 +6,7 @@ import functools
 import math
 import re
 
-from .values import EOF, INT64, JSONPathError, _Float
+from .values import EOF, INT64, JSONPathError, PathFloat
 
 # --- parsing (parser.go) ---------------------------------------------------------------------------------------
 
@@ -145,7 +145,7 @@ class _Parser:
         if _INT.fullmatch(value) and -INT64 <= int(value) < INT64:
             cur.append(("int", int(value)))
         elif _FLOAT.fullmatch(value) and math.isfinite(float(value)):
-            cur.append(("float", _Float(value)))
+            cur.append(("float", PathFloat(value)))
         else:
             raise JSONPathError(f"cannot parse number {value}")
 

@@ -6,7 +6,7 @@ import math
 import re
 from decimal import Decimal
 
-from .values import Uint8, _bytes, number
+from .values import Uint8, number, utf8_bytes
 
 # --- printing (PrintResults) -----------------------------------------------------------------------------------
 
@@ -92,11 +92,11 @@ def go_json(value) -> str:
         return _json_string(value)
     if isinstance(value, list):
         return "[" + ",".join(go_json(item) for item in value) + "]"
-    items = sorted(value.items(), key=lambda item: _bytes(item[0]))
+    items = sorted(value.items(), key=lambda item: utf8_bytes(item[0]))
     return "{" + ",".join(f"{_json_string(key)}:{go_json(item)}" for key, item in items) + "}"
 
 
-def _go_type(value) -> str:
+def go_type(value) -> str:
     value = number(value)
     for kind, name in ((dict, "map[string]interface {}"), (bool, "bool"), (Uint8, "uint8"), (int, "int64"),
                        (float, "float64"), (str, "string")):

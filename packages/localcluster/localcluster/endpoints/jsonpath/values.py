@@ -23,7 +23,7 @@ class Uint8(int):
     """A byte of a string (`.*` and `..` walk a string's bytes): Go's uint8, which compares with integers only."""
 
 
-class _Float(float):
+class PathFloat(float):
     """A float written in the path (`1.0`): kept a float where the object's whole floats are integers."""
 
 
@@ -36,7 +36,7 @@ def number(value):
     return value
 
 
-def _bytes(text: str) -> bytes:
+def utf8_bytes(text: str) -> bytes:
     """A string's bytes (a byte that is not UTF-8, from a `\\xff` of a quoted string, is kept as it was)."""
     try:
         return text.encode("utf-8", "surrogateescape")

@@ -7,7 +7,7 @@ CEL rules. Errors carry the paths, reasons and texts of the real server (apimach
 ``field.Error``, kube-openapi's validator, apiextensions-apiserver's CEL validator), so a client
 sees the same 422 body as from a real cluster.
 
-A schema is compiled once into a tree of ``_Node`` (cached by identity) with its regexes and CEL
+A schema is compiled once into a tree of ``Node`` (cached by identity) with its regexes and CEL
 programs; objects are walked in place and never deep-copied. The rooms: field_errors (field.Error, its
 paths and Go's renderings of values), compiled (the nodes), formats, rules (CEL), defaults (pruning and
 defaulting), walk (validation), structural (the structural check); this module, the operations.
@@ -15,31 +15,47 @@ defaulting), walk (validation), structural (the structural check); this module, 
 
 from __future__ import annotations
 
-from .compiled import _compiled
-from .defaults import _default, _prune_object
+from .compiled import compiled_node
+from .defaults import default_value, prune_object
 from .field_errors import (
-    _ABSENT,
-    _BLOCKING,
-    _RESOURCE_FIELDS,
-    _RULES_SKIPPED,
+    ABSENT,
+    BLOCKING,
     DUPLICATE,
     FORBIDDEN,
     INVALID,
     NOT_SUPPORTED,
     REQUIRED,
+    RESOURCE_FIELDS,
+    RULES_SKIPPED,
     TOO_LONG,
     TOO_MANY,
     TYPE_INVALID,
     FieldError,
     invalid_status,
 )
-from .rules import CEL_ERROR_REWRITES, _cel_program
-from .structural import _collect_structural_problems
-from .walk import _Findings, _metadata_name_errors, _walk
+from .rules import CEL_ERROR_REWRITES, cel_program
+from .structural import structural_problems
+from .walk import Findings, metadata_name_errors, walk_value
 
-__all__ = ["CEL_ERROR_REWRITES", "DUPLICATE", "FORBIDDEN", "INVALID", "NOT_SUPPORTED", "REQUIRED", "TOO_LONG",
-           "TOO_MANY", "TYPE_INVALID", "FieldError", "_cel_program", "admit", "apply_defaults", "invalid_status",
-           "is_structural", "prune", "validate"]
+__all__ = [
+    "CEL_ERROR_REWRITES",
+    "DUPLICATE",
+    "FORBIDDEN",
+    "INVALID",
+    "NOT_SUPPORTED",
+    "REQUIRED",
+    "TOO_LONG",
+    "TOO_MANY",
+    "TYPE_INVALID",
+    "FieldError",
+    "admit",
+    "apply_defaults",
+    "cel_program",
+    "invalid_status",
+    "is_structural",
+    "prune",
+    "validate",
+]
 
 # --- the public operations --------------------------------------------------------------------
 
@@ -65,15 +81,15 @@ def prune(obj: dict, schema: dict) -> list[str]:
     are dropped too.
     """
     dropped: list[str] = []
-    _prune_object(obj, _compiled(schema), _RESOURCE_FIELDS, "", dropped)
+    prune_object(obj, compiled_node(schema), RESOURCE_FIELDS, "", dropped)
     return dropped
 
 
 def apply_defaults(obj: dict, schema: dict) -> None:
     """Fills in ``default`` values of absent fields, and of nulls where null is not allowed."""
-    node = _compiled(schema)
+    node = compiled_node(schema)
     if node.has_defaults:
-        _default(obj, node)
+        default_value(obj, node)
 
 
 def validate(obj: dict, schema: dict, old: dict | None = None) -> list[FieldError]:
@@ -82,13 +98,13 @@ def validate(obj: dict, schema: dict, old: dict | None = None) -> list[FieldErro
     On update, subtrees equal to the old object's are not reported (CRD validation ratcheting,
     on by default since Kubernetes 1.30), except for transition rules, which read ``oldSelf``.
     """
-    node = _compiled(schema)
-    found = _Findings()
-    _walk(node, obj, None, _ABSENT if old is None else old, found)
-    errors = _metadata_name_errors(obj) + found.schema + found.lists
+    node = compiled_node(schema)
+    found = Findings()
+    walk_value(node, obj, None, ABSENT if old is None else old, found)
+    errors = metadata_name_errors(obj) + found.schema + found.lists
     if node.has_rules:
-        if any(error.reason in _BLOCKING for error in errors):
-            errors.append(FieldError(INVALID, "<nil>", _RULES_SKIPPED))
+        if any(error.reason in BLOCKING for error in errors):
+            errors.append(FieldError(INVALID, "<nil>", RULES_SKIPPED))
         else:
             errors += found.rules
     return errors
@@ -102,7 +118,7 @@ def is_structural(schema: dict) -> list[str]:
     CEL rules must compile. Paths are relative to the openAPIV3Schema.
     """
     problems: list[str] = []
-    _collect_structural_problems(schema, "", "at the root", problems)
+    structural_problems(schema, "", "at the root", problems)
     return problems
 
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import re
 
-from .field_errors import _ABSENT
-from .formats import _FORMAT_CHECKS
-from .rules import _Rule
+from .field_errors import ABSENT
+from .formats import FORMAT_CHECKS
+from .rules import Rule
 
 # --- compiled schemas ---------------------------------------------------------------------------
 
 
-class _Node:
+class Node:
     """One schema node with its keywords read, its regex and CEL rules compiled."""
 
     __slots__ = (
@@ -42,13 +42,13 @@ class _Node:
         self.preserve_unknown = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
         self.embedded = bool(schema.get("x-kubernetes-embedded-resource"))
         self.atomic_map = schema.get("x-kubernetes-map-type") == "atomic"
-        self.properties = {name: _Node(sub) for name, sub in (schema.get("properties") or {}).items()}
+        self.properties = {name: Node(sub) for name, sub in (schema.get("properties") or {}).items()}
         extra = schema.get("additionalProperties")
-        self.additional: _Node | bool | None = _Node(extra) if isinstance(extra, dict) else extra
+        self.additional: Node | bool | None = Node(extra) if isinstance(extra, dict) else extra
         items = schema.get("items")
-        self.items = _Node(items) if isinstance(items, dict) else None
+        self.items = Node(items) if isinstance(items, dict) else None
         self.required = tuple(schema.get("required") or ())
-        self.default = schema.get("default", _ABSENT)
+        self.default = schema.get("default", ABSENT)
         self.list_type = schema.get("x-kubernetes-list-type")
         self.map_keys = tuple(schema.get("x-kubernetes-list-map-keys") or ())
 
@@ -69,7 +69,7 @@ class _Node:
             except re.error as err:  # never matches, and says why, as kube-openapi does
                 self.pattern = f"{self.pattern}, but pattern is invalid: {err}"
         self.format = schema.get("format") or ""
-        self.format_check = _FORMAT_CHECKS.get(self.format.replace("-", ""))
+        self.format_check = FORMAT_CHECKS.get(self.format.replace("-", ""))
         self.min_items = schema.get("minItems")
         self.max_items = schema.get("maxItems")
         self.unique_items = bool(schema.get("uniqueItems"))
@@ -77,30 +77,30 @@ class _Node:
         self.max_properties = schema.get("maxProperties")
 
     def _read_compositions(self, schema: dict) -> None:
-        self.all_of = tuple(_Node(sub) for sub in schema.get("allOf") or ())
-        self.any_of = tuple(_Node(sub) for sub in schema.get("anyOf") or ())
-        self.one_of = tuple(_Node(sub) for sub in schema.get("oneOf") or ())
-        self.not_ = _Node(schema["not"]) if isinstance(schema.get("not"), dict) else None
+        self.all_of = tuple(Node(sub) for sub in schema.get("allOf") or ())
+        self.any_of = tuple(Node(sub) for sub in schema.get("anyOf") or ())
+        self.one_of = tuple(Node(sub) for sub in schema.get("oneOf") or ())
+        self.not_ = Node(schema["not"]) if isinstance(schema.get("not"), dict) else None
 
     def _read_rules(self, schema: dict) -> None:
-        self.rules = tuple(_Rule.from_spec(spec) for spec in schema.get("x-kubernetes-validations") or ())
+        self.rules = tuple(Rule.from_spec(spec) for spec in schema.get("x-kubernetes-validations") or ())
         self.own_transition_rules = any(rule.uses_old_self for rule in self.rules)
 
     def _summarize(self) -> None:
         """Subtree flags that let the walks skip whole branches."""
-        extra = self.additional if isinstance(self.additional, _Node) else None
+        extra = self.additional if isinstance(self.additional, Node) else None
         children = [child for child in (*self.properties.values(), self.items, extra) if child is not None]
-        self.has_defaults: bool = any(child.default is not _ABSENT or child.has_defaults for child in children)
+        self.has_defaults: bool = any(child.default is not ABSENT or child.has_defaults for child in children)
         self.has_rules: bool = bool(self.rules) or any(c.has_rules for c in (*children, *self.all_of))
         self.has_transition_rules: bool = self.own_transition_rules or any(
             c.has_transition_rules for c in children)
 
 
-_compiled_schemas: dict[int, tuple[dict, _Node]] = {}
+_compiled_schemas: dict[int, tuple[dict, Node]] = {}
 _COMPILED_LIMIT = 512
 
 
-def _compiled(schema: dict) -> _Node:
+def compiled_node(schema: dict) -> Node:
     """The compiled form of a schema dict, built on first use. CRD schemas are not mutated in place:
     a changed CRD brings a new dict. The cache holds the dict, so its id cannot be reused."""
     hit = _compiled_schemas.get(id(schema))
@@ -108,7 +108,7 @@ def _compiled(schema: dict) -> _Node:
         return hit[1]
     if len(_compiled_schemas) >= _COMPILED_LIMIT:
         _compiled_schemas.clear()
-    node = _Node(schema)
+    node = Node(schema)
     _compiled_schemas[id(schema)] = (schema, node)
     return node
 

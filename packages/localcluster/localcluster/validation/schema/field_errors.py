@@ -33,12 +33,12 @@ _LABELS = {
 _LABEL_ONLY = frozenset({REQUIRED, FORBIDDEN, TOO_LONG})  # field.Error prints no bad value for these
 
 # Schema errors after which the server does not run CEL rules (strategy.go hasBlockingErr).
-_BLOCKING = frozenset({NOT_SUPPORTED, REQUIRED, TOO_LONG, TOO_MANY, TYPE_INVALID})
-_RULES_SKIPPED = ("some validation rules were not checked because the object was invalid; "
+BLOCKING = frozenset({NOT_SUPPORTED, REQUIRED, TOO_LONG, TOO_MANY, TYPE_INVALID})
+RULES_SKIPPED = ("some validation rules were not checked because the object was invalid; "
                   "correct the existing errors to complete validation")
 
-_RESOURCE_FIELDS = frozenset({"apiVersion", "kind", "metadata"})
-_ABSENT: Any = object()  # no value here (no old object, no default): unlike None, which is JSON null
+RESOURCE_FIELDS = frozenset({"apiVersion", "kind", "metadata"})
+ABSENT: Any = object()  # no value here (no old object, no default): unlike None, which is JSON null
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +71,7 @@ def invalid_status(kind: str, group: str, name: str, errors: list[FieldError]) -
         "apiVersion": "v1",
         "metadata": {},
         "status": "Failure",
-        "message": f"{qualified} {_go_quote(name)} is invalid: {_aggregate(errors)}",
+        "message": f"{qualified} {go_quote(name)} is invalid: {_aggregate(errors)}",
         "reason": "Invalid",
         "details": {key: value for key, value in details.items() if value},  # Go's omitempty
         "code": 422,
@@ -93,59 +93,59 @@ def _aggregate(errors: list[FieldError]) -> str:
 
 # --- paths and error constructors -------------------------------------------------------------
 # A path is a linked tuple (parent, segment), None at the root, rendered only when an error needs it.
-# Segments are property names, list indices, or map keys (_Key): kube-openapi prints a map key as
+# Segments are property names, list indices, or map keys (Key): kube-openapi prints a map key as
 # `.key` in schema errors, field.Path as `[key]` in list-type and CEL errors.
 
 
-class _Key(str):
+class Key(str):
     """A key of an additionalProperties map within a path."""
 
     __slots__ = ()
 
 
-def _format_path(path: tuple | None, brackets_for_keys: bool) -> str:
+def format_path(path: tuple | None, brackets_for_keys: bool) -> str:
     segments = []
     while path is not None:
         path, segment = path
         segments.append(segment)
     parts: list[str] = []
     for segment in reversed(segments):
-        if isinstance(segment, int) or (brackets_for_keys and isinstance(segment, _Key)):
+        if isinstance(segment, int) or (brackets_for_keys and isinstance(segment, Key)):
             parts.append(f"[{segment}]")
         else:
             parts.append(f".{segment}" if parts else segment)
     return "".join(parts)
 
 
-def _openapi_name(path: tuple | None) -> str:
+def openapi_name(path: tuple | None) -> str:
     """The path as kube-openapi names it in messages: `spec.replicaSpecs[0].replicas`."""
-    return _format_path(path, brackets_for_keys=False)
+    return format_path(path, brackets_for_keys=False)
 
 
-def _openapi_field(path: tuple | None) -> str:
-    return _openapi_name(path) or "<nil>"  # a nil field.Path prints as <nil>
+def openapi_field(path: tuple | None) -> str:
+    return openapi_name(path) or "<nil>"  # a nil field.Path prints as <nil>
 
 
-def _field_path(path: tuple | None) -> str:
-    return _format_path(path, brackets_for_keys=True) or "<nil>"
+def field_error_path(path: tuple | None) -> str:
+    return format_path(path, brackets_for_keys=True) or "<nil>"
 
 
-def _openapi_invalid(path: tuple | None, value: Any, predicate: str) -> FieldError:
-    name = _openapi_name(path)
+def openapi_invalid(path: tuple | None, value: Any, predicate: str) -> FieldError:
+    name = openapi_name(path)
     return FieldError(INVALID, name or "<nil>", f"{name} in body {predicate}", value)
 
 
-def _type_invalid(path: tuple | None, found: str, expected: str) -> FieldError:
-    name = _openapi_name(path)
-    detail = f"{name} in body must be of type {expected}: {_go_quote(found)}"
+def type_invalid(path: tuple | None, found: str, expected: str) -> FieldError:
+    name = openapi_name(path)
+    detail = f"{name} in body must be of type {expected}: {go_quote(found)}"
     return FieldError(TYPE_INVALID, name or "<nil>", detail, found)
 
 
-def _too_many(path: tuple | None, actual: int, limit: int) -> FieldError:
-    return FieldError(TOO_MANY, _openapi_field(path), f"must have at most {_count(limit, 'item')}", actual)
+def too_many(path: tuple | None, actual: int, limit: int) -> FieldError:
+    return FieldError(TOO_MANY, openapi_field(path), f"must have at most {counted(limit, 'item')}", actual)
 
 
-def _count(number: int, noun: str) -> str:
+def counted(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
@@ -161,13 +161,13 @@ def _go_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
-        return _go_number(value)
+        return go_number(value)
     if isinstance(value, str):
-        return _go_quote(value)
-    return _go_json(value)
+        return go_quote(value)
+    return go_json(value)
 
 
-def _go_quote(text: str) -> str:
+def go_quote(text: str) -> str:
     """strconv.Quote."""
     if text.isprintable() and '"' not in text and "\\" not in text:
         return f'"{text}"'
@@ -183,12 +183,12 @@ def _go_quote(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def _go_json(value: Any) -> str:
+def go_json(value: Any) -> str:
     """encoding/json.Marshal: sorted keys, no spaces, HTML-safe strings, Go's float format."""
     if isinstance(value, dict):
-        return "{" + ",".join(f"{_go_json(str(k))}:{_go_json(value[k])}" for k in sorted(value)) + "}"
+        return "{" + ",".join(f"{go_json(str(k))}:{go_json(value[k])}" for k in sorted(value)) + "}"
     if isinstance(value, list):
-        return "[" + ",".join(_go_json(item) for item in value) + "]"
+        return "[" + ",".join(go_json(item) for item in value) + "]"
     if isinstance(value, str):
         text = json.dumps(value, ensure_ascii=False)
         return re.sub("[<>&\u2028\u2029]", lambda m: _JSON_HTML_ESCAPES[m[0]], text)
@@ -197,7 +197,7 @@ def _go_json(value: Any) -> str:
     return json.dumps(value)
 
 
-def _go_number(number: int | float) -> str:
+def go_number(number: int | float) -> str:
     return str(number) if isinstance(number, int) else _go_float(number)
 
 

@@ -50,7 +50,7 @@ def _parses(parser: Any) -> Any:
     return check
 
 
-_FORMAT_CHECKS = {
+FORMAT_CHECKS = {
     "datetime": _is_date_time,
     "date": _is_date,
     **{name: _matches(pattern) for name, pattern in _UUIDS.items()},

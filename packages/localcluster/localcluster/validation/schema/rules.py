@@ -12,10 +12,10 @@ import celpy
 from celpy import celtypes
 
 from .. import cel_lists
-from .field_errors import _ABSENT, DUPLICATE, FORBIDDEN, INVALID, REQUIRED, FieldError, _field_path, _format_path
+from .field_errors import ABSENT, DUPLICATE, FORBIDDEN, INVALID, REQUIRED, FieldError, field_error_path, format_path
 
 if TYPE_CHECKING:
-    from .compiled import _Node
+    from .compiled import Node
 
 
 # --- validation: CEL rules ------------------------------------------------------------------------
@@ -34,7 +34,7 @@ def _cel_environment() -> celpy.Environment:
 
 
 @functools.lru_cache(maxsize=2048)
-def _cel_program(expression: str) -> tuple[Any, str, bool]:
+def cel_program(expression: str) -> tuple[Any, str, bool]:
     """(program, compile error, whether it reads oldSelf), compiled once per expression text."""
     environment = _cel_environment()
     try:
@@ -46,7 +46,7 @@ def _cel_program(expression: str) -> tuple[Any, str, bool]:
 
 
 @dataclass(frozen=True, slots=True)
-class _Rule:
+class Rule:
     text: str
     message: str
     message_program: Any
@@ -57,15 +57,15 @@ class _Rule:
     uses_old_self: bool
 
     @classmethod
-    def from_spec(cls, spec: dict) -> _Rule:
+    def from_spec(cls, spec: dict) -> Rule:
         text = (spec.get("rule") or "").strip()
-        program, compile_error, uses_old_self = _cel_program(text)
+        program, compile_error, uses_old_self = cel_program(text)
         expression = spec.get("messageExpression")
         reason = spec.get("reason")
         return cls(
             text=text,
             message=(spec.get("message") or "").strip(),
-            message_program=_cel_program(expression)[0] if expression else None,
+            message_program=cel_program(expression)[0] if expression else None,
             field_path=_normalized_field_path(spec.get("fieldPath") or ""),
             reason=reason if reason in _REASONS else INVALID,
             program=program,
@@ -79,10 +79,10 @@ def _normalized_field_path(json_path: str) -> str:
     return re.sub(r"\['((?:[^'\\]|\\.)*)'\]", r".\1", json_path).lstrip(".")
 
 
-def _run_rules(node: _Node, value: Any, path: tuple | None, old: Any, errors: list[FieldError],
+def run_rules(node: Node, value: Any, path: tuple | None, old: Any, errors: list[FieldError],
                transition_only: bool) -> None:
     """Evaluates a node's rules on a non-null value. Rules reading oldSelf need an old value."""
-    has_old = old is not _ABSENT and old is not None
+    has_old = old is not ABSENT and old is not None
     activation = None
     for rule in node.rules:
         if (rule.uses_old_self and not has_old) or (transition_only and not rule.uses_old_self):
@@ -115,23 +115,24 @@ def _to_cel(value: Any) -> Any:
     return celpy.json_to_cel(value)  # bool and None
 
 
-def _rule_error(rule: _Rule, node: _Node, path: tuple | None, activation: dict) -> FieldError | None:
+def _rule_error(rule: Rule, node: Node, path: tuple | None, activation: dict) -> FieldError | None:
     if rule.program is None:
-        return FieldError(INVALID, _field_path(path), f"rule compile error: {rule.compile_error}", node.schema_type)
+        return FieldError(INVALID, field_error_path(path), f"rule compile error: {rule.compile_error}",
+                          node.schema_type)
     try:
         result = rule.program.evaluate(activation)
     except Exception as err:  # celpy raises CELEvalError and, for odd inputs, plain Python errors
-        return FieldError(INVALID, _field_path(path), _evaluation_failure(err, rule), node.schema_type)
+        return FieldError(INVALID, field_error_path(path), _evaluation_failure(err, rule), node.schema_type)
     if isinstance(result, celpy.CELEvalError):
-        return FieldError(INVALID, _field_path(path), _evaluation_failure(result, rule), node.schema_type)
+        return FieldError(INVALID, field_error_path(path), _evaluation_failure(result, rule), node.schema_type)
     if result is True or (isinstance(result, celtypes.BoolType) and result):
         return None
     return _rule_violation(rule, node, path, activation)
 
 
-def _rule_violation(rule: _Rule, node: _Node, path: tuple | None, activation: dict) -> FieldError:
+def _rule_violation(rule: Rule, node: Node, path: tuple | None, activation: dict) -> FieldError:
     detail = _evaluated_message(rule, activation) or rule.message or f"failed rule: {rule.text}"
-    base = _format_path(path, brackets_for_keys=True)
+    base = format_path(path, brackets_for_keys=True)
     where = ".".join(part for part in (base, rule.field_path) if part) or "<nil>"
     if rule.reason in (REQUIRED, FORBIDDEN):
         return FieldError(rule.reason, where, detail)
@@ -140,7 +141,7 @@ def _rule_violation(rule: _Rule, node: _Node, path: tuple | None, activation: di
     return FieldError(INVALID, where, detail, node.schema_type)
 
 
-def _evaluated_message(rule: _Rule, activation: dict) -> str:
+def _evaluated_message(rule: Rule, activation: dict) -> str:
     """The messageExpression's text, or "" when it fails, for the server then falls back to message."""
     if rule.message_program is None:
         return ""
@@ -152,7 +153,7 @@ def _evaluated_message(rule: _Rule, activation: dict) -> str:
     return "" if "\n" in text else text
 
 
-def _evaluation_failure(err: Exception, rule: _Rule) -> str:
+def _evaluation_failure(err: Exception, rule: Rule) -> str:
     text = str(err.args[0]) if err.args else str(err)
     text = text.split(" (in activation", 1)[0]
     for pattern, replacement in CEL_ERROR_REWRITES:

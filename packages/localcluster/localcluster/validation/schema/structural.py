@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .field_errors import _go_quote
-from .rules import _cel_program
+from .field_errors import go_quote
+from .rules import cel_program
 
 # --- structural schema check --------------------------------------------------------------------
 
 
-def _collect_structural_problems(schema: Any, path: str, scope: str, problems: list[str]) -> None:
+def structural_problems(schema: Any, path: str, scope: str, problems: list[str]) -> None:
     where = f"{path}." if path else ""
     if not isinstance(schema, dict):
         problems.append(f"{path or '<root>'}: Invalid value: must be a schema object")
@@ -25,14 +25,14 @@ def _collect_structural_problems(schema: Any, path: str, scope: str, problems: l
                         "must not be empty if x-kubernetes-list-type is map")
     for index, rule in enumerate(schema.get("x-kubernetes-validations") or ()):
         text = (rule.get("rule") or "").strip() if isinstance(rule, dict) else ""
-        error = _cel_program(text)[1] if text else "rule must not be empty"
+        error = cel_program(text)[1] if text else "rule must not be empty"
         if error:
             problems.append(f"{where}x-kubernetes-validations[{index}].rule: Invalid value: "
-                            f"{_go_quote(text)}: compilation failed: {error}")
+                            f"{go_quote(text)}: compilation failed: {error}")
     for name, child in (schema.get("properties") or {}).items():
-        _collect_structural_problems(child, f"{where}properties[{name}]", "for specified object fields", problems)
+        structural_problems(child, f"{where}properties[{name}]", "for specified object fields", problems)
     if "items" in schema:
-        _collect_structural_problems(schema["items"], f"{where}items", "for specified array items", problems)
+        structural_problems(schema["items"], f"{where}items", "for specified array items", problems)
     if isinstance(schema.get("additionalProperties"), dict):
-        _collect_structural_problems(schema["additionalProperties"], f"{where}additionalProperties",
+        structural_problems(schema["additionalProperties"], f"{where}additionalProperties",
                                      "for specified object fields", problems)
