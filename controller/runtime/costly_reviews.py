@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -63,13 +64,23 @@ def decide(handler: Handler, body: bytes) -> tuple[dict, bytes]:
         about["kind"] = request["kind"].get("kind")
     response = answer.get("response") if isinstance(answer, dict) else None
     if isinstance(response, dict) and response.get("allowed") is False:
-        status = response.get("status") if isinstance(response.get("status"), dict) else {}
+        status = response.get("status")
+        status = status if isinstance(status, dict) else {}
         about.update(uid=response.get("uid"), denied={"code": status.get("code"), "message": status.get("message")})
     return about, orjson.dumps(answer)
 
 
+WORKER_NICENESS = 10  # a worker yields the CPU to the controller's own process: the loop runs first
+
+
 def _ready() -> None:
     """A worker's first task: it has started."""
+
+
+def _lower_priority() -> None:
+    """A worker's start: on a machine of few cores the costly reviews compete with the event loop for the CPU;
+    niced, they get what the loop leaves."""
+    os.nice(WORKER_NICENESS)
 
 
 class ReviewPool:
@@ -81,7 +92,7 @@ class ReviewPool:
         modules = sorted({getattr(h, "func", h).__module__ for h in handlers.values()} | {__name__})
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(modules)
-        self._pool = ProcessPool(max_workers=workers, context=context)
+        self._pool = ProcessPool(max_workers=workers, initializer=_lower_priority, context=context)
 
     async def start(self) -> None:
         """Start the workers (and, the first time in a process, the forkserver, importing the handlers' modules: a
