@@ -10,7 +10,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TF_VENV := .venv-tf
 
-.PHONY: local test test-fast test-localcluster lint typecheck cov bench mutants install install-local install-torch install-tensorflow lock image model-long model-mutants
+.PHONY: local test test-real test-fast test-localcluster lint typecheck cov bench mutants install install-local install-torch install-tensorflow lock image model-long model-mutants
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -74,7 +74,8 @@ install-tensorflow: $(UV)
 	test -x $(TF_VENV)/bin/python || $(PY) -m venv --without-pip $(TF_VENV)
 	$(UV_INSTALL) $(TF_VENV)/bin/python --no-deps -r requirements-tensorflow.lock
 
-# Install everything the tests need (kubectl, the system packages: openssl and the pod network's, torch,
+# Install everything the tests need (kubectl, the system packages: openssl, the pod network's, and the envtest tier's
+# etcd-server and xz-utils, torch,
 # TensorFlow), lint, and run the tests (the type checker among them: tests/program/test_typecheck.py, so mypy runs
 # once) in parallel workers: the suite waits on servers and processes far more than it computes, so 4 workers on
 # 2 cores beat 2.
@@ -84,6 +85,12 @@ test: install install-torch install-tensorflow
 	$(BIN)/python scripts/install_kubectl.py --dest $(BIN)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
+
+# The envtest tier alone (tests/real, and the e2e scenarios on the real server: the `real` marker): a real
+# kube-apiserver, etcd and kube-controller-manager from KUBEBUILDER_ASSETS, else from ../shared/envtest.
+test-real: install
+	$(BIN)/python scripts/install_system_packages.py
+	$(BIN)/python -m pytest -q -n 2 --dist worksteal -m real tests/real tests/e2e
 
 # The edit-run loop: every test not marked `slow` (tests/slow.py: those that start the programs, kubectl, helm or a
 # pod's processes, run a real framework or long, and tests/e2e), in the workers of `make test`, which runs them all.
@@ -140,13 +147,19 @@ bench: install
 	$(BIN)/python bench/bench_informers.py
 	$(BIN)/python bench/bench_reconcile.py
 
-# Mutation testing of the engine's decision modules (tests/mutation/runner.py; RELIABILITY.md has the score): not
-# part of `test`, about half an hour on two CPUs. MUTANTS= picks modules, MUTANTS_ARGS passes more flags
-# (e.g. --survivors-of mutants-report.json --tests tests/controller to try the survivors on every unit test).
-MUTANTS ?=
-MUTANTS_ARGS ?= --jobs 2
+# Mutation testing of the decision code with mutmut ([tool.mutmut] in pyproject.toml: controller/jobs/decisions/ and
+# the kinds' decision code, against tests/controller's unit tests without the model test; RELIABILITY.md has the
+# figure). Not part of `test`: hours on two busy CPUs. One module at a time, two test processes at most, niced;
+# mutmut keeps its results in mutants/ and reruns only what changed. MUTANTS= picks modules (paths), e.g.
+# `make mutants MUTANTS=controller/jobs/decisions/held.py`; then the per-module table and the survivors' names
+# (`.venv/bin/mutmut show NAME` shows one).
+MUTANTS ?= $(shell $(BIN)/python -c "from tests.mutation.mutmut_report import modules; print(*modules())" 2>/dev/null)
 mutants: install
-	nice -n 19 $(BIN)/python -m tests.mutation $(MUTANTS) $(MUTANTS_ARGS)
+	@for module in $(MUTANTS); do \
+		name=$$(echo "$${module%.py}" | tr / .); echo "mutants: $$module"; \
+		nice -n 19 $(BIN)/mutmut run --max-children 2 "$$name.*" > /dev/null || exit 1; \
+	done
+	$(BIN)/python -m tests.mutation.mutmut_report --survivors $(MUTANTS)
 
 # Regenerate requirements.lock (the image's pinned, hashed dependencies), requirements-dev.lock (the same
 # pins plus the extras', for `make install`) and requirements-local.lock (the dev lock's pins of what `local`

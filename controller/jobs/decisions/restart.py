@@ -116,6 +116,14 @@ def observe(slot: Slot, job_restarts: int = 0) -> Observation:
         # The recorded pod, the new pod we asked for, or one that replaced ours behind our back:
         # adopt it. Adopting never counts a restart, so caches that disagree cannot inflate counts.
         seen_record = observed(record, pod)
+        if (is_terminating(pod) and seen_record.phase == "Failed" and record.phase not in FINISHED
+                and not slot.policy.counts_lost_pods):
+            # Deleted by someone else while it ran (the controller's own deletes retire the pod first): a real
+            # kubelet reports the pod Failed (its SIGTERM's 143) before the deletion completes, but that is no
+            # exit of the replica's. Under Never it is a lost pod, recreated uncounted once gone (_gone), as when
+            # the Failed phase is never seen (the pod vanishes between two reconciles); under OnFailure and
+            # Always both ways count it, below.
+            return Observation(slot, Seen.CURRENT, record, None)
         if slot.debug:  # a debug pod's end is no outcome of the workload
             return Observation(slot, Seen.CURRENT, replace(seen_record, debug=True), None)
         return Observation(slot, Seen.CURRENT, seen_record,
@@ -200,7 +208,7 @@ def _replace(awaiting: Replica, backoff: RestartBackoff, now_epoch: float) -> St
     return Step(awaiting, wake=wait) if wait > 0 else Step(awaiting, create=True)
 
 
-def pause(obs: Observation, now: str = "", now_epoch: float = 0.0, backoff: RestartBackoff = NO_BACKOFF) -> Step:
+def pause(obs: Observation, now_epoch: float = 0.0, backoff: RestartBackoff = NO_BACKOFF) -> Step:
     """Pause deletes every pod, retiring it without counting a restart: its replacement is created
     on resume (in mode "resume"). Every replica runs again after a resume, finished ones included.
 
@@ -211,7 +219,8 @@ def pause(obs: Observation, now: str = "", now_epoch: float = 0.0, backoff: Rest
     event = None
     if will_count(obs):
         cause = _exit_cause(record, pod) if obs.seen == Seen.CURRENT else "pod was deleted"
-        record = record.counted(now, backoff.streak(record.restart_streak, pod, now_epoch))
+        # (No lastRestartTime: the pod is retired below, and its next one, at resume, owes nothing to the back-off.)
+        record = record.counted(streak=backoff.streak(record.restart_streak, pod, now_epoch))
         event = f"{_restart_message(record, obs, cause, NO_BACKOFF)}; its next pod when the job resumes"
     paused = record.retired().in_phase(DELETED)
     if obs.slot.debug:  # the quick ends of a debug session say nothing of the workload's next restart
