@@ -86,10 +86,12 @@ def podgroup_actions(kind: JobKind, job: ParsedJob, existing: list[dict], *, ter
 
 def dependent_actions(kind: JobKind, job: ParsedJob, observed: Mapping[Resource, list[dict] | None], *,
                       terminal: bool) -> tuple[list[ChildAction], dict]:
-    """The kind's dependents (a TensorBoard): created while the job has not finished, their spec kept in
-    step (a merge patch), never deleted (they go with the job); and the status fields reporting them."""
+    """The kind's dependents (a TensorBoard, a ConfigMap): created while the job has not finished, the fields
+    each `Dependent.follows` kept in step (a merge patch of each; none of a Secret made once), never deleted
+    (they go with the job); and the status fields reporting them."""
     actions: list[ChildAction] = []
     done: dict[Resource, str] = {}
+    follows = {d.resource: d.follows for d in kind.dependent_resources}
     for resource, body in kind.dependents(job).items():
         current_objects = observed.get(resource)
         if current_objects is None:
@@ -100,10 +102,12 @@ def dependent_actions(kind: JobKind, job: ParsedJob, observed: Mapping[Resource,
             if not terminal:
                 actions.append(CreateChild(resource.plural, name, body))
                 done[resource] = "Create"
-        elif not terminal and (current.get("spec") or {}) != body.get("spec"):
-            actions.append(PatchChild(resource.plural, name,
-                                      {"spec": merge_patch(current.get("spec") or {}, body.get("spec") or {})}))
-            done[resource] = "Update"
+        elif not terminal:
+            patch = {key: merge_patch(current.get(key) or {}, body.get(key) or {})
+                     for key in follows.get(resource, ("spec",)) if (current.get(key) or {}) != (body.get(key) or {})}
+            if patch:
+                actions.append(PatchChild(resource.plural, name, patch))
+                done[resource] = "Update"
     reported = kind.dependent_status(job, {d.resource: observed.get(d.resource) for d in kind.dependent_resources},
                                      done)
     return actions, reported
