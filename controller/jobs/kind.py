@@ -254,6 +254,10 @@ class JobKind(Protocol[J]):
         of it is restarted, to be made again by the start order (a failed MPI worker takes the launcher with
         it). Replicas of a group restarted in one reconcile count one restart."""
 
+    def subdomain_ports(self, job: J) -> list[dict] | None:
+        """The ports of one headless Service named after the job and selecting all its pods (the subdomain of
+        pods that set `hostname` and `subdomain`, as an MPI job's hostfile names them); None: no such Service."""
+
     def service_ports(self, job: J, replica_type: str) -> list[dict] | None:
         """The ports of the headless Service of each replica of a type, with the API server's defaults filled
         in (so they compare equal to a stored Service's); None when that type wants no Services."""
@@ -313,6 +317,9 @@ class KindBase(ABC, Generic[J]):
 
     def restart_together(self, job: J) -> Mapping[str, tuple[str, ...]]:
         return {}
+
+    def subdomain_ports(self, job: J) -> list[dict] | None:
+        return None
 
     def service_ports(self, job: J, replica_type: str) -> list[dict] | None:
         return None

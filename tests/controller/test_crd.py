@@ -238,6 +238,7 @@ def job_object(name: str = "generic-example", **spec) -> dict:
 async def api():
     async with LocalCluster() as cluster:
         assert sorted(cluster.apply_crds(CRD_DIR)) == ["genericjobs.batch.tensorstack.dev",
+                                                       "mpijobs.batch.tensorstack.dev",
                                                        "podgroups.scheduler.tensorstack.dev",
                                                        "pytorchtrainingjobs.batch.tensorstack.dev",
                                                        "tensorflowtrainingjobs.batch.tensorstack.dev"]

@@ -29,6 +29,10 @@ def service_actions(kind: JobKind, job: ParsedJob, status: dict, existing: list[
     ports = {spec.type: kind.service_ports(job, spec.type) for spec in job.spec.replica_specs}
     current = {s["metadata"]["name"]: s for s in existing}
     wanted = _wanted_services(kind, job, status, terminal, ports)
+    subdomain = kind.subdomain_ports(job)
+    if subdomain is not None and (not terminal or wanted):  # the job's own Service, while a replica's pod may stay
+        wanted[job.name] = ("", -1)
+        ports[""] = subdomain
     actions: list[ChildAction] = [DeleteChild(SERVICES, name, svc["metadata"]["uid"])
                                   for name, svc in current.items() if name not in wanted]
     for name, (replica_type, rank) in wanted.items():
@@ -38,7 +42,8 @@ def service_actions(kind: JobKind, job: ParsedJob, status: dict, existing: list[
                 # The ports were edited: a merge patch replaces the port list whole.
                 actions.append(PatchChild(SERVICES, name, {"spec": {"ports": type_ports}}))
         elif making:
-            desired = services.desired_service(kind, job, replica_type, rank)
+            desired = services.desired_service(kind, job, replica_type, rank) if rank >= 0 else \
+                services.subdomain_service(kind, job)
             assert desired is not None  # a Service is wanted only of a type with ports
             actions.append(CreateChild(SERVICES, name, desired))
     return actions
