@@ -140,13 +140,19 @@ bench: install
 	$(BIN)/python bench/bench_informers.py
 	$(BIN)/python bench/bench_reconcile.py
 
-# Mutation testing of the engine's decision modules (tests/mutation/runner.py; RELIABILITY.md has the score): not
-# part of `test`, about half an hour on two CPUs. MUTANTS= picks modules, MUTANTS_ARGS passes more flags
-# (e.g. --survivors-of mutants-report.json --tests tests/controller to try the survivors on every unit test).
-MUTANTS ?=
-MUTANTS_ARGS ?= --jobs 2
+# Mutation testing of the decision code with mutmut ([tool.mutmut] in pyproject.toml: controller/jobs/decisions/ and
+# the kinds' decision code, against tests/controller's unit tests without the model test; RELIABILITY.md has the
+# figure). Not part of `test`: hours on two busy CPUs. One module at a time, two test processes at most, niced;
+# mutmut keeps its results in mutants/ and reruns only what changed. MUTANTS= picks modules (paths), e.g.
+# `make mutants MUTANTS=controller/jobs/decisions/held.py`; then the per-module table and the survivors' names
+# (`.venv/bin/mutmut show NAME` shows one).
+MUTANTS ?= $(shell $(BIN)/python -c "from tests.mutation.mutmut_report import modules; print(*modules())" 2>/dev/null)
 mutants: install
-	nice -n 19 $(BIN)/python -m tests.mutation $(MUTANTS) $(MUTANTS_ARGS)
+	@for module in $(MUTANTS); do \
+		name=$$(echo "$${module%.py}" | tr / .); echo "mutants: $$module"; \
+		nice -n 19 $(BIN)/mutmut run --max-children 2 "$$name.*" > /dev/null || exit 1; \
+	done
+	$(BIN)/python -m tests.mutation.mutmut_report --survivors $(MUTANTS)
 
 # Regenerate requirements.lock (the image's pinned, hashed dependencies), requirements-dev.lock (the same
 # pins plus the extras', for `make install`) and requirements-local.lock (the dev lock's pins of what `local`

@@ -5,7 +5,7 @@ from __future__ import annotations
 from controller.jobs.decisions import plan as engine
 
 from .decisions_plan_support import at
-from .plan_support import Pods, make_job, step
+from .plan_support import Pods, make_job, restarts, step
 
 
 def _started(job, pods):
@@ -113,3 +113,29 @@ def test_a_rank_that_restarted_before_failing_as_it_is_scaled_away_adds_only_its
     result = step(make_job(("worker", 0, "OnFailure", 3), ("ps", 3, "OnFailure", 3)), status, pods, at(5))
     worker = next(t for t in result.status["tasks"] if t["type"] == "worker")
     assert worker["restartCount"] == 2 and result.status["backoffCount"] == 2
+
+
+def test_a_debug_pod_failing_as_its_rank_is_scaled_away_counts_no_restart_and_fails_nothing():
+    # Issue 45 (slots.py): the debug flag of a rank scaled away. Under a limit of 0 a workload pod's failure
+    # would fail the job; a debug pod's decides nothing.
+    pods = Pods()
+    status = _started(make_job(("worker", 2, "OnFailure", 0), debug=True), pods)
+    uid = pods.set("worker", 1, "Failed")["metadata"]["uid"]
+    result = step(make_job(("worker", 1, "OnFailure", 0), debug=True), status, pods, at(5))
+    assert not result.terminal and result.status["backoffCount"] == 0 and restarts(result) == []
+    assert result.delete == [("job-worker-1", uid, "scale-down")]
+    workload = Pods()
+    status = _started(make_job(("worker", 2, "OnFailure", 0)), workload)
+    workload.set("worker", 1, "Failed")
+    assert step(make_job(("worker", 1, "OnFailure", 0)), status, workload, at(5)).terminal
+
+
+def test_ranks_after_a_pod_of_a_type_no_longer_in_the_spec_are_still_judged():
+    # Issue 45 (slots.py): the pods of ranks scaled away are gathered in sorted order; one the engine cannot judge
+    # (its type removed from the spec) must not stop the others from being judged: worker-1's failure, as it is
+    # scaled away, uses a restart of the job's.
+    pods = Pods()
+    status = _started(make_job(("a", 1, "OnFailure", 2), ("worker", 2, "OnFailure", 2)), pods)
+    pods.set("worker", 1, "Failed")
+    result = step(make_job(("worker", 1, "OnFailure", 2)), status, pods, at(5))
+    assert result.status["backoffCount"] == 1 and not result.terminal

@@ -8,6 +8,7 @@ from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.tensorflow.kind import TENSORFLOW
 
 from .plan_support import JOB, Pods, at, condition, make_job, plan, record, step
+from .status_checks import assert_well_formed
 
 PROBLEM = 'spec.failureRules[1]: rank 1 of "worker" is out of range [0, 1)'
 
@@ -20,7 +21,9 @@ def running(job, pods: Pods) -> dict:
 
 
 def hold(status: dict, pods: Pods, now: str, generation: int = 2, **options):
-    return held.plan_held(GENERICJOB, status, pods.list(), PROBLEM, generation, now, **options)
+    result = held.plan_held(GENERICJOB, status, pods.list(), PROBLEM, generation, now, **options)
+    assert_well_formed(result.status, status)
+    return result
 
 
 def test_only_a_job_that_already_runs_is_held():

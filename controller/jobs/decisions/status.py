@@ -120,6 +120,9 @@ class Replica:
             out["lastRestartUid"] = self.last_restart_uid
         if self.last_restart_time:  # only once restarted: a record of a replica never restarted stays as it was
             out["lastRestartTime"] = self.last_restart_time
+        if self.last_restart_time or self.restart_streak:
+            # Apart from the time too: a pause retires the pod (no back-off owed by its next one) and keeps the
+            # workload's streak of quick failures for the next restart; a debug session's is forgotten (restart.pause).
             out["restartStreak"] = self.restart_streak
         if self.is_ready:
             out["ready"] = True

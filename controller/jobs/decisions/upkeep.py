@@ -26,19 +26,28 @@ def service_actions(kind: JobKind, job: ParsedJob, status: dict, existing: list[
                     making: bool) -> list[ChildAction]:
     """Deletes first, then patches and creates in replica order. `status` is the plan's new status
     (which replicas clean-up has deleted)."""
-    ports = {spec.type: kind.service_ports(job, spec.type) for spec in job.spec.replica_specs}
     current = {s["metadata"]["name"]: s for s in existing}
-    wanted = _wanted_services(kind, job, status, terminal, ports)
+    if terminal:
+        # Terminal is final: nothing is made or patched any more, only the clean-up's deletes remain.
+        kept = _kept_services(kind, job, status)
+        if kept and kind.subdomain_ports(job) is not None:  # the job's own Service, while a replica's pod stays
+            kept.add(job.name)
+        return [DeleteChild(SERVICES, name, svc["metadata"]["uid"])
+                for name, svc in current.items() if name not in kept]
+    ports = {spec.type: kind.service_ports(job, spec.type) for spec in job.spec.replica_specs}
+    counts = kind.replica_counts(job)
+    wanted = {replica_name(job.name, spec.type, rank): (spec.type, rank)
+              for spec in job.spec.replica_specs if ports[spec.type] is not None for rank in range(counts[spec.type])}
     subdomain = kind.subdomain_ports(job)
-    if subdomain is not None and (not terminal or wanted):  # the job's own Service, while a replica's pod may stay
+    if subdomain is not None:  # the job's own Service (a subdomain for its pods' host names)
         wanted[job.name] = ("", -1)
         ports[""] = subdomain
     actions: list[ChildAction] = [DeleteChild(SERVICES, name, svc["metadata"]["uid"])
                                   for name, svc in current.items() if name not in wanted]
     for name, (replica_type, rank) in wanted.items():
-        svc, type_ports = current.get(name), ports.get(replica_type)
+        svc, type_ports = current.get(name), ports[replica_type]
         if svc is not None:
-            if not terminal and services.stored_ports(svc) != type_ports:
+            if services.stored_ports(svc) != type_ports:
                 # The ports were edited: a merge patch replaces the port list whole.
                 actions.append(PatchChild(SERVICES, name, {"spec": {"ports": type_ports}}))
         elif making:
@@ -49,19 +58,14 @@ def service_actions(kind: JobKind, job: ParsedJob, status: dict, existing: list[
     return actions
 
 
-def _wanted_services(kind: JobKind, job: ParsedJob, status: dict, terminal: bool,
-                     ports: dict[str, list[dict] | None]) -> dict[str, tuple[str, int]]:
-    if terminal:
-        # Terminal is final: the replicas it finished with, whatever the spec now says, and the policy it
-        # finished with. Nothing is made or patched any more: only the clean-up's deletes remain.
-        policy = cleanup.finished_policy(job, status)
-        if policy == CleanUpPolicy.ALL:
-            return {}
-        return {name: ("", -1) for name, r in kind.status.stored_records(status).items()
-                if r.get("phase") != DELETED or (policy == CleanUpPolicy.NONE and not _retired(r))}
-    counts = kind.replica_counts(job)
-    return {replica_name(job.name, spec.type, rank): (spec.type, rank)
-            for spec in job.spec.replica_specs if ports[spec.type] is not None for rank in range(counts[spec.type])}
+def _kept_services(kind: JobKind, job: ParsedJob, status: dict) -> set[str]:
+    """The Services a finished job keeps: those of the replicas it finished with, whatever the spec now says,
+    that the clean-up policy in force leaves a pod to reach."""
+    policy = cleanup.finished_policy(job, status)
+    if policy == CleanUpPolicy.ALL:
+        return set()
+    return {name for name, r in kind.status.stored_records(status).items()
+            if r.get("phase") != DELETED or (policy == CleanUpPolicy.NONE and not _retired(r))}
 
 
 def _retired(record: Mapping) -> bool:

@@ -11,6 +11,7 @@ from tests.controller.model.job_strategy import DEBUG_COMMAND
 from tests.controller.model.oracle import Expect
 from tests.controller.model.rules import FINISHED
 from tests.controller.model.world import JOB
+from tests.controller.status_checks import monotonic_problems, status_problems
 
 
 def records(kind, status: dict) -> dict[str, dict]:
@@ -90,6 +91,25 @@ class Checks:
                             f"tasks[{task.get('type')}].restartCount {task.get('restartCount')}, but its "
                             f"replicas (removed ranks included) restarted {by_type.get(task.get('type'), 0)} times")
                 return
+
+    def _check_status_content(self, before: dict, after: dict) -> None:
+        """What the status says, not only what it decides (issue 45): conditions complete and well-formed, times
+        present and monotonic, a Failed job's message non-empty (status_checks.py), and each record's cause kept: a
+        record that described a pod's end (its containers' exit codes) says the same of that pod afterwards."""
+        problems = status_problems(after) + monotonic_problems(before, after)
+        old = records(self.kind, before)
+        for name, record in records(self.kind, after).items():
+            previous = old.get(name) or {}
+            if not record.get("uid") or record.get("uid") != previous.get("uid"):
+                continue
+            ended = {c.get("name"): c.get("exitCode") for c in previous.get("containers") or ()
+                     if c.get("state") == "terminated"}
+            now = {c.get("name"): c.get("exitCode") for c in record.get("containers") or ()
+                   if c.get("state") == "terminated"}
+            if ended and now != ended:
+                problems.append(f"{name}: its pod's exit codes {ended} became {now}")
+        if problems:
+            self.defect(None, f"the status says the wrong thing: {'; '.join(problems)}")
 
     def _check_final(self, status: dict) -> None:
         """Terminal is final: nothing of a finished job's status changes again (its records but to Deleted)."""
