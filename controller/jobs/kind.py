@@ -11,6 +11,8 @@ usually by subclassing `KindBase[J]`, which supplies every default, so a kind wr
 - the restart rule of each replica (`RestartRule`: may this replica's finished pod be replaced);
 - the verdict: has the job succeeded or failed, given what each replica has come to for good;
 - pod decoration (its environment, variables, run-mode overrides) and the ports of the Services it wants;
+- replicas that depend on each other: the start order (`start_after`) and the group restart (`restart_together`);
+  one headless Service for the whole job (`subdomain_ports`);
 - the replicas the engine runs of each type (`replica_counts`: the written counts by default; an elastic kind
   computes its own), the labels it adds to every template (`template_labels`), the PodGroup's gang size
   (`min_member`), and what an edit may not change beyond what `parse` checks (`update_problems`, the admission
