@@ -10,7 +10,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TF_VENV := .venv-tf
 
-.PHONY: local test test-fast test-localcluster lint typecheck cov bench mutants install install-local install-torch install-tensorflow lock image model-long model-mutants
+.PHONY: local test test-real test-fast test-localcluster lint typecheck cov bench mutants install install-local install-torch install-tensorflow lock image model-long model-mutants
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -74,7 +74,8 @@ install-tensorflow: $(UV)
 	test -x $(TF_VENV)/bin/python || $(PY) -m venv --without-pip $(TF_VENV)
 	$(UV_INSTALL) $(TF_VENV)/bin/python --no-deps -r requirements-tensorflow.lock
 
-# Install everything the tests need (kubectl, the system packages: openssl and the pod network's, torch,
+# Install everything the tests need (kubectl, the system packages: openssl, the pod network's, and the envtest tier's
+# etcd-server and xz-utils, torch,
 # TensorFlow), lint, and run the tests (the type checker among them: tests/program/test_typecheck.py, so mypy runs
 # once) in parallel workers: the suite waits on servers and processes far more than it computes, so 4 workers on
 # 2 cores beat 2.
@@ -84,6 +85,12 @@ test: install install-torch install-tensorflow
 	$(BIN)/python scripts/install_kubectl.py --dest $(BIN)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
+
+# The envtest tier alone (tests/real, and the e2e scenarios on the real server: the `real` marker): a real
+# kube-apiserver, etcd and kube-controller-manager from KUBEBUILDER_ASSETS, else from ../shared/envtest.
+test-real: install
+	$(BIN)/python scripts/install_system_packages.py
+	$(BIN)/python -m pytest -q -n 2 --dist worksteal -m real tests/real tests/e2e
 
 # The edit-run loop: every test not marked `slow` (tests/slow.py: those that start the programs, kubectl, helm or a
 # pod's processes, run a real framework or long, and tests/e2e), in the workers of `make test`, which runs them all.

@@ -1,4 +1,6 @@
-"""Install what local runs need from the system: openssl, and for the pod network a C compiler and nss_wrapper.
+"""Install what local runs need from the system: openssl, and for the pod network a C compiler and nss_wrapper;
+and what the envtest tier of the tests needs (tests/real): etcd (Debian's etcd-server) and xz (to unpack
+../shared/envtest's kube-apiserver and kube-controller-manager).
 
 A local run cannot start without the openssl command (localcluster makes its certificates and keys with it:
 localcluster/auth/host_commands.py); it works without the pod network's two, on the host's network
@@ -24,15 +26,19 @@ from localcluster.host import find_compiler, find_nss_wrapper, install_hint
 
 POD_NETWORK = {"gcc": "gcc", "libnss-wrapper": "nss_wrapper"}  # Debian's name: Fedora's
 REQUIRED = dict(host_commands.REQUIRED.values())  # openssl's package, Debian's name: Fedora's
-PACKAGES = {**REQUIRED, **POD_NETWORK}
+ENVTEST = {"etcd-server": "etcd", "xz-utils": "xz"}  # Debian's name: Fedora's, which is also the command it gives
+PACKAGES = {**REQUIRED, **POD_NETWORK, **ENVTEST}
 
 
-def missing() -> dict[str, str]:
+def missing(envtest: bool = True) -> dict[str, str]:
     """The packages of what this machine lacks ({Debian's name: Fedora's}): the commands a local run needs,
-    then (on Linux) the pod network's."""
+    then (on Linux) the pod network's and (unless `envtest` is false: a local run does not need them) the
+    envtest tier's."""
     lacking = dict(host_commands.REQUIRED[command] for command in host_commands.missing())
     if not sys.platform.startswith("linux"):
         return lacking
+    if envtest:
+        lacking.update({deb: rpm for deb, rpm in ENVTEST.items() if shutil.which(rpm) is None})
     if find_compiler() is None:
         lacking["gcc"] = PACKAGES["gcc"]
     if find_nss_wrapper() is None:
@@ -71,7 +77,7 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="only say what is missing (exit 1 when a local run "
                                                              "cannot start without it); never install")
     args = parser.parse_args()
-    lacking = missing()
+    lacking = missing(envtest=not args.check)
     if not sys.platform.startswith("linux"):
         print("the pod network needs Linux: local runs here put pods on this machine's network")
     if not lacking:
@@ -81,7 +87,8 @@ def main() -> int:
     if shutil.which("apt-get") and apt_get(list(lacking)) and not missing():
         return 0
     lacking = missing() or lacking
-    print(f"the tests need {', '.join(lacking)} (local runs' certificates and pod network): {install_hint(lacking)}",
+    print(f"the tests need {', '.join(lacking)} (local runs' certificates and pod network, the envtest tier): "
+          f"{install_hint(lacking)}",
           file=sys.stderr)
     return 1
 

@@ -14,6 +14,8 @@ from kubeclient.rest import RestClient
 
 from . import slow
 
+pytest_plugins = ["tests.real.fixtures"]  # the envtest tier: its session control plane, the `real` marker
+
 
 # What `make test-fast` leaves out (the `slow` marker), what a test not marked slow may start, and the order of the
 # run: tests/slow.py.

@@ -123,6 +123,17 @@ def test_a_finished_pod_already_being_deleted_is_counted_without_a_delete():
     assert result.record.restart_count == 1 and result.delete is None
 
 
+def test_under_never_a_running_pod_someone_deleted_is_lost_not_failed_when_its_kubelet_reports_failed():
+    """A real kubelet writes Failed (the SIGTERM's 143) before a deleted pod goes: under Never that is no
+    failure but a lost pod, recreated uncounted once gone (as localcluster, which deletes at once, showed it)."""
+    pod = make_pod("worker", 0, "u1", "Failed", terminating=True)
+    obs, result = decide(policy("Never"), rec("u1", "Running"), pod)
+    assert obs.outcome is None and result.delete is None and not result.create
+    assert result.record.phase == "Running" and result.record.restart_count == 0
+    gone_obs, gone = decide(policy("Never"), result.record, None)
+    assert gone_obs.outcome is None and gone.create and gone.record.restart_count == 0
+
+
 def test_on_failure_limit_reached_fails_for_good():
     pod = make_pod("worker", 0, "u3", "Failed")
     obs, result = decide(policy("OnFailure", 2), rec("u3", "Running", 2, "u2"), pod)

@@ -6,6 +6,7 @@ Tests synchronise by polling the API (`jobs.wait*`, `until`) with timeouts, neve
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections import Counter
 from pathlib import Path
@@ -26,6 +27,7 @@ from informers import BackoffPolicy, InformerOptions
 from localcluster import LocalCluster
 from localcluster.testing import SCRIPT_ANNOTATION, Kubectl, until
 from tests.builders import JobBuilder
+from tests.real.cluster import RealCluster
 
 CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"
 FAST = InformerOptions(watch_timeout=(30.0, 60.0), watchdog_timeout=5.0, request_timeout=5.0,
@@ -37,10 +39,30 @@ FAIL = {"run_for": 0.05, "exit_code": 1}  # a pod that fails at once
 FOREVER: dict = {}  # a pod that runs until deleted
 
 
+def pytest_generate_tests(metafunc):
+    """A test (or module) marked `servers("local", "real")` runs once on each: localcluster, and the envtest
+    tier's real API server with its test kubelet (tests/real). What passes on one must pass on the other."""
+    marker = metafunc.definition.get_closest_marker("servers")
+    if marker and "server" in metafunc.fixturenames:
+        metafunc.parametrize("server", marker.args, indirect=True)
+
+
 @pytest.fixture
-async def cluster(request):
+def server(request) -> str:
+    return getattr(request, "param", "local")
+
+
+@pytest.fixture
+async def cluster(request, server):
     """localcluster with the project's CRDs; its pods follow scripts unless the test's `runner` marker names another
-    runner (`pytest.mark.runner("process")`: pods as real processes)."""
+    runner (`pytest.mark.runner("process")`: pods as real processes). On the `real` server: the session's envtest
+    API server with the CRDs and the test kubelet following the same scripts, reset after the test."""
+    if server == "real":
+        session = request.getfixturevalue("envtest")
+        async with RealCluster(session.plane, session.baseline, session.kept_crds) as real:
+            await real.apply_crds(CRDS)
+            yield real
+        return
     marker = request.node.get_closest_marker("runner")
     async with LocalCluster(runner=marker.args[0] if marker else "scripted", bookmark_interval=1.0) as running:
         running.apply_crds(CRDS)
@@ -54,8 +76,12 @@ def kubectl(cluster, tmp_path) -> Kubectl:
 
 
 @pytest.fixture
-def config() -> JobConfig:
-    return JobConfig(workers=4, qps=0, informer_options=FAST, shutdown_timeout=5.0, restart_backoff=0)
+def config(server) -> JobConfig:
+    # The real API server sends a watch's bookmarks about once a minute (localcluster here: every second), so a
+    # quiet watch is no dead one for the default watchdog's 70 s
+    options = dataclasses.replace(FAST, watchdog_timeout=InformerOptions().watchdog_timeout) if server == "real" \
+        else FAST
+    return JobConfig(workers=4, qps=0, informer_options=options, shutdown_timeout=5.0, restart_backoff=0)
 
 
 class Controllers:

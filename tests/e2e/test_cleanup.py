@@ -7,6 +7,8 @@ import pytest
 
 from .conftest import FAIL, FOREVER, QUICK, finish_pod, genericjob, replicas, scripts, until
 
+pytestmark = pytest.mark.servers("local", "real")  # on localcluster and on the real API server (tests/real)
+
 SERVICE = {"ports": [{"name": "http", "port": 2222}]}
 SCHEDULER = {"t9kScheduler": {"queue": "default", "priority": 10}}
 

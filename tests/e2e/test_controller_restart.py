@@ -3,7 +3,11 @@ pod, no lost or extra restart, the right final phase."""
 
 from __future__ import annotations
 
+import pytest
+
 from .conftest import FAIL, FOREVER, QUICK, condition, finish_pod, genericjob, phase, replicas, scripts, task
+
+pytestmark = pytest.mark.servers("local", "real")  # on localcluster and on the real API server (tests/real)
 
 POD = "job-worker-0"
 

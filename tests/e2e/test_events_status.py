@@ -7,9 +7,13 @@ import itertools
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from controller.runtime.controller import ControllerConfig
 
 from .conftest import FAIL, FOREVER, QUICK, condition, finish_pod, genericjob, phase, replicas, scripts, until
+
+pytestmark = pytest.mark.servers("local", "real")  # on localcluster and on the real API server (tests/real)
 
 
 def ticking_clock():

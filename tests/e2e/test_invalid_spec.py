@@ -11,6 +11,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from .conftest import QUICK, condition, genericjob, replicas, until
 
+pytestmark = pytest.mark.servers("local", "real")  # on localcluster and on the real API server (tests/real)
+
 SERVICE = {"ports": [{"name": "http", "port": 2222}]}
 
 

@@ -9,6 +9,8 @@ import pytest
 from .conftest import FOREVER, finish_pod, genericjob, phase, replicas, until
 from .test_pytorch import pjob
 
+pytestmark = pytest.mark.servers("local", "real")  # on localcluster and on the real API server (tests/real)
+
 UNCHANGED = ("phase", "conditions", "completionTime", "startTime", "backoffCount", "reason", "aggregate")
 PORTS = {"ports": [{"name": "http", "port": 80}]}
 

@@ -11,6 +11,8 @@ import pytest
 from .conftest import FOREVER, Jobs, condition, genericjob, phase, until
 from .test_pytorch import pjob
 
+pytestmark = pytest.mark.servers("local", "real")  # on localcluster and on the real API server (tests/real)
+
 T9K = {"t9kScheduler": {"queue": "default", "priority": 7}}
 
 

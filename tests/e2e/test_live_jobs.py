@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from controller.jobs.decisions.backoff import epoch
 from controller.jobs.execution.controller import JobController
 from controller.kinds.tensorflow.kind import TENSORFLOW
 
 from .conftest import FOREVER, QUICK, condition, finish_pod, genericjob, phase, replicas, scripts, until
 from .test_tensorflow import tfjob
+
+pytestmark = pytest.mark.servers("local", "real")  # on localcluster and on the real API server (tests/real)
 
 
 async def test_editing_a_finished_job_changes_nothing_and_says_so_once(cluster, controllers, jobs, history):

@@ -22,6 +22,8 @@ from .test_pytorch import pjob
 from .test_tensorflow import LABEL as TF_LABEL
 from .test_tensorflow import tfjob
 
+pytestmark = pytest.mark.servers("local", "real")  # on localcluster and on the real API server (tests/real)
+
 GJ_LABEL = "genericjob.batch.tensorstack.dev/name"
 
 

@@ -29,6 +29,8 @@ from .conftest import (
 from .test_pytorch import pjob
 from .test_tensorflow import tfjob
 
+pytestmark = pytest.mark.servers("local", "real")  # on localcluster and on the real API server (tests/real)
+
 STUCK = {"stuck_terminating": True}  # a pod that stays terminating once deleted (until force-deleted)
 
 

@@ -6,6 +6,8 @@ import pytest
 
 from .conftest import FOREVER, QUICK, condition, finish_pod, genericjob, phase, replicas, scripts, task, until
 
+pytestmark = pytest.mark.servers("local", "real")  # on localcluster and on the real API server (tests/real)
+
 POD = "job-worker-0"
 LABELS = {"genericjob.batch.tensorstack.dev/name": "job", "genericjob.batch.tensorstack.dev/replica-type": "worker",
           "genericjob.batch.tensorstack.dev/rank": "0"}

@@ -9,6 +9,8 @@ import pytest
 
 from .conftest import FAIL, FOREVER, QUICK, condition, genericjob, phase, replicas, task
 
+pytestmark = pytest.mark.servers("local", "real")  # on localcluster and on the real API server (tests/real)
+
 POD = "job-worker-0"
 
 

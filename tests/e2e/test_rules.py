@@ -7,6 +7,8 @@ import pytest
 
 from .conftest import FAIL, FOREVER, QUICK, condition, finish_pod, genericjob, phase, replicas, scripts
 
+pytestmark = pytest.mark.servers("local", "real")  # on localcluster and on the real API server (tests/real)
+
 SUCCESS_RULES = [{"master": [0]}, {"worker": [0, 1, 2]}, {"master": [2], "worker": [0, 1]}]
 FAILURE_RULES = [{"master": [0]}]
 

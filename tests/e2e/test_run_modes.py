@@ -8,6 +8,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from .conftest import FOREVER, MERGE, QUICK, condition, genericjob, phase, replicas, scripts, task, until
 
+pytestmark = pytest.mark.servers("local", "real")  # on localcluster and on the real API server (tests/real)
+
 RESUME = [{"type": "worker", "skipInitContainer": True, "command": ["resume", "$(rank)"], "args": ["--from", "ckpt"]}]
 
 

@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from .conftest import genericjob, until
+
+pytestmark = pytest.mark.servers("local", "real")  # on localcluster and on the real API server (tests/real)
 
 GROUP_KEY = "scheduler.tensorstack.dev/group-name"
 

@@ -3,12 +3,15 @@ not when the shared rate limiter gets round to it."""
 
 from __future__ import annotations
 
+import pytest
 from kubernetes_asyncio import client
 
 from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
 from workqueue import ItemExponentialFailureRateLimiter
 
 from .conftest import FOREVER, MERGE, finish_pod, genericjob, phase, until
+
+pytestmark = pytest.mark.servers("local", "real")  # on localcluster and on the real API server (tests/real)
 
 
 def lose_the_succeeded_write(made, api_client) -> list[str]:

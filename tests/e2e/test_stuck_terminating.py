@@ -9,6 +9,8 @@ from controller.jobs.execution.config import JobConfig
 
 from .conftest import FAST, genericjob, replicas, scripts
 
+pytestmark = pytest.mark.servers("local", "real")  # on localcluster and on the real API server (tests/real)
+
 STUCK = {"stuck_terminating": True}
 
 

@@ -5,8 +5,12 @@ cause in the Failed condition and in the job's Warning Event, for GenericJob and
 
 from __future__ import annotations
 
+import pytest
+
 from .conftest import FOREVER, condition, finish_pod, genericjob, scripts, status, until
 from .test_tensorflow import tfjob
+
+pytestmark = pytest.mark.servers("local", "real")  # on localcluster and on the real API server (tests/real)
 
 OOM = {"run_for": 0.05, "exit_code": 137, "exit_reason": "OOMKilled"}  # killed for its memory limit
 

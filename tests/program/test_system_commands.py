@@ -39,11 +39,11 @@ def executable(path: Path, text: str) -> None:
 
 @pytest.fixture
 def machine(tmp_path) -> tuple[dict[str, str], Path]:
-    """An environment whose PATH has the C compiler, sudo -n and a stand-in apt-get that "installs" openssl (and
-    logs its arguments), but no openssl: (the environment, apt-get's log)."""
+    """An environment whose PATH has the C compiler, the envtest tier's etcd and xz, sudo -n and a stand-in apt-get
+    that "installs" openssl (and logs its arguments), but no openssl: (the environment, apt-get's log)."""
     directory, log = tmp_path / "bin", tmp_path / "apt-get.log"
     directory.mkdir()
-    for name in ("cc", "gcc", "true"):
+    for name in ("cc", "gcc", "true", "etcd", "xz"):
         if found := shutil.which(name):
             (directory / name).symlink_to(found)
     executable(directory / "apt-get", APT_GET.format(log=log, bin=directory, code=0, chmod=shutil.which("chmod")))

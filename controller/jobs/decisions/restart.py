@@ -119,6 +119,14 @@ def observe(slot: Slot, job_restarts: int = 0) -> Observation:
         # The recorded pod, the new pod we asked for, or one that replaced ours behind our back:
         # adopt it. Adopting never counts a restart, so caches that disagree cannot inflate counts.
         seen_record = observed(record, pod)
+        if (is_terminating(pod) and seen_record.phase == "Failed" and record.phase not in FINISHED
+                and not slot.policy.counts_lost_pods):
+            # Deleted by someone else while it ran (the controller's own deletes retire the pod first): a real
+            # kubelet reports the pod Failed (its SIGTERM's 143) before the deletion completes, but that is no
+            # exit of the replica's. Under Never it is a lost pod, recreated uncounted once gone (_gone), as when
+            # the Failed phase is never seen (the pod vanishes between two reconciles); under OnFailure and
+            # Always both ways count it, below.
+            return Observation(slot, Seen.CURRENT, record, None)
         if slot.debug:  # a debug pod's end is no outcome of the workload
             return Observation(slot, Seen.CURRENT, replace(seen_record, debug=True), None)
         return Observation(slot, Seen.CURRENT, seen_record,

@@ -76,7 +76,26 @@ def watch_timeout(query) -> float:
 
 
 async def read_delete_options(request: web.Request, truthy) -> dict:
-    """DeleteOptions from the body when there is one (JSON or protobuf), else from the query."""
+    """DeleteOptions from the body when there is one (JSON or protobuf), else from the query; validated."""
+    return _validated(await _read_delete_options(request, truthy))
+
+
+PROPAGATION = ("Foreground", "Background", "Orphan")
+
+
+def _validated(options: dict) -> dict:
+    """ValidateDeleteOptions' check of the propagation policy (the differential corpus found it missing:
+    a delete with an unknown policy was carried out, the API server refuses it)."""
+    policy = options.get("propagationPolicy")
+    if policy is not None and policy not in PROPAGATION:
+        supported = ", ".join(f'"{p}"' for p in (*PROPAGATION, "nil"))
+        raise errors.invalid("DeleteOptions.meta.k8s.io", "", "meta.k8s.io", "DeleteOptions", [(
+            "FieldValueNotSupported", "propagationPolicy",
+            f'propagationPolicy: Unsupported value: "{policy}": supported values: {supported}')])
+    return options
+
+
+async def _read_delete_options(request: web.Request, truthy) -> dict:
     raw = await request.read() if request.can_read_body else b""
     if raw:
         if request.content_type == protobuf.MEDIA_TYPE:  # client-go's typed clients

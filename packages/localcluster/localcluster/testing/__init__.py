@@ -6,7 +6,8 @@
 - `Kubectl`: the real kubectl against a cluster, with timeouts (`kubectl_binary`, `ENV`, `TIMEOUT`);
 - `until`: the one polling helper, for a condition no event reports;
 - `starts_processes`: a fixture that starts processes makes its tests slow (`started_by_fixtures`);
-- scripted pods (`SCRIPT_ANNOTATION`: the pod runner runs the annotation's script instead of the image);
+- scripted pods (`SCRIPT_ANNOTATION`: the pod runner runs the annotation's script instead of the image), and
+  `pod_scripts`, the runner's pieces for a kubelet of another server that follows the same scripts;
 - the client CA (`ClientCa`, `trusting`: certificates for a client, a context that trusts a CA);
 - the faults a test injects are the cluster's own (`cluster.faults`); the limits it probes (`MAX_REQUEST_BYTES`);
 - the stored objects' key (`CRD_KEY`) and the defaults the server applies (`default_service`,
@@ -35,12 +36,13 @@ if TYPE_CHECKING:
     from ..validation.builtins import default_pod_template, default_service
     from .clock import drive_authentication_clock
     from .kubectl import ENV, TIMEOUT, Kubectl, Lines, Result, kubectl_binary
+    from .pod_scripts import pod_scripts
 
 # Loaded when first asked for: `until` alone must not load an API server.
 _LAZY = {
     "Kubectl": ".kubectl", "Lines": ".kubectl", "Result": ".kubectl", "ENV": ".kubectl", "TIMEOUT": ".kubectl",
     "kubectl_binary": ".kubectl",
-    "SCRIPT_ANNOTATION": "..kubelet.runner",
+    "SCRIPT_ANNOTATION": "..kubelet.runner", "pod_scripts": ".pod_scripts",
     "ClientCa": "..auth.client_certificates", "trusting": "..auth.tls",
     "MAX_REQUEST_BYTES": "..endpoints.http",
     "CRD_KEY": "..api",
@@ -63,6 +65,7 @@ __all__ = [
     "default_service",
     "drive_authentication_clock",
     "kubectl_binary",
+    "pod_scripts",
     "read_as",
     "started_by_fixtures",
     "starts_processes",

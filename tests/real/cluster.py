@@ -1,0 +1,162 @@
+"""The real API server as the e2e tests' `cluster`: what of localcluster's LocalCluster they use (kubeconfig,
+`runner.set_script`, `store.subscribe` and `store.objects` for the pods and PodGroups seen), over the session's
+envtest control plane, and the reset that leaves the server as the session found it between tests.
+
+One control plane serves a whole session (its start costs seconds), so each test must leave nothing behind:
+`reset` deletes every object made since the baseline taken at the session's start (finalizers removed, no
+grace), the namespaces made too (kube-controller-manager's namespace controller empties them), and waits for
+them to be gone. The CRDs `apply_crds` installs are kept for the session (establishing one costs a second).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import functools
+from pathlib import Path
+
+import yaml
+
+from localcluster.testing import pod_scripts, until
+
+from .envtest import ADMIN_TOKEN, ControlPlane
+from .http import Http
+from .kubelet import TestKubelet
+
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+KEPT = {("/api/v1/nodes", pod_scripts.NODE)}  # the test kubelet's Node, registered again by each
+SYSTEM = {"default", "kube-system", "kube-public", "kube-node-lease"}
+
+
+async def listable(http: Http) -> list[str]:
+    """The collection path (with {ns} for namespaced resources) of every resource one can list and delete."""
+    found: list[str] = []
+    _, core = await http.request("GET", "/api/v1")
+    roots = [("/api/v1", core)]
+    _, groups = await http.request("GET", "/apis")
+    for group in (groups or {}).get("groups", []):
+        version = group["preferredVersion"]["groupVersion"]
+        roots.append((f"/apis/{version}", (await http.request("GET", f"/apis/{version}"))[1]))
+    for root, document in roots:
+        for resource in (document or {}).get("resources", []):
+            if "/" in resource["name"] or "list" not in resource.get("verbs", ()) or "delete" not in resource.get(
+                    "verbs", ()):
+                continue
+            prefix = f"{root}/namespaces/{{ns}}" if resource["namespaced"] else root
+            found.append(f"{prefix}/{resource['name']}")
+    return found
+
+
+async def snapshot(http: Http) -> set[str]:
+    """The uids of every object on the server now."""
+    uids: set[str] = set()
+    for path in await listable(http):
+        status, listed = await http.request("GET", path.replace("/namespaces/{ns}", ""))
+        if status == 200:
+            uids.update(item["metadata"].get("uid", "") for item in listed["items"])
+    return uids
+
+
+def crd_documents(directory: Path) -> list[dict]:
+    """The CRDs of a directory's YAML files (each test applies them: parsed once, copied for each)."""
+    return copy.deepcopy(_parsed(str(directory)))
+
+
+@functools.cache
+def _parsed(directory: str) -> list[dict]:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's: the CRDs are large
+    return [doc for path in sorted(Path(directory).glob("*.y*ml")) for doc in yaml.load_all(path.read_text(), loader)
+            if doc and doc.get("kind") == "CustomResourceDefinition"]
+
+
+class RealCluster:
+    def __init__(self, plane: ControlPlane, baseline: set[str], kept_crds: set[str]) -> None:
+        self.plane = plane
+        self.baseline = baseline  # shared by the session's tests: the uids reset keeps
+        self.kept_crds = kept_crds
+        self.http = Http(plane.url, plane.ca_pem)
+        self.runner = TestKubelet(self.http)
+        self.store = self.runner.store
+        self.url = plane.url
+
+    async def __aenter__(self) -> RealCluster:
+        await self.http.__aenter__()
+        await self.runner.start()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        try:
+            await self.runner.stop()
+            await self.reset()
+        finally:
+            await self.http.__aexit__()
+
+    def kubeconfig(self, namespace: str = "default", token: str | None = None) -> dict:
+        config = self.plane.kubeconfig(token or ADMIN_TOKEN)
+        config["contexts"][0]["context"]["namespace"] = namespace
+        return config
+
+    def write_kubeconfig(self, path: str | Path, token: str | None = None, namespace: str = "default") -> Path:
+        """As LocalCluster's (0600: its token is the admin's), for kubectl."""
+        return pod_scripts.write_private_file(path, yaml.safe_dump(self.kubeconfig(namespace, token)))
+
+    async def apply_crds(self, directory: str | Path) -> list[str]:
+        """Create (or replace) every CRD in the YAML files of a directory and wait until each is Established."""
+        names = []
+        for doc in crd_documents(Path(directory)):
+            name = doc["metadata"]["name"]
+            names.append(name)
+            if name in self.kept_crds:
+                continue  # installed by an earlier test of the session, unchanged since
+            status, _ = await self.http.request("POST", CRD_PATH, doc)
+            if status == 409:
+                _, current = await self.http.request("GET", f"{CRD_PATH}/{name}")
+                doc["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+                status, _ = await self.http.request("PUT", f"{CRD_PATH}/{name}", doc)
+            assert status in (200, 201), f"CRD {name}: {status}"
+        for name in names:
+            if name not in self.kept_crds:
+                await self._established(name)
+                self.kept_crds.add(name)
+        return names
+
+    async def _established(self, name: str, timeout: float = 30.0) -> None:
+        async with asyncio.timeout(timeout):
+            while True:
+                _, crd = await self.http.request("GET", f"{CRD_PATH}/{name}")
+                conditions = {c["type"]: c["status"] for c in ((crd or {}).get("status") or {}).get("conditions") or ()}
+                if conditions.get("Established") == "True":
+                    return
+                await asyncio.sleep(0.05)
+
+    async def reset(self, timeout: float = 60.0) -> None:
+        """Delete everything made since the baseline (but the kept CRDs) and wait until it is gone."""
+        async def clean() -> bool:
+            return await self._delete_new() == 0
+
+        await until(clean, timeout, "the server back to its baseline", interval=0.1)
+
+    async def _delete_new(self) -> int:
+        """One pass: delete each new object (its finalizers first); how many there were."""
+        left = 0
+        for path in await listable(self.http):
+            status, listed = await self.http.request("GET", path.replace("/namespaces/{ns}", ""))
+            if status != 200:
+                continue
+            if path.endswith("/apiservices"):
+                continue  # the aggregator's own, one for each group served (the kept CRDs' among them)
+            for item in listed["items"]:
+                meta = item["metadata"]
+                if meta.get("uid", "") in self.baseline or (path == CRD_PATH and meta["name"] in self.kept_crds):
+                    continue
+                if (path, meta["name"]) in KEPT or (path.endswith("/namespaces") and meta["name"] in SYSTEM):
+                    continue
+                left += 1
+                own = path.replace("{ns}", meta.get("namespace", "")) + "/" + meta["name"]
+                if meta.get("finalizers"):
+                    await self.http.request("PATCH", own, {"metadata": {"finalizers": None}},
+                                            "application/merge-patch+json")
+                if not meta.get("deletionTimestamp") or path.endswith("/pods"):
+                    await self.http.request("DELETE", own, {"gracePeriodSeconds": 0,
+                                                            "propagationPolicy": "Background"})
+        return left
