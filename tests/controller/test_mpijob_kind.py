@@ -185,3 +185,13 @@ def test_an_edit_that_scales_is_admitted_and_one_that_breaks_the_spec_refused():
     broken["spec"]["launcher"]["restartPolicy"] = "Always"
     refused = review("UPDATE", broken, old)
     assert refused["allowed"] is False and "spec.launcher.restartPolicy" in refused["status"]["message"]
+
+
+def test_the_keys_are_made_once_per_job_and_the_launcher_names_the_success():
+    job = parsed(mpijob())
+    first, again = environment.ssh_secret(job, MPIJOB.api), environment.ssh_secret(job, MPIJOB.api)
+    assert first == again  # a plan of the same job asks for the same Secret: replanning changes nothing
+    other = parsed({**mpijob(), "metadata": {**mpijob()["metadata"], "uid": "uid-2"}})
+    assert environment.ssh_secret(other, MPIJOB.api)["data"] != first["data"]  # a new job, new keys
+    verdict = MPIJOB.verdict(job, {("launcher", 0): "Succeeded", ("worker", 0): None, ("worker", 1): None})
+    assert verdict is not None and verdict.message == "The launcher pi-launcher-0 has succeeded."

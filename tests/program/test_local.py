@@ -382,4 +382,4 @@ def test_the_mpijob_example_reads_its_hostfile_and_succeeds_by_its_launcher(tmp_
     assert "worker-1 | worker ready" in done.stdout, done.stdout
     assert ("launcher-0 | launcher: hostfile mpi-example-worker-0.mpi-example.default.svc, "
             "mpi-example-worker-1.mpi-example.default.svc") in done.stdout, done.stdout
-    assert "The master replica mpi-example-launcher-0 has succeeded." in done.stdout
+    assert "The launcher mpi-example-launcher-0 has succeeded." in done.stdout

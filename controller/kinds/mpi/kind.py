@@ -11,13 +11,15 @@ runPolicy.backoffLimit, the deadline. No Services per replica and no TensorBoard
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 from apimachinery.resource import Resource
 from controller.jobs.children.pods import Override, apply_override
 from controller.jobs.decisions.status import TasksStatus
-from controller.jobs.kind import Dependent
+from controller.jobs.kind import Dependent, Outcomes
+from controller.jobs.schema.api import JobPhase, Verdict
 from controller.jobs.schema.naming import replica_name
 from controller.jobs.schema.validation import (
     SpecError,
@@ -55,6 +57,12 @@ class MPIJobKind(TrainingKind[MPIJob]):
 
     def rank_order(self, job: MPIJob, replica: tuple[str, int]) -> Any:
         return replica[0] != LAUNCHER, replica[1]
+
+    def verdict(self, job: MPIJob, outcomes: Outcomes) -> Verdict | None:
+        verdict = super().verdict(job, outcomes)  # the kit's, the launcher as its master
+        if verdict is not None and verdict.phase == JobPhase.SUCCEEDED:
+            return dataclasses.replace(verdict, message=f"The launcher {job.name}-launcher-0 has succeeded.")
+        return verdict
 
     def start_after(self, job: MPIJob) -> Mapping[str, tuple[str, ...]]:
         if job.spec.launcher_creation_policy == LauncherCreationPolicy.AT_STARTUP:
