@@ -9,7 +9,6 @@ the end `drain` lets the streams of pods that have finished reach their end befo
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 
 import aiohttp
@@ -18,6 +17,7 @@ from apimachinery.errors import ApiStatusError
 from kubeclient.rest import RestClient
 
 CONNECT_TIMEOUT = 10.0
+RETRY_FIRST, RETRY_MAX, RETRY_FOR = 0.25, 4.0, 120.0  # seconds: a stream that could not start is tried again
 
 
 class LogFollower:
@@ -49,13 +49,33 @@ class LogFollower:
         await asyncio.gather(*self._tasks.values(), return_exceptions=True)
 
     async def _stream(self, namespace: str, pod: str, container: str | None, label: str) -> None:
-        query = {"follow": "true", **({"container": container} if container else {})}
-        # ApiStatusError: gone already, or not started: nothing to show.
-        with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError, ApiStatusError):
-            response = await self.rest.stream(f"/api/v1/namespaces/{namespace}/pods/{pod}/log", query,
-                                              timeout=CONNECT_TIMEOUT, accept="*/*")
+        """Follow until the stream ends. A stream that could not start (the container not started yet as the
+        kubelet sees it, a connection refused or slow on a loaded machine) is tried again, with backoff, for up to
+        RETRY_FOR seconds; one that ends after some output is not (a second stream would repeat it)."""
+        loop = asyncio.get_running_loop()
+        give_up, delay = loop.time() + RETRY_FOR, RETRY_FIRST
+        while True:
+            printed = [False]
             try:
-                async for raw in response.content:
-                    self.emit(f"{label} | {raw.decode(errors='replace').rstrip()}")
-            finally:
-                response.release()
+                await self._read(namespace, pod, container, label, printed)
+                return
+            except ApiStatusError as err:
+                if err.code in (404, 410):  # the pod is gone: nothing left to show
+                    return
+            except (aiohttp.ClientError, OSError, TimeoutError):
+                pass
+            if printed[0] or loop.time() + delay > give_up:
+                return
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RETRY_MAX)
+
+    async def _read(self, namespace: str, pod: str, container: str | None, label: str, printed: list[bool]) -> None:
+        query = {"follow": "true", **({"container": container} if container else {})}
+        response = await self.rest.stream(f"/api/v1/namespaces/{namespace}/pods/{pod}/log", query,
+                                          timeout=CONNECT_TIMEOUT, accept="*/*")
+        try:
+            async for raw in response.content:
+                printed[0] = True
+                self.emit(f"{label} | {raw.decode(errors='replace').rstrip()}")
+        finally:
+            response.release()

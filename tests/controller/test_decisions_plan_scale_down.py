@@ -139,3 +139,17 @@ def test_ranks_after_a_pod_of_a_type_no_longer_in_the_spec_are_still_judged():
     pods.set("worker", 1, "Failed")
     result = step(make_job(("worker", 1, "OnFailure", 2)), status, pods, at(5))
     assert result.status["backoffCount"] == 1 and not result.terminal
+
+
+def test_in_debug_mode_a_pod_made_before_pods_said_their_mode_is_a_debug_pod_kept_or_scaled_away():
+    # (edits.is_debug: such a pod, seen in debug mode, decides nothing, as debug mode always did.) Under a limit of 0
+    # a workload pod's failure would fail the job: neither worker-0's nor worker-1's (scaled away) does.
+    from .plan_support import make_pod
+
+    debugging = make_job(("worker", 2, "OnFailure", 0), debug=True)
+    pods = Pods()
+    status = _started(debugging, pods)
+    for rank in (0, 1):  # as an older controller made them: no mode annotation
+        pods.by_name[f"job-worker-{rank}"] = make_pod("worker", rank, pods.uid("worker", rank), "Failed")
+    result = step(make_job(("worker", 1, "OnFailure", 0), debug=True), status, pods, at(5))
+    assert not result.terminal and result.status["backoffCount"] == 0

@@ -27,6 +27,8 @@ def test_an_invalid_spec_fails_the_job_with_its_problems_in_the_failed_condition
     assert (invalid.status["phase"], invalid.status["reason"], invalid.status["completionTime"]) == (
         "Failed", "InvalidSpec", at(9))
     assert invalid.events == [("Warning", "InvalidSpec", problems)]
+    assert condition(invalid.status, "Running") == {"type": "Running", "status": "False", "reason": "Failed",
+                                                    "message": "The job has finished.", "lastTransitionTime": at(9)}
     assert_well_formed(invalid.status, status)
 
 
@@ -157,3 +159,25 @@ def test_a_job_failed_too_large_is_told_by_its_failed_condition_alone():
     assert not oversize.failed_too_large({"conditions": [{**said, "reason": "InvalidSpec"}]})
     assert not oversize.failed_too_large({"conditions": [{**said, "type": "Completed"}]})
     assert not oversize.failed_too_large({"phase": "Failed", "reason": "InvalidSpec", "conditions": []})
+
+
+def test_a_pause_says_its_pods_are_going_and_counts_a_long_runs_failure_as_a_first_quick_one():
+    from controller.jobs.decisions.backoff import RestartBackoff, epoch
+    from controller.jobs.decisions.status import read_record
+
+    pods = Pods()
+    job = make_job(("worker", 2, "OnFailure", 5))
+    status = start(job, pods)
+    [task] = status["tasks"]
+    status = {**status, "tasks": [{**task, "replicas": [{**task["replicas"][0], "restartStreak": 3},
+                                                        task["replicas"][1]]}]}
+    failed = pods.set("worker", 0, "Failed")
+    failed["status"]["startTime"] = at(0)  # it ran ten minutes and more before failing
+    paused = engine.plan(GENERICJOB, make_job(("worker", 2, "OnFailure", 5), pause=True), status, pods.list(),
+                         at(1000), restart_backoff=RestartBackoff(10.0), clock=epoch(at(1000)))
+    said = condition(paused.status, "Paused")
+    assert (said["status"], said["message"]) == ("True", "The job is paused: its pods are being deleted.")
+    assert [(e.type, e.reason) for e in paused.events if e.reason == "Restarting"] == [("Normal", "Restarting")]
+    stored = read_record(paused.status["tasks"][0]["replicas"][0], "job-worker-0")
+    assert (stored.restart_count, stored.restart_streak) == (1, 1)
+    assert paused.status["startTime"] == status["startTime"]

@@ -10,7 +10,7 @@ import copy
 from controller.jobs.children import podgroup, services
 from controller.jobs.decisions import plan as engine
 from controller.jobs.decisions import upkeep
-from controller.jobs.decisions.actions import PODGROUPS, SERVICES, CreateChild, PatchChild
+from controller.jobs.decisions.actions import PODGROUPS, SERVICES, CreateChild, DeleteChild, PatchChild
 from controller.jobs.schema.api import CleanUpPolicy
 from controller.jobs.training import tensorboard
 from controller.kinds.tensorflow.kind import TENSORFLOW
@@ -143,8 +143,17 @@ def test_each_types_services_carry_its_own_port():
     ps["template"] = copy.deepcopy(ps["template"])
     ps["template"]["spec"]["containers"][0]["ports"] = [{"name": TENSORFLOW.port_name, "containerPort": 3333}]
     job = TENSORFLOW.parse(obj)
-    ports = {s["metadata"]["name"]: [p["port"] for p in s["spec"]["ports"]] for s in made_services(job)}
+    made = made_services(job)
+    ports = {s["metadata"]["name"]: [p["port"] for p in s["spec"]["ports"]] for s in made}
     assert ports["tf-ps-0"] == [3333] and ports["tf-worker-0"] != [3333]
+    assert upkeep.service_actions(TENSORFLOW, job, {}, made, terminal=False, making=True) == []  # each as its type's
+
+
+def test_a_running_jobs_services_of_ranks_scaled_away_are_deleted():
+    existing = made_services(parsed(("worker", 3)))
+    actions = upkeep.service_actions(TENSORFLOW, parsed(("worker", 1)), {}, existing, terminal=False, making=True)
+    assert actions == [DeleteChild(SERVICES, "tf-worker-1", "u-tf-worker-1"),
+                       DeleteChild(SERVICES, "tf-worker-2", "u-tf-worker-2")]
 
 
 def finished(*records: tuple[str, str, str]) -> dict:

@@ -13,6 +13,7 @@ import io
 import pytest
 from kubernetes_asyncio import client, config
 
+from controller.devtools.pod_logs import LogFollower
 from controller.devtools.progress import JobProgress
 from kubeclient.from_configuration import settings_from_configuration
 from kubeclient.rest import RestClient
@@ -105,3 +106,26 @@ async def test_a_finished_pods_last_lines_come_before_the_end(served):
         assert all(f"worker-0 | line-{i}\n" in printed for i in range(200)), printed
     finally:
         await progress.stop()
+
+
+async def test_a_stream_that_cannot_start_yet_is_tried_again(served):
+    """Followed while its container cannot be read yet (here: an init container still running, so the kubelet
+    answers 400 'waiting to start'; on a loaded machine, a stream slow to connect): the follower tries again and
+    prints the container's output once it runs."""
+    _, rest = served
+    out = io.StringIO()
+    followed = LogFollower(rest, lambda text: print(text, file=out))
+    try:
+        waiting = pod(job() | {"metadata": {"name": "quick", "uid": "0"}}, "echo after-init")
+        del waiting["metadata"]["ownerReferences"]  # no job here: the garbage collector would take the pod
+        waiting["spec"]["initContainers"] = [{"name": "init", "image": "ignored", "command": ["sleep", "1"]}]
+        made = await rest.call("POST", PODS, waiting)
+        await until(lambda: pod_bound(rest), timeout=30, what="the pod bound to the node")
+        followed.follow("default", "quick-worker-0", made["metadata"]["uid"], ["main"], "worker-0")
+        await until_printed(out, "worker-0 | after-init")
+    finally:
+        await followed.stop()
+
+
+async def pod_bound(rest: RestClient) -> bool:
+    return bool(((await rest.call("GET", f"{PODS}/quick-worker-0")) or {}).get("spec", {}).get("nodeName"))

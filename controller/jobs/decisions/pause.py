@@ -6,7 +6,7 @@ from __future__ import annotations
 from controller.jobs.decisions import restart
 from controller.jobs.decisions import status as st
 from controller.jobs.decisions.actions import NORMAL, PAUSE, DeletePod, Event, Plan, deleted_event, phase_events
-from controller.jobs.decisions.backoff import RestartBackoff, stamp
+from controller.jobs.decisions.backoff import RestartBackoff
 from controller.jobs.decisions.restart import Observation
 from controller.jobs.decisions.slots import by_type, slots_of
 from controller.jobs.kind import JobKind, ParsedJob
@@ -16,7 +16,7 @@ from controller.jobs.schema.api import JobPhase
 def plan_pause(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observation], now: str,
                delete: list, events: list, now_epoch: float, backoff: RestartBackoff) -> Plan:
     # A failure seen with the pause is judged first: a restart it used is counted (restart.pause).
-    steps = [restart.pause(o, stamp(now_epoch), now_epoch, backoff) for o in observations]
+    steps = [restart.pause(o, now_epoch, backoff) for o in observations]
     records = [s.record for s in steps]
     for o, s in zip(observations, steps, strict=True):
         if s.restart_event:
@@ -32,5 +32,5 @@ def plan_pause(kind: JobKind, job: ParsedJob, old: dict, observations: list[Obse
     conditions = st.pause_conditions(conditions, paused=True, pods_left=pods_left, now=now)
     new = st.assemble(old, kind.status, phase=JobPhase.PAUSED, conditions=conditions,
                       records_by_type=by_type(job, slots_of(observations), records),
-                      start_time=old.get("startTime"), completion_time=None)
+                      start_time=None, completion_time=None)  # (the start kept as it was, from `old`)
     return Plan(new, delete=delete, events=events + phase_events(old, JobPhase.PAUSED))

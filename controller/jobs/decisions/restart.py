@@ -211,7 +211,7 @@ def _replace(awaiting: Replica, backoff: RestartBackoff, now_epoch: float) -> St
     return Step(awaiting, wake=wait) if wait > 0 else Step(awaiting, create=True)
 
 
-def pause(obs: Observation, now: str = "", now_epoch: float = 0.0, backoff: RestartBackoff = NO_BACKOFF) -> Step:
+def pause(obs: Observation, now_epoch: float = 0.0, backoff: RestartBackoff = NO_BACKOFF) -> Step:
     """Pause deletes every pod, retiring it without counting a restart: its replacement is created
     on resume (in mode "resume"). Every replica runs again after a resume, finished ones included.
 
@@ -222,7 +222,8 @@ def pause(obs: Observation, now: str = "", now_epoch: float = 0.0, backoff: Rest
     event = None
     if will_count(obs):
         cause = _exit_cause(record, pod) if obs.seen == Seen.CURRENT else "pod was deleted"
-        record = record.counted(now, backoff.streak(record.restart_streak, pod, now_epoch))
+        # (No lastRestartTime: the pod is retired below, and its next one, at resume, owes nothing to the back-off.)
+        record = record.counted(streak=backoff.streak(record.restart_streak, pod, now_epoch))
         event = f"{_restart_message(record, obs, cause, NO_BACKOFF)}; its next pod when the job resumes"
     paused = record.retired().in_phase(DELETED)
     if obs.slot.debug:  # the quick ends of a debug session say nothing of the workload's next restart

@@ -129,7 +129,7 @@ def _entries(rt: ResourceType, live: dict | None, current: dict | None, shape, i
              now: str) -> Managed:
     """The live entries; an object that has none gets one for what is already there, "before-first-apply"
     (skipNonAppliedManager), so applying over it conflicts as over any other manager's fields."""
-    if live is None:
+    if live is None or current is None:  # the one is None when the other is: a new object
         return {}
     managed = decode((live.get("metadata") or {}).get("managedFields")) or {}
     if managed:
@@ -180,8 +180,8 @@ def _not_in_last_applied(rt: ResourceType, conflicts: list, current: dict | None
 
 
 def _last_applied_fields(rt: ResourceType, current: dict | None, shape) -> dict | None:
-    text = _annotations(current or {}).get(LAST_APPLIED)
-    if not text:
+    text = _annotations(current).get(LAST_APPLIED) if current is not None else None
+    if current is None or not text:
         return None
     try:
         last = orjson.loads(text)
@@ -296,7 +296,7 @@ def _prune(merged: dict, last: dict, managed: Managed, shape) -> dict:
 def _remove(value: Any, doomed: dict, shape) -> Any:
     """`value` without the members of `doomed` (typed.RemoveItems); a map or list emptied goes too."""
     if isinstance(value, dict) and not shape.atomic:
-        out = {}
+        out: dict = {}
         for key, child_value in value.items():
             node = doomed.get(field_element(key))
             if node is not None and fieldsets.is_member(node):
@@ -309,11 +309,11 @@ def _remove(value: Any, doomed: dict, shape) -> Any:
         return out
     if isinstance(value, list) and shape.list_type != fieldshapes.ATOMIC:
         item_shape = shape.item()
-        out = []
+        items: list = []
         for item in value:
             node = doomed.get(item_element(item, shape))
             if node is not None and fieldsets.is_member(node):
                 continue
-            out.append(item if node is None else _remove(item, fieldsets.children(node), item_shape))
-        return out
+            items.append(item if node is None else _remove(item, fieldsets.children(node), item_shape))
+        return items
     return value

@@ -1,5 +1,0 @@
-import sys
-
-from tests.mutation.runner import main
-
-sys.exit(main())
