@@ -293,6 +293,7 @@ async def test_serves_a_working_kubeconfig_until_interrupted(tmp_path, sig):
                                                              "podgroups.scheduler.tensorstack.dev",
                                                              "tensorflowtrainingjobs.batch.tensorstack.dev",
                                                              "pytorchtrainingjobs.batch.tensorstack.dev",
+                                                             "mpijobs.batch.tensorstack.dev",
                                                              "tensorboards.tensorstack.dev"}  # local only
         proc.send_signal(sig)
         async with asyncio.timeout(60):
