@@ -97,8 +97,18 @@ def _check(rt: ResourceType, config: Any) -> None:
     if (api_version, kind) != (rt.group_version, rt.kind):
         group, _, version = api_version.rpartition("/")
         raise errors.bad_request(f"invalid object type: {group}/{version}, Kind={kind}")
-    if (config.get("metadata") or {}).get("managedFields") is not None:
+    if _metadata(config).get("managedFields") is not None:
         raise errors.bad_request("metadata.managedFields must be nil")
+    if not isinstance(config.get("metadata", {}), dict | None):
+        # What the conversion to a typed value says of it (structured-merge-diff), before any field is compared.
+        got = orjson.dumps(config["metadata"]).decode()
+        raise _untyped(rt, config, SchemaError(f".metadata: expected map, got {got}"))
+
+
+def _metadata(config: dict) -> dict:
+    """`metadata` as unstructured's accessors read it: what is not a map has no fields (the schema refuses it)."""
+    meta = config.get("metadata")
+    return meta if isinstance(meta, dict) else {}
 
 
 def _go_type(value: Any) -> str:
@@ -108,7 +118,7 @@ def _go_type(value: Any) -> str:
 def _untyped(rt: ResourceType, config: dict, err: SchemaError) -> ApiError:
     """The configuration does not fit the schema (duplicate keys...): the server answers it as an error it
     did not expect, 500 with reason Unknown (kubernetes#118476)."""
-    meta = config.get("metadata") or {}
+    meta = _metadata(config)
     group, _, version = rt.group_version.rpartition("/")
     return ApiError(500, "Unknown", f"failed to create typed patch object ({meta.get('namespace') or ''}/"
                                     f"{meta.get('name') or ''}; {group}/{version}, Kind={rt.kind}): {err}")
