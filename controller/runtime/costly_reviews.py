@@ -93,15 +93,21 @@ class ReviewPool:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(modules)
         self._pool = ProcessPool(max_workers=workers, initializer=_lower_priority, context=context)
+        self._starting, self._started = asyncio.Lock(), False
 
     async def start(self) -> None:
         """Start the workers (and, the first time in a process, the forkserver, importing the handlers' modules: a
-        second or so) off the loop, and wait until one has answered."""
-        future = await asyncio.to_thread(self._pool.schedule, _ready)
-        await asyncio.wrap_future(future)
+        second or so) off the loop, and wait until one has answered. Once; `decide` calls it."""
+        async with self._starting:
+            if not self._started:
+                future = await asyncio.to_thread(self._pool.schedule, _ready)
+                await asyncio.wrap_future(future)
+                self._started = True
 
     async def decide(self, handler: Handler, body: bytes) -> tuple[dict, bytes]:
         """`decide` in a worker. Cancelled (the request's deadline, its client gone): the worker is stopped."""
+        if not self._started:
+            await self.start()
         future = self._pool.schedule(decide, args=(handler, body))
         try:
             return await asyncio.wrap_future(future)

@@ -101,8 +101,9 @@ class WebhookServer:
 
     async def start(self, host: str, port: int, tls) -> str:
         """Listen (TLS); the "host:port" bound. OSError when the port is taken."""
+        # Its processes start with the first costly review, not here: most servers never meet one (every local
+        # run and test starts a webhook), and the forkserver's imports cost a second of CPU.
         self._pool = ReviewPool(self.handlers)
-        await self._pool.start()
         app = web.Application(client_max_size=self.max_body)
         for path in self.handlers:
             app.router.add_post(path, self._instrumented(path))
