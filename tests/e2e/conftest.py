@@ -47,6 +47,13 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("server", marker.args, indirect=True)
 
 
+async def apply_crds(cluster, directory) -> list[str]:
+    """Install the CRDs of `directory` on either server (localcluster's apply_crds is synchronous, RealCluster's a
+    coroutine, which waits until they are established); the names installed."""
+    made = cluster.apply_crds(directory)
+    return await made if asyncio.iscoroutine(made) else made
+
+
 @pytest.fixture
 def server(request) -> str:
     return getattr(request, "param", "local")
@@ -269,6 +276,11 @@ class Jobs:
     async def podgroups(self, namespace: str = "default") -> list[dict]:
         listed = await self.custom.list_namespaced_custom_object(PG_GROUP, PG_VERSION, namespace, PG_PLURAL)
         return listed["items"]
+
+    async def objects(self, group: str, version: str, plural: str, namespace: str = "default") -> dict[str, dict]:
+        """Any custom resource's objects by name, read over the API (either server)."""
+        listed = await self.custom.list_namespaced_custom_object(group, version, namespace, plural)
+        return {item["metadata"]["name"]: item for item in listed["items"]}
 
     async def events(self, name: str, namespace: str = "default") -> list:
         listed = await self.core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}")

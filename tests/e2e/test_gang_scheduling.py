@@ -4,6 +4,7 @@ no condition and no Event, as on a real cluster."""
 
 from __future__ import annotations
 
+import pytest
 from kubernetes_asyncio import client
 
 from localcluster import LocalCluster
@@ -11,12 +12,14 @@ from tests.builders import JobBuilder
 
 from .conftest import CRDS, FOREVER, condition, genericjob, template, until
 
+pytestmark = pytest.mark.servers("local", "real")  # on localcluster and on the real API server (tests/real)
 GROUP_KEY = "scheduler.tensorstack.dev/group-name"
 PODGROUP = ("scheduler.tensorstack.dev", "v1beta1", "podgroups")
 
 
 class Bindings:
-    """When each pod was created and when it was bound (resourceVersions), seen from inside the store."""
+    """When each pod was created and when it was bound (resourceVersions), seen from inside the store (on the real
+    server: what its test kubelet watches)."""
 
     def __init__(self, cluster) -> None:
         self.created: dict[str, int] = {}
@@ -26,11 +29,11 @@ class Bindings:
     def on_event(self, ev) -> None:
         if ev.key != ("", "pods"):
             return
-        name = ev.obj["metadata"]["name"]
+        name, rv = ev.obj["metadata"]["name"], int(ev.obj["metadata"]["resourceVersion"])
         if ev.type == "ADDED":
-            self.created.setdefault(name, ev.rv)
+            self.created.setdefault(name, rv)
         if ev.obj["spec"].get("nodeName"):
-            self.bound.setdefault(name, ev.rv)
+            self.bound.setdefault(name, rv)
 
 
 def gang_pod(name: str, group: str, scheduler: str = "t9k-scheduler") -> dict:

@@ -15,7 +15,9 @@ from localcluster.testing import Kubectl
 from tests.builders import PYTORCH as PYTORCH_KIND
 from tests.builders import JobBuilder
 
-from .conftest import FOREVER, QUICK, finish_pod, phase, scripts, status, template, until
+from .conftest import FOREVER, QUICK, apply_crds, finish_pod, phase, scripts, status, template, until
+
+pytestmark = pytest.mark.servers("local", "real")  # on localcluster and on the real API server (tests/real)
 
 LABEL = "pytorchtrainingjob.batch.tensorstack.dev/name"
 FAIL_137 = {"run_for": 0.05, "exit_code": 137}  # killed by SIGKILL: retryable under ExitCode
@@ -127,9 +129,7 @@ async def test_the_podgroups_min_member_is_min_replicas(cluster, pj_controller, 
     scripts(cluster, "gang", {"*": FOREVER})
     await pjobs.submit(pjob("gang", {"worker": 3}, torchrunConfig=TORCHRUN, scheduler={"t9kScheduler": {
         "queue": "default"}}, elastic={"enabled": True, "minReplicas": 2, "maxReplicas": 3}))
-    await until(lambda: any(True for _ in cluster.store.objects(("scheduler.tensorstack.dev", "podgroups"),
-                                                                "default")), 10.0, "the PodGroup")
-    [group] = cluster.store.objects(("scheduler.tensorstack.dev", "podgroups"), "default")
+    [group] = await until(pjobs.podgroups, 10.0, "the PodGroup")
     assert group["spec"]["minMember"] == 2
 
 
@@ -167,7 +167,7 @@ async def test_the_tensorboard_is_made(cluster, rest_client, config, pjobs, tmp_
     from controller.jobs.training.tensorboard import tensorboard_crd
 
     (tmp_path / "tensorboard.yaml").write_text(yaml.safe_dump(tensorboard_crd()))
-    cluster.apply_crds(tmp_path)
+    await apply_crds(cluster, tmp_path)
     made = JobController(PYTORCH, rest_client, config)
     await made.start(sync_timeout=10)
     try:
@@ -180,13 +180,15 @@ async def _made_and_reported(cluster, pjobs):
     board_spec = {"image": "tensorflow/tensorflow:2.11.0", "trainingLogFilesets": ["t9k://pvc/logs/run1"]}
     scripts(cluster, "board", {"*": FOREVER})
     await pjobs.submit(pjob("board", {"worker": 1}, tensorboardSpec=board_spec))
-    def boards() -> dict[str, dict]:
-        return {o["metadata"]["name"]: o for o in cluster.store.objects(("tensorstack.dev", "tensorboards"),
-                                                                         "default")}
+    async def boards() -> dict[str, dict]:
+        return await pjobs.objects("tensorstack.dev", "v1beta1", "tensorboards")
 
-    await until(lambda: "board" in boards(), 20.0, "the TensorBoard")  # once the controller sees the new API
+    async def made() -> bool:
+        return "board" in await boards()
+
+    await until(made, 20.0, "the TensorBoard")  # once the controller sees the new API
     job = await pjobs.wait("board", lambda j: (status(j).get("tensorboard") or {}).get("reason") == "DependentNotReady")
-    boards = boards()
+    boards = await boards()
     assert boards["board"]["spec"] == board_spec
     assert boards["board"]["metadata"]["ownerReferences"][0]["kind"] == "PyTorchTrainingJob"
     assert status(job)["tensorboard"]["dependent"]["name"] == "board"

@@ -14,7 +14,9 @@ from controller.kinds.tensorflow.kind import TENSORFLOW
 from tests.builders import TENSORFLOW as TENSORFLOW_KIND
 from tests.builders import JobBuilder
 
-from .conftest import FOREVER, QUICK, phase, scripts, template, until
+from .conftest import FOREVER, QUICK, apply_crds, phase, scripts, template, until
+
+pytestmark = pytest.mark.servers("local", "real")  # on localcluster and on the real API server (tests/real)
 
 LABEL = "tensorflowtrainingjob.batch.tensorstack.dev/name"
 FAIL_137 = {"run_for": 0.05, "exit_code": 137}  # killed by SIGKILL: retryable under ExitCode
@@ -219,31 +221,38 @@ async def test_phase_helper_reads_tf_status(cluster, tf_controller, tfjobs):
 TENSORBOARD_SPEC = {"image": "tensorflow/tensorflow:2.11.0", "trainingLogFilesets": ["t9k://pvc/logs/run1"]}
 
 
-def install_tensorboard_api(cluster, tmp_path) -> None:
+async def install_tensorboard_api(cluster, tmp_path) -> None:
     import yaml
 
     from controller.jobs.training.tensorboard import tensorboard_crd
 
     (tmp_path / "tensorboard.yaml").write_text(yaml.safe_dump(tensorboard_crd()))
-    assert cluster.apply_crds(tmp_path) == ["tensorboards.tensorstack.dev"]
+    assert await apply_crds(cluster, tmp_path) == ["tensorboards.tensorstack.dev"]
 
 
-def boards(cluster) -> dict[str, dict]:
-    return {o["metadata"]["name"]: o for o in cluster.store.objects(("tensorstack.dev", "tensorboards"), "default")}
+async def boards(tfjobs) -> dict[str, dict]:
+    return await tfjobs.objects("tensorstack.dev", "v1beta1", "tensorboards")
+
+
+def board_is(tfjobs, name: str, check=lambda board: True):
+    """For until(): the TensorBoard `name` once it exists and passes `check`."""
+    async def found():
+        board = (await boards(tfjobs)).get(name)
+        return board if board is not None and check(board) else None
+    return found
 
 
 async def test_the_tensorboard_is_made_kept_in_step_reported_and_left_after_the_job(cluster, rest_client, config,
                                                                                    tfjobs, tmp_path):
     from .conftest import until
 
-    install_tensorboard_api(cluster, tmp_path)
+    await install_tensorboard_api(cluster, tmp_path)
     made = JobController(TENSORFLOW, rest_client, config)
     await made.start(sync_timeout=10)
     try:
         scripts(cluster, "board", {"*": FOREVER})
         created = await tfjobs.submit(tfjob("board", {"worker": 1}, tensorboardSpec=TENSORBOARD_SPEC))
-        await until(lambda: "board" in boards(cluster), 10.0, "the TensorBoard")
-        board = boards(cluster)["board"]
+        board = await until(board_is(tfjobs, "board"), 10.0, "the TensorBoard")
         assert board["spec"] == TENSORBOARD_SPEC
         [owner] = board["metadata"]["ownerReferences"]
         assert (owner["kind"], owner["uid"], owner["controller"]) == ("TensorFlowTrainingJob",
@@ -252,9 +261,9 @@ async def test_the_tensorboard_is_made_kept_in_step_reported_and_left_after_the_
             "reason") == "DependentNotReady" and j["status"]["tensorboard"]["dependent"].get("uid"))
         assert reported["status"]["tensorboard"]["note"] == "TensorBoard [board] is not ready"
         # The platform's TensorBoard controller says it is ready.
-        tensorboards = cluster.registry.get("tensorstack.dev", "v1beta1", "tensorboards")
-        cluster.api.patch(tensorboards, "default", "board", "application/merge-patch+json",
-                          {"status": {"ready": True}}, subresource="status")
+        await tfjobs.custom.patch_namespaced_custom_object_status(
+            "tensorstack.dev", "v1beta1", "default", "tensorboards", "board", {"status": {"ready": True}},
+            _content_type="application/merge-patch+json")
         ready = await tfjobs.wait("board", lambda j: j["status"]["tensorboard"]["ready"] is True)
         assert ready["status"]["tensorboard"] | {"dependent": None} == {
             "dependent": None, "ready": True, "action": "NOP", "reason": "DependentReady",
@@ -262,16 +271,18 @@ async def test_the_tensorboard_is_made_kept_in_step_reported_and_left_after_the_
         # An edit of tensorboardSpec is followed, a removed key removed.
         await tfjobs.patch("board", {"spec": {"tensorboardSpec": {"image": "tensorflow/tensorflow:2.12.0",
                                                                   "trainingLogFilesets": None}}})
-        await until(lambda: boards(cluster)["board"]["spec"] == {"image": "tensorflow/tensorflow:2.12.0"}, 10.0,
-                    "the TensorBoard's spec follows the edit")
+        await until(board_is(tfjobs, "board", lambda b: b["spec"] == {"image": "tensorflow/tensorflow:2.12.0"}),
+                    10.0, "the TensorBoard's spec follows the edit")
         # The job ends: its TensorBoard stays (users read the results afterwards).
         scripts(cluster, "board", {"*": QUICK})
         await tfjobs.core.delete_namespaced_pod("board-worker-0", "default")
         await tfjobs.wait_phase("board", "Succeeded")  # its lost pod recreated (Never), and that one succeeds
-        await until(lambda: not [p for p in cluster.store.objects(("", "pods"), "default")
-                                 if p["metadata"]["name"] == "board-worker-0"
-                                 and (p.get("status") or {}).get("phase") != "Succeeded"], 10.0, "settled")
-        assert "board" in boards(cluster)
+        async def settled() -> bool:
+            return not [p for p in (await tfjobs.core.list_namespaced_pod("default")).items
+                        if p.metadata.name == "board-worker-0" and p.status.phase != "Succeeded"]
+
+        await until(settled, 10.0, "settled")
+        assert "board" in await boards(tfjobs)
     finally:
         await made.stop()
 
@@ -284,7 +295,7 @@ async def test_a_pod_template_under_tensorboard_spec_never_reaches_the_tensorboa
 
     from .conftest import until
 
-    install_tensorboard_api(cluster, tmp_path)
+    await install_tensorboard_api(cluster, tmp_path)
     made = JobController(TENSORFLOW, rest_client, config)
     await made.start(sync_timeout=10)
     try:
@@ -292,8 +303,8 @@ async def test_a_pod_template_under_tensorboard_spec_never_reaches_the_tensorboa
         created = await tfjobs.submit(tfjob("hostnet", {"worker": 1},
                                             tensorboardSpec={**DOCUMENTED_BOARD, **HOST_NETWORK}))
         assert created["spec"]["tensorboardSpec"] == DOCUMENTED_BOARD
-        await until(lambda: "hostnet" in boards(cluster), 10.0, "the TensorBoard")
-        assert boards(cluster)["hostnet"]["spec"] == DOCUMENTED_BOARD
+        board = await until(board_is(tfjobs, "hostnet"), 10.0, "the TensorBoard")
+        assert board["spec"] == DOCUMENTED_BOARD
         # Under fieldValidation=Strict (kubectl's default) it is refused, naming the field.
         with pytest.raises(ApiException) as refused:
             await tfjobs.custom.create_namespaced_custom_object(
@@ -305,6 +316,9 @@ async def test_a_pod_template_under_tensorboard_spec_never_reaches_the_tensorboa
         await made.stop()
 
 
+# localcluster only: the session's real API server keeps a CRD once a test installed it (RealCluster.apply_crds),
+# so there the TensorBoard API may be present from the start.
+@pytest.mark.servers("local")
 async def test_without_the_tensorboard_api_the_job_runs_and_says_so_then_the_api_is_noticed(
         cluster, rest_client, config, tfjobs, tmp_path):
     import dataclasses
@@ -322,8 +336,8 @@ async def test_without_the_tensorboard_api_the_job_runs_and_says_so_then_the_api
         [event] = await tfjobs.wait_event("noapi", "DependentAPIMissing")
         assert event.type == "Warning" and "no TensorBoard API" in event.message
         await tfjobs.wait_phase("noapi", "Running")  # the job runs anyway
-        install_tensorboard_api(cluster, tmp_path)
-        await until(lambda: "noapi" in boards(cluster), 10.0, "the TensorBoard, once its API is installed")
+        await install_tensorboard_api(cluster, tmp_path)
+        await until(board_is(tfjobs, "noapi"), 10.0, "the TensorBoard, once its API is installed")
         await tfjobs.wait("noapi", lambda j: j["status"]["tensorboard"]["type"] == "Normal")
     finally:
         await made.stop()

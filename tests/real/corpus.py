@@ -25,6 +25,7 @@ class Request(NamedTuple):
     content_type: str = "application/json"
     params: dict | None = None
     raw: bytes | None = None
+    user: str | None = None  # corpus_informers.py: "nobody", or any other for a token no server knows
 
 
 RESOURCES = {  # plural: (collection path, a body for name, its kind's notion of "spec" for edits)
@@ -78,6 +79,9 @@ def scenario(plural: str) -> list[Request]:
         Request(p + "create without a name", "POST", collection, {**make(one), "metadata": {"labels": {"x": "y"}}}),
         Request(p + "create with a bad name", "POST", collection, {**make(one), "metadata": {"name": "Bad_Name"}}),
         Request(p + "create, not JSON", "POST", collection, raw=b"{not json"),
+        Request(p + "create, not JSON at all", "POST", collection, raw=b"not json"),
+        Request(p + "create, cut off", "POST", collection, raw=b'{"metadata": {"name": "' + b"x" * 40),
+        Request(p + "update, not JSON", "PUT", item, raw=b"not json"),
         Request(p + "create, wrong kind", "POST", collection, {**make(one), "kind": "Nope"}),
         Request(p + "create with generateName", "POST", collection,
                 {**make(one), "metadata": {"generateName": "gen-"}}, params={"dryRun": "All"}),
@@ -130,11 +134,54 @@ def scenario(plural: str) -> list[Request]:
     return requests
 
 
+# A PUT of a missing object, for kinds beyond the scenarios': the registries that allow create on update
+# (AllowCreateOnUpdate: Services, Endpoints, Leases, RBAC's four kinds, Events) answer 201, the others 404.
+PUT_MISSING = {
+    "leases": ("/apis/coordination.k8s.io/v1/namespaces/{ns}/leases", "coordination.k8s.io/v1", "Lease",
+               {"spec": {"holderIdentity": "x"}}),
+    "endpoints": ("/api/v1/namespaces/{ns}/endpoints", "v1", "Endpoints", {}),
+    "events": ("/api/v1/namespaces/{ns}/events", "v1", "Event",
+               {"involvedObject": {"kind": "Pod", "name": "p", "namespace": "{ns}"}, "reason": "R"}),
+    "rolebindings": ("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings", "rbac.authorization.k8s.io/v1",
+                     "RoleBinding", {"roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                                 "name": "r"}}),
+    "clusterroles": ("/apis/rbac.authorization.k8s.io/v1/clusterroles", "rbac.authorization.k8s.io/v1",
+                     "ClusterRole", {"rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}),
+    "clusterrolebindings": ("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", "rbac.authorization.k8s.io/v1",
+                            "ClusterRoleBinding", {"roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                                               "kind": "ClusterRole", "name": "r"}}),
+    "endpointslices": ("/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices", "discovery.k8s.io/v1",
+                       "EndpointSlice", {"addressType": "IPv4", "endpoints": []}),
+    "priorityclasses": ("/apis/scheduling.k8s.io/v1/priorityclasses", "scheduling.k8s.io/v1", "PriorityClass",
+                        {"value": 10}),
+    "deployments": ("/apis/apps/v1/namespaces/{ns}/deployments", "apps/v1", "Deployment",
+                    {"spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
+                        "metadata": {"labels": {"a": "b"}},
+                        "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}}}}),
+}
+
+
+def put_missing() -> list[Request]:
+    made = []
+    for plural, (collection, api_version, kind, payload) in PUT_MISSING.items():
+        collection = collection.format(ns=NS)
+        body = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "put-made"},
+                **{k: (dict(v, namespace=NS) if k == "involvedObject" else v) for k, v in payload.items()}}
+        made += [Request(f"{plural}:update missing", "PUT", f"{collection}/put-made", body),
+                 Request(f"{plural}:get after the PUT", "GET", f"{collection}/put-made"),
+                 Request(f"{plural}:delete after the PUT", "DELETE", f"{collection}/put-made")]
+    return made
+
+
 def corpus() -> list[Request]:
     made = [Request("namespace", "POST", "/api/v1/namespaces", {"metadata": {"name": NS}})]
     for plural in RESOURCES:
         made += scenario(plural)
+    made += put_missing()
     made += [
+        Request("apply, metadata not a map", "PATCH", f"/api/v1/namespaces/{NS}/configmaps/applied",
+                content_type="application/apply-patch+yaml", params={"fieldManager": "f"},
+                raw=b"apiVersion: v1\nkind: ConfigMap\nmetadata: [1, a, true]\n"),
         Request("discovery: /api", "GET", "/api"),
         Request("discovery: unknown group", "GET", "/apis/nope.example.com/v1"),
         Request("unknown resource", "GET", f"/api/v1/namespaces/{NS}/nopes"),

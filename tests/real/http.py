@@ -16,7 +16,7 @@ from .envtest import ADMIN_TOKEN
 
 class Http:
     def __init__(self, url: str, ca_pem: bytes, token: str = ADMIN_TOKEN) -> None:
-        self.url = url
+        self.url, self.ca_pem = url, ca_pem
         self._ssl = ssl.create_default_context(cadata=ca_pem.decode())
         self._headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
         self._session: aiohttp.ClientSession | None = None
@@ -44,7 +44,10 @@ class Http:
                                          params=params) as answer:
             text = await answer.read()
             try:
-                parsed = orjson.loads(text) if text else None
+                if answer.status == 200 and (params or {}).get("watch"):  # a JSON event a line
+                    parsed = {"events": [orjson.loads(line) for line in text.splitlines() if line.strip()]}
+                else:
+                    parsed = orjson.loads(text) if text else None
             except orjson.JSONDecodeError:
                 parsed = {"_text": text.decode(errors="replace")}
             return answer.status, parsed

@@ -3,17 +3,26 @@ left out (uids, timestamps, resourceVersions, managedFields, generated names, co
 
 from __future__ import annotations
 
+import re
+
+UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")  # in a message (a precondition's)
+TOO_OLD = re.compile(r"(too old resource version: \d+ )\(\d+\)")  # the oldest it holds, the server's own
 PAYLOAD = ("data", "stringData", "spec", "rules", "type", "status")
 
 
 def summary(code: int, body: dict | None) -> dict:
-    """The code, and: for a Status its reason and message; for a list its kind and item names; for an object its
-    kind, name, namespace, labels, annotations and payload (spec, data, rules)."""
+    """The code, and: for a Status its reason and message; for a list its kind, item names and whether a continue
+    token says there is more; for a watch its events (bookmarks left out); for an object its kind, name,
+    namespace, labels, annotations and payload (spec, data, rules)."""
     body = body or {}
     if body.get("kind") == "Status":
-        return {"code": code, "reason": body.get("reason"), "message": body.get("message")}
+        message = TOO_OLD.sub(r"\1(N)", UID.sub("<uid>", body.get("message") or ""))
+        return {"code": code, "reason": body.get("reason"), "message": message}
+    if "events" in body:  # a watch: its events but the bookmarks, which come when the server's timer says
+        return {"code": code, "events": [(e["type"], summary(e["object"].get("code", 200), e["object"]))
+                                         for e in body["events"] if e["type"] != "BOOKMARK"]}
     if "items" in body:
-        return {"code": code, "kind": body.get("kind"),
+        return {"code": code, "kind": body.get("kind"), "more": bool((body.get("metadata") or {}).get("continue")),
                 "items": sorted(i.get("metadata", {}).get("name", "") for i in body["items"] or ())}
     meta = body.get("metadata") or {}
     name = meta.get("name")

@@ -1,40 +1,61 @@
-"""Differential fidelity: the corpus (corpus.py, over 300 requests) sent to localcluster and to the real API
-server, each answer summarised (normalise.py) and compared. Every difference is fixed in localcluster or listed,
-with its reason, in differences.py."""
+"""Differential fidelity: the corpus (corpus.py and corpus_informers.py, over 300 requests) sent to localcluster
+and to the real API server, each answer summarised (normalise.py) and compared. Every difference is fixed in
+localcluster or listed, with its reason, in differences.py."""
 
 from __future__ import annotations
+
+import contextlib
 
 import pytest
 
 from localcluster import LocalCluster
 from tests.e2e.conftest import CRDS
 from tests.real.cluster import RealCluster
-from tests.real.corpus import corpus
+from tests.real.corpus import Request, corpus
+from tests.real.corpus_informers import NOBODY, informers
 from tests.real.differences import DIFFERENCES
+from tests.real.envtest import USERS
 from tests.real.http import Http
 from tests.real.normalise import summary
 
 pytestmark = pytest.mark.real
+NOBODY_TOKEN = next(token for token, (user, _) in USERS.items() if user == NOBODY)
 
 
-async def answers(http: Http) -> dict[str, dict]:
+def requests() -> list[Request]:
+    return corpus() + informers()
+
+
+async def answers(config: dict) -> dict[str, dict]:
+    """Each request's answer from the server of kubeconfig `config`, as the admin or as nobody; `{continue}` and
+    `{rv}` in params become the last list's continue token and resourceVersion."""
     found = {}
-    for request in corpus():
-        code, body = await http.request(request.method, request.path, request.body, request.content_type,
-                                        request.params, request.raw)
-        found[request.name] = summary(code, body)
+    last: dict[str, str] = {"continue": "", "rv": ""}
+    admin = Http.from_kubeconfig(config)
+    clients = {None: admin, NOBODY: Http(admin.url, admin.ca_pem, NOBODY_TOKEN),
+               "bad-token": Http(admin.url, admin.ca_pem, "no-such-token")}
+    async with contextlib.AsyncExitStack() as stack:
+        for client in clients.values():
+            await stack.enter_async_context(client)
+        for request in requests():
+            params = {k: last[v[1:-1]] if v in ("{continue}", "{rv}") else v for k, v in (request.params or {}).items()}
+            code, body = await clients[request.user].request(request.method, request.path, request.body,
+                                                             request.content_type, params, request.raw)
+            if code == 200 and body and "items" in body:
+                last = {"continue": body["metadata"].get("continue") or "", "rv": body["metadata"]["resourceVersion"]}
+            found[request.name] = summary(code, body)
     return found
 
 
 async def test_the_corpus_is_answered_alike_by_both_servers(envtest):
-    assert len(corpus()) >= 300
+    assert len(requests()) >= 300
     async with RealCluster(envtest.plane, envtest.baseline, envtest.kept_crds) as real:
         await real.apply_crds(CRDS)
-        real_answers = await answers(real.http)
+        real_answers = await answers(envtest.plane.kubeconfig())
     async with LocalCluster(runner="none") as local:
         local.apply_crds(CRDS)
-        async with Http.from_kubeconfig(local.kubeconfig()) as http:
-            local_answers = await answers(http)
+        local.add_token(NOBODY_TOKEN, NOBODY)
+        local_answers = await answers(local.kubeconfig())
     differ = {name: (local_answers[name], real_answers[name]) for name in real_answers
               if local_answers[name] != real_answers[name]}
     unlisted = {name: pair for name, pair in differ.items() if name not in DIFFERENCES}

@@ -46,7 +46,9 @@ async def test_delete_preconditions(core):
     with pytest.raises(ApiException) as exc:
         await core.delete_namespaced_pod("a", "default", body={"preconditions": {"uid": "not-the-uid"}})
     assert exc.value.status == 409
-    assert "Precondition failed: UID in precondition" in json.loads(exc.value.body)["message"]
+    assert json.loads(exc.value.body)["message"] == (
+        f'Operation cannot be fulfilled on Pod "a": the UID in the precondition (not-the-uid) does not match the UID '
+        f"in record ({created.metadata.uid}). The object might have been deleted and then recreated")
     with pytest.raises(ApiException) as exc:
         await core.delete_namespaced_pod("a", "default", body={"preconditions": {"resourceVersion": "1"}})
     assert exc.value.status == 409

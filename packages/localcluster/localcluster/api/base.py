@@ -297,6 +297,15 @@ class ApiBase(WebhookSteps):
         kind, api_version = body.get("kind"), body.get("apiVersion")
         if problem := meta_type_error(rt.kind, body):  # a patch's result is checked by _replace_patched
             raise errors.bad_request(cannot_be_handled(rt.kind, rt.group_version, problem))
+        if kind and kind != rt.kind and api_version == rt.group_version:
+            name = (body.get("metadata") or {}).get("name") or ""
+            if rt.crd_name is not None:  # the custom resource decoder accepts any kind; its validation refuses it
+                raise errors.invalid(f"{kind}.{rt.group}", name, rt.group, kind,
+                                     [("FieldValueInvalid", "kind", f'kind: Invalid value: "{kind}": must be '
+                                                                    f'{rt.kind}')])
+            raise errors.bad_request(f'{kind} in version "{rt.version}" cannot be handled as a {rt.kind}: no kind '
+                                     f'"{kind}" is registered for version "{rt.group_version}" in scheme '
+                                     '"k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30"')
         if kind and kind != rt.kind:
             raise errors.bad_request(f"the API version in the data ({api_version}) does not match the "
                                      f"expected API version ({rt.group_version})" if api_version else

@@ -58,6 +58,9 @@ def patched(old: dict, content_type: str, patch, kind: str, strategic: bool, acc
             result = patches.strategic_merge_patch(old, patch, kind)
         else:
             raise errors.unsupported_media_type(accepted)
+    except patches.JsonPatchFailed as exc:
+        raise ApiError(422, "Invalid", "the server rejected our request due to an error in our request",
+                       {"causes": [{"reason": "UnexpectedServerResponse", "message": str(exc)}]}) from exc
     except patches.PatchError as exc:
         raise ApiError(422 if content_type == "application/json-patch+json" else 400,
                        "Invalid" if content_type == "application/json-patch+json" else "BadRequest",

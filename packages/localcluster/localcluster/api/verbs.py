@@ -91,6 +91,14 @@ class Api(ApiBase):
                subresource: str | None = None, dry_run: bool = False) -> dict:
         return drive(self.update_steps(rt, namespace, name, body, subresource, dry_run))
 
+    def put_steps(self, rt: ResourceType, namespace: str | None, name: str, body: dict,
+                  subresource: str | None = None, dry_run: bool = False) -> Steps:
+        """A PUT: update_steps' object and whether it created it (a kind whose registry allows create on update
+        answers 201 then)."""
+        creating = subresource is None and self.store.get(rt.storage_key, self._key(rt, namespace, name)) is None
+        obj = yield from self.update_steps(rt, namespace, name, body, subresource, dry_run)
+        return obj, creating
+
     def update_steps(self, rt: ResourceType, namespace: str | None, name: str, body: dict,
                      subresource: str | None = None, dry_run: bool = False,
                      view: webhooks.View | None = None) -> Steps:
@@ -101,7 +109,11 @@ class Api(ApiBase):
             if rt.create_on_update and subresource is None:
                 if self.options is not None:  # the update handler's updateToCreateOptions
                     self.options = {**self.options, "kind": "CreateOptions"}
-                return (yield from self.create_steps(rt, namespace, body, dry_run))
+                # The registry creates at resourceVersion 0 whatever the body names (store.Update's creating
+                # branch never compares it), under the URL's name.
+                meta = {k: v for k, v in (body.get("metadata") or {}).items() if k != "resourceVersion"}
+                meta.setdefault("name", name)
+                return (yield from self.create_steps(rt, namespace, {**body, "metadata": meta}, dry_run))
             raise self._not_found(rt, name)
         obj = self._check_body(rt, body)
         meta = dict(obj.get("metadata") or {})
@@ -253,9 +265,10 @@ class Api(ApiBase):
             raise self._not_found(rt, name)
         meta = old["metadata"]
         pre = options.get("preconditions") or {}
-        if pre.get("uid") and pre["uid"] != meta["uid"]:
-            raise self._conflict(rt, name, f"Precondition failed: UID in precondition: {pre['uid']}, UID in "
-                                           f"object meta: {meta['uid']}")
+        if pre.get("uid") and pre["uid"] != meta["uid"]:  # the store's own check, worded with the kind (1.35)
+            raise errors.conflict(rt.qualified_kind, name, f"the UID in the precondition ({pre['uid']}) does not "
+                                  f"match the UID in record ({meta['uid']}). The object might have been deleted "
+                                  "and then recreated", rt.group, rt.plural)
         if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
             raise self._conflict(rt, name, f"Precondition failed: ResourceVersion in precondition: "
                                            f"{pre['resourceVersion']}, ResourceVersion in object meta: "

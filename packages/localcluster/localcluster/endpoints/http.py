@@ -152,7 +152,7 @@ class HttpApi(ListWatch):
         if method == "PUT":
             body = await read_body(request, target.rt.group_version, target.rt.kind)
             check_write_options(request, "UpdateOptions")
-            return await self._write(request, 200, "UpdateOptions", self.api.update_steps, target.rt,
+            return await self._write(request, None, "UpdateOptions", self.api.put_steps, target.rt,
                                      target.namespace, target.name, body, target.subresource, is_dry_run(request))
         if method == "PATCH":
             return await self._patch(request, target)

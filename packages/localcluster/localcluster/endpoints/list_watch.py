@@ -59,7 +59,7 @@ class ListWatch:
         else:
             for field in fields.fields:
                 if field not in allowed:
-                    raise errors.bad_request(f'field label not supported: {field}')
+                    raise _unknown_field_label(target.rt, field)
         return (labels if request.query.get("labelSelector") else None,
                 fields if request.query.get("fieldSelector") else None)
 
@@ -138,7 +138,7 @@ class ListWatch:
         if rv == "":
             return None, limit
         if not rv.isdigit():
-            raise errors.bad_request(f"invalid resource version: {rv}")
+            raise errors.bad_request(f"invalid resource version: {_unparsable_rv(rv)}")
         asked = int(rv)
         if asked == 0:
             if match == "Exact":
@@ -195,7 +195,8 @@ class ListWatch:
         response.enable_chunked_encoding()
         start_rv = self.store.rv if rv_param in ("", "0") else int(rv_param) if rv_param.isdigit() else -1
         if start_rv < 0:
-            raise errors.bad_request(f"invalid resource version: {rv_param}")
+            # the cacher's ParseResourceVersion error, which the watch handler answers as an internal error
+            raise ApiError(500, "", _unparsable_rv(rv_param))
         watcher = Watcher(rt.storage_key, target.namespace, labels, fields, start_rv,
                           self.cluster.watch_buffer)
         # Replay and registration happen with no await between them: nothing can be missed.
@@ -333,3 +334,19 @@ def _sort_key(obj: dict) -> tuple[str, str]:
     return (meta.get("namespace", ""), meta["name"])
 
 
+# Kinds with a field label conversion of their own (AddFieldLabelConversionFunc), which words an unknown label as
+# "field label not supported", as custom resources do; the others have the default conversion's 1.35 wording.
+OWN_FIELD_LABELS = {("", "pods"), ("", "nodes"), ("", "replicationcontrollers"), ("", "namespaces"), ("", "secrets"),
+                    ("", "services"), ("apps", "replicasets"), ("batch", "jobs"),
+                    ("certificates.k8s.io", "certificatesigningrequests")}
+
+
+def _unknown_field_label(rt: ResourceType, field: str) -> ApiError:
+    if rt.crd_name is not None or rt.storage_key in OWN_FIELD_LABELS:
+        return errors.bad_request(f"field label not supported: {field}")
+    return errors.bad_request(f'"{field}" is not a known field selector: only "metadata.name", "metadata.namespace"')
+
+
+def _unparsable_rv(rv: str) -> str:
+    """A resourceVersion that is not a number, as the apiserver's ParseResourceVersion (Go's strconv) says it."""
+    return f'resourceVersion: Invalid value: "{rv}": strconv.ParseUint: parsing "{rv}": invalid syntax'

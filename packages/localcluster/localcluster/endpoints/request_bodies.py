@@ -112,8 +112,18 @@ async def read_json(request: web.Request, kind: str = "Object"):
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         # the serializer's first step, finding the kind (k8s.io/apimachinery's json serializer, meta.Interpret)
-        raise errors.bad_request("couldn't get version/kind; json parse error: "
-                                 f"{request_options.go_json_error(raw, exc)}") from None
+        message = f"couldn't get version/kind; json parse error: {request_options.go_json_error(raw, exc)}"
+        if kind != "Object":  # a create's or replace's body: the handler's transformDecodeError, with no kind found
+            message = f"the object provided is unrecognized (must be of type {kind}): {message} ({_summary(raw)})"
+        raise errors.bad_request(message) from None
+
+
+def _summary(data: bytes, length: int = 30) -> str:
+    """The start of a body that did not decode, as the apiserver's summarizeData shows it: as text when it looks
+    like JSON, else in hex."""
+    cut = data[:length]
+    shown = cut.decode(errors="replace") if data[:1] == b"{" else cut.hex()
+    return shown + (" ..." if len(data) > length else "")
 
 
 async def read_apply(request: web.Request):

@@ -149,7 +149,8 @@ def go_json_error(data: bytes, exc: orjson.JSONDecodeError) -> str:
     for hint, go_where in (("after document", "after top-level value"), ("expected ':'", "after object key"),
                            ("expected ',' or '}'", "after object key:value pair"),
                            ("expected ',' or ']'", "after array element"),
-                           ("expected '\"'", "looking for beginning of object key string")):
+                           ("expected '\"'", "looking for beginning of object key string"),
+                           ("expected a string key", "looking for beginning of object key string")):
         if hint in text:
             where = go_where
     return f"invalid character {_go_char(data[pos])} {where}"

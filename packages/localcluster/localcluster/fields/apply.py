@@ -97,12 +97,13 @@ def _check(rt: ResourceType, config: Any) -> None:
     if (api_version, kind) != (rt.group_version, rt.kind):
         group, _, version = api_version.rpartition("/")
         raise errors.bad_request(f"invalid object type: {group}/{version}, Kind={kind}")
+    meta = config.get("metadata")
+    if meta is not None and not isinstance(meta, dict):
+        # What the conversion to a typed value says of it (structured-merge-diff, Go's %v of the value), before any
+        # field is compared: `.metadata: expected map, got &{[1 a true]}` on 1.35.
+        raise _untyped(rt, config, SchemaError(f".metadata: expected map, got &{{{_go_value(meta)}}}"))
     if _metadata(config).get("managedFields") is not None:
         raise errors.bad_request("metadata.managedFields must be nil")
-    if not isinstance(config.get("metadata", {}), dict | None):
-        # What the conversion to a typed value says of it (structured-merge-diff), before any field is compared.
-        got = orjson.dumps(config["metadata"]).decode()
-        raise _untyped(rt, config, SchemaError(f".metadata: expected map, got {got}"))
 
 
 def _metadata(config: dict) -> dict:
@@ -115,12 +116,21 @@ def _go_type(value: Any) -> str:
     return {str: "string", list: "array", bool: "bool", type(None): "null"}.get(type(value), "number")
 
 
+def _go_value(value: Any) -> str:
+    """A decoded YAML value as Go's %v prints it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + " ".join(_go_value(item) for item in value) + "]"
+    return str(value)
+
+
 def _untyped(rt: ResourceType, config: dict, err: SchemaError) -> ApiError:
     """The configuration does not fit the schema (duplicate keys...): the server answers it as an error it
-    did not expect, 500 with reason Unknown (kubernetes#118476)."""
+    did not expect, 500 with reason Unknown, which a Status leaves out (kubernetes#118476)."""
     meta = _metadata(config)
     group, _, version = rt.group_version.rpartition("/")
-    return ApiError(500, "Unknown", f"failed to create typed patch object ({meta.get('namespace') or ''}/"
+    return ApiError(500, "", f"failed to create typed patch object ({meta.get('namespace') or ''}/"
                                     f"{meta.get('name') or ''}; {group}/{version}, Kind={rt.kind}): {err}")
 
 

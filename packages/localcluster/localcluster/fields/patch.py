@@ -13,6 +13,7 @@ either input.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Mapping
 from typing import Any
 
@@ -22,7 +23,7 @@ import orjson
 
 from .patch_tags import KIND_SCHEMAS, META_ONLY, NO_METADATA, PatchField, PatchSchema
 
-__all__ = ["PatchError", "json_merge_patch", "json_patch", "strategic_merge_patch"]
+__all__ = ["JsonPatchFailed", "PatchError", "json_merge_patch", "json_patch", "strategic_merge_patch"]
 
 
 class PatchError(ValueError):
@@ -60,6 +61,11 @@ def _merge_patch_into(target: dict, patch: dict) -> dict:
 # --- RFC 6902 ---------------------------------------------------------------------------
 
 
+class JsonPatchFailed(PatchError):
+    """An operation that does not apply (a failed test, a missing path): the apiserver's answer to it is a generic
+    422 whose one cause carries this message (patch.go: NewGenericServerResponse of the library's error)."""
+
+
 def json_patch(target: dict, ops: list) -> dict:
     """Apply a list of RFC 6902 operations; a failing ``test`` or a bad path raises PatchError."""
     if not isinstance(ops, list):
@@ -67,7 +73,8 @@ def json_patch(target: dict, ops: list) -> dict:
     try:
         result = jsonpatch.JsonPatch(ops).apply(_copy_json(target), in_place=True)
     except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
-        raise PatchError(f"JSON patch failed: {exc}") from exc
+        # jsonpointer's "member 'x' not found in {...}" prints the whole document: cut it at the member
+        raise JsonPatchFailed("JSON patch failed: " + re.sub(r" in [{\[].*", "", str(exc), flags=re.DOTALL)) from exc
     if not isinstance(result, dict):
         raise PatchError("a JSON patch must leave a JSON object")
     return result
