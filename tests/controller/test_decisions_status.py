@@ -140,3 +140,48 @@ def test_ranks_removed_from_a_status_without_counts_yet_are_counted_from_zero():
     codec = st.TasksStatus("replicas")
     merged = codec.with_removed({"tasks": []}, {"worker": [st.Replica("w-1", "u1", st.DELETED)]}, {})
     assert merged["aggregate"] == {"deleted": 1, **{k: 0 for k in st.AGGREGATE_KEYS if k != "deleted"}}
+
+
+def test_stored_records_and_types_read_whatever_an_earlier_status_holds():
+    codec = st.TasksStatus("replicas")
+    assert codec.stored_records({}) == {} and codec.stored_types({}) == []
+    status = {"tasks": [{"type": "worker", "replicas": [None, {"uid": "u0"}, {"name": "w-1", "uid": "u1"}]},
+                        {"replicas": [{"name": "x-0"}]}, {"type": "ps"}]}
+    assert codec.stored_records(status) == {"w-1": {"name": "w-1", "uid": "u1"}, "x-0": {"name": "x-0"}}
+    assert codec.stored_types(status) == [
+        ("worker", [None, {"uid": "u0"}, {"name": "w-1", "uid": "u1"}]), ("", [{"name": "x-0"}]), ("ps", [])]
+
+
+def test_a_running_job_says_it_has_neither_completed_nor_failed_yet():
+    assert st.unfinished_conditions([], NOW) == [
+        {"type": "Completed", "status": "False", "reason": "NotCompleted", "message": "The job has not completed.",
+         "lastTransitionTime": NOW},
+        {"type": "Failed", "status": "False", "reason": "NotFailed", "message": "The job has not failed.",
+         "lastTransitionTime": NOW}]
+
+
+def test_paused_and_resumed_are_said_whole_with_the_time_of_each_change():
+    paused = st.pause_conditions([], paused=True, pods_left=False, now=NOW)
+    assert paused == [{"type": "Paused", "status": "True", "reason": "Paused",
+                       "message": "The job is paused: all its pods are deleted.", "lastTransitionTime": NOW}]
+    assert st.pause_conditions(paused, paused=False, pods_left=False, now=LATER) == [
+        {"type": "Paused", "status": "False", "reason": "Resumed", "message": "The job was resumed.",
+         "lastTransitionTime": LATER}]
+
+
+def test_a_replica_awaiting_its_next_pod_is_neither_ready_nor_waiting():
+    waiting = {"reason": "ErrImagePull", "message": "pull access denied"}
+    for record in (st.Replica("w-0", "u1", "Running", ready=True), st.Replica("w-0", "u1", "Pending", waiting=waiting)):
+        awaiting = record.awaiting()
+        assert (awaiting.uid, awaiting.phase, awaiting.ready, awaiting.waiting) == ("", st.CREATING, False, None)
+
+
+def test_progress_conditions_are_said_whole_while_pods_are_created_and_one_has_failed():
+    records = [st.Replica("w-0", "u0", "Failed"), st.Replica("w-1")]
+    assert st.progress_conditions([], phase="Pending", records=records, now=NOW) == [
+        {"type": "Initialized", "status": "False", "reason": "CreatingPods",
+         "message": "The job's pods are being created.", "lastTransitionTime": NOW},
+        {"type": "Running", "status": "False", "reason": "Pending",
+         "message": "The job's pods are not all running yet.", "lastTransitionTime": NOW},
+        {"type": "ReplicaFailure", "status": "True", "reason": "ReplicaFailed",
+         "message": "Replicas with a failed pod: w-0.", "lastTransitionTime": NOW}]
