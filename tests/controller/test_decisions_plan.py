@@ -209,3 +209,34 @@ def test_a_finished_jobs_restarts_of_records_dropped_for_size_are_not_added_agai
     dropped = {**finished, "tasks": [{**task, "restartCount": 3}], "backoffCount": 3}  # 3 beyond its records
     again = ps.plan(job, dropped, pods.list(), at(2)).status
     assert again["tasks"][0]["restartCount"] == 3 and again["backoffCount"] == 3
+
+
+def test_a_refused_writes_condition_says_the_api_servers_message():
+    ps = generic()
+    job = ps.make_job(("worker", 1))
+    refused = engine.WriteFailure("FailedCreate", "pods is forbidden")
+    conditions = engine.plan(ps.GENERICJOB, job, {}, [], at(0), write_failure=refused).status["conditions"]
+    assert next(c for c in conditions if c["type"] == "ReplicaFailure") == {
+        "type": "ReplicaFailure", "status": "True", "reason": "FailedCreate", "message": "pods is forbidden",
+        "lastTransitionTime": at(0)}
+
+
+def test_a_job_that_finishes_removes_its_podgroup_and_keeps_the_service_of_the_pod_its_clean_up_keeps():
+    ps = generic()
+    pods = ps.Pods()
+    job = ps.make_job(("worker", 1, "Never"))
+    status = ps.step(job, {}, pods, at(0)).status
+    pods.set("worker", 0, "Failed")
+    service = {"metadata": {"name": "job-worker-0", "uid": "s"}}
+    group = {"metadata": {"name": "job", "uid": "g"}}
+    finished = engine.plan(ps.GENERICJOB, job, status, pods.list(), at(1), services=[service], podgroups=[group])
+    # (The failed pod is kept by the default clean-up policy, so is its Service: nothing is patched either.)
+    assert finished.terminal and finished.services == [] and finished.delete == []
+    assert [(a.name, a.uid) for a in finished.podgroup] == [("job", "g")]
+
+
+def test_a_dependent_whose_report_turns_to_a_warning_without_a_note_says_so_with_an_empty_message():
+    from controller.jobs.decisions.actions import WARNING, Event
+
+    reported = {"tensorboard": {"type": WARNING, "reason": "TensorBoardUnavailable"}}
+    assert engine._dependent_events({}, reported) == [Event(WARNING, "TensorBoardUnavailable", "")]
