@@ -60,8 +60,8 @@ def test_turning_debug_mode_on_replaces_the_running_pods_and_says_so(replicas, s
     debug = ps.make_job(("worker", replicas), debug=True)
     switched = ps.plan(debug, status, pods.list(), at(2))
     assert sorted(d.name for d in switched.delete) == sorted(f"job-worker-{rank}" for rank in range(replicas))
-    assert [e.message for e in switched.events if e.reason == "RunModeChanged"] == [
-        f"Debug mode turned on: replacing the pods of {shown}"]
+    assert [(e.type, e.message) for e in switched.events if e.reason == "RunModeChanged"] == [
+        ("Normal", f"Debug mode turned on: replacing the pods of {shown}")]
 
 
 def test_a_finished_job_records_the_clean_up_policy_it_finished_with():
@@ -240,3 +240,13 @@ def test_a_dependent_whose_report_turns_to_a_warning_without_a_note_says_so_with
 
     reported = {"tensorboard": {"type": WARNING, "reason": "TensorBoardUnavailable"}}
     assert engine._dependent_events({}, reported) == [Event(WARNING, "TensorBoardUnavailable", "")]
+
+
+def test_a_running_jobs_restart_is_a_normal_event():
+    ps = generic()
+    pods = ps.Pods()
+    job = ps.make_job(("worker", 1, "OnFailure", 3))
+    status = ps.step(job, {}, pods, at(0)).status
+    pods.set("worker", 0, "Failed")
+    restarted = ps.plan(job, status, pods.list(), at(1))
+    assert [(e.type, e.reason) for e in restarted.events if e.reason == "Restarting"] == [("Normal", "Restarting")]
