@@ -12,10 +12,11 @@ The server is generic and knows no kind. What it guarantees, as controller-runti
 - POST only (405 otherwise), `Content-Type: application/json` (400 otherwise), a body of at most `max_body`
   (3 MiB, the API server's own request limit; 413 past it); a body that is not an AdmissionReview is 400 with a
   message. The API server treats any of these as a failed call (its failurePolicy decides), as it would a crash.
-- A time bound per request, `timeout` (5 s, half the API server's 10 s): reading the body and deciding. A body
-  over `OFF_LOOP_BYTES` is decoded and decided on a worker thread, so a large job never stalls the event loop
-  (whose other work is the controller's); past the bound the answer is 500, and the API server's failurePolicy
-  decides, not us.
+- A time bound per request, `timeout` (5 s, half the API server's 10 s): reading the body and deciding. A costly
+  review (counted before it is decoded: costly_reviews.py) is decoded and decided in a worker process, so that no
+  review stalls the event loop (whose other work is the controller's: its lease, its informers, /metrics); past
+  the bound, or when the client goes away, the work is stopped (the worker killed) and the answer is 500: the API
+  server's failurePolicy decides, not us. Handlers are picklable for it (a module's function, or a partial of one).
 - A `dryRun` request is answered like any other: no decision has side effects.
 - Metrics, controller-runtime's names, `webhook` the path: `controller_runtime_webhook_requests_total{webhook,
   code}` (code: the HTTP status), `controller_runtime_webhook_latency_seconds{webhook}`,
@@ -33,18 +34,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-import orjson
 import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from apimachinery.serving import BoundedSite, ConnectionLimits, bound_address, runner_options
 from controller.runtime.certs import POLL_SECONDS, CertWatcher
+from controller.runtime.costly_reviews import BadRequest, Handler, ReviewPool, costly, decide
 from controller.runtime.metrics import Children, shared
 from controller.runtime.webhook_certs import CertKeeper, CertKeeperConfig
 from kubeclient.rest import RestClient
@@ -54,19 +53,11 @@ log = structlog.get_logger("controller.runtime.webhook_server")
 DEFAULT_PORT = 9443
 MAX_BODY = 3 * 1024 * 1024  # the API server's own limit on a request body
 REQUEST_TIMEOUT = 5.0  # the API server waits 10 s (timeoutSeconds) at most
-OFF_LOOP_BYTES = 256 * 1024  # bodies larger than this are decided on a worker thread
 JSON = "application/json"
 # The listener's bounds (apimachinery/serving.py). The API server's calls take milliseconds and reuse a few
 # connections; 128 open connections hold at most ~32 MiB of TLS buffers. A connection must finish its handshake in
 # 5 s and then its request's head within 30 s (the same timer closes it after 30 s idle): cut within 35 s.
 WEBHOOK_LIMITS = ConnectionLimits(max_connections=128, handshake_timeout=5.0, header_timeout=30.0)
-
-Handler = Callable[[Any], dict]  # a decoded AdmissionReview -> the AdmissionReview to answer
-
-
-class BadRequest(ValueError):
-    """The body is not a request the handler can answer: HTTP 400 with this message."""
-
 
 @dataclass(frozen=True)
 class WebhookConfig:
@@ -105,15 +96,20 @@ class WebhookServer:
         self.metrics = WebhookMetrics(registry)
         self.max_body, self.timeout = max_body, timeout
         self._runner: web.AppRunner | None = None
-        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="webhook")  # bounds the large ones
+        self._pool: ReviewPool | None = None
         self.address = ""
 
     async def start(self, host: str, port: int, tls) -> str:
         """Listen (TLS); the "host:port" bound. OSError when the port is taken."""
+        # Its processes start with the first costly review, not here: most servers never meet one (every local
+        # run and test starts a webhook), and the forkserver's imports cost a second of CPU.
+        self._pool = ReviewPool(self.handlers)
         app = web.Application(client_max_size=self.max_body)
         for path in self.handlers:
             app.router.add_post(path, self._instrumented(path))
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, **runner_options(self.limits))
+        # handler_cancellation: a request whose client has gone (the API server gave up) stops being decided.
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, handler_cancellation=True,
+                                     **runner_options(self.limits))
         await self._runner.setup()
         self.site = BoundedSite(self._runner, host or None, port, tls, self.limits)
         await self.site.start()
@@ -125,7 +121,9 @@ class WebhookServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._pool is not None:
+            await self._pool.stop()
+            self._pool = None
 
     def _instrumented(self, path: str):
         metrics = self.metrics
@@ -157,11 +155,10 @@ class WebhookServer:
                 body = await request.read()
                 if not body:
                     return _error(400, "request body is empty")
-                if len(body) > OFF_LOOP_BYTES:
-                    about, answer = await asyncio.get_running_loop().run_in_executor(
-                        self._pool, _decide, self.handlers[path], body)
+                if costly(body) and self._pool is not None:
+                    about, answer = await self._pool.decide(self.handlers[path], body)
                 else:
-                    about, answer = _decide(self.handlers[path], body)
+                    about, answer = decide(self.handlers[path], body)
         except TimeoutError:
             log.warning("an admission request took too long; answered 500", webhook=path, timeout=self.timeout)
             return _error(500, f"the admission review took longer than {self.timeout:g}s")
@@ -173,35 +170,19 @@ class WebhookServer:
         except Exception as err:  # a bug in a decision: answered, logged, never a crash of the server
             log.warning("admission review failed", webhook=path, error=repr(err), exc_info=True)
             return _error(500, f"admission review failed: {err!r}")
-        _log_denial(path, about, answer)
-        return web.Response(body=orjson.dumps(answer), content_type=JSON)
-
-
-def _decide(handler: Handler, body: bytes) -> tuple[dict, dict]:
-    """(what the request was about, for the log; the answer)."""
-    try:
-        review = orjson.loads(body)
-    except orjson.JSONDecodeError as err:
-        raise BadRequest(f"the body is not JSON: {err}") from None
-    answer = handler(review)
-    request = review.get("request") if isinstance(review, dict) else None
-    about = {key: request.get(key) for key in ("operation", "namespace", "name")} if isinstance(request, dict) else {}
-    if isinstance(request, dict) and isinstance(request.get("kind"), dict):
-        about["kind"] = request["kind"].get("kind")
-    return about, answer
+        _log_denial(path, about)
+        return web.Response(body=answer, content_type=JSON)
 
 
 def _error(status: int, message: str) -> web.Response:
     return web.Response(status=status, text=message + "\n")
 
 
-def _log_denial(path: str, about: dict, answer: dict) -> None:
-    response = answer.get("response") or {}
-    if response.get("allowed") is not False:
+def _log_denial(path: str, about: dict) -> None:
+    status = about.pop("denied", None)
+    if status is None:
         return
-    status = response.get("status") or {}
-    log.debug("admission request denied", webhook=path, uid=response.get("uid"), **about,
-              code=status.get("code"), message=status.get("message"))
+    log.debug("admission request denied", webhook=path, **about, code=status.get("code"), message=status.get("message"))
 
 
 class Webhook:

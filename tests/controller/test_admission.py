@@ -139,6 +139,16 @@ def test_more_than_five_problems_are_all_named():
     assert "more" not in status["message"]
 
 
+def test_a_denial_of_countless_problems_is_bounded():
+    """A made-up review of thousands of bad ranks (issue 47): the message names the first 100, the causes carry the
+    first 1,000; the rest are counted."""
+    obj = genericjob(failureRules=[{"worker": list(range(10, 1510))}])
+    status = denied(request("CREATE", obj))
+    assert len(status["details"]["causes"]) == admission.CAUSES_SHOWN
+    assert status["details"]["causes"][-1]["message"].startswith(f"rank {10 + admission.CAUSES_SHOWN - 1} of")
+    assert status["message"].endswith(f"; and {1500 - admission.MESSAGE_ERRORS_SHOWN} more")
+
+
 def test_a_dry_run_is_answered_like_any_other():
     obj = genericjob(successRules=[{"ps": [0]}])
     assert answer(request("CREATE", obj, dryRun=True)) == answer(request("CREATE", obj))

@@ -10,12 +10,13 @@ import copy
 import dataclasses
 import datetime
 import functools
+import os
 import ssl
 import tempfile
-import time
 from pathlib import Path
 
 import aiohttp
+import orjson
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -25,20 +26,21 @@ from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.pytorch.kind import PYTORCH
 from controller.kinds.registry import KINDS
 from controller.kinds.tensorflow.kind import TENSORFLOW
-from controller.runtime import webhook_server
+from controller.runtime import costly_reviews, webhook_server
 from controller.runtime.certs import CertificateError, CertWatcher, issue
 from controller.runtime.leader import LeaderElectionConfig, micro_time
 from controller.runtime.manager import Manager
 from controller.runtime.webhook_certs import CertKeeperConfig
-from controller.runtime.webhook_server import BadRequest, Webhook, WebhookConfig, WebhookServer
+from controller.runtime.webhook_server import Webhook, WebhookConfig, WebhookServer
 from informers.backoff import BackoffPolicy
+from localcluster.testing import until
 from tests.builders import PYTORCH as PYTORCH_KIND
 from tests.builders import TENSORFLOW as TENSORFLOW_KIND
 from tests.builders import JobBuilder
 from tests.e2e.conftest import CRDS
 
 from .inprocess import Running, manager_config
-from .subprocesses import until
+from .review_handlers import bad, broken, endless
 
 NAMESPACE = "default"
 HOST = f"genericjob-controller-webhook.{NAMESPACE}.svc"
@@ -186,11 +188,15 @@ async def test_what_is_not_a_review_is_refused(webhook, client):
     status, _ = await client.post(path, b" " * (webhook_server.MAX_BODY + 1))
     assert status == 413
     assert count(registry, path, "400") == 4 and count(registry, path, "413") == 1
-    # A review as large as the API server sends (a job near its size limit) is decided off the event loop.
+    # Costly reviews (a job near its size limit; many rules) are decided in a worker process, and answered the same.
     big = job("GenericJob", {"worker": 1}, successRules=[{"worker": [7]}])
-    big["metadata"]["annotations"] = {"note": "x" * (webhook_server.OFF_LOOP_BYTES * 2)}
-    status, answer = await client.post(path, review("CREATE", big))
-    assert status == 200 and answer["response"]["allowed"] is False
+    big["metadata"]["annotations"] = {"note": "x" * (costly_reviews.COSTLY_BYTES * 2)}
+    many = job("GenericJob", {"worker": 1}, successRules=[{"worker": [7]}] * costly_reviews.COSTLY_ITEMS)
+    for costly in (big, many):
+        assert costly_reviews.costly(orjson.dumps(review("CREATE", costly)))
+        status, answer = await client.post(path, review("CREATE", costly))
+        assert status == 200 and answer["response"]["allowed"] is False
+        assert answer["response"]["status"]["message"].startswith("spec.successRules[0]: rank 7 of")
 
 
 async def test_a_dry_run_is_answered_like_any_other(client):
@@ -200,28 +206,28 @@ async def test_a_dry_run_is_answered_like_any_other(client):
     assert (await client.post(PATHS[GENERICJOB], dry)) == (await client.post(PATHS[GENERICJOB], body))
 
 
-async def test_a_slow_review_is_cut_off_so_the_failure_policy_decides():
-    def slow(body):
-        time.sleep(1.0)
-        return {}
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
-    def broken(body):
-        raise KeyError("bug")
 
-    def bad(body):
-        raise BadRequest("no")
-
-    server = WebhookServer({"/slow": slow, "/broken": broken, "/bad": bad}, timeout=0.2)
+async def test_a_slow_review_is_cut_off_so_the_failure_policy_decides(tmp_path):
+    server = WebhookServer({"/slow": endless, "/broken": broken, "/bad": bad}, timeout=1.0)
     cert, key = issue("test", [HOST], webhook_server_validity())
     directory = _directory(cert, key)
     watcher = CertWatcher(str(directory), flag="--webhook-cert-dir", what="webhook")
     await server.start("127.0.0.1", 0, watcher.context)
     client = Client(server.address, cert)
     try:
-        started = time.monotonic()
-        status, text = await client.post("/slow", b"{" + b" " * webhook_server.OFF_LOOP_BYTES + b"}")
-        assert (status, text) == (500, "the admission review took longer than 0.2s\n")
-        assert time.monotonic() - started < 0.9
+        pid_file = tmp_path / "pid"
+        padded = orjson.dumps({"pid_file": str(pid_file), "padding": " " * costly_reviews.COSTLY_BYTES})
+        status, text = await client.post("/slow", padded)
+        assert (status, text) == (500, "the admission review took longer than 1s\n")
+        # The work stopped with its request: the worker process deciding it is gone.
+        await until(lambda: not alive(int(pid_file.read_text())), what="the endless review's worker stopped")
         status, text = await client.post("/broken", {})
         assert status == 500 and "KeyError" in text
         assert await client.post("/bad", {}) == (400, "no\n")

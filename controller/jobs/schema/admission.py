@@ -21,8 +21,9 @@ InvalidSpec condition (a job created invalid) or its SpecInvalid condition (an e
   training-operator skip objects being deleted the same way.
 
 A denial is 422 Invalid, as the API server's own validation answers: the message names every field
-(`spec.failureRules[1]: ...; spec.replicaSpecs[0].replicas: ...`), and `details.causes` carry each field and
-message. A `dryRun` request is answered like any other (nothing here has side effects).
+(`spec.failureRules[1]: ...; spec.replicaSpecs[0].replicas: ...`; the first 100, then how many more), and
+`details.causes` carry each field and message (the first 1,000). A `dryRun` request is answered like any other
+(nothing here has side effects).
 """
 
 from __future__ import annotations
@@ -44,7 +45,10 @@ REVIEW_KIND = "AdmissionReview"
 INVALID, CODE_INVALID = "Invalid", 422
 BAD_REQUEST = 400
 CAUSE_INVALID = "FieldValueInvalid"
-MESSAGE_ERRORS_SHOWN = 100  # the message names every field of any real job; causes carry them all regardless
+MESSAGE_ERRORS_SHOWN = 100  # the message names every field of any real job
+# The causes carry the first thousand (more than any real job has); a made-up review of 400,000 bad ranks would
+# otherwise be answered with 55 MB (issue 47): the message says how many more there are.
+CAUSES_SHOWN = 1000
 PLACEHOLDER_UID = "00000000-0000-0000-0000-000000000000"  # never shown: no rule reads the uid
 ALWAYS_ALLOWED = frozenset({"DELETE", "CONNECT"})
 
@@ -134,7 +138,8 @@ def invalid_status(api: KindApi, name: str, errors: list[SpecProblem]) -> dict:
     shown = "; ".join(f"{error.field}: {error.message}" for error in errors[:MESSAGE_ERRORS_SHOWN])
     hidden = len(errors) - MESSAGE_ERRORS_SHOWN
     message = f"{shown}; and {hidden} more" if hidden > 0 else shown
-    causes = [{"reason": CAUSE_INVALID, "field": error.field, "message": error.message} for error in errors]
+    causes = [{"reason": CAUSE_INVALID, "field": error.field, "message": error.message}
+              for error in errors[:CAUSES_SHOWN]]
     return {"status": "Failure", "code": CODE_INVALID, "reason": INVALID, "message": message,
             "details": {"name": name, "group": api.group, "kind": api.kind, "causes": causes}}
 

@@ -23,12 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .auth.credentials import Credentials
-    from .cluster import LocalCluster, private_directory
+    from .auth.kubeconfig_file import private_directory
+    from .cluster import LocalCluster
     from .endpoints.exposure import exposure_warning, is_loopback
     from .errors import ApiError
     from .kubelet.process_runner import ProcessRunner
 
-_LAZY = {"LocalCluster": ".cluster", "private_directory": ".cluster", "Credentials": ".auth.credentials",
+_LAZY = {"LocalCluster": ".cluster", "private_directory": ".auth.kubeconfig_file", "Credentials": ".auth.credentials",
          "ApiError": ".errors", "ProcessRunner": ".kubelet.process_runner", "exposure_warning": ".endpoints.exposure",
          "is_loopback": ".endpoints.exposure"}
 

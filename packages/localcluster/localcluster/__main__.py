@@ -18,8 +18,10 @@ from pathlib import Path
 import orjson
 
 from .auth.host_commands import MissingCommand
-from .cluster import LocalCluster, private_directory
+from .auth.kubeconfig_file import private_directory
+from .cluster import LocalCluster
 from .endpoints.exposure import exposure_warning
+from .kubelet.process_runner import ProcessRunner
 from .storage.audit import DEFAULT_SIZE as AUDIT_SIZE
 
 KUBECONFIG_DIR = Path(".cache")
@@ -81,7 +83,7 @@ async def serve(args: argparse.Namespace) -> None:
     warning = exposure_warning(args.host, cluster.port, str(kubeconfig))
     if warning:
         print(warning, file=sys.stderr, flush=True)
-    if args.runner == "process":
+    if isinstance(cluster.runner, ProcessRunner):  # `--runner process`
         print(f"pod network: {cluster.runner.network.summary()}", flush=True)
     print(f"localcluster listening on {cluster.url} (kubeconfig: {kubeconfig})", flush=True)
     stop = asyncio.Event()

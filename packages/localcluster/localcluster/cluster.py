@@ -7,6 +7,7 @@ import base64
 import functools
 import logging
 import secrets
+import ssl
 from pathlib import Path
 
 import orjson
@@ -17,7 +18,7 @@ from apimachinery.serving import BoundedSite, ConnectionLimits, runner_options
 
 from .api import CRD_KEY, SYSTEM_NAMESPACES, Api
 from .auth.credentials import Credentials
-from .auth.kubeconfig_file import private_directory, write_private_file  # noqa: F401 (private_directory: for callers)
+from .auth.kubeconfig_file import write_private_file
 from .controllers.bootstrap import create_system_objects
 from .controllers.deployments import DeploymentController
 from .controllers.endpoints import EndpointsController
@@ -63,7 +64,7 @@ class LocalCluster:
         # The only key to everything (user admin in system:masters): random, this instance's own.
         self.admin_token = secrets.token_urlsafe(32)
         self.certificate: bytes | None = None
-        self._ssl = None
+        self._ssl: ssl.SSLContext | None = None
         self.port = port
         self.bookmark_interval = bookmark_interval
         self.watch_buffer = watch_buffer
@@ -218,7 +219,7 @@ class LocalCluster:
     def service_account_token(self, namespace: str, name: str) -> str:
         """A token of ServiceAccount NAMESPACE/NAME (created if missing; the token stops working when it is
         deleted): user system:serviceaccount:NS:NAME in system:serviceaccounts and system:serviceaccounts:NS."""
-        rt = self.registry.get("", "v1", "serviceaccounts")
+        rt = self.registry.builtin("", "v1", "serviceaccounts")
         if self.store.get(rt.storage_key, (namespace, name)) is None:
             self.api.ensure_namespace(namespace)
             self.api.create(rt, namespace, {"apiVersion": "v1", "kind": "ServiceAccount",
@@ -264,7 +265,7 @@ class LocalCluster:
 
     def apply_crds(self, directory: str | Path) -> list[str]:
         """Create (or replace) every CRD found in the YAML files of a directory."""
-        rt = self.registry.get(*CRD_KEY[:1], "v1", CRD_KEY[1])
+        rt = self.registry.builtin(CRD_KEY[0], "v1", CRD_KEY[1])
         names = []
         for path in sorted(Path(directory).glob("*.y*ml")):
             stat = path.stat()

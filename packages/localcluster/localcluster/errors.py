@@ -6,7 +6,7 @@ import json
 
 import orjson
 
-from .validation.quantity import go_float
+from .validation import go_float
 
 
 class ApiError(Exception):
@@ -20,6 +20,7 @@ class ApiError(Exception):
         self.message = message
         self.details = details
         self.headers = headers or {}
+        self.warnings: list[str] = []  # what admission webhooks warned of before one refused
 
     def status(self) -> dict:
         return status_body(self.code, self.reason, self.message, self.details)

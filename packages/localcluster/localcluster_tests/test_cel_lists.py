@@ -6,11 +6,11 @@ from __future__ import annotations
 import celpy
 import pytest
 
-from localcluster.validation.schema import _cel_program
+from localcluster.validation.schema import cel_program
 
 
 def evaluate(expression: str):
-    program, error, _ = _cel_program(expression)
+    program, error, _ = cel_program(expression)
     assert not error, error
     try:
         return program.evaluate({})

@@ -26,7 +26,7 @@ import pytest
 import pytest_asyncio
 import yaml
 from google.protobuf import json_format
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from localcluster import LocalCluster
@@ -203,6 +203,9 @@ async def test_bodies_never_500(cluster, http, memory, body, target):
 
 @FUZZ
 @given(patch=OBJECTS | JSON_VALUES, edits=EDITS, content_type=st.sampled_from(PATCH_TYPES), mutate=st.booleans())
+# Found by this test: an apply whose metadata is not a map crashed the managedFields check.
+@example(patch={"apiVersion": "v1", "kind": "ConfigMap", "metadata": ["x"]}, edits=[],
+         content_type="application/apply-patch+yaml", mutate=False)
 async def test_patches_never_500(cluster, http, memory, patch, edits, content_type, mutate):
     raw = yaml.safe_dump(patch).encode() if "yaml" in content_type else json.dumps(patch).encode()
     query = [("dryRun", "All")] + ([("fieldManager", "fuzz")] if "apply" in content_type else [])

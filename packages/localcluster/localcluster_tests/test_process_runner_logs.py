@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from localcluster.kubelet.process_runner import LogFile
+from localcluster.kubelet.log_file import LogFile
 from localcluster.testing import Kubectl, until
 
 from .process_runner_support import (

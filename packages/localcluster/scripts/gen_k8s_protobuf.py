@@ -289,7 +289,7 @@ def generate(sources: Sources) -> str:
              f"REF = {sources.ref!r}",
              "",
              "# (apiVersion, kind) -> the message of that kind",
-             "KINDS = {"]
+             "KINDS: dict[tuple[str, str], str] = {"]
     for key, value in sorted(kinds.items()):  # within the project's line length
         entry = f"    {key!r}: {value!r},"
         lines += [entry] if len(entry) <= 120 else [f"    {key!r}:", f"        {value!r},"]
@@ -301,7 +301,7 @@ def generate(sources: Sources) -> str:
               "# scalar or a message, as []T when repeated, or map<K,V>; a message without a package is in the",
               "# message's own. The flags are e (omitempty), z (omitzero), p (a Go pointer) and i (an inlined",
               "# struct, whose fields are the parent's).",
-              "PACKAGES = {"]
+              "PACKAGES: dict[str, dict[str, tuple[str, tuple[tuple[int, str, str, str, str], ...]]]] = {"]
     for package in _dependency_order(by_package):
         lines.append(f"    {package!r}: {{")
         for short, (form, fields) in by_package[package].items():

@@ -25,14 +25,13 @@ from typing import Any
 
 import celpy
 from celpy import celtypes
+from lark import Tree
 
 from apimachinery.selectors import SelectorError
-from localcluster.validation.selectors import label_selector_from_dict
 
 from ..auth.authentication import Attributes, User
 from ..auth.rbac import forbidden
-from ..validation.builtins import invalid_value
-from ..validation.schema import CEL_ERROR_REWRITES
+from ..validation import CEL_ERROR_REWRITES, invalid_value, label_selector_from_dict
 
 GROUP = "admissionregistration.k8s.io"
 POLICIES = (GROUP, "validatingadmissionpolicies")
@@ -136,9 +135,9 @@ def _root_identifiers(ast) -> set[str]:
         if node.data != "member_dot_arg" or len(node.children) < 3 or str(node.children[1]) not in MACROS:
             continue
         first = node.children[2].children[0] if node.children[2].children else None
-        while getattr(first, "data", None) not in (None, "ident") and first.children:
+        while isinstance(first, Tree) and first.data != "ident" and first.children:
             first = first.children[0]
-        if getattr(first, "data", None) == "ident":
+        if isinstance(first, Tree) and first.data == "ident":
             bound.add(str(first.children[0]))
     return roots - bound
 
@@ -233,7 +232,8 @@ class ValidatingPolicies:
         activation["variables"] = variables
         for entry in spec.get("variables") or []:
             program, error = compile_expression(entry.get("expression", ""))
-            value = _run(program, activation) if program is not None else celpy.CELEvalError(error)
+            # celpy keeps an error as a value until something reads it (its evaluation's Result, not a Value)
+            value: Any = _run(program, activation) if program is not None else celpy.CELEvalError(error)
             variables[celtypes.StringType(entry.get("name", ""))] = value  # an error only if it is used
         for condition in spec.get("matchConditions") or []:
             text = condition.get("expression", "")
@@ -267,7 +267,7 @@ def _run(program, activation: dict) -> Any:
 
 
 def _error_text(err: Exception) -> str:
-    """cel-go's wording of an evaluation error (as the CRD rules' messages, schema.py)."""
+    """cel-go's wording of an evaluation error (as the CRD rules' messages, validation/schema/rules.py)."""
     text = str(err.args[0]) if getattr(err, "args", None) else str(err)
     text = text.split(" (in activation", 1)[0]
     for pattern, replacement in CEL_ERROR_REWRITES:
@@ -291,7 +291,7 @@ def _denied(rt, obj: dict, policy: str, binding: str, message: str, reason: str)
     err = forbidden(rt.group, rt.plural, (obj.get("metadata") or {}).get("name", ""), cause)
     err.reason = reason or "Invalid"
     err.code = _CODES.get(err.reason, 422)
-    err.details["causes"] = [{"message": cause}]
+    err.details = {**(err.details or {}), "causes": [{"message": cause}]}
     return err
 
 

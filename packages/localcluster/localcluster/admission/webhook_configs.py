@@ -26,7 +26,7 @@ import urllib.parse
 from apimachinery.validation import SUBDOMAIN_MSG, qualified_name_errors
 
 from ..errors import bad_request
-from ..validation.builtins import (
+from ..validation import (
     DNS1035_LABEL,
     DNS1035_MSG,
     DNS1123_SUBDOMAIN,
@@ -66,9 +66,9 @@ def _ca_bundle_error(kind: str, value) -> str | None:
     if not isinstance(value, str):
         return None
     prefix = f'{kind} in version "v1" cannot be handled as a {kind}: '
-    match = BASE64.match(value)
-    if match.end() != len(value):
-        return f"{prefix}illegal base64 data at input byte {match.end()}"
+    end = match.end() if (match := BASE64.match(value)) else 0  # it matches every string, if only its empty start
+    if end != len(value):
+        return f"{prefix}illegal base64 data at input byte {end}"
     try:
         base64.b64decode(value, validate=True)
     except binascii.Error:

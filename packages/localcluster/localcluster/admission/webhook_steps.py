@@ -23,11 +23,13 @@ as it did before webhooks existed: one dict lookup decides it.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from ..errors import ApiError
-from .webhooks import Candidates, Request, View
+from ..storage.resources import ResourceType
+from ..storage.store import Store
+from .webhooks import Candidates, Request, View, WebhookAdmission
 
 RESTARTS = 5  # a write that keeps losing its race with others gives up with a Conflict
 Steps = Generator[Request, Any, Any]
@@ -58,6 +60,16 @@ class WebhookSteps:
     admission: Any
     options: dict | None
     idle_manager: str  # the field manager between requests (the server's own)
+    store: Store
+    webhooks: WebhookAdmission
+    manager: str
+    field_validation: str
+    warnings: list[str]
+
+    if TYPE_CHECKING:  # the Api's own checks, which the webhook points run between the calls
+        def _refuse(self, rt: ResourceType, obj: dict, causes: list) -> None: ...
+
+        def _policies(self, rt: ResourceType, subresource: str | None, obj: dict, old: dict | None) -> None: ...
 
     async def run(self, make: Callable[[], Steps]):
         """Run `make()`'s verb, awaiting the webhooks it meets (the HTTP layer's path)."""
@@ -114,7 +126,10 @@ class WebhookSteps:
         """MutatingAdmissionWebhook, the validation errors held for it, the validating plugins, then
         ValidatingAdmissionWebhook; the object as admitted."""
         stored = old if operation != "CREATE" else None
-        meta = (obj if obj is not None else old)["metadata"]
+        shown = obj if obj is not None else old
+        if shown is None:
+            raise errors.internal_error(f"admission webhooks met by a write without an object ({rt.plural})")
+        meta = shown["metadata"]
         namespace = meta.get("namespace", "") if rt.namespaced else ""
         where = dict(rt=rt, subresource=subresource or "", operation=operation, old=old, name=name,
                      namespace=namespace, dry_run=dry_run, user=self.user, options=self.options,
@@ -123,7 +138,8 @@ class WebhookSteps:
                      object_key=(namespace, meta.get("name", "")))
         if found.mutating:
             mutated = yield Request(True, found.mutating, obj=obj, **where)
-            if mutated is not None and mutated != obj:
+            # a DELETE has no object to mutate (nor a readmit): what a webhook patched in it is dropped
+            if mutated is not None and mutated != obj and obj is not None and readmit is not None:
                 obj, deferred = readmit(mutated, obj), []
         if obj is not None:
             self._refuse(rt, obj, deferred)

@@ -40,11 +40,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from apimachinery.selectors import SelectorError
-from localcluster.validation.selectors import label_selector_from_dict
 
 from .. import errors
 from ..errors import ApiError
 from ..storage.resources import ResourceType
+from ..validation import label_selector_from_dict
 from . import webhook_calls
 from .webhook_configs import GROUP, MUTATING, VALIDATING
 from .webhook_configs import NO_SIDE_EFFECTS as SAFE_FOR_DRY_RUN
@@ -196,7 +196,8 @@ class WebhookAdmission:
             return None
         equivalents = [other for other in self.registry.all()
                        if (other.group, other.plural) == (rt.group, rt.plural) and other is not rt]
-        mutating, validating = [], []
+        mutating: list[Invocation] = []
+        validating: list[Invocation] = []
         for hook in self._all():
             if (MUTATING_PLUGIN if hook.mutating else VALIDATING_PLUGIN) in disabled:
                 continue
@@ -272,10 +273,10 @@ class WebhookAdmission:
             request_kind = {"group": rt.group, "version": rt.version, "kind": rt.kind}
         user = request.user
         user_info: dict = {"username": getattr(user, "name", "")}
-        if getattr(user, "uid", ""):
-            user_info["uid"] = user.uid
-        if getattr(user, "groups", ()):
-            user_info["groups"] = list(user.groups)
+        if uid_of_user := getattr(user, "uid", ""):
+            user_info["uid"] = uid_of_user
+        if groups := getattr(user, "groups", ()):
+            user_info["groups"] = list(groups)
         body: dict = {"uid": uid, "kind": kind,
                       "resource": {"group": called.group, "version": called.version, "resource": called.plural}}
         if request.subresource:
@@ -368,7 +369,7 @@ class WebhookAdmission:
         patch = webhook_calls.decode_patch(result)
         if not patch:
             return None
-        if shown is None:
+        if shown is None or obj is None:  # the one is shown of the other
             raise errors.internal_error(f'admission webhook "{hook.name}" attempted to modify the object, which is '
                                         f"not supported for this operation")
         from ..fields.patch import PatchError, json_patch
@@ -385,7 +386,7 @@ class WebhookAdmission:
 def denial(name: str, status: dict | None) -> ApiError:
     """webhookerrors.ToStatusErr: the webhook's Status, its message prefixed, a code of at least 400."""
     status = dict(status) if isinstance(status, dict) else {}
-    code = status.get("code") if isinstance(status.get("code"), int) else 0
+    code = status["code"] if isinstance(status.get("code"), int) else 0
     denied = f'admission webhook "{name}" denied the request'
     if status.get("message"):
         message = f"{denied}: {status['message']}"

@@ -28,7 +28,7 @@ are compacted and printed as the server prints them (CompactString, Go's %q of e
 from __future__ import annotations
 
 from ..errors import invalid, not_found
-from ..validation.builtins import not_supported
+from ..validation import not_supported
 from .authentication import MASTERS, Attributes, User
 from .rbac import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, GROUP, ROLE_BINDINGS, ROLES, Authorizer, forbidden
 

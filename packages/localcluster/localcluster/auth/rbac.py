@@ -260,7 +260,7 @@ class Aggregator:
                         continue
                     rules += [r for r in other.get("rules") or () if r not in rules]
             if rules != list(role.get("rules") or ()):
-                rt = self.api.registry.for_storage(CLUSTER_ROLES)
+                rt = self.api.registry.builtin_storage(CLUSTER_ROLES)
                 self.api.system_write(rt, {**role, "rules": rules, "metadata": dict(role["metadata"])},
                                       AGGREGATOR)
                 return  # that write ran sync() again with the new state

@@ -32,11 +32,11 @@ KUBERNETES_SERVICE = {
 
 def create_system_objects(api: Api) -> None:
     """Make those of the objects above that are missing."""
-    classes = api.registry.get("scheduling.k8s.io", "v1", "priorityclasses")
+    classes = api.registry.builtin("scheduling.k8s.io", "v1", "priorityclasses")
     for name, value, description in SYSTEM_PRIORITY_CLASSES:
         if api.store.get(classes.storage_key, ("", name)) is None:
             api.create(classes, None, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                                        "metadata": {"name": name}, "value": value, "description": description})
-    services = api.registry.get("", "v1", "services")
+    services = api.registry.builtin("", "v1", "services")
     if api.store.get(services.storage_key, ("default", "kubernetes")) is None:
         api.create(services, "default", orjson.loads(orjson.dumps(KUBERNETES_SERVICE)))  # defaulting writes in it

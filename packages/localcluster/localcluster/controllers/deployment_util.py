@@ -163,9 +163,9 @@ def _progressing(spec: dict, name: str, previous: dict | None, old: list, found:
     """Progress is a change of the counts; without one for progressDeadlineSeconds, the deadline is exceeded."""
     moved = previous is None or previous.get("reason") == "NewReplicaSetAvailable" or any(
         (old_status.get(k) or 0) != v for k, v in found.items())
-    if not moved and previous.get("reason") == "ProgressDeadlineExceeded":
+    if previous is not None and not moved and previous.get("reason") == "ProgressDeadlineExceeded":
         return previous, 0.0
-    since = 0.0 if moved else seconds_since(previous.get("lastUpdateTime"))
+    since = 0.0 if moved or previous is None else seconds_since(previous.get("lastUpdateTime"))
     deadline = spec.get("progressDeadlineSeconds", 600)
     if since >= deadline:
         return condition("Progressing", "False", "ProgressDeadlineExceeded",

@@ -109,7 +109,7 @@ class _Sync:
         self.spec = deployment.get("spec") or {}
         self.wanted = self.spec.get("replicas", 1)
         self.annotations = dict(deployment["metadata"].get("annotations") or {})
-        self.rs_rt = self.api.registry.get("apps", "v1", "replicasets")
+        self.rs_rt = self.api.registry.builtin("apps", "v1", "replicasets")
         self.all = sorted(claim(self.api, deployment, self.rs_rt),
                           key=lambda rs: (rs["metadata"]["creationTimestamp"], rs["metadata"]["name"]))
         template = util.semantic(self.spec.get("template") or {})
@@ -124,7 +124,7 @@ class _Sync:
 
     def run(self) -> None:
         if self.new is not None:
-            self._sync_new()
+            self._sync_new(self.new)
         if self.spec.get("paused") or self._scaling_event():
             self._scale()
             if self.spec.get("paused"):
@@ -147,10 +147,9 @@ class _Sync:
                 changed = True
         return changed
 
-    def _sync_new(self) -> None:
+    def _sync_new(self, rs: dict) -> None:
         """An existing new ReplicaSet: the Deployment's annotations, a revision above every old one's (the
         revision it had kept in revision-history: a rollback), minReadySeconds."""
-        rs = self.new
         annotations = dict(rs["metadata"].get("annotations") or {})
         changed = self._copy_annotations(annotations)
         revision = self._new_revision()
@@ -167,8 +166,8 @@ class _Sync:
         if changed or (rs["spec"].get("minReadySeconds") or 0) != min_ready:
             spec = {**rs["spec"], "minReadySeconds": min_ready} if min_ready else \
                 {k: v for k, v in rs["spec"].items() if k != "minReadySeconds"}
-            self._update(rs, {**rs, "metadata": {**rs["metadata"], "annotations": annotations}, "spec": spec})
-        self.annotations[util.REVISION] = (self.new["metadata"].get("annotations") or {})[util.REVISION]
+            rs = self._update(rs, {**rs, "metadata": {**rs["metadata"], "annotations": annotations}, "spec": spec})
+        self.annotations[util.REVISION] = (rs["metadata"].get("annotations") or {})[util.REVISION]
 
     def _create_new(self, replicas: int) -> None:
         meta = self.deployment["metadata"]
@@ -185,7 +184,7 @@ class _Sync:
         spec = {"replicas": replicas, "selector": selector, "template": template}
         if self.spec.get("minReadySeconds"):
             spec["minReadySeconds"] = self.spec["minReadySeconds"]
-        body = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+        body: dict = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
                 "metadata": {"name": f"{meta['name']}-{hashed}", "namespace": meta["namespace"],
                              "labels": template["metadata"]["labels"], "annotations": annotations,
                              "ownerReferences": [controller_ref(self.deployment)]},
@@ -328,7 +327,8 @@ class _Sync:
             return False
         _, max_unavailable = util.fenceposts(self.spec)
         min_available = self.wanted - max_unavailable
-        new_unavailable = util.replicas(self.new) - util.status(self.new, "availableReplicas")
+        new = self.new
+        new_unavailable = util.replicas(new) - util.status(new, "availableReplicas") if new is not None else 0
         budget = sum(util.replicas(rs) for rs in self.all) - min_available - new_unavailable
         if budget <= 0:
             return False
@@ -418,6 +418,6 @@ class _Sync:
             current = self.api.store.get(DEPLOYMENTS, (meta["namespace"], meta["name"]))
             if current is None or current["metadata"]["resourceVersion"] != meta["resourceVersion"]:
                 return  # changed meanwhile: its event syncs again
-            rt = self.api.registry.get("apps", "v1", "deployments")
+            rt = self.api.registry.builtin("apps", "v1", "deployments")
             self.api.system_write(rt, {**self.deployment, "metadata": {**meta, "annotations": self.annotations},
                                        "status": status}, MANAGER, "status")

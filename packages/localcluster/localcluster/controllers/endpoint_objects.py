@@ -98,10 +98,10 @@ def subsets(service: dict, backends: list[Backend]) -> list[dict]:
             port = _core_port(service_port, number)
             by_port.setdefault(str(sorted(port.items())), (port, {}))[1][str(key)] = (address, backend.ready)
     grouped: dict[tuple, tuple[list[dict], dict[str, tuple[dict, bool]]]] = {}
-    for port, addresses in by_port.values():
+    for offered, addresses in by_port.values():
         entry = grouped.setdefault(tuple(sorted((k, ready) for k, (_, ready) in addresses.items())), ([], addresses))
-        if port is not None:
-            entry[0].append(port)
+        if offered is not None:
+            entry[0].append(offered)
     out = []
     for ports, addresses in grouped.values():
         subset: dict = {}

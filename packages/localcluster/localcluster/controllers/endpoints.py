@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 
 from ..errors import ApiError
+from ..storage.resources import ResourceType
 from ..storage.store import DELETED, Event
 from . import endpoint_objects as shapes
 from .endpoint_index import PODS, SERVICES, SLICES, EndpointIndexes
@@ -87,8 +88,8 @@ class EndpointsController(WorkloadController):
         finally:
             self._writing = False
 
-    def _rt(self, key: tuple[str, str]):
-        return self.api.registry.get(key[0], "v1", key[1])
+    def _rt(self, key: tuple[str, str]) -> ResourceType:
+        return self.api.registry.builtin(key[0], "v1", key[1])
 
     def _delete(self, key: tuple[str, str], obj: dict | None) -> None:
         if obj is None:

@@ -102,6 +102,8 @@ class GarbageCollector:
 
     def _strip_refs(self, key: StorageKey, obj: dict, uids: set[str]) -> None:
         rt = self.registry.for_storage(key)
+        if rt is None:  # its kind is no longer served (its CRD deleted meanwhile)
+            return
         refs = [r for r in obj["metadata"].get("ownerReferences") or () if r.get("uid") not in uids]
         meta = {**obj["metadata"], "ownerReferences": refs}
         if not refs:
@@ -134,7 +136,8 @@ class GarbageCollector:
         owner = self._owner_exists(namespace, ref)
         if owner is not None and owner["metadata"].get("deletionTimestamp"):
             rt = self.registry.by_kind(ref["apiVersion"], ref["kind"])
-            self._finalize(rt.storage_key, obj_key(owner))
+            if rt is not None:
+                self._finalize(rt.storage_key, obj_key(owner))
 
     def _finalize(self, key: StorageKey, okey: tuple[str, str]) -> None:
         obj = self.store.get(key, okey)
@@ -159,6 +162,8 @@ class GarbageCollector:
 
     def _set_finalizers(self, key: StorageKey, obj: dict, finalizers: list[str]) -> None:
         rt = self.registry.for_storage(key)
+        if rt is None:  # its kind is no longer served (its CRD deleted meanwhile)
+            return
         meta = {**obj["metadata"], "finalizers": finalizers}
         if not finalizers:
             del meta["finalizers"]
@@ -181,6 +186,6 @@ class GarbageCollector:
         if remaining == 0:
             ns_obj = self.store.get(NAMESPACES, ("", name))
             if ns_obj is not None:
-                self.api.remove_now(self.registry.for_storage(NAMESPACES), ns_obj)
+                self.api.remove_now(self.registry.builtin_storage(NAMESPACES), ns_obj)
         else:
             asyncio.get_running_loop().call_later(0.05, self._push, ("namespace", name))

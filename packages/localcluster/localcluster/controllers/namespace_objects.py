@@ -67,12 +67,12 @@ class NamespaceObjects:
                 meta = dict(current["metadata"])
                 meta["annotations"] = {**(meta.get("annotations") or {}), DESCRIPTION_KEY: DESCRIPTION}
                 with contextlib.suppress(ApiError):  # changed or deleted meanwhile: its own event comes next
-                    self.api.update(self.api.registry.get("", "v1", "configmaps"), namespace, ROOT_CA,
+                    self.api.update(self.api.registry.builtin("", "v1", "configmaps"), namespace, ROOT_CA,
                                     {**current, "metadata": meta, "data": data})
 
     def _create(self, plural: str, namespace: str, obj: dict) -> None:
         with contextlib.suppress(ApiError):  # made meanwhile, or the namespace went away
-            self.api.create(self.api.registry.get("", "v1", plural), namespace, obj)
+            self.api.create(self.api.registry.builtin("", "v1", plural), namespace, obj)
 
     @contextlib.contextmanager
     def _as_controller(self):

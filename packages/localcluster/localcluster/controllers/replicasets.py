@@ -74,7 +74,7 @@ class ReplicaSetController(WorkloadController):
             return
         error = None
         with as_controller(self.api):
-            mine = claim(self.api, rs, self.api.registry.get("", "v1", "pods"))
+            mine = claim(self.api, rs, self.api.registry.builtin("", "v1", "pods"))
             pods = [p for p in mine if active(p)]
             terminating = sum(1 for p in mine if p["metadata"].get("deletionTimestamp") and
                               (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
@@ -85,7 +85,7 @@ class ReplicaSetController(WorkloadController):
     def _manage(self, rs: dict, pods: list[dict]) -> str | None:
         """Create or delete pods toward spec.replicas; the first refusal's message, if any."""
         diff = len(pods) - (rs.get("spec") or {}).get("replicas", 1)
-        pods_rt = self.api.registry.get("", "v1", "pods")
+        pods_rt = self.api.registry.builtin("", "v1", "pods")
         namespace = rs["metadata"]["namespace"]
         if diff < 0:
             for _ in range(min(-diff, BURST)):
@@ -156,7 +156,7 @@ class ReplicaSetController(WorkloadController):
         if conditions:
             status["conditions"] = conditions
         if status != old:
-            rt = self.api.registry.get("apps", "v1", "replicasets")
+            rt = self.api.registry.builtin("apps", "v1", "replicasets")
             self.api.system_write(rt, {**rs, "status": status}, MANAGER, "status")
 
 

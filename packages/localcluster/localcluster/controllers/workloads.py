@@ -19,11 +19,11 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 from apimachinery.selectors import SelectorError
-from localcluster.validation.selectors import label_selector_from_dict
 
 from ..api import Api, now_rfc3339
 from ..errors import ApiError
 from ..storage.resources import ResourceType
+from ..validation import label_selector_from_dict
 
 log = logging.getLogger("localcluster.workloads")
 
@@ -105,7 +105,7 @@ class Recorder:
     def event(self, obj: dict, kind: str, reason: str, message: str) -> None:
         meta = obj["metadata"]
         namespace = meta.get("namespace") or "default"
-        rt = self.api.registry.get("", "v1", "events")
+        rt = self.api.registry.builtin("", "v1", "events")
         key = (meta["uid"], kind, reason, message)
         now = now_rfc3339()
         sent = self._sent.get(key)

@@ -72,7 +72,7 @@ def _ref(name: str) -> dict:
 def _param(name: str, where: str = "query", description: str = "") -> dict:
     kind = {"limit": "integer", "timeoutSeconds": "integer", "gracePeriodSeconds": "integer", "watch": "boolean",
             "allowWatchBookmarks": "boolean", "sendInitialEvents": "boolean", "force": "boolean"}.get(name, "string")
-    param = {"name": name, "in": where, "description": description or QUERY_PARAMS.get(name, ""),
+    param: dict[str, object] = {"name": name, "in": where, "description": description or QUERY_PARAMS.get(name, ""),
              "schema": {"type": kind, "uniqueItems": True}}
     if where == "path":
         param["required"] = True

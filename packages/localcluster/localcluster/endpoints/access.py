@@ -63,7 +63,7 @@ class Access:
 
         for plural, objects in (("clusterroles", policy.cluster_roles()),
                                 ("clusterrolebindings", policy.cluster_role_bindings())):
-            rt = self.api.registry.get("rbac.authorization.k8s.io", "v1", plural)
+            rt = self.api.registry.builtin("rbac.authorization.k8s.io", "v1", plural)
             for obj in objects:
                 try:
                     self.api.create(rt, None, obj)

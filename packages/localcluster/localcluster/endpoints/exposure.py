@@ -21,7 +21,7 @@ def is_loopback(host: str) -> bool:
         infos = socket.getaddrinfo(host, None)
     except OSError:
         return False
-    return bool(infos) and all(loopback_address(info[4][0]) for info in infos)
+    return bool(infos) and all(loopback_address(str(info[4][0])) for info in infos)
 
 
 def exposure_warning(host: str, port: int, kubeconfig: str | None) -> str | None:

@@ -8,7 +8,7 @@ Read by localcluster/endpoints/protobuf.py.
 REF = 'v0.35.7'
 
 # (apiVersion, kind) -> the message of that kind
-KINDS = {
+KINDS: dict[tuple[str, str], str] = {
     ('admissionregistration.k8s.io/v1', 'MutatingWebhookConfiguration'):
         'k8s.io.api.admissionregistration.v1.MutatingWebhookConfiguration',
     ('admissionregistration.k8s.io/v1', 'ValidatingAdmissionPolicy'):
@@ -54,7 +54,7 @@ KINDS = {
 # scalar or a message, as []T when repeated, or map<K,V>; a message without a package is in the
 # message's own. The flags are e (omitempty), z (omitzero), p (a Go pointer) and i (an inlined
 # struct, whose fields are the parent's).
-PACKAGES = {
+PACKAGES: dict[str, dict[str, tuple[str, tuple[tuple[int, str, str, str, str], ...]]]] = {
     'k8s.io.apimachinery.pkg.api.resource': {
         'Quantity': ('quantity', (
             (1, 'string', 'string', '', ''),

@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 import orjson
 
 from .. import errors
-from ..validation.quantity import QuantityError, parse
+from ..validation import QuantityError, parse_quantity
 from .k8s_protobuf import KINDS, PACKAGES, REF
 
 MAGIC = b"k8s\x00"
@@ -252,7 +252,7 @@ def _custom(message, form: str, path: str):
         if not message.HasField("string"):
             return "0"
         try:  # Quantity's protobuf Unmarshal: ParseQuantity of the string as it is (not trimmed)
-            return str(parse(message.string))
+            return str(parse_quantity(message.string))
         except QuantityError as exc:
             raise DecodeError(str(exc)) from exc
     if form == "intorstring":

@@ -88,6 +88,7 @@ def _access_review(access: Access, user: User, spec: dict, kind: str) -> dict:
                            subresource=resource.get("subresource") or "", namespace=resource.get("namespace") or "",
                            name=resource.get("name") or "")
     else:
+        non_resource = non_resource or {}  # given when the resource's attributes are not: checked above
         attrs = Attributes(user, non_resource.get("verb") or "", False, path=non_resource.get("path") or "")
     allowed, reason = access.authorize(attrs)
     status: dict = {"allowed": allowed}

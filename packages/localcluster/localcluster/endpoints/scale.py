@@ -9,15 +9,15 @@ resourceVersion and uid as preconditions, and answers the Scale of the updated o
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from apimachinery.selectors import SelectorError
-from localcluster.validation.selectors import label_selector_from_dict
 
 from .. import errors
 from ..admission.webhooks import View
 from ..api import patched
 from ..storage.resources import ResourceType, ScalePaths
+from ..validation import label_selector_from_dict
 
 if TYPE_CHECKING:
     from ..admission.webhook_steps import Steps
@@ -34,11 +34,12 @@ def _steps(path: str) -> list[str]:
 
 
 def _read(obj: dict, path: str):
+    value: Any = obj
     for step in _steps(path):
-        if not isinstance(obj, dict):
+        if not isinstance(value, dict):
             return None
-        obj = obj.get(step)
-    return obj
+        value = value.get(step)
+    return value
 
 
 def _selector(obj: dict, paths: ScalePaths) -> str:

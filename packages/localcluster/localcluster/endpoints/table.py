@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 from ..kubelet import nodes
 from ..storage.resources import ResourceType
@@ -114,7 +115,8 @@ def date_cell(text: str) -> str:
     offset = timedelta(0) if zone == "Z" else (1 if zone[0] == "+" else -1) * timedelta(
         hours=int(zone[1:3]), minutes=int(zone[4:]))
     try:
-        then = datetime(*map(int, parts), tzinfo=timezone(offset))
+        year, month, day, hour, minute, second = map(int, parts)
+        then = datetime(year, month, day, hour, minute, second, tzinfo=timezone(offset))
     except ValueError:
         return "<invalid>"
     if then == datetime(1, 1, 1, tzinfo=UTC):
@@ -157,9 +159,10 @@ def _col(name: str, cell: Callable[[dict], object], kind: str = "string", priori
 
 
 def _get(obj: dict, *path: str, default=None):
+    value: Any = obj
     for key in path:
-        obj = obj.get(key) if isinstance(obj, dict) else None
-    return default if obj is None else obj
+        value = value.get(key) if isinstance(value, dict) else None
+    return default if value is None else value
 
 
 def _age(obj: dict) -> str:

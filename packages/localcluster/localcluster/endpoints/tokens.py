@@ -25,7 +25,7 @@ from .. import errors
 from ..api import now_rfc3339
 from ..auth.service_account_jwt import API_AUDIENCES, ISSUER
 from ..storage.deletion import rfc3339
-from ..validation.envelope import cannot_be_handled, meta_type_error, unmarshal_error
+from ..validation import cannot_be_handled, meta_type_error, unmarshal_error
 
 if TYPE_CHECKING:
     from ..api import Api
@@ -60,7 +60,7 @@ class TokenIssuer:
             if meta.get(field) and meta[field] != url_value:
                 raise self._invalid(name, f"metadata.{field}", meta[field],
                                     f"must match the service account {what} if specified")
-        account = self.api.get(self.api.registry.get("", "v1", "serviceaccounts"), namespace, name)
+        account = self.api.get(self.api.registry.builtin("", "v1", "serviceaccounts"), namespace, name)
         meta.setdefault("name", name)
         meta.setdefault("namespace", namespace)
         meta["creationTimestamp"] = now_rfc3339()
@@ -78,7 +78,7 @@ class TokenIssuer:
         bound = self._bound_object(namespace, name, spec.get("boundObjectRef"))
         audiences = spec["audiences"]
         issued = int(time.time())
-        about = {"namespace": namespace}
+        about: dict[str, object] = {"namespace": namespace}
         if bound:
             about[bound[0].lower()] = {"name": bound[1]["metadata"]["name"], "uid": bound[1]["metadata"]["uid"]}
             node = (bound[1].get("spec") or {}).get("nodeName") if bound[0] == "Pod" else None
@@ -102,7 +102,7 @@ class TokenIssuer:
         plural = BOUND_KINDS.get((group, kind))
         if plural is None:
             raise errors.bad_request(f"cannot bind token to object of type {group}/{version}, Kind={kind}")
-        rt = self.api.registry.get("", "v1", plural)
+        rt = self.api.registry.builtin("", "v1", plural)
         obj = self.api.get(rt, namespace if rt.namespaced else None, ref.get("name") or "")
         if kind == "Pod" and (obj.get("spec") or {}).get("serviceAccountName") != name:
             raise errors.bad_request(f"cannot bind token for serviceaccount {_go_quote(name)} to pod running with "
@@ -115,7 +115,7 @@ class TokenIssuer:
 
     @staticmethod
     def _invalid(name: str, field: str, value, detail: str) -> errors.ApiError:
-        from ..validation.builtins import invalid_value
+        from ..validation import invalid_value
 
         return errors.invalid(f"TokenRequest.{AUTHN}", name, AUTHN, "TokenRequest",
                               [invalid_value(field, value, detail)])

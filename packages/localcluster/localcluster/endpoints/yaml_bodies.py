@@ -88,11 +88,11 @@ class _Decoder:
             self._count(1, 0)
             self._finish(self._scalar(event, line), 1, 0, event.anchor)
         elif isinstance(event, yaml.AliasEvent):
-            self._alias(event.anchor, line)
+            self._alias(event.anchor or "", line)  # the parser never makes an alias without its name
         elif isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
             self._count(1, 0)
             self._deeper(1, line)
-            container = {} if isinstance(event, yaml.MappingStartEvent) else []
+            container: dict | list = {} if isinstance(event, yaml.MappingStartEvent) else []
             if event.anchor:
                 self.open_anchors.add(event.anchor)
             self.stack.append(_Frame(container, event.anchor))

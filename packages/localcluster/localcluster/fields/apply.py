@@ -97,8 +97,18 @@ def _check(rt: ResourceType, config: Any) -> None:
     if (api_version, kind) != (rt.group_version, rt.kind):
         group, _, version = api_version.rpartition("/")
         raise errors.bad_request(f"invalid object type: {group}/{version}, Kind={kind}")
-    if (config.get("metadata") or {}).get("managedFields") is not None:
+    if _metadata(config).get("managedFields") is not None:
         raise errors.bad_request("metadata.managedFields must be nil")
+    if not isinstance(config.get("metadata", {}), dict | None):
+        # What the conversion to a typed value says of it (structured-merge-diff), before any field is compared.
+        got = orjson.dumps(config["metadata"]).decode()
+        raise _untyped(rt, config, SchemaError(f".metadata: expected map, got {got}"))
+
+
+def _metadata(config: dict) -> dict:
+    """`metadata` as unstructured's accessors read it: what is not a map has no fields (the schema refuses it)."""
+    meta = config.get("metadata")
+    return meta if isinstance(meta, dict) else {}
 
 
 def _go_type(value: Any) -> str:
@@ -108,7 +118,7 @@ def _go_type(value: Any) -> str:
 def _untyped(rt: ResourceType, config: dict, err: SchemaError) -> ApiError:
     """The configuration does not fit the schema (duplicate keys...): the server answers it as an error it
     did not expect, 500 with reason Unknown (kubernetes#118476)."""
-    meta = config.get("metadata") or {}
+    meta = _metadata(config)
     group, _, version = rt.group_version.rpartition("/")
     return ApiError(500, "Unknown", f"failed to create typed patch object ({meta.get('namespace') or ''}/"
                                     f"{meta.get('name') or ''}; {group}/{version}, Kind={rt.kind}): {err}")
@@ -129,7 +139,7 @@ def _entries(rt: ResourceType, live: dict | None, current: dict | None, shape, i
              now: str) -> Managed:
     """The live entries; an object that has none gets one for what is already there, "before-first-apply"
     (skipNonAppliedManager), so applying over it conflicts as over any other manager's fields."""
-    if live is None:
+    if live is None or current is None:  # the one is None when the other is: a new object
         return {}
     managed = decode((live.get("metadata") or {}).get("managedFields")) or {}
     if managed:
@@ -180,8 +190,8 @@ def _not_in_last_applied(rt: ResourceType, conflicts: list, current: dict | None
 
 
 def _last_applied_fields(rt: ResourceType, current: dict | None, shape) -> dict | None:
-    text = _annotations(current or {}).get(LAST_APPLIED)
-    if not text:
+    text = _annotations(current).get(LAST_APPLIED) if current is not None else None
+    if current is None or not text:
         return None
     try:
         last = orjson.loads(text)
@@ -296,7 +306,7 @@ def _prune(merged: dict, last: dict, managed: Managed, shape) -> dict:
 def _remove(value: Any, doomed: dict, shape) -> Any:
     """`value` without the members of `doomed` (typed.RemoveItems); a map or list emptied goes too."""
     if isinstance(value, dict) and not shape.atomic:
-        out = {}
+        out: dict = {}
         for key, child_value in value.items():
             node = doomed.get(field_element(key))
             if node is not None and fieldsets.is_member(node):
@@ -309,11 +319,11 @@ def _remove(value: Any, doomed: dict, shape) -> Any:
         return out
     if isinstance(value, list) and shape.list_type != fieldshapes.ATOMIC:
         item_shape = shape.item()
-        out = []
+        items: list = []
         for item in value:
             node = doomed.get(item_element(item, shape))
             if node is not None and fieldsets.is_member(node):
                 continue
-            out.append(item if node is None else _remove(item, fieldsets.children(node), item_shape))
-        return out
+            items.append(item if node is None else _remove(item, fieldsets.children(node), item_shape))
+        return items
     return value

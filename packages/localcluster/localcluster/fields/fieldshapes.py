@@ -2,7 +2,7 @@
 items are told apart, and which object fields are named (struct fields) rather than map keys.
 
 Two sources, one interface (`atomic`, `list_type`, `keys`, `key_default`, `declares`, `field`, `item`):
-- built-in kinds: the tagged-field table of patch.py (patch strategies plus the apply tags),
+- built-in kinds: the tagged-field table of patch_tags.py (patch strategies plus the apply tags),
   with every object key a named field and untagged lists atomic, as kube-openapi's schemas make
   them for the Go types; which fields a struct declares, from the kind's OpenAPI schema
   (builtin_schemas.py);
@@ -19,13 +19,13 @@ from typing import Any
 
 from ..storage.resources import ResourceType
 from ..validation import builtin_schemas
-from .patch import METADATA_FIELD, kind_field
+from .patch_tags import METADATA_FIELD, kind_field
 
 ATOMIC, SET, MAP = "atomic", "set", "map"
 
 
 class BuiltinShape:
-    """A value of a built-in kind, described by a patch.py `_Field` and its OpenAPI schema node (None: not
+    """A value of a built-in kind, described by a patch_tags.py `PatchField` and its OpenAPI schema node (None: not
     known, any field may exist). Shapes below are made once."""
 
     __slots__ = ("_below", "_entry", "_field", "_item", "_schema", "atomic", "keys", "list_type")

@@ -24,7 +24,7 @@ _ABSENT = object()
 # Never part of a field set (the field manager's stripMetaManager).
 _STRIPPED_META = ("name", "namespace", "creationTimestamp", "selfLink", "uid", "clusterName", "generation",
                   "managedFields", "resourceVersion")
-STRIPPED = {"f:apiVersion": {}, "f:kind": {},
+STRIPPED: dict[str, dict] = {"f:apiVersion": {}, "f:kind": {},
             "f:metadata": {".": {}, **{field_element(name): {} for name in _STRIPPED_META}}}
 
 
@@ -288,7 +288,7 @@ class Entry:
     def encoded(self) -> dict:
         if self.stored is not None:
             return self.stored
-        out = {"manager": self.manager, "operation": self.operation, "apiVersion": self.api_version}
+        out: dict[str, object] = {"manager": self.manager, "operation": self.operation, "apiVersion": self.api_version}
         if self.time is not None:
             out["time"] = self.time
         out["fieldsType"] = "FieldsV1"

@@ -4,7 +4,7 @@
 - ``json_patch``: RFC 6902 (application/json-patch+json), via the ``jsonpatch`` library.
 - ``strategic_merge_patch``: application/strategic-merge-patch+json, following
   k8s.io/apimachinery/pkg/util/strategicpatch (StrategicMergePatch) for the kinds this
-  server knows, with the list merge keys of the Go API types' struct tags.
+  server knows, with the list merge keys of the Go API types' struct tags (patch_tags.py).
 
 Inputs are never mutated: each function patches a private copy of the target and builds
 new containers for whatever it takes from the patch, so the result shares nothing with
@@ -14,14 +14,15 @@ either input.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import jsonpatch
 import jsonpointer
 import orjson
 
-__all__ = ["METADATA_FIELD", "PatchError", "json_merge_patch", "json_patch", "kind_field", "strategic_merge_patch"]
+from .patch_tags import KIND_SCHEMAS, META_ONLY, NO_METADATA, PatchField, PatchSchema
+
+__all__ = ["PatchError", "json_merge_patch", "json_patch", "strategic_merge_patch"]
 
 
 class PatchError(ValueError):
@@ -72,120 +73,6 @@ def json_patch(target: dict, ops: list) -> dict:
     return result
 
 
-# --- strategic merge patch: the schema --------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Field:
-    """Patch metadata of one field: its Go struct tags and its nested fields.
-
-    ``merge`` is patchStrategy "merge" (a list that is merged, not replaced) and
-    ``merge_key`` its patchMergeKey (empty for lists of primitives). ``fields`` describes
-    the value when it is an object, or each item when it is a list of objects.
-
-    Server-side apply (fieldshapes.py) reads the same table, plus what its +listType,
-    +listMapKey, +mapType and +structType tags say where that differs from the patch
-    strategy: ``keys``, a merged list's key fields when there are several; ``atomic``,
-    a value owned as a whole (an atomic map or struct, or a list merged by strategic
-    merge patch but atomic to apply); ``atomic_items``, list items owned as a whole.
-    """
-
-    merge: bool = False
-    merge_key: str = ""
-    fields: Mapping[str, _Field] = field(default_factory=dict)
-    keys: tuple[str, ...] = ()
-    atomic: bool = False
-    atomic_items: bool = False
-
-
-_Schema = Mapping[str, _Field]
-_NO_METADATA = _Field()  # a field with no tags: objects merge, lists are replaced
-
-
-def _merged_list(merge_key: str = "", fields: _Schema | None = None, **apply_tags) -> _Field:
-    return _Field(merge=True, merge_key=merge_key, fields=fields or {}, **apply_tags)
-
-
-def _nested(fields: _Schema) -> _Field:
-    return _Field(fields=fields)
-
-
-# From the patchStrategy/patchMergeKey tags of k8s.io/api (and the apply tags, see _Field).
-# Lists absent here are replaced whole, as in Go: e.g. tolerations, envFrom, containerStatuses,
-# initContainerStatuses, readinessGates, Service clusterIPs and ipFamilies.
-_ATOMIC = _Field(atomic=True)
-_OBJECT_META: _Schema = {
-    "finalizers": _merged_list(),
-    "ownerReferences": _merged_list("uid", atomic_items=True),
-}
-_CONTAINER: _Schema = {
-    "ports": _merged_list("containerPort", keys=("containerPort", "protocol")),
-    "env": _merged_list("name"),
-    "volumeMounts": _merged_list("mountPath"),
-    "volumeDevices": _merged_list("devicePath"),
-}
-_POD_SPEC: _Schema = {
-    "volumes": _merged_list("name"),
-    "initContainers": _merged_list("name", _CONTAINER),
-    "containers": _merged_list("name", _CONTAINER),
-    "ephemeralContainers": _merged_list("name", _CONTAINER),
-    "imagePullSecrets": _merged_list("name"),
-    "hostAliases": _merged_list("ip"),
-    "topologySpreadConstraints": _merged_list("topologyKey", keys=("topologyKey", "whenUnsatisfiable")),
-    "schedulingGates": _merged_list("name"),
-    "resourceClaims": _merged_list("name"),
-    "nodeSelector": _ATOMIC,
-}
-_POD_STATUS: _Schema = {
-    "conditions": _merged_list("type"),
-    "podIPs": _merged_list("ip"),
-    "hostIPs": _merged_list("ip", atomic=True),
-    "resourceClaimStatuses": _merged_list("name"),
-}
-_CONDITIONS_STATUS: _Schema = {"conditions": _merged_list("type")}
-_POD_TEMPLATE: _Schema = {"metadata": _nested(_OBJECT_META), "spec": _nested(_POD_SPEC)}
-
-_META_ONLY: _Schema = {"metadata": _nested(_OBJECT_META)}
-_BINDING: _Schema = {**_META_ONLY, "roleRef": _ATOMIC}
-# admissionregistration/v1 ValidatingWebhook and MutatingWebhook (rules and admissionReviewVersions: atomic).
-_WEBHOOK: _Schema = {"matchConditions": _merged_list("name"), "namespaceSelector": _ATOMIC, "objectSelector": _ATOMIC}
-_KIND_SCHEMAS: Mapping[str, _Schema] = {
-    "Pod": {**_META_ONLY, "spec": _nested(_POD_SPEC), "status": _nested(_POD_STATUS)},
-    "Service": {
-        **_META_ONLY,
-        "spec": _nested({"ports": _merged_list("port", keys=("port", "protocol")), "selector": _ATOMIC}),
-        "status": _nested(_CONDITIONS_STATUS),
-    },
-    "Namespace": {**_META_ONLY, "status": _nested(_CONDITIONS_STATUS)},
-    "Deployment": {
-        **_META_ONLY,
-        "spec": _nested({"selector": _ATOMIC, "template": _nested(_POD_TEMPLATE)}),
-        "status": _nested(_CONDITIONS_STATUS),
-    },
-    "ReplicaSet": {
-        **_META_ONLY,
-        "spec": _nested({"selector": _ATOMIC, "template": _nested(_POD_TEMPLATE)}),
-        "status": _nested(_CONDITIONS_STATUS),
-    },
-    "ServiceAccount": {**_META_ONLY, "secrets": _merged_list("name")},
-    # core/v1 and events.k8s.io/v1: their object references are atomic structs.
-    "Event": {**_META_ONLY, "involvedObject": _ATOMIC, "regarding": _ATOMIC, "related": _ATOMIC},
-    "RoleBinding": _BINDING,
-    "ClusterRoleBinding": _BINDING,
-    "ValidatingWebhookConfiguration": {**_META_ONLY, "webhooks": _merged_list("name", _WEBHOOK)},
-    "MutatingWebhookConfiguration": {**_META_ONLY, "webhooks": _merged_list("name", _WEBHOOK)},
-    # Lease has no tagged lists beyond metadata.
-}
-
-
-def kind_field(kind: str) -> _Field:
-    """The tagged fields of a built-in kind, as one object field (server-side apply reads them too)."""
-    return _nested(_KIND_SCHEMAS.get(kind, _META_ONLY))
-
-
-METADATA_FIELD = _nested(_OBJECT_META)
-
-
 # --- strategic merge patch: the merge ---------------------------------------------------
 
 _DIRECTIVE = "$patch"
@@ -210,11 +97,11 @@ def strategic_merge_patch(target: dict, patch: dict, kind: str) -> dict:
     """
     if not isinstance(patch, dict):
         raise PatchError("a strategic merge patch must be a JSON object")
-    result = _merge_map(_copy_json(target), patch, _KIND_SCHEMAS.get(kind, _META_ONLY))
-    return {} if result is _DELETED else result
+    result = _merge_map(_copy_json(target), patch, KIND_SCHEMAS.get(kind, META_ONLY))
+    return {} if isinstance(result, _Deleted) else result
 
 
-def _merge_map(original: dict, patch: Mapping, schema: _Schema) -> dict | _Deleted:
+def _merge_map(original: dict, patch: Mapping, schema: PatchSchema) -> dict | _Deleted:
     """Merge ``patch`` into ``original``, which is ours to modify (Go's mergeMap).
 
     Unlike Go, a value that has nothing to merge with (a new key, a type change, a list
@@ -233,7 +120,7 @@ def _merge_map(original: dict, patch: Mapping, schema: _Schema) -> dict | _Delet
         elif value is None:
             original.pop(key, None)
         else:
-            merged = _merge_value(original.get(key), value, schema.get(key, _NO_METADATA))
+            merged = _merge_value(original.get(key), value, schema.get(key, NO_METADATA))
             if merged is _DELETED:
                 original.pop(key, None)
             else:
@@ -241,7 +128,7 @@ def _merge_map(original: dict, patch: Mapping, schema: _Schema) -> dict | _Delet
     return original
 
 
-def _map_directive(patch: Mapping, schema: _Schema) -> dict | _Deleted:
+def _map_directive(patch: Mapping, schema: PatchSchema) -> dict | _Deleted:
     directive = patch[_DIRECTIVE]
     if directive == "replace":
         return _merge_map({}, {k: v for k, v in patch.items() if k != _DIRECTIVE}, schema)
@@ -250,7 +137,7 @@ def _map_directive(patch: Mapping, schema: _Schema) -> dict | _Deleted:
     raise PatchError(f"unknown patch type: {directive} in map: {patch}")
 
 
-def _merge_value(original: Any, patch: Any, meta: _Field) -> Any:
+def _merge_value(original: Any, patch: Any, meta: PatchField) -> Any:
     """Merge one patch value into the original value of the same key (which may be absent)."""
     if isinstance(patch, dict):
         return _merge_map(original if isinstance(original, dict) else {}, patch, meta.fields)
@@ -261,7 +148,7 @@ def _merge_value(original: Any, patch: Any, meta: _Field) -> Any:
     return _fresh_list(patch, meta)
 
 
-def _fresh_list(items: list, meta: _Field) -> list:
+def _fresh_list(items: list, meta: PatchField) -> list:
     """A replacing list, with its objects merged into nothing to apply their directives."""
     fresh = []
     for item in items:
@@ -274,7 +161,7 @@ def _fresh_list(items: list, meta: _Field) -> list:
     return fresh
 
 
-def _merge_list(original: list, patch: list, meta: _Field) -> list:
+def _merge_list(original: list, patch: list, meta: PatchField) -> list:
     """Go's mergeSlice for a list with patch strategy "merge"."""
     if not original and not patch:
         return []
@@ -325,7 +212,7 @@ def _apply_list_directives(original: list, patch: list, merge_key: str) -> tuple
     return original, plain, replace
 
 
-def _merge_items(original: list, patch: list, meta: _Field) -> list:
+def _merge_items(original: list, patch: list, meta: PatchField) -> list:
     """Merge each patch item into the original item with the same merge key, or append it."""
     merged = list(original)
     position = _first_positions(merged, meta.merge_key)
@@ -371,7 +258,8 @@ def _normalize_order(merged: list, patch_order: list, live_order: list, merge_ke
     """
     in_patch = _first_positions(patch_order, merge_key)
     live = _first_positions(live_order, merge_key)
-    from_patch, server_only = [], []
+    from_patch: list = []
+    server_only: list = []
     for item in merged:
         (from_patch if _identity(item, merge_key) in in_patch else server_only).append(item)
     from_patch.sort(key=lambda item: in_patch[_identity(item, merge_key)])
@@ -410,7 +298,7 @@ def _apply_retain_keys(original: dict, patch: Mapping) -> None:
         del original[key]
 
 
-def _apply_element_orders(original: dict, patch: Mapping, schema: _Schema) -> set[str]:
+def _apply_element_orders(original: dict, patch: Mapping, schema: PatchSchema) -> set[str]:
     """``$setElementOrder/<list>``: merge that list now, then order it as given.
 
     kubectl apply sends the full desired order alongside only the changed items. Returns
@@ -426,9 +314,9 @@ def _apply_element_orders(original: dict, patch: Mapping, schema: _Schema) -> se
         if list_key not in original and list_key not in patch:
             continue
         live, changes = _list_or_none(original, list_key), _list_or_none(patch, list_key)
-        meta = schema.get(list_key, _NO_METADATA)
+        meta = schema.get(list_key, NO_METADATA)
         _check_order_matches_patch(changes or [], order, meta.merge_key)
-        merged = live if changes is None else _merge_value(live, changes, meta)
+        merged = (live or []) if changes is None else _merge_value(live, changes, meta)  # no changes: the key is live
         original[list_key] = _normalize_order(merged, order, live or [], meta.merge_key)
         handled.add(list_key)
     return handled

@@ -205,12 +205,12 @@ def container_env(pod: dict, container: dict, objects: Objects) -> dict[str, str
         if "fieldRef" in source:
             env[name] = field_value(pod, (source.get("fieldRef") or {}).get("fieldPath", ""))
             continue
-        kind = next((k for k in SOURCES if f"{k}KeyRef" in source), None)
-        if kind is None:
+        key_kind = next((k for k in SOURCES if f"{k}KeyRef" in source), None)
+        if key_kind is None:
             unsupported = next(iter(source), "valueFrom")
             raise ConfigError(f"env {name}: valueFrom.{unsupported} is not supported by the process runner "
                               f"(value, fieldRef, configMapKeyRef and secretKeyRef are)")
-        value = _key_ref(pod, objects, kind, source[f"{kind}KeyRef"])
+        value = _key_ref(pod, objects, key_kind, source[f"{key_kind}KeyRef"])
         if value is not None:
             env[name] = value
     return env

@@ -86,7 +86,7 @@ def node_object(name: str = NODE) -> dict:
 
 def register(api: Api, name: str = NODE) -> None:
     """As a kubelet registers its node at start: create it, or report on it again if it exists."""
-    rt = api.registry.get("", "v1", "nodes")
+    rt = api.registry.builtin("", "v1", "nodes")
     node = node_object(name)
     try:
         created = api.create(rt, None, {k: v for k, v in node.items() if k != "status"})

@@ -77,7 +77,7 @@ class PodEvents:
         event = self.api.store.get(EVENTS, (namespace, name))
         if event is None:
             return False
-        rt = self.api.registry.get("", "v1", "events")
+        rt = self.api.registry.builtin("", "v1", "events")
         self.api.system_write(rt, {**event, "count": int(event.get("count") or 1) + 1,
                                    "lastTimestamp": now_rfc3339()})
         return True
@@ -92,7 +92,7 @@ class PodEvents:
                  "metadata": {"name": f"{meta['name']}.{time.time_ns():x}", "namespace": meta.get("namespace")},
                  "involvedObject": involved, "reason": reason, "message": message, "type": kind, **extra}
         with contextlib.suppress(ApiError):  # best effort, as the kubelet's: a terminating namespace refuses it
-            return self.api.create(self.api.registry.get("", "v1", "events"), meta.get("namespace"),
+            return self.api.create(self.api.registry.builtin("", "v1", "events"), meta.get("namespace"),
                                    event)["metadata"]["name"]
         return None
 

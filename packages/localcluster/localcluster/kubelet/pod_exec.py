@@ -124,7 +124,8 @@ async def _run(channels: _Channels, options: ExecOptions, target: Target) -> Non
             return
         if pumps:
             await asyncio.wait(pumps, timeout=DRAIN)
-        code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
+        returned = waiter.result()
+        code = returned if returned >= 0 else 128 - returned
         await channels.send(ERROR, stream_status(_exit_status(code)))
     finally:
         signal_group(proc, signal.SIGKILL)

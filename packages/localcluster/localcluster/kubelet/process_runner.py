@@ -58,24 +58,21 @@ import contextlib
 import logging
 import os
 import shutil
-import signal
 import tempfile
 from pathlib import Path
-from typing import BinaryIO
 
 from aiohttp import web
 
 from .. import errors
 from ..api import Api, now_rfc3339
-from ..storage.store import ADDED, DELETED, Event, obj_key
-from . import container_env, kept_logs, pod_exec, portforward
-from .container_env import HOST_IP, ConfigError, container_command, missing_volume_source, start_error
+from ..storage.store import ADDED, DELETED, Event
+from . import kept_logs, pod_exec, portforward, process_pod_log
+from .container_env import HOST_IP, missing_volume_source
+from .container_processes import PUMP_DRAIN, ContainerProcesses
 from .network.pod_network import PodNetwork
 from .nodes import register
-from .pod_connect import container_of
-from .pod_events import PodEvents, field_path
-from .pod_exec import signal_group
-from .process_guard import drop_pod_privileges
+from .pod_events import PodEvents
+from .pod_runs import PodRun, kill_execs, pod_conditions, pod_phase
 from .runner import KUBELET, NODE, PODS, NoneRunner, ScriptedRunner, bound_here, finish_deletion
 from .scheduling import Schedulers
 
@@ -83,159 +80,12 @@ log = logging.getLogger("localcluster.process")
 
 LOG_DIR_ENV = "LOCALCLUSTER_POD_LOG_DIR"
 POD_NETWORK_ENV = "LOCALCLUSTER_POD_NETWORK"
-CONFIG_ERROR = "CreateContainerConfigError"
-NEVER_STARTED = "1970-01-01T00:00:00Z"  # a StartError's startedAt: containerd's zero time, as the kubelet shows it
 STOP_SLACK = 10.0  # seconds a stopping pod may take beyond its grace period before its tasks are cancelled
-PUMP_DRAIN = 2.0  # seconds to drain a container's output once its process group is gone
-READ_CHUNK = 64 * 1024
-
-# --- logs ------------------------------------------------------------------------------------------
-
-
-class LogFile:
-    """One container instance's output: appended as it arrives, trimmed to about the last `limit` bytes.
-
-    Positions are absolute (bytes written since the instance started), so a follower keeps its
-    place when the front of the file is trimmed away.
-    """
-
-    def __init__(self, path: Path, limit: int) -> None:
-        self.path = path
-        self.limit = max(limit, 1)
-        self.size = 0  # bytes in the file
-        self.dropped = 0  # bytes trimmed from its front
-        self.closed = False
-        self._file: BinaryIO | None = open(path, "wb")  # kept open while the instance runs
-        self._changed = asyncio.Event()
-
-    @property
-    def end(self) -> int:
-        return self.dropped + self.size
-
-    def write(self, data: bytes) -> None:
-        if self._file is None:
-            return
-        self._file.write(data)
-        self._file.flush()
-        self.size += len(data)
-        if self.size > self.limit + self.limit // 4:
-            self._trim()
-        self._wake()
-
-    def _trim(self) -> None:
-        assert self._file is not None
-        self._file.close()
-        with open(self.path, "rb") as f:
-            f.seek(self.size - self.limit)
-            keep = f.read()
-        cut = keep.find(b"\n")
-        if 0 <= cut < len(keep) - 1:
-            keep = keep[cut + 1:]  # start at a line
-        with open(self.path, "wb") as f:
-            f.write(keep)
-        self.dropped += self.size - len(keep)
-        self.size = len(keep)
-        self._file = open(self.path, "ab")
-
-    def read(self, since: int = 0) -> tuple[bytes, int]:
-        """What is kept from absolute position `since` on, and the position after it."""
-        start = min(max(since - self.dropped, 0), self.size)
-        with open(self.path, "rb") as f:
-            f.seek(start)
-            data = f.read(self.size - start)
-        return data, self.dropped + start + len(data)
-
-    def waiter(self) -> asyncio.Event:
-        """An event set at the next write or at close (take it before reading, so no write is missed)."""
-        return self._changed
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-        self.closed = True
-        self._wake()
-
-    def _wake(self) -> None:
-        self._changed.set()
-        self._changed = asyncio.Event()
-
-
-# --- the runner's view of a pod --------------------------------------------------------------------
-
-
-class Box:
-    """One container of a pod: its spec, its state as reported, and its running process."""
-
-    def __init__(self, spec: dict, init: bool, waiting: str) -> None:
-        self.spec = spec
-        self.name: str = spec["name"]
-        self.init = init
-        self.state: dict = {"waiting": {"reason": waiting}}
-        self.last_state: dict = {}
-        self.restarts = 0
-        self.instances = 0
-        self.container_id: str | None = None
-        self.proc: asyncio.subprocess.Process | None = None
-        self.log: LogFile | None = None
-        # What the running instance's process got, for `kubectl exec`; and the exec processes, which die with it.
-        self.env: dict[str, str] = {}
-        self.cwd: str | None = None
-        self.execs: set[asyncio.subprocess.Process] = set()
-
-    @property
-    def path(self) -> str:
-        """The container's fieldPath in its pod's Events."""
-        return field_path(self.name, self.init)
-
-    @property
-    def succeeded(self) -> bool:
-        return self.state.get("terminated", {}).get("exitCode") == 0
-
-    def status(self) -> dict:
-        running = "running" in self.state
-        out = {"name": self.name, "image": self.spec.get("image", ""), "imageID": "",
-               "ready": self.succeeded if self.init else running, "restartCount": self.restarts,
-               "started": running, "state": self.state, "lastState": self.last_state}
-        if self.container_id:
-            out["containerID"] = self.container_id
-        return out
-
-
-class PodRun:
-    def __init__(self, pod: dict, log_dir: Path) -> None:
-        meta, spec = pod["metadata"], pod["spec"]
-        self.uid: str = meta["uid"]
-        self.key = obj_key(pod)
-        self.restart_policy: str = spec.get("restartPolicy") or "Always"
-        init = spec.get("initContainers") or []
-        self.init_boxes = [Box(c, True, "PodInitializing") for c in init]
-        self.boxes = [Box(c, False, "PodInitializing" if init else "ContainerCreating") for c in spec["containers"]]
-        self.log_dir = log_dir / f"{self.key[0]}_{self.key[1]}_{self.uid}"
-        self.initialized = not init
-        self.init_failed = False
-        self.start_time: str | None = None
-        self.stop = asyncio.Event()  # SIGTERM now, start nothing more
-        self.kill = asyncio.Event()  # SIGKILL now
-        self.grace: float | None = None
-        self.kill_handle: asyncio.TimerHandle | None = None
-        self.main: asyncio.Task | None = None
-        self.terminator: asyncio.Task | None = None
-        self.deleted = False
-        self.last_seen = pod  # the latest pod object, for Events once the object is gone
-        self.ip = HOST_IP  # its address, once scheduled (PodNetwork.attach)
-
-    def box(self, name: str) -> Box | None:
-        return next((b for b in (*self.init_boxes, *self.boxes) if b.name == name), None)
-
-    def busy(self) -> bool:
-        return any(t is not None and not t.done() for t in (self.main, self.terminator))
-
 
 # --- the runner ------------------------------------------------------------------------------------
 
 
-class ProcessRunner(NoneRunner):
+class ProcessRunner(ContainerProcesses, NoneRunner):
     name = "process"
 
     def __init__(self, api: Api, log_dir: str | Path | None = None, log_limit: int = 1 << 20,
@@ -353,7 +203,7 @@ class ProcessRunner(NoneRunner):
         if run.kill_handle is not None:
             run.kill_handle.cancel()
         for box in (*run.init_boxes, *run.boxes):
-            _kill_execs(box)
+            kill_execs(box)
             if box.log is not None:
                 box.log.close()
         if self.kept_dir is not None and run.log_dir.exists():
@@ -380,7 +230,8 @@ class ProcessRunner(NoneRunner):
             return
         status = self._status(run, pod, terminal)
         if status != pod.get("status"):
-            self.api.system_write(self.api.registry.get("", "v1", "pods"), {**pod, "status": status}, KUBELET, "status")
+            self.api.system_write(self.api.registry.builtin("", "v1", "pods"), {**pod, "status": status}, KUBELET,
+                                  "status")
 
     def _status(self, run: PodRun, pod: dict, terminal: bool) -> dict:
         now = now_rfc3339()
@@ -390,7 +241,7 @@ class ProcessRunner(NoneRunner):
         if run.init_boxes:
             status["initContainerStatuses"] = [b.status() for b in run.init_boxes]
         status["containerStatuses"] = [b.status() for b in run.boxes]
-        phase = status["phase"] = _phase(run, terminal)
+        phase = status["phase"] = pod_phase(run, terminal)
         done = phase in ("Succeeded", "Failed")
         ready = run.initialized and not done and all("running" in b.state for b in run.boxes)
         not_ready = [b.name for b in run.boxes if "running" not in b.state]
@@ -399,7 +250,7 @@ class ProcessRunner(NoneRunner):
         waiting_init = [b.name for b in run.init_boxes if not b.succeeded]
         init_reason = None if run.initialized else "ContainersNotInitialized"
         init_message = f"containers with incomplete status: [{' '.join(waiting_init)}]" if init_reason else None
-        status["conditions"] = _conditions(status.get("conditions"), now, [
+        status["conditions"] = pod_conditions(status.get("conditions"), now, [
             ("PodReadyToStartContainers", not done, None, None),
             ("Initialized", run.initialized, init_reason, init_message),
             ("Ready", ready, why, message),
@@ -447,7 +298,7 @@ class ProcessRunner(NoneRunner):
         run.start_time = now_rfc3339()
         run.ip = self.network.attach(pod)
         status = self._status(run, pod, False)
-        bound = self.api.system_write(self.api.registry.get("", "v1", "pods"),
+        bound = self.api.system_write(self.api.registry.builtin("", "v1", "pods"),
                                       {**pod, "spec": {**pod["spec"], "nodeName": NODE}, "status": status},
                                       KUBELET, "status")
         if not pod["spec"].get("nodeName"):  # one created bound to the node never met the scheduler
@@ -482,137 +333,6 @@ class ProcessRunner(NoneRunner):
             attempt += 1
         return False
 
-    async def _supervise(self, run: PodRun, box: Box) -> int | None:
-        """Run a container until the restart policy says it is done: its last exit code, or None if it never ran."""
-        code = None
-        not_created = 0  # configuration errors in a row, each retried after a longer back-off
-        while not run.stop.is_set():
-            code = await self._run_once(run, box)
-            if run.stop.is_set() or self._current(run) is None:
-                return code
-            if code is None:
-                if not await self._backed_off(run, self._delay(not_created)):
-                    return None
-                not_created += 1
-                continue
-            not_created = 0
-            policy = run.restart_policy
-            if policy == "Never" or (code == 0 and (box.init or policy == "OnFailure")):
-                return code
-            delay = self._delay(box.restarts)
-            pod_name = f"{run.key[1]}_{run.key[0]}({run.uid})"
-            box.last_state, box.state = box.state, {"waiting": {
-                "reason": "CrashLoopBackOff",
-                "message": f"back-off {delay:g}s restarting failed container={box.name} pod={pod_name}"}}
-            self._publish(run)
-            self._record(run, box, "Warning", "BackOff", f"Back-off restarting failed container {box.name} in pod "
-                                                           f"{pod_name}")
-            await self._backed_off(run, delay)
-        return code
-
-    def _record(self, run: PodRun, box: Box, kind: str, reason: str, message: str) -> None:
-        self.events.record(run.last_seen, kind, reason, message, box.path)
-
-    async def _run_once(self, run: PodRun, box: Box) -> int | None:
-        """Start one instance of the container and wait for it: its exit code, or None if it could not be
-        created (a configuration error, or the pod is gone)."""
-        pod = self._current(run)
-        if pod is None or run.stop.is_set():
-            return None
-        image = box.spec.get("image", "")
-        self._record(run, box, "Normal", "Pulled",
-                     f'Container image "{image}" already present on machine and can be accessed by the pod')
-        try:
-            argv, env = container_command(pod, box.spec, self._objects(run))
-        except ConfigError as exc:
-            box.state = {"waiting": {"reason": CONFIG_ERROR, "message": str(exc)}}
-            self._publish(run)
-            self._record(run, box, "Warning", "Failed", f"Error: {exc}")
-            return None
-        if box.instances:
-            box.restarts += 1
-        box.instances += 1
-        box.log = self._open_log(run, box)
-        # A minimal environment, never the server's own (its keys and tokens): container_env.base_environment.
-        # Then what puts the process on the pod's network; a preload the spec asks for runs after ours.
-        network = self.network.environment(pod)
-        if network and env.get("LD_PRELOAD"):
-            env = {**env, "LD_PRELOAD": f"{network['LD_PRELOAD']} {env['LD_PRELOAD']}"}
-        box.env = {**container_env.base_environment(), **network,
-                   **container_env.api_server_variables(self.api_address), "HOSTNAME": run.key[1], **env}
-        box.cwd = box.spec.get("workingDir") or None
-        self._record(run, box, "Normal", "Created", "Container created")
-        started = now_rfc3339()
-        read_fd, write_fd = os.pipe()
-        pipe = os.fdopen(read_fd, "rb", buffering=0)
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=write_fd, stderr=write_fd, env=box.env, cwd=box.cwd,
-                start_new_session=True, preexec_fn=drop_pod_privileges)
-        except BaseException as exc:
-            pipe.close()
-            box.log.close()
-            if not isinstance(exc, OSError):
-                raise
-            box.container_id = None
-            message = start_error(argv[0], box.cwd, exc)
-            box.state = _terminated(128, NEVER_STARTED, now_rfc3339(), "StartError", message)
-            self._publish(run)
-            self._record(run, box, "Warning", "Failed", f"Error: {message}")
-            return 128
-        finally:
-            os.close(write_fd)
-        box.proc = proc
-        pump = asyncio.get_running_loop().create_task(self._pump(pipe, box.log))
-        try:
-            box.container_id = f"process://{proc.pid}"
-            box.state = {"running": {"startedAt": started}}
-            self._publish(run)
-            self._record(run, box, "Normal", "Started", "Container started")
-            code = await self._wait(run, proc)
-        finally:
-            signal_group(proc, signal.SIGKILL)  # whatever the container's main process left behind
-            _kill_execs(box)  # the container's processes die with it, `kubectl exec`'s too
-            await _settle(pump, PUMP_DRAIN)
-            pipe.close()  # already closed unless the pump never ran
-            box.log.close()
-            box.proc = None
-        box.state = _terminated(code, started, now_rfc3339())
-        self._publish(run)
-        return code
-
-    async def _wait(self, run: PodRun, proc: asyncio.subprocess.Process) -> int:
-        """The process's exit code; SIGTERM to its group when the pod stops, SIGKILL when the grace period ends."""
-        waiter = asyncio.get_running_loop().create_task(proc.wait())
-        try:
-            if not await _first(waiter, run.stop):
-                signal_group(proc, signal.SIGTERM)
-                if not await _first(waiter, run.kill):
-                    signal_group(proc, signal.SIGKILL)
-            rc = await waiter
-        finally:
-            if not waiter.done():
-                waiter.cancel()
-        return rc if rc >= 0 else 128 - rc
-
-    def _open_log(self, run: PodRun, box: Box) -> LogFile:
-        run.log_dir.mkdir(parents=True, exist_ok=True)
-        path = run.log_dir / f"{box.name}.log"
-        if box.instances > 1 and path.exists():
-            os.replace(path, run.log_dir / f"{box.name}.previous.log")
-        return LogFile(path, self.log_limit)
-
-    async def _pump(self, pipe: BinaryIO, sink: LogFile) -> None:
-        """Copy a container's output pipe into its log until every process holding the pipe is gone."""
-        reader = asyncio.StreamReader(limit=READ_CHUNK)
-        transport, _ = await asyncio.get_running_loop().connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), pipe)
-        try:
-            while chunk := await reader.read(READ_CHUNK):
-                sink.write(chunk)
-        finally:
-            transport.close()
-
     async def _finish(self, run: PodRun) -> None:
         """A deleted pod: wait for its containers to stop, report them, remove the pod object."""
         try:
@@ -637,48 +357,9 @@ class ProcessRunner(NoneRunner):
     # --- the pods/log subresource ----------------------------------------------------------
 
     async def pod_log(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
-        """GET /api/v1/namespaces/{namespace}/pods/{name}/log: what `kubectl logs` reads."""
-        pod = self.api.get(self.api.registry.get("", "v1", "pods"), namespace, name)
-        query = request.query
-        container = container_of(pod, query.get("container"))
-        tail = _int_param(query, "tailLines")
-        limit = _int_param(query, "limitBytes")
-        run = self.runs.get(pod["metadata"]["uid"])
-        box = run.box(container) if run is not None else None
-        if run is None or box is None:
-            raise errors.bad_request(f'pod "{name}" is not run by the process runner (no logs)')
-        if query.get("previous") in ("true", "1", "True"):
-            path = run.log_dir / f"{container}.previous.log"
-            if not path.exists():
-                raise errors.bad_request(f'previous terminated container "{container}" in pod "{name}" not found')
-            return web.Response(body=_select(_read_bytes(path), tail, limit), content_type="text/plain")
-        sink = box.log
-        if sink is None:
-            reason = box.state.get("waiting", {}).get("reason", "ContainerCreating")
-            raise errors.bad_request(f'container "{container}" in pod "{name}" is waiting to start: {reason}')
-        waiter = sink.waiter()
-        data, position = sink.read()
-        data = _select(data, tail, limit)
-        follow = query.get("follow") in ("true", "1", "True")
-        if not follow or sink.closed or limit is not None:
-            return web.Response(body=data, content_type="text/plain")
-        response = web.StreamResponse(headers={"Content-Type": "text/plain", "Cache-Control": "no-cache, private"})
-        response.enable_chunked_encoding()
-        await response.prepare(request)
-        if data:
-            await response.write(data)
-        while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(waiter.wait(), 1.0)
-            if request.transport is None or request.transport.is_closing():
-                break
-            waiter = sink.waiter()
-            data, position = sink.read(position)
-            if data:
-                await response.write(data)
-            if sink.closed:
-                break
-        return response
+        """GET /api/v1/namespaces/{namespace}/pods/{name}/log: what `kubectl logs` reads (process_pod_log.py)."""
+        return await process_pod_log.serve(self.api, self.runs, request, namespace, name)
+
 
     # --- the pods/exec and pods/portforward subresources --------------------------------------
 
@@ -688,7 +369,7 @@ class ProcessRunner(NoneRunner):
         run = self.runs.get(pod["metadata"]["uid"])
         box = run.box(container) if run is not None else None
         running = box is not None and box.proc is not None
-        target = pod_exec.Target(container, box.env, box.cwd, box.execs) if running else None
+        target = pod_exec.Target(container, box.env, box.cwd, box.execs) if box is not None and running else None
         return await pod_exec.serve(request, options, target, container)
 
     async def pod_portforward(self, request: web.Request, pod: dict) -> web.StreamResponse:
@@ -698,116 +379,6 @@ class ProcessRunner(NoneRunner):
             raise errors.bad_request(f'pod "{pod["metadata"]["name"]}" is not run by the process runner (no network '
                                      f"to forward to)")
         return await portforward.serve(request, pod, None if run.ip == HOST_IP else run.ip)
-
-
-# --- helpers ---------------------------------------------------------------------------------------
-
-
-def _phase(run: PodRun, terminal: bool) -> str:
-    """The kubelet's getPhase, for the states this runner produces."""
-    if run.init_failed:
-        return "Failed"
-    if terminal:
-        return "Succeeded" if all(b.succeeded for b in run.boxes) else "Failed"
-    if not run.initialized:
-        return "Pending"
-    waiting = running = stopped = succeeded = 0
-    for box in run.boxes:
-        if "running" in box.state:
-            running += 1
-        elif "terminated" in box.state:
-            stopped += 1
-            succeeded += box.succeeded
-        elif box.last_state.get("terminated"):
-            stopped += 1
-        else:
-            waiting += 1
-    if waiting:
-        return "Pending"
-    if running:
-        return "Running"
-    if run.restart_policy == "Always":
-        return "Running"
-    if stopped == succeeded:
-        return "Succeeded"
-    return "Failed" if run.restart_policy == "Never" else "Running"
-
-
-def _conditions(old: list | None, now: str, wanted: list[tuple[str, bool, str | None, str | None]]) -> list[dict]:
-    """Pod conditions, keeping lastTransitionTime while a condition's status is unchanged."""
-    previous = {c.get("type"): c for c in old or ()}
-    out = []
-    for kind, ok, reason, message in wanted:
-        status = "True" if ok else "False"
-        before = previous.get(kind)
-        since = before["lastTransitionTime"] if before and before.get("status") == status else now
-        cond = {"type": kind, "status": status, "lastProbeTime": None, "lastTransitionTime": since}
-        if reason:
-            cond["reason"] = reason
-        if message:
-            cond["message"] = message
-        out.append(cond)
-    return out
-
-
-def _terminated(code: int, started: str, finished: str, reason: str | None = None, message: str | None = None) -> dict:
-    state = {"exitCode": code, "reason": reason or ("Completed" if code == 0 else "Error"),
-             "startedAt": started, "finishedAt": finished}
-    if message:
-        state["message"] = message
-    return {"terminated": state}
-
-
-def _kill_execs(box: Box) -> None:
-    for proc in list(box.execs):
-        signal_group(proc, signal.SIGKILL)
-
-
-async def _first(task: asyncio.Task, event: asyncio.Event) -> bool:
-    """Wait until the task is done or the event is set; True if the task is done."""
-    if not event.is_set() and not task.done():
-        setter = asyncio.get_running_loop().create_task(event.wait())
-        try:
-            await asyncio.wait({task, setter}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            setter.cancel()
-    return task.done()
-
-
-async def _settle(task: asyncio.Task, timeout: float) -> None:
-    """Give a task `timeout` seconds to finish, then cancel it; either way it is over on return."""
-    await asyncio.wait({task}, timeout=timeout)
-    if not task.done():
-        task.cancel()
-        await asyncio.wait({task})
-    if not task.cancelled() and task.exception() is not None:
-        log.warning("draining a container's output failed", exc_info=task.exception())
-
-
-def _read_bytes(path: Path) -> bytes:
-    return path.read_bytes()
-
-
-def _int_param(query, name: str) -> int | None:
-    raw = query.get(name)
-    if raw in (None, ""):
-        return None
-    try:
-        value = int(raw)
-    except ValueError as exc:
-        raise errors.bad_request(f"{name}: invalid value {raw!r}: must be an integer") from exc
-    if value < (0 if name == "tailLines" else 1):
-        raise errors.bad_request(f"{name}: Invalid value: {value}: must be "
-                                 f"{'greater than or equal to 0' if name == 'tailLines' else 'greater than 0'}")
-    return value
-
-
-def _select(data: bytes, tail: int | None, limit: int | None) -> bytes:
-    if tail is not None:
-        data = b"".join(data.splitlines(keepends=True)[-tail:]) if tail else b""
-    if limit is not None:
-        data = data[:limit]
-    return data
 
 
 def make_runner(kind: str, api: Api, default_script: dict | list | None = None) -> NoneRunner:

@@ -119,9 +119,14 @@ class ScriptedRunner(NoneRunner):
         if ev.type == ADDED and bound_here(ev.obj):
             self._admit(ev.obj)
 
+    def _started_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            raise RuntimeError("the pod runner is not started")
+        return self._loop
+
     def _admit(self, pod: dict) -> None:
         self.attempts[obj_key(pod)] += 1
-        self._loop.call_soon(self._schedule, obj_key(pod), pod["metadata"]["uid"])
+        self._started_loop().call_soon(self._schedule, obj_key(pod), pod["metadata"]["uid"])
 
     def _cancel(self, uid: str) -> None:
         handle = self._timers.pop(uid, None)
@@ -130,14 +135,14 @@ class ScriptedRunner(NoneRunner):
 
     def _later(self, uid: str, delay: float, fn, *args) -> None:
         self._cancel(uid)
-        self._timers[uid] = self._loop.call_later(max(delay, 0.0), fn, *args)
+        self._timers[uid] = self._started_loop().call_later(max(delay, 0.0), fn, *args)
 
     def _current(self, okey: tuple[str, str], uid: str) -> dict | None:
         pod = self.api.store.get(PODS, okey)
         return pod if pod is not None and pod["metadata"]["uid"] == uid else None
 
     def _write(self, pod: dict, spec: dict | None = None, status: dict | None = None) -> None:
-        rt = self.api.registry.get("", "v1", "pods")
+        rt = self.api.registry.builtin("", "v1", "pods")
         new = dict(pod)
         if spec is not None:
             new["spec"] = {**pod["spec"], **spec}
@@ -208,7 +213,8 @@ class ScriptedRunner(NoneRunner):
             started = ((pod.get("status") or {}).get("startTime")) or now_rfc3339()
             self._write(pod, status=_finished(pod, 143, started))
             pod = self._current(okey, uid)
-        finish_deletion(self.api, pod)
+        if pod is not None:  # None: it went meanwhile
+            finish_deletion(self.api, pod)
 
 
 def bound_here(pod: dict) -> bool:
@@ -220,7 +226,7 @@ def bound_here(pod: dict) -> bool:
 def finish_deletion(api: Api, pod: dict) -> None:
     """As a kubelet ends a graceful deletion once the pod's containers have stopped: delete again with no grace
     left (MODIFIED, then DELETED), uid-checked; a pod with finalizers stays (grace 0) until they are removed."""
-    rt = api.registry.get("", "v1", "pods")
+    rt = api.registry.builtin("", "v1", "pods")
     meta = pod["metadata"]
     with contextlib.suppress(ApiError):  # gone or replaced meanwhile
         api.delete(rt, meta.get("namespace"), meta["name"], {"gracePeriodSeconds": 0,

@@ -13,16 +13,15 @@ Chinese characters (3,000 bytes) is over the 1024 limit.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 
 import orjson
 
 from apimachinery.validation import qualified_name_errors
-from localcluster.validation.selectors import FieldRequirement, FieldSelector
 
 from .. import errors
-from ..validation import builtins
-from ..validation.builtins import Cause
+from ..validation import Cause, FieldRequirement, FieldSelector, builtins
 
 STORAGE = ("", "events")  # where both APIs keep their Events: core/v1's bucket
 GROUP = "events.k8s.io"
@@ -42,7 +41,7 @@ EVENTS_ORDER = ("eventTime", "series", "reportingController", "reportingInstance
                 "deprecatedCount")
 # How Go's encoder writes an unset field that `omitempty` does not drop: a struct as {}, a metav1.Time
 # as null, a string without omitempty as "". Every other unset field is left out.
-UNSET = {
+UNSET: dict[str, dict[str, object]] = {
     CORE: {"involvedObject": dict, "source": dict, "firstTimestamp": None, "lastTimestamp": None,
            "eventTime": None, "reportingComponent": "", "reportingInstance": ""},
     f"{GROUP}/v1": {"eventTime": None, "regarding": dict, "deprecatedSource": dict,
@@ -240,7 +239,7 @@ class EventFieldSelector(FieldSelector):
 
     __slots__ = ()
 
-    def matches(self, event: dict) -> bool:
+    def matches(self, event: Mapping) -> bool:
         meta = event.get("metadata") or {}
         source = (event.get("source") or {}).get("component") or event.get("reportingComponent") or ""
         return super().matches({

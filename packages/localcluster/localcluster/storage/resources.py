@@ -37,7 +37,7 @@ class ResourceType:
     scale: ScalePaths | None = None
     # Built-in kinds accept strategic merge patch; custom resources do not (415, as the real server).
     strategic: bool = False
-    # openAPIV3Schema of a CRD version; None for built-ins (validated in builtins.py instead).
+    # openAPIV3Schema of a CRD version; None for built-ins (validated by validation/builtins/ instead).
     schema: dict | None = None
     printer_columns: list[dict] = field(default_factory=list)
     # Whether a PUT on a missing object creates it (AllowCreateOnUpdate in the apiserver).
@@ -251,6 +251,10 @@ class Registry:
     def get(self, group: str, version: str, plural: str) -> ResourceType | None:
         return self._by_gvr.get((group, version, plural))
 
+    def builtin(self, group: str, version: str, plural: str) -> ResourceType:
+        """A built-in kind: always served (KeyError otherwise, a mistake of ours)."""
+        return self._by_gvr[(group, version, plural)]
+
     def all(self) -> list[ResourceType]:
         return list(self._by_gvr.values())
 
@@ -260,6 +264,13 @@ class Registry:
             if rt.storage_key == key:
                 return rt
         return None
+
+    def builtin_storage(self, key: tuple[str, str]) -> ResourceType:
+        """A built-in kind's storage bucket: always served (KeyError otherwise, a mistake of ours)."""
+        rt = self.for_storage(key)
+        if rt is None:
+            raise KeyError(key)
+        return rt
 
     def by_kind(self, api_version: str, kind: str) -> ResourceType | None:
         group, _, version = api_version.rpartition("/")

@@ -11,8 +11,8 @@ import asyncio
 from collections import defaultdict, deque
 
 from apimachinery.selectors import LabelSelector
-from localcluster.validation.selectors import FieldSelector
 
+from ..validation import FieldSelector
 from .store import ADDED, DELETED, MODIFIED, Event, StorageKey
 
 
@@ -51,13 +51,14 @@ class Watcher:
     def translate(self, ev: Event) -> tuple[str, dict] | None:
         """An object that starts or stops matching the selectors is seen as added or deleted."""
         now = ev.type != DELETED and self.matches(ev.obj)
-        before = ev.old is not None and self.matches(ev.old)
+        old = ev.old
+        before = old is not None and self.matches(old)
         if ev.type == DELETED:
             return (DELETED, ev.obj) if before else None
         if now:
             return (MODIFIED if before else ADDED, ev.obj)
-        if before:  # stopped matching: the previous state, at this event's version
-            return (DELETED, {**ev.old, "metadata": {**ev.old["metadata"], "resourceVersion": str(ev.rv)}})
+        if old is not None and before:  # stopped matching: the previous state, at this event's version
+            return (DELETED, {**old, "metadata": {**old["metadata"], "resourceVersion": str(ev.rv)}})
         return None
 
     def close(self) -> None:

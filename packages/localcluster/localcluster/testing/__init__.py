@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ..auth.tls import trusting
     from ..endpoints.http import MAX_REQUEST_BYTES
     from ..kubelet.runner import SCRIPT_ANNOTATION
-    from ..validation.builtins import default_pod_template, default_service
+    from ..validation import default_pod_template, default_service
     from .clock import drive_authentication_clock
     from .kubectl import ENV, TIMEOUT, Kubectl, Lines, Result, kubectl_binary
     from .pod_scripts import pod_scripts

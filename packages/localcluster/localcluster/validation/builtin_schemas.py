@@ -207,7 +207,8 @@ def _json_kind(value, go_type: str) -> str:
         if go_type.startswith(("int", "uint", "float")):
             return f"number {orjson.dumps(value).decode()}"
         return "number"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), "value")
+    names: dict[type, str] = {str: "string", list: "array", dict: "object"}
+    return names.get(type(value), "value")
 
 
 def _go_type(schema: dict, ref: str | None = None) -> str:
@@ -223,4 +224,5 @@ def _go_type(schema: dict, ref: str | None = None) -> str:
         return "map[string]" + _go_type(schema["additionalProperties"])
     if kind == "string":
         return "[]uint8" if schema.get("format") == "byte" else "string"
-    return {"boolean": "bool", "integer": schema.get("format", "int64"), "number": "float64"}.get(kind, "interface {}")
+    names: dict[object, str] = {"boolean": "bool", "integer": schema.get("format", "int64"), "number": "float64"}
+    return names.get(kind, "interface {}")

@@ -54,6 +54,14 @@ class Expr:
         return [part for part in parts if part is not None]
 
 
+def part(node: Expr | None) -> Expr:
+    """A part its kind always has (a select's operand; a comprehension's range, accumulator, loop and result):
+    the builder sets them all."""
+    if node is None:
+        raise CelSyntaxError("incomplete expression")
+    return node
+
+
 _PARSER = None
 
 
@@ -82,6 +90,13 @@ def _end(node: Tree | Token) -> int:
     while isinstance(node, Tree) and node.children:
         node = node.children[-1]
     return (node.end_pos or 0) if isinstance(node, Token) else 0
+
+
+def _token(node: Tree | Token) -> Token:
+    """A node the grammar makes a token (a name, a literal)."""
+    if not isinstance(node, Token):
+        raise CelSyntaxError(f"expected a token, got {node.data}")
+    return node
 
 
 def _offset(node: Tree | Token) -> int:
@@ -155,11 +170,11 @@ class _Builder:
         return self.expr(tree.children[0])
 
     def _ident(self, tree: Tree) -> Expr:
-        token = tree.children[0]
+        token = _token(tree.children[0])
         return Expr("ident", token.start_pos or 0, value=str(token))
 
     def _dot_ident(self, tree: Tree) -> Expr:
-        token = tree.children[0]
+        token = _token(tree.children[0])
         return Expr("ident", (token.start_pos or 1) - 1, value="." + str(token))
 
     def _args(self, children: list) -> list[Expr]:
@@ -167,7 +182,7 @@ class _Builder:
         return [self.expr(child) for child in lists[0].children] if lists else []
 
     def _ident_arg(self, tree: Tree) -> Expr:
-        token = tree.children[0]
+        token = _token(tree.children[0])
         args = self._args(tree.children[1:])
         offset = (token.end_pos or 0)  # the `(`
         if str(token) == "has" and len(args) == 1:
@@ -175,7 +190,7 @@ class _Builder:
         return self.call(str(token), args, offset)
 
     def _dot_ident_arg(self, tree: Tree) -> Expr:
-        token = tree.children[0]
+        token = _token(tree.children[0])
         return self.call("." + str(token), self._args(tree.children[1:]), token.end_pos or 0)
 
     def _has(self, arg: Expr, offset: int) -> Expr:
@@ -184,11 +199,11 @@ class _Builder:
         return Expr("select", offset, value=arg.value, operand=arg.operand, test_only=True)
 
     def _member_dot(self, tree: Tree) -> Expr:
-        operand, name = tree.children
+        operand, name = tree.children[0], _token(tree.children[1])
         return Expr("select", (name.start_pos or 1) - 1, value=str(name), operand=self.expr(operand))
 
     def _member_dot_arg(self, tree: Tree) -> Expr:
-        operand, name = tree.children[:2]
+        operand, name = tree.children[0], _token(tree.children[1])
         args = self._args(tree.children[2:])
         offset = name.end_pos or 0
         target = self.expr(operand)
@@ -221,7 +236,7 @@ class _Builder:
         return Expr("map", _offset(tree), entries=entries)
 
     def _literal(self, tree: Tree) -> Expr:
-        token = tree.children[0]
+        token = _token(tree.children[0])
         kind, text = token.type, str(token)
         offset = token.start_pos or 0
         if kind == "INT_LIT":

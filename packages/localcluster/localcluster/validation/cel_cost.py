@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .cel_ast import ACCUMULATOR, Expr
+from .cel_ast import ACCUMULATOR, Expr, part
 from .cel_types import CelType, Checker, SizeRules
 
 U64 = 2**64 - 1
@@ -123,16 +123,17 @@ class _Coster:
         """apiextensions' sizeEstimator: walk the declared types from `self` along a path."""
         if not path or path[0] == ACCUMULATOR:
             return None
-        node: CelType | None = self.root  # path[0] is a variable: `self` or `oldSelf` (or nothing, as cel-go)
+        node = self.root  # path[0] is a variable: `self` or `oldSelf` (or nothing, as cel-go)
         for name in path[1:]:
             if name in ("@items", "@values"):
-                node = node.elem
+                found = node.elem
             elif name == "@keys":
-                node = node.key
+                found = node.key
             else:
-                node = node.fields.get(name) if node.kind == "object" else None
-            if node is None:
+                found = node.fields.get(name) if node.kind == "object" else None
+            if found is None:
                 return None
+            node = found
         if not node.bounded:
             self.unbounded.add(".".join(path))
         return Range(0, node.max_elements)
@@ -175,10 +176,11 @@ class _Coster:
             if self.estimator.presence_test_cost is None:
                 return ZERO
             return fixed(self.estimator.presence_test_cost) + self.cost(expr.operand)
-        total = self.cost(expr.operand)
-        if self.checker.type_of(expr.operand).kind in ("map", "object"):  # not dyn: cel-go adds none for it
+        operand = part(expr.operand)
+        total = self.cost(operand)
+        if self.checker.type_of(operand).kind in ("map", "object"):  # not dyn: cel-go adds none for it
             total = total + fixed(1)
-        self.paths[id(expr)] = [*self.path(expr.operand), expr.value]
+        self.paths[id(expr)] = [*self.path(operand), expr.value]
         return total
 
     def _list(self, expr: Expr) -> Range:
@@ -200,25 +202,26 @@ class _Coster:
         return total + fixed(STRUCT_CREATE)
 
     def _comprehension(self, expr: Expr) -> Range:
-        total = self.cost(expr.iter_range) + self.cost(expr.accu_init)
-        range_type = self.checker.type_of(expr.iter_range)
+        iter_range, accu_init = part(expr.iter_range), part(expr.accu_init)
+        total = self.cost(iter_range) + self.cost(accu_init)
+        range_type = self.checker.type_of(iter_range)
         step = "@keys" if range_type.kind == "map" else "@items"
-        item_size = self._entry_size(expr.iter_range, range_type)
+        item_size = self._entry_size(iter_range, range_type)
         self.locals.setdefault(expr.accu_var, []).append(([ACCUMULATOR], None))
-        self.locals.setdefault(expr.iter_var, []).append(([*self.path(expr.iter_range), step], item_size))
+        self.locals.setdefault(expr.iter_var, []).append(([*self.path(iter_range), step], item_size))
         loop = self.cost(expr.loop_condition)
         step_cost = self.cost(expr.loop_step)
         self.locals[expr.iter_var].pop()
         total = total + self.cost(expr.result)
         self.locals[expr.accu_var].pop()
-        count = self.size_or_unknown(expr.iter_range)
+        count = self.size_or_unknown(iter_range)
         total = total + count.times(step_cost + loop)
         if self.estimator.comprehension_sizes:
-            if expr.accu_init.kind == "literal":
-                literal = _literal_size(expr.accu_init)
+            if accu_init.kind == "literal":
+                literal = _literal_size(accu_init)
                 if literal is not None:
                     self.sizes[id(expr)] = literal
-            elif expr.accu_init.kind in ("list", "map"):
+            elif accu_init.kind in ("list", "map"):
                 self.sizes[id(expr)] = count
         return total
 

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from . import cel_versions
-from .cel_ast import ACCUMULATOR, Expr
+from .cel_ast import ACCUMULATOR, Expr, part
 
 MAX_REQUEST_SIZE = 3 * 1024 * 1024  # apiserver's MaxRequestSizeBytes
 MIN_STRING_SIZE = 2  # ""
@@ -244,7 +244,7 @@ class Checker:
         return found
 
     def _select(self, expr: Expr) -> CelType:
-        operand = self.check(expr.operand)
+        operand = self.check(part(expr.operand))
         if expr.test_only:
             self._field(operand, expr)
             return BOOL
@@ -275,8 +275,9 @@ class Checker:
         raise CelTypeError("object construction is not supported in CRD rules", expr.offset)
 
     def _comprehension(self, expr: Expr) -> CelType:
-        range_type = self.check(expr.iter_range)
-        init = self.check(expr.accu_init)
+        iter_range = part(expr.iter_range)
+        range_type = self.check(iter_range)
+        init = self.check(part(expr.accu_init))
         if range_type.kind == "list":
             var_type = range_type.elem or DYN
         elif range_type.kind == "map":
@@ -285,15 +286,15 @@ class Checker:
             var_type = DYN
         else:
             raise CelTypeError(f"expression of type '{range_type}' cannot be range of a comprehension "
-                               "(must be list, map, or dynamic)", expr.iter_range.offset)
+                               "(must be list, map, or dynamic)", iter_range.offset)
         self.scopes.append({expr.accu_var: init})
         self.scopes.append({expr.iter_var: var_type})
-        self.check(expr.loop_condition)
-        step = self.check(expr.loop_step)
+        self.check(part(expr.loop_condition))
+        step = self.check(part(expr.loop_step))
         self.scopes.pop()
         if init.kind == "list" and step.kind == "list":
             self.scopes[-1][expr.accu_var] = step  # the map macro's list takes its elements' type
-        result = self.check(expr.result)
+        result = self.check(part(expr.result))
         self.scopes.pop()
         return result
 
@@ -311,7 +312,7 @@ class Checker:
         """A call's function and receiver: `sets.contains(a, b)` is the function sets.contains, no receiver."""
         if id(expr) in self.namespaced or (
                 expr.target is not None and expr.target.kind == "ident" and self._lookup(expr.target.value) is None):
-            return f"{expr.target.value}.{expr.value}", None
+            return f"{part(expr.target).value}.{expr.value}", None
         return expr.value, expr.target
 
     def _resolve(self, expr: Expr, name: str, target: CelType | None,

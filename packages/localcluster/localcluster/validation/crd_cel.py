@@ -233,7 +233,9 @@ def _rule_fields(schema: dict, path: str, minimum: tuple[int, int] | None, out: 
         if not (rule.get("rule") or "").strip() if isinstance(rule, dict) else True:
             where = f"{path}.x-kubernetes-validations[{index}].rule"
             out.append(("FieldValueRequired", where, f"{where}: Required value: rule is not specified"))
-        for key in rule if isinstance(rule, dict) and minimum is not None else ():
+        if not isinstance(rule, dict) or minimum is None:
+            continue
+        for key in rule:
             first = cel_versions.RULE_FIELDS.get(key)
             if first is not None and first > minimum:
                 where = f"{path}.x-kubernetes-validations[{index}].{key}"

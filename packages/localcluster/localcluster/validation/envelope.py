@@ -25,7 +25,8 @@ def go_type(value) -> str:
         return "bool"
     if isinstance(value, int | float):
         return "number"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), "object")
+    names: dict[type, str] = {str: "string", list: "array", dict: "object"}
+    return names.get(type(value), "object")
 
 
 def unmarshal_error(got, field: str, go: str) -> str:

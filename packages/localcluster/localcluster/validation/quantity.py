@@ -204,6 +204,8 @@ def go_float(value: float, printf: bool = False) -> str:
     if value == 0:
         return "-0" if str(value).startswith("-") else "0"
     sign, digits, exponent = Decimal(repr(value)).as_tuple()
+    if not isinstance(exponent, int):  # 'n', 'N', 'F': NaN and infinities, which JSON cannot hold
+        raise ValueError(f"not a finite number: {value!r}")
     text = "".join(map(str, digits)).rstrip("0") or "0"
     power = len(digits) + exponent - 1  # of the first digit
     minus = "-" if sign else ""
