@@ -250,3 +250,12 @@ def test_a_running_jobs_restart_is_a_normal_event():
     pods.set("worker", 0, "Failed")
     restarted = ps.plan(job, status, pods.list(), at(1))
     assert [(e.type, e.reason) for e in restarted.events if e.reason == "Restarting"] == [("Normal", "Restarting")]
+
+
+def test_a_finished_jobs_stored_record_without_a_name_is_kept_without_one():
+    ps, pods, job, finished = failed_single_worker()
+    task = finished["tasks"][0]
+    nameless = {**finished, "tasks": [{**task, "replicas": [{**task["replicas"][0], "name": ""}]}]}
+    settled = ps.plan(job, nameless, pods.list(), at(2)).status
+    assert [r["name"] for r in settled["tasks"][0]["replicas"]] == [""]
+    assert (settled["startTime"], settled["completionTime"]) == (at(0), at(1))
