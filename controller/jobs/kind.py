@@ -11,6 +11,8 @@ usually by subclassing `KindBase[J]`, which supplies every default, so a kind wr
 - the restart rule of each replica (`RestartRule`: may this replica's finished pod be replaced);
 - the verdict: has the job succeeded or failed, given what each replica has come to for good;
 - pod decoration (its environment, variables, run-mode overrides) and the ports of the Services it wants;
+- replicas that depend on each other: the start order (`start_after`) and the group restart (`restart_together`);
+  one headless Service for the whole job (`subdomain_ports`);
 - the replicas the engine runs of each type (`replica_counts`: the written counts by default; an elastic kind
   computes its own), the labels it adds to every template (`template_labels`), the PodGroup's gang size
   (`min_member`), and what an edit may not change beyond what `parse` checks (`update_problems`, the admission
@@ -158,6 +160,10 @@ class Dependent(NamedTuple):
     # A minimal CRD of the API for `local` and the tests, where the API is another's (the default install
     # never claims it); None when the cluster always has the API.
     local_crd: Callable[[], dict] | None = None
+    # The top-level fields of an object kept in step with what the job wants (a merge patch of each): a
+    # TensorBoard's `spec`, a ConfigMap's `data`; () for an object created once and never changed after (a
+    # Secret of generated keys, which must not rotate under the job).
+    follows: tuple[str, ...] = ("spec",)
 
 
 class SpecProblem(Protocol):
@@ -232,14 +238,27 @@ class JobKind(Protocol[J]):
         and environment, and `override` (pods.Override, the run mode's command and args; None for none)."""
 
     def dependents(self, job: J) -> dict[Resource, dict]:
-        """The dependent objects the job wants, by resource: created, kept in step with the spec (a merge
-        patch of `spec`), left in place when the job finishes (they go with the job)."""
+        """The dependent objects the job wants, by resource: created, kept in step with it (a merge patch of
+        each field its `Dependent.follows`), left in place when the job finishes (they go with the job)."""
 
     def dependent_status(self, job: J, observed: Mapping[Resource, list[dict] | None],
                          actions: Mapping[Resource, str]) -> dict:
         """Status fields that report the dependents (`observed`: the job's objects of each resource, None
         where the cluster has no such API; `actions`: Create, Update or NOP, what this reconcile does).
         A value with "type": "Warning" is announced by a Warning Event when its reason changes."""
+
+    def start_after(self, job: J) -> Mapping[str, tuple[str, ...]]:
+        """The start order: for a replica type, the types every replica of which must be Running and Ready
+        before a pod of it is created (an MPI launcher after its workers); a type left out starts at once."""
+
+    def restart_together(self, job: J) -> Mapping[str, tuple[str, ...]]:
+        """The group restart: for a replica type, the types whose pods are retired (uncounted) when a replica
+        of it is restarted, to be made again by the start order (a failed MPI worker takes the launcher with
+        it). Replicas of a group restarted in one reconcile count one restart."""
+
+    def subdomain_ports(self, job: J) -> list[dict] | None:
+        """The ports of one headless Service named after the job and selecting all its pods (the subdomain of
+        pods that set `hostname` and `subdomain`, as an MPI job's hostfile names them); None: no such Service."""
 
     def service_ports(self, job: J, replica_type: str) -> list[dict] | None:
         """The ports of the headless Service of each replica of a type, with the API server's defaults filled
@@ -294,6 +313,15 @@ class KindBase(ABC, Generic[J]):
     def dependent_status(self, job: J, observed: Mapping[Resource, list[dict] | None],
                          actions: Mapping[Resource, str]) -> dict:
         return {}
+
+    def start_after(self, job: J) -> Mapping[str, tuple[str, ...]]:
+        return {}
+
+    def restart_together(self, job: J) -> Mapping[str, tuple[str, ...]]:
+        return {}
+
+    def subdomain_ports(self, job: J) -> list[dict] | None:
+        return None
 
     def service_ports(self, job: J, replica_type: str) -> list[dict] | None:
         return None

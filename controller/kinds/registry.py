@@ -20,6 +20,7 @@ from controller.jobs.execution.controller import JobController
 from controller.jobs.kind import JobKind
 from controller.jobs.schema import crd as generic
 from controller.kinds.genericjob.kind import GENERICJOB
+from controller.kinds.mpi.kind import MPIJOB
 from controller.kinds.pytorch.kind import PYTORCH
 from controller.kinds.tensorflow.kind import TENSORFLOW
 from controller.runtime.controller import ControllerConfig
@@ -27,7 +28,7 @@ from controller.runtime.group import ControllerGroup
 from informers import InformerFactory, Resource
 from kubeclient.rest import RestClient
 
-KINDS: dict[str, JobKind[Any]] = {kind.api.kind: kind for kind in (GENERICJOB, TENSORFLOW, PYTORCH)}
+KINDS: dict[str, JobKind[Any]] = {kind.api.kind: kind for kind in (GENERICJOB, TENSORFLOW, PYTORCH, MPIJOB)}
 
 
 def crd_files(kinds: Sequence[JobKind] = ()) -> dict[str, str]:

@@ -12,6 +12,7 @@ from controller.jobs.execution.controller import JobController
 from controller.jobs.kind import KindApi
 from controller.kinds import registry as kinds
 from controller.kinds.genericjob.kind import GENERICJOB, GenericJobKind
+from controller.kinds.mpi.kind import MPIJOB
 from controller.kinds.pytorch.kind import PYTORCH
 from controller.kinds.tensorflow.kind import TENSORFLOW
 from controller.runtime.group import ControllerGroup
@@ -28,7 +29,7 @@ class OtherKind(GenericJobKind):
 
 
 def test_every_registered_kind_is_served_unless_named():
-    assert kinds.select() == [GENERICJOB, TENSORFLOW, PYTORCH]
+    assert kinds.select() == [GENERICJOB, TENSORFLOW, PYTORCH, MPIJOB]
     assert kinds.select(["genericjobs"]) == kinds.select(["GenericJob"]) == [GENERICJOB]
     assert kinds.select(["TensorFlowTrainingJob", "genericjobs"]) == [TENSORFLOW, GENERICJOB]
     with pytest.raises(ValueError, match="unknown job kind tfjobs"):
@@ -72,4 +73,4 @@ async def test_one_kind_is_served_by_its_own_controller_and_all_by_a_group():
     async with RestClient(settings_from_configuration(NOWHERE)) as api:
         assert type(kinds.make_controller(api, config, CollectorRegistry(), [GENERICJOB])) is JobController
         served = kinds.make_controller(api, config, CollectorRegistry())
-        assert [member.kind for member in served.members] == [GENERICJOB, TENSORFLOW, PYTORCH]
+        assert [member.kind for member in served.members] == [GENERICJOB, TENSORFLOW, PYTORCH, MPIJOB]

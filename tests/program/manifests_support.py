@@ -42,6 +42,7 @@ EXPECTED = {
     ("CustomResourceDefinition", f"{PLURAL}.{GROUP}"): False,
     ("CustomResourceDefinition", f"tensorflowtrainingjobs.{GROUP}"): False,
     ("CustomResourceDefinition", f"pytorchtrainingjobs.{GROUP}"): False,
+    ("CustomResourceDefinition", f"mpijobs.{GROUP}"): False,
     ("CustomResourceDefinition", f"{PG_PLURAL}.{PG_GROUP}"): False,
     ("ServiceAccount", NAME): True,
     ("ClusterRole", NAME): False,

@@ -26,6 +26,7 @@ import subprocess
 import pytest
 import yaml
 
+from controller.kinds.registry import KINDS
 from localcluster.testing import Kubectl
 
 from .manifests_support import NAME, NAMESPACE, ROOT, WEBHOOK, WEBHOOK_PORT, WEBHOOK_SECRET, find
@@ -145,7 +146,7 @@ def test_helm_webhook_values_change_what_they_say():
                        "webhook.namespaceSelector.matchExpressions[0].operator=Exists",
                        "namespaces={team-a,team-b}")
     webhooks = find(objects, "ValidatingWebhookConfiguration")["webhooks"]
-    assert len(webhooks) == 3
+    assert len(webhooks) == len(KINDS)
     for webhook in webhooks:
         assert (webhook["failurePolicy"], webhook["timeoutSeconds"]) == ("Ignore", 5)
         assert webhook["objectSelector"] == {"matchLabels": {"admission": "checked"}}
@@ -168,7 +169,7 @@ def test_helm_renamed_release_names_its_webhook_objects_and_tells_the_controller
     # The webhooks' own names are the kinds', whatever the release: unique within the configuration.
     assert [w["name"] for w in configuration["webhooks"]] == [
         "genericjobs.batch.tensorstack.dev", "tensorflowtrainingjobs.batch.tensorstack.dev",
-        "pytorchtrainingjobs.batch.tensorstack.dev"]
+        "pytorchtrainingjobs.batch.tensorstack.dev", "mpijobs.batch.tensorstack.dev"]
     role, cluster_role = find(objects, "Role", "jobs-webhook"), find(objects, "ClusterRole", "jobs-webhook")
     assert [r.get("resourceNames") for r in role["rules"]] == [None, ["jobs-webhook-cert"]]
     assert cluster_role["rules"][0]["resourceNames"] == ["jobs"]
@@ -277,7 +278,7 @@ async def test_the_documented_ignore_overlay_sets_every_webhook_and_nothing_else
     (overlay / "kustomization.yaml").write_text(ignore_overlay())
     objects = render(overlay)
     webhooks = find(objects, "ValidatingWebhookConfiguration")["webhooks"]
-    assert [w["failurePolicy"] for w in webhooks] == ["Ignore"] * 3
+    assert [w["failurePolicy"] for w in webhooks] == ["Ignore"] * len(KINDS)
     assert [{**w, "failurePolicy": "Fail"} for w in webhooks] == find(base, "ValidatingWebhookConfiguration")[
         "webhooks"]
     assert {k: o for k, o in by_key(objects).items() if k[0] != "ValidatingWebhookConfiguration"} == {
@@ -289,4 +290,4 @@ async def test_the_documented_ignore_overlay_sets_every_webhook_and_nothing_else
     await kubectl.ok("apply", "-k", str(overlay))
     stored = await kubectl.ok("get", "validatingwebhookconfiguration", NAME, "-o",
                               "jsonpath={.webhooks[*].failurePolicy}")
-    assert stored.out.split() == ["Ignore"] * 3
+    assert stored.out.split() == ["Ignore"] * len(KINDS)

@@ -17,6 +17,7 @@ import shutil
 import pytest
 import yaml
 
+from controller.kinds.registry import KINDS
 from localcluster.testing import Kubectl
 from tests.clients import controller_client
 
@@ -102,7 +103,6 @@ async def start_replica(cluster, base: list[dict], config) -> tuple:
     import copy
 
     from controller.jobs.schema.admission import make_webhook
-    from controller.kinds.registry import KINDS
 
     from .manifests_support import service_account_client
     from .subprocesses import until
@@ -196,7 +196,7 @@ async def test_the_installed_webhook_refuses_until_the_controller_is_down_then_f
 
     try:
         await until(bundled, what="the replica serving and every caBundle set")
-        assert len(await ca_bundles(kubectl)) == 3  # as kubectl reads them
+        assert len(await ca_bundles(kubectl)) == len(KINDS)  # as kubectl reads them
         await jobs_refused_and_admitted(kubectl)
     finally:
         await stop_replica(cluster, webhook, client, pod)
@@ -209,7 +209,7 @@ async def test_the_installed_webhook_refuses_until_the_controller_is_down_then_f
     shutil.copytree(ROOT / "manifests", tmp_path / "manifests", symlinks=True)
     (overlay / "kustomization.yaml").write_text(ignore_overlay())
     await kubectl.ok("apply", "-k", str(overlay))
-    assert len(await ca_bundles(kubectl)) == 3
+    assert len(await ca_bundles(kubectl)) == len(KINDS)
     await kubectl.ok("apply", "-f", "-", stdin=job)  # admitted: the controller would judge it
 
 

@@ -293,6 +293,7 @@ async def test_serves_a_working_kubeconfig_until_interrupted(tmp_path, sig):
                                                              "podgroups.scheduler.tensorstack.dev",
                                                              "tensorflowtrainingjobs.batch.tensorstack.dev",
                                                              "pytorchtrainingjobs.batch.tensorstack.dev",
+                                                             "mpijobs.batch.tensorstack.dev",
                                                              "tensorboards.tensorstack.dev"}  # local only
         proc.send_signal(sig)
         async with asyncio.timeout(60):
@@ -369,3 +370,17 @@ def test_the_torchrun_elastic_example_checks_its_pet_variables_and_command_line(
                          r"--rdzv_backend=c10d --rdzv_endpoint=elastic-example-worker-0:23456 --rdzv_id=[-0-9a-f]{36} "
                          "local rank 0", done.stdout), done.stdout
     assert "The master replica elastic-example-worker-0 has succeeded." in done.stdout
+
+
+@pytest.mark.slow  # local's pods
+def test_the_mpijob_example_reads_its_hostfile_and_succeeds_by_its_launcher(tmp_path):
+    """A launcher and two workers without MPI: the launcher, made once both workers are Ready, checks the hostfile
+    the controller keeps in its ConfigMap (one fully qualified line per worker, slots=2) and its OpenMPI settings;
+    its success is the job's, and the workers (standing in for sshd) are cleaned up."""
+    done = run_in_process(tmp_path, "--logs", "--apply", str(EXAMPLES / "mpi-hostfile.yaml"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "created mpijob.batch.tensorstack.dev/mpi-example" in done.stdout
+    assert "worker-1 | worker ready" in done.stdout, done.stdout
+    assert ("launcher-0 | launcher: hostfile mpi-example-worker-0.mpi-example.default.svc, "
+            "mpi-example-worker-1.mpi-example.default.svc") in done.stdout, done.stdout
+    assert "The launcher mpi-example-launcher-0 has succeeded." in done.stdout

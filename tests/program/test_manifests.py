@@ -182,9 +182,11 @@ def test_webhook_certificates_rbac_names_the_secret_and_the_configuration(render
         *{("", "secrets", verb, WEBHOOK_SECRET) for verb in ("get", "update")}}
     assert resource_rules(find(rendered, "ClusterRole", WEBHOOK)) == {
         ("admissionregistration.k8s.io", "validatingwebhookconfigurations", verb, NAME) for verb in ("get", "update")}
-    # The controller's own ClusterRole grants no secret and no webhook configuration at all.
-    assert not {r for r in resource_rules(find(rendered, "ClusterRole", NAME)) if r[1] in (
-        "secrets", "validatingwebhookconfigurations")}
+    # The controller's own ClusterRole grants no webhook configuration at all, and of Secrets only what an MPIJob's
+    # SSH keys need: made once, watched by label; never read by name, changed or deleted.
+    assert {r for r in resource_rules(find(rendered, "ClusterRole", NAME)) if r[1] in (
+        "secrets", "validatingwebhookconfigurations")} == {("", "secrets", verb, None)
+                                                           for verb in ("list", "watch", "create")}
 
 
 async def test_webhook_certificates_rbac_allows_only_those_objects(cluster, rendered):
@@ -211,9 +213,12 @@ async def test_webhook_certificates_rbac_allows_only_those_objects(cluster, rend
             assert await can(verb, "validatingwebhookconfigurations", NAME, "", "admissionregistration.k8s.io")
             assert not await can(verb, "validatingwebhookconfigurations", "another", "", "admissionregistration.k8s.io")
         for verb in ("list", "watch", "delete", "patch"):
-            assert not await can(verb, "secrets")
             assert not await can(verb, "validatingwebhookconfigurations", NAME, "", "admissionregistration.k8s.io")
-        assert not await can("create", "secrets", namespace="default")
+        for verb in ("delete", "patch"):
+            assert not await can(verb, "secrets")
+            assert not await can(verb, "secrets", WEBHOOK_SECRET)
+        # An MPIJob's SSH keys (the controller's ClusterRole): made in any namespace, listed and watched by label.
+        assert await can("create", "secrets", namespace="default") and await can("list", "secrets")
         assert not await can("create", "validatingwebhookconfigurations", "", "", "admissionregistration.k8s.io")
 
 
@@ -241,7 +246,8 @@ async def test_apply_k_manifests_succeeds_without_prometheus_operator(cluster, t
                                       if kind == "ClusterRoleBinding"),
                                     *(f"clusterrole/{name}" for kind, name in EXPECTED if kind == "ClusterRole"),
                                     f"crd/{PLURAL}.{GROUP}", f"crd/{PG_PLURAL}.{PG_GROUP}",
-                                    f"crd/tensorflowtrainingjobs.{GROUP}", f"crd/pytorchtrainingjobs.{GROUP}")
+                                    f"crd/tensorflowtrainingjobs.{GROUP}", f"crd/pytorchtrainingjobs.{GROUP}",
+                                    f"crd/mpijobs.{GROUP}")
     found = {(o["kind"], o["metadata"]["name"]) for o in json.loads(cluster_wide.out)["items"]}
     assert found == {key for key, ns in EXPECTED.items() if not ns}
 

@@ -72,6 +72,8 @@ NOT_EXERCISED: dict[Rule, str] = {
         "as genericjobs/finalizers: checked on every child's create of a TensorFlowTrainingJob, never requested",
     (GROUP, "pytorchtrainingjobs/finalizers", "update"):
         "as genericjobs/finalizers: checked on every child's create of a PyTorchTrainingJob, never requested",
+    (GROUP, "mpijobs/finalizers", "update"):
+        "as genericjobs/finalizers: checked on every child's create of an MPIJob, never requested",
     ("scheduler.tensorstack.dev", "podgroups", "get"):
         "who holds a PodGroup name a create found taken (not met in this run, where each PodGroup is made once): "
         "tests/e2e/test_live_conflicts.py::test_a_podgroup_taken_by_a_job_of_another_kind_holds_the_pods_back",
@@ -179,6 +181,21 @@ async def run_every_api_path(cluster, group: ControllerGroup) -> None:
     await local.wait("the TensorBoard follows the edit", lambda: local.api.get(boards, "default", "tf")["spec"]
                      == {"image": "tensorflow:2.12"})
     local.api.delete(tf_jobs, "default", "tf", {"propagationPolicy": "Background"})
+
+    # An MPIJob: its kind's list, watch and status writes; its hostfile ConfigMap and SSH Secret made, and the
+    # ConfigMap's data patched when the workers are scaled.
+    mpi_jobs = cluster.registry.get(GROUP, VERSION, "mpijobs")
+    mpijob = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "MPIJob", "metadata": {"name": "mpi", "namespace": "default"},
+              "spec": {"launcher": {"template": template(FOREVER)},
+                       "worker": {"replicas": 1, "template": template(FOREVER)}}}
+    local.api.create(mpi_jobs, "default", mpijob)
+    await local.wait("the MPIJob's launcher", lambda: any(p["metadata"]["name"] == "mpi-launcher-0"
+                                                         for p in local.store.objects(("", "pods"), "default")))
+    local.api.patch(mpi_jobs, "default", "mpi", MERGE, {"spec": {"worker": {"replicas": 2}}})
+    await local.wait("the hostfile follows the scale", lambda: any(
+        "mpi-worker-1" in (c.get("data") or {}).get("hostfile", "")
+        for c in local.store.objects(("", "configmaps"), "default")))
+    local.api.delete(mpi_jobs, "default", "mpi", {"propagationPolicy": "Background"})
     await local.wait("controller idle", lambda: all(controller_idle(member) for member in group.members))
 
     # localcluster counts a request when its response ends, and the informers' watches are still open:

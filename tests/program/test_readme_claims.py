@@ -115,7 +115,10 @@ def test_the_uninstall_deletes_every_crd_only_when_asked():
     assert command.split()[:3] == ["kubectl", "delete", "crd"] and set(command.split()[3:]) == crds
     assert all("crd" not in words[2].split(",") for words in _uninstall_commands())
     text = (DOCS / "operations.md").read_text()
-    assert "deletes every GenericJob, TensorFlowTrainingJob and PyTorchTrainingJob" in text
+    from controller.kinds import registry
+
+    kinds = [kind.api.kind for kind in registry.KINDS.values()]
+    assert f"deletes every {', '.join(kinds[:-1])} and {kinds[-1]}" in text
 
 
 @pytest.mark.slow  # kubectl

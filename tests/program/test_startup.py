@@ -226,7 +226,7 @@ async def test_a_missing_kinds_crd_names_both_ways_out(tmp_path):
     names the CRD, how to install it, and how to run without it (`--kinds` the other kinds), which then starts."""
     crds = tmp_path / "crds"
     crds.mkdir()
-    for served in ("genericjob.yaml", "pytorchtrainingjob.yaml", "podgroup.yaml"):
+    for served in ("genericjob.yaml", "pytorchtrainingjob.yaml", "mpijob.yaml", "podgroup.yaml"):
         (crds / served).write_text((CRDS / served).read_text())
     async with api_server(tmp_path, crds=crds) as cluster:
         exited = await run_to_exit(cluster.kubeconfig, "--sync-timeout", "3")
@@ -234,8 +234,8 @@ async def test_a_missing_kinds_crd_names_both_ways_out(tmp_path):
         error = only_error(exited)["event"]
         assert f"the CRD tensorflowtrainingjobs.batch.tensorstack.dev is not installed on {cluster.url}" in error
         assert "install it with kubectl apply -f manifests/crds/" in error
-        assert "or serve only the other kinds: --kinds GenericJob,PyTorchTrainingJob;" in error, error
-        async with ControllerProcess(cluster, "--kinds", "GenericJob,PyTorchTrainingJob") as controller:
+        assert "or serve only the other kinds: --kinds GenericJob,PyTorchTrainingJob,MPIJob;" in error, error
+        async with ControllerProcess(cluster, "--kinds", "GenericJob,PyTorchTrainingJob,MPIJob") as controller:
             await controller.wait_log(lambda r: r.get("event") == "start-up checks passed")
 
 
@@ -243,7 +243,8 @@ async def test_a_missing_kinds_crd_names_both_ways_out(tmp_path):
 async def test_a_crd_applied_while_waiting_for_it_is_picked_up(tmp_path):
     crds = tmp_path / "crds"
     crds.mkdir()
-    for served in ("genericjob.yaml", "tensorflowtrainingjob.yaml", "pytorchtrainingjob.yaml"):  # no PodGroup CRD
+    for served in ("genericjob.yaml", "tensorflowtrainingjob.yaml", "pytorchtrainingjob.yaml",
+                   "mpijob.yaml"):  # no PodGroup CRD
         (crds / served).write_text((CRDS / served).read_text())
     async with api_server(tmp_path, crds=crds) as cluster:
         controller = ControllerProcess(cluster)

@@ -10,7 +10,7 @@ and the rank.
 from __future__ import annotations
 
 from controller.jobs.kind import JobKind, ParsedJob
-from controller.jobs.schema.naming import owner_reference, replica_labels, replica_name
+from controller.jobs.schema.naming import job_labels, owner_reference, replica_labels, replica_name
 
 
 def service_selector(kind: JobKind, job: ParsedJob, replica_type: str, rank: int) -> dict[str, str]:
@@ -43,4 +43,25 @@ def desired_service(kind: JobKind, job: ParsedJob, replica_type: str, rank: int)
             "ports": ports,
             "publishNotReadyAddresses": True,
         },
+    }
+
+
+def subdomain_service(kind: JobKind, job: ParsedJob) -> dict | None:
+    """The job's own headless Service, named after it and selecting every pod of it (the kind's `subdomain_ports`):
+    a pod whose `hostname` is its name and `subdomain` the job's resolves as `[pod].[job].[namespace].svc`, and
+    publishing not-ready addresses, from the moment it has an address. None when the kind wants none."""
+    ports = kind.subdomain_ports(job)
+    if ports is None:
+        return None
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": job.name,
+            "namespace": job.namespace,
+            "labels": job_labels(kind.api, job.name, job.uid),
+            "ownerReferences": [owner_reference(kind.api, job.name, job.uid)],
+        },
+        "spec": {"clusterIP": "None", "selector": {kind.api.uid_label: job.uid}, "ports": ports,
+                 "publishNotReadyAddresses": True},
     }

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from apimachinery.resource import Resource
-from controller.jobs.decisions import cleanup, edits, restart, upkeep
+from controller.jobs.decisions import cleanup, edits, group, restart, upkeep
 from controller.jobs.decisions import status as st
 from controller.jobs.decisions.actions import (
     CLEANUP,
@@ -130,7 +130,8 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
     # Every outcome is judged, those of ranks scaled away in the same moment included (after the spec's ranks:
     # a job-wide budget goes to the replicas that stay first).
     everyone = restart.observe_all([*slots, *scaled_away],
-                                   sum(slot.record.restart_count for slot in slots) + removed.restarts)
+                                   sum(slot.record.restart_count for slot in slots) + removed.restarts,
+                                   group.together(kind, job))
     observations, leaving = everyone[:len(slots)], everyone[len(slots):]
     now_epoch = clock if clock is not None else epoch(now)  # the clock when given: `now` has whole seconds
     run_mode = job.spec.run_mode

@@ -17,7 +17,7 @@ restart is only granted while `restartCount < limit`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
@@ -81,17 +81,20 @@ def final_outcome(phase: str, policy: RestartRule, restart_count: int, container
     return Outcome(phase)
 
 
-def observe_all(slots: Sequence[Slot], job_restarts: int) -> list[Observation]:
+def observe_all(slots: Sequence[Slot], job_restarts: int, together: Collection[str] = ()) -> list[Observation]:
     """Every replica observed in order, each knowing the restarts granted to those before it in this same
     reconcile: two replicas failing at once draw on a job-wide budget one after the other, so a budget
-    of one restarts the first and fails the second."""
+    of one restarts the first and fails the second. Replicas of the types in `together` restart as one group
+    (the kind's `restart_together`): the group's restarts in one reconcile draw one restart of the budget."""
     observations = []
+    group_counted = False
     for slot in slots:
         obs = observe(slot, job_restarts)
         obs.job_restarts = job_restarts
         observations.append(obs)
-        if will_count(obs):
+        if will_count(obs) and not (group_counted and slot.type in together):
             job_restarts += 1
+            group_counted = group_counted or slot.type in together
     return observations
 
 

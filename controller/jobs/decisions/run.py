@@ -4,7 +4,7 @@ announced, and the phase, conditions and startTime (its clock restarts at resume
 
 from __future__ import annotations
 
-from controller.jobs.decisions import edits, restart, waiting
+from controller.jobs.decisions import edits, group, restart, waiting
 from controller.jobs.decisions import status as st
 from controller.jobs.decisions.actions import (
     DEBUG,
@@ -26,6 +26,8 @@ from controller.jobs.decisions.slots import by_type, slots_of
 from controller.jobs.kind import JobKind, ParsedJob
 from controller.jobs.schema.api import JobPhase
 
+GROUP_RESTART = "groupRestart"  # the status field of the last group restart: {replica, message, time}
+
 
 def plan_run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observation], now: str,
              delete: list, events: list, now_epoch: float, backoff: RestartBackoff) -> Plan:
@@ -36,7 +38,7 @@ def plan_run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observ
     # False) creates its pods, restarts included, with the resume overrides.
     mode = DEBUG if job.spec.run_mode.debugging else RESUME if st.ever_paused(old_conditions) else IMMEDIATE
     switched, steps, records, create, restart_deletes, restarting, waits = [], [], [], [], [], [], []
-    for o in observations:  # (one pass over the replicas, where a plan made seven)
+    for o in observations:
         # Debug mode turned on or off: the pods of the other mode go without counting a restart, as for a pause,
         # and their replacements are made in the new mode once they are gone.
         other = edits.other_mode(kind, o, debugging)
@@ -46,9 +48,13 @@ def plan_run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observ
             s = restart.debug_step(o, restarted_at, now_epoch, backoff if debugging else NO_BACKOFF)
         else:
             s = restart.step(o, restarted_at, now_epoch, backoff)
-        slot = o.slot
         switched.append(other)
         steps.append(s)
+    # Replicas that depend on each other (the kind says which): a group restart, then the start order.
+    steps, grouped, group_cause = group.restart_group(kind, job, observations, steps, restarted_at)
+    steps, ordered = group.start_order(kind, job, observations, steps)
+    for o, s in zip(observations, steps, strict=True):  # (one pass over the replicas, where a plan made seven)
+        slot = o.slot
         records.append(s.record)
         if s.create:
             create.append(CreatePod(slot.type, slot.rank, mode))
@@ -56,9 +62,10 @@ def plan_run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observ
             restart_deletes.append(DeletePod(slot.name, s.delete, RESTART))
         if s.restart_event:
             restarting.append(Event(NORMAL, "Restarting", s.restart_event))
-        waits.append((slot.name, slot.record.waiting, s.record.waiting))
+        if not group.held(s.record.waiting):  # (the start order's wait is announced by its own Normal Event)
+            waits.append((slot.name, slot.record.waiting, s.record.waiting))
     delete = delete + restart_deletes
-    events = events + restarting
+    events = events + restarting + grouped + ordered
     events = events + [Event(WARNING, reason, message) for reason, message in waiting.news(waits)]
     templates, changed = edits.template_changes(kind, job, old)
     events += changed
@@ -81,5 +88,7 @@ def plan_run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observ
                       records_by_type=by_type(job, slots_of(observations), records),
                       start_time=start, completion_time=None)
     new[edits.TEMPLATES] = templates
+    if group_cause is not None:  # the last group restart and its cause, kept until the next one
+        new[GROUP_RESTART] = group_cause
     return Plan(new, create=create, delete=delete, events=events + phase_events(old, phase),
                 requeue_after=soonest(*(s.wake for s in steps)))

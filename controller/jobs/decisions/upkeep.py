@@ -30,12 +30,18 @@ def service_actions(kind: JobKind, job: ParsedJob, status: dict, existing: list[
     if terminal:
         # Terminal is final: nothing is made or patched any more, only the clean-up's deletes remain.
         kept = _kept_services(kind, job, status)
+        if kept and kind.subdomain_ports(job) is not None:  # the job's own Service, while a replica's pod stays
+            kept.add(job.name)
         return [DeleteChild(SERVICES, name, svc["metadata"]["uid"])
                 for name, svc in current.items() if name not in kept]
     ports = {spec.type: kind.service_ports(job, spec.type) for spec in job.spec.replica_specs}
     counts = kind.replica_counts(job)
     wanted = {replica_name(job.name, spec.type, rank): (spec.type, rank)
               for spec in job.spec.replica_specs if ports[spec.type] is not None for rank in range(counts[spec.type])}
+    subdomain = kind.subdomain_ports(job)
+    if subdomain is not None:  # the job's own Service (a subdomain for its pods' host names)
+        wanted[job.name] = ("", -1)
+        ports[""] = subdomain
     actions: list[ChildAction] = [DeleteChild(SERVICES, name, svc["metadata"]["uid"])
                                   for name, svc in current.items() if name not in wanted]
     for name, (replica_type, rank) in wanted.items():
@@ -45,7 +51,8 @@ def service_actions(kind: JobKind, job: ParsedJob, status: dict, existing: list[
                 # The ports were edited: a merge patch replaces the port list whole.
                 actions.append(PatchChild(SERVICES, name, {"spec": {"ports": type_ports}}))
         elif making:
-            desired = services.desired_service(kind, job, replica_type, rank)
+            desired = services.desired_service(kind, job, replica_type, rank) if rank >= 0 else \
+                services.subdomain_service(kind, job)
             assert desired is not None  # a Service is wanted only of a type with ports
             actions.append(CreateChild(SERVICES, name, desired))
     return actions
@@ -88,10 +95,12 @@ def podgroup_actions(kind: JobKind, job: ParsedJob, existing: list[dict], *, ter
 
 def dependent_actions(kind: JobKind, job: ParsedJob, observed: Mapping[Resource, list[dict] | None], *,
                       terminal: bool) -> tuple[list[ChildAction], dict]:
-    """The kind's dependents (a TensorBoard): created while the job has not finished, their spec kept in
-    step (a merge patch), never deleted (they go with the job); and the status fields reporting them."""
+    """The kind's dependents (a TensorBoard, a ConfigMap): created while the job has not finished, the fields
+    each `Dependent.follows` kept in step (a merge patch of each; none of a Secret made once), never deleted
+    (they go with the job); and the status fields reporting them."""
     actions: list[ChildAction] = []
     done: dict[Resource, str] = {}
+    follows = {d.resource: d.follows for d in kind.dependent_resources}
     for resource, body in kind.dependents(job).items():
         current_objects = observed.get(resource)
         if current_objects is None:
@@ -102,10 +111,12 @@ def dependent_actions(kind: JobKind, job: ParsedJob, observed: Mapping[Resource,
             if not terminal:
                 actions.append(CreateChild(resource.plural, name, body))
                 done[resource] = "Create"
-        elif not terminal and (current.get("spec") or {}) != body.get("spec"):
-            actions.append(PatchChild(resource.plural, name,
-                                      {"spec": merge_patch(current.get("spec") or {}, body.get("spec") or {})}))
-            done[resource] = "Update"
+        elif not terminal:
+            patch = {key: merge_patch(current.get(key) or {}, body.get(key) or {})
+                     for key in follows.get(resource, ("spec",)) if (current.get(key) or {}) != (body.get(key) or {})}
+            if patch:
+                actions.append(PatchChild(resource.plural, name, patch))
+                done[resource] = "Update"
     reported = kind.dependent_status(job, {d.resource: observed.get(d.resource) for d in kind.dependent_resources},
                                      done)
     return actions, reported

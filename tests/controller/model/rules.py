@@ -12,6 +12,10 @@ from dataclasses import dataclass
 
 GENERIC, TENSORFLOW, PYTORCH = "GenericJob", "TensorFlowTrainingJob", "PyTorchTrainingJob"
 MODELLED = (GENERIC, TENSORFLOW, PYTORCH)  # the kinds this module has the rules of
+# Registered kinds the machine does not draw yet, each with why: an MPIJob's start order and group restart (its
+# launcher held back and retired with a worker, the group counted once) need rules of their own here first;
+# tests/controller/test_decisions_group.py and tests/e2e/test_mpijob.py cover them meanwhile (issue 46).
+NOT_YET_MODELLED = {"MPIJob": "start order and group restart: the oracle's rules are still to be written"}
 FINISHED = ("Succeeded", "Failed")
 RETRYABLE = (130, 137, 138, 143)  # SIGINT, SIGKILL, SIGTERM, and 138 "restart me"
 CONTAINER = {GENERIC: "main", TENSORFLOW: "tensorflow", PYTORCH: "pytorch"}

@@ -45,4 +45,6 @@ def test_the_shards_explore_the_whole_budget():
 
 def test_every_registered_kind_is_modelled():
     # The machine draws jobs of every kind of the registry; rules.py must know what each is to expect.
-    assert list(registry.KINDS) == list(rules.MODELLED), "a kind without a model in rules.py (or a model too many)"
+    drawn = [name for name in registry.KINDS if name not in rules.NOT_YET_MODELLED]
+    assert drawn == list(rules.MODELLED), "a kind without a model in rules.py (or a model too many)"
+    assert set(rules.NOT_YET_MODELLED) <= set(registry.KINDS), "a kind listed as not modelled that is not registered"

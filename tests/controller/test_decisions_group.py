@@ -1,0 +1,143 @@
+"""The engine's start order and group restart (decisions/group.py), for any kind that declares them: here a
+GenericJob kind whose launcher waits for its workers and restarts with any of them, as an MPIJob's does.
+Checked both ways: without the declarations the same sequences start everything at once and count each restart."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from controller.jobs.decisions import plan as engine
+from controller.jobs.decisions.actions import CreatePod, DeletePod
+from controller.jobs.decisions.group import START_ORDER
+from controller.jobs.decisions.run import GROUP_RESTART
+from controller.kinds.genericjob.kind import GenericJobKind
+from controller.kinds.genericjob.models import GenericJob
+from tests.controller.plan_support import Pods, at, make_job, record
+
+
+class Ordered(GenericJobKind):
+    def start_after(self, job: GenericJob) -> Mapping[str, tuple[str, ...]]:
+        return {"launcher": ("worker",)}
+
+
+class Grouped(Ordered):
+    def restart_together(self, job: GenericJob) -> Mapping[str, tuple[str, ...]]:
+        return {"worker": ("launcher",), "launcher": ()}
+
+
+ORDERED, GROUPED, PLAIN = Ordered(), Grouped(), GenericJobKind()
+
+
+def job(limit: int = 3) -> GenericJob:
+    # A job-wide budget is the training kinds'; GenericJob's is per replica: `limit` each.
+    return make_job(("worker", 2, "OnFailure", limit), ("launcher", 1, "OnFailure", limit))
+
+
+def run(kind, the_job, status, pods: Pods, second: int):
+    result = engine.plan(kind, the_job, status, pods.list(), at(second))
+    pods.apply(result)
+    return result
+
+
+def ready(pods: Pods, replica_type: str, rank: int) -> None:
+    pod = pods.set(replica_type, rank, "Running")
+    pod["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+
+
+def not_ready(pods: Pods, replica_type: str, rank: int) -> None:
+    pod = pods.set(replica_type, rank, "Running")
+    pod["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+
+
+def test_the_launcher_waits_until_every_worker_is_ready_and_the_status_says_how_many_are():
+    the_job, pods = job(), Pods()
+    first = run(ORDERED, the_job, {}, pods, 1)
+    assert first.create == [CreatePod("worker", 0, "immediate"), CreatePod("worker", 1, "immediate")]
+    waiting = record(first.status, "launcher", 0)["waiting"]
+    assert waiting["reason"] == START_ORDER and "0 of 2 worker replicas Ready" in waiting["message"]
+    condition = next(c for c in first.status["conditions"] if c["type"] == "ReplicasWaiting")
+    assert condition["status"] == "True" and condition["reason"] == START_ORDER
+    assert [e for e in first.events if e[1] == START_ORDER] and not [e for e in first.events if e[0] == "Warning"]
+    ready(pods, "worker", 0)
+    not_ready(pods, "worker", 1)  # Running is not enough: Ready
+    second = run(ORDERED, the_job, first.status, pods, 2)
+    assert second.create == []
+    assert "1 of 2 worker replicas Ready" in record(second.status, "launcher", 0)["waiting"]["message"]
+    assert not [e for e in second.events if e[1] == START_ORDER]  # announced once
+    ready(pods, "worker", 1)
+    third = run(ORDERED, the_job, second.status, pods, 3)
+    assert third.create == [CreatePod("launcher", 0, "immediate")]
+    assert "waiting" not in record(third.status, "launcher", 0)
+
+
+def test_without_a_start_order_every_pod_is_made_at_once():
+    assert len(run(PLAIN, job(), {}, Pods(), 1).create) == 3
+
+
+def started(kind) -> tuple[GenericJob, Pods, dict]:
+    the_job, pods = job(), Pods()
+    status = run(kind, the_job, {}, pods, 1).status
+    ready(pods, "worker", 0)
+    ready(pods, "worker", 1)
+    status = run(kind, the_job, status, pods, 2).status
+    ready(pods, "launcher", 0)
+    return the_job, pods, run(kind, the_job, status, pods, 3).status
+
+
+def test_a_failed_worker_restarts_the_group_counted_once_and_the_launcher_comes_back_after_the_workers():
+    the_job, pods, status = started(GROUPED)
+    launcher = pods.uid("launcher", 0)
+    pods.set("worker", 1, "Failed")
+    restart = run(GROUPED, the_job, status, pods, 4)
+    assert DeletePod("job-launcher-0", launcher, "restart") in restart.delete
+    assert record(restart.status, "worker", 1)["restartCount"] == 1
+    assert record(restart.status, "launcher", 0)["restartCount"] == 0  # retired with the group, not counted
+    assert restart.status["backoffCount"] == 1
+    cause = restart.status[GROUP_RESTART]
+    assert cause["replica"] == "job-worker-1" and "exited with code 1" in cause["message"]
+    assert any(e[1] == "GroupRestart" and "job-launcher-0" in e[2] for e in restart.events)
+    # The worker's replacement is made; the launcher waits for it to be Ready.
+    again = run(GROUPED, the_job, restart.status, pods, 5)
+    assert CreatePod("worker", 1, "immediate") in again.create and CreatePod("launcher", 0, "immediate") \
+        not in again.create
+    assert record(again.status, "launcher", 0)["waiting"]["reason"] == START_ORDER
+    ready(pods, "worker", 1)
+    back = run(GROUPED, the_job, again.status, pods, 6)
+    assert back.create == [CreatePod("launcher", 0, "immediate")]
+    assert back.status["backoffCount"] == 1 and back.status[GROUP_RESTART] == cause
+
+
+def test_two_workers_failing_together_are_one_group_restart():
+    the_job, pods, status = started(GROUPED)
+    pods.set("worker", 0, "Failed")
+    pods.set("worker", 1, "Failed")
+    restart = run(GROUPED, the_job, status, pods, 4)
+    assert restart.status["backoffCount"] == 1
+    assert [record(restart.status, "worker", r)["restartCount"] for r in (0, 1)] == [1, 0]
+    assert {d.name for d in restart.delete} == {"job-worker-0", "job-worker-1", "job-launcher-0"}
+    # Without the declaration each worker counts its own restart and the launcher runs on.
+    the_job, pods, status = started(ORDERED)
+    pods.set("worker", 0, "Failed")
+    pods.set("worker", 1, "Failed")
+    alone = run(ORDERED, the_job, status, pods, 4)
+    assert alone.status["backoffCount"] == 2 and "job-launcher-0" not in {d.name for d in alone.delete}
+    assert GROUP_RESTART not in alone.status
+
+
+def test_a_failed_launcher_restarts_alone_counted_once():
+    the_job, pods, status = started(GROUPED)
+    pods.set("launcher", 0, "Failed")
+    restart = run(GROUPED, the_job, status, pods, 4)
+    assert [d.name for d in restart.delete] == ["job-launcher-0"]
+    assert restart.status["backoffCount"] == 1 and restart.status[GROUP_RESTART]["replica"] == "job-launcher-0"
+    again = run(GROUPED, the_job, restart.status, pods, 5)
+    assert again.create == [CreatePod("launcher", 0, "immediate")]  # its workers are still Ready
+
+
+def test_replanning_a_group_restart_counts_nothing_more():
+    the_job, pods, status = started(GROUPED)
+    pods.set("worker", 1, "Failed")
+    restart = engine.plan(GROUPED, the_job, status, pods.list(), at(4))
+    again = engine.plan(GROUPED, the_job, restart.status, pods.list(), at(5))  # nothing applied yet (a crash)
+    assert again.status["backoffCount"] == 1
+    assert {d.name for d in again.delete} == {d.name for d in restart.delete}
