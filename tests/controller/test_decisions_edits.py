@@ -100,7 +100,7 @@ def test_a_debug_pods_end_is_not_judged_and_a_workload_pods_is_even_in_debug_mod
     def outcome(debug):
         o = observed(WORKLOAD, "Failed", outcome=Outcome.FAILED)
         o.slot.debug = debug
-        return judged(GENERICJOB, [o], debugging=True)[("worker", 0)]
+        return judged([o])[("worker", 0)]
 
     assert outcome(debug=False) == Outcome.FAILED
     assert outcome(debug=True) is None
@@ -110,7 +110,7 @@ def test_a_failure_of_a_rank_scaled_away_is_judged_unless_it_was_a_debug_pod():
     def leaving(debug, outcome=Outcome.FAILED):
         o = observed(WORKLOAD, "Failed", outcome=outcome)
         o.slot.rank, o.slot.debug = 1, debug
-        return judged(GENERICJOB, [], debugging=False, leaving=[o])
+        return judged([], leaving=[o])
 
     assert leaving(debug=False) == {("worker", 1): Outcome.FAILED}
     assert leaving(debug=True) == {}

@@ -60,8 +60,8 @@ def test_turning_debug_mode_on_replaces_the_running_pods_and_says_so(replicas, s
     debug = ps.make_job(("worker", replicas), debug=True)
     switched = ps.plan(debug, status, pods.list(), at(2))
     assert sorted(d.name for d in switched.delete) == sorted(f"job-worker-{rank}" for rank in range(replicas))
-    assert [e.message for e in switched.events if e.reason == "RunModeChanged"] == [
-        f"Debug mode turned on: replacing the pods of {shown}"]
+    assert [(e.type, e.message) for e in switched.events if e.reason == "RunModeChanged"] == [
+        ("Normal", f"Debug mode turned on: replacing the pods of {shown}")]
 
 
 def test_a_finished_job_records_the_clean_up_policy_it_finished_with():
@@ -209,3 +209,53 @@ def test_a_finished_jobs_restarts_of_records_dropped_for_size_are_not_added_agai
     dropped = {**finished, "tasks": [{**task, "restartCount": 3}], "backoffCount": 3}  # 3 beyond its records
     again = ps.plan(job, dropped, pods.list(), at(2)).status
     assert again["tasks"][0]["restartCount"] == 3 and again["backoffCount"] == 3
+
+
+def test_a_refused_writes_condition_says_the_api_servers_message():
+    ps = generic()
+    job = ps.make_job(("worker", 1))
+    refused = engine.WriteFailure("FailedCreate", "pods is forbidden")
+    conditions = engine.plan(ps.GENERICJOB, job, {}, [], at(0), write_failure=refused).status["conditions"]
+    assert next(c for c in conditions if c["type"] == "ReplicaFailure") == {
+        "type": "ReplicaFailure", "status": "True", "reason": "FailedCreate", "message": "pods is forbidden",
+        "lastTransitionTime": at(0)}
+
+
+def test_a_job_that_finishes_removes_its_podgroup_and_keeps_the_service_of_the_pod_its_clean_up_keeps():
+    ps = generic()
+    pods = ps.Pods()
+    job = ps.make_job(("worker", 1, "Never"))
+    status = ps.step(job, {}, pods, at(0)).status
+    pods.set("worker", 0, "Failed")
+    service = {"metadata": {"name": "job-worker-0", "uid": "s"}}
+    group = {"metadata": {"name": "job", "uid": "g"}}
+    finished = engine.plan(ps.GENERICJOB, job, status, pods.list(), at(1), services=[service], podgroups=[group])
+    # (The failed pod is kept by the default clean-up policy, so is its Service: nothing is patched either.)
+    assert finished.terminal and finished.services == [] and finished.delete == []
+    assert [(a.name, a.uid) for a in finished.podgroup] == [("job", "g")]
+
+
+def test_a_dependent_whose_report_turns_to_a_warning_without_a_note_says_so_with_an_empty_message():
+    from controller.jobs.decisions.actions import WARNING, Event
+
+    reported = {"tensorboard": {"type": WARNING, "reason": "TensorBoardUnavailable"}}
+    assert engine._dependent_events({}, reported) == [Event(WARNING, "TensorBoardUnavailable", "")]
+
+
+def test_a_running_jobs_restart_is_a_normal_event():
+    ps = generic()
+    pods = ps.Pods()
+    job = ps.make_job(("worker", 1, "OnFailure", 3))
+    status = ps.step(job, {}, pods, at(0)).status
+    pods.set("worker", 0, "Failed")
+    restarted = ps.plan(job, status, pods.list(), at(1))
+    assert [(e.type, e.reason) for e in restarted.events if e.reason == "Restarting"] == [("Normal", "Restarting")]
+
+
+def test_a_finished_jobs_stored_record_without_a_name_is_kept_without_one():
+    ps, pods, job, finished = failed_single_worker()
+    task = finished["tasks"][0]
+    nameless = {**finished, "tasks": [{**task, "replicas": [{**task["replicas"][0], "name": ""}]}]}
+    settled = ps.plan(job, nameless, pods.list(), at(2)).status
+    assert [r["name"] for r in settled["tasks"][0]["replicas"]] == [""]
+    assert (settled["startTime"], settled["completionTime"]) == (at(0), at(1))

@@ -124,3 +124,17 @@ def test_a_jobs_podgroup_and_services_are_made_when_watched_and_not_while_paused
 def test_a_job_without_a_status_is_planned_as_a_new_one():
     job = parsed(("worker", 1))
     assert engine.plan(TENSORFLOW, job, None, [], NOW).status == engine.plan(TENSORFLOW, job, {}, [], NOW).status
+
+
+def test_a_replacement_waiting_out_its_back_off_wakes_the_job_before_its_deadline_does():
+    import copy
+
+    from controller.jobs.decisions.backoff import RestartBackoff
+
+    job = parsed(("worker", 1), runPolicy={"activeDeadlineSeconds": 60})
+    status = copy.deepcopy(engine.plan(TENSORFLOW, job, {}, [], at(0)).status)
+    # worker-0's pod failed and was counted at second 18: its replacement waits 10 s, until second 28.
+    status["tasks"][0]["replicaStatus"][0].update(
+        {"restartCount": 1, "lastRestartUid": "u0", "lastRestartTime": at(18), "restartStreak": 1})
+    waiting = engine.plan(TENSORFLOW, job, status, [], at(20), restart_backoff=RestartBackoff(10.0))
+    assert (waiting.create, waiting.requeue_after) == ([], 8.0)  # not the deadline's 40

@@ -92,3 +92,96 @@ def test_a_record_says_debug_only_while_it_describes_its_debug_pod():
     assert debug.in_phase(DELETED).debug is True and debug.in_phase(DELETED).to_json()["debug"] is True
     awaiting = debug.awaiting()
     assert awaiting.debug is False and "debug" not in awaiting.to_json()
+
+
+def test_a_container_status_without_a_name_is_recorded_with_an_empty_one():
+    assert st.container_states({"status": {"containerStatuses": [{"state": {"running": {}}}]}}) == [
+        {"name": "", "state": "running"}]
+
+
+def test_a_succeeded_job_says_it_has_not_failed_with_its_own_reason_and_message():
+    running = st.unfinished_conditions([], NOW)
+    conditions = st.finished_conditions(running, succeeded=True, reason="Succeeded", message="Done.", now=LATER)
+    assert conditions == [
+        {"type": "Completed", "status": "True", "reason": "Succeeded", "message": "Done.", "lastTransitionTime": LATER},
+        {"type": "Failed", "status": "False", "reason": "NotFailed", "message": "The job has not failed.",
+         "lastTransitionTime": NOW}]
+
+
+def test_a_retired_or_counted_pod_is_not_ready_any_more():
+    # A ready pod retired (a pause, a scale-down) or counted (a restart) no longer serves the job: the record that
+    # keeps describing it (Deleted, Failed) never counts in READY.
+    ready = st.Replica("w-0", "u1", "Running", ready=True)
+    assert ready.is_ready
+    for record in (ready.retired(), ready.counted(LATER, streak=1)):
+        assert (record.ready, record.is_ready, "ready" in record.to_json()) == (False, False, False)
+    counted = ready.counted(LATER, streak=2)
+    assert (counted.restart_count, counted.last_restart_uid, counted.last_restart_time, counted.restart_streak) == (
+        1, "u1", LATER, 2)
+
+
+def test_a_replica_keeps_what_its_pod_waited_for_when_its_phase_changes():
+    # The job ended (its deadline, say) or its pod was deleted while the pod waited for its image: the record still
+    # says why that replica never ran.
+    waiting = {"reason": "ErrImagePull", "message": "pull access denied"}
+    record = st.Replica("w-0", "u1", "Pending", waiting=waiting)
+    assert record.in_phase(st.DELETED).waiting == waiting
+    assert record.in_phase("Failed").to_json()["waiting"] == waiting
+
+
+def test_restarts_carried_for_records_dropped_for_size_add_to_their_tasks():
+    codec = st.TasksStatus("replicas")
+    status = {**codec.replica_fields([("worker", [st.Replica("w-0", "u1", "Running", restart_count=2)])])}
+    merged = codec.with_removed(status, {}, {"worker": 3})
+    assert (merged["tasks"][0]["restartCount"], merged["backoffCount"]) == (5, 5)
+
+
+def test_ranks_removed_from_a_status_without_counts_yet_are_counted_from_zero():
+    codec = st.TasksStatus("replicas")
+    merged = codec.with_removed({"tasks": []}, {"worker": [st.Replica("w-1", "u1", st.DELETED)]}, {})
+    assert merged["aggregate"] == {"deleted": 1, **{k: 0 for k in st.AGGREGATE_KEYS if k != "deleted"}}
+
+
+def test_stored_records_and_types_read_whatever_an_earlier_status_holds():
+    codec = st.TasksStatus("replicas")
+    assert codec.stored_records({}) == {} and codec.stored_types({}) == []
+    status = {"tasks": [{"type": "worker", "replicas": [None, {"uid": "u0"}, {"name": "w-1", "uid": "u1"}]},
+                        {"replicas": [{"name": "x-0"}]}, {"type": "ps"}]}
+    assert codec.stored_records(status) == {"w-1": {"name": "w-1", "uid": "u1"}, "x-0": {"name": "x-0"}}
+    assert codec.stored_types(status) == [
+        ("worker", [None, {"uid": "u0"}, {"name": "w-1", "uid": "u1"}]), ("", [{"name": "x-0"}]), ("ps", [])]
+
+
+def test_a_running_job_says_it_has_neither_completed_nor_failed_yet():
+    assert st.unfinished_conditions([], NOW) == [
+        {"type": "Completed", "status": "False", "reason": "NotCompleted", "message": "The job has not completed.",
+         "lastTransitionTime": NOW},
+        {"type": "Failed", "status": "False", "reason": "NotFailed", "message": "The job has not failed.",
+         "lastTransitionTime": NOW}]
+
+
+def test_paused_and_resumed_are_said_whole_with_the_time_of_each_change():
+    paused = st.pause_conditions([], paused=True, pods_left=False, now=NOW)
+    assert paused == [{"type": "Paused", "status": "True", "reason": "Paused",
+                       "message": "The job is paused: all its pods are deleted.", "lastTransitionTime": NOW}]
+    assert st.pause_conditions(paused, paused=False, pods_left=False, now=LATER) == [
+        {"type": "Paused", "status": "False", "reason": "Resumed", "message": "The job was resumed.",
+         "lastTransitionTime": LATER}]
+
+
+def test_a_replica_awaiting_its_next_pod_is_neither_ready_nor_waiting():
+    waiting = {"reason": "ErrImagePull", "message": "pull access denied"}
+    for record in (st.Replica("w-0", "u1", "Running", ready=True), st.Replica("w-0", "u1", "Pending", waiting=waiting)):
+        awaiting = record.awaiting()
+        assert (awaiting.uid, awaiting.phase, awaiting.ready, awaiting.waiting) == ("", st.CREATING, False, None)
+
+
+def test_progress_conditions_are_said_whole_while_pods_are_created_and_one_has_failed():
+    records = [st.Replica("w-0", "u0", "Failed"), st.Replica("w-1")]
+    assert st.progress_conditions([], phase="Pending", records=records, now=NOW) == [
+        {"type": "Initialized", "status": "False", "reason": "CreatingPods",
+         "message": "The job's pods are being created.", "lastTransitionTime": NOW},
+        {"type": "Running", "status": "False", "reason": "Pending",
+         "message": "The job's pods are not all running yet.", "lastTransitionTime": NOW},
+        {"type": "ReplicaFailure", "status": "True", "reason": "ReplicaFailed",
+         "message": "Replicas with a failed pod: w-0.", "lastTransitionTime": NOW}]

@@ -43,7 +43,8 @@ def test_read_record_fills_defaults():
 
 
 def test_last_restart_uid_is_stored_once_a_pod_was_retired():
-    record = st.observed(st.blank_record("n"), make_pod("worker", 0, "u1", "Running")).counted("2026-01-01T00:00:00Z")
+    running = st.observed(st.blank_record("n"), make_pod("worker", 0, "u1", "Running"))
+    record = running.counted("2026-01-01T00:00:00Z", streak=0)
     assert record.to_json()["lastRestartUid"] == "u1"
     assert st.read_record(record.to_json(), "n").last_restart_uid == "u1"
 

@@ -165,8 +165,7 @@ def kept_counts(old: Mapping, fields: dict) -> dict:
     return fields
 
 
-def judged(kind: JobKind, observations: list[Observation], debugging: bool,
-           leaving: Sequence[Observation] = ()) -> dict:
+def judged(observations: list[Observation], leaving: Sequence[Observation] = ()) -> dict:
     """The outcomes the rules judge, by (type, rank): those of pods that ran the workload (a debug pod's end
     says nothing of the job: `is_debug`, and restart.observe gives it no outcome), and the failures of ranks
     scaled away in the same moment (`leaving`): every outcome is judged before the edit takes effect."""

@@ -83,8 +83,7 @@ def settle_finished(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict], 
                 events.append(deleted_event(record.name))
             records.append(settled.record)
         by_type.append((replica_type, records))
-    generation = getattr(job, "generation", None)
-    if old.get("observedGeneration") is not None and generation != old.get("observedGeneration"):
+    if old.get("observedGeneration") is not None and job.generation != old.get("observedGeneration"):
         events.append(_finished_edit_event(cleanup.stored_policy(old), policy))
     new = st.assemble(old, kind.status, phase=old["phase"], conditions=old.get("conditions") or [],
                       records_by_type=by_type, start_time=old.get("startTime"),

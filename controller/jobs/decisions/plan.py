@@ -142,7 +142,7 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
         # Every outcome is judged before an edit takes effect: an end the replicas already decided is the
         # end, even when the job was paused (or debug mode changed) in the same moment, or the controller saw
         # both at once. A debug pod's end is no outcome of the workload.
-        verdict = kind.verdict(job, edits.judged(kind, observations, run_mode.debugging, leaving))
+        verdict = kind.verdict(job, edits.judged(observations, leaving))
     # A job that ends now restarts nothing: a retryable failure of a rank scaled away counts only if it goes on.
     removed = judged_away(removed, leaving, stamp(now_epoch), now_epoch, backoff, counting=verdict is None)
     if verdict is not None:

@@ -187,12 +187,12 @@ def step(obs: Observation, now: str = "", now_epoch: float = 0.0, backoff: Resta
             return Step(record)  # still going
         # Finished and to be replaced: count it and retire the pod in the same status write; the
         # replacement is created by a later reconcile, once the old pod is gone (and the back-off over).
-        counted = record.counted(now, backoff.streak(record.restart_streak, pod, now_epoch))
+        counted = record.counted(now, streak=backoff.streak(record.restart_streak, pod, now_epoch))
         return Step(counted, delete=_to_delete(pod),
                     restart_event=_restart_message(counted, obs, _exit_cause(record, pod), backoff))
     # GONE, to be replaced: nothing left to delete, so the replacement is due once the back-off is over.
     if record.phase in FINISHED:
-        counted = record.counted(now, backoff.streak(record.restart_streak, None, now_epoch))
+        counted = record.counted(now, streak=backoff.streak(record.restart_streak, None, now_epoch))
         return replace(_replace(counted.awaiting(), backoff, now_epoch),
                        restart_event=_restart_message(counted, obs, _exit_cause(record, None), backoff))
     if not policy.counts_lost_pods:
@@ -200,7 +200,7 @@ def step(obs: Observation, now: str = "", now_epoch: float = 0.0, backoff: Resta
         return Step(retired.awaiting(), create=True,
                     restart_event=f"Recreating replica {record.name} (not counted: restart policy Never): "
                                   "pod was deleted")
-    counted = record.counted(now, backoff.streak(record.restart_streak, None, now_epoch))
+    counted = record.counted(now, streak=backoff.streak(record.restart_streak, None, now_epoch))
     return replace(_replace(counted.awaiting(), backoff, now_epoch),
                    restart_event=_restart_message(counted, obs, "pod was deleted", backoff))
 

@@ -58,7 +58,7 @@ def judged_away(removed: edits.Removed, leaving: list[Observation], now: str, no
     for o in leaving:
         record = o.record
         if counting and restart.will_count(o):
-            record = record.counted(now, backoff.streak(record.restart_streak, o.slot.pod, now_epoch))
+            record = record.counted(now, streak=backoff.streak(record.restart_streak, o.slot.pod, now_epoch))
         judged[o.slot.name] = (o.slot.type, o.slot.record.restart_count, record.retired().in_phase(st.DELETED))
     by_type = {replica_type: [judged.pop(r.name)[2] if r.name in judged else r for r in records]
                for replica_type, records in removed.by_type.items()}

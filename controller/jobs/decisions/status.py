@@ -143,16 +143,17 @@ class Replica:
             containers = tuple(c if c.get("state") == "terminated" else {**c, "state": "deleted"} for c in containers)
         return self._with(self.uid, phase, containers, self.last_restart_uid, self.ready, self.waiting)
 
-    def counted(self, now: str = "", streak: int = 0) -> Replica:
-        """A restart counted at `now` (the `streak`-th quick one in a row), and the current pod retired with it."""
+    def counted(self, now: str = "", *, streak: int) -> Replica:
+        """A restart counted at `now` (the `streak`-th quick one in a row; "": a pause's, whose pod is retired at
+        once), and the current pod retired with it: not ready any more, whatever it was."""
         return Replica(self.name, self.uid, self.phase, self.containers, self.restart_count + 1, self.uid,
-                       now, streak, self.ready)
+                       now, streak)
 
     def retired(self) -> Replica:
         """The current pod retired without counting a restart (policy Never's lost pod, pause): its
-        replacement owes nothing to the back-off."""
+        replacement owes nothing to the back-off. A retired pod is not ready, whatever it was."""
         return Replica(self.name, self.uid, self.phase, self.containers, self.restart_count,
-                       self.uid or self.last_restart_uid, "", self.restart_streak, self.ready)
+                       self.uid or self.last_restart_uid, "", self.restart_streak)
 
     def awaiting(self) -> Replica:
         """A new pod is to be created for the replica."""
