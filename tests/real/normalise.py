@@ -10,6 +10,9 @@ TOO_OLD = re.compile(r"(too old resource version: \d+ )\(\d+\)")  # the oldest i
 PAYLOAD = ("data", "stringData", "spec", "rules", "type", "status")
 
 
+ROOT_CA = "kube-root-ca.crt"
+
+
 def summary(code: int, body: dict | None) -> dict:
     """The code, and: for a Status its reason and message; for a list its kind, item names and whether a continue
     token says there is more; for a watch its events (bookmarks left out); for an object its kind, name,
@@ -22,8 +25,11 @@ def summary(code: int, body: dict | None) -> dict:
         return {"code": code, "events": [(e["type"], summary(e["object"].get("code", 200), e["object"]))
                                          for e in body["events"] if e["type"] != "BOOKMARK"]}
     if "items" in body:
+        # Not the namespace's kube-root-ca.crt: the real server's publisher writes it a moment after the namespace
+        # is made (localcluster at once), so whether a list in a new namespace has it yet is a race.
+        names = (i.get("metadata", {}).get("name", "") for i in body["items"] or ())
         return {"code": code, "kind": body.get("kind"), "more": bool((body.get("metadata") or {}).get("continue")),
-                "items": sorted(i.get("metadata", {}).get("name", "") for i in body["items"] or ())}
+                "items": sorted(name for name in names if name != ROOT_CA)}
     meta = body.get("metadata") or {}
     name = meta.get("name")
     if meta.get("generateName") and name:
