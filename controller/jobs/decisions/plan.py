@@ -43,7 +43,7 @@ from controller.jobs.decisions.actions import (
     WriteFailure,
     soonest,
 )
-from controller.jobs.decisions.backoff import NO_BACKOFF, RestartBackoff, epoch, stamp
+from controller.jobs.decisions.backoff import NO_BACKOFF, RestartBackoff, epoch
 from controller.jobs.decisions.deadline import deadline
 from controller.jobs.decisions.finish import clean_up_policy, plan_finish, settle_finished
 from controller.jobs.decisions.invalid import plan_invalid
@@ -144,7 +144,7 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
         # both at once. A debug pod's end is no outcome of the workload.
         verdict = kind.verdict(job, edits.judged(observations, leaving))
     # A job that ends now restarts nothing: a retryable failure of a rank scaled away counts only if it goes on.
-    removed = judged_away(removed, leaving, stamp(now_epoch), now_epoch, backoff, counting=verdict is None)
+    removed = judged_away(removed, leaving, now_epoch, backoff, counting=verdict is None)
     if verdict is not None:
         # The job ends, so the scale-down seen with it is an edit of a finished job: the pods of the ranks it
         # removed are left to the clean-up policy (their records are kept, in their type's task), as every other

@@ -46,19 +46,20 @@ def settle_leaving(policy: CleanUpPolicy, removed: edits.Removed,
     return edits.Removed(by_type, removed.carried), delete, events
 
 
-def judged_away(removed: edits.Removed, leaving: list[Observation], now: str, now_epoch: float,
+def judged_away(removed: edits.Removed, leaving: list[Observation], now_epoch: float,
                 backoff: RestartBackoff, counting: bool = True) -> edits.Removed:
     """The records of ranks scaled away (Deleted, in their type's task), with what their pods came to as the
     scale-down was seen: a failure their policy replaces used a restart (counted, never refunded, though the rank
     is not recreated), unless the job ends (`counting` False: as for its other replicas, a failure seen as it ends
-    is no restart). A rank whose record was dropped for size keeps that restart in its type's count."""
+    is no restart). A rank whose record was dropped for size keeps that restart in its type's count. No restart
+    time is written: the record is retired at once, which clears it (`now_epoch` is read for the streak only)."""
     if not leaving:
         return removed
     judged = {}
     for o in leaving:
         record = o.record
         if counting and restart.will_count(o):
-            record = record.counted(now, streak=backoff.streak(record.restart_streak, o.slot.pod, now_epoch))
+            record = record.counted(streak=backoff.streak(record.restart_streak, o.slot.pod, now_epoch))
         judged[o.slot.name] = (o.slot.type, o.slot.record.restart_count, record.retired().in_phase(st.DELETED))
     by_type = {replica_type: [judged.pop(r.name)[2] if r.name in judged else r for r in records]
                for replica_type, records in removed.by_type.items()}
