@@ -138,3 +138,13 @@ def test_a_replacement_waiting_out_its_back_off_wakes_the_job_before_its_deadlin
         {"restartCount": 1, "lastRestartUid": "u0", "lastRestartTime": at(18), "restartStreak": 1})
     waiting = engine.plan(TENSORFLOW, job, status, [], at(20), restart_backoff=RestartBackoff(10.0))
     assert (waiting.create, waiting.requeue_after) == ([], 8.0)  # not the deadline's 40
+
+
+def test_a_job_resumed_in_the_second_it_started_is_still_woken_at_its_deadline():
+    # Issue 45 (plan.py): the deadline's clock restarts at resume, here at the second of the stored startTime; the
+    # plan must still ask to be woken when it passes (no watch event announces a deadline).
+    job = parsed(("worker", 1), runPolicy={"activeDeadlineSeconds": 60})
+    paused = {"phase": "Paused", "startTime": at(100), "conditions": [{"type": "Paused", "status": "True"}]}
+    resumed = engine.plan(TENSORFLOW, job, paused, [], at(100))
+    assert not resumed.terminal and resumed.status["phase"] == "Resuming"
+    assert (resumed.status["startTime"], resumed.requeue_after) == (at(100), 60)

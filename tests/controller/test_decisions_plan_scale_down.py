@@ -5,7 +5,7 @@ from __future__ import annotations
 from controller.jobs.decisions import plan as engine
 
 from .decisions_plan_support import at
-from .plan_support import Pods, make_job, restarts, step
+from .plan_support import Pods, make_job, record, restarts, step
 
 
 def _started(job, pods):
@@ -153,3 +153,33 @@ def test_in_debug_mode_a_pod_made_before_pods_said_their_mode_is_a_debug_pod_kep
         pods.by_name[f"job-worker-{rank}"] = make_pod("worker", rank, pods.uid("worker", rank), "Failed")
     result = step(make_job(("worker", 1, "OnFailure", 0), debug=True), status, pods, at(5))
     assert not result.terminal and result.status["backoffCount"] == 0
+
+
+def _failed_again_as_scaled_away(started: str):
+    """worker-2 restarted once (a quick restart: streak 1), then its new pod, started at `started`, fails in the
+    reconcile that sees the job scaled down to two workers, at(10)."""
+    pods = Pods()
+    job = make_job(("worker", 3, "OnFailure", 3))
+    status = _started(job, pods)
+    pods.set("worker", 2, "Failed")
+    status = step(job, status, pods, at(3)).status
+    status = step(job, status, pods, at(4)).status
+    assert record(status, "worker", 2)["restartStreak"] == 1
+    pods.set("worker", 2, "Failed")["status"]["startTime"] = started
+    return step(make_job(("worker", 2, "OnFailure", 3)), status, pods, at(10))
+
+
+def test_a_rank_scaled_away_whose_pod_failed_quickly_keeps_its_streak_counted_at_the_reconciles_time():
+    # Issue 45 (plan.py, `judged_away`'s time): the streak reads the pod's startTime against the reconcile's time.
+    result = _failed_again_as_scaled_away(at(8))
+    worker_2 = record(result.status, "worker", 2)
+    assert (worker_2["phase"], worker_2["restartCount"], worker_2["restartStreak"]) == ("Deleted", 2, 2)
+    assert not worker_2.get("lastRestartTime")  # retired at once: no replacement waits on it
+    assert result.status["backoffCount"] == 2 and not result.terminal
+    assert restarts(result) == []  # the rank is not recreated: no Restarting Event
+
+
+def test_a_rank_scaled_away_whose_pod_ran_ten_minutes_starts_its_streak_again():
+    result = _failed_again_as_scaled_away("2023-12-31T23:50:00Z")
+    worker_2 = record(result.status, "worker", 2)
+    assert (worker_2["phase"], worker_2["restartCount"], worker_2["restartStreak"]) == ("Deleted", 2, 1)

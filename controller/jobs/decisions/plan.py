@@ -163,8 +163,10 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
                             removed)
     the_plan = with_removed(kind, plan_run(kind, job, old, observations, now, delete, events, now_epoch, backoff),
                             removed)
-    if deadline_check is None and the_plan.status.get("startTime") != old.get("startTime"):
-        _, deadline_check = deadline(kind.active_deadline(job), the_plan.status, now_epoch)  # (re)started just now
+    if deadline_check is None:
+        # Not checked above (resumed just now: the clock restarts, maybe in the second of the stored startTime), or
+        # no start until now: the wake-up at the deadline counts from the plan's startTime.
+        _, deadline_check = deadline(kind.active_deadline(job), the_plan.status, now_epoch)
     if deadline_check is None:
         return the_plan
     return the_plan.but(requeue_after=soonest(the_plan.requeue_after, deadline_check))
