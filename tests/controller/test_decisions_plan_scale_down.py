@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from controller.jobs.decisions import plan as engine
+from controller.kinds.genericjob.kind import GENERICJOB
 
 from .decisions_plan_support import at
 from .plan_support import Pods, make_job, record, restarts, step
@@ -74,7 +75,6 @@ def test_a_debug_pod_lost_after_debug_mode_is_off_is_succeeded_at_once_without_a
     # Its record says debug (the pod was one); debug mode is off now: the workload's pod is made at once, as
     # resuming does, whatever the restart back-off (which still applies in debug mode).
     from controller.jobs.decisions.backoff import RestartBackoff
-    from controller.kinds.genericjob.kind import GENERICJOB
 
     pods = Pods()
     job = make_job(("worker", 1))
@@ -183,3 +183,32 @@ def test_a_rank_scaled_away_whose_pod_ran_ten_minutes_starts_its_streak_again():
     result = _failed_again_as_scaled_away("2023-12-31T23:50:00Z")
     worker_2 = record(result.status, "worker", 2)
     assert (worker_2["phase"], worker_2["restartCount"], worker_2["restartStreak"]) == ("Deleted", 2, 1)
+
+
+def test_a_job_paused_as_it_is_scaled_down_keeps_the_record_of_the_rank_scaled_away():
+    # Issue 45 (plan.py): the pause's plan carries the records of ranks scaled away in the same reconcile.
+    pods = Pods()
+    status = _started(make_job(("worker", 3, "OnFailure", 2)), pods)
+    uids = [pods.uid("worker", rank) for rank in range(3)]
+    result = step(make_job(("worker", 2, "OnFailure", 2), pause=True), status, pods, at(5))
+    assert not result.terminal and result.status["phase"] in ("Pausing", "Paused")
+    assert [(r["name"], r["phase"]) for r in result.status["tasks"][0]["replicas"]][2] == ("job-worker-2", "Deleted")
+    assert sorted(result.delete) == sorted([("job-worker-0", uids[0], "pause"), ("job-worker-1", uids[1], "pause"),
+                                            ("job-worker-2", uids[2], "scale-down")])
+
+
+def test_a_job_failing_after_a_scale_down_whose_pod_is_still_seen_deletes_that_pod_again():
+    # Issue 45 (plan.py, `kept`): worker-2 was scaled away and its pod retired by an earlier reconcile; its delete not
+    # seen yet, the job fails. That pod is no replica of the finished job: deleted again, even under None, and its
+    # record stays Deleted (not settled by the clean-up policy as a rank leaving in that moment would be).
+    pods = Pods()
+    status = _started(make_job(("worker", 3, "Never")), pods)
+    two = make_job(("worker", 2, "Never"))
+    uid = pods.uid("worker", 2)
+    scaled = engine.plan(GENERICJOB, two, status, pods.list(), at(5))
+    assert scaled.delete == [("job-worker-2", uid, "scale-down")]  # (not applied: the cache still shows the pod)
+    pods.set("worker", 0, "Failed")
+    failed = engine.plan(GENERICJOB, two, scaled.status, pods.list(), at(6))
+    assert failed.terminal and failed.status["phase"] == "Failed"
+    assert ("job-worker-2", uid, "scale-down") in failed.delete
+    assert record(failed.status, "worker", 2)["phase"] == "Deleted"
