@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from controller.jobs.decisions import plan as engine
 from controller.jobs.decisions.actions import CreatePod, DeletePod
+from controller.jobs.decisions.backoff import epoch, stamp
 from controller.jobs.decisions.group import START_ORDER
 from controller.jobs.decisions.run import GROUP_RESTART
 from controller.kinds.genericjob.kind import GenericJobKind
@@ -22,6 +23,9 @@ class Ordered(GenericJobKind):
 
 class Grouped(Ordered):
     def restart_together(self, job: GenericJob) -> Mapping[str, tuple[str, ...]]:
+        # Read from the job, as a kind may (the engine must pass it): the group of a job that has a launcher.
+        if "launcher" not in {spec.type for spec in job.spec.replica_specs}:
+            return {}
         return {"worker": ("launcher",), "launcher": ()}
 
 
@@ -95,6 +99,7 @@ def test_a_failed_worker_restarts_the_group_counted_once_and_the_launcher_comes_
     assert restart.status["backoffCount"] == 1
     cause = restart.status[GROUP_RESTART]
     assert cause["replica"] == "job-worker-1" and "exited with code 1" in cause["message"]
+    assert cause["time"] == stamp(epoch(at(4)))  # the moment of the group restart
     assert any(e[1] == "GroupRestart" and "job-launcher-0" in e[2] for e in restart.events)
     # The worker's replacement is made; the launcher waits for it to be Ready.
     again = run(GROUPED, the_job, restart.status, pods, 5)
@@ -141,3 +146,33 @@ def test_replanning_a_group_restart_counts_nothing_more():
     again = engine.plan(GROUPED, the_job, restart.status, pods.list(), at(5))  # nothing applied yet (a crash)
     assert again.status["backoffCount"] == 1
     assert {d.name for d in again.delete} == {d.name for d in restart.delete}
+
+
+def mpi_pod(job, replica_type: str, rank: int, phase: str) -> dict:
+    """An MPIJob's pod as the API server holds it (a failed one exited with code 1)."""
+    from controller.jobs.schema.naming import replica_labels, replica_name
+    from controller.kinds.mpi.kind import MPIJOB
+
+    state = {"running": {}} if phase == "Running" else {"terminated": {"exitCode": 1}}
+    return {"metadata": {"name": replica_name(job.name, replica_type, rank), "namespace": "ns",
+                         "uid": f"u-{replica_type}-{rank}",
+                         "labels": replica_labels(MPIJOB.api, job.name, job.uid, replica_type, rank)},
+            "status": {"phase": phase, "containerStatuses": [{"name": "mpi", "state": state}]}}
+
+
+def test_an_mpijobs_workers_failing_together_draw_one_restart_of_its_job_wide_budget():
+    # Issue 45 (plan.py passes the group to restart.observe_all): with a backoffLimit of 1, two workers failing in
+    # one reconcile are one group restart, within the budget; drawn one each, the second would fail the job.
+    from controller.kinds.mpi.kind import MPIJOB
+
+    from .test_mpijob_kind import mpijob, parsed
+
+    the_job = parsed(mpijob(launcherCreationPolicy="AtStartup", runPolicy={"backoffLimit": 1}))
+    status = engine.plan(MPIJOB, the_job, {}, [], at(1)).status
+    running = [mpi_pod(the_job, t, r, "Running") for t, r in (("launcher", 0), ("worker", 0), ("worker", 1))]
+    status = engine.plan(MPIJOB, the_job, status, running, at(2)).status
+    failed = [running[0], mpi_pod(the_job, "worker", 0, "Failed"), mpi_pod(the_job, "worker", 1, "Failed")]
+    restart = engine.plan(MPIJOB, the_job, status, failed, at(3))
+    assert not restart.terminal and restart.status["backoffCount"] == 1
+    assert restart.status[GROUP_RESTART]["replica"] == "pi-worker-0"
+    assert {d.name for d in restart.delete} == {"pi-launcher-0", "pi-worker-0", "pi-worker-1"}

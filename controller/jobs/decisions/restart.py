@@ -87,14 +87,19 @@ def observe_all(slots: Sequence[Slot], job_restarts: int, together: Collection[s
     of one restarts the first and fails the second. Replicas of the types in `together` restart as one group
     (the kind's `restart_together`): the group's restarts in one reconcile draw one restart of the budget."""
     observations = []
-    group_counted = False
+    group_drawn: int | None = None  # the job's restarts before the group's one restart was drawn
     for slot in slots:
-        obs = observe(slot, job_restarts)
-        obs.job_restarts = job_restarts
+        grouped = slot.type in together
+        # A replica of a group already restarting is judged against the budget the group's restart was drawn
+        # from: that one restart is its restart too (drawn again, a budget of one would fail the job).
+        before = group_drawn if grouped and group_drawn is not None else job_restarts
+        obs = observe(slot, before)
+        obs.job_restarts = before
         observations.append(obs)
-        if will_count(obs) and not (group_counted and slot.type in together):
+        if will_count(obs) and not (grouped and group_drawn is not None):
+            if grouped:
+                group_drawn = job_restarts
             job_restarts += 1
-            group_counted = group_counted or slot.type in together
     return observations
 
 
