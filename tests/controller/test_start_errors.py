@@ -40,6 +40,8 @@ CONTAINERD = ("failed to create containerd task: failed to create shim task: OCI
     ('OCI runtime create failed: starting container process caused "no such file or directory": unknown',
      "no such file or directory"),
     ("something no runtime step names", "something no runtime step names"),
+    # Blanks before the gRPC code are not runc's words.
+    ("runc create failed: unable to start container process: exec format error : unknown", "exec format error"),
     # A runc step followed by nothing: the whole message.
     ("runc create failed: unable to start container process: : unknown",
      "runc create failed: unable to start container process: : unknown"),
