@@ -212,3 +212,24 @@ def test_a_job_failing_after_a_scale_down_whose_pod_is_still_seen_deletes_that_p
     assert failed.terminal and failed.status["phase"] == "Failed"
     assert ("job-worker-2", uid, "scale-down") in failed.delete
     assert record(failed.status, "worker", 2)["phase"] == "Deleted"
+
+
+def test_a_job_ending_as_it_is_scaled_down_keeps_the_restarts_of_records_dropped_for_size(monkeypatch):
+    # Issue 45 (scale_down.settle_leaving): worker-2 restarted once; scaled away with worker-1, whose failure under
+    # Never ends the job in that reconcile, and their records dropped for size (room for three, the spec's ps take
+    # it): worker-2's restart stays in its type's count.
+    from controller.jobs.decisions import edits
+
+    monkeypatch.setattr(edits, "MAX_RECORDS", 3)
+    pods = Pods()
+    job = make_job(("worker", 3, "OnFailure", 3))
+    status = _started(job, pods)
+    pods.set("worker", 2, "Failed")
+    status = step(job, status, pods, at(3)).status
+    status = step(job, status, pods, at(4)).status
+    pods.set("worker", 1, "Failed")
+    result = step(make_job(("worker", 0, "Never"), ("ps", 3, "Never")), status, pods, at(5))
+    assert result.terminal and result.status["phase"] == "Failed"
+    worker = next(t for t in result.status["tasks"] if t["type"] == "worker")
+    assert worker["restartCount"] == 1 and result.status["backoffCount"] == 1
+

@@ -47,7 +47,7 @@ def settle_leaving(policy: CleanUpPolicy, removed: edits.Removed,
 
 
 def judged_away(removed: edits.Removed, leaving: list[Observation], now_epoch: float,
-                backoff: RestartBackoff, counting: bool = True) -> edits.Removed:
+                backoff: RestartBackoff, *, counting: bool) -> edits.Removed:
     """The records of ranks scaled away (Deleted, in their type's task), with what their pods came to as the
     scale-down was seen: a failure their policy replaces used a restart (counted, never refunded, though the rank
     is not recreated), unless the job ends (`counting` False: as for its other replicas, a failure seen as it ends
