@@ -40,6 +40,7 @@ def test_defaults_and_003s_spellings():
     assert parsed(("worker", 1)).spec.clean_up_policy == CleanUpPolicy.UNFINISHED
     both = parsed(("worker", 1), runMode={"pause": {"enable": True, "enabled": False}})
     assert not both.spec.run_mode.paused  # enabled wins
+    assert parsed(("worker", 1), runMode={"pause": {"enable": True}}).spec.run_mode.paused  # 003's spelling alone
 
 
 @pytest.mark.parametrize(("policy", "phase", "code", "replaced"), [
