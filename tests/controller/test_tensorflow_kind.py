@@ -143,3 +143,12 @@ def test_the_crd_gives_tensorboard_spec_the_documented_fields_only():
     assert "x-kubernetes-preserve-unknown-fields" not in json.dumps(board)
     # resources is a container's ResourceRequirements: a quantity is checked.
     assert board["properties"]["resources"]["properties"]["limits"]["additionalProperties"]["pattern"]
+
+
+def test_tf_configs_cluster_lists_the_chief_workers_and_ps_in_that_order_whatever_the_specs():
+    # (tfconfig.py's spelling: chief, worker, ps, as TensorFlow's documentation writes a cluster spec)
+    job = TENSORFLOW.parse(tfjob(("ps", 1), ("worker", 1), ("chief", 1)))
+    pod_spec = {"containers": [{"name": "tensorflow"}]}
+    TENSORFLOW.decorate_pod(job, "worker", 0, 1, pod_spec, None)
+    [env] = pod_spec["containers"][0]["env"]
+    assert list(json.loads(env["value"])["cluster"]) == ["chief", "worker", "ps"]
