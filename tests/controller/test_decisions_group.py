@@ -100,7 +100,8 @@ def test_a_failed_worker_restarts_the_group_counted_once_and_the_launcher_comes_
     cause = restart.status[GROUP_RESTART]
     assert cause["replica"] == "job-worker-1" and "exited with code 1" in cause["message"]
     assert cause["time"] == stamp(epoch(at(4)))  # the moment of the group restart
-    assert any(e[1] == "GroupRestart" and "job-launcher-0" in e[2] for e in restart.events)
+    assert ("Normal", "GroupRestart", "Restarting job-launcher-0 with replica job-worker-1 (one restart of the job)") \
+        in restart.events
     # The worker's replacement is made; the launcher waits for it to be Ready.
     again = run(GROUPED, the_job, restart.status, pods, 5)
     assert CreatePod("worker", 1, "immediate") in again.create and CreatePod("launcher", 0, "immediate") \
@@ -119,6 +120,11 @@ def test_two_workers_failing_together_are_one_group_restart():
     restart = run(GROUPED, the_job, status, pods, 4)
     assert restart.status["backoffCount"] == 1
     assert [record(restart.status, "worker", r)["restartCount"] for r in (0, 1)] == [1, 0]
+    assert [e for e in restart.events if e[1] in ("Restarting", "GroupRestart")] == [
+        ("Normal", "Restarting", "Restarting replica job-worker-0 (restart 1 of 3): pod exited with code 1"),
+        ("Normal", "Restarting",
+         "Restarting replica job-worker-1 with the group restart of job-worker-0 (not counted)"),
+        ("Normal", "GroupRestart", "Restarting job-launcher-0 with replica job-worker-0 (one restart of the job)")]
     assert {d.name for d in restart.delete} == {"job-worker-0", "job-worker-1", "job-launcher-0"}
     # Without the declaration each worker counts its own restart and the launcher runs on.
     the_job, pods, status = started(ORDERED)
@@ -176,3 +182,63 @@ def test_an_mpijobs_workers_failing_together_draw_one_restart_of_its_job_wide_bu
     assert not restart.terminal and restart.status["backoffCount"] == 1
     assert restart.status[GROUP_RESTART]["replica"] == "pi-worker-0"
     assert {d.name for d in restart.delete} == {"pi-launcher-0", "pi-worker-0", "pi-worker-1"}
+
+
+class TakenOnly(Ordered):
+    def restart_together(self, job: GenericJob) -> Mapping[str, tuple[str, ...]]:
+        return {"worker": ("launcher",)}  # the launcher named only as taken: its own restart takes nothing
+
+
+def test_a_type_named_only_as_taken_by_the_group_restarts_alone():
+    taken_only = TakenOnly()
+    the_job, pods, status = started(taken_only)
+    worker = pods.uid("worker", 0)
+    pods.set("launcher", 0, "Failed")
+    restart = run(taken_only, the_job, status, pods, 4)
+    assert [d.name for d in restart.delete] == ["job-launcher-0"] and restart.status["backoffCount"] == 1
+    assert pods.uid("worker", 0) == worker
+
+
+def test_the_group_restart_leaves_alone_a_pod_of_its_group_that_finished_or_is_going():
+    # The launcher's pod succeeded (kept, its record Succeeded), or is being deleted by someone (not deleted again):
+    # neither is retired by a worker's restart, nor named by the GroupRestart Event.
+    for launcher in ("Succeeded", "terminating"):
+        the_job, pods, status = started(GROUPED)
+        if launcher == "terminating":
+            pods.set("launcher", 0, "Running", terminating=True)
+        else:
+            pods.set("launcher", 0, launcher)
+        pods.set("worker", 1, "Failed")
+        restart = engine.plan(GROUPED, the_job, status, pods.list(), at(4))
+        assert [d.name for d in restart.delete] == ["job-worker-1"], launcher
+        assert not [e for e in restart.events if e[1] == "GroupRestart"], launcher
+        if launcher == "Succeeded":
+            assert record(restart.status, "launcher", 0)["phase"] == "Succeeded"
+
+
+def test_a_pod_the_last_group_restart_retired_is_not_retired_again_by_the_next():
+    # worker-1's restart retired the launcher; before that delete shows, worker-0 fails: a new group restart,
+    # whose GroupRestart Event does not name the launcher again (its own step repeats its delete).
+    the_job, pods, status = started(GROUPED)
+    pods.set("worker", 1, "Failed")
+    first = engine.plan(GROUPED, the_job, status, pods.list(), at(4))
+    launcher = pods.uid("launcher", 0)
+    assert DeletePod("job-launcher-0", launcher, "restart") in first.delete
+    pods.set("worker", 0, "Failed")
+    second = engine.plan(GROUPED, the_job, first.status, pods.list(), at(5))
+    assert second.status["backoffCount"] == 2
+    assert not [e for e in second.events if e[1] == "GroupRestart"]
+
+
+def test_the_group_restart_event_names_every_pod_it_retires():
+    the_job, pods = make_job(("worker", 1, "OnFailure", 3), ("launcher", 2, "OnFailure", 3)), Pods()
+    status = run(GROUPED, the_job, {}, pods, 1).status
+    ready(pods, "worker", 0)
+    status = run(GROUPED, the_job, status, pods, 2).status
+    ready(pods, "launcher", 0)
+    ready(pods, "launcher", 1)
+    status = run(GROUPED, the_job, status, pods, 3).status
+    pods.set("worker", 0, "Failed")
+    restart = engine.plan(GROUPED, the_job, status, pods.list(), at(4))
+    assert [e for e in restart.events if e[1] == "GroupRestart"] == [("Normal", "GroupRestart", (
+        "Restarting job-launcher-0, job-launcher-1 with replica job-worker-0 (one restart of the job)"))]
