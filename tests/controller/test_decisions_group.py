@@ -242,3 +242,26 @@ def test_the_group_restart_event_names_every_pod_it_retires():
     restart = engine.plan(GROUPED, the_job, status, pods.list(), at(4))
     assert [e for e in restart.events if e[1] == "GroupRestart"] == [("Normal", "GroupRestart", (
         "Restarting job-launcher-0, job-launcher-1 with replica job-worker-0 (one restart of the job)"))]
+
+
+class TwoAhead(GenericJobKind):
+    def start_after(self, job: GenericJob) -> Mapping[str, tuple[str, ...]]:
+        return {"launcher": ("worker", "ps")}
+
+
+def test_a_replica_waiting_for_two_types_says_both_and_its_event_says_it_whole():
+    two_ahead = TwoAhead()
+    the_job = make_job(("worker", 2), ("ps", 1), ("launcher", 1))
+    first = run(two_ahead, the_job, {}, Pods(), 1)
+    message = ("its pod is made once every worker and ps replica is Running and Ready "
+               "(0 of 2 worker replicas Ready; 0 of 1 ps replicas Ready)")
+    assert record(first.status, "launcher", 0)["waiting"] == {"reason": START_ORDER, "message": message}
+    assert [e for e in first.events if e[1] == START_ORDER] == [
+        ("Normal", START_ORDER, f"Replica job-launcher-0 waits: {message}")]
+
+
+def test_a_type_waited_for_that_the_job_does_not_have_holds_nothing_back():
+    made = run(TwoAhead(), make_job(("worker", 1), ("launcher", 1)), {}, Pods(), 1)
+    assert CreatePod("launcher", 0, "immediate") not in made.create  # (the workers are not Ready yet)
+    alone = run(TwoAhead(), make_job(("launcher", 1)), {}, Pods(), 1)
+    assert alone.create == [CreatePod("launcher", 0, "immediate")]
