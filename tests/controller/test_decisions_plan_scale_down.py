@@ -233,3 +233,21 @@ def test_a_job_ending_as_it_is_scaled_down_keeps_the_restarts_of_records_dropped
     worker = next(t for t in result.status["tasks"] if t["type"] == "worker")
     assert worker["restartCount"] == 1 and result.status["backoffCount"] == 1
 
+
+
+def test_a_pod_retired_for_a_restart_whose_rank_is_scaled_away_as_the_job_ends_is_still_deleted():
+    # Issue 45 (plan.py, `kept`): worker-2's failed pod was retired for its restart (the delete not seen yet); in the
+    # next reconcile the job succeeds and worker-2 is scaled away. That pod is not one the clean-up policy (None)
+    # keeps, as a rank leaving with its own pod would be: its delete is repeated and its record stays Deleted.
+    job = make_job(("worker", 3, "OnFailure", 1), success=[{"worker": [0]}])
+    pods = Pods()
+    status = _started(job, pods)
+    uid = pods.set("worker", 2, "Failed")["metadata"]["uid"]
+    restarted = engine.plan(GENERICJOB, job, status, pods.list(), at(3))
+    assert ("job-worker-2", uid, "restart") in restarted.delete  # (not applied: the cache still shows the pod)
+    pods.set("worker", 0, "Succeeded")
+    two = make_job(("worker", 2, "OnFailure", 1), success=[{"worker": [0]}])
+    done = engine.plan(GENERICJOB, two, restarted.status, pods.list(), at(4))
+    assert done.terminal and done.status["phase"] == "Succeeded"
+    assert ("job-worker-2", uid, "scale-down") in done.delete
+    assert record(done.status, "worker", 2)["phase"] == "Deleted"
