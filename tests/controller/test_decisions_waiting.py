@@ -86,3 +86,25 @@ def test_the_waiting_condition_names_the_first_replica_and_counts_the_others():
     assert condition([waiting("w-0"), waiting("w-1"), waiting("w-2")]) == (
         "ErrImagePull", first + "; and 2 more replicas waiting")
     assert condition([Replica("idle")]) is None
+
+
+def test_an_init_container_that_cannot_start_is_the_cause_before_the_main_containers():
+    init = {"name": "setup", "state": {"waiting": {"reason": "ErrImagePull", "message": "no such image"}}}
+    main = {"name": "main", "state": {"waiting": {"reason": "PodInitializing"}}}
+    pod = {"status": {"phase": "Pending", "initContainerStatuses": [init], "containerStatuses": [main]}}
+    assert cause(pod) == {"reason": "ErrImagePull", "message": 'container "setup": no such image'}
+
+
+def test_only_a_start_failures_message_is_condensed_the_kubelets_others_kept_as_said():
+    said = "pull failed: unable to start container process: x"  # (runc's step named, as condensed looks for)
+    for reason, message in (("ErrImagePull", said), ("CreateContainerError", "x")):
+        pod = {"status": {"phase": "Pending", "containerStatuses": [
+            {"name": "main", "state": {"waiting": {"reason": reason, "message": said}}}]}}
+        assert cause(pod) == {"reason": reason, "message": f'container "main": {message}'}, reason
+
+
+def test_a_cause_without_a_message_is_said_without_a_trailing_colon():
+    from controller.jobs.decisions.waiting import event_message
+
+    assert event_message("job-worker-0", {"reason": "Unschedulable", "message": ""}) == \
+        "Replica job-worker-0 is waiting: Unschedulable"
