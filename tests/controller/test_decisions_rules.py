@@ -26,8 +26,14 @@ def test_the_default_success_rule_lists_up_to_its_maximum_of_replicas_and_counts
     verdict = evaluate(listed.spec, all_succeeded(listed))
     assert verdict.phase == JobPhase.SUCCEEDED and verdict.message.startswith("The job is succeeded with rule: ")
     counted = make_job(("worker", LISTED_REPLICAS_MAX + 1))
-    assert evaluate(counted.spec, all_succeeded(counted)).message == \
-        f"The job is succeeded: all {LISTED_REPLICAS_MAX + 1} replicas succeeded"
+    beyond = evaluate(counted.spec, all_succeeded(counted))
+    assert beyond.phase == JobPhase.SUCCEEDED and beyond.rule == {"worker": list(range(LISTED_REPLICAS_MAX + 1))}
+    assert beyond.message == f"The job is succeeded: all {LISTED_REPLICAS_MAX + 1} replicas succeeded"
+
+
+def test_a_job_of_no_replicas_succeeds_by_the_default_rule_naming_none():
+    none = evaluate(make_job(("worker", 0)).spec, {})
+    assert (none.phase, none.rule, none.message) == (JobPhase.SUCCEEDED, {}, "The job is succeeded: it has no replicas")
 
 
 def test_the_failure_of_a_rank_scaled_away_is_named_after_the_specs_once_each():
