@@ -206,3 +206,34 @@ def test_the_checked_in_crd_is_up_to_date_with_short_name_and_columns():
     for field in ("enabled", "minReplicas", "maxReplicas", "expectedReplicas"):
         assert elastic["properties"][field]["description"]
     assert yaml.safe_load(crd.manifests()[crd.FILE]) == definition
+
+
+def test_every_container_of_a_torchrun_pod_gets_the_environment():
+    job = parsed(("worker", 2, pod("pytorch", "sidecar", args=["train.py"])), torchrunConfig=TORCHRUN)
+    worker = desired_pod(PYTORCH, job, "worker", 1)
+    assert env(worker, 1)["PET_NODE_RANK"] == "1" and env(worker, 1) == env(worker, 0)
+
+
+def test_a_torchrun_resume_that_skips_init_containers_drops_them_and_needs_none():
+    resume = {"pause": {"enabled": False, "resumeSpecs": [
+        {"type": "worker", "args": ["train.py", "--resume"], "skipInitContainer": True}]}}
+    with_init = pod(args=["train.py"])
+    with_init["spec"]["initContainers"] = [{"name": "fetch", "image": "busybox"}]
+    for template in (with_init, pod(args=["train.py"])):
+        job = parsed(("worker", 1, template), torchrunConfig=TORCHRUN, runMode=resume)
+        made = desired_pod(PYTORCH, job, "worker", 0, mode="resume")["spec"]
+        assert "initContainers" not in made and made["containers"][0]["args"][-1] == "--resume"
+    assert "initContainers" in desired_pod(PYTORCH, parsed(("worker", 1, with_init), torchrunConfig=TORCHRUN),
+                                           "worker", 0)["spec"]
+
+
+def test_elastic_ignored_is_reported_whole_and_warned_once():
+    from controller.jobs.decisions import plan as engine
+
+    job = parsed(("worker", 2), elastic={"enabled": True, "minReplicas": 1, "maxReplicas": 4})
+    report = {"type": "Warning", "reason": "ElasticIgnored",
+              "note": "spec.elastic is ignored: elastic training needs torchrun (spec.torchrunConfig.enabled)"}
+    assert PYTORCH.dependent_status(job, {}, {})["elastic"] == report
+    first = engine.plan(PYTORCH, job, {}, [], "2024-01-01T00:00:00Z", dependents={})
+    assert first.status["elastic"] == report
+    assert [e for e in first.events if e.type == "Warning"] == [("Warning", "ElasticIgnored", report["note"])]
