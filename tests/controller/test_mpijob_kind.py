@@ -62,10 +62,13 @@ def test_problems_name_mpijobs_own_fields(change, field):
     change(obj["spec"])
     problems = MPIJOB.parse(obj)
     assert isinstance(problems, list) and field in [p.field for p in problems], problems
+    assert all(p.message for p in problems), problems  # (each said, under MPIJob's own field name)
 
 
 def test_a_name_too_long_for_the_pods_host_names_is_refused():
     assert [p.field for p in MPIJOB.parse(mpijob("j" * 53))] == ["metadata.name"]
+    label = MPIJOB.parse(mpijob("j" * 64))[0]
+    assert "the value of the label mpijob.batch.tensorstack.dev/name on every pod" in label.message
     parsed(mpijob("j" * 52))
 
 
@@ -195,3 +198,25 @@ def test_the_keys_are_made_once_per_job_and_the_launcher_names_the_success():
     assert environment.ssh_secret(other, MPIJOB.api)["data"] != first["data"]  # a new job, new keys
     verdict = MPIJOB.verdict(job, {("launcher", 0): "Succeeded", ("worker", 0): None, ("worker", 1): None})
     assert verdict is not None and verdict.message == "The launcher pi-launcher-0 has succeeded."
+
+
+def test_the_launcher_is_named_first_of_the_replicas_that_failed_then_the_workers_in_rank_order():
+    from controller.jobs.schema.api import JobPhase, Outcome
+
+    job = parsed(mpijob(workers=3))
+    outcomes = {("launcher", 0): Outcome.FAILED, ("worker", 0): Outcome.FAILED, ("worker", 1): None,
+                ("worker", 2): Outcome.FAILED}
+    verdict = MPIJOB.verdict(job, dict(reversed(outcomes.items())))
+    assert verdict.phase == JobPhase.FAILED and verdict.message == "Replica pi-launcher-0 has failed."
+    assert verdict.replicas == (("launcher", 0), ("worker", 0), ("worker", 2))
+
+
+def test_every_container_gets_the_environment_and_a_debug_pod_its_override():
+    template = {"spec": {"containers": [{"name": "mpi", "image": "i"}, {"name": "sidecar", "image": "s"}]}}
+    obj = mpijob(runMode={"debug": {"enabled": True}})
+    obj["spec"]["launcher"]["template"] = template
+    job = parsed(obj)
+    launcher = desired_pod(MPIJOB, job, "launcher", 0, mode="debug")["spec"]
+    names = [{e["name"] for e in c.get("env") or ()} for c in launcher["containers"]]
+    assert names[0] and names[0] == names[1]
+    assert launcher["containers"][0]["command"] == ["sleep", "inf"]
