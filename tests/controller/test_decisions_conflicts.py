@@ -69,3 +69,21 @@ def test_the_condition_spells_out_three_names_and_counts_the_rest(count, more):
     [shown] = conflict_condition([], conflicts, "t")
     names = "; ".join(f"pod a-{i} is taken by an object controlled by GenericJob b" for i in range(min(count, 3)))
     assert shown["message"] == f"{names}{more}. The job waits until the names are free."
+
+
+def test_the_condition_says_when_names_were_taken_and_when_they_were_freed():
+    taken = [Conflict("pod a-0", "GenericJob b")]
+    [true] = conflict_condition([], taken, "2024-01-01T00:00:01Z")
+    assert (true["status"], true["reason"], true["lastTransitionTime"]) == ("True", "NameTaken", "2024-01-01T00:00:01Z")
+    [free] = conflict_condition([true], [], "2024-01-01T00:00:09Z")
+    assert free == {"type": "ChildConflict", "status": "False", "reason": "NamesFree",
+                    "message": "No name the job needs is taken.", "lastTransitionTime": "2024-01-01T00:00:09Z"}
+
+
+def test_a_name_whose_retry_is_due_is_retried_at_once():
+    clock = Clock()
+    taken = TakenNames(base=1.0, cap=4.0, clock=clock)
+    taken.found("uid", Conflict("pod a-0", "x"))
+    assert taken.next_retry("uid") == 1.0
+    clock.now += 5
+    assert taken.next_retry("uid") == 0.0
