@@ -106,3 +106,48 @@ def test_replica_fields_count_the_records_of_any_iterable_once():
     fields = TasksStatus("replicas").replica_fields(item for item in [("worker", records)])
     assert [len(t["replicas"]) for t in fields["tasks"]] == [2]
     assert (fields["aggregate"]["running"], fields["aggregate"]["failed"], fields["backoffCount"]) == (1, 1, 1)
+
+
+def test_a_tensorboard_left_as_it_is_is_reported_with_no_action():
+    from controller.jobs.training import tensorboard
+    from controller.kinds.tensorflow.kind import TENSORFLOW
+
+    from .test_tensorflow_kind import parsed
+
+    job = parsed(("worker", 1), tensorboardSpec={"image": "tb"})
+    [board] = TENSORFLOW.dependent_status(job, {tensorboard.RESOURCE: []}, {}).values()
+    assert board["action"] == "NOP"
+
+
+def test_a_training_jobs_name_is_checked_as_a_label_value_and_its_services_names():
+    from controller.kinds.tensorflow.kind import TENSORFLOW
+
+    from .test_tensorflow_kind import tfjob
+
+    [label, *_] = TENSORFLOW.parse(tfjob(("worker", 1)) | {"metadata": {"name": "j" * 64, "namespace": "ns"}})
+    assert "the value of the label tensorflowtrainingjob.batch.tensorstack.dev/name" in label.message, label
+    problems = TENSORFLOW.parse(tfjob(("worker", 1)) | {"metadata": {"name": "1tf", "namespace": "ns"}})
+    assert [p.field for p in problems] == ["metadata.name"] and "Service name" in problems[0].message
+
+
+def test_an_elastic_jobs_names_are_checked_for_the_replicas_it_runs_not_those_written():
+    from controller.kinds.pytorch.kind import PYTORCH
+
+    from .test_pytorch_kind import pjob
+
+    obj = pjob(("worker", 1), torchrunConfig={"enabled": True},
+               elastic={"enabled": True, "minReplicas": 1, "maxReplicas": 101, "expectedReplicas": 101})
+    obj["metadata"]["name"] = "j" * 53  # j...j-worker-100 is 64 characters
+    problems = PYTORCH.parse(obj)
+    assert isinstance(problems, list) and "-worker-100" in problems[0].message, problems
+
+
+def test_a_master_that_succeeded_is_the_verdicts_rule():
+    from controller.jobs.schema.api import JobPhase, Outcome
+    from controller.kinds.tensorflow.kind import TENSORFLOW
+
+    from .test_tensorflow_kind import parsed
+
+    job = parsed(("chief", 1), ("worker", 1))
+    verdict = TENSORFLOW.verdict(job, {("chief", 0): Outcome.SUCCEEDED, ("worker", 0): None})
+    assert (verdict.phase, verdict.rule) == (JobPhase.SUCCEEDED, ("chief", 0))
