@@ -200,3 +200,14 @@ def test_a_debug_or_paused_pod_that_ran_ten_minutes_starts_its_streak_again():
     assert debug.record.restart_streak == 1 and debug.restart_event.endswith("its next pod in 10s (back-off)")
     paused = pause(observe(Slot("worker", 0, "job-worker-0", BUDGET_OF_ONE, record, ran)), NOW, BACKOFF)
     assert paused.record.restart_streak == 1
+
+
+def test_a_phase_change_and_a_force_delete_are_said_whole():
+    from controller.jobs.decisions.actions import ForceDeletePod, phase_event
+
+    assert [phase_event(p) for p in ("Pending", "Running", "Paused", "Resuming")] == [
+        ("Normal", p, f"The job is {p.lower()}.") for p in ("Pending", "Running", "Paused", "Resuming")]
+    assert phase_event("Failed", "Replica x failed.") == ("Warning", "Failed", "Replica x failed.")
+    assert ForceDeletePod("job-worker-0", "u1", 42.4).event() == (
+        "Warning", "ForceDeleted",
+        "Force-deleted pod job-worker-0: still terminating 42s after its grace period ended (its node may be lost)")

@@ -136,18 +136,10 @@ def soonest(*delays: float | None) -> float | None:
     return min(known) if known else None
 
 
-_PHASE_MESSAGES: dict[str, str] = {  # (by JobPhase, a str: asked by any phase string)
-    JobPhase.RUNNING: "The job is running.",
-    JobPhase.PAUSED: "The job is paused.",
-    JobPhase.RESUMING: "The job is resuming.",
-    JobPhase.PENDING: "The job is pending.",
-}
-
-
 def phase_event(phase: str, message: str | None = None) -> Event:
     """The Event of a phase change: a Warning for Failed."""
     event_type = WARNING if phase == JobPhase.FAILED else NORMAL
-    return Event(event_type, str(phase), message or _PHASE_MESSAGES.get(phase, f"The job is {str(phase).lower()}."))
+    return Event(event_type, str(phase), message or f"The job is {str(phase).lower()}.")  # "The job is running."
 
 
 def phase_events(old: dict, phase: str) -> list[Event]:
