@@ -66,7 +66,7 @@ async def cluster(request, server):
     API server with the CRDs and the test kubelet following the same scripts, reset after the test."""
     if server == "real":
         session = request.getfixturevalue("envtest")
-        async with RealCluster(session.plane, session.baseline, session.kept_crds) as real:
+        async with RealCluster(session) as real:
             await real.apply_crds(CRDS)
             yield real
         return

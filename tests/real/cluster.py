@@ -6,6 +6,11 @@ One control plane serves a whole session (its start costs seconds), so each test
 `reset` deletes every object made since the baseline taken at the session's start (finalizers removed, no
 grace), the namespaces made too (kube-controller-manager's namespace controller empties them), and waits for
 them to be gone. The CRDs `apply_crds` installs are kept for the session (establishing one costs a second).
+
+A reset runs after every test on the real server, so its cost is the tier's: the resources to list are
+discovered once per set of CRDs (not at every pass), every list and delete of a pass is sent at once, and the
+passes after the first list again only the resources that still held something (nothing else writes once the
+test's controller and kubelet are stopped: kube-controller-manager only deletes).
 """
 
 from __future__ import annotations
@@ -13,11 +18,13 @@ from __future__ import annotations
 import asyncio
 import copy
 import functools
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 import yaml
 
-from localcluster.testing import pod_scripts, until
+from localcluster.testing import pod_scripts
 
 from .envtest import ADMIN_TOKEN, ControlPlane
 from .http import Http
@@ -57,6 +64,17 @@ async def snapshot(http: Http) -> set[str]:
     return uids
 
 
+@dataclass
+class Session:
+    """What the tests of one session share on its control plane: the uids there before the first test (kept by
+    every reset), the CRDs installed for the session, and the listable resources found for that set of CRDs."""
+
+    plane: ControlPlane
+    baseline: set[str]
+    kept_crds: set[str] = field(default_factory=set)
+    resources: dict[frozenset[str], list[str]] = field(default_factory=dict)
+
+
 def crd_documents(directory: Path) -> list[dict]:
     """The CRDs of a directory's YAML files (each test applies them: parsed once, copied for each)."""
     return copy.deepcopy(_parsed(str(directory)))
@@ -70,14 +88,14 @@ def _parsed(directory: str) -> list[dict]:
 
 
 class RealCluster:
-    def __init__(self, plane: ControlPlane, baseline: set[str], kept_crds: set[str]) -> None:
-        self.plane = plane
-        self.baseline = baseline  # shared by the session's tests: the uids reset keeps
-        self.kept_crds = kept_crds
-        self.http = Http(plane.url, plane.ca_pem)
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.plane = session.plane
+        self.kept_crds = session.kept_crds
+        self.http = Http(self.plane.url, self.plane.ca_pem)
         self.runner = TestKubelet(self.http)
         self.store = self.runner.store
-        self.url = plane.url
+        self.url = self.plane.url
 
     async def __aenter__(self) -> RealCluster:
         await self.http.__aenter__()
@@ -129,34 +147,47 @@ class RealCluster:
                     return
                 await asyncio.sleep(0.05)
 
+    async def _resources(self) -> list[str]:
+        kept = frozenset(self.kept_crds)
+        if kept not in self.session.resources:
+            self.session.resources[kept] = [path for path in await listable(self.http)
+                                            if not path.endswith("/apiservices")]  # the aggregator's own
+        return self.session.resources[kept]
+
     async def reset(self, timeout: float = 60.0) -> None:
         """Delete everything made since the baseline (but the kept CRDs) and wait until it is gone."""
-        async def clean() -> bool:
-            return await self._delete_new() == 0
+        paths = await self._resources()
+        left: dict[str, list[str]] = {}
+        try:
+            async with asyncio.timeout(timeout):
+                while paths:
+                    found = await asyncio.gather(*(self._delete_new(path) for path in paths))
+                    left = {path: names for path, names in zip(paths, found, strict=True) if names}
+                    paths = list(left)
+                    if paths:
+                        await asyncio.sleep(0.05)
+        except TimeoutError:
+            pytest.fail(f"the server not back to its baseline in {timeout}s; left: {left}", pytrace=False)
 
-        await until(clean, timeout, "the server back to its baseline", interval=0.1)
-
-    async def _delete_new(self) -> int:
-        """One pass: delete each new object (its finalizers first); how many there were."""
-        left = 0
-        for path in await listable(self.http):
-            status, listed = await self.http.request("GET", path.replace("/namespaces/{ns}", ""))
-            if status != 200:
+    async def _delete_new(self, path: str) -> list[str]:
+        """Delete each new object of one resource (its finalizers first); the names of those there were."""
+        status, listed = await self.http.request("GET", path.replace("/namespaces/{ns}", ""))
+        if status != 200:
+            return []
+        new = []
+        for item in listed["items"]:
+            meta = item["metadata"]
+            if meta.get("uid", "") in self.session.baseline or (path == CRD_PATH and meta["name"] in self.kept_crds):
                 continue
-            if path.endswith("/apiservices"):
-                continue  # the aggregator's own, one for each group served (the kept CRDs' among them)
-            for item in listed["items"]:
-                meta = item["metadata"]
-                if meta.get("uid", "") in self.baseline or (path == CRD_PATH and meta["name"] in self.kept_crds):
-                    continue
-                if (path, meta["name"]) in KEPT or (path.endswith("/namespaces") and meta["name"] in SYSTEM):
-                    continue
-                left += 1
-                own = path.replace("{ns}", meta.get("namespace", "")) + "/" + meta["name"]
-                if meta.get("finalizers"):
-                    await self.http.request("PATCH", own, {"metadata": {"finalizers": None}},
-                                            "application/merge-patch+json")
-                if not meta.get("deletionTimestamp") or path.endswith("/pods"):
-                    await self.http.request("DELETE", own, {"gracePeriodSeconds": 0,
-                                                            "propagationPolicy": "Background"})
-        return left
+            if (path, meta["name"]) in KEPT or (path.endswith("/namespaces") and meta["name"] in SYSTEM):
+                continue
+            new.append(item)
+        await asyncio.gather(*(self._delete(path, item["metadata"]) for item in new))
+        return [f"{item['metadata'].get('namespace', '')}/{item['metadata']['name']}" for item in new]
+
+    async def _delete(self, path: str, meta: dict) -> None:
+        own = path.replace("{ns}", meta.get("namespace", "")) + "/" + meta["name"]
+        if meta.get("finalizers"):
+            await self.http.request("PATCH", own, {"metadata": {"finalizers": None}}, "application/merge-patch+json")
+        if not meta.get("deletionTimestamp") or path.endswith("/pods"):
+            await self.http.request("DELETE", own, {"gracePeriodSeconds": 0, "propagationPolicy": "Background"})

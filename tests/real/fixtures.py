@@ -15,7 +15,7 @@ import pytest
 
 from localcluster.testing import starts_processes
 
-from .cluster import snapshot
+from .cluster import Session, snapshot
 from .envtest import AssetsMissing, ControlPlane, find_assets
 from .http import Http
 
@@ -26,24 +26,15 @@ def required() -> bool:
     return bool(os.environ.get("CI") or os.environ.get(REQUIRED))
 
 
-class Session:
-    """The session's control plane and what reset keeps: the objects there before the first test, the CRDs
-    installed for the session."""
-
-    def __init__(self, plane: ControlPlane) -> None:
-        self.plane = plane
-        self.baseline = _in_thread(self._baseline)
-        self.kept_crds: set[str] = set()
-
-    async def _baseline(self) -> set[str]:
-        async with Http(self.plane.url, self.plane.ca_pem) as http:
-            return await snapshot(http)
-
-
 def _in_thread(coroutine_function):
     """Run a coroutine to its end in a thread of its own (a session fixture may be set up under a running loop)."""
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, coroutine_function()).result()
+
+
+async def _baseline(plane: ControlPlane) -> set[str]:
+    async with Http(plane.url, plane.ca_pem) as http:
+        return await snapshot(http)
 
 
 @pytest.fixture(scope="session")
@@ -57,7 +48,7 @@ def envtest():
         pytest.skip(str(missing))
     plane = ControlPlane(assets).start()
     try:
-        yield Session(plane)
+        yield Session(plane, _in_thread(lambda: _baseline(plane)))
     finally:
         plane.stop()
 

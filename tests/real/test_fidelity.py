@@ -49,7 +49,7 @@ async def answers(config: dict) -> dict[str, dict]:
 
 async def test_the_corpus_is_answered_alike_by_both_servers(envtest):
     assert len(requests()) >= 300
-    async with RealCluster(envtest.plane, envtest.baseline, envtest.kept_crds) as real:
+    async with RealCluster(envtest) as real:
         await real.apply_crds(CRDS)
         real_answers = await answers(envtest.plane.kubeconfig())
     async with LocalCluster(runner="none") as local:
