@@ -10,17 +10,21 @@ them to be gone. The CRDs `apply_crds` installs are kept for the session (establ
 A reset runs after every test on the real server, so its cost is the tier's: the resources to list are
 discovered once per set of CRDs (not at every pass), every list and delete of a pass is sent at once, and the
 passes after the first list again only the resources that still held something (nothing else writes once the
-test's controller and kubelet are stopped: kube-controller-manager only deletes).
+test's controller and kubelet are stopped: kube-controller-manager only deletes). Which resources to list at all
+etcd says, in one request: the keys not there at the session's start name their resources (a key naming none
+that is known, as `minions` for nodes, lists them all).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import copy
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import aiohttp
 import pytest
 import yaml
 
@@ -32,6 +36,8 @@ from .kubelet import TestKubelet
 
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 KEPT = {("/api/v1/nodes", pod_scripts.NODE)}  # the test kubelet's Node, registered again by each
+# etcd keys a reset leaves: the aggregator's APIServices (one for each group served), the test kubelet's Node
+UNLISTED_KEYS = ("/registry/apiregistration.k8s.io/apiservices/", f"/registry/minions/{pod_scripts.NODE}")
 SYSTEM = {"default", "kube-system", "kube-public", "kube-node-lease"}
 
 
@@ -71,8 +77,38 @@ class Session:
 
     plane: ControlPlane
     baseline: set[str]
+    baseline_keys: set[str]
     kept_crds: set[str] = field(default_factory=set)
     resources: dict[frozenset[str], list[str]] = field(default_factory=dict)
+
+
+async def etcd_keys(etcd_url: str) -> set[str]:
+    """Every key under etcd's /registry/ (the API server's objects), keys only: one request to etcd's JSON gateway."""
+    def b64(text: str) -> str:
+        return base64.b64encode(text.encode()).decode()
+
+    async with aiohttp.ClientSession() as session, session.post(
+            f"{etcd_url}/v3/kv/range", json={"key": b64("/registry/"), "range_end": b64("/registry0"),
+                                             "keys_only": True}) as answer:
+        answer.raise_for_status()
+        found = await answer.json(content_type=None)
+    return {base64.b64decode(kv["key"]).decode() for kv in found.get("kvs") or ()}
+
+
+def resources_named(paths: list[str], keys: set[str]) -> list[str]:
+    """The paths whose resource some key names (its group too, where the key has one); all of them when a key names
+    no resource known."""
+    named: set[str] = set()
+    for key in keys:
+        if key.startswith(UNLISTED_KEYS):
+            continue
+        segments = set(key.split("/"))
+        hits = [path for path in paths if path.rpartition("/")[2] in segments
+                and (path.startswith("/api/") or "." not in path.split("/")[2] or path.split("/")[2] in segments)]
+        if not hits:
+            return paths
+        named.update(hits)
+    return [path for path in paths if path in named]
 
 
 def crd_documents(directory: Path) -> list[dict]:
@@ -85,6 +121,11 @@ def _parsed(directory: str) -> list[dict]:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's: the CRDs are large
     return [doc for path in sorted(Path(directory).glob("*.y*ml")) for doc in yaml.load_all(path.read_text(), loader)
             if doc and doc.get("kind") == "CustomResourceDefinition"]
+
+
+def _established(crd: dict) -> bool:
+    conditions = (crd.get("status") or {}).get("conditions") or ()
+    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
 
 
 class RealCluster:
@@ -120,32 +161,33 @@ class RealCluster:
 
     async def apply_crds(self, directory: str | Path) -> list[str]:
         """Create (or replace) every CRD in the YAML files of a directory and wait until each is Established."""
-        names = []
-        for doc in crd_documents(Path(directory)):
-            name = doc["metadata"]["name"]
-            names.append(name)
-            if name in self.kept_crds:
-                continue  # installed by an earlier test of the session, unchanged since
-            status, _ = await self.http.request("POST", CRD_PATH, doc)
-            if status == 409:
-                _, current = await self.http.request("GET", f"{CRD_PATH}/{name}")
-                doc["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-                status, _ = await self.http.request("PUT", f"{CRD_PATH}/{name}", doc)
-            assert status in (200, 201), f"CRD {name}: {status}"
-        for name in names:
-            if name not in self.kept_crds:
-                await self._established(name)
-                self.kept_crds.add(name)
+        names = [doc["metadata"]["name"] for doc in _parsed(str(directory))]
+        if not set(names) - self.kept_crds:
+            return names  # installed by an earlier test of the session, unchanged since
+        await asyncio.gather(*(self._apply_crd(doc) for doc in crd_documents(Path(directory))
+                               if doc["metadata"]["name"] not in self.kept_crds))  # each costs the server seconds
+        self.kept_crds.update(names)
         return names
 
-    async def _established(self, name: str, timeout: float = 30.0) -> None:
+    async def _apply_crd(self, doc: dict, timeout: float = 60.0) -> None:
+        """Create (or replace) one CRD and wait until it is Established (its conditions by a watch of it alone:
+        a CRD's GET is a large answer to poll)."""
+        name = doc["metadata"]["name"]
+        status, _ = await self.http.request("POST", CRD_PATH, doc)
+        if status == 409:
+            _, current = await self.http.request("GET", f"{CRD_PATH}/{name}")
+            doc["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+            status, _ = await self.http.request("PUT", f"{CRD_PATH}/{name}", doc)
+        assert status in (200, 201), f"CRD {name}: {status}"
+        selected = f"metadata.name={name}"
         async with asyncio.timeout(timeout):
             while True:
-                _, crd = await self.http.request("GET", f"{CRD_PATH}/{name}")
-                conditions = {c["type"]: c["status"] for c in ((crd or {}).get("status") or {}).get("conditions") or ()}
-                if conditions.get("Established") == "True":
+                _, listed = await self.http.request("GET", CRD_PATH, params={"fieldSelector": selected})
+                if any(_established(crd) for crd in listed["items"]):
                     return
-                await asyncio.sleep(0.05)
+                async for event in self.http.watch(CRD_PATH, listed["metadata"]["resourceVersion"], 30, selected):
+                    if event["type"] in ("ADDED", "MODIFIED") and _established(event["object"]):
+                        return
 
     async def _resources(self) -> list[str]:
         kept = frozenset(self.kept_crds)
@@ -156,7 +198,9 @@ class RealCluster:
 
     async def reset(self, timeout: float = 60.0) -> None:
         """Delete everything made since the baseline (but the kept CRDs) and wait until it is gone."""
-        paths = await self._resources()
+        kept = {f"/registry/apiextensions.k8s.io/customresourcedefinitions/{name}" for name in self.kept_crds}
+        new = await etcd_keys(self.plane.etcd_url) - self.session.baseline_keys - kept  # (a CRD list is megabytes)
+        paths = resources_named(await self._resources(), new)
         left: dict[str, list[str]] = {}
         try:
             async with asyncio.timeout(timeout):
@@ -170,7 +214,7 @@ class RealCluster:
             pytest.fail(f"the server not back to its baseline in {timeout}s; left: {left}", pytrace=False)
 
     async def _delete_new(self, path: str) -> list[str]:
-        """Delete each new object of one resource (its finalizers first); the names of those there were."""
+        """Delete each new object of one resource (its finalizers first); the names of those still there after."""
         status, listed = await self.http.request("GET", path.replace("/namespaces/{ns}", ""))
         if status != 200:
             return []
@@ -181,13 +225,24 @@ class RealCluster:
                 continue
             if (path, meta["name"]) in KEPT or (path.endswith("/namespaces") and meta["name"] in SYSTEM):
                 continue
-            new.append(item)
-        await asyncio.gather(*(self._delete(path, item["metadata"]) for item in new))
-        return [f"{item['metadata'].get('namespace', '')}/{item['metadata']['name']}" for item in new]
+            new.append(meta)
+        remain = await asyncio.gather(*(self._delete(path, meta) for meta in new))
+        return [f"{meta.get('namespace', '')}/{meta['name']}" for meta, there in zip(new, remain, strict=True) if there]
 
-    async def _delete(self, path: str, meta: dict) -> None:
+    async def _delete(self, path: str, meta: dict) -> bool:
+        """Delete one object at once (a pod still terminating too); whether it is still there (a namespace being
+        emptied, a finalizer): only those are listed again."""
         own = path.replace("{ns}", meta.get("namespace", "")) + "/" + meta["name"]
         if meta.get("finalizers"):
             await self.http.request("PATCH", own, {"metadata": {"finalizers": None}}, "application/merge-patch+json")
-        if not meta.get("deletionTimestamp") or path.endswith("/pods"):
-            await self.http.request("DELETE", own, {"gracePeriodSeconds": 0, "propagationPolicy": "Background"})
+        if meta.get("deletionTimestamp") and not path.endswith("/pods"):
+            return True
+        status, answer = await self.http.request("DELETE", own, {"gracePeriodSeconds": 0,
+                                                                 "propagationPolicy": "Background"})
+        if status == 404 or (answer or {}).get("kind") == "Status":
+            return False
+        # a pod deleted with no grace is answered with its deletionTimestamp, but gone; a namespace is not gone
+        # until the namespace controller has emptied it
+        left = (answer or {}).get("metadata") or {}
+        return status not in (200, 202) or path.endswith("/namespaces") or bool(left.get("finalizers")) or bool(
+            left.get("deletionTimestamp") and left.get("deletionGracePeriodSeconds") != 0)

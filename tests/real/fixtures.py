@@ -15,7 +15,7 @@ import pytest
 
 from localcluster.testing import starts_processes
 
-from .cluster import Session, snapshot
+from .cluster import Session, etcd_keys, snapshot
 from .envtest import AssetsMissing, ControlPlane, find_assets
 from .http import Http
 
@@ -32,9 +32,9 @@ def _in_thread(coroutine_function):
         return pool.submit(asyncio.run, coroutine_function()).result()
 
 
-async def _baseline(plane: ControlPlane) -> set[str]:
+async def _session(plane: ControlPlane) -> Session:
     async with Http(plane.url, plane.ca_pem) as http:
-        return await snapshot(http)
+        return Session(plane, await snapshot(http), await etcd_keys(plane.etcd_url))
 
 
 @pytest.fixture(scope="session")
@@ -48,7 +48,7 @@ def envtest():
         pytest.skip(str(missing))
     plane = ControlPlane(assets).start()
     try:
-        yield Session(plane, _in_thread(lambda: _baseline(plane)))
+        yield _in_thread(lambda: _session(plane))
     finally:
         plane.stop()
 

@@ -52,11 +52,12 @@ class Http:
                 parsed = {"_text": text.decode(errors="replace")}
             return answer.status, parsed
 
-    async def watch(self, path: str, resource_version: str, timeout: float = 300) -> AsyncIterator[dict]:
+    async def watch(self, path: str, resource_version: str, timeout: float = 300,
+                    field_selector: str | None = None) -> AsyncIterator[dict]:
         """The events of one watch request from `resource_version`, until the server ends it."""
         assert self._session is not None
         params = {"watch": "1", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
-                  "timeoutSeconds": str(int(timeout))}
+                  "timeoutSeconds": str(int(timeout)), **({"fieldSelector": field_selector} if field_selector else {})}
         async with self._session.get(self.url + path, params=params,
                                      timeout=aiohttp.ClientTimeout(total=None, sock_read=timeout + 30)) as answer:
             if answer.status != 200:
@@ -66,11 +67,12 @@ class Http:
                 if line.strip():
                     yield orjson.loads(line)
 
-    async def informer(self, path: str, handle, synced: asyncio.Event) -> None:
-        """List then watch `path` for ever (relisting after a 410 or a broken stream), calling
-        handle(type, object) for each item and event; `synced` is set after the first list."""
+    async def informer(self, path: str, handle, synced: asyncio.Event, field_selector: str | None = None) -> None:
+        """List then watch `path` (the objects `field_selector` selects) for ever (relisting after a 410 or a broken
+        stream), calling handle(type, object) for each item and event; `synced` is set after the first list."""
+        selected = {"fieldSelector": field_selector} if field_selector else None
         while True:
-            status, listed = await self.request("GET", path)
+            status, listed = await self.request("GET", path, params=selected)
             if status != 200 or listed is None:
                 synced.set()  # nothing to list (a CRD not installed yet): try again shortly
                 await asyncio.sleep(0.2)
@@ -80,7 +82,7 @@ class Http:
             synced.set()
             rv = listed["metadata"]["resourceVersion"]
             try:
-                async for event in self.watch(path, rv):
+                async for event in self.watch(path, rv, field_selector=field_selector):
                     if event["type"] == "ERROR":
                         break
                     rv = event["object"]["metadata"]["resourceVersion"]
