@@ -54,6 +54,27 @@ async def apply_crds(cluster, directory) -> list[str]:
     return await made if asyncio.iscoroutine(made) else made
 
 
+def pytest_collection_modifyitems(config, items):
+    """`servers(..., once_on_real=True)`: of a test's parametrizations, only the first runs on the real server. For
+    scenarios whose parameters vary only what the controller decides (rules, invalid specs, kinds): the server's
+    part is the same in each, and each costs the envtest tier a second (its budget: docs/development.md)."""
+    seen: set[tuple[str, str]] = set()
+    kept, dropped = [], []
+    for item in items:
+        marker = item.get_closest_marker("servers")
+        callspec = getattr(item, "callspec", None)
+        if marker and marker.kwargs.get("once_on_real") and callspec and callspec.params.get("server") == "real":
+            key = (item.nodeid.partition("::")[0], item.originalname)
+            if key in seen:
+                dropped.append(item)
+                continue
+            seen.add(key)
+        kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 @pytest.fixture
 def server(request) -> str:
     return getattr(request, "param", "local")
