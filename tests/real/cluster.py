@@ -150,6 +150,18 @@ class RealCluster:
         finally:
             await self.http.__aexit__()
 
+    @property
+    def serving(self) -> bool:
+        return "kube-apiserver" in self.plane.processes
+
+    async def restart(self, downtime: float = 0.0) -> None:
+        """Stop kube-apiserver (SIGTERM, as a rollout does), wait, start it again on the same port and etcd: as
+        localcluster's restart. Its watch cache starts afresh; every watch open before ends."""
+        await asyncio.to_thread(self.plane.stop_apiserver)
+        if downtime:
+            await asyncio.sleep(downtime)
+        await asyncio.to_thread(self.plane.start_apiserver)
+
     def kubeconfig(self, namespace: str = "default", token: str | None = None) -> dict:
         config = self.plane.kubeconfig(token or ADMIN_TOKEN)
         config["contexts"][0]["context"]["namespace"] = namespace
