@@ -1,12 +1,14 @@
 """The differential corpus's third part: a watch resumed from older resourceVersions, and admission's refusals.
 
 Watches: one resumed from the version of a list made before some changes replays those changes (ADDED, MODIFIED,
-DELETED); one from resourceVersion 1, older than anything the namespace holds (see differences.py for what
-each server answers). Admission: the CRD's own validation (its schema's enum, minimum, maxItems and its CEL
-rules, `x-kubernetes-validations`), and a ValidatingWebhookConfiguration calling a webhook that is not there, by
-url: failurePolicy Fail refuses what it selects (the objects labelled `webhook: deny`), Ignore lets it through,
-and the objects its objectSelector leaves out never meet it. `{rv of NAME}` in a request's params is the
-resourceVersion of the list named NAME (test_fidelity fills it in).
+DELETED); one from resourceVersion 1, older than anything the namespace holds, replays every event since: a fresh
+server's watch cache starts before its own first writes (measured on 1.35.3: so even after etcd is compacted; after
+a restart it starts afresh and refuses older versions with 410, tests/e2e's restart tests). Admission: the CRD's own
+validation (its schema's enum, minimum, maxItems and its CEL rules, `x-kubernetes-validations`), and a
+ValidatingWebhookConfiguration calling a webhook that is not there, by url: failurePolicy Fail refuses what it
+selects (the objects labelled `webhook: deny`), Ignore lets it through, and the objects its objectSelector leaves
+out never meet it. `{rv of NAME}` in a request's params is the resourceVersion of the list named NAME (test_fidelity
+fills it in).
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
-"""The differential corpus's second part: what the informers ask (lists from resourceVersion 0 and with a limit,
-the next page by its continue token, watches with bookmarks allowed; not a watch resumed from an old
-resourceVersion: 1.35 replays from its watch cache even a version older than the cache and compacted in etcd,
-where localcluster answers 410, a question left open) and what a user without rights is refused (RBAC), with a Role that
-grants a little. `{continue}` and `{rv}` in a request's params are the continue token and the resourceVersion of
-the last list answered (test_fidelity fills them in); a request with `user` "nobody" is sent with the token of
-envtest.USERS's user without rights (localcluster is given the same token).
+"""The differential corpus's second part: what the informers ask (lists from resourceVersion 0 and with a limit, the
+next page by its continue token, watches with bookmarks allowed; watches resumed from older versions are
+corpus_admission.py's) and what a user without rights is refused (RBAC), with a Role that grants a little.
+`{continue}` and `{rv}` in a request's params are the continue token and the resourceVersion of the last list
+answered (test_fidelity fills them in); a request with `user` "nobody" is sent with the token of envtest.USERS's
+user without rights (localcluster is given the same token).
 """
 
 from __future__ import annotations
