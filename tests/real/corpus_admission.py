@@ -6,7 +6,7 @@ server's watch cache starts before its own first writes (measured on 1.35.3: so 
 a restart it starts afresh and refuses older versions with 410, tests/e2e's restart tests). Admission: the CRD's own
 validation (its schema's enum, minimum, maxItems and its CEL rules, `x-kubernetes-validations`), and a
 ValidatingWebhookConfiguration calling a webhook that is not there, by url: failurePolicy Fail refuses what it
-selects (the objects labelled `webhook: deny`), Ignore lets it through, and the objects its objectSelector leaves
+selects (the objects labelled `webhook: fail`), Ignore lets it through, and the objects its objectSelector leaves
 out never meet it. `{rv of NAME}` in a request's params is the resourceVersion of the list named NAME (test_fidelity
 fills it in).
 """
