@@ -49,6 +49,8 @@ log = logging.getLogger("localcluster.process")
 
 SOCKET_ENV = "LOCALCLUSTER_SSH_SOCKET"
 SOCKET_NAME = "ssh.sock"
+PREFIX = "localcluster-shell-"
+MAX_SOCKET_PATH = 100  # a Unix socket's path is at most 107 bytes on Linux
 MAX_REQUEST = 64 * 1024
 OPEN_MPI_EXCLUDE = "OMPI_MCA_btl_tcp_if_exclude"
 FAILED = 255  # ssh's exit code when the command could not be run
@@ -86,7 +88,10 @@ class RemoteShell:
 
     def start(self, network: str | None) -> None:
         """Write the stand-ins; with `network` (the pods' own addresses), listen for their ssh."""
-        self.directory = Path(tempfile.mkdtemp(prefix="localcluster-shell-"))  # 0700: the user's alone
+        self.directory = Path(tempfile.mkdtemp(prefix=PREFIX))  # 0700: the user's alone
+        if len(str(self.directory / SOCKET_NAME)) > MAX_SOCKET_PATH:  # a long TMPDIR: /tmp, still the user's alone
+            self.directory.rmdir()
+            self.directory = Path(tempfile.mkdtemp(prefix=PREFIX, dir="/tmp"))
         for name in ("ssh", "sshd"):
             folder = self.directory / ("bin" if name == "ssh" else "sbin")  # only ssh goes on the pods' PATH
             folder.mkdir(exist_ok=True)
