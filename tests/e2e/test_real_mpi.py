@@ -19,7 +19,7 @@ import subprocess
 import pytest
 import yaml
 
-from localcluster.testing.kubectl import Kubectl
+from localcluster.testing import Kubectl
 from tests.e2e.test_real_tensorflow import INSTALLED
 from tests.program.local_inprocess import LocalRun
 from tests.program.test_local import EXAMPLES, progress, run_local

@@ -53,6 +53,7 @@ PREFIX = "localcluster-shell-"
 MAX_SOCKET_PATH = 100  # a Unix socket's path is at most 107 bytes on Linux
 MAX_REQUEST = 64 * 1024
 OPEN_MPI_EXCLUDE = "OMPI_MCA_btl_tcp_if_exclude"
+VARIABLES = (SOCKET_ENV, OPEN_MPI_EXCLUDE)  # what `environment` adds, besides the ssh stand-in's directory on PATH
 FAILED = 255  # ssh's exit code when the command could not be run
 
 
