@@ -29,7 +29,8 @@ pod stays Pending), tried again after a back-off: a Secret created later lets it
 ConfigMap or Secret volume whose object is missing holds the pod in ContainerCreating with
 FailedMount Events; once it exists, its files are written in the runner's own directory and the container's
 env, command and args name them there (pod_volumes.py), kept current as the object changes. A container whose
-command is `sshd` runs a stand-in, and `ssh` from another pod runs commands in it (remote_shell.py). A command that cannot be executed terminates as under a kubelet with containerd:
+command is `sshd` runs a stand-in, and `ssh` from another pod runs commands in it (remote_shell.py). A command
+that cannot be executed terminates as under a kubelet with containerd:
 `StartError`, exit code 128, startedAt the epoch (it never started) and runc's message in containerd's wrapping
 (`failed to create containerd task: ... exec: "x": executable file not found in $PATH: unknown`).
 
