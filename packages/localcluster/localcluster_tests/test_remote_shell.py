@@ -30,13 +30,6 @@ def running(pod) -> bool:
     return pod.status.phase == "Running" and bool(pod.status.pod_ip)
 
 
-@pytest.fixture
-def network(cluster):
-    net = cluster.runner.network
-    assert net.own_addresses and net.names_resolve, net.summary()
-    return net
-
-
 async def test_ssh_runs_the_command_in_the_pod_of_the_sshd_stand_in(cluster, core, network):
     worker = process_pod("worker", "/usr/sbin/sshd", "-D", env=[{"name": "ROLE", "value": "worker"}])
     await core.create_namespaced_pod("default", worker)
