@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from localcluster.kubelet.stand_ins import ssh
+
 from .process_runner_support import log_text, process_pod, python, wait_phase, wait_pod
 
 pytestmark = pytest.mark.runner("process")
@@ -58,3 +60,13 @@ async def test_the_machines_interfaces_show_the_pods_address(cluster, core, netw
     out = await log_text(core, "ifaces")
     assert done.status.phase == "Succeeded", out
     assert all(line.split()[1] == done.status.pod_ip for line in out.splitlines()), out
+
+
+@pytest.mark.parametrize(("argv", "parsed"), [
+    (["-x", "-o", "ConnectionAttempts=10", "-p", "22", "root@w0.j.ns.svc", "orted", "-mca", "ess", '"env"'],
+     ("w0.j.ns.svc", 'orted -mca ess "env"', 10)),
+    (["-oConnectionAttempts=3", "-lroot", "-T", "host", "true"], ("host", "true", 3)),
+    (["-q", "--", "host"], ("host", "", 1)),
+    (["-V"], (None, "", 1))])
+def test_the_ssh_stand_in_reads_sshs_arguments(argv, parsed):
+    assert ssh.parse(argv) == parsed

@@ -7,7 +7,8 @@ runs"), so:
 - a container whose command is `sshd` (`/usr/sbin/sshd -D`, any arguments) runs the sshd stand-in instead
   (stand_ins/sshd.py), which waits until its pod stops, as sshd does;
 - every pod with an address of its own finds the ssh stand-in (stand_ins/ssh.py) first on its PATH (unless its
-  spec sets PATH), and LOCALCLUSTER_SSH_SOCKET, where this kubelet listens (a Unix socket in a directory only
+  spec sets PATH) and as Open MPI's rsh agent (OMPI_MCA_plm_rsh_agent, PRTE_MCA_plm_ssh_agent, unless its spec
+  sets them), and LOCALCLUSTER_SSH_SOCKET, where this kubelet listens (a Unix socket in a directory only
   the run's user can enter). `ssh HOST COMMAND` resolves HOST in the calling pod, and when the address is a
   pod's running the sshd stand-in, the kubelet runs `sh -c COMMAND` there as `kubectl exec` would: the
   container's environment (its address, name table, declared env), working directory, and the caller's own
@@ -53,7 +54,9 @@ PREFIX = "localcluster-shell-"
 MAX_SOCKET_PATH = 100  # a Unix socket's path is at most 107 bytes on Linux
 MAX_REQUEST = 64 * 1024
 OPEN_MPI_EXCLUDE = "OMPI_MCA_btl_tcp_if_exclude"
-VARIABLES = (SOCKET_ENV, OPEN_MPI_EXCLUDE)  # what `environment` adds, besides the ssh stand-in's directory on PATH
+# Open MPI 4's and 5's rsh agent: the stand-in even where a spec's PATH leaves its directory out.
+OPEN_MPI_AGENTS = ("OMPI_MCA_plm_rsh_agent", "PRTE_MCA_plm_ssh_agent")
+VARIABLES = (SOCKET_ENV, OPEN_MPI_EXCLUDE, *OPEN_MPI_AGENTS)  # what `environment` adds, besides PATH
 FAILED = 255  # ssh's exit code when the command could not be run
 
 
@@ -135,8 +138,9 @@ class RemoteShell:
         """What a pod with (`own_address`) or without an address of its own gets for ssh; its spec's env wins."""
         if not own_address or self.network is None or self.directory is None:
             return {}
+        ssh = str(self.directory / "bin" / "ssh")
         return {"PATH": f"{self.directory / 'bin'}{os.pathsep}{path}", SOCKET_ENV: str(self.directory / SOCKET_NAME),
-                OPEN_MPI_EXCLUDE: "lo"}
+                OPEN_MPI_EXCLUDE: "lo", **dict.fromkeys(OPEN_MPI_AGENTS, ssh)}
 
     # --- the sessions ------------------------------------------------------------------------
 
