@@ -28,7 +28,7 @@ import aiohttp
 import pytest
 import yaml
 
-from localcluster.testing import pod_scripts
+from localcluster.testing import pod_scripts, until
 
 from .envtest import ADMIN_TOKEN, ControlPlane
 from .http import Http
@@ -160,7 +160,14 @@ class RealCluster:
         await asyncio.to_thread(self.plane.stop_apiserver)
         if downtime:
             await asyncio.sleep(downtime)
-        await asyncio.to_thread(self.plane.start_apiserver)
+        self.plane.spawn_apiserver()  # in this thread, the session's: a thread's child dies with it (envtest.py)
+
+        async def ready() -> bool:
+            if self.plane.processes["kube-apiserver"].poll() is not None:
+                raise RuntimeError(f"kube-apiserver exited:\n{self.plane.log_tail('kube-apiserver')}")
+            return await asyncio.to_thread(self.plane.apiserver_ready)
+
+        await until(ready, 120, "kube-apiserver ready again", interval=0.1)
 
     def kubeconfig(self, namespace: str = "default", token: str | None = None) -> dict:
         config = self.plane.kubeconfig(token or ADMIN_TOKEN)

@@ -84,7 +84,7 @@ def refusals() -> list[Request]:
         Request("rbac: nobody makes a Role", "POST", ROLES, role, user=NOBODY),
         Request("rbac: the admin makes the Role", "POST", ROLES, role),
         Request("rbac: the admin binds it to nobody", "POST", BINDINGS, binding),
-        Request("rbac: nobody gets a configmap, granted", "GET", f"{CMS}/page-0", user=NOBODY),
+        Request("rbac: nobody gets a configmap, granted", "GET", f"{CMS}/page-0", user=NOBODY, settle=True),
         Request("rbac: nobody gets a missing configmap, granted", "GET", f"{CMS}/missing", user=NOBODY),
         Request("rbac: nobody still may not list", "GET", CMS, user=NOBODY),
         Request("rbac: nobody may not escalate: a Role granting more", "POST", ROLES, wide, user=NOBODY),

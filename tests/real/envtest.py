@@ -130,7 +130,17 @@ class ControlPlane:
         self._wait("etcd", lambda: _get(f"{self.etcd_url}/health") is not None, 60)
 
     def start_apiserver(self) -> None:
-        """Start (or start again, after stop_apiserver) the API server on the same port, etcd and PKI."""
+        """Start (or start again, after stop_apiserver) the API server on the same port, etcd and PKI, and wait until
+        it is ready."""
+        self.spawn_apiserver()
+        self._wait("kube-apiserver", self.apiserver_ready, 120)
+
+    def apiserver_ready(self) -> bool:
+        return _get(f"{self.url}/readyz", self.ca_pem, ADMIN_TOKEN) == b"ok"
+
+    def spawn_apiserver(self) -> None:
+        """Start the API server's process (from the thread that lives as long as the tests: the process dies with
+        the thread that made it, PR_SET_PDEATHSIG's rule), not waiting for it."""
         tokens = self.dir / "tokens.csv"
         rows = [f'{ADMIN_TOKEN},envtest-admin,envtest-admin,"system:masters"']
         rows += [f'{token},{user},{user},"{",".join(groups)}"' for token, (user, groups) in USERS.items()]
@@ -146,7 +156,6 @@ class ControlPlane:
             "--service-cluster-ip-range=10.0.0.0/24", "--endpoint-reconciler-type=none",
             "--enable-aggregator-routing=true", "--allow-privileged=true", "--disable-admission-plugins=",
             f"--cert-dir={self.dir / 'certs'}", "--v=0"])
-        self._wait("kube-apiserver", lambda: _get(f"{self.url}/readyz", self.ca_pem, ADMIN_TOKEN) == b"ok", 120)
 
     def stop_apiserver(self) -> None:
         _stop(self.processes.pop("kube-apiserver", None))

@@ -4,6 +4,7 @@ localcluster or listed, with its reason, in differences.py."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 
 import pytest
@@ -43,13 +44,23 @@ async def answers(config: dict) -> dict[str, dict]:
         for request in requests():
             params = {k: last[v[1:-1]] if v in ("{continue}", "{rv}") else listed_at[v[7:-1]] if v.startswith(
                 "{rv of ") else v for k, v in (request.params or {}).items()}
-            code, body = await clients[request.user].request(request.method, request.path, request.body,
-                                                             request.content_type, params, request.raw)
+            code, body = await send(clients[request.user], request, params)
             if code == 200 and body and "items" in body:
                 last = {"continue": body["metadata"].get("continue") or "", "rv": body["metadata"]["resourceVersion"]}
                 listed_at[request.name] = last["rv"]
             found[request.name] = summary(code, body)
     return found
+
+
+async def send(client: Http, request: Request, params: dict) -> tuple[int, dict | None]:
+    """One request's answer; a `settle` request's once it is not 403 (or after 10 s)."""
+    deadline = asyncio.get_running_loop().time() + 10
+    while True:
+        code, body = await client.request(request.method, request.path, request.body, request.content_type, params,
+                                          request.raw)
+        if not (request.settle and code == 403 and asyncio.get_running_loop().time() < deadline):
+            return code, body
+        await asyncio.sleep(0.05)
 
 
 async def test_the_corpus_is_answered_alike_by_both_servers(envtest):
