@@ -18,15 +18,14 @@ from prometheus_client import CollectorRegistry
 
 from apimachinery.errors import ApiStatusError
 from controller.jobs.execution.config import JobConfig
-from controller.jobs.execution.controller import JobController
-from controller.kinds.genericjob.kind import GENERICJOB
-from controller.runtime.leader import LeaderElectionConfig, LeaderElector
+from controller.runtime.leader import LeaderElectionConfig
 from controller.runtime.metrics import RequestMetrics
 from kubeclient.from_configuration import settings_from_configuration
 from kubeclient.rest import RestClient
 from tests.program.manifests_support import NAME, NAMESPACE, ROLES, kustomize
 
 from .conftest import QUICK, genericjob
+from .test_leader_election import Candidate
 
 pytestmark = pytest.mark.servers("local", "real")  # on localcluster and on the real API server (tests/real)
 APPLIED = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
@@ -73,28 +72,16 @@ def refused(registry: CollectorRegistry) -> dict[tuple[str, str], float]:
 async def run_a_job(rest: RestClient, config: JobConfig, jobs) -> None:
     """The controller as the ServiceAccount, leading by the install's Lease, through a job that succeeds with
     Services, a PodGroup and Events."""
-    controller = JobController(GENERICJOB, rest, config)
-    controller.start_informers()
-    await controller.wait_for_sync(10)
-    leading = asyncio.Event()
-
-    async def lead() -> None:
-        controller.run_workers()
-        leading.set()
-        await asyncio.Event().wait()
-
-    elector = LeaderElector(rest, LeaderElectionConfig(NAME, NAMESPACE, "rbac-e2e"), lead, lambda: None)
-    election = asyncio.create_task(elector.run())
+    candidate = Candidate(rest, config, "rbac-e2e", LeaderElectionConfig(NAME, NAMESPACE, "rbac-e2e"))
+    await candidate.start()
     try:
-        await asyncio.wait_for(leading.wait(), 15)
+        await asyncio.wait_for(candidate.leading.wait(), 15)
         await jobs.submit(genericjob("rbac", {"master": 1, "worker": 1}, script=QUICK,
                                      service={"ports": [{"name": "http", "port": 2222}]},
                                      scheduler={"t9kScheduler": {"queue": "default"}}))
         await jobs.wait_phase("rbac", "Succeeded")
     finally:
-        election.cancel()
-        await asyncio.gather(election, return_exceptions=True)
-        await controller.stop()
+        await candidate.crash()
 
 
 async def test_the_controller_as_the_installs_service_account_is_refused_nothing(cluster, rest_client, config, jobs):

@@ -24,10 +24,10 @@ LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
 class Candidate:
     """One controller whose workers run only while its elector holds the Lease."""
 
-    def __init__(self, rest_client, config, identity: str) -> None:
+    def __init__(self, rest_client, config, identity: str, election: LeaderElectionConfig | None = None) -> None:
         self.controller = JobController(GENERICJOB, rest_client, config)
         self.leading = asyncio.Event()
-        self.elector = LeaderElector(rest_client, LeaderElectionConfig(
+        self.elector = LeaderElector(rest_client, election or LeaderElectionConfig(
             LEASE, "default", identity, lease_duration=2.0, renew_deadline=1.5, retry_period=0.25,
             release_on_cancel=False), self._lead, lambda: None)
         self.election: asyncio.Task | None = None

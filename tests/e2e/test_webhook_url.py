@@ -15,14 +15,10 @@ from controller.kinds.genericjob.kind import GENERICJOB
 from controller.runtime.webhook_server import WebhookConfig
 from tests.real.pki import write_pki
 
+from .test_webhook_rotation import job
+
 pytestmark = pytest.mark.servers("local", "real")  # on localcluster and on the real API server (tests/real)
 JOBS = "/apis/batch.tensorstack.dev/v1beta1/namespaces/default/genericjobs"
-
-
-def job(name: str, **spec) -> dict:
-    return {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "GenericJob", "metadata": {"name": name},
-            "spec": {**spec, "replicaSpecs": [{"type": "worker", "replicas": 1, "template": {"spec": {
-                "containers": [{"name": "main", "image": "busybox:1.36", "command": ["true"]}]}}}]}}
 
 
 def by_url(port: int, ca: bytes) -> dict:

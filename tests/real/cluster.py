@@ -96,15 +96,16 @@ async def etcd_keys(etcd_url: str) -> set[str]:
 
 
 def resources_named(paths: list[str], keys: set[str]) -> list[str]:
-    """The paths whose resource some key names (its group too, where the key has one); all of them when a key names
-    no resource known."""
+    """The paths whose resource some key names (those of its group, where the key names one); all of them when a key
+    names no resource known."""
     named: set[str] = set()
     for key in keys:
         if key.startswith(UNLISTED_KEYS):
             continue
         segments = set(key.split("/"))
-        hits = [path for path in paths if path.rpartition("/")[2] in segments
-                and (path.startswith("/api/") or "." not in path.split("/")[2] or path.split("/")[2] in segments)]
+        named_here = [path for path in paths if path.rpartition("/")[2] in segments]
+        # a key names its group when the group's resources are stored under it (CRDs'); most built-in ones are not
+        hits = [path for path in named_here if path.split("/")[2] in segments] or named_here
         if not hits:
             return paths
         named.update(hits)
