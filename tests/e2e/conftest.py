@@ -9,7 +9,6 @@ import asyncio
 import dataclasses
 import json
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from kubernetes_asyncio import client
@@ -27,9 +26,8 @@ from informers import BackoffPolicy, InformerOptions
 from localcluster import LocalCluster
 from localcluster.testing import SCRIPT_ANNOTATION, Kubectl, until
 from tests.builders import JobBuilder
-from tests.real.cluster import RealCluster
+from tests.real.cluster import CRDS, RealCluster
 
-CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"
 FAST = InformerOptions(watch_timeout=(30.0, 60.0), watchdog_timeout=5.0, request_timeout=5.0,
                        backoff=BackoffPolicy(initial=0.02, cap=0.2, reset_after=5.0))
 MERGE = "application/merge-patch+json"

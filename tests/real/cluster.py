@@ -35,6 +35,7 @@ from .http import Http
 from .kubelet import TestKubelet
 
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"  # the project's: installed for every session
 KEPT = {("/api/v1/nodes", pod_scripts.NODE)}  # the test kubelet's Node, registered again by each
 # etcd keys a reset leaves: the aggregator's APIServices (one for each group served), the test kubelet's Node
 UNLISTED_KEYS = ("/registry/apiregistration.k8s.io/apiservices/", f"/registry/minions/{pod_scripts.NODE}")
@@ -124,6 +125,39 @@ def _parsed(directory: str) -> list[dict]:
             if doc and doc.get("kind") == "CustomResourceDefinition"]
 
 
+async def install_crds(http: Http, directory: str | Path, kept: set[str]) -> list[str]:
+    """Create (or replace) every CRD of a directory's YAML files but those `kept` (installed earlier in the session,
+    unchanged since), all at once (each costs the server seconds), and wait until each is Established; add them
+    to `kept`. The names of the directory's CRDs."""
+    names = [doc["metadata"]["name"] for doc in _parsed(str(directory))]
+    if set(names) - kept:
+        await asyncio.gather(*(_apply_crd(http, doc) for doc in crd_documents(Path(directory))
+                               if doc["metadata"]["name"] not in kept))
+        kept.update(names)
+    return names
+
+
+async def _apply_crd(http: Http, doc: dict, timeout: float = 60.0) -> None:
+    """Create (or replace) one CRD and wait until it is Established (its conditions by a watch of it alone: a CRD's
+    GET is a large answer to poll)."""
+    name = doc["metadata"]["name"]
+    status, _ = await http.request("POST", CRD_PATH, doc)
+    if status == 409:
+        _, current = await http.request("GET", f"{CRD_PATH}/{name}")
+        doc["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        status, _ = await http.request("PUT", f"{CRD_PATH}/{name}", doc)
+    assert status in (200, 201), f"CRD {name}: {status}"
+    selected = f"metadata.name={name}"
+    async with asyncio.timeout(timeout):
+        while True:
+            _, listed = await http.request("GET", CRD_PATH, params={"fieldSelector": selected})
+            if any(_established(crd) for crd in listed["items"]):
+                return
+            async for event in http.watch(CRD_PATH, listed["metadata"]["resourceVersion"], 30, selected):
+                if event["type"] in ("ADDED", "MODIFIED") and _established(event["object"]):
+                    return
+
+
 def _established(crd: dict) -> bool:
     conditions = (crd.get("status") or {}).get("conditions") or ()
     return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
@@ -181,33 +215,7 @@ class RealCluster:
 
     async def apply_crds(self, directory: str | Path) -> list[str]:
         """Create (or replace) every CRD in the YAML files of a directory and wait until each is Established."""
-        names = [doc["metadata"]["name"] for doc in _parsed(str(directory))]
-        if not set(names) - self.kept_crds:
-            return names  # installed by an earlier test of the session, unchanged since
-        await asyncio.gather(*(self._apply_crd(doc) for doc in crd_documents(Path(directory))
-                               if doc["metadata"]["name"] not in self.kept_crds))  # each costs the server seconds
-        self.kept_crds.update(names)
-        return names
-
-    async def _apply_crd(self, doc: dict, timeout: float = 60.0) -> None:
-        """Create (or replace) one CRD and wait until it is Established (its conditions by a watch of it alone:
-        a CRD's GET is a large answer to poll)."""
-        name = doc["metadata"]["name"]
-        status, _ = await self.http.request("POST", CRD_PATH, doc)
-        if status == 409:
-            _, current = await self.http.request("GET", f"{CRD_PATH}/{name}")
-            doc["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-            status, _ = await self.http.request("PUT", f"{CRD_PATH}/{name}", doc)
-        assert status in (200, 201), f"CRD {name}: {status}"
-        selected = f"metadata.name={name}"
-        async with asyncio.timeout(timeout):
-            while True:
-                _, listed = await self.http.request("GET", CRD_PATH, params={"fieldSelector": selected})
-                if any(_established(crd) for crd in listed["items"]):
-                    return
-                async for event in self.http.watch(CRD_PATH, listed["metadata"]["resourceVersion"], 30, selected):
-                    if event["type"] in ("ADDED", "MODIFIED") and _established(event["object"]):
-                        return
+        return await install_crds(self.http, directory, self.kept_crds)
 
     async def _resources(self) -> list[str]:
         kept = frozenset(self.kept_crds)

@@ -15,7 +15,7 @@ import pytest
 
 from localcluster.testing import starts_processes
 
-from .cluster import Session, etcd_keys, snapshot
+from .cluster import CRDS, Session, etcd_keys, install_crds, snapshot
 from .envtest import AssetsMissing, ControlPlane, find_assets
 from .http import Http
 
@@ -32,9 +32,14 @@ def _in_thread(coroutine_function):
         return pool.submit(asyncio.run, coroutine_function()).result()
 
 
-async def _session(plane: ControlPlane) -> Session:
+async def _install_crds(plane: ControlPlane, kept: set[str]) -> None:
     async with Http(plane.url, plane.ca_pem) as http:
-        return Session(plane, await snapshot(http), await etcd_keys(plane.etcd_url))
+        await install_crds(http, CRDS, kept)
+
+
+async def _session(plane: ControlPlane, kept: set[str]) -> Session:
+    async with Http(plane.url, plane.ca_pem) as http:
+        return Session(plane, await snapshot(http), await etcd_keys(plane.etcd_url), kept)
 
 
 @pytest.fixture(scope="session")
@@ -46,9 +51,11 @@ def envtest():
         if required():
             pytest.fail(f"the envtest tier must run here ({REQUIRED} or CI is set): {missing}", pytrace=False)
         pytest.skip(str(missing))
-    plane = ControlPlane(assets).start()
+    kept: set[str] = set()  # the project's CRDs, installed before the controller manager starts (envtest.py)
+    plane = ControlPlane(assets)
+    plane.start(lambda: _in_thread(lambda: _install_crds(plane, kept)))
     try:
-        yield _in_thread(lambda: _session(plane))
+        yield _in_thread(lambda: _session(plane, kept))
     finally:
         plane.stop()
 
