@@ -129,3 +129,12 @@ def test_a_rank_scaled_away_without_restarts_adds_nothing_to_an_invalid_jobs_bac
     status = ps.step(ps.make_job(("worker", 1)), {}, pods, at(0)).status
     invalid = ps.plan_invalid({**status, "removedReplicas": [{"name": "job-worker-5"}]}, pods.list(), "bad", at(1))
     assert invalid.status["backoffCount"] == 0
+
+
+def test_an_invalid_jobs_stored_record_without_a_name_is_kept_without_one():
+    # Issue 45 (edits.described_records): a record that says no name is described as it is, not under a made-up one.
+    ps = generic()
+    status = {"phase": "Running", "tasks": [{"type": "worker", "restartCount": 0, "replicas": [{"phase": "Running"}]}]}
+    invalid = engine.plan_invalid(ps.GENERICJOB, status, [], "bad", at(0))
+    [record] = invalid.status["tasks"][0]["replicas"]
+    assert not record.get("name"), record

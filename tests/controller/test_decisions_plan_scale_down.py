@@ -251,3 +251,21 @@ def test_a_pod_retired_for_a_restart_whose_rank_is_scaled_away_as_the_job_ends_i
     assert done.terminal and done.status["phase"] == "Succeeded"
     assert ("job-worker-2", uid, "scale-down") in done.delete
     assert record(done.status, "worker", 2)["phase"] == "Deleted"
+
+
+def test_a_finished_job_moves_ranks_stored_apart_into_a_task_of_their_type_hyphens_and_all():
+    # Issue 45 (edits.py): a record an earlier version stored apart (status.removedReplicas) is moved into its
+    # type's task once the job has finished, its type read from its name (a type may have hyphens); a task made
+    # for it counts the restarts its records hold, no more (kept_counts: a type not stored before starts at 0).
+    pods = Pods()
+    job = make_job(("worker", 1, "Never"), ("my-ps", 2, "Never"))
+    status = _started(job, pods)
+    pods.set("worker", 0, "Failed")
+    failed = step(job, status, pods, at(5)).status
+    assert failed["phase"] == "Failed"
+    ps = next(t for t in failed["tasks"] if t["type"] == "my-ps")
+    legacy = {**failed, "tasks": [t for t in failed["tasks"] if t["type"] != "my-ps"],
+              "removedReplicas": ps["replicas"]}
+    result = engine.plan(GENERICJOB, make_job(("worker", 1, "Never")), legacy, pods.list(), at(6))
+    moved = next(t for t in result.status["tasks"] if t["type"] == "my-ps")
+    assert [r["name"] for r in moved["replicas"]] == ["job-my-ps-0", "job-my-ps-1"] and moved["restartCount"] == 0
