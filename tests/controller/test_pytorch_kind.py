@@ -237,3 +237,15 @@ def test_elastic_ignored_is_reported_whole_and_warned_once():
     first = engine.plan(PYTORCH, job, {}, [], "2024-01-01T00:00:00Z", dependents={})
     assert first.status["elastic"] == report
     assert [e for e in first.events if e.type == "Warning"] == [("Warning", "ElasticIgnored", report["note"])]
+
+
+def test_the_status_records_each_types_template_hash_as_its_pods_are_annotated_with_it():
+    # (edits.template_changes hashes the template with the kind's labels, as children/pods.py annotates the pods)
+    from controller.jobs.decisions import plan as engine
+
+    job = parsed(("master", 1), ("worker", 2))
+    status = engine.plan(PYTORCH, job, {}, [], "2024-01-01T00:00:00Z").status
+    for replica_type in ("master", "worker"):
+        annotations = desired_pod(PYTORCH, job, replica_type, 0)["metadata"]["annotations"]
+        [pod_hash] = [v for k, v in annotations.items() if k.endswith("/template-hash")]
+        assert status["templateHashes"][replica_type] == pod_hash
