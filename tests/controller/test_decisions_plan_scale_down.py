@@ -269,3 +269,21 @@ def test_a_finished_job_moves_ranks_stored_apart_into_a_task_of_their_type_hyphe
     result = engine.plan(GENERICJOB, make_job(("worker", 1, "Never")), legacy, pods.list(), at(6))
     moved = next(t for t in result.status["tasks"] if t["type"] == "my-ps")
     assert [r["name"] for r in moved["replicas"]] == ["job-my-ps-0", "job-my-ps-1"] and moved["restartCount"] == 0
+
+
+def test_the_restarts_of_two_records_of_a_type_dropped_for_size_are_both_kept(monkeypatch):
+    # Issue 45 (edits.removed): the restarts carried for records dropped for size add up, per type.
+    from controller.jobs.decisions import edits
+
+    monkeypatch.setattr(edits, "MAX_RECORDS", 3)
+    pods = Pods()
+    job = make_job(("worker", 3, "OnFailure", 3))
+    status = _started(job, pods)
+    for rank, second in ((1, 3), (2, 5)):
+        pods.set("worker", rank, "Failed")
+        status = step(job, status, pods, at(second)).status
+        status = step(job, status, pods, at(second + 1)).status
+    pods.set_all("Running")
+    result = step(make_job(("worker", 0, "OnFailure", 3), ("ps", 3, "OnFailure", 3)), status, pods, at(8))
+    worker = next(t for t in result.status["tasks"] if t["type"] == "worker")
+    assert worker["restartCount"] == 2 and result.status["backoffCount"] == 2
