@@ -86,7 +86,7 @@ def plan(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict], now: str
     kept_services = core.services if services is None else \
         upkeep.service_actions(kind, job, core.status, services, terminal=core.terminal, making=making)
     force, stuck_check = stuck_pods(pods, clock, stuck_after)
-    kept, reported = upkeep.dependent_actions(kind, job, dependents or {}, terminal=core.terminal)
+    kept, reported = upkeep.dependent_actions(kind, job, dependents or {}, terminal=core.terminal, status=core.status)
     new_status, events = core.status, core.events
     if reported:
         new_status = {**core.status, **reported}

@@ -45,6 +45,13 @@ def jobs(draw) -> dict:
         if chosen := draw(st.sampled_from(failure)):
             extra["failureRules"] = chosen
         return job_object(kind, types, extra)
+    run_policy: dict = {"cleanUpPolicy": cleanup}
+    if (limit := draw(st.sampled_from([None, 0, 1, 2]))) is not None:
+        run_policy["backoffLimit"] = limit
+    if (deadline := draw(st.sampled_from([None, DEADLINE]))) is not None:
+        run_policy["activeDeadlineSeconds"] = deadline
+    if kind == r.MPI:
+        return mpi_job(draw, run_policy)
     policy = st.sampled_from(["Never", "OnFailure", "Always", "ExitCode"])
     if kind == r.TENSORFLOW:
         chief = draw(st.booleans())
@@ -55,9 +62,25 @@ def jobs(draw) -> dict:
         master = draw(st.booleans())
         types = ([("master", 1, draw(policy))] if master else []) + \
             [("worker", draw(st.integers(0 if master else 1, 3)), draw(policy))]
-    run_policy: dict = {"cleanUpPolicy": cleanup}
-    if (limit := draw(st.sampled_from([None, 0, 1, 2]))) is not None:
-        run_policy["backoffLimit"] = limit
-    if (deadline := draw(st.sampled_from([None, DEADLINE]))) is not None:
-        run_policy["activeDeadlineSeconds"] = deadline
     return job_object(kind, types, {"runPolicy": run_policy})
+
+
+def mpi_job(draw, run_policy: dict) -> dict:
+    """An MPIJob: a launcher and 1 to 3 workers, each Never or OnFailure (or the default), either creation policy,
+    the hostfile's formats."""
+    job = job_object(r.MPI, [], {"runPolicy": run_policy})
+    template = {"spec": {"containers": [{"name": r.CONTAINER[r.MPI], "image": "train:1", "command": COMMAND}]}}
+    policy = st.sampled_from([None, "Never", "OnFailure"])
+    spec = job["spec"]
+    del spec["replicaSpecs"]
+    spec["launcher"] = {"template": copy.deepcopy(template)}
+    spec["worker"] = {"replicas": draw(st.integers(1, 3)), "template": copy.deepcopy(template)}
+    for part in ("launcher", "worker"):
+        if (chosen := draw(policy)) is not None:
+            spec[part]["restartPolicy"] = chosen
+    if (creation := draw(st.sampled_from([None, "WaitForWorkersReady", "AtStartup"]))) is not None:
+        spec["launcherCreationPolicy"] = creation
+    spec["mpiImplementation"] = draw(st.sampled_from(["OpenMPI", "MPICH"]))
+    spec["slotsPerWorker"] = draw(st.sampled_from([1, 2]))
+    spec["runLauncherAsWorker"] = draw(st.booleans())
+    return job

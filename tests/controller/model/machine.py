@@ -60,7 +60,6 @@ class EngineModel(Checks, RuleBasedStateMachine):
     def create_job(self, obj):
         self.kind_name = obj["kind"]
         self.kind = KINDS[self.kind_name]
-        self.types = [s["type"] for s in obj["spec"]["replicaSpecs"]]
         self.world = World(obj, EPOCH)
         self.recorder = Recorder()
         self.ledger = Ledger(self.kind_name)
@@ -106,11 +105,9 @@ class EngineModel(Checks, RuleBasedStateMachine):
     def scale(self, type_index, replicas):
         """A scale edit, to 0 and back included; one admission would refuse (no replicas left, a rule naming
         a removed rank, the master moved) is refused and changes nothing."""
-        index = type_index % len(self.types)
         spec = copy.deepcopy(self.world.job["spec"])
-        spec["replicaSpecs"][index]["replicas"] = replicas
-        if r.valid(self.kind_name, spec):
-            self.world.edit(lambda s: s["replicaSpecs"][index].update(replicas=replicas))
+        if r.scale(spec, type_index, replicas) and r.valid(self.kind_name, spec):
+            self.world.edit(lambda s: r.scale(s, type_index, replicas))
         else:
             note("(refused at admission)")
 
@@ -118,7 +115,7 @@ class EngineModel(Checks, RuleBasedStateMachine):
     @rule()
     def change_template(self):
         def bump(spec):
-            container = spec["replicaSpecs"][0]["template"]["spec"]["containers"][0]
+            container = r.replica_specs(spec)[0]["template"]["spec"]["containers"][0]
             version = int(container["image"].rsplit(":", 1)[1])
             container["image"] = f"{container['image'].rsplit(':', 1)[0]}:{version + 1}"
         self.world.edit(bump)
@@ -163,6 +160,13 @@ class EngineModel(Checks, RuleBasedStateMachine):
         if name := self._pod(which):
             self.world.set_pod(name, phase="Running", startTime=stamp(self.world.now),
                                containerStatuses=[{"name": "c", "state": {"running": {}}}])
+
+    @rule(which=st.integers(0, 11), ready=st.booleans())
+    def pod_readiness(self, which, ready):
+        """A running pod's readiness probe passes or fails (a pod that reports none counts as Ready)."""
+        name = self._pod(which)
+        if name is not None and self.world.pods[name]["status"].get("phase") == "Running":
+            self.world.set_pod(name, conditions=[{"type": "Ready", "status": "True" if ready else "False"}])
 
     @rule(which=st.integers(0, 11))
     def pod_succeeds(self, which):
@@ -259,6 +263,8 @@ class EngineModel(Checks, RuleBasedStateMachine):
             self._check_end(before, after, expect, acts)
         if not self.tainted:
             self._check_pod_writes(writes, spec, finished_before, after)
+        if not self.tainted and acts and after.get("phase") not in FINISHED:
+            self._check_dependence(spec, after)
         if wrote and finished_before and not self.tainted:
             self._check_final(after)
         if wrote and not self.tainted:
@@ -298,6 +304,11 @@ class EngineModel(Checks, RuleBasedStateMachine):
         stores = {name: Store() for name in ("jobs", "pods", "services")}
         for name, store in stores.items():
             setattr(self.reconciler, name, Lister(store))
+        for dependent in self.kind.dependent_resources:  # (an informer each, as the controller makes once synced)
+            store = Store()
+            for obj in (self.world.children.get(dependent.resource.plural) or {}).values():
+                store.upsert(object_key(obj), copy.deepcopy(obj))
+            self.reconciler.dependent_listers[dependent.resource] = Lister(store)
         stores["jobs"].upsert(object_key(self.job_seen), copy.deepcopy(self.job_seen))
         for pod in self.pods_seen.values():
             stores["pods"].upsert(object_key(pod), copy.deepcopy(pod))

@@ -2,23 +2,30 @@
 the controller's code: which replicas a job has, which replica is the master, whether a finished pod is
 replaced (and whether that uses a budget), and the verdict of the success and failure rules.
 
-The three kinds differ in three ways only: GenericJob's restart limit is per replica and its rules are the
-user's (default: all replicas succeed / any fails for good); TensorFlowTrainingJob and PyTorchTrainingJob share
-one budget (`runPolicy.backoffLimit`, PyTorch's 3 by default), have ExitCode, and succeed with their master."""
+The kinds differ in these ways only: GenericJob's restart limit is per replica and its rules are the user's
+(default: all replicas succeed / any fails for good); TensorFlowTrainingJob, PyTorchTrainingJob and MPIJob share one
+budget (`runPolicy.backoffLimit`, PyTorch's and MPIJob's 3 by default) and succeed with their master (MPIJob's: the
+launcher); the first two have ExitCode. MPIJob (the spec's "MPIJob") has a launcher and workers rather than
+replicaSpecs (read as replicaSpecs here: `replica_specs`), OnFailure by default, a lost pod under Never final (any
+failure is), the start order (the launcher made once every worker is Running and Ready, unless AtStartup), the group
+restart (a worker restarted takes the launcher with it; the group's restarts in one reconcile count one, judged
+against the budget as it was before the group drew on it) and the hostfile its ConfigMap keeps current."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-GENERIC, TENSORFLOW, PYTORCH = "GenericJob", "TensorFlowTrainingJob", "PyTorchTrainingJob"
-MODELLED = (GENERIC, TENSORFLOW, PYTORCH)  # the kinds this module has the rules of
-# Registered kinds the machine does not draw yet, each with why: an MPIJob's start order and group restart (its
-# launcher held back and retired with a worker, the group counted once) need rules of their own here first;
-# tests/controller/test_decisions_group.py and tests/e2e/test_mpijob.py cover them meanwhile (issue 46).
-NOT_YET_MODELLED = {"MPIJob": "start order and group restart: the oracle's rules are still to be written"}
+from tests.controller.model.world import JOB, NS
+
+GENERIC, TENSORFLOW, PYTORCH, MPI = "GenericJob", "TensorFlowTrainingJob", "PyTorchTrainingJob", "MPIJob"
+MODELLED = (GENERIC, TENSORFLOW, PYTORCH, MPI)  # the kinds this module has the rules of
+# Registered kinds the machine does not draw yet, each with why (none today).
+NOT_YET_MODELLED: dict[str, str] = {}
+LAUNCHER, WORKER = "launcher", "worker"
+WAITING_FOR_READY = "WaitingForReady"  # the spec's waiting reason of a replica the start order holds back
 FINISHED = ("Succeeded", "Failed")
 RETRYABLE = (130, 137, 138, 143)  # SIGINT, SIGKILL, SIGTERM, and 138 "restart me"
-CONTAINER = {GENERIC: "main", TENSORFLOW: "tensorflow", PYTORCH: "pytorch"}
+CONTAINER = {GENERIC: "main", TENSORFLOW: "tensorflow", PYTORCH: "pytorch", MPI: "mpi"}
 POLICY = "policy"  # a failure for good because the policy grants no restart (ReplicaFailed)
 BUDGET = "budget"  # ... because the restarts it granted are used up (BackoffLimitExceeded)
 EITHER = "either"  # a job-wide backoffLimit of 0: a budget that grants nothing; the spec allows either reason
@@ -32,13 +39,70 @@ class Judgement:
     why: str = POLICY  # for a failure for good: POLICY or BUDGET
 
 
+def replica_specs(spec: dict) -> list[dict]:
+    """The replica types of a spec, each `{type, replicas, restartPolicy, template}`: an MPIJob's launcher (always
+    one) and workers read as the other kinds' replicaSpecs, in that order, with MPIJob's default OnFailure."""
+    if "replicaSpecs" in spec:
+        return spec["replicaSpecs"]
+    launcher, worker = spec["launcher"], spec["worker"]
+    return [{"type": LAUNCHER, "replicas": 1, "restartPolicy": launcher.get("restartPolicy") or "OnFailure",
+             "template": launcher["template"]},
+            {"type": WORKER, "replicas": worker.get("replicas", 1),
+             "restartPolicy": worker.get("restartPolicy") or "OnFailure", "template": worker["template"]}]
+
+
+def scale(spec: dict, index: int, replicas: int) -> bool:
+    """Set the replicas of the spec's `index`-th type (modulo their number) in place; False when that type has no
+    count to edit (an MPIJob's launcher)."""
+    if "replicaSpecs" in spec:
+        spec["replicaSpecs"][index % len(spec["replicaSpecs"])]["replicas"] = replicas
+        return True
+    if index % 2 == 0:
+        return False
+    spec["worker"]["replicas"] = replicas
+    return True
+
+
 def replicas(spec: dict) -> list[Key]:
     """Every replica of the spec, in spec order and rank order (the order budgets are drawn in)."""
-    return [(r["type"], rank) for r in spec["replicaSpecs"] for rank in range(r.get("replicas", 1))]
+    return [(r["type"], rank) for r in replica_specs(spec) for rank in range(r.get("replicas", 1))]
 
 
 def counts(spec: dict) -> dict[str, int]:
-    return {r["type"]: r.get("replicas", 1) for r in spec["replicaSpecs"]}
+    return {r["type"]: r.get("replicas", 1) for r in replica_specs(spec)}
+
+
+def start_after(kind: str, spec: dict) -> dict[str, tuple[str, ...]]:
+    """The start order: a type's pods are made only once every replica of the types named is Running and Ready."""
+    if kind == MPI and spec.get("launcherCreationPolicy", "WaitForWorkersReady") == "WaitForWorkersReady":
+        return {LAUNCHER: (WORKER,)}
+    return {}
+
+
+def restart_together(kind: str, spec: dict) -> dict[str, tuple[str, ...]]:
+    """The group restart: a restart of a type takes the live pods of the types named (uncounted); the restarts of
+    the group's types seen together count one."""
+    return {WORKER: (LAUNCHER,), LAUNCHER: ()} if kind == MPI else {}
+
+
+def group(kind: str, spec: dict) -> set[str]:
+    return {t for first, taken in restart_together(kind, spec).items() for t in (first, *taken)}
+
+
+def hostfile_replicas(kind: str, spec: dict) -> list[Key]:
+    """The replicas the job's hostfile names, in its order: the launcher first when it runs as a worker, then every
+    worker (none: the kind keeps no hostfile)."""
+    if kind != MPI:
+        return []
+    return [(LAUNCHER, 0)] * bool(spec.get("runLauncherAsWorker")) + [k for k in replicas(spec) if k[0] == WORKER]
+
+
+def hostfile_hosts(kind: str, spec: dict) -> list[tuple[str, int]] | None:
+    """The hosts (fully qualified) and slots the job's hostfile names, in rank order; None: the kind keeps none."""
+    if kind != MPI:
+        return None
+    return [(f"{JOB}-{t}-{rank}.{JOB}.{NS}.svc", spec.get("slotsPerWorker", 1))
+            for t, rank in hostfile_replicas(kind, spec)]
 
 
 def run_mode(spec: dict, mode: str) -> bool:
@@ -51,6 +115,8 @@ def master(kind: str, spec: dict) -> Key | None:
     have = counts(spec)
     if kind == TENSORFLOW:
         return ("chief", 0) if have.get("chief") else ("worker", 0) if have.get("worker") else None
+    if kind == MPI:
+        return LAUNCHER, 0
     if kind == PYTORCH:
         if have.get("master"):
             return "master", 0
@@ -60,7 +126,7 @@ def master(kind: str, spec: dict) -> Key | None:
 
 def backoff_limit(kind: str, spec: dict) -> int | None:
     limit = (spec.get("runPolicy") or {}).get("backoffLimit")
-    return 3 if limit is None and kind == PYTORCH else limit
+    return 3 if limit is None and kind in (PYTORCH, MPI) else limit
 
 
 def cleanup_policy(kind: str, spec: dict) -> str:
@@ -77,7 +143,7 @@ def judge(kind: str, spec: dict, replica_type: str, phase: str, code: int | None
           job_restarts: int) -> Judgement:
     """A pod of the replica ended with `phase` (a lost pod: Failed without a code): is it replaced (a restart to
     count), and if not, why. `restarts`: the replica's restarts so far; `job_restarts`: the job's."""
-    entry = next(r for r in spec["replicaSpecs"] if r["type"] == replica_type)
+    entry = next(r for r in replica_specs(spec) if r["type"] == replica_type)
     if kind == GENERIC:
         policy = (entry.get("restartPolicy") or {}).get("policy", "OnFailure")
         limit = (entry.get("restartPolicy") or {}).get("limit", 0)
@@ -100,8 +166,11 @@ def judge(kind: str, spec: dict, replica_type: str, phase: str, code: int | None
 
 def counts_lost(kind: str, spec: dict, replica_type: str) -> bool:
     """A pod lost while running (deleted by someone, its node gone) is a restart to count, except under Never
-    (recreated without counting: the job cannot finish without the replica)."""
-    entry = next(r for r in spec["replicaSpecs"] if r["type"] == replica_type)
+    (recreated without counting: the job cannot finish without the replica). An MPIJob's is judged as any failure:
+    under Never, final."""
+    if kind == MPI:
+        return True
+    entry = next(r for r in replica_specs(spec) if r["type"] == replica_type)
     policy = (entry.get("restartPolicy") or {}).get("policy", "OnFailure") if kind == GENERIC \
         else entry.get("restartPolicy") or "Never"
     return policy != "Never"
@@ -150,10 +219,12 @@ def valid(kind: str, spec: dict) -> bool:
         return False
     if kind == PYTORCH and "master" in have and have["master"] != 1:
         return False
-    if kind == PYTORCH and "master" not in have and not have.get(spec["replicaSpecs"][0]["type"]):
+    if kind == PYTORCH and "master" not in have and not have.get(replica_specs(spec)[0]["type"]):
         return False  # global rank 0 would move to another type
     if kind == TENSORFLOW and "chief" in have and have["chief"] != 1:
         return False
     if kind == TENSORFLOW and "chief" not in have and not have.get("worker"):
+        return False
+    if kind == MPI and have.get(WORKER, 0) < 1:
         return False
     return True
