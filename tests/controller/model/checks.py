@@ -212,8 +212,7 @@ class Checks:
             if key[0] in self.ledger.taken and life and not life.debug and not life.retired and pod and \
                     pod["metadata"]["uid"] == life.uid and pod["status"].get("phase") not in FINISHED and \
                     not pod["metadata"].get("deletionTimestamp"):
-                self.defect(None, f"a group restart of {', '.join(sorted(self.ledger.taken))}'s group left {name}'s "
-                                  "live pod in place")
+                self.defect(None, f"a group restart that takes the {key[0]} with it left {name}'s live pod in place")
                 return
         wanted = r.hostfile_hosts(self.kind_name, spec)
         if wanted is None:
