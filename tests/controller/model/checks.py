@@ -174,7 +174,7 @@ class Checks:
             return
         if self.end_ranks is not None and name not in self.end_ranks:
             return  # a pod of a rank scaled away before the end (its delete waited for the cache to show it)
-        ranks = {replica_name(JOB, *k) for k in r.replicas(spec)}
+        ranks = {replica_name(JOB, *k) for k in r.replicas(self.kind_name, spec)}
         if r.run_mode(spec, "pause") and (phase not in FINISHED or name not in ranks):
             # A paused job runs no pod: one the pause retired unseen (its record Deleted, the cache lagging) is
             # deleted when seen, ended or not; and a rank the pause retired and a scale-down then removed is no
@@ -191,7 +191,7 @@ class Checks:
     def _not_ready(self, spec: dict, replica_type: str) -> list[str]:
         """The replicas a pod of the type waits for (the start order) that are not Running and Ready, as seen."""
         waits_for = r.start_after(self.kind_name, spec).get(replica_type, ())
-        return [replica_name(JOB, *key) for key in r.replicas(spec)
+        return [replica_name(JOB, *key) for key in r.replicas(self.kind_name, spec)
                 if key[0] in waits_for and not self.ledger.ready(key, self.pods_seen)]
 
     def _check_dependence(self, spec: dict, after: dict) -> None:
@@ -199,7 +199,7 @@ class Checks:
         replica not Ready (a replica held says WaitingForReady only then), a group restart has taken the live
         pods of the types it takes, and the hostfile names the workers of the spec."""
         kept = records(self.kind, after)
-        for key in r.replicas(spec):
+        for key in r.replicas(self.kind_name, spec):
             name = replica_name(JOB, *key)
             if (kept.get(name, {}).get("waiting") or {}).get("reason") == r.WAITING_FOR_READY and \
                     not self._not_ready(spec, key[0]):

@@ -39,7 +39,7 @@ from informers import Lister, Store, object_key
 from tests.controller.model import defects
 from tests.controller.model import rules as r
 from tests.controller.model.checks import Checks, is_debug_pod, records
-from tests.controller.model.job_strategy import COMMAND, DEADLINE, DEBUG_COMMAND, KINDS, job_object, jobs
+from tests.controller.model.job_strategy import COMMAND, DEADLINE, DEBUG_COMMAND, KINDS, jobs
 from tests.controller.model.oracle import Expect, Ledger
 from tests.controller.model.rules import FINISHED
 from tests.controller.model.world import EPOCH, JOB, NS, Recorder, World, WorldClient, stamp
@@ -47,7 +47,7 @@ from tests.controller.model.world import EPOCH, JOB, NS, Recorder, World, WorldC
 IGNORED = "the job has finished; spec changes are ignored"
 LIVE = ("Pending", "Running")
 
-__all__ = ["COMMAND", "DEADLINE", "DEBUG_COMMAND", "KINDS", "EngineModel", "is_debug_pod", "job_object", "jobs",
+__all__ = ["COMMAND", "DEADLINE", "DEBUG_COMMAND", "KINDS", "EngineModel", "is_debug_pod", "jobs",
            "records"]
 
 
@@ -106,8 +106,8 @@ class EngineModel(Checks, RuleBasedStateMachine):
         """A scale edit, to 0 and back included; one admission would refuse (no replicas left, a rule naming
         a removed rank, the master moved) is refused and changes nothing."""
         spec = copy.deepcopy(self.world.job["spec"])
-        if r.scale(spec, type_index, replicas) and r.valid(self.kind_name, spec):
-            self.world.edit(lambda s: r.scale(s, type_index, replicas))
+        if r.scale(self.kind_name, spec, type_index, replicas) and r.valid(self.kind_name, spec):
+            self.world.edit(lambda s: r.scale(self.kind_name, s, type_index, replicas))
         else:
             note("(refused at admission)")
 
@@ -115,7 +115,7 @@ class EngineModel(Checks, RuleBasedStateMachine):
     @rule()
     def change_template(self):
         def bump(spec):
-            container = r.replica_specs(spec)[0]["template"]["spec"]["containers"][0]
+            container = r.replica_specs(self.kind_name, spec)[0]["template"]["spec"]["containers"][0]
             version = int(container["image"].rsplit(":", 1)[1])
             container["image"] = f"{container['image'].rsplit(':', 1)[0]}:{version + 1}"
         self.world.edit(bump)
@@ -133,10 +133,7 @@ class EngineModel(Checks, RuleBasedStateMachine):
     @precondition(lambda self: self.alive)
     @rule(policy=st.sampled_from(["None", "Unfinished", "All"]))
     def change_cleanup(self, policy):
-        if self.kind_name == r.GENERIC:
-            self.world.edit(lambda spec: spec.update(cleanUpPolicy=policy))
-        else:
-            self.world.edit(lambda spec: spec.setdefault("runPolicy", {}).update(cleanUpPolicy=policy))
+        self.world.edit(lambda spec: r.set_cleanup(self.kind_name, spec, policy))
 
     @precondition(lambda self: self.alive and self.steps > 20)
     @rule()
@@ -190,13 +187,13 @@ class EngineModel(Checks, RuleBasedStateMachine):
     def pod_succeeds(self, which):
         if name := self._pod(which):
             self.world.set_pod(name, phase="Succeeded", containerStatuses=[
-                {"name": r.CONTAINER[self.kind_name], "state": {"terminated": {"exitCode": 0}}}])
+                {"name": r.container(self.kind_name), "state": {"terminated": {"exitCode": 0}}}])
 
     @rule(which=st.integers(0, 11), code=st.sampled_from([1, 137, 143]))
     def pod_fails(self, which, code):
         if name := self._pod(which):
             self.world.set_pod(name, phase="Failed", containerStatuses=[
-                {"name": r.CONTAINER[self.kind_name], "state": {"terminated": {"exitCode": code}}}])
+                {"name": r.container(self.kind_name), "state": {"terminated": {"exitCode": code}}}])
 
     @rule(which=st.integers(0, 11))
     def pod_evicted(self, which):
@@ -273,7 +270,7 @@ class EngineModel(Checks, RuleBasedStateMachine):
         if not finished_before and after.get("phase") in FINISHED:
             # The job's ranks as it ends: those of its spec and those scaled away in this very moment (whose pods
             # the clean-up policy decides); a rank scaled away before is no rank of the finished job.
-            self.end_ranks = {replica_name(JOB, *k) for k in [*r.replicas(spec), *expect.removed]}
+            self.end_ranks = {replica_name(JOB, *k) for k in [*r.replicas(self.kind_name, spec), *expect.removed]}
             self.final_policy = r.cleanup_policy(self.kind_name, spec)
             if after.get("reason") == "DeadlineExceeded" and self.final_policy == "None":
                 self.final_policy = "Unfinished"  # past its deadline a job stops: its running pods go

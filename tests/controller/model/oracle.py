@@ -90,8 +90,8 @@ class Ledger:
     def judge(self, spec: dict, seen: dict[str, dict], snapshot_seq: int, world_pods: dict[str, dict],
               now: int) -> Expect:
         expect = Expect()
-        present = r.replicas(spec)
-        before = r.replicas(self.spec_last) if self.spec_last is not None else present
+        present = r.replicas(self.kind, spec)
+        before = r.replicas(self.kind, self.spec_last) if self.spec_last is not None else present
         expect.removed = [k for k in before if k not in present]
         newly_failed = []
         self.granted: list[Key] = []
@@ -144,7 +144,7 @@ class Ledger:
             life.seen_phase = phase
             if phase not in FINISHED:
                 return None
-            return self._ended(spec, key, life, phase, exit_code(pod, r.CONTAINER[self.kind]), False, expect)
+            return self._ended(spec, key, life, phase, exit_code(pod, r.container(self.kind)), False, expect)
         if life.seq > snapshot_seq or any(p["metadata"]["uid"] == life.uid for p in world_pods.values()):
             return None  # not in the cache yet, or the cache lags: the controller waits for it
         if life.seen_phase is None:
@@ -246,7 +246,7 @@ class Ledger:
         debugging = r.run_mode(spec, "debug")
         if r.run_mode(spec, "pause"):
             why = "pause"
-        elif life.key not in r.replicas(spec):
+        elif life.key not in r.replicas(self.kind, spec):
             why = "scale"
         elif life.debug != debugging and (life.debug or phase not in FINISHED):
             why = "mode"
