@@ -12,6 +12,8 @@ start order, no group restart and no hostfile."""
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +28,22 @@ COMMAND = ["python", "train.py"]  # the workload's command in the jobs drawn (a 
 class Judgement:
     replaced: bool
     why: str = POLICY  # for a failure for good: POLICY or BUDGET
+
+
+Objects = Callable[[list[dict]], bool]  # a test of the objects of one resource in the job's namespace
+
+
+@dataclass(frozen=True)
+class ApiExercise:
+    """A job that makes the controller call every API its kind adds to the engine's (its kind's list, watch and status
+    writes, its dependents' create and patch), for the RBAC test (tests/program/test_rbac_exactness.py): the job is
+    created; once `made` holds of the objects of its resource (group, plural), `edit` is merged into the job, and
+    `followed` must come to hold of the objects of its resource."""
+
+    job: dict
+    made: tuple[tuple[str, str], Objects] | None = None
+    edit: dict | None = None
+    followed: tuple[tuple[str, str], Objects] | None = None
 
 
 class ModelContract:
@@ -68,6 +86,22 @@ class ModelContract:
         """A job of the kind, drawn with Hypothesis's `draw` (several types, policies, budgets...), its clean-up
         policy `cleanup`."""
         raise NotImplementedError
+
+    def api_exercise(self, template: dict) -> ApiExercise | None:
+        """A job of the kind, its pods' `template` given (they run until deleted), that calls the APIs the kind adds;
+        None: it adds none (the engine's own are exercised by GenericJobs)."""
+        return ApiExercise(self.job_named(self.kind.lower(), self.one_replica(copy.deepcopy(template))))
+
+    def one_replica(self, template: dict) -> dict:
+        """A spec of one replica of the workload's first type (the template's container named as the kind wants)."""
+        for container in template["spec"]["containers"]:
+            container["name"] = self.container
+        return {"replicaSpecs": [{"type": "worker", "replicas": 1, "template": template}]}
+
+    def job_named(self, name: str, spec: dict) -> dict:
+        job = self.job(spec)
+        job["metadata"] = {"name": name, "namespace": "default"}
+        return job
 
     # --- the rules -------------------------------------------------------------------------------
 

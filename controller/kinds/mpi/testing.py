@@ -7,9 +7,10 @@ ConfigMap keeps current. Reads nothing of the controller but the contracts."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-from controller.jobs.testing import Key
+from controller.jobs.testing import ApiExercise, Key
 from controller.jobs.training.testing import TrainingContract
 
 LAUNCHER, WORKER = "launcher", "worker"
@@ -58,6 +59,17 @@ class MPIJobContract(TrainingContract):
     def hostfile_hosts(self, spec: dict, job: str, namespace: str) -> list[tuple[str, int]] | None:
         return [(f"{job}-{t}-{rank}.{job}.{namespace}.svc", spec.get("slotsPerWorker", 1))
                 for t, rank in self.hostfile_replicas(spec)]
+
+    def api_exercise(self, template: dict) -> ApiExercise | None:
+        """Its hostfile ConfigMap and SSH Secret made, and the ConfigMap's data patched when the workers are scaled
+        (once the launcher is made: its workers are up)."""
+        spec = {"launcher": {"template": copy.deepcopy(template)},
+                "worker": {"replicas": 1, "template": copy.deepcopy(template)}}
+        return ApiExercise(self.job_named("mpi", spec),
+                           made=(("", "pods"), lambda pods: "mpi-launcher-0" in [p["metadata"]["name"] for p in pods]),
+                           edit={"spec": {"worker": {"replicas": 2}}},
+                           followed=(("", "configmaps"), lambda maps: any(
+                               "mpi-worker-1" in (m.get("data") or {}).get("hostfile", "") for m in maps)))
 
     def draw(self, draw: Any, cleanup: str) -> dict:
         """A launcher and 1 to 3 workers, each Never or OnFailure (or the default), either creation policy, the

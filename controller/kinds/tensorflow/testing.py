@@ -4,10 +4,13 @@ controller but the contracts."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-from controller.jobs.testing import Key
+from controller.jobs.testing import ApiExercise, Key
 from controller.jobs.training.testing import POLICIES, TrainingContract
+
+BOARDS = ("tensorstack.dev", "tensorboards")
 
 
 class TensorFlowContract(TrainingContract):
@@ -17,6 +20,14 @@ class TensorFlowContract(TrainingContract):
     def master(self, spec: dict) -> Key | None:
         have = self.counts(spec)
         return ("chief", 0) if have.get("chief") else ("worker", 0) if have.get("worker") else None
+
+    def api_exercise(self, template: dict) -> ApiExercise | None:
+        """Its TensorBoard made, then patched when the job's tensorboardSpec is edited."""
+        spec = {**self.one_replica(copy.deepcopy(template)), "tensorboardSpec": {"image": "tensorflow:2.11"}}
+        wanted = {"image": "tensorflow:2.12"}
+        return ApiExercise(self.job_named("tf", spec), made=(BOARDS, bool),
+                           edit={"spec": {"tensorboardSpec": wanted}},
+                           followed=(BOARDS, lambda boards: [b.get("spec") for b in boards] == [wanted]))
 
     def valid(self, spec: dict) -> bool:
         have = self.counts(spec)
