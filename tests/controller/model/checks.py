@@ -118,7 +118,7 @@ class Checks:
         if any(c.get("type") == "SpecInvalid" and c.get("status") == "True" for c in status.get("conditions") or ()) \
                 or status.get("reason") == "InvalidSpec":
             return  # an edit not applied: the records are those of the spec before it
-        ranks = {replica_name(JOB, *key) for key in r.replicas(spec)}
+        ranks = {replica_name(JOB, *key) for key in r.replicas(self.kind_name, spec)}
         wrong = sorted(name for name, record in records(self.kind, status).items()
                        if (record.get("removed") is True) == (name in ranks))
         if wrong:
