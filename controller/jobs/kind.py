@@ -244,7 +244,7 @@ class JobKind(Protocol[J]):
     def dependents(self, job: J, status: Mapping[str, Any] = NO_STATUS) -> dict[Resource, dict]:
         """The dependent objects the job wants, by resource: created, kept in step with it (a merge patch of
         each field its `Dependent.follows`), left in place when the job finishes (they go with the job).
-        `status`: the job's status as this reconcile writes it (its replica records: an MPIJob's
+        `status`: the job's status as this reconcile writes it (its replica records: an MPI job's
         discover_hosts.sh names the workers Running)."""
 
     def dependent_status(self, job: J, observed: Mapping[Resource, list[dict] | None],

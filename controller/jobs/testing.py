@@ -89,7 +89,7 @@ class ModelContract:
 
     def api_exercise(self, template: dict) -> ApiExercise | None:
         """A job of the kind, its pods' `template` given (they run until deleted), that calls the APIs the kind adds;
-        None: it adds none (the engine's own are exercised by GenericJobs)."""
+        None: it adds none (the engine's own are exercised by the RBAC test's own jobs)."""
         return ApiExercise(self.job_named(self.kind.lower(), self.one_replica(copy.deepcopy(template))))
 
     def one_replica(self, template: dict) -> dict:

@@ -159,7 +159,7 @@ def _gone(slot: Slot, job_restarts: int) -> Observation:
     is not run again. Otherwise it was lost while running (deleted by hand, evicted, lost node), and
     a lost pod is a failure without an exit code, judged as any (`counts_lost_pods`): under OnFailure and
     Always it is replaced and counted, and when the replica's limit is used up the replica has failed for
-    good instead (so has one whose rule replaces no failure: an MPIJob's under Never). A rule that does not
+    good instead (so has one whose rule replaces no failure: an MPI job's under Never). A rule that does not
     count lost pods (Never, for most kinds) recreates it uncounted, since the job cannot finish without the
     replica.
     """
