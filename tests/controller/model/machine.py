@@ -195,6 +195,19 @@ class EngineModel(Checks, RuleBasedStateMachine):
             self.world.set_pod(name, phase="Failed", containerStatuses=[
                 {"name": r.container(self.kind_name), "state": {"terminated": {"exitCode": code}}}])
 
+    @rule(which=st.integers(0, 11), code=st.sampled_from([None, 1, 137]))
+    def two_pods_fail(self, which, code):
+        """Two pods end at once (their node drained or lost: evicted, without a code), or fail together (a collective
+        broken in both): what a job-wide budget draws on in spec order, and a group restart counts once."""
+        first = self._pod(which)
+        second = self._pod(which + 1)
+        for name in dict.fromkeys(n for n in (first, second) if n is not None):
+            if code is None:
+                self.world.set_pod(name, phase="Failed", reason="Evicted", containerStatuses=[])
+            else:
+                self.world.set_pod(name, phase="Failed", containerStatuses=[
+                    {"name": r.container(self.kind_name), "state": {"terminated": {"exitCode": code}}}])
+
     @rule(which=st.integers(0, 11))
     def pod_evicted(self, which):
         if name := self._pod(which):
