@@ -224,3 +224,39 @@ def test_the_keys_are_made_once_per_job_and_the_launcher_names_the_success():
     assert environment.ssh_secret(other, MPIJOB.api)["data"] != first["data"]  # a new job, new keys
     verdict = MPIJOB.verdict(job, {("launcher", 0): "Succeeded", ("worker", 0): None, ("worker", 1): None})
     assert verdict is not None and verdict.message == "The launcher pi-launcher-0 has succeeded."
+
+
+# --- the group restart counted once, however it is seen (the engine's model found each) -----------------------------
+
+
+def mpi_pods(phases: dict[str, str]) -> list[dict]:
+    return [{"metadata": {"name": name, "namespace": "ns", "uid": f"u-{name}",
+                          "labels": {MPIJOB.api.type_label: name.split("-")[1], MPIJOB.api.rank_label: name[-1]}},
+             "status": {"phase": phase}} for name, phase in phases.items()]
+
+
+def running_status(job: MPIJob, workers: int) -> dict:
+    up = mpi_pods({"pi-launcher-0": "Running", **{f"pi-worker-{r}": "Running" for r in range(workers)}})
+    return plan(MPIJOB, job, plan(MPIJOB, job, {}, [], NOW).status, up, NOW).status
+
+
+def test_a_group_failing_together_is_judged_against_the_budget_before_it_draws_on_it():
+    job = parsed(mpijob(workers=2, runPolicy={"backoffLimit": 1}))
+    failed = plan(MPIJOB, job, running_status(job, 2), mpi_pods(
+        {"pi-launcher-0": "Failed", "pi-worker-0": "Failed", "pi-worker-1": "Failed"}), NOW)
+    assert failed.status["phase"] not in ("Failed", "Succeeded"), failed.status.get("conditions")
+    assert failed.status["backoffCount"] == 1
+
+
+def test_a_group_failing_as_the_job_is_paused_counts_once():
+    job = parsed(mpijob(workers=2, runMode={"pause": {"enabled": True}}))
+    paused = plan(MPIJOB, job, running_status(parsed(mpijob(workers=2)), 2), mpi_pods(
+        {"pi-launcher-0": "Running", "pi-worker-0": "Failed", "pi-worker-1": "Failed"}), NOW)
+    assert paused.status["phase"] == "Paused" and paused.status["backoffCount"] == 1
+
+
+def test_a_rank_scaled_away_failing_with_its_group_counts_with_the_group():
+    job = parsed(mpijob(workers=1))
+    scaled = plan(MPIJOB, job, running_status(parsed(mpijob(workers=2)), 2), mpi_pods(
+        {"pi-launcher-0": "Running", "pi-worker-0": "Failed", "pi-worker-1": "Failed"}), NOW)
+    assert scaled.status["backoffCount"] == 1

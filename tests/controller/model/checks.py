@@ -227,6 +227,15 @@ class Checks:
                     not pod["metadata"].get("deletionTimestamp"):
                 self.defect(None, f"a group restart that takes the {key[0]} with it left {name}'s live pod in place")
                 return
+        cause = self.ledger.group_cause
+        said = (after.get("groupRestart") or {}).get("replica")
+        if cause is not None and not r.run_mode(spec, "pause") and said != replica_name(JOB, *cause):
+            self.defect(None, f"status.groupRestart names {said}, but the group restart is "
+                              f"{replica_name(JOB, *cause)}'s")
+            return
+        if said is not None and not r.restart_together(self.kind_name, spec):
+            self.defect(None, f"status.groupRestart ({said}) of a kind whose replicas do not restart together")
+            return
         wanted = r.hostfile_hosts(self.kind_name, spec)
         if wanted is None:
             return

@@ -99,6 +99,13 @@ MUTANTS = [
            "taken = {t for i in counted for t in rule.get(observations[i].slot.type, ())}",
            "taken: set = set()",
            "a worker's restart leaves the launcher's pod running (mpirun broken)"),
+    Mutant("group-cause-misnamed", "controller.jobs.decisions.group",
+           "    first = observations[counted[0]].slot\n    taken",
+           "    first = observations[counted[-1]].slot\n    taken",
+           "status.groupRestart names the last replica of the group restarted, not the one whose restart it is"),
+    Mutant("scaled-away-counts-apart-from-group", "controller.jobs.decisions.scale_down",
+           "and not (group_counted and o.slot.type in together)", "",
+           "a rank scaled away failing with its group counts a restart of its own"),
     Mutant("pause-counts-group-twice", "controller.jobs.decisions.pause",
            "steps, _ = group.count_once(kind, job, observations, [restart.pause(o, now_epoch, backoff) for o in "
            "observations])",

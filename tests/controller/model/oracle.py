@@ -78,6 +78,7 @@ class Ledger:
         self.debug_ended = False  # a debug pod came to an end (or was lost): decides nothing, by the spec
         self.taken: set[str] = set()  # the types whose live pods this reconcile's group restart retires
         self.group_drawn = False  # this reconcile's group restart has drawn its one restart of the budget
+        self.group_cause: Key | None = None  # ... the replica whose restart it is (the first of the group judged)
 
     def rep(self, key: Key) -> Rep:
         return self.reps.setdefault(key, Rep())
@@ -95,7 +96,7 @@ class Ledger:
         expect.removed = [k for k in before if k not in present]
         newly_failed = []
         self.granted: list[Key] = []
-        self.taken, self.group_drawn = set(), False
+        self.taken, self.group_drawn, self.group_cause = set(), False, None
         for key in present + expect.removed:
             outcome = self._judge_replica(spec, key, seen, snapshot_seq, world_pods, expect, key in expect.removed)
             if outcome == "Failed":
@@ -120,7 +121,7 @@ class Ledger:
             for key in self.granted:
                 self.reps[key].decided -= 0 if self.reps[key].free else 1
                 self.reps[key].awaiting = self.reps[key].free = False
-            self.taken = set()
+            self.taken, self.group_cause = set(), None
         paused = r.run_mode(spec, "pause")
         if self.must is None:
             # The edits take effect: a pause retires every replica (all run again at resume), a scale-down the
@@ -185,7 +186,8 @@ class Ledger:
         if judgement.replaced:
             rep.decided += 0 if with_group else 1
             rep.awaiting, rep.free = True, with_group
-            self.group_drawn = self.group_drawn or grouped
+            if grouped and not self.group_drawn:
+                self.group_drawn, self.group_cause = True, key
             self.taken |= set(r.restart_together(self.kind, spec).get(key[0], ()))
             self.granted.append(key)
             return None
