@@ -101,6 +101,11 @@ class Ledger:
             outcome = self._judge_replica(spec, key, seen, snapshot_seq, world_pods, expect, key in expect.removed)
             if outcome == "Failed":
                 newly_failed.append(key)
+        # The group restart of the spec's replicas: a rank scaled away is not restarted, and takes nothing with it.
+        restarted = [k for k in self.granted if k in present]
+        together = r.restart_together(self.kind, spec)
+        self.taken = {t for k in restarted for t in together.get(k[0], ())}
+        self.group_cause = next((k for k in restarted if k[0] in r.group(self.kind, spec)), None)
         outcomes = {k: self.reps[k].outcome for k in present if k in self.reps and self.reps[k].outcome}
         removed_failed = expect.failed_removed = [k for k in expect.removed if k in newly_failed]
         verdict = r.verdict(self.kind, spec, outcomes, removed_failed)
@@ -186,9 +191,7 @@ class Ledger:
         if judgement.replaced:
             rep.decided += 0 if with_group else 1
             rep.awaiting, rep.free = True, with_group
-            if grouped and not self.group_drawn:
-                self.group_drawn, self.group_cause = True, key
-            self.taken |= set(r.restart_together(self.kind, spec).get(key[0], ()))
+            self.group_drawn = self.group_drawn or grouped
             self.granted.append(key)
             return None
         rep.outcome, rep.why = phase, judgement.why
