@@ -154,36 +154,6 @@ def test_replanning_a_group_restart_counts_nothing_more():
     assert {d.name for d in again.delete} == {d.name for d in restart.delete}
 
 
-def mpi_pod(job, replica_type: str, rank: int, phase: str) -> dict:
-    """An MPIJob's pod as the API server holds it (a failed one exited with code 1)."""
-    from controller.jobs.schema.naming import replica_labels, replica_name
-    from controller.kinds.mpi.kind import MPIJOB
-
-    state = {"running": {}} if phase == "Running" else {"terminated": {"exitCode": 1}}
-    return {"metadata": {"name": replica_name(job.name, replica_type, rank), "namespace": "ns",
-                         "uid": f"u-{replica_type}-{rank}",
-                         "labels": replica_labels(MPIJOB.api, job.name, job.uid, replica_type, rank)},
-            "status": {"phase": phase, "containerStatuses": [{"name": "mpi", "state": state}]}}
-
-
-def test_an_mpijobs_workers_failing_together_draw_one_restart_of_its_job_wide_budget():
-    # Issue 45 (plan.py passes the group to restart.observe_all): with a backoffLimit of 1, two workers failing in
-    # one reconcile are one group restart, within the budget; drawn one each, the second would fail the job.
-    from controller.kinds.mpi.kind import MPIJOB
-
-    from .test_mpijob_kind import mpijob, parsed
-
-    the_job = parsed(mpijob(launcherCreationPolicy="AtStartup", runPolicy={"backoffLimit": 1}))
-    status = engine.plan(MPIJOB, the_job, {}, [], at(1)).status
-    running = [mpi_pod(the_job, t, r, "Running") for t, r in (("launcher", 0), ("worker", 0), ("worker", 1))]
-    status = engine.plan(MPIJOB, the_job, status, running, at(2)).status
-    failed = [running[0], mpi_pod(the_job, "worker", 0, "Failed"), mpi_pod(the_job, "worker", 1, "Failed")]
-    restart = engine.plan(MPIJOB, the_job, status, failed, at(3))
-    assert not restart.terminal and restart.status["backoffCount"] == 1
-    assert restart.status[GROUP_RESTART]["replica"] == "pi-worker-0"
-    assert {d.name for d in restart.delete} == {"pi-launcher-0", "pi-worker-0", "pi-worker-1"}
-
-
 class TakenOnly(Ordered):
     def restart_together(self, job: GenericJob) -> Mapping[str, tuple[str, ...]]:
         return {"worker": ("launcher",)}  # the launcher named only as taken: its own restart takes nothing
