@@ -235,3 +235,22 @@ def test_a_type_waited_for_that_the_job_does_not_have_holds_nothing_back():
     assert CreatePod("launcher", 0, "immediate") not in made.create  # (the workers are not Ready yet)
     alone = run(TwoAhead(), make_job(("launcher", 1)), {}, Pods(), 1)
     assert alone.create == [CreatePod("launcher", 0, "immediate")]
+
+
+def test_two_ranks_of_a_group_failing_as_they_are_scaled_away_count_one_restart():
+    # (scale_down.judged_away: the group's restarts in one reconcile count one, ranks scaled away included)
+    def jobs(workers: int) -> GenericJob:
+        return make_job(("worker", workers, "OnFailure", 3), ("launcher", 1, "OnFailure", 3))
+
+    pods = Pods()
+    status = run(GROUPED, jobs(4), {}, pods, 1).status
+    for rank in range(4):
+        ready(pods, "worker", rank)
+    status = run(GROUPED, jobs(4), status, pods, 2).status
+    ready(pods, "launcher", 0)
+    status = run(GROUPED, jobs(4), status, pods, 3).status
+    pods.set("worker", 2, "Failed")
+    pods.set("worker", 3, "Failed")
+    scaled = engine.plan(GROUPED, jobs(2), status, pods.list(), at(4))
+    assert scaled.status["backoffCount"] == 1
+    assert [record(scaled.status, "worker", r)["restartCount"] for r in (2, 3)] == [1, 0]
