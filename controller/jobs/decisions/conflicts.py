@@ -2,9 +2,9 @@
 not control (another job's, of any kind, or a stranger's).
 
 Such an object is never adopted, touched or skipped in silence. The reconciler learns of it from the create's
-409 and a look at the object that holds the name; it remembers the name here, per job, and:
+409 and a look at the object that holds the name; it remembers the name here, per job (`TakenNames`), and:
 - the job's status says so: a `ChildConflict` condition names the object and its owner (cleared once every
-  name it wants is free again);
+  name it wants is free again; decide.py gives the plan the names the job still waits for, and the condition);
 - one Warning Event per attempt, identical each time, so the recorder counts it on one Event object;
 - the name is tried again with exponential back-off (BASE_DELAY doubling, up to MAX_DELAY), and not sooner,
   however often the job is reconciled meanwhile: no write storm, no Event each second;

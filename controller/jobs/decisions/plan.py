@@ -1,8 +1,10 @@
 """What one reconcile of a job must do: `plan(kind, job, status, pods, now, ...) -> Plan`.
 
-Pure: no I/O, no clock (`now` and `clock` are passed in). This is the only place decisions are
-made: the status, pod deletes and creates, Service and PodGroup upkeep, force deletes of pods stuck
-terminating, every Event, and when to look again (`requeue_after`). The reconciler executes a plan:
+Pure: no I/O, no clock (`now` and `clock` are passed in). With the plans of a job that cannot run (invalid.py,
+held.py), and what decide.py adds to them (the hold released, the names taken, the status write's confirmation and
+coalescing), this is the only place decisions are made: the status, pod deletes and creates, Service and PodGroup
+upkeep, force deletes of pods stuck terminating, every Event, and when to look again (`requeue_after`); the
+reconciler asks decide.py, the one door, and decides nothing itself. The reconciler executes a plan:
 it writes `plan.status` first (when it differs from the status it read, and always when the plan
 creates pods, to prove the cached job current; a 409 aborts the reconcile), then the deletes, the
 PodGroup, the creates, the Services, the Events and the force deletes. The status is written first,

@@ -26,7 +26,7 @@ from controller.jobs.decisions.backoff import RestartBackoff
 from controller.jobs.execution import trim
 from controller.jobs.execution.config import JobConfig
 from controller.jobs.execution.metrics import JobMetrics, StatusLatency
-from controller.jobs.execution.reconciler import Reconciler
+from controller.jobs.execution.reconciler import job_reconciler
 from controller.jobs.kind import JobKind
 from controller.jobs.schema.naming import controller_uid, owner_key
 from controller.runtime.controller import Controller, ControllerConfig
@@ -59,10 +59,10 @@ class JobController(Controller):
         self.pods = self.informer(PODS, children, functools.partial(trim.trim_pod, keep_prefix=own_annotations))
         self.services = self.informer(SERVICES, children, trim.trim_service)
         self.podgroups = self.informer(podgroup.RESOURCE, children, trim.trim_podgroup) if config.podgroups else None
-        self.reconciler = Reconciler(kind, self.client, self.jobs.lister, self.pods.lister, self.services.lister,
-                                     self.podgroups.lister if self.podgroups else None, self.recorder,
-                                     stuck_after=config.stuck_terminating_after, latency=self.status_latency,
-                                     restart_backoff=RestartBackoff(config.restart_backoff), echoes=self.echoes)
+        self.reconciler = job_reconciler(kind, self.client, self.jobs.lister, self.pods.lister, self.services.lister,
+                                         self.podgroups.lister if self.podgroups else None, self.recorder,
+                                         stuck_after=config.stuck_terminating_after, latency=self.status_latency,
+                                         restart_backoff=RestartBackoff(config.restart_backoff), echoes=self.echoes)
         self._phases: dict[str, str] = {}  # job uid -> phase
         self._phase_counts: dict[str, int] = {}  # phase -> jobs, kept as phases change (no recount per event)
         for dependent in kind.dependent_resources:
