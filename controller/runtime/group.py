@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
-from controller.runtime.controller import Controller
+from controller.runtime.controller import Runnable
 from informers import Resource
 
 
 class ControllerGroup:
-    def __init__(self, members: Sequence[Controller], missing_api_hint: Callable[[Resource], str] | None = None
+    def __init__(self, members: Sequence[Runnable], missing_api_hint: Callable[[Resource], str] | None = None
                  ) -> None:
         if not members:
             raise ValueError("a controller group needs at least one controller")
