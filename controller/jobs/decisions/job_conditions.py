@@ -6,13 +6,10 @@ status flips.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from controller.jobs.decisions import waiting as waits
+from controller.jobs.decisions.replica_records import Replica
 from controller.jobs.schema.api import JobPhase
-
-if TYPE_CHECKING:  # (the records are read, never made, here)
-    from controller.jobs.decisions.replica_records import Replica
 
 # Condition types, in the order they are listed in the status.
 INITIALIZED = "Initialized"

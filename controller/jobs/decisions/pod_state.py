@@ -3,8 +3,6 @@ deleted. Pure, on the cached pod's dict."""
 
 from __future__ import annotations
 
-from controller.jobs.decisions.job_conditions import find_condition
-
 
 def pod_uid(pod: dict) -> str:
     return pod["metadata"].get("uid") or ""
@@ -27,8 +25,10 @@ def pod_ready(pod: dict) -> bool:
     status = pod.get("status") or {}
     if status.get("phase") != "Running":
         return False
-    ready = find_condition(status.get("conditions") or (), "Ready")
-    return ready is None or ready.get("status") == "True"
+    for condition in status.get("conditions") or ():  # (a pod's condition, not a job's: job_conditions.py)
+        if condition.get("type") == "Ready":
+            return condition.get("status") == "True"
+    return True
 
 
 def container_states(pod: dict) -> list[dict]:
