@@ -168,7 +168,7 @@ def test_status_schema_is_full_with_preserved_containers():
                                          "completionTime", "cleanUpPolicy", "removedReplicas", "templateHashes"}
     replica = status["properties"]["tasks"]["items"]["properties"]["replicas"]["items"]
     assert set(replica["properties"]) == {"name", "uid", "phase", "containers", "restartCount", "lastRestartUid",
-                                         "lastRestartTime", "restartStreak", "ready", "waiting", "debug"}
+                                         "lastRestartTime", "restartStreak", "ready", "waiting", "debug", "removed"}
     assert replica["properties"]["containers"]["items"]["x-kubernetes-preserve-unknown-fields"] is True
     assert set(status["properties"]["aggregate"]["properties"]) == {
         "creating", "pending", "running", "succeeded", "failed", "unknown", "deleted"}

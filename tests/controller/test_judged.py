@@ -328,3 +328,22 @@ def test_the_pod_a_pause_retired_and_recorded_decides_nothing_when_an_edit_remov
     scaled = make_job(("worker", 1, "Never"), pause=True).model_copy(update={"generation": 3})
     result = engine.plan(GENERICJOB, scaled, paused, pods.list(), at(6))
     assert result.status["phase"] == "Paused" and result.status["backoffCount"] == 0, result.status
+
+
+def test_a_failure_of_a_rank_scaled_away_with_the_pause_decides_nothing_at_a_later_edit():
+    # The pause and the scale-down are seen together, the cache lagging (no pod seen): the rank's record is stored
+    # Deleted as a rank scaled away. Its pod then shows up failed while a later edit (a template change) is not
+    # seen yet: the scale-down took effect before this outcome was seen, so it decides nothing, unlike a rank the
+    # pause alone retired unseen (above). (`make model-long`, seed 1723006344: the job failed "replica master-0
+    # failed without an exit code (Evicted) under restart policy Never".)
+    pods = Pods()
+    job = make_job(("master", 1, "Never"), ("worker", 2, "Never"))
+    status = step(job, {}, pods, at(0)).status
+    paused_scaled = make_job(("master", 0, "Never"), ("worker", 2, "Never"), pause=True)
+    paused = engine.plan(GENERICJOB, paused_scaled, status, [], at(1)).status
+    assert paused["phase"] == "Paused" and removed(paused)["job-master-0"]["phase"] == "Deleted"
+    paused["observedGeneration"] = 3
+    pods.set("master", 0, "Failed")
+    edited = paused_scaled.model_copy(update={"generation": 4})
+    result = engine.plan(GENERICJOB, edited, paused, pods.list(), at(2))
+    assert result.status["phase"] == "Paused" and result.status["backoffCount"] == 0, result.status

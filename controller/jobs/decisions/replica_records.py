@@ -47,6 +47,9 @@ class Replica:
     waiting: dict | None = None
     # The current pod is a debug pod (restart.Slot.debug): should it vanish, its loss counts nothing.
     debug: bool = False
+    # A rank scaled away (the spec's "Removed ranks"): kept Deleted after its type's ranks, and told apart from a rank
+    # the pause retired, Deleted too, whose pod's outcome may still be judged (slots.gather_slots).
+    removed: bool = False
 
     @property
     def is_ready(self) -> bool:
@@ -69,12 +72,15 @@ class Replica:
             out["waiting"] = self.waiting
         if self.debug:  # only for a debug pod: a record of the workload's stays as it was
             out["debug"] = True
+        if self.removed:
+            out["removed"] = True
         return out
 
     def _with(self, uid: str, phase: str, containers: tuple[dict, ...], last_restart_uid: str,
               ready: bool = False, waiting: dict | None = None) -> Replica:
         return Replica(self.name, uid, phase, containers, self.restart_count, last_restart_uid,
-                       self.last_restart_time, self.restart_streak, ready, waiting, self.debug and uid == self.uid)
+                       self.last_restart_time, self.restart_streak, ready, waiting, self.debug and uid == self.uid,
+                       self.removed)
 
     def in_phase(self, phase: str) -> Replica:
         containers = self.containers
@@ -86,13 +92,13 @@ class Replica:
         """A restart counted at `now` (the `streak`-th quick one in a row; "": a pause's, whose pod is retired at
         once), and the current pod retired with it: not ready any more, whatever it was."""
         return Replica(self.name, self.uid, self.phase, self.containers, self.restart_count + 1, self.uid,
-                       now, streak)
+                       now, streak, removed=self.removed)
 
     def retired(self) -> Replica:
         """The current pod retired without counting a restart (policy Never's lost pod, pause): its
         replacement owes nothing to the back-off. A retired pod is not ready, whatever it was."""
         return Replica(self.name, self.uid, self.phase, self.containers, self.restart_count,
-                       self.uid or self.last_restart_uid, "", self.restart_streak)
+                       self.uid or self.last_restart_uid, "", self.restart_streak, removed=self.removed)
 
     def awaiting(self) -> Replica:
         """A new pod is to be created for the replica."""
@@ -110,7 +116,8 @@ def read_record(raw: dict | None, name: str) -> Replica:
     return Replica(name, raw.get("uid") or "", raw.get("phase") or CREATING, tuple(raw.get("containers") or ()),
                    int(raw.get("restartCount") or 0), raw.get("lastRestartUid") or "", raw.get("lastRestartTime") or "",
                    int(raw.get("restartStreak") or 0), raw.get("ready") is True,
-                   raw.get("waiting") if isinstance(raw.get("waiting"), dict) else None, raw.get("debug") is True)
+                   raw.get("waiting") if isinstance(raw.get("waiting"), dict) else None, raw.get("debug") is True,
+                   raw.get("removed") is True)
 
 
 def observed(record: Replica, pod: dict) -> Replica:
@@ -125,7 +132,8 @@ def observed(record: Replica, pod: dict) -> Replica:
     if waiting or seen:
         waiting = waits.kept(waiting, seen)
     return Replica(record.name, pod["metadata"].get("uid") or "", phase, containers, record.restart_count,
-                   record.last_restart_uid, record.last_restart_time, record.restart_streak, ready, waiting)
+                   record.last_restart_uid, record.last_restart_time, record.restart_streak, ready, waiting,
+                   removed=record.removed)
 
 
 def aggregate(records: Iterable[Replica]) -> dict:

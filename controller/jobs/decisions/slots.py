@@ -4,6 +4,8 @@ when look-alikes exist (`pick`); the records grouped back by type for the status
 
 from __future__ import annotations
 
+import dataclasses
+
 from controller.jobs.decisions import edits
 from controller.jobs.decisions.pod_state import pod_uid
 from controller.jobs.decisions.replica_records import DELETED, Replica, read_record
@@ -35,6 +37,8 @@ def gather_slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
         for rank in range(counts[spec.type]):
             name = replica_name(job.name, spec.type, rank)
             record = read_record(stored.get(name), name)
+            if record.removed:  # a rank scaled away and back: of the spec again, its record resumed (and its count)
+                record = dataclasses.replace(record, removed=False)
             candidates = by_replica.pop((spec.type, rank), None)
             pod = pick(candidates, record) if candidates else None
             slots.append(Slot(spec.type, rank, name, rules[spec.type], record, pod, name in creating,
@@ -49,13 +53,17 @@ def gather_slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
         # Judged: ranks the last reconcile still ran. A record already Deleted is a rank scaled away before:
         # what its pod does now is after the edit took effect, so it decides nothing; but one the pause retired
         # unseen (the cache lagging) is a rank of the job whose pod outlived the pause, judged as a kept rank's
-        # would be, when the edit seen now is what removes it. (A type no longer in the spec has no rule.) The pod
-        # the pause did retire is its record's own uid: judging it counts nothing (restart.observe knows it).
+        # would be, when the edit seen now is what removes it (its record is not marked `removed`: a rank the
+        # reconcile that paused saw removed was scaled away then, whatever edit is unseen now). (A type no longer
+        # in the spec has no rule.) The pod the pause did retire is its record's own uid: judging it counts
+        # nothing (restart.observe knows it).
         if replica_type not in rules or name not in stored:
             continue
         record = read_record(stored[name], name)
+        if name in removed:  # stored apart by an earlier version: scaled away, as the mark says now
+            record = dataclasses.replace(record, removed=True)
         pod = pick(found, record)
-        if record.phase != DELETED or paused_edit:
+        if record.phase != DELETED or (paused_edit and not record.removed):
             gone.append(Slot(replica_type, rank, name, rules[replica_type], record, pod, False,
                              edits.is_debug(kind, pod, record, debugging)))
     return slots, strays, gone

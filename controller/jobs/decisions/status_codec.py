@@ -35,9 +35,9 @@ def assemble(old: dict, codec: StatusCodec, *, phase: str, conditions: list[dict
 #     status.aggregate: replicas by phase;  status.readyReplicas, status.ready ("3/4"): replicas Running and Ready
 #     status.backoffCount: restarts of every replica
 #
-# A rank scaled away keeps its record (the spec's "Removed ranks"): Deleted, after the spec's ranks of its type,
-# in a task of its own when its type left the spec altogether. It counts in `aggregate` (deleted) and in the
-# restart counters, never in `ready`, which counts the spec's replicas.
+# A rank scaled away keeps its record (the spec's "Removed ranks"): Deleted, marked `removed`, after the spec's
+# ranks of its type, in a task of its own when its type left the spec altogether. It counts in `aggregate`
+# (deleted) and in the restart counters, never in `ready`, which counts the spec's replicas.
 
 
 class TasksStatus:
@@ -74,7 +74,8 @@ class TasksStatus:
                 tasks.append(by_type[replica_type])
         for replica_type, records in removed.items():
             task = by_type[replica_type]
-            task[self.records] = [*(task.get(self.records) or ()), *(r.to_json() for r in records)]
+            task[self.records] = [*(task.get(self.records) or ()),
+                                  *({**r.to_json(), "removed": True} for r in records)]
             task["restartCount"] += sum(r.restart_count for r in records)
         for replica_type, count in carried.items():
             by_type[replica_type]["restartCount"] += count

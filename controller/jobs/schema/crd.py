@@ -222,6 +222,8 @@ def status_schema(kind: str, records: str) -> dict:
         "ready": {"type": "boolean", "description": "True while the pod is Running and Ready (absent otherwise)."},
         "debug": {"type": "boolean", "description": "True while the pod is a debug pod (absent otherwise): its end, "
                   "or its loss, counts no restart."},
+        "removed": {"type": "boolean", "description": "True for a rank scaled away (absent otherwise): its record is "
+                    "kept, Deleted, with its restarts."},
         "waiting": obj("What the Pending pod waits for and cannot get, as first seen (absent otherwise): its "
                        "image (ErrImagePull, ImagePullBackOff), a Secret or ConfigMap (CreateContainerConfigError), "
                        "a node (Unschedulable).", {

@@ -111,6 +111,19 @@ class Checks:
         if problems:
             self.defect(None, f"the status says the wrong thing: {'; '.join(problems)}")
 
+    def _check_removed_marks(self, status: dict, spec: dict) -> None:
+        """After a reconcile that applied the spec: the records of ranks scaled away, and only those, are marked
+        `removed` (a later reconcile tells them from ranks the pause retired by it)."""
+        if any(c.get("type") == "SpecInvalid" and c.get("status") == "True" for c in status.get("conditions") or ()) \
+                or status.get("reason") == "InvalidSpec":
+            return  # an edit not applied: the records are those of the spec before it
+        ranks = {replica_name(JOB, *key) for key in r.replicas(spec)}
+        wrong = sorted(name for name, record in records(self.kind, status).items()
+                       if (record.get("removed") is True) == (name in ranks))
+        if wrong:
+            self.defect(None, f"records marked removed wrongly (ranks of the spec: {sorted(ranks)}): "
+                              + ", ".join(f"{n} removed={records(self.kind, status)[n].get('removed')}" for n in wrong))
+
     def _check_final(self, status: dict) -> None:
         """Terminal is final: nothing of a finished job's status changes again (its records but to Deleted)."""
         for key in ("phase", "conditions", "completionTime", "startTime", "backoffCount", "reason"):

@@ -265,6 +265,8 @@ class EngineModel(Checks, RuleBasedStateMachine):
             self._check_counts(after, spec, expect)
         if wrote and not self.tainted:
             self._check_status_content(before, after)
+        if wrote and acts and not finished_before and not self.tainted:
+            self._check_removed_marks(after, spec)
         if not self.tainted and self.pods_seen == world.pods and acts:
             self._check_pods_follow(after)
 
