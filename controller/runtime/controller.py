@@ -100,6 +100,19 @@ class Runnable(Protocol):
     def problems(self) -> list[str]: ...
 
 
+async def start_all(runnable: Runnable, sync_timeout: float) -> None:
+    """Informers, sync, workers: the whole of a Runnable, for tests and single-replica runs (its `start`)."""
+    runnable.start_informers()
+    await runnable.wait_for_sync(sync_timeout)
+    runnable.run_workers()
+
+
+async def stop_all(runnable: Runnable) -> None:
+    """Stop taking work, let in-flight reconciles finish within a bound, then stop everything (a Runnable's `stop`)."""
+    await runnable.stop_workers()
+    await runnable.factory.stop()
+
+
 class Controller:
     _informers_started = False  # set by start_informers(); until then /healthz has nothing to judge
 
@@ -153,15 +166,10 @@ class Controller:
         self._workers = [asyncio.get_running_loop().create_task(self._worker(i)) for i in range(self.config.workers)]
 
     async def start(self, sync_timeout: float = 60.0) -> None:
-        """Informers, sync, workers: the whole controller, for tests and single-replica runs."""
-        self.start_informers()
-        await self.wait_for_sync(sync_timeout)
-        self.run_workers()
+        await start_all(self, sync_timeout)
 
     async def stop(self) -> None:
-        """Stop taking work, let in-flight reconciles finish within a bound, then stop everything."""
-        await self.stop_workers()
-        await self.factory.stop()
+        await stop_all(self)
 
     async def stop_workers(self, drain: bool = True) -> None:
         """Stop taking work; with `drain`, let in-flight reconciles finish within the shutdown timeout and

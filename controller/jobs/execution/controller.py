@@ -31,7 +31,7 @@ from controller.jobs.execution.reconciler import job_reconciler
 from controller.jobs.kind import JobKind
 from controller.jobs.schema.naming import controller_uid, owner_key
 from controller.runtime.client import KubeClient
-from controller.runtime.controller import Controller, ControllerConfig
+from controller.runtime.controller import Controller, ControllerConfig, start_all, stop_all
 from controller.runtime.echoes import Echoes
 from controller.runtime.events import EventRecorder
 from controller.runtime.metrics import ControllerMetrics
@@ -112,14 +112,10 @@ class JobController:
         self.runtime.run_workers()
 
     async def start(self, sync_timeout: float = 60.0) -> None:
-        """Informers, sync, workers: the whole controller, for tests and single-replica runs."""
-        self.start_informers()
-        await self.wait_for_sync(sync_timeout)
-        self.run_workers()
+        await start_all(self, sync_timeout)
 
     async def stop(self) -> None:
-        await self.stop_workers()
-        await self.factory.stop()
+        await stop_all(self)
 
     def healthy(self) -> bool:
         return self.runtime.healthy()
