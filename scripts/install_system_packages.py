@@ -1,11 +1,13 @@
 """Install what local runs need from the system: openssl, and for the pod network a C compiler and nss_wrapper;
-and what the envtest tier of the tests needs (tests/real): etcd (Debian's etcd-server) and xz (to unpack
-../shared/envtest's kube-apiserver and kube-controller-manager).
+for real MPI jobs (examples/mpi-allreduce.yaml, tests/e2e/test_real_mpi.py) Open MPI's mpirun and mpi4py (Debian's
+openmpi-bin and python3-mpi4py, for /usr/bin/python3); and what the envtest tier of the tests needs (tests/real):
+etcd (Debian's etcd-server) and xz (to unpack ../shared/envtest's kube-apiserver and kube-controller-manager).
 
 A local run cannot start without the openssl command (localcluster makes its certificates and keys with it:
 localcluster/auth/host_commands.py); it works without the pod network's two, on the host's network
 (docs/local.md). `make test` runs this script (the tests need all three); `make local` runs it with --check,
-which only says what is missing and the command that installs it, and fails when openssl is. It finds them
+which only says what is missing and the command that installs it, and fails when openssl is (the pod network's
+and MPI's only get a line each: a local run works without them). It finds them
 as localcluster does (host_commands.py, and localcluster/kubelet/network/preload.py for the pod network's).
 When something is missing it installs it with apt-get as root, or through `sudo -n` (never a password
 prompt), else prints the command and fails.
@@ -27,7 +29,11 @@ from localcluster.host import find_compiler, find_nss_wrapper, install_hint
 POD_NETWORK = {"gcc": "gcc", "libnss-wrapper": "nss_wrapper"}  # Debian's name: Fedora's
 REQUIRED = dict(host_commands.REQUIRED.values())  # openssl's package, Debian's name: Fedora's
 ENVTEST = {"etcd-server": "etcd", "xz-utils": "xz"}  # Debian's name: Fedora's, which is also the command it gives
-PACKAGES = {**REQUIRED, **POD_NETWORK, **ENVTEST}
+# Debian's name: Fedora's. What a real MPI job's pods run (docs/local.md, "MPIJob"): mpirun, and mpi4py for the
+# system's python3 (Debian's python3-mpi4py is for /usr/bin/python3 alone).
+MPI = {"openmpi-bin": "openmpi", "python3-mpi4py": "python3-mpi4py-openmpi"}
+SYSTEM_PYTHON = "/usr/bin/python3"
+PACKAGES = {**REQUIRED, **POD_NETWORK, **MPI, **ENVTEST}
 
 
 def missing(envtest: bool = True) -> dict[str, str]:
@@ -43,7 +49,19 @@ def missing(envtest: bool = True) -> dict[str, str]:
         lacking["gcc"] = PACKAGES["gcc"]
     if find_nss_wrapper() is None:
         lacking["libnss-wrapper"] = PACKAGES["libnss-wrapper"]
+    if shutil.which("mpirun") is None:
+        lacking["openmpi-bin"] = MPI["openmpi-bin"]
+    if not has_mpi4py():
+        lacking["python3-mpi4py"] = MPI["python3-mpi4py"]
     return lacking
+
+
+def has_mpi4py() -> bool:
+    """Whether the system's python3 imports mpi4py."""
+    if not os.access(SYSTEM_PYTHON, os.X_OK):
+        return False
+    found = "import importlib.util, sys; sys.exit(importlib.util.find_spec('mpi4py') is None)"
+    return subprocess.run([SYSTEM_PYTHON, "-c", found], capture_output=True, timeout=60).returncode == 0
 
 
 def apt_get(packages: list[str]) -> bool:
@@ -63,12 +81,16 @@ def report(lacking: dict[str, str]) -> bool:
     local run can start."""
     needed = {deb: rpm for deb, rpm in lacking.items() if deb in REQUIRED}
     network = {deb: rpm for deb, rpm in lacking.items() if deb in POD_NETWORK}
+    mpi = {deb: rpm for deb, rpm in lacking.items() if deb in MPI}
     if needed:
         print(f"a local run needs {', '.join(needed)}, which is not installed (its certificates and keys are made "
               f"with the openssl command): {install_hint(needed)}", file=sys.stderr)
     if network:
         print(f"pods of local runs get their own network once {', '.join(network)} is installed: "
               f"{install_hint(network)}")
+    if mpi:
+        print(f"real MPI jobs (mpirun and mpi4py: examples/mpi-allreduce.yaml) run in local runs once "
+              f"{', '.join(mpi)} {'is' if len(mpi) == 1 else 'are'} installed: {install_hint(mpi)}")
     return not needed
 
 
@@ -87,7 +109,7 @@ def main() -> int:
     if shutil.which("apt-get") and apt_get(list(lacking)) and not missing():
         return 0
     lacking = missing() or lacking
-    print(f"the tests need {', '.join(lacking)} (local runs' certificates and pod network, the envtest tier): "
+    print(f"the tests need {', '.join(lacking)} (local runs' certificates, pod network and MPI, the envtest tier): "
           f"{install_hint(lacking)}",
           file=sys.stderr)
     return 1

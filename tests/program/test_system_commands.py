@@ -1,7 +1,8 @@
 """What a local run needs from the machine, on a machine without openssl (simulated: a PATH that lacks it).
 
 - `scripts/install_system_packages.py --check` (`make local` runs it first) names openssl, with the command that
-  installs it, and fails: a local run cannot start without it; the pod network's two only get a line;
+  installs it, and fails: a local run cannot start without it; the pod network's two, and what real MPI jobs need
+  (openmpi-bin, python3-mpi4py), only get a line;
 - without --check (`make test` runs it) it installs openssl with apt-get, and fails naming it when it cannot;
 - `genericjob-controller local` and `localcluster serve` end with one line that names the command and how to install
   it, exit 1, no traceback.
@@ -43,7 +44,7 @@ def machine(tmp_path) -> tuple[dict[str, str], Path]:
     that "installs" openssl (and logs its arguments), but no openssl: (the environment, apt-get's log)."""
     directory, log = tmp_path / "bin", tmp_path / "apt-get.log"
     directory.mkdir()
-    for name in ("cc", "gcc", "true", "etcd", "xz"):
+    for name in ("cc", "gcc", "true", "etcd", "xz", "mpirun"):
         if found := shutil.which(name):
             (directory / name).symlink_to(found)
     executable(directory / "apt-get", APT_GET.format(log=log, bin=directory, code=0, chmod=shutil.which("chmod")))
@@ -67,10 +68,20 @@ def test_the_check_names_openssl_and_fails(machine):
     assert not log.exists()  # --check never installs
 
 
+def test_the_check_names_what_real_mpi_jobs_lack(machine):
+    env, _ = machine
+    (Path(env["PATH"]) / "mpirun").unlink()
+    done = run([sys.executable, str(SCRIPT), "--check"], env)
+    line = next(line for line in done.stdout.splitlines() if "MPI" in line)
+    assert line.startswith("real MPI jobs (mpirun and mpi4py: examples/mpi-allreduce.yaml) run in local runs once "
+                           "openmpi-bin is installed: sudo apt-get install openmpi-bin"), line
+
+
 def test_the_check_passes_with_openssl():
     """On this machine (`make test` installed everything): nothing to say of openssl."""
     done = run([sys.executable, str(SCRIPT), "--check"], dict(os.environ))
     assert done.returncode == 0 and "openssl" not in done.stdout + done.stderr, done
+    assert "MPI" not in done.stdout, done  # and Open MPI and mpi4py are installed
 
 
 def test_the_installer_installs_openssl(machine):

@@ -51,3 +51,12 @@ async def http(cluster):
 
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=cluster.credentials.ssl_context)) as session:
         yield session
+
+
+@pytest.fixture
+def network(cluster):
+    """The process runner's pod network, which must give pods their own addresses and names (`make test` installs
+    what it needs: a machine without it fails, not skips)."""
+    net = cluster.runner.network
+    assert net.own_addresses and net.names_resolve, net.summary()
+    return net

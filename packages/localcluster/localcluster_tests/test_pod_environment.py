@@ -3,8 +3,8 @@
 The server's environment may hold the developer's cloud keys and tokens; whoever may create a pod
 (or exec into one) must not read them. A pod gets PATH, HOME and LANG (from the server's
 environment, or defaults), TMPDIR if set, HOSTNAME, what puts it on its own network (the pod network's
-preloaded libraries and their settings, none of them the server's), where the API server is (the
-`kubernetes` Service's variables), and what its spec declares.
+preloaded libraries and their settings, none of them the server's; the ssh stand-in's directory first on PATH,
+and its socket), where the API server is (the `kubernetes` Service's variables), and what its spec declares.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import pwd
 
 import pytest
 
+from localcluster.kubelet import remote_shell
 from localcluster.kubelet.container_env import DEFAULT_LANG, DEFAULT_PATH, base_environment
 from localcluster.kubelet.network.pod_network import VARIABLES
 from localcluster.testing import Kubectl
@@ -40,10 +41,14 @@ async def test_a_pod_sees_only_path_home_lang_hostname_and_its_spec(cluster, cor
     await wait_phase(core, "envdump", "Succeeded")
     seen = variables(await log_text(core, "envdump"))
     api = {name for name in seen if name.startswith("KUBERNETES_")}  # where the API server is (test_pod_network)
-    assert set(seen) == {"PATH", "HOME", "LANG", "HOSTNAME", "FROM_SPEC", "POD", *VARIABLES, *api}, seen
+    assert set(seen) == {"PATH", "HOME", "LANG", "HOSTNAME", "FROM_SPEC", "POD", *VARIABLES, *remote_shell.VARIABLES,
+                         *api}, seen
     assert "KUBERNETES_SERVICE_HOST" in api and len(api) == 8, api
     assert (seen["FROM_SPEC"], seen["POD"], seen["HOSTNAME"]) == ("declared", "envdump", "envdump")
-    assert {name: seen[name] for name in ("PATH", "HOME", "LANG")} == base_environment()
+    # PATH: the server's, behind the directory of the ssh stand-in (remote_shell.py) alone.
+    shell_bin, _, path = seen["PATH"].partition(os.pathsep)
+    assert os.listdir(shell_bin) == ["ssh"], shell_bin
+    assert {"PATH": path, "HOME": seen["HOME"], "LANG": seen["LANG"]} == base_environment()
 
 
 async def test_a_spec_may_set_a_name_the_server_also_has(cluster, core, monkeypatch):

@@ -68,13 +68,6 @@ def headless(name: str, selector: dict) -> dict:
                      "ports": [{"port": 2222}]}}
 
 
-@pytest.fixture
-def network(cluster):
-    net = cluster.runner.network
-    assert net.own_addresses and net.names_resolve, net.summary()
-    return net
-
-
 async def test_every_pod_gets_an_address_of_its_own_in_its_status(cluster, core, network):
     for name in ("a", "b"):
         await core.create_namespaced_pod("default", process_pod(name, *python("import time; time.sleep(30)")))

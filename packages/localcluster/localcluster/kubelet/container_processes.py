@@ -18,7 +18,9 @@ from .network.pod_network import PodNetwork
 from .pod_events import PodEvents
 from .pod_exec import signal_group
 from .pod_runs import Box, PodRun, kill_execs, terminated_state
+from .pod_volumes import PodVolumes
 from .process_guard import drop_pod_privileges
+from .remote_shell import RemoteShell, is_sshd
 
 log = logging.getLogger("localcluster.process")
 
@@ -34,6 +36,8 @@ class ContainerProcesses:
     api: Api
     api_address: tuple[str, int] | None
     network: PodNetwork
+    shell: RemoteShell
+    volumes: PodVolumes
     events: PodEvents
     log_limit: int
 
@@ -89,7 +93,7 @@ class ContainerProcesses:
         self._record(run, box, "Normal", "Pulled",
                      f'Container image "{image}" already present on machine and can be accessed by the pod')
         try:
-            argv, env = container_command(pod, box.spec, self._objects(run))
+            argv, env = self.volumes.rewrite(pod, box.spec, *container_command(pod, box.spec, self._objects(run)))
         except ConfigError as exc:
             box.state = {"waiting": {"reason": CONFIG_ERROR, "message": str(exc)}}
             self._publish(run)
@@ -104,8 +108,11 @@ class ContainerProcesses:
         network = self.network.environment(pod)
         if network and env.get("LD_PRELOAD"):
             env = {**env, "LD_PRELOAD": f"{network['LD_PRELOAD']} {env['LD_PRELOAD']}"}
-        box.env = {**container_env.base_environment(), **network,
+        base = container_env.base_environment()
+        box.env = {**base, **network, **self.shell.environment(base["PATH"], bool(network)),
                    **container_env.api_server_variables(self.api_address), "HOSTNAME": run.key[1], **env}
+        box.sshd = is_sshd(argv)
+        argv = self.shell.command(argv)  # sshd's stand-in: a local run runs no sshd
         box.cwd = box.spec.get("workingDir") or None
         self._record(run, box, "Normal", "Created", "Container created")
         started = now_rfc3339()

@@ -32,6 +32,7 @@ class Box:
         self.env: dict[str, str] = {}
         self.cwd: str | None = None
         self.execs: set[asyncio.subprocess.Process] = set()
+        self.sshd = False  # whether the running instance is the sshd stand-in (remote_shell.py)
 
     @property
     def path(self) -> str:

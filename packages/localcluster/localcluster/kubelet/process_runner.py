@@ -27,7 +27,10 @@ key; resourceFieldRef; a container with neither command nor args; sidecar init c
 leaves that container waiting with `CreateContainerConfigError` and the kubelet's message (the
 pod stays Pending), tried again after a back-off: a Secret created later lets it start. A
 ConfigMap or Secret volume whose object is missing holds the pod in ContainerCreating with
-FailedMount Events. A command that cannot be executed terminates as under a kubelet with containerd:
+FailedMount Events; once it exists, its files are written in the runner's own directory and the container's
+env, command and args name them there (pod_volumes.py), kept current as the object changes. A container whose
+command is `sshd` runs a stand-in, and `ssh` from another pod runs commands in it (remote_shell.py). A command
+that cannot be executed terminates as under a kubelet with containerd:
 `StartError`, exit code 128, startedAt the epoch (it never started) and runc's message in containerd's wrapping
 (`failed to create containerd task: ... exec: "x": executable file not found in $PATH: unknown`).
 
@@ -73,6 +76,8 @@ from .network.pod_network import PodNetwork
 from .nodes import register
 from .pod_events import PodEvents
 from .pod_runs import PodRun, kill_execs, pod_conditions, pod_phase
+from .pod_volumes import PodVolumes, sources
+from .remote_shell import RemoteShell, ShellTarget
 from .runner import KUBELET, NODE, PODS, NoneRunner, ScriptedRunner, bound_here, finish_deletion
 from .scheduling import Schedulers
 
@@ -80,6 +85,7 @@ log = logging.getLogger("localcluster.process")
 
 LOG_DIR_ENV = "LOCALCLUSTER_POD_LOG_DIR"
 POD_NETWORK_ENV = "LOCALCLUSTER_POD_NETWORK"
+VOLUME_SOURCES = (("", "configmaps"), ("", "secrets"))
 STOP_SLACK = 10.0  # seconds a stopping pod may take beyond its grace period before its tasks are cancelled
 
 # --- the runner ------------------------------------------------------------------------------------
@@ -94,6 +100,8 @@ class ProcessRunner(ContainerProcesses, NoneRunner):
         if pod_network is None:  # LOCALCLUSTER_POD_NETWORK=host: every pod on the host's network
             pod_network = os.environ.get(POD_NETWORK_ENV, "pod") != "host"
         self.network = PodNetwork(api.store, pod_network)
+        self.shell = RemoteShell(self._shell_target)
+        self.volumes = PodVolumes()
         configured = log_dir or os.environ.get(LOG_DIR_ENV)
         self.log_dir: Path | None = Path(configured) if configured else None
         self.log_limit = log_limit
@@ -116,6 +124,8 @@ class ProcessRunner(ContainerProcesses, NoneRunner):
         self.log_dir.mkdir(parents=True, exist_ok=True)
         register(self.api)  # the kubelet's node, which every pod is bound to
         self.network.start()
+        self.volumes.start()
+        self.shell.start(self.network.pool.network if self.network.own_addresses else None)
 
     def keep_logs(self, directory: str | Path) -> Path:
         """From now on, copy each pod's output to `directory` as the pod goes (kept_logs.py); it is emptied now,
@@ -138,6 +148,8 @@ class ProcessRunner(ContainerProcesses, NoneRunner):
             await asyncio.gather(*pending, return_exceptions=True)
         for run in runs:
             self._forget(run)
+        await self.shell.stop()
+        self.volumes.stop()
         self.network.stop()
         if self._owned_dir is not None:
             shutil.rmtree(self._owned_dir, ignore_errors=True)
@@ -152,6 +164,8 @@ class ProcessRunner(ContainerProcesses, NoneRunner):
         for pod in self.schedulers.on_event(ev):  # unbound pods a scheduler binds now
             self._admit(pod)
         self.network.on_event(ev)
+        if ev.key in VOLUME_SOURCES:
+            self._refresh_volumes(ev)
         if ev.key != PODS:
             return
         meta = ev.obj["metadata"]
@@ -200,6 +214,7 @@ class ProcessRunner(ContainerProcesses, NoneRunner):
         self.runs.pop(run.uid, None)
         self.events.forget(run.uid)
         self.network.detach(run.uid)
+        self.volumes.forget(run.uid)
         if run.kill_handle is not None:
             run.kill_handle.cancel()
         for box in (*run.init_boxes, *run.boxes):
@@ -309,6 +324,26 @@ class ProcessRunner(ContainerProcesses, NoneRunner):
         """The ConfigMaps and Secrets of the pod's namespace, by (plural, name), as the kubelet's caches see them."""
         return lambda plural, name: self.api.store.get(("", plural), (run.key[0], name))
 
+    def _refresh_volumes(self, ev: Event) -> None:
+        """A ConfigMap or Secret changed: the volumes that show it follow, as the kubelet's do (one deleted
+        leaves them as they were)."""
+        meta = ev.obj["metadata"]
+        source = (ev.key[1], meta["name"])
+        if ev.type == DELETED:
+            return
+        for run in list(self.runs.values()):
+            pod = self._current(run)
+            if pod is not None and run.key[0] == meta.get("namespace") and source in sources(pod):
+                self.volumes.write(pod, self._objects(run))
+
+    def _shell_target(self, address: str) -> ShellTarget | None:
+        """The container of the pod at `address` that runs the sshd stand-in (remote_shell.py)."""
+        run = next((r for r in self.runs.values() if r.ip == address and r.ip != HOST_IP), None)
+        if run is None:
+            raise KeyError(address)
+        box = next((b for b in run.boxes if b.sshd and b.proc is not None), None)
+        return None if box is None else ShellTarget(box.env, box.cwd, box.execs)
+
     def _delay(self, attempt: int) -> float:
         first, longest = self.backoff
         return min(first * 2 ** min(attempt, 20), longest)
@@ -326,6 +361,7 @@ class ProcessRunner(ContainerProcesses, NoneRunner):
         while (pod := self._current(run)) is not None:
             missing = missing_volume_source(pod, self._objects(run))
             if missing is None:
+                self.volumes.write(pod, self._objects(run))
                 return True
             self.events.record(pod, "Warning", "FailedMount", missing)
             if not await self._backed_off(run, self._delay(attempt)):

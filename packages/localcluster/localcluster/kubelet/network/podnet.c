@@ -6,14 +6,22 @@
  *
  * - bind() of a port to the wildcard (0.0.0.0, ::) or to the loopback (127.0.0.1, ::1, ::ffff:127.0.0.1)
  *   binds the pod's address instead, so two pods listening on one port do not collide, as they would not
- *   on a cluster where each pod has a network namespace of its own. Port 0 is left alone: an ephemeral
- *   port collides with nothing, and a client socket bound to the wildcard must still reach the internet;
+ *   on a cluster where each pod has a network namespace of its own. Port 0 is left alone: an ephemeral port
+ *   collides with nothing, and a client socket bound to the wildcard must still reach the internet; an
+ *   AF_UNSPEC wildcard bind of a TCP socket is left to connect() or listen(), as if it had not been made,
+ *   so that the connection leaves from the pod's address as below;
  * - connect() to the loopback on a port the pod's own address listens on (TCP, from /proc/net/tcp and
  *   tcp6) goes to the pod's address: 127.0.0.1 and localhost reach the pod itself, as in a pod; any
  *   other loopback port is the host's, left alone.
  *
  * - a TCP connection to any loopback address from a socket not bound yet leaves from the pod's address, so
  *   the peer sees who called (getpeername), as it would on a cluster.
+ *
+ * - the addresses of this machine's network interfaces, as ioctl(SIOCGIFCONF) and SIOCGIFADDR give them, are the
+ *   pod's address for every interface not on the loopback network, as a pod's eth0 carries its address: a
+ *   program that tells its peers where it listens from its interfaces' addresses (Open MPI's TCP transport,
+ *   which listens on every address at a port of its own) then names the pod's address, where the shim moved
+ *   its listener. getifaddrs() (netlink) is left as it is.
  *
  * Everything else (the internet, the host's services, other pods' addresses) passes through untouched.
  * An IPv6 socket that is IPV6_V6ONLY cannot take an IPv4 address and is left alone.
@@ -22,10 +30,13 @@
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <net/if.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 typedef int (*sockfn)(int, const struct sockaddr *, socklen_t);
@@ -100,10 +111,22 @@ static int pod_listens(unsigned port) {
     return 0;
 }
 
+/* An AF_UNSPEC address of all zeros, which Linux binds as 0.0.0.0 port 0 on an IPv4 socket (Open MPI's TCP
+ * transport binds its connecting sockets so when it found no address for its interface). */
+static int unspecified_any(const struct sockaddr *addr) {
+    struct sockaddr_in in;
+    memcpy(&in, addr, sizeof in);
+    return in.sin_port == 0 && in.sin_addr.s_addr == htonl(INADDR_ANY);
+}
+
 int bind(int fd, const struct sockaddr *addr, socklen_t len) {
     static sockfn real_bind;
     if (real_bind == NULL) real_bind = real("bind");
     if (addr != NULL && setup()) {
+        if (addr->sa_family == AF_UNSPEC && len >= sizeof(struct sockaddr_in) && unspecified_any(addr) &&
+            is_stream(fd)) {
+            return 0; /* bound at connect() (from the pod's address when it goes to a pod), or at listen() */
+        }
         if (addr->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
             struct sockaddr_in in;
             memcpy(&in, addr, sizeof in);
@@ -177,4 +200,34 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len) {
         }
     }
     return real_connect(fd, addr, len);
+}
+
+/* An interface's IPv4 address as a pod sees it: the pod's, unless it is on the loopback network. */
+static void pod_interface(struct ifreq *req) {
+    if (req->ifr_addr.sa_family != AF_INET) return;
+    struct sockaddr_in in;
+    memcpy(&in, &req->ifr_addr, sizeof in);
+    if (on_loopback(in.sin_addr.s_addr)) return;
+    in.sin_addr = pod;
+    memcpy(&req->ifr_addr, &in, sizeof in);
+}
+
+int ioctl(int fd, unsigned long request, ...) {
+    typedef int (*ioctlfn)(int, unsigned long, void *);
+    static ioctlfn real_ioctl;
+    if (real_ioctl == NULL) real_ioctl = (ioctlfn)dlsym(RTLD_NEXT, "ioctl");
+    va_list args;
+    va_start(args, request);
+    void *arg = va_arg(args, void *);
+    va_end(args);
+    int done = real_ioctl(fd, request, arg);
+    if (done != 0 || arg == NULL || !setup()) return done;
+    if (request == SIOCGIFADDR) {
+        pod_interface((struct ifreq *)arg);
+    } else if (request == SIOCGIFCONF) {
+        struct ifconf *conf = arg;
+        if (conf->ifc_req != NULL)
+            for (size_t i = 0; i < (size_t)conf->ifc_len / sizeof(struct ifreq); i++) pod_interface(&conf->ifc_req[i]);
+    }
+    return done;
 }
