@@ -71,9 +71,8 @@ class Reconciler:
 
     def __init__(self, kind: JobKind, jobs: CacheReader, pods: CacheReader, services_lister: CacheReader,
                  podgroups: CacheReader | None, recorder: EventRecorder, *, status_writer: StatusWriter,
-                 pod_writes: PodWrites,
-                 child_writes: ChildWrites, refusals: Refusals, expectations: Expectations, now=utc_stamp,
-                 clock=time.time, stuck_after: float = STUCK_TERMINATING_AFTER,
+                 pod_writes: PodWrites, child_writes: ChildWrites, refusals: Refusals, expectations: Expectations,
+                 now=utc_stamp, clock=time.time, stuck_after: float = STUCK_TERMINATING_AFTER,
                  restart_backoff: RestartBackoff = NO_BACKOFF) -> None:
         """`expectations`: the creates and deletes in flight, shared with `pod_writes` (the pod informer's handlers
         lower them); `refusals`: shared with the writers, with the names found taken."""
