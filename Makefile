@@ -90,6 +90,7 @@ test: install install-torch install-tensorflow
 # kube-apiserver, etcd and kube-controller-manager from KUBEBUILDER_ASSETS, else from ../shared/envtest.
 test-real: install
 	$(BIN)/python scripts/install_system_packages.py
+	$(BIN)/python scripts/install_kubectl.py --dest $(BIN)
 	$(BIN)/python -m pytest -q -n 2 --dist worksteal -m real tests/real tests/e2e
 
 # The edit-run loop: every test not marked `slow` (tests/slow.py: those that start the programs, kubectl, helm or a

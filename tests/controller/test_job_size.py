@@ -138,7 +138,7 @@ async def test_the_api_server_refuses_more_replicas_than_the_cap_naming_the_fiel
     assert refused.value.code == 422
     causes = refused.value.details["causes"]
     assert {"reason": "FieldValueInvalid", "field": "spec.replicaSpecs",
-            "message": f'Invalid value: "array": the total of replicas over all replica types must be at most '
+            "message": f'Invalid value: the total of replicas over all replica types must be at most '
                        f"{MAX_TOTAL_REPLICAS}: each replica is a record in the job's status, which must fit in one "
                        "object of the API server"} in causes, causes
     # The cap itself is allowed.

@@ -9,7 +9,6 @@ import asyncio
 import dataclasses
 import json
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from kubernetes_asyncio import client
@@ -27,9 +26,8 @@ from informers import BackoffPolicy, InformerOptions
 from localcluster import LocalCluster
 from localcluster.testing import SCRIPT_ANNOTATION, Kubectl, until
 from tests.builders import JobBuilder
-from tests.real.cluster import RealCluster
+from tests.real.cluster import CRDS, RealCluster
 
-CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"
 FAST = InformerOptions(watch_timeout=(30.0, 60.0), watchdog_timeout=5.0, request_timeout=5.0,
                        backoff=BackoffPolicy(initial=0.02, cap=0.2, reset_after=5.0))
 MERGE = "application/merge-patch+json"
@@ -54,6 +52,27 @@ async def apply_crds(cluster, directory) -> list[str]:
     return await made if asyncio.iscoroutine(made) else made
 
 
+def pytest_collection_modifyitems(config, items):
+    """`servers(..., once_on_real=True)`: of a test's parametrizations, only the first runs on the real server. For
+    scenarios whose parameters vary only what the controller decides (rules, invalid specs, kinds): the server's
+    part is the same in each, and each costs the envtest tier a second (its budget: docs/development.md)."""
+    seen: set[tuple[str, str]] = set()
+    kept, dropped = [], []
+    for item in items:
+        marker = item.get_closest_marker("servers")
+        callspec = getattr(item, "callspec", None)
+        if marker and marker.kwargs.get("once_on_real") and callspec and callspec.params.get("server") == "real":
+            key = (item.nodeid.partition("::")[0], item.originalname)
+            if key in seen:
+                dropped.append(item)
+                continue
+            seen.add(key)
+        kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 @pytest.fixture
 def server(request) -> str:
     return getattr(request, "param", "local")
@@ -66,7 +85,7 @@ async def cluster(request, server):
     API server with the CRDs and the test kubelet following the same scripts, reset after the test."""
     if server == "real":
         session = request.getfixturevalue("envtest")
-        async with RealCluster(session.plane, session.baseline, session.kept_crds) as real:
+        async with RealCluster(session) as real:
             await real.apply_crds(CRDS)
             yield real
         return

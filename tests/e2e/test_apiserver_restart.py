@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from .conftest import MERGE, genericjob, until
+from .conftest import FOREVER, MERGE, QUICK, finish_pod, genericjob, replicas, scripts, until
 
 POD = "job-worker-0"
 FAILED = {"status": {"phase": "Failed", "containerStatuses": [
@@ -52,3 +52,17 @@ async def test_a_pod_failure_around_an_apiserver_restart_is_acted_on_within_seco
     await jobs.wait_phase("next", "Running")
     relists = {str(informer): informer.stats.relists for informer in informers}
     assert relists == dict.fromkeys(relists, 1)
+
+
+@pytest.mark.servers("local", "real")  # kube-apiserver stopped and started on the same etcd (tests/real)
+async def test_after_an_apiserver_restart_the_informers_resume_and_a_job_still_finishes(cluster, controller, jobs):
+    scripts(cluster, "job", {"worker-0": FOREVER, "worker-1": QUICK})
+    await jobs.submit(genericjob("job", {"worker": 2}))
+    await jobs.wait("job", lambda j: replicas(j).get("job-worker-1", {}).get("phase") == "Succeeded"
+                    and replicas(j).get("job-worker-0", {}).get("phase") == "Running")
+    await cluster.restart(downtime=0.5)
+    # after the restart: a pod ends (its kubelet writes to the new server), the controller must see it
+    await finish_pod(jobs, "job-worker-0", 0)
+    await jobs.wait_phase("job", "Succeeded", timeout=60)
+    await jobs.submit(genericjob("next", script=QUICK))
+    await jobs.wait_phase("next", "Succeeded", timeout=60)  # the jobs' and pods' informers both resumed

@@ -82,6 +82,7 @@ INVALID = {
 
 
 @pytest.mark.parametrize("case", list(INVALID))
+@pytest.mark.servers("local", "real", once_on_real=True)  # the controller's judgement: one case on the real server
 async def test_invalid_spec_fails_the_job_without_making_anything(cluster, controller, jobs, case):
     job, field, message = INVALID[case]
     await jobs.submit(job)

@@ -17,7 +17,7 @@ async def test_a_job_of_64_types_of_10000_replicas_is_refused_at_apply_naming_th
     result = await kubectl.run("apply", "-f", "-", stdin=yaml.safe_dump(job))
     assert result.code == 1, result.out
     assert result.err.startswith('The GenericJob "huge" is invalid: '), result.err
-    assert (f'spec.replicaSpecs: Invalid value: "array": the total of replicas over all replica types must be at '
+    assert (f'spec.replicaSpecs: Invalid value: the total of replicas over all replica types must be at '
             f"most {MAX_TOTAL_REPLICAS}") in result.err, result.err
     assert "huge" not in (await kubectl.ok("get", "genericjobs", "-o", "name")).out
 

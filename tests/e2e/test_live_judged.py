@@ -22,7 +22,7 @@ from .test_pytorch import pjob
 from .test_tensorflow import LABEL as TF_LABEL
 from .test_tensorflow import tfjob
 
-pytestmark = pytest.mark.servers("local", "real")  # on localcluster and on the real API server (tests/real)
+pytestmark = pytest.mark.servers("local", "real", once_on_real=True)  # each kind here, one on the real server
 
 GJ_LABEL = "genericjob.batch.tensorstack.dev/name"
 

@@ -7,7 +7,7 @@ import pytest
 
 from .conftest import FAIL, FOREVER, QUICK, condition, finish_pod, genericjob, phase, replicas, scripts
 
-pytestmark = pytest.mark.servers("local", "real")  # on localcluster and on the real API server (tests/real)
+pytestmark = pytest.mark.servers("local", "real", once_on_real=True)  # each rule here, one on the real server
 
 SUCCESS_RULES = [{"master": [0]}, {"worker": [0, 1, 2]}, {"master": [2], "worker": [0, 1]}]
 FAILURE_RULES = [{"master": [0]}]

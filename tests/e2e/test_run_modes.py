@@ -95,6 +95,8 @@ async def start_pod(jobs, name: str) -> None:
     await jobs.core.patch_namespaced_pod_status(name, "default", body, _content_type=MERGE)
 
 
+
+@pytest.mark.servers("local")  # the pause and resume of the test above, on the real server already
 async def test_resume_without_resume_specs_uses_the_template(cluster, controller, jobs):
     await jobs.submit(with_init(genericjob("job", {"worker": 2})))
     await jobs.wait_phase("job", "Running")
@@ -109,6 +111,8 @@ async def test_resume_without_resume_specs_uses_the_template(cluster, controller
         assert [c.name for c in pod.spec.init_containers] == ["prepare"]
 
 
+
+@pytest.mark.servers("local")  # the controller's counting across a pause: the server's part is the test above's
 async def test_restart_counts_survive_a_pause(cluster, controller, jobs):
     scripts(cluster, "job", {"worker-0": [{"run_for": 0.05, "exit_code": 3}, FOREVER]})
     await jobs.submit(genericjob("job", restart={"policy": "OnFailure", "limit": 1}))

@@ -26,6 +26,9 @@ class Request(NamedTuple):
     params: dict | None = None
     raw: bytes | None = None
     user: str | None = None  # corpus_informers.py: "nobody", or any other for a token no server knows
+    # sent again while refused 403, up to 10 s: the first request a RoleBinding just made should allow (a real
+    # server's authorizer sees the binding by its informers, a moment after the write)
+    settle: bool = False
 
 
 RESOURCES = {  # plural: (collection path, a body for name, its kind's notion of "spec" for edits)

@@ -15,7 +15,7 @@ import pytest
 
 from localcluster.testing import starts_processes
 
-from .cluster import snapshot
+from .cluster import CRDS, Session, etcd_keys, install_crds, snapshot
 from .envtest import AssetsMissing, ControlPlane, find_assets
 from .http import Http
 
@@ -26,24 +26,20 @@ def required() -> bool:
     return bool(os.environ.get("CI") or os.environ.get(REQUIRED))
 
 
-class Session:
-    """The session's control plane and what reset keeps: the objects there before the first test, the CRDs
-    installed for the session."""
-
-    def __init__(self, plane: ControlPlane) -> None:
-        self.plane = plane
-        self.baseline = _in_thread(self._baseline)
-        self.kept_crds: set[str] = set()
-
-    async def _baseline(self) -> set[str]:
-        async with Http(self.plane.url, self.plane.ca_pem) as http:
-            return await snapshot(http)
-
-
 def _in_thread(coroutine_function):
     """Run a coroutine to its end in a thread of its own (a session fixture may be set up under a running loop)."""
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, coroutine_function()).result()
+
+
+async def _install_crds(plane: ControlPlane, kept: set[str]) -> None:
+    async with Http(plane.url, plane.ca_pem) as http:
+        await install_crds(http, CRDS, kept)
+
+
+async def _session(plane: ControlPlane, kept: set[str]) -> Session:
+    async with Http(plane.url, plane.ca_pem) as http:
+        return Session(plane, await snapshot(http), await etcd_keys(plane.etcd_url), kept)
 
 
 @pytest.fixture(scope="session")
@@ -55,9 +51,11 @@ def envtest():
         if required():
             pytest.fail(f"the envtest tier must run here ({REQUIRED} or CI is set): {missing}", pytrace=False)
         pytest.skip(str(missing))
-    plane = ControlPlane(assets).start()
+    kept: set[str] = set()  # the project's CRDs, installed before the controller manager starts (envtest.py)
+    plane = ControlPlane(assets)
+    plane.start(lambda: _in_thread(lambda: _install_crds(plane, kept)))
     try:
-        yield Session(plane)
+        yield _in_thread(lambda: _session(plane, kept))
     finally:
         plane.stop()
 

@@ -52,11 +52,12 @@ class Http:
                 parsed = {"_text": text.decode(errors="replace")}
             return answer.status, parsed
 
-    async def watch(self, path: str, resource_version: str, timeout: float = 300) -> AsyncIterator[dict]:
+    async def watch(self, path: str, resource_version: str, timeout: float = 300,
+                    field_selector: str | None = None) -> AsyncIterator[dict]:
         """The events of one watch request from `resource_version`, until the server ends it."""
         assert self._session is not None
         params = {"watch": "1", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
-                  "timeoutSeconds": str(int(timeout))}
+                  "timeoutSeconds": str(int(timeout)), **({"fieldSelector": field_selector} if field_selector else {})}
         async with self._session.get(self.url + path, params=params,
                                      timeout=aiohttp.ClientTimeout(total=None, sock_read=timeout + 30)) as answer:
             if answer.status != 200:
@@ -66,25 +67,29 @@ class Http:
                 if line.strip():
                     yield orjson.loads(line)
 
-    async def informer(self, path: str, handle, synced: asyncio.Event) -> None:
-        """List then watch `path` for ever (relisting after a 410 or a broken stream), calling
-        handle(type, object) for each item and event; `synced` is set after the first list."""
+    async def informer(self, path: str, handle, synced: asyncio.Event, field_selector: str | None = None) -> None:
+        """List then watch `path` (the objects `field_selector` selects) for ever (relisting after a 410 or a broken
+        stream), calling handle(type, object) for each item and event; `synced` is set after the first list."""
         while True:
-            status, listed = await self.request("GET", path)
-            if status != 200 or listed is None:
-                synced.set()  # nothing to list (a CRD not installed yet): try again shortly
-                await asyncio.sleep(0.2)
-                continue
-            for item in listed["items"]:
-                handle("ADDED", item)
-            synced.set()
-            rv = listed["metadata"]["resourceVersion"]
-            try:
-                async for event in self.watch(path, rv):
-                    if event["type"] == "ERROR":
-                        break
-                    rv = event["object"]["metadata"]["resourceVersion"]
-                    if event["type"] != "BOOKMARK":
-                        handle(event["type"], event["object"])
-            except (aiohttp.ClientError, TimeoutError):
+            try:  # the server may be down (restarted by a test): list again until it answers
+                await self._list_and_watch(path, handle, synced, field_selector)
+            except (aiohttp.ClientError, TimeoutError, OSError):
                 await asyncio.sleep(0.1)
+
+    async def _list_and_watch(self, path: str, handle, synced: asyncio.Event, field_selector: str | None) -> None:
+        status, listed = await self.request("GET", path, params={"fieldSelector": field_selector}
+                                            if field_selector else None)
+        if status != 200 or listed is None:
+            synced.set()  # nothing to list (a CRD not installed yet, a server starting): try again shortly
+            await asyncio.sleep(0.2)
+            return
+        for item in listed["items"]:
+            handle("ADDED", item)
+        synced.set()
+        rv = listed["metadata"]["resourceVersion"]
+        async for event in self.watch(path, rv, field_selector=field_selector):
+            if event["type"] == "ERROR":
+                return
+            rv = event["object"]["metadata"]["resourceVersion"]
+            if event["type"] != "BOOKMARK":
+                handle(event["type"], event["object"])

@@ -23,12 +23,15 @@ from collections.abc import Callable
 
 import orjson
 
+from localcluster.kubelet.scheduling import PODGROUP_CRD
 from localcluster.testing import pod_scripts
 
 from .http import Http
 
 WATCHED = {pod_scripts.PODS: "/api/v1/pods", pod_scripts.PODGROUPS: "/apis/scheduler.tensorstack.dev/v1beta1/podgroups",
            pod_scripts.CRDS: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"}
+# of the CRDs only the PodGroup's (whether gangs are scheduled at all): all of them are megabytes to list
+SELECTORS = {pod_scripts.CRDS: f"metadata.name={PODGROUP_CRD}"}
 
 
 class Mirror:
@@ -80,11 +83,11 @@ class TestKubelet:
             await self.http.request("PUT", f"/api/v1/nodes/{pod_scripts.NODE}/status",
                                     {**(await self.http.request("GET", f"/api/v1/nodes/{pod_scripts.NODE}"))[1],
                                      "status": node["status"]})
+        synced = {key: asyncio.Event() for key in WATCHED}
         for key, path in WATCHED.items():
-            synced = asyncio.Event()
             self._tasks.append(asyncio.create_task(self.http.informer(
-                path, lambda kind, obj, key=key: self._on(key, kind, obj), synced)))
-            await synced.wait()
+                path, lambda kind, obj, key=key: self._on(key, kind, obj), synced[key], SELECTORS.get(key))))
+        await asyncio.gather(*(event.wait() for event in synced.values()))
 
     async def stop(self) -> None:
         for task in [*self._tasks, *self._lives.values()]:

@@ -17,7 +17,7 @@ NOBODY = next(token for token, (user, _) in USERS.items() if user == "nobody")
 
 @pytest.fixture
 async def real(envtest):
-    async with RealCluster(envtest.plane, envtest.baseline, envtest.kept_crds) as running:
+    async with RealCluster(envtest) as running:
         yield running
 
 

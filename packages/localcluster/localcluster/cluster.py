@@ -90,8 +90,10 @@ class LocalCluster:
         # The last audit_size writes to pods, Services and custom objects (GET /_localcluster/audit).
         self.audit = AuditLog(audit_size)
         self.store.subscribe(self.audit.on_event)
-        # The oldest version a watch may start from: an apiserver's watch cache starts empty at the
-        # latest revision each time the server starts, whatever etcd's history still holds.
+        # The oldest version a watch may start from: an apiserver's watch cache starts empty at the latest
+        # revision each time the server restarts, whatever etcd's history still holds. The first start's
+        # cache holds everything (a real server's cachers start before its own first writes: a fresh
+        # 1.35 kube-apiserver replays a watch from resourceVersion 1, measured by tests/real's corpus).
         self.watch_cache_rv = 0
         # Subscribed last: the aggregation controller writes from its listener, after the others saw the event.
         self.access = Access(self.api, self.admin_token, tuple(disable_admission_plugins))
@@ -141,7 +143,6 @@ class LocalCluster:
             self._ssl, self.certificate = self_signed(self.host)
 
     async def _listen(self) -> None:
-        self.watch_cache_rv = self.store.rv
         runner = web.AppRunner(self.http.app(), access_log=None, shutdown_timeout=0.5,
                                **runner_options(self.connection_limits))
         await runner.setup()
@@ -181,6 +182,7 @@ class LocalCluster:
         await self._unlisten()
         if downtime:
             await asyncio.sleep(downtime)
+        self.watch_cache_rv = self.store.rv
         await self._listen()
 
     def expire_history(self) -> int:

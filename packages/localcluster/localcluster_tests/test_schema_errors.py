@@ -65,7 +65,7 @@ def test_cel_immutable_error_text():
     spec = {"runMode": {"pause": {"resumeSpecs": ["a", "b"]}}}
     old = {"runMode": {"pause": {"resumeSpecs": ["a"]}}}
     assert check(schema, spec, old_spec=old) == [
-        'spec.runMode.pause.resumeSpecs: Invalid value: "array": resumeSpecs is immutable'
+        'spec.runMode.pause.resumeSpecs: Invalid value: resumeSpecs is immutable'
     ]
 
 

@@ -12,7 +12,17 @@ import celpy
 from celpy import celtypes
 
 from .. import cel_lists
-from .field_errors import ABSENT, DUPLICATE, FORBIDDEN, INVALID, REQUIRED, FieldError, field_error_path, format_path
+from .field_errors import (
+    ABSENT,
+    DUPLICATE,
+    FORBIDDEN,
+    INVALID,
+    OMITTED,
+    REQUIRED,
+    FieldError,
+    field_error_path,
+    format_path,
+)
 
 if TYPE_CHECKING:
     from .compiled import Node
@@ -138,7 +148,7 @@ def _rule_violation(rule: Rule, node: Node, path: tuple | None, activation: dict
         return FieldError(rule.reason, where, detail)
     if rule.reason == DUPLICATE:
         return FieldError(DUPLICATE, where, "", node.schema_type)
-    return FieldError(INVALID, where, detail, node.schema_type)
+    return FieldError(INVALID, where, detail, OMITTED)
 
 
 def _evaluated_message(rule: Rule, activation: dict) -> str:
