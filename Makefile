@@ -10,7 +10,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TF_VENV := .venv-tf
 
-.PHONY: local test test-real test-fast test-localcluster lint typecheck cov bench mutants install install-local install-torch install-tensorflow lock image model-long model-mutants
+.PHONY: generate local test test-real test-fast test-localcluster lint typecheck cov bench mutants install install-local install-torch install-tensorflow lock image model-long model-mutants
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -141,6 +141,12 @@ model-long: install
 # Each hand-made mutant of the engine (tests/controller/model/mutants.py) applied in turn: the model must kill it.
 model-mutants: install
 	$(BIN)/python -m tests.controller.model.mutants --examples $${EXAMPLES:-1000}
+
+# Every generated file, from its source (scripts/generate.py says which, and in what order): the kinds' CRDs, the
+# dashboard, the lists of the kinds (RBAC, webhooks, kustomize, the chart's notes) and the chart's copies. A test fails
+# while one is stale (tests/program/test_generate.py).
+generate: install
+	$(BIN)/python scripts/generate.py
 
 bench: install
 	$(BIN)/python bench/bench_localcluster.py

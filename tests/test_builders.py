@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import find
+from hypothesis import strategies as st
 
+from controller.kinds import registry
 from controller.kinds.genericjob.validation import parse, validate
 from controller.kinds.tensorflow.kind import TENSORFLOW as TENSORFLOW_KIND
 from controller.kinds.tensorflow.models import TensorFlowTrainingJob
@@ -55,3 +58,14 @@ def test_it_builds_a_tensorflow_training_job_as_well():
     assert TENSORFLOW_KIND.parse(job) == model  # the kind's parser and checks agree with the model
     with pytest.raises(ValueError, match="no builder for kind"):
         JobBuilder("x", kind="MXNetTrainingJob")
+
+
+@pytest.mark.parametrize("name", list(registry.KINDS))
+def test_it_builds_a_job_of_every_registered_kind_from_its_model_contracts_spec(name):
+    # The spec a kind's model contract draws (controller/kinds/<kind>/testing.py) is one admission takes.
+    kind = registry.KINDS[name]
+    drawn = st.composite(lambda draw: registry.model_contract(kind).draw(draw, "All"))()
+    spec = find(drawn, lambda _: True)["spec"]
+    built = JobBuilder("drawn", kind=name, namespace="ns", uid="u-3").spec(**spec)
+    assert built.obj()["apiVersion"] == kind.api.api_version
+    assert isinstance(built.model(), kind.model) and not isinstance(kind.parse(built.obj()), list)

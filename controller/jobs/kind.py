@@ -24,6 +24,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from apimachinery.resource import Resource
@@ -151,6 +152,9 @@ class StatusCodec(Protocol):
         """`status` with the records of ranks scaled away, and the restarts of records dropped for size."""
 
 
+NO_STATUS: Mapping[str, Any] = MappingProxyType({})  # (a job with no status yet)
+
+
 class Dependent(NamedTuple):
     """An API of objects a kind's jobs own besides pods, Services and the PodGroup, as the kind declares it."""
 
@@ -237,9 +241,11 @@ class JobKind(Protocol[J]):
         """The kind's changes to a replica's pod spec (a copy of its template's spec), in place: its variables
         and environment, and `override` (pods.Override, the run mode's command and args; None for none)."""
 
-    def dependents(self, job: J) -> dict[Resource, dict]:
+    def dependents(self, job: J, status: Mapping[str, Any] = NO_STATUS) -> dict[Resource, dict]:
         """The dependent objects the job wants, by resource: created, kept in step with it (a merge patch of
-        each field its `Dependent.follows`), left in place when the job finishes (they go with the job)."""
+        each field its `Dependent.follows`), left in place when the job finishes (they go with the job).
+        `status`: the job's status as this reconcile writes it (its replica records: an MPI job's
+        discover_hosts.sh names the workers Running)."""
 
     def dependent_status(self, job: J, observed: Mapping[Resource, list[dict] | None],
                          actions: Mapping[Resource, str]) -> dict:
@@ -307,7 +313,7 @@ class KindBase(ABC, Generic[J]):
     def active_deadline(self, job: J) -> float | None:
         return None
 
-    def dependents(self, job: J) -> dict[Resource, dict]:
+    def dependents(self, job: J, status: Mapping[str, Any] = NO_STATUS) -> dict[Resource, dict]:
         return {}
 
     def dependent_status(self, job: J, observed: Mapping[Resource, list[dict] | None],

@@ -12,7 +12,7 @@ import functools
 import importlib
 import importlib.util
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
@@ -27,6 +27,9 @@ from controller.runtime.controller import ControllerConfig
 from controller.runtime.group import ControllerGroup
 from informers import InformerFactory, Resource
 from kubeclient.rest import RestClient
+
+if TYPE_CHECKING:
+    from controller.jobs.testing import ModelContract
 
 KINDS: dict[str, JobKind[Any]] = {kind.api.kind: kind for kind in (GENERICJOB, TENSORFLOW, PYTORCH, MPIJOB)}
 
@@ -50,6 +53,14 @@ def local_crds() -> dict[str, dict]:
     TensorBoard): for `local` and the tests, never in the default install."""
     return {f"{dependent.resource.plural}.yaml": dependent.local_crd()
             for kind in KINDS.values() for dependent in kind.dependent_resources if dependent.local_crd is not None}
+
+
+def model_contract(kind: JobKind) -> ModelContract:
+    """The kind's model contract: its rules written out from the spec for the engine's model test
+    (controller/jobs/testing.py), the `MODEL` of its folder's `testing` module (controller/kinds/<kind>/testing.py),
+    or the kind's own `model_contract` (a kind a test defines). Only the tests ask."""
+    own = getattr(kind, "model_contract", None)
+    return own if own is not None else importlib.import_module(f"{_package(kind)}.testing").MODEL
 
 
 def _package(kind: JobKind) -> str:

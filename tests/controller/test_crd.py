@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from controller.jobs.children.podgroup import podgroup_crd
+from controller.jobs.kind import KindBase
 from controller.jobs.schema import crd as generic
 from controller.kinds import registry
 from controller.kinds.genericjob import crd
@@ -429,3 +430,12 @@ async def test_an_edit_to_no_replicas_is_refused_and_one_type_may_be_zero(api):
         api.update(obj)
     assert caught.value.code == 422 and "spec.replicaSpecs: Invalid value" in caught.value.message
     assert "a job needs at least one replica" in caught.value.message
+
+
+@pytest.mark.parametrize("kind", list(registry.KINDS.values()), ids=list(registry.KINDS))
+def test_status_group_restart_is_in_the_schema_of_the_kinds_whose_replicas_restart_together(kind):
+    # The engine writes status.groupRestart only for a kind that declares a group restart (MPIJob's); a structural
+    # schema prunes a field it lacks, and a field no controller writes would only mislead `kubectl explain`.
+    declares = type(kind).restart_together is not KindBase.restart_together
+    status = openapi(kind.crd())["properties"]["status"]["properties"]
+    assert ("groupRestart" in status) == declares, kind.api.kind

@@ -3,10 +3,13 @@ rewritten by a scale, a Secret created once and never patched, a TensorBoard's `
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from apimachinery.resource import Resource
 from controller.jobs.decisions import upkeep
 from controller.jobs.decisions.actions import CreateChild, PatchChild
-from controller.jobs.kind import Dependent
+from controller.jobs.kind import NO_STATUS, Dependent
 from controller.kinds.genericjob.kind import GenericJobKind
 from controller.kinds.genericjob.models import GenericJob
 from tests.controller.plan_support import make_job
@@ -21,7 +24,7 @@ class WithDependents(GenericJobKind):
                            Dependent(BOARDS, "Board"))
     keys = 0
 
-    def dependents(self, job: GenericJob) -> dict[Resource, dict]:
+    def dependents(self, job: GenericJob, status: Mapping[str, Any] = NO_STATUS) -> dict[Resource, dict]:
         self.keys += 1  # a new key each time it is asked: it must be written once only
         workers = sum(spec.replicas for spec in job.spec.replica_specs)
         hosts = "".join(f"{job.name}-worker-{i}\n" for i in range(workers))

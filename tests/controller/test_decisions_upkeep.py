@@ -201,7 +201,7 @@ def test_a_dependent_whose_api_is_missing_does_not_stop_the_next_one():
 
     missing, present = Resource("example.com", "v1", "missings"), Resource("example.com", "v1", "presents")
     bodies = {resource: {"metadata": {"name": "tf"}, "spec": {"a": 1}} for resource in (missing, present)}
-    kind = SimpleNamespace(dependents=lambda job: bodies, dependent_resources=[],
+    kind = SimpleNamespace(dependents=lambda job, status: bodies, dependent_resources=[],
                            dependent_status=lambda job, observed, done: dict(done))
     actions, reported = upkeep.dependent_actions(kind, None, {missing: None, present: []}, terminal=False)
     assert actions == [CreateChild("presents", "tf", bodies[present])] and reported == {present: "Create"}

@@ -140,6 +140,35 @@ def test_the_plan_holds_the_launcher_back_unless_at_startup():
     assert CreatePod("launcher", 0, "immediate") in early.create
 
 
+def test_discover_hosts_names_only_the_workers_running_and_the_hostfile_every_one():
+    job = parsed(mpijob(workers=3))
+    pods = [{"metadata": {"name": f"pi-worker-{rank}", "namespace": "ns", "uid": f"w{rank}",
+                          "labels": {MPIJOB.api.type_label: "worker", MPIJOB.api.rank_label: str(rank)},
+                          "ownerReferences": [{"uid": "uid-1", "controller": True}]},
+             "status": {"phase": phase}} for rank, phase in enumerate(["Running", "Pending", "Running"])]
+    config = {environment.CONFIGMAPS: [], environment.SECRETS: []}
+    made = plan(MPIJOB, job, plan(MPIJOB, job, {}, [], NOW, dependents=config).status, pods, NOW, dependents=config)
+    [body] = [a.body for a in made.dependents if isinstance(a, CreateChild) and a.resource == "configmaps"]
+    discovered = body["data"]["discover_hosts.sh"].splitlines()
+    assert discovered == ["#!/bin/sh", "echo pi-worker-0.pi.ns.svc:1", "echo pi-worker-2.pi.ns.svc:1"]
+    assert len(body["data"]["hostfile"].splitlines()) == 3
+
+
+def test_under_never_a_lost_worker_is_final_and_the_job_fails_saying_which_and_why():
+    job = parsed(mpijob(workers=2, worker={"replicas": 2, "template": copy.deepcopy(POD), "restartPolicy": "Never"}))
+    pods = [{"metadata": {"name": name, "namespace": "ns", "uid": f"u-{name}",
+                          "labels": {MPIJOB.api.type_label: t, MPIJOB.api.rank_label: "0" if t == "launcher" else n}},
+             "status": {"phase": "Running"}}
+            for name, t, n in [("pi-launcher-0", "launcher", "0"), ("pi-worker-0", "worker", "0"),
+                               ("pi-worker-1", "worker", "1")]]
+    running = plan(MPIJOB, job, plan(MPIJOB, job, {}, [], NOW).status, pods, NOW).status
+    lost = plan(MPIJOB, job, running, pods[:2], NOW)  # worker-1's pod deleted by someone (or its node lost)
+    assert lost.status["phase"] == "Failed" and lost.status["reason"] == "ReplicaFailed"
+    failed = next(c for c in lost.status["conditions"] if c["type"] == "Failed")
+    assert "pi-worker-1" in failed["message"] and "Never" in failed["message"], failed["message"]
+    assert not any(isinstance(c, CreatePod) for c in lost.create)
+
+
 def test_the_crd_prints_as_the_other_kinds_and_fits_a_client_side_apply():
     crd = MPIJOB.crd()
     version = crd["spec"]["versions"][0]
@@ -195,3 +224,39 @@ def test_the_keys_are_made_once_per_job_and_the_launcher_names_the_success():
     assert environment.ssh_secret(other, MPIJOB.api)["data"] != first["data"]  # a new job, new keys
     verdict = MPIJOB.verdict(job, {("launcher", 0): "Succeeded", ("worker", 0): None, ("worker", 1): None})
     assert verdict is not None and verdict.message == "The launcher pi-launcher-0 has succeeded."
+
+
+# --- the group restart counted once, however it is seen (the engine's model found each) -----------------------------
+
+
+def mpi_pods(phases: dict[str, str]) -> list[dict]:
+    return [{"metadata": {"name": name, "namespace": "ns", "uid": f"u-{name}",
+                          "labels": {MPIJOB.api.type_label: name.split("-")[1], MPIJOB.api.rank_label: name[-1]}},
+             "status": {"phase": phase}} for name, phase in phases.items()]
+
+
+def running_status(job: MPIJob, workers: int) -> dict:
+    up = mpi_pods({"pi-launcher-0": "Running", **{f"pi-worker-{r}": "Running" for r in range(workers)}})
+    return plan(MPIJOB, job, plan(MPIJOB, job, {}, [], NOW).status, up, NOW).status
+
+
+def test_a_group_failing_together_is_judged_against_the_budget_before_it_draws_on_it():
+    job = parsed(mpijob(workers=2, runPolicy={"backoffLimit": 1}))
+    failed = plan(MPIJOB, job, running_status(job, 2), mpi_pods(
+        {"pi-launcher-0": "Failed", "pi-worker-0": "Failed", "pi-worker-1": "Failed"}), NOW)
+    assert failed.status["phase"] not in ("Failed", "Succeeded"), failed.status.get("conditions")
+    assert failed.status["backoffCount"] == 1
+
+
+def test_a_group_failing_as_the_job_is_paused_counts_once():
+    job = parsed(mpijob(workers=2, runMode={"pause": {"enabled": True}}))
+    paused = plan(MPIJOB, job, running_status(parsed(mpijob(workers=2)), 2), mpi_pods(
+        {"pi-launcher-0": "Running", "pi-worker-0": "Failed", "pi-worker-1": "Failed"}), NOW)
+    assert paused.status["phase"] == "Paused" and paused.status["backoffCount"] == 1
+
+
+def test_a_rank_scaled_away_failing_with_its_group_counts_with_the_group():
+    job = parsed(mpijob(workers=1))
+    scaled = plan(MPIJOB, job, running_status(parsed(mpijob(workers=2)), 2), mpi_pods(
+        {"pi-launcher-0": "Running", "pi-worker-0": "Failed", "pi-worker-1": "Failed"}), NOW)
+    assert scaled.status["backoffCount"] == 1

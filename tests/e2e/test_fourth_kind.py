@@ -1,8 +1,10 @@
 """A fourth kind, in tests only and in this one file: ShellJob, replicas of any type that each run their template
 once; the job succeeds when every replica has, and fails when any fails (no restarts). It is the kind SDK's
-proof that a kind is one folder: its model, CRD and `JobKind` here, built on KindBase's defaults, registered in a
-test registry, parsed, validated, planned, its CRD generated and applied to localcluster, and a job of it run
-to success by the engine, with no line of the engine or of the other kinds changed for it.
+proof that a kind is one folder: its model, CRD, `JobKind` and model contract (its rules for the engine's model test)
+here, built on KindBase's defaults, registered in a test registry, parsed, validated, planned, its CRD generated and
+applied to localcluster, a job of it run to success by the engine, and, registered in the real registry for the
+length of a test, run through the engine's model test (tests/controller/model), with no line of the engine, of the
+other kinds or of the model test changed for it.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from controller.jobs.schema.validation import (
     run_mode_errors,
     template_errors,
 )
+from controller.jobs.testing import Judgement, ModelContract
 from controller.kinds import registry
 from localcluster.testing import SCRIPT_ANNOTATION
 
@@ -126,7 +129,45 @@ class ShellJobKind(KindBase[ShellJob]):
         apply_override(override, pod_spec)
 
 
+class ShellJobContract(ModelContract):
+    """Its model contract (controller/jobs/testing.py): the spec's rules for the engine's model test, written from
+    what the kind promises, not from its code: no replica is ever replaced (a lost pod is made again uncounted), the
+    job fails with any replica and succeeds with every one, cleanUpPolicy at the spec's top."""
+
+    kind = KIND
+
+    def cleanup_policy(self, spec: dict) -> str:
+        return spec.get("cleanUpPolicy") or "Unfinished"
+
+    def set_cleanup(self, spec: dict, policy: str) -> None:
+        spec.update(cleanUpPolicy=policy)
+
+    def deadline(self, spec: dict) -> int | None:
+        return None
+
+    def judge(self, spec: dict, replica_type: str, phase: str, code: int | None, restarts: int,
+              job_restarts: int) -> Judgement:
+        return Judgement(False)
+
+    def counts_lost(self, spec: dict, replica_type: str) -> bool:
+        return False
+
+    def verdict(self, spec: dict, outcomes: dict, removed_failed: list) -> str | None:
+        present = self.replicas(spec)
+        if removed_failed or any(outcomes.get(k) == "Failed" for k in present):
+            return "Failed"
+        return "Succeeded" if present and all(outcomes.get(k) == "Succeeded" for k in present) else None
+
+    def draw(self, draw: Any, cleanup: str) -> dict:
+        from hypothesis import strategies as st
+        first = draw(st.integers(0, 2))
+        types = [("a", first), ("b", draw(st.integers(0 if first else 1, 2)))]
+        return self.job({"cleanUpPolicy": cleanup, "replicaSpecs": [
+            {"type": t, "replicas": n, "template": self.template()} for t, n in types]})
+
+
 SHELLJOB = ShellJobKind()
+SHELLJOB.model_contract = ShellJobContract()  # type: ignore[attr-defined]  # (registry.model_contract finds it)
 TEST_KINDS = {**registry.KINDS, KIND: SHELLJOB}  # the test registry: the build's kinds and this one
 
 
@@ -137,6 +178,25 @@ def shelljob(name: str, replicas: dict[str, int], script: dict | None = QUICK) -
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": KIND,
             "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}", "generation": 1},
             "spec": {"replicaSpecs": [{"type": t, "replicas": n, "template": template} for t, n in replicas.items()]}}
+
+
+# --- registered in the real registry: the engine's model test covers it ------------------------------------
+
+
+@pytest.mark.slow  # the engine's model, 300 stories of ShellJobs (a minute)
+@pytest.mark.timeout(600)
+def test_registered_in_the_real_registry_the_engines_model_test_runs_it(monkeypatch):
+    from hypothesis import HealthCheck, Phase, settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from tests.controller.model import job_strategy, shards
+
+    monkeypatch.setitem(registry.KINDS, KIND, SHELLJOB)  # as one entry of registry.py would
+    monkeypatch.setattr(job_strategy, "KINDS", {KIND: SHELLJOB})  # (its stories only)
+    run_state_machine_as_test(shards.machine(1), settings=settings(
+        max_examples=300, stateful_step_count=50, derandomize=True, database=None, deadline=None,
+        phases=[Phase.explicit, Phase.generate], suppress_health_check=[HealthCheck.too_slow,
+                                                                        HealthCheck.filter_too_much]))
 
 
 # --- parsed, validated, planned -------------------------------------------------------------------------

@@ -81,7 +81,11 @@ async def test_the_launcher_waits_for_ready_workers_the_objects_are_kept_and_the
     config = await mjobs.core.read_namespaced_config_map("hello-config", "default")
     assert config.data["hostfile"] == ("hello-worker-0.hello.default.svc slots=1\n"
                                        "hello-worker-1.hello.default.svc slots=1\n")
-    assert "echo hello-worker-1.hello.default.svc:1" in config.data["discover_hosts.sh"]
+    # discover_hosts.sh names only the workers Running: worker-1 is still Pending.
+    async def discover() -> str:
+        return (await mjobs.core.read_namespaced_config_map("hello-config", "default")).data["discover_hosts.sh"]
+    await until(lambda: _has(discover(), "echo hello-worker-0.hello.default.svc:1"), what="worker-0 discovered")
+    assert "hello-worker-1" not in await discover()
     secret = await mjobs.core.read_namespaced_secret("hello-ssh", "default")
     assert secret.type == "kubernetes.io/ssh-auth"
     assert base64.b64decode(secret.data["ssh-privatekey"]).startswith(b"-----BEGIN OPENSSH PRIVATE KEY-----")
@@ -194,6 +198,17 @@ async def test_under_never_a_failed_worker_fails_the_job(cluster, mj_controller,
     await finish_pod(mjobs, "never-worker-0", 1)
     done = await mjobs.wait_phase("never", "Failed")
     assert status(done)["reason"] == "ReplicaFailed" and status(done)["backoffCount"] == 0
+
+
+async def test_under_never_a_lost_worker_fails_the_job_saying_which_and_why(cluster, mj_controller, mjobs):
+    await mjobs.submit(mpijob("lost", 2, restart="Never"))
+    await running(mjobs, "lost", 2)
+    await mjobs.core.delete_namespaced_pod("lost-worker-1", "default", grace_period_seconds=0)
+    done = await mjobs.wait_phase("lost", "Failed")
+    assert status(done)["reason"] == "ReplicaFailed" and status(done)["backoffCount"] == 0
+    failed = next(c for c in status(done)["conditions"] if c["type"] == "Failed")
+    assert "lost-worker-1" in failed["message"] and "Never" in failed["message"], failed["message"]
+    assert not replicas(done)["lost-worker-1"].get("restartCount")
 
 
 async def test_the_backoff_limit_fails_the_job_after_its_restarts(cluster, mj_controller, mjobs):

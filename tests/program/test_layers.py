@@ -44,7 +44,9 @@ LOCALCLUSTER_LAYERS = ["validation", "errors", "storage", "fields", "auth", "adm
 # controller/jobs/'s rooms, lowest first: each imports only its own and those before it. kind.py and training/ (the
 # seam every room reads, and the kit the kinds build on) stand apart; the package's __init__ says what it holds.
 JOB_ROOMS = ["schema", "children", "decisions", "execution"]
-JOB_SEAM = ("controller.jobs.kind", "controller.jobs.training")
+# controller.jobs.testing, the base of the kinds' test contracts (what the model test asks a kind), stands apart too:
+# it imports nothing of the engine.
+JOB_SEAM = ("controller.jobs.kind", "controller.jobs.training", "controller.jobs.testing")
 # What the pure decisions never import: the network, the event loop, the clients, the caches, the runtime.
 IO_MODULES = ("aiohttp", "asyncio", "kubernetes_asyncio", "kubeclient", "informers",
               "workqueue", "controller.runtime", "socket", "ssl", "subprocess", "http", "urllib", "structlog",

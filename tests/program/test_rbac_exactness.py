@@ -11,17 +11,14 @@ import yaml
 
 from controller.jobs.children.podgroup import GROUP as PG_GROUP
 from controller.jobs.execution.controller import JobController
+from controller.jobs.testing import ApiExercise
 from controller.kinds import registry
 from controller.kinds.genericjob.kind import GENERICJOB
-from controller.kinds.genericjob.models import GROUP, VERSION
 from controller.kinds.registry import make_controller
 from controller.runtime.controller import ControllerConfig
 from controller.runtime.group import ControllerGroup
 from controller.runtime.leader import LeaderElectionConfig, LeaderElector
 from controller.runtime.preflight import preflight
-from tests.builders import PYTORCH as PYTORCH_KIND
-from tests.builders import TENSORFLOW as TENSORFLOW_KIND
-from tests.builders import JobBuilder
 from tests.clients import controller_client
 from tests.e2e.conftest import CRDS, FAIL, FAST, FOREVER, MERGE, QUICK, condition, genericjob, replicas, template
 
@@ -65,15 +62,10 @@ NAMESPACED_ROLE = {"leases"}  # granted by the Role in the controller's namespac
 # records it running), and the force-delete of a pod stuck terminating needs no more than `delete pods`,
 # which clean-up and restarts use.
 NOT_EXERCISED: dict[Rule, str] = {
-    (GROUP, "genericjobs/finalizers", "update"):
-        "checked by OwnerReferencesPermissionEnforcement on every child's create, never requested: "
-        "test_without_the_finalizers_rule_every_pod_create_is_refused shows the need",
-    (GROUP, "tensorflowtrainingjobs/finalizers", "update"):
-        "as genericjobs/finalizers: checked on every child's create of a TensorFlowTrainingJob, never requested",
-    (GROUP, "pytorchtrainingjobs/finalizers", "update"):
-        "as genericjobs/finalizers: checked on every child's create of a PyTorchTrainingJob, never requested",
-    (GROUP, "mpijobs/finalizers", "update"):
-        "as genericjobs/finalizers: checked on every child's create of an MPIJob, never requested",
+    **{(kind.api.group, f"{kind.api.plural}/finalizers", "update"):
+       f"checked by OwnerReferencesPermissionEnforcement on every child's create of a {kind.api.kind}, never "
+       "requested: test_without_the_finalizers_rule_every_pod_create_is_refused shows the need"
+       for kind in registry.KINDS.values()},
     ("scheduler.tensorstack.dev", "podgroups", "get"):
         "who holds a PodGroup name a create found taken (not met in this run, where each PodGroup is made once): "
         "tests/e2e/test_live_conflicts.py::test_a_podgroup_taken_by_a_job_of_another_kind_holds_the_pods_back",
@@ -100,16 +92,14 @@ async def run_every_api_path(cluster, group: ControllerGroup) -> None:
     local = InProcess(cluster)
     controller = next(member for member in group.members if member.kind is GENERICJOB)
 
-    # A TensorFlowTrainingJob that succeeds: its kind's list, watch and status writes; its TensorBoard made,
-    # then patched when its tensorboardSpec is edited.
-    board = {"image": "tensorflow/tensorflow:2.11.0"}
-    pod = template(FOREVER)
-    pod["spec"]["containers"][0]["name"] = "tensorflow"
-    tfjob = JobBuilder("tf", kind=TENSORFLOW_KIND).replica("worker", 1, template=pod).spec(tensorboardSpec=board).obj()
-    local.api.create(cluster.registry.get(GROUP, VERSION, "tensorflowtrainingjobs"), "default", tfjob)
-    # A PyTorchTrainingJob: its kind's list, watch and status writes.
-    pjob = JobBuilder("pj", kind=PYTORCH_KIND).replica("master", 1, template=template(QUICK)).obj()
-    local.api.create(cluster.registry.get(GROUP, VERSION, "pytorchtrainingjobs"), "default", pjob)
+    # A job of every other kind, as its folder's contract writes it (controller/kinds/<kind>/testing.py): its kind's
+    # list, watch and status writes, and what it adds (a TensorBoard, an MPIJob's ConfigMap and Secret), made, then
+    # patched by an edit of the job.
+    exercises = [(kind, exercise) for kind in registry.KINDS.values()
+                 if (exercise := registry.model_contract(kind).api_exercise(template(FOREVER))) is not None]
+    for kind, exercise in exercises:
+        local.api.create(cluster.registry.get(kind.api.group, kind.api.version, kind.api.plural), "default",
+                         exercise.job)
 
     # Succeeds: pods created, status written, Events created.
     local.submit(genericjob("succeeds", {"worker": 2}, script=QUICK))
@@ -173,29 +163,8 @@ async def run_every_api_path(cluster, group: ControllerGroup) -> None:
     local.force_delete_pod("lost-worker-0")
     await local.wait_phase("lost", "Failed")  # restartPolicy Never: a lost pod has failed for good
 
-    tf_jobs = cluster.registry.get(GROUP, VERSION, "tensorflowtrainingjobs")
-    boards = cluster.registry.get("tensorstack.dev", "v1beta1", "tensorboards")
-    await local.wait("the TensorFlowTrainingJob's TensorBoard", lambda: local.store.objects(
-        ("tensorstack.dev", "tensorboards"), "default"))
-    local.api.patch(tf_jobs, "default", "tf", MERGE, {"spec": {"tensorboardSpec": {"image": "tensorflow:2.12"}}})
-    await local.wait("the TensorBoard follows the edit", lambda: local.api.get(boards, "default", "tf")["spec"]
-                     == {"image": "tensorflow:2.12"})
-    local.api.delete(tf_jobs, "default", "tf", {"propagationPolicy": "Background"})
-
-    # An MPIJob: its kind's list, watch and status writes; its hostfile ConfigMap and SSH Secret made, and the
-    # ConfigMap's data patched when the workers are scaled.
-    mpi_jobs = cluster.registry.get(GROUP, VERSION, "mpijobs")
-    mpijob = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "MPIJob", "metadata": {"name": "mpi", "namespace": "default"},
-              "spec": {"launcher": {"template": template(FOREVER)},
-                       "worker": {"replicas": 1, "template": template(FOREVER)}}}
-    local.api.create(mpi_jobs, "default", mpijob)
-    await local.wait("the MPIJob's launcher", lambda: any(p["metadata"]["name"] == "mpi-launcher-0"
-                                                         for p in local.store.objects(("", "pods"), "default")))
-    local.api.patch(mpi_jobs, "default", "mpi", MERGE, {"spec": {"worker": {"replicas": 2}}})
-    await local.wait("the hostfile follows the scale", lambda: any(
-        "mpi-worker-1" in (c.get("data") or {}).get("hostfile", "")
-        for c in local.store.objects(("", "configmaps"), "default")))
-    local.api.delete(mpi_jobs, "default", "mpi", {"propagationPolicy": "Background"})
+    for kind, exercise in exercises:
+        await exercised(local, cluster, kind, exercise)
     await local.wait("controller idle", lambda: all(controller_idle(member) for member in group.members))
 
     # localcluster counts a request when its response ends, and the informers' watches are still open:
@@ -204,6 +173,22 @@ async def run_every_api_path(cluster, group: ControllerGroup) -> None:
     dropped = cluster.drop_watches()
     await local.wait("the dropped watches counted", lambda: sum(
         n for (verb, _, _), n in cluster.faults.requests.items() if verb == "watch") >= watches + dropped)
+
+
+async def exercised(local: InProcess, cluster, kind, exercise: ApiExercise) -> None:
+    """A kind's exercise, its job created: what it makes, then the edit it follows; the job deleted."""
+    jobs = cluster.registry.get(kind.api.group, kind.api.version, kind.api.plural)
+    name = exercise.job["metadata"]["name"]
+    if exercise.made is not None:
+        resource, made = exercise.made
+        await local.wait(f"the {kind.api.kind}'s {resource[1]}", lambda: made(local.store.objects(resource, "default")))
+    if exercise.edit is not None:
+        local.api.patch(jobs, "default", name, MERGE, exercise.edit)
+    if exercise.followed is not None:
+        resource, followed = exercise.followed
+        await local.wait(f"the {kind.api.kind}'s {resource[1]} follow the edit",
+                         lambda: followed(local.store.objects(resource, "default")))
+    local.api.delete(jobs, "default", name, {"propagationPolicy": "Background"})
 
 
 async def run_under_leader_election(cluster, rest_client) -> None:

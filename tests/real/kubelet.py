@@ -23,7 +23,6 @@ from collections.abc import Callable
 
 import orjson
 
-from localcluster.kubelet.scheduling import PODGROUP_CRD
 from localcluster.testing import pod_scripts
 
 from .http import Http
@@ -31,7 +30,7 @@ from .http import Http
 WATCHED = {pod_scripts.PODS: "/api/v1/pods", pod_scripts.PODGROUPS: "/apis/scheduler.tensorstack.dev/v1beta1/podgroups",
            pod_scripts.CRDS: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"}
 # of the CRDs only the PodGroup's (whether gangs are scheduled at all): all of them are megabytes to list
-SELECTORS = {pod_scripts.CRDS: f"metadata.name={PODGROUP_CRD}"}
+SELECTORS = {pod_scripts.CRDS: f"metadata.name={pod_scripts.PODGROUP_CRD}"}
 
 
 class Mirror:

@@ -26,6 +26,24 @@ def together(kind: JobKind, job: ParsedJob) -> frozenset[str]:
     return frozenset(t for first, taken in kind.restart_together(job).items() for t in (first, *taken))
 
 
+def count_once(kind: JobKind, job: ParsedJob, observations: Sequence[Observation],
+               steps: Sequence[Step]) -> tuple[list[Step], list[int]]:
+    """The steps with the group's restarts in this reconcile counted once: the first restart counted of a type in
+    the group stands, the others of the group are replaced with it uncounted; and the indices of all of them. A
+    running job's (restart_group) and a paused one's alike: a failure seen with the pause is judged first."""
+    members = together(kind, job)
+    out = list(steps)
+    counted = [i for i, (o, s) in enumerate(zip(observations, steps, strict=True))
+               if o.slot.type in members and s.record.restart_count > o.record.restart_count]
+    first = observations[counted[0]].slot if counted else None
+    for i in counted[1:]:  # one group restart: the others are replaced with it, counting nothing
+        o, s = observations[i], steps[i]
+        out[i] = replace(s, record=replace(s.record, restart_count=o.record.restart_count),
+                         restart_event=f"Restarting replica {o.slot.name} with the group restart of "
+                                       f"{first.name if first else ''} (not counted)")
+    return out, counted
+
+
 def restart_group(kind: JobKind, job: ParsedJob, observations: Sequence[Observation], steps: Sequence[Step],
                   now: str) -> tuple[list[Step], list[Event], dict | None]:
     """The steps with the group restart applied: the first restart counted of a type in the group stands; the
@@ -33,20 +51,10 @@ def restart_group(kind: JobKind, job: ParsedJob, observations: Sequence[Observat
     the budget for them all); the pods of the types that restart with it, still going, are retired uncounted
     (made again by the start order). Also an Event, and the cause for the status (None: no group restart)."""
     rule = kind.restart_together(job)
-    out = list(steps)
-    if not rule:
-        return out, [], None
-    members = together(kind, job)
-    counted = [i for i, (o, s) in enumerate(zip(observations, steps, strict=True))
-               if o.slot.type in members and s.record.restart_count > o.record.restart_count]
+    out, counted = count_once(kind, job, observations, steps)
     if not counted:
         return out, [], None
     first = observations[counted[0]].slot
-    for i in counted[1:]:  # one group restart: the others are replaced with it, counting nothing
-        o, s = observations[i], steps[i]
-        out[i] = replace(s, record=replace(s.record, restart_count=o.record.restart_count),
-                         restart_event=f"Restarting replica {o.slot.name} with the group restart of {first.name} "
-                                       "(not counted)")
     taken = {t for i in counted for t in rule.get(observations[i].slot.type, ())}
     retired = []
     for i, (o, s) in enumerate(zip(observations, steps, strict=True)):

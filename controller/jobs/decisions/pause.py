@@ -3,7 +3,7 @@ pause is judged first), its records kept for the resume, and its phase and Pause
 
 from __future__ import annotations
 
-from controller.jobs.decisions import restart
+from controller.jobs.decisions import group, restart
 from controller.jobs.decisions.actions import NORMAL, PAUSE, DeletePod, Event, Plan, deleted_event, phase_events
 from controller.jobs.decisions.backoff import RestartBackoff
 from controller.jobs.decisions.job_conditions import pause_conditions, progress_conditions, unfinished_conditions
@@ -18,7 +18,8 @@ from controller.jobs.schema.api import JobPhase
 def plan_pause(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observation], now: str,
                delete: list, events: list, now_epoch: float, backoff: RestartBackoff) -> Plan:
     # A failure seen with the pause is judged first: a restart it used is counted (restart.pause).
-    steps = [restart.pause(o, now_epoch, backoff) for o in observations]
+    # A group's restarts seen together count one (group.py), as when the job runs.
+    steps, _ = group.count_once(kind, job, observations, [restart.pause(o, now_epoch, backoff) for o in observations])
     records = [s.record for s in steps]
     for o, s in zip(observations, steps, strict=True):
         if s.restart_event:

@@ -90,7 +90,7 @@ def plan(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict], now: str
     kept_services = core.services if services is None else \
         upkeep.service_actions(kind, job, core.status, services, terminal=core.terminal, making=making)
     force, stuck_check = stuck_pods(pods, clock, stuck_after)
-    kept, reported = upkeep.dependent_actions(kind, job, dependents or {}, terminal=core.terminal)
+    kept, reported = upkeep.dependent_actions(kind, job, dependents or {}, terminal=core.terminal, status=core.status)
     new_status, events = core.status, core.events
     if reported:
         new_status = {**core.status, **reported}
@@ -133,9 +133,9 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
     removed = edits.removed(kind, job.name, old, slots, pods)
     # Every outcome is judged, those of ranks scaled away in the same moment included (after the spec's ranks:
     # a job-wide budget goes to the replicas that stay first).
+    together = group.together(kind, job)
     everyone = restart.observe_all([*slots, *scaled_away],
-                                   sum(slot.record.restart_count for slot in slots) + removed.restarts,
-                                   group.together(kind, job))
+                                   sum(slot.record.restart_count for slot in slots) + removed.restarts, together)
     observations, leaving = everyone[:len(slots)], everyone[len(slots):]
     now_epoch = clock if clock is not None else epoch(now)  # the clock when given: `now` has whole seconds
     run_mode = job.spec.run_mode
@@ -148,7 +148,9 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
         # both at once. A debug pod's end is no outcome of the workload.
         verdict = kind.verdict(job, edits.judged(observations, leaving))
     # A job that ends now restarts nothing: a retryable failure of a rank scaled away counts only if it goes on.
-    removed = judged_away(removed, leaving, stamp(now_epoch), now_epoch, backoff, counting=verdict is None)
+    removed = judged_away(removed, leaving, stamp(now_epoch), now_epoch, backoff, counting=verdict is None,
+                          together=together, group_counted=any(
+                              o.slot.type in together and restart.will_count(o) for o in observations))
     if verdict is not None:
         # The job ends, so the scale-down seen with it is an edit of a finished job: the pods of the ranks it
         # removed are left to the clean-up policy (their records are kept, in their type's task), as every other

@@ -86,16 +86,21 @@ def observe_all(slots: Sequence[Slot], job_restarts: int, together: Collection[s
     """Every replica observed in order, each knowing the restarts granted to those before it in this same
     reconcile: two replicas failing at once draw on a job-wide budget one after the other, so a budget
     of one restarts the first and fails the second. Replicas of the types in `together` restart as one group
-    (the kind's `restart_together`): the group's restarts in one reconcile draw one restart of the budget."""
+    (the kind's `restart_together`): the group's restarts in one reconcile draw one restart of the budget, so each
+    of the group after the first is judged against the budget as it was before the group drew on it (the spec's
+    "one group restart counts once, whichever pods it replaced")."""
     observations = []
-    group_counted = False
+    group_base: int | None = None  # the job's restarts before this reconcile's group restart drew its one
     for slot in slots:
-        obs = observe(slot, job_restarts)
-        obs.job_restarts = job_restarts
+        grouped = slot.type in together
+        before = group_base if grouped and group_base is not None else job_restarts
+        obs = observe(slot, before)
+        obs.job_restarts = before
         observations.append(obs)
-        if will_count(obs) and not (group_counted and slot.type in together):
+        if will_count(obs) and not (grouped and group_base is not None):
+            if grouped:
+                group_base = job_restarts
             job_restarts += 1
-            group_counted = group_counted or slot.type in together
     return observations
 
 
@@ -153,15 +158,17 @@ def _gone(slot: Slot, job_restarts: int) -> Observation:
 
     If it was last seen finished, its last phase stands in for it: a completed pod that disappears
     is not run again. Otherwise it was lost while running (deleted by hand, evicted, lost node), and
-    a lost pod is a failure: under OnFailure and Always it is replaced and counted, and when the
-    replica's limit is used up the replica has failed for good instead. Under Never nothing is
-    counted and the pod is recreated, since the job cannot finish without the replica.
+    a lost pod is a failure without an exit code, judged as any (`counts_lost_pods`): under OnFailure and
+    Always it is replaced and counted, and when the replica's limit is used up the replica has failed for
+    good instead (so has one whose rule replaces no failure: an MPI job's under Never). A rule that does not
+    count lost pods (Never, for most kinds) recreates it uncounted, since the job cannot finish without the
+    replica.
     """
     record, policy = slot.record, slot.policy
     if record.phase in FINISHED:
         return Observation(slot, Seen.GONE, record, final_outcome(record.phase, policy, record.restart_count,
                                                                   record.containers, job_restarts))
-    if not policy.counts_lost_pods or policy.can_restart(record.restart_count, job_restarts):
+    if not policy.counts_lost_pods or policy.replaces("Failed", record.restart_count, (), job_restarts):
         return Observation(slot, Seen.GONE, record, None)
     return Observation(slot, Seen.GONE, record.in_phase("Failed"), Outcome.FAILED)
 

@@ -4,7 +4,7 @@ job that ends in the same moment settled by its clean-up policy instead (`settle
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping
+from collections.abc import Collection, Container, Mapping
 
 from controller.jobs.decisions import cleanup, edits, restart
 from controller.jobs.decisions.actions import CLEANUP, SCALE_DOWN, DeletePod, Event, Plan, deleted_event
@@ -47,17 +47,21 @@ def settle_leaving(policy: CleanUpPolicy, removed: edits.Removed,
 
 
 def judged_away(removed: edits.Removed, leaving: list[Observation], now: str, now_epoch: float,
-                backoff: RestartBackoff, counting: bool = True) -> edits.Removed:
+                backoff: RestartBackoff, counting: bool = True, together: Collection[str] = (),
+                group_counted: bool = False) -> edits.Removed:
     """The records of ranks scaled away (Deleted, in their type's task), with what their pods came to as the
     scale-down was seen: a failure their policy replaces used a restart (counted, never refunded, though the rank
     is not recreated), unless the job ends (`counting` False: as for its other replicas, a failure seen as it ends
-    is no restart). A rank whose record was dropped for size keeps that restart in its type's count."""
+    is no restart), or it is one of a restart group (`together`, the kind's) whose restart this reconcile has
+    counted already (`group_counted`: by a replica of the spec; restart.observe_all judged it so). A rank whose
+    record was dropped for size keeps that restart in its type's count."""
     if not leaving:
         return removed
     judged = {}
     for o in leaving:
         record = o.record
-        if counting and restart.will_count(o):
+        if counting and restart.will_count(o) and not (group_counted and o.slot.type in together):
+            group_counted = group_counted or o.slot.type in together
             record = record.counted(now, streak=backoff.streak(record.restart_streak, o.slot.pod, now_epoch))
         judged[o.slot.name] = (o.slot.type, o.slot.record.restart_count, record.retired().in_phase(DELETED))
     by_type = {replica_type: [judged.pop(r.name)[2] if r.name in judged else r for r in records]

@@ -11,13 +11,14 @@ nothing new (`making` False) and keeps what it has.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from apimachinery.resource import Resource
 from controller.jobs.children import podgroup, services
 from controller.jobs.decisions import cleanup
 from controller.jobs.decisions.actions import PODGROUPS, SERVICES, ChildAction, CreateChild, DeleteChild, PatchChild
 from controller.jobs.decisions.replica_records import DELETED
-from controller.jobs.kind import JobKind, ParsedJob
+from controller.jobs.kind import NO_STATUS, JobKind, ParsedJob
 from controller.jobs.schema.api import CleanUpPolicy
 from controller.jobs.schema.naming import replica_name
 
@@ -94,14 +95,14 @@ def podgroup_actions(kind: JobKind, job: ParsedJob, existing: list[dict], *, ter
 
 
 def dependent_actions(kind: JobKind, job: ParsedJob, observed: Mapping[Resource, list[dict] | None], *,
-                      terminal: bool) -> tuple[list[ChildAction], dict]:
+                      terminal: bool, status: Mapping[str, Any] = NO_STATUS) -> tuple[list[ChildAction], dict]:
     """The kind's dependents (a TensorBoard, a ConfigMap): created while the job has not finished, the fields
     each `Dependent.follows` kept in step (a merge patch of each; none of a Secret made once), never deleted
-    (they go with the job); and the status fields reporting them."""
+    (they go with the job); and the status fields reporting them. `status`: the plan's new status."""
     actions: list[ChildAction] = []
     done: dict[Resource, str] = {}
     follows = {d.resource: d.follows for d in kind.dependent_resources}
-    for resource, body in kind.dependents(job).items():
+    for resource, body in kind.dependents(job, status).items():
         current_objects = observed.get(resource)
         if current_objects is None:
             continue  # the cluster has no such API: the kind's status says so

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from apimachinery.resource import Resource
-from controller.jobs.kind import Dependent, KindBase, Outcomes, ReplicaSpec
+from controller.jobs.kind import NO_STATUS, Dependent, KindBase, Outcomes, ReplicaSpec
 from controller.jobs.schema.api import JobPhase, Outcome, Verdict
 from controller.jobs.schema.validation import (
     FromObject,
@@ -72,6 +72,7 @@ class TrainingKind(KindBase[T]):
     port_name: str  # the training container's port of this name, else default_port, is each replica's Service's
     default_port: int
     dependent_resources: tuple[Dependent, ...] = (tensorboard.DEPENDENT,)
+    restart_rule_type: type[ReplicaRestart] = ReplicaRestart  # the rule of each replica type (restart_rule)
 
     def validate(self, job: T) -> list[SpecError]:
         """The kind's own checks of a parsed job, after those every training job gets."""
@@ -108,7 +109,8 @@ class TrainingKind(KindBase[T]):
         if spec is None:
             raise KeyError(f'replica type "{replica_type}" is not in spec.replicaSpecs of {job.name}')
         container = self.training_container(spec.template.get("spec") or {}) or {}
-        return ReplicaRestart(spec.restart_policy, job.spec.run_policy.backoff_limit, str(container.get("name") or ""))
+        return self.restart_rule_type(spec.restart_policy, job.spec.run_policy.backoff_limit,
+                                      str(container.get("name") or ""))
 
     def verdict(self, job: T, outcomes: Outcomes) -> Verdict | None:
         failed = sorted((key for key, outcome in outcomes.items() if outcome == Outcome.FAILED),
@@ -128,7 +130,7 @@ class TrainingKind(KindBase[T]):
     def active_deadline(self, job: T) -> float | None:
         return job.spec.run_policy.active_deadline_seconds
 
-    def dependents(self, job: T) -> dict[Resource, dict]:
+    def dependents(self, job: T, status: Mapping[str, Any] = NO_STATUS) -> dict[Resource, dict]:
         board = tensorboard.desired(job, self.api)
         return {} if board is None else {tensorboard.RESOURCE: board}
 

@@ -20,6 +20,7 @@ from controller.kinds.genericjob.validation import SpecError
 
 class GenericJobKind(KindBase[GenericJob]):
     api = API
+    model = GenericJob  # the parsed model, as the training kinds name theirs (tests/builders.py builds any kind's)
     status = TasksStatus("replicas")  # status.tasks[]: {type, restartCount, replicas: [records]}
 
     def parse(self, obj: dict) -> GenericJob | list[SpecError]:

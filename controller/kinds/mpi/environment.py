@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import copy
 import functools
+from collections.abc import Collection
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
@@ -43,10 +44,14 @@ def host(job: MPIJob, replica_type: str, rank: int) -> str:
     return f"{replica_name(job.name, replica_type, rank)}.{job.name}.{job.namespace}.svc"
 
 
+def replicas(job: MPIJob) -> list[tuple[str, int]]:
+    """The hostfile's replicas in rank order: the launcher first when it runs as a worker, then every worker."""
+    first = [(LAUNCHER, 0)] if job.spec.run_launcher_as_worker else []
+    return first + [(WORKER, rank) for rank in range(job.spec.worker.replicas)]
+
+
 def hosts(job: MPIJob) -> list[str]:
-    """The hostfile's hosts in rank order: the launcher first when it runs as a worker, then every worker."""
-    first = [host(job, LAUNCHER, 0)] if job.spec.run_launcher_as_worker else []
-    return first + [host(job, WORKER, rank) for rank in range(job.spec.worker.replicas)]
+    return [host(job, replica_type, rank) for replica_type, rank in replicas(job)]
 
 
 def hostfile(job: MPIJob) -> str:
@@ -56,9 +61,11 @@ def hostfile(job: MPIJob) -> str:
     return "".join(f"{name}:{slots}\n" for name in hosts(job))  # MPICH and Intel (Hydra)
 
 
-def discover_hosts(job: MPIJob) -> str:
-    """Horovod elastic's host discovery script: prints the workers' hosts, as the hostfile names them."""
-    lines = "".join(f"echo {name}:{job.spec.slots_per_worker}\n" for name in hosts(job))
+def discover_hosts(job: MPIJob, running: Collection[str] = ()) -> str:
+    """Horovod elastic's host discovery script: prints the hosts of the hostfile whose pods are Running (`running`:
+    their replicas' names), so that a worker still starting, or gone, is not handed to mpirun."""
+    lines = "".join(f"echo {host(job, replica_type, rank)}:{job.spec.slots_per_worker}\n"
+                    for replica_type, rank in replicas(job) if replica_name(job.name, replica_type, rank) in running)
     return f"#!/bin/sh\n{lines}"
 
 
@@ -67,9 +74,10 @@ def _metadata(job: MPIJob, api: KindApi, name: str) -> dict:
             "ownerReferences": [owner_reference(api, job.name, job.uid)]}
 
 
-def config_map(job: MPIJob, api: KindApi) -> dict:
+def config_map(job: MPIJob, api: KindApi, running: Collection[str] = ()) -> dict:
+    """The hostfile (every worker) and discover_hosts.sh (those `running`: replica names whose pods are Running)."""
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _metadata(job, api, config_name(job)),
-            "data": {"hostfile": hostfile(job), "discover_hosts.sh": discover_hosts(job)}}
+            "data": {"hostfile": hostfile(job), "discover_hosts.sh": discover_hosts(job, running)}}
 
 
 def ssh_secret(job: MPIJob, api: KindApi) -> dict:

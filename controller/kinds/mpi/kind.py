@@ -18,7 +18,7 @@ from typing import Any
 from apimachinery.resource import Resource
 from controller.jobs.children.pods import Override, apply_override
 from controller.jobs.decisions.status_codec import TasksStatus
-from controller.jobs.kind import Dependent, Outcomes
+from controller.jobs.kind import NO_STATUS, Dependent, Outcomes
 from controller.jobs.schema.api import JobPhase, Verdict
 from controller.jobs.schema.naming import replica_name
 from controller.jobs.schema.validation import (
@@ -29,10 +29,21 @@ from controller.jobs.schema.validation import (
     template_errors,
 )
 from controller.jobs.training.kind import TrainingKind
+from controller.jobs.training.restart import ReplicaRestart
 from controller.kinds.mpi import crd, environment
 from controller.kinds.mpi.models import API, LAUNCHER, WORKER, LauncherCreationPolicy, MPIJob
 
 _FIELDS = {"spec.replicaSpecs[0]": "spec.launcher", "spec.replicaSpecs[1]": "spec.worker"}
+
+
+class MPIRestart(ReplicaRestart):
+    """The kit's rule, but a pod lost while running (deleted, evicted, its node gone) is a failure under every
+    policy: under Never it is final (the spec's "Under Never, any failure is final"), where the other training
+    kinds recreate it uncounted."""
+
+    @property
+    def counts_lost_pods(self) -> bool:
+        return True
 
 
 class MPIJobKind(TrainingKind[MPIJob]):
@@ -44,6 +55,7 @@ class MPIJobKind(TrainingKind[MPIJob]):
     port_name = "ssh"
     default_port = 22
     dependent_resources: tuple[Dependent, ...] = (environment.CONFIG, environment.SSH)
+    restart_rule_type = MPIRestart
 
     def parse(self, obj: dict) -> MPIJob | list[SpecError]:
         job = parse(obj, MPIJob)
@@ -79,8 +91,10 @@ class MPIJobKind(TrainingKind[MPIJob]):
     def service_ports(self, job: MPIJob, replica_type: str) -> list[dict] | None:
         return None
 
-    def dependents(self, job: MPIJob) -> dict[Resource, dict]:
-        return {environment.CONFIGMAPS: environment.config_map(job, self.api),
+    def dependents(self, job: MPIJob, status: Mapping[str, Any] = NO_STATUS) -> dict[Resource, dict]:
+        running = {name for name, record in self.status.stored_records(status).items()
+                   if record.get("phase") == "Running"}
+        return {environment.CONFIGMAPS: environment.config_map(job, self.api, running),
                 environment.SECRETS: environment.ssh_secret(job, self.api)}
 
     def dependent_status(self, job: MPIJob, observed: Mapping[Resource, list[dict] | None],

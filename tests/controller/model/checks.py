@@ -4,6 +4,7 @@ pod writes and the pods it leaves, each failure a defect (a tolerated known one,
 from __future__ import annotations
 
 import copy
+import re
 
 from controller.jobs.schema.naming import replica_name
 from tests.controller.model import rules as r
@@ -117,7 +118,7 @@ class Checks:
         if any(c.get("type") == "SpecInvalid" and c.get("status") == "True" for c in status.get("conditions") or ()) \
                 or status.get("reason") == "InvalidSpec":
             return  # an edit not applied: the records are those of the spec before it
-        ranks = {replica_name(JOB, *key) for key in r.replicas(spec)}
+        ranks = {replica_name(JOB, *key) for key in r.replicas(self.kind_name, spec)}
         wrong = sorted(name for name, record in records(self.kind, status).items()
                        if (record.get("removed") is True) == (name in ranks))
         if wrong:
@@ -161,6 +162,9 @@ class Checks:
                 if debug != r.run_mode(spec, "debug") or r.run_mode(spec, "pause"):
                     self.defect(None, f"pod {name} created {'in debug mode' if debug else 'for the workload'} "
                                       f"while the spec says {spec.get('runMode')}")
+                if waits := self._not_ready(spec, key[0]):
+                    self.defect(None, f"pod {name} created before every replica it waits for is Running and Ready "
+                                      f"(not: {', '.join(waits)})")
                 if problem := self.ledger.created(key, name, pod, entry[3], debug):
                     self.defect(None, problem)
             elif verb == "delete":
@@ -179,11 +183,11 @@ class Checks:
         restart, a pause, a debug change or a scale-down decided before the end: the delete may not have gone
         through, or the cache not show it yet)."""
         life = self.ledger.lives.get(uid)
-        if life is not None and life.retired in ("restart", "pause", "mode", "scale"):
+        if life is not None and life.retired in ("restart", "pause", "mode", "scale", "group"):
             return
         if self.end_ranks is not None and name not in self.end_ranks:
             return  # a pod of a rank scaled away before the end (its delete waited for the cache to show it)
-        ranks = {replica_name(JOB, *k) for k in r.replicas(spec)}
+        ranks = {replica_name(JOB, *k) for k in r.replicas(self.kind_name, spec)}
         if r.run_mode(spec, "pause") and (phase not in FINISHED or name not in ranks):
             # A paused job runs no pod: one the pause retired unseen (its record Deleted, the cache lagging) is
             # deleted when seen, ended or not; and a rank the pause retired and a scale-down then removed is no
@@ -196,6 +200,59 @@ class Checks:
             scaled = not finished_before and name not in ranks
             self.defect("finish-applies-scale-down" if scaled else None,
                         f"pod {name} ({phase}) deleted from a finished job whose cleanUpPolicy keeps it")
+
+    def _not_ready(self, spec: dict, replica_type: str) -> list[str]:
+        """The replicas a pod of the type waits for (the start order) that are not Running and Ready, as seen."""
+        waits_for = r.start_after(self.kind_name, spec).get(replica_type, ())
+        return [replica_name(JOB, *key) for key in r.replicas(self.kind_name, spec)
+                if key[0] in waits_for and not self.ledger.ready(key, self.pods_seen)]
+
+    def _check_dependence(self, spec: dict, after: dict) -> None:
+        """After a reconcile of a running job that could act: the start order holds back only what waits for a
+        replica not Ready (a replica held says WaitingForReady only then), a group restart has taken the live
+        pods of the types it takes, and the hostfile names the workers of the spec."""
+        kept = records(self.kind, after)
+        for key in r.replicas(self.kind_name, spec):
+            name = replica_name(JOB, *key)
+            if (kept.get(name, {}).get("waiting") or {}).get("reason") == r.WAITING_FOR_READY and \
+                    not self._not_ready(spec, key[0]):
+                self.defect(None, f"{name} is held back (WaitingForReady) though every replica it waits for is "
+                                  f"Running and Ready (start order: {r.start_after(self.kind_name, spec) or 'none'})")
+                return
+            rep = self.ledger.reps.get(key)
+            life = rep.life if rep else None
+            pod = self.pods_seen.get(life.name) if life else None
+            if key[0] in self.ledger.taken and life and not life.debug and not life.retired and pod and \
+                    pod["metadata"]["uid"] == life.uid and pod["status"].get("phase") not in FINISHED and \
+                    not pod["metadata"].get("deletionTimestamp"):
+                self.defect(None, f"a group restart that takes the {key[0]} with it left {name}'s live pod in place")
+                return
+        cause = self.ledger.group_cause
+        said = (after.get("groupRestart") or {}).get("replica")
+        if cause is not None and not r.run_mode(spec, "pause") and said != replica_name(JOB, *cause):
+            self.defect(None, f"status.groupRestart names {said}, but the group restart is "
+                              f"{replica_name(JOB, *cause)}'s")
+            return
+        if said is not None and not r.restart_together(self.kind_name, spec):
+            self.defect(None, f"status.groupRestart ({said}) of a kind whose replicas do not restart together")
+            return
+        wanted = r.hostfile_hosts(self.kind_name, spec)
+        if wanted is None:
+            return
+        config = (self.world.children.get("configmaps") or {}).get(f"{JOB}-config")
+        data = (config or {}).get("data") or {}
+        named = [(m[1], int(m[2])) for m in re.finditer(r"^(\S+?)(?: slots=|:)(\d+)$", data.get("hostfile", ""), re.M)]
+        if named != wanted:
+            self.defect(None, f"the hostfile names {named or 'nothing'}, but the spec's workers are {wanted}")
+            return
+        # discover_hosts.sh: those of the hostfile's replicas whose pods are Running (as seen, not being retired).
+        running = [(host, slots) for (host, slots), key in zip(wanted, r.hostfile_replicas(self.kind_name, spec),
+                                                               strict=True) if self.ledger.running(key, self.pods_seen)]
+        discovered = [(m[1], int(m[2])) for m in re.finditer(r"^echo (\S+):(\d+)$", data.get("discover_hosts.sh", ""),
+                                                             re.M)]
+        if discovered != running:
+            self.defect(None, f"discover_hosts.sh names {discovered or 'nothing'}, but the workers Running are "
+                              f"{running or 'none'}")
 
     def _check_pods_follow(self, status: dict) -> None:
         """After a reconcile that saw every pod: a finished job keeps only what its current policy keeps, and the

@@ -1,29 +1,18 @@
-"""The jobs the engine's model (machine.py) runs: a Hypothesis strategy drawing a job of any kind."""
+"""The jobs the engine's model (machine.py) runs: a Hypothesis strategy drawing a job of any registered kind, each
+drawn by its kind's model contract (rules.contract)."""
 
 from __future__ import annotations
 
-import copy
-
 from hypothesis import strategies as st
 
+from controller.jobs.testing import COMMAND
+from controller.jobs.training.testing import DEADLINE
 from controller.kinds import registry
 from tests.controller.model import rules as r
-from tests.controller.model.world import JOB, NS, UID
 
-COMMAND = ["python", "train.py"]
 DEBUG_COMMAND = ["sleep", "inf"]
-DEADLINE = 60
-# By kind name; test_engine_model checks that rules.py models each (but those it lists as not modelled yet).
-KINDS = {name: kind for name, kind in registry.KINDS.items() if name not in r.NOT_YET_MODELLED}
-
-
-def job_object(kind: str, types: list[tuple[str, int, object]], extra: dict) -> dict:
-    template = {"spec": {"containers": [{"name": r.CONTAINER[kind], "image": "train:1", "command": COMMAND}]}}
-    specs = [{"type": t, "replicas": n, "restartPolicy": policy, "template": copy.deepcopy(template)}
-             for t, n, policy in types]
-    return {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": kind,
-            "metadata": {"name": JOB, "namespace": NS, "uid": UID, "generation": 1},
-            "spec": {"replicaSpecs": specs, **extra}}
+__all__ = ["COMMAND", "DEADLINE", "DEBUG_COMMAND", "KINDS", "jobs"]
+KINDS = registry.KINDS  # by kind name: every one is drawn
 
 
 @st.composite
@@ -31,33 +20,4 @@ def jobs(draw) -> dict:
     """A job of any kind: several replica types, per-type policies, budgets, rules, deadline, clean-up."""
     kind = draw(st.sampled_from(list(KINDS)))
     cleanup = draw(st.sampled_from(["None", "Unfinished", "All"]))
-    if kind == r.GENERIC:
-        policy = st.fixed_dictionaries({"policy": st.sampled_from(["Never", "OnFailure", "Always"]),
-                                        "limit": st.sampled_from([0, 1, 2])})
-        master = draw(st.booleans())
-        workers = draw(st.integers(0 if master else 1, 3))
-        types = ([("master", 1, draw(policy))] if master else []) + [("worker", workers, draw(policy))]
-        extra: dict = {"cleanUpPolicy": cleanup}
-        success = [None] + ([[{"worker": [0]}]] if workers else []) + ([[{"master": [0]}]] if master else [])
-        failure = [None] + ([[{"worker": [0]}, {"worker": [1]}]] if workers >= 2 else [])
-        if chosen := draw(st.sampled_from(success)):
-            extra["successRules"] = chosen
-        if chosen := draw(st.sampled_from(failure)):
-            extra["failureRules"] = chosen
-        return job_object(kind, types, extra)
-    policy = st.sampled_from(["Never", "OnFailure", "Always", "ExitCode"])
-    if kind == r.TENSORFLOW:
-        chief = draw(st.booleans())
-        types = ([("chief", 1, draw(policy))] if chief else []) + \
-            [("worker", draw(st.integers(0 if chief else 1, 3)), draw(policy)), ("ps", draw(st.integers(0, 1)),
-                                                                                  draw(policy))]
-    else:
-        master = draw(st.booleans())
-        types = ([("master", 1, draw(policy))] if master else []) + \
-            [("worker", draw(st.integers(0 if master else 1, 3)), draw(policy))]
-    run_policy: dict = {"cleanUpPolicy": cleanup}
-    if (limit := draw(st.sampled_from([None, 0, 1, 2]))) is not None:
-        run_policy["backoffLimit"] = limit
-    if (deadline := draw(st.sampled_from([None, DEADLINE]))) is not None:
-        run_policy["activeDeadlineSeconds"] = deadline
-    return job_object(kind, types, {"runPolicy": run_policy})
+    return r.contract(kind).draw(draw, cleanup)

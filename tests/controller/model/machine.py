@@ -39,7 +39,7 @@ from informers import Lister, Store, object_key
 from tests.controller.model import defects
 from tests.controller.model import rules as r
 from tests.controller.model.checks import Checks, is_debug_pod, records
-from tests.controller.model.job_strategy import COMMAND, DEADLINE, DEBUG_COMMAND, KINDS, job_object, jobs
+from tests.controller.model.job_strategy import COMMAND, DEADLINE, DEBUG_COMMAND, KINDS, jobs
 from tests.controller.model.oracle import Expect, Ledger
 from tests.controller.model.rules import FINISHED
 from tests.controller.model.world import EPOCH, JOB, NS, Recorder, World, WorldClient, stamp
@@ -47,7 +47,7 @@ from tests.controller.model.world import EPOCH, JOB, NS, Recorder, World, WorldC
 IGNORED = "the job has finished; spec changes are ignored"
 LIVE = ("Pending", "Running")
 
-__all__ = ["COMMAND", "DEADLINE", "DEBUG_COMMAND", "KINDS", "EngineModel", "is_debug_pod", "job_object", "jobs",
+__all__ = ["COMMAND", "DEADLINE", "DEBUG_COMMAND", "KINDS", "EngineModel", "is_debug_pod", "jobs",
            "records"]
 
 
@@ -60,7 +60,6 @@ class EngineModel(Checks, RuleBasedStateMachine):
     def create_job(self, obj):
         self.kind_name = obj["kind"]
         self.kind = KINDS[self.kind_name]
-        self.types = [s["type"] for s in obj["spec"]["replicaSpecs"]]
         self.world = World(obj, EPOCH)
         self.recorder = Recorder()
         self.ledger = Ledger(self.kind_name)
@@ -106,11 +105,9 @@ class EngineModel(Checks, RuleBasedStateMachine):
     def scale(self, type_index, replicas):
         """A scale edit, to 0 and back included; one admission would refuse (no replicas left, a rule naming
         a removed rank, the master moved) is refused and changes nothing."""
-        index = type_index % len(self.types)
         spec = copy.deepcopy(self.world.job["spec"])
-        spec["replicaSpecs"][index]["replicas"] = replicas
-        if r.valid(self.kind_name, spec):
-            self.world.edit(lambda s: s["replicaSpecs"][index].update(replicas=replicas))
+        if r.scale(self.kind_name, spec, type_index, replicas) and r.valid(self.kind_name, spec):
+            self.world.edit(lambda s: r.scale(self.kind_name, s, type_index, replicas))
         else:
             note("(refused at admission)")
 
@@ -118,7 +115,7 @@ class EngineModel(Checks, RuleBasedStateMachine):
     @rule()
     def change_template(self):
         def bump(spec):
-            container = spec["replicaSpecs"][0]["template"]["spec"]["containers"][0]
+            container = r.replica_specs(self.kind_name, spec)[0]["template"]["spec"]["containers"][0]
             version = int(container["image"].rsplit(":", 1)[1])
             container["image"] = f"{container['image'].rsplit(':', 1)[0]}:{version + 1}"
         self.world.edit(bump)
@@ -136,10 +133,7 @@ class EngineModel(Checks, RuleBasedStateMachine):
     @precondition(lambda self: self.alive)
     @rule(policy=st.sampled_from(["None", "Unfinished", "All"]))
     def change_cleanup(self, policy):
-        if self.kind_name == r.GENERIC:
-            self.world.edit(lambda spec: spec.update(cleanUpPolicy=policy))
-        else:
-            self.world.edit(lambda spec: spec.setdefault("runPolicy", {}).update(cleanUpPolicy=policy))
+        self.world.edit(lambda spec: r.set_cleanup(self.kind_name, spec, policy))
 
     @precondition(lambda self: self.alive and self.steps > 20)
     @rule()
@@ -161,20 +155,58 @@ class EngineModel(Checks, RuleBasedStateMachine):
     @rule(which=st.integers(0, 11))
     def pod_runs(self, which):
         if name := self._pod(which):
-            self.world.set_pod(name, phase="Running", startTime=stamp(self.world.now),
-                               containerStatuses=[{"name": "c", "state": {"running": {}}}])
+            self._runs(name)
+
+    def _runs(self, name: str) -> None:
+        self.world.set_pod(name, phase="Running", startTime=stamp(self.world.now),
+                           containerStatuses=[{"name": "c", "state": {"running": {}}}])
+
+    @rule()
+    def pods_come_up(self):
+        """The kubelet starts every pending pod at once (as after a gang is scheduled), and the controller looks: what
+        a start order waits for is reached in one step (pod_runs, whose `which` Hypothesis keeps small, would need
+        many), so the stories go on to what follows it (a launcher running, a group restart). Again for the pods that
+        look creates (a launcher once its workers run), twice at most."""
+        for _ in range(2):
+            pending = [n for n, p in self.world.pods.items() if p["status"].get("phase") == "Pending"]
+            for name in pending:
+                self._runs(name)
+            written = len(self.world.log)
+            self.reconcile()
+            if self.world.job is None or self.tainted or not any(e[0] == "create" for e in self.world.log[written:]):
+                return
+
+    @rule(which=st.integers(0, 11), ready=st.booleans())
+    def pod_readiness(self, which, ready):
+        """A running pod's readiness probe passes or fails (a pod that reports none counts as Ready)."""
+        name = self._pod(which)
+        if name is not None and self.world.pods[name]["status"].get("phase") == "Running":
+            self.world.set_pod(name, conditions=[{"type": "Ready", "status": "True" if ready else "False"}])
 
     @rule(which=st.integers(0, 11))
     def pod_succeeds(self, which):
         if name := self._pod(which):
             self.world.set_pod(name, phase="Succeeded", containerStatuses=[
-                {"name": r.CONTAINER[self.kind_name], "state": {"terminated": {"exitCode": 0}}}])
+                {"name": r.container(self.kind_name), "state": {"terminated": {"exitCode": 0}}}])
 
     @rule(which=st.integers(0, 11), code=st.sampled_from([1, 137, 143]))
     def pod_fails(self, which, code):
         if name := self._pod(which):
             self.world.set_pod(name, phase="Failed", containerStatuses=[
-                {"name": r.CONTAINER[self.kind_name], "state": {"terminated": {"exitCode": code}}}])
+                {"name": r.container(self.kind_name), "state": {"terminated": {"exitCode": code}}}])
+
+    @rule(which=st.integers(0, 11), code=st.sampled_from([None, 1, 137]))
+    def two_pods_fail(self, which, code):
+        """Two pods end at once (their node drained or lost: evicted, without a code), or fail together (a collective
+        broken in both): what a job-wide budget draws on in spec order, and a group restart counts once."""
+        first = self._pod(which)
+        second = self._pod(which + 1)
+        for name in dict.fromkeys(n for n in (first, second) if n is not None):
+            if code is None:
+                self.world.set_pod(name, phase="Failed", reason="Evicted", containerStatuses=[])
+            else:
+                self.world.set_pod(name, phase="Failed", containerStatuses=[
+                    {"name": r.container(self.kind_name), "state": {"terminated": {"exitCode": code}}}])
 
     @rule(which=st.integers(0, 11))
     def pod_evicted(self, which):
@@ -251,7 +283,7 @@ class EngineModel(Checks, RuleBasedStateMachine):
         if not finished_before and after.get("phase") in FINISHED:
             # The job's ranks as it ends: those of its spec and those scaled away in this very moment (whose pods
             # the clean-up policy decides); a rank scaled away before is no rank of the finished job.
-            self.end_ranks = {replica_name(JOB, *k) for k in [*r.replicas(spec), *expect.removed]}
+            self.end_ranks = {replica_name(JOB, *k) for k in [*r.replicas(self.kind_name, spec), *expect.removed]}
             self.final_policy = r.cleanup_policy(self.kind_name, spec)
             if after.get("reason") == "DeadlineExceeded" and self.final_policy == "None":
                 self.final_policy = "Unfinished"  # past its deadline a job stops: its running pods go
@@ -259,6 +291,8 @@ class EngineModel(Checks, RuleBasedStateMachine):
             self._check_end(before, after, expect, acts)
         if not self.tainted:
             self._check_pod_writes(writes, spec, finished_before, after)
+        if not self.tainted and acts and after.get("phase") not in FINISHED:
+            self._check_dependence(spec, after)
         if wrote and finished_before and not self.tainted:
             self._check_final(after)
         if wrote and not self.tainted:
@@ -300,6 +334,11 @@ class EngineModel(Checks, RuleBasedStateMachine):
         stores = {name: Store() for name in ("jobs", "pods", "services")}
         for name, store in stores.items():
             setattr(self.reconciler, name, Lister(store))
+        for dependent in self.kind.dependent_resources:  # (an informer each, as the controller makes once synced)
+            store = Store()
+            for obj in (self.world.children.get(dependent.resource.plural) or {}).values():
+                store.upsert(object_key(obj), copy.deepcopy(obj))
+            self.reconciler.dependent_listers[dependent.resource] = Lister(store)
         stores["jobs"].upsert(object_key(self.job_seen), copy.deepcopy(self.job_seen))
         for pod in self.pods_seen.values():
             stores["pods"].upsert(object_key(pod), copy.deepcopy(pod))

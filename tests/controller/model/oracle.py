@@ -6,7 +6,10 @@ allow, whether the job must have ended by now, and which pod deletes a running j
 
 Judging follows the spec: a pod outcome the controller sees is judged once, in the reconcile that first sees it,
 by the rules as they were before any edit seen with it (pause, debug change, scale-down); a debug pod decides and
-counts nothing; a pod lost while running is a restart (except under Never); budgets are drawn in spec order."""
+counts nothing; a pod lost while running is a restart (except under Never); budgets are drawn in spec order. A kind
+whose replicas restart together (rules.restart_together: an MPIJob's) counts the group's restarts seen in one
+reconcile once, the others of the group replaced uncounted, and retires the live pods of the types the restart takes
+(`Ledger.taken`)."""
 
 from __future__ import annotations
 
@@ -41,6 +44,7 @@ class Rep:
     decided: int = 0  # restarts the rules granted
     made: int = 0  # replacements created for them
     awaiting: bool = False  # a granted restart whose replacement is not made yet
+    free: bool = False  # ... granted with a group restart counted by another replica: its replacement counts nothing
     outcome: str | None = None  # Succeeded or Failed for good (its current pod's)
     why: str = r.POLICY  # for a failure for good: why it is not replaced
     rerun_ok: bool = False  # retired by a pause, a debug change or a scale-down: it may run again
@@ -72,6 +76,9 @@ class Ledger:
         self.reasons: set[str] = set()
         self.lost_in_debug: set[Key] = set()  # replicas whose pod was lost as debug mode was turned on
         self.debug_ended = False  # a debug pod came to an end (or was lost): decides nothing, by the spec
+        self.taken: set[str] = set()  # the types whose live pods this reconcile's group restart retires
+        self.group_drawn = False  # this reconcile's group restart has drawn its one restart of the budget
+        self.group_cause: Key | None = None  # ... the replica whose restart it is (the first of the group judged)
 
     def rep(self, key: Key) -> Rep:
         return self.reps.setdefault(key, Rep())
@@ -84,15 +91,21 @@ class Ledger:
     def judge(self, spec: dict, seen: dict[str, dict], snapshot_seq: int, world_pods: dict[str, dict],
               now: int) -> Expect:
         expect = Expect()
-        present = r.replicas(spec)
-        before = r.replicas(self.spec_last) if self.spec_last is not None else present
+        present = r.replicas(self.kind, spec)
+        before = r.replicas(self.kind, self.spec_last) if self.spec_last is not None else present
         expect.removed = [k for k in before if k not in present]
         newly_failed = []
         self.granted: list[Key] = []
+        self.taken, self.group_drawn, self.group_cause = set(), False, None
         for key in present + expect.removed:
             outcome = self._judge_replica(spec, key, seen, snapshot_seq, world_pods, expect, key in expect.removed)
             if outcome == "Failed":
                 newly_failed.append(key)
+        # The group restart of the spec's replicas: a rank scaled away is not restarted, and takes nothing with it.
+        restarted = [k for k in self.granted if k in present]
+        together = r.restart_together(self.kind, spec)
+        self.taken = {t for k in restarted for t in together.get(k[0], ())}
+        self.group_cause = next((k for k in restarted if k[0] in r.group(self.kind, spec)), None)
         outcomes = {k: self.reps[k].outcome for k in present if k in self.reps and self.reps[k].outcome}
         removed_failed = expect.failed_removed = [k for k in expect.removed if k in newly_failed]
         verdict = r.verdict(self.kind, spec, outcomes, removed_failed)
@@ -111,8 +124,9 @@ class Ledger:
             # A job that ends in this reconcile replaces nothing: the restarts granted with its end are never made
             # (nor counted). They still drew on the budget while the replicas were judged, in order.
             for key in self.granted:
-                self.reps[key].decided -= 1
-                self.reps[key].awaiting = False
+                self.reps[key].decided -= 0 if self.reps[key].free else 1
+                self.reps[key].awaiting = self.reps[key].free = False
+            self.taken, self.group_cause = set(), None
         paused = r.run_mode(spec, "pause")
         if self.must is None:
             # The edits take effect: a pause retires every replica (all run again at resume), a scale-down the
@@ -136,7 +150,7 @@ class Ledger:
             life.seen_phase = phase
             if phase not in FINISHED:
                 return None
-            return self._ended(spec, key, life, phase, exit_code(pod, r.CONTAINER[self.kind]), False, expect)
+            return self._ended(spec, key, life, phase, exit_code(pod, r.container(self.kind)), False, expect)
         if life.seq > snapshot_seq or any(p["metadata"]["uid"] == life.uid for p in world_pods.values()):
             return None  # not in the cache yet, or the cache lags: the controller waits for it
         if life.seen_phase is None:
@@ -168,10 +182,16 @@ class Ledger:
         if lost and not r.counts_lost(self.kind, spec, key[0]):
             return None  # recreated without counting
         rep = self.rep(key)
-        judgement = r.judge(self.kind, spec, key[0], phase, code, rep.decided, self.job_restarts())
+        # A replica of a group whose restart this reconcile has already drawn restarts with it: it is judged
+        # against the budget as it was before the group drew on it, and counts nothing.
+        grouped = key[0] in r.group(self.kind, spec)
+        with_group = grouped and self.group_drawn
+        judgement = r.judge(self.kind, spec, key[0], phase, code, rep.decided,
+                            self.job_restarts() - (1 if with_group else 0))
         if judgement.replaced:
-            rep.decided += 1
-            rep.awaiting = True
+            rep.decided += 0 if with_group else 1
+            rep.awaiting, rep.free = True, with_group
+            self.group_drawn = self.group_drawn or grouped
             self.granted.append(key)
             return None
         rep.outcome, rep.why = phase, judgement.why
@@ -213,8 +233,8 @@ class Ledger:
         if rep.outcome is not None and not rep.rerun_ok:
             problem = f"replica {name} had come to its end ({rep.outcome} for good) and was given a new pod"
         if rep.awaiting:
-            rep.made += 1
-            rep.awaiting = False
+            rep.made += 0 if rep.free else 1
+            rep.awaiting = rep.free = False
         rep.outcome, rep.rerun_ok = None, False
         rep.life = self.lives[pod["metadata"]["uid"]] = Life(pod["metadata"]["uid"], name, key, debug, seq)
         return problem
@@ -231,12 +251,14 @@ class Ledger:
         debugging = r.run_mode(spec, "debug")
         if r.run_mode(spec, "pause"):
             why = "pause"
-        elif life.key not in r.replicas(spec):
+        elif life.key not in r.replicas(self.kind, spec):
             why = "scale"
         elif life.debug != debugging and (life.debug or phase not in FINISHED):
             why = "mode"
         elif phase in FINISHED and (life.debug or (rep.awaiting and rep.life is life)):
             why = "restart"
+        elif life.key[0] in self.taken and rep.life is life and phase not in FINISHED:
+            why = "group"  # a live pod a group restart takes with it
         else:
             return None
         life.retired = why
@@ -245,6 +267,26 @@ class Ledger:
             if why != "scale":
                 rep.outcome = None
         return why
+
+
+    def running(self, key: Key, seen: dict[str, dict]) -> dict | None:
+        """The replica's current pod, as seen, if it is Running and neither retired nor being deleted."""
+        rep = self.reps.get(key)
+        life = rep.life if rep else None
+        pod = seen.get(life.name) if life else None
+        if life is None or pod is None or pod["metadata"]["uid"] != life.uid or life.retired:
+            return None
+        if pod["metadata"].get("deletionTimestamp") or pod["status"].get("phase") != "Running":
+            return None
+        return pod
+
+    def ready(self, key: Key, seen: dict[str, dict]) -> bool:
+        """Is the replica's current pod, as seen, Running (`running`) and Ready: its Ready condition True, or none
+        reported?"""
+        pod = self.running(key, seen)
+        condition = next((c for c in pod["status"].get("conditions") or () if c.get("type") == "Ready"), None) \
+            if pod else None
+        return pod is not None and (condition is None or condition.get("status") == "True")
 
 
 def exit_code(pod: dict, container: str) -> int | None:

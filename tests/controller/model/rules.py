@@ -1,44 +1,43 @@
-"""What the spec says, written out for the model (shared/spec/README.md), from the job's JSON and nothing of
-the controller's code: which replicas a job has, which replica is the master, whether a finished pod is
-replaced (and whether that uses a budget), and the verdict of the success and failure rules.
-
-The three kinds differ in three ways only: GenericJob's restart limit is per replica and its rules are the
-user's (default: all replicas succeed / any fails for good); TensorFlowTrainingJob and PyTorchTrainingJob share
-one budget (`runPolicy.backoffLimit`, PyTorch's 3 by default), have ExitCode, and succeed with their master."""
+"""What the spec says, written out for the model (shared/spec/README.md), from the job's JSON and nothing of the
+controller's code: each kind's model contract (`controller/kinds/<kind>/testing.py`'s MODEL, found through the
+registry: registry.model_contract), which says which replicas a job has, whether a finished pod is replaced (and
+whether that uses a budget), the verdict of the success and failure rules, the start order, the group restart and
+the hostfile; and what holds for every kind (run modes, the finished phases). The functions here only ask the
+contract of the kind named, so the machine, the oracle and the checks never branch on a kind."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
 
-GENERIC, TENSORFLOW, PYTORCH = "GenericJob", "TensorFlowTrainingJob", "PyTorchTrainingJob"
-MODELLED = (GENERIC, TENSORFLOW, PYTORCH)  # the kinds this module has the rules of
-# Registered kinds the machine does not draw yet, each with why: an MPIJob's start order and group restart (its
-# launcher held back and retired with a worker, the group counted once) need rules of their own here first;
-# tests/controller/test_decisions_group.py and tests/e2e/test_mpijob.py cover them meanwhile (issue 46).
-NOT_YET_MODELLED = {"MPIJob": "start order and group restart: the oracle's rules are still to be written"}
+from controller.jobs.testing import BUDGET, EITHER, POLICY, Judgement, Key, ModelContract
+from controller.kinds import registry
+from tests.controller.model.world import JOB, NS
+
+__all__ = ["BUDGET", "EITHER", "POLICY", "Judgement", "Key"]
+
 FINISHED = ("Succeeded", "Failed")
-RETRYABLE = (130, 137, 138, 143)  # SIGINT, SIGKILL, SIGTERM, and 138 "restart me"
-CONTAINER = {GENERIC: "main", TENSORFLOW: "tensorflow", PYTORCH: "pytorch"}
-POLICY = "policy"  # a failure for good because the policy grants no restart (ReplicaFailed)
-BUDGET = "budget"  # ... because the restarts it granted are used up (BackoffLimitExceeded)
-EITHER = "either"  # a job-wide backoffLimit of 0: a budget that grants nothing; the spec allows either reason
-
-Key = tuple[str, int]  # (replica type, rank)
+WAITING_FOR_READY = "WaitingForReady"  # the spec's waiting reason of a replica the start order holds back
 
 
-@dataclass(frozen=True)
-class Judgement:
-    replaced: bool
-    why: str = POLICY  # for a failure for good: POLICY or BUDGET
+@functools.cache
+def contract(kind: str) -> ModelContract:
+    return registry.model_contract(registry.KINDS[kind])
 
 
-def replicas(spec: dict) -> list[Key]:
-    """Every replica of the spec, in spec order and rank order (the order budgets are drawn in)."""
-    return [(r["type"], rank) for r in spec["replicaSpecs"] for rank in range(r.get("replicas", 1))]
+def container(kind: str) -> str:
+    return contract(kind).container
 
 
-def counts(spec: dict) -> dict[str, int]:
-    return {r["type"]: r.get("replicas", 1) for r in spec["replicaSpecs"]}
+def replica_specs(kind: str, spec: dict) -> list[dict]:
+    return contract(kind).replica_specs(spec)
+
+
+def scale(kind: str, spec: dict, index: int, replicas: int) -> bool:
+    return contract(kind).scale(spec, index, replicas)
+
+
+def replicas(kind: str, spec: dict) -> list[Key]:
+    return contract(kind).replicas(spec)
 
 
 def run_mode(spec: dict, mode: str) -> bool:
@@ -46,114 +45,52 @@ def run_mode(spec: dict, mode: str) -> bool:
     return bool(entry.get("enabled") or entry.get("enable"))
 
 
-def master(kind: str, spec: dict) -> Key | None:
-    """The replica whose success is the job's: TF's chief, else worker 0; PyTorch's master, else global rank 0."""
-    have = counts(spec)
-    if kind == TENSORFLOW:
-        return ("chief", 0) if have.get("chief") else ("worker", 0) if have.get("worker") else None
-    if kind == PYTORCH:
-        if have.get("master"):
-            return "master", 0
-        return next(((t, 0) for t, n in have.items() if n), None)
-    return None
-
-
-def backoff_limit(kind: str, spec: dict) -> int | None:
-    limit = (spec.get("runPolicy") or {}).get("backoffLimit")
-    return 3 if limit is None and kind == PYTORCH else limit
-
-
 def cleanup_policy(kind: str, spec: dict) -> str:
-    if kind == GENERIC:
-        return spec.get("cleanUpPolicy") or "None"
-    return (spec.get("runPolicy") or {}).get("cleanUpPolicy") or "Unfinished"
+    return contract(kind).cleanup_policy(spec)
+
+
+def set_cleanup(kind: str, spec: dict, policy: str) -> None:
+    contract(kind).set_cleanup(spec, policy)
 
 
 def deadline(kind: str, spec: dict) -> int | None:
-    return None if kind == GENERIC else (spec.get("runPolicy") or {}).get("activeDeadlineSeconds")
+    return contract(kind).deadline(spec)
 
 
 def judge(kind: str, spec: dict, replica_type: str, phase: str, code: int | None, restarts: int,
           job_restarts: int) -> Judgement:
-    """A pod of the replica ended with `phase` (a lost pod: Failed without a code): is it replaced (a restart to
-    count), and if not, why. `restarts`: the replica's restarts so far; `job_restarts`: the job's."""
-    entry = next(r for r in spec["replicaSpecs"] if r["type"] == replica_type)
-    if kind == GENERIC:
-        policy = (entry.get("restartPolicy") or {}).get("policy", "OnFailure")
-        limit = (entry.get("restartPolicy") or {}).get("limit", 0)
-        wants = policy == "Always" or (phase == "Failed" and policy == "OnFailure")
-        if not wants or limit == 0:
-            return Judgement(False)
-        return Judgement(True) if restarts < limit else Judgement(False, BUDGET)
-    policy = entry.get("restartPolicy") or "Never"
-    limit = backoff_limit(kind, spec)
-    if phase == "Succeeded":
-        wants = policy == "Always"
-    else:
-        wants = policy in ("OnFailure", "Always") or (policy == "ExitCode" and (code is None or code in RETRYABLE))
-    if not wants:
-        return Judgement(False)
-    if limit == 0:
-        return Judgement(False, EITHER)
-    return Judgement(True) if limit is None or job_restarts < limit else Judgement(False, BUDGET)
+    return contract(kind).judge(spec, replica_type, phase, code, restarts, job_restarts)
 
 
 def counts_lost(kind: str, spec: dict, replica_type: str) -> bool:
-    """A pod lost while running (deleted by someone, its node gone) is a restart to count, except under Never
-    (recreated without counting: the job cannot finish without the replica)."""
-    entry = next(r for r in spec["replicaSpecs"] if r["type"] == replica_type)
-    policy = (entry.get("restartPolicy") or {}).get("policy", "OnFailure") if kind == GENERIC \
-        else entry.get("restartPolicy") or "Never"
-    return policy != "Never"
+    return contract(kind).counts_lost(spec, replica_type)
 
 
 def verdict(kind: str, spec: dict, outcomes: dict[Key, str], removed_failed: list[Key]) -> str | None:
-    """Succeeded or Failed by the rules, given each replica's outcome for good; failure wins a tie.
-    `removed_failed`: ranks being scaled away whose failure for good was seen with the scale-down (judged by the
-    rules as they were)."""
-    present = replicas(spec)
-    failed = [k for k in present if outcomes.get(k) == "Failed"]
-    if kind == GENERIC:
-        failure_rules = spec.get("failureRules") or []
-        if failure_rules:
-            if any(_met(rule, outcomes, "Failed") for rule in failure_rules):
-                return "Failed"
-        elif failed or removed_failed:
-            return "Failed"
-        success_rules = spec.get("successRules") or []
-        if success_rules:
-            return "Succeeded" if any(_met(rule, outcomes, "Succeeded") for rule in success_rules) else None
-        return "Succeeded" if present and all(outcomes.get(k) == "Succeeded" for k in present) else None
-    if failed or removed_failed:
-        return "Failed"
-    boss = master(kind, spec)
-    return "Succeeded" if boss is not None and outcomes.get(boss) == "Succeeded" else None
-
-
-def _met(rule: dict, outcomes: dict[Key, str], wanted: str) -> bool:
-    keys = [(t, int(rank)) for t, ranks in rule.items() for rank in ranks]
-    return bool(keys) and all(outcomes.get(k) == wanted for k in keys)
-
-
-def rule_keys(spec: dict) -> set[Key]:
-    return {(t, int(rank)) for rules in (spec.get("successRules") or [], spec.get("failureRules") or [])
-            for rule in rules for t, ranks in rule.items() for rank in ranks}
+    return contract(kind).verdict(spec, outcomes, removed_failed)
 
 
 def valid(kind: str, spec: dict) -> bool:
-    """Would admission take this spec (the spec's "Invalid input is refused at admission")? Total replicas >= 1,
-    rules name only ranks the spec has, and the master stays (TF: the chief or worker 0; PyTorch: one master)."""
-    have = counts(spec)
-    if sum(have.values()) < 1:
-        return False
-    if any(have.get(t, 0) <= rank for t, rank in rule_keys(spec)):
-        return False
-    if kind == PYTORCH and "master" in have and have["master"] != 1:
-        return False
-    if kind == PYTORCH and "master" not in have and not have.get(spec["replicaSpecs"][0]["type"]):
-        return False  # global rank 0 would move to another type
-    if kind == TENSORFLOW and "chief" in have and have["chief"] != 1:
-        return False
-    if kind == TENSORFLOW and "chief" not in have and not have.get("worker"):
-        return False
-    return True
+    """Would admission take this spec (the spec's "Invalid input is refused at admission")?"""
+    return contract(kind).valid(spec)
+
+
+def start_after(kind: str, spec: dict) -> dict[str, tuple[str, ...]]:
+    return contract(kind).start_after(spec)
+
+
+def restart_together(kind: str, spec: dict) -> dict[str, tuple[str, ...]]:
+    return contract(kind).restart_together(spec)
+
+
+def group(kind: str, spec: dict) -> set[str]:
+    """The types of the job's restart group."""
+    return {t for first, taken in restart_together(kind, spec).items() for t in (first, *taken)}
+
+
+def hostfile_replicas(kind: str, spec: dict) -> list[Key]:
+    return contract(kind).hostfile_replicas(spec)
+
+
+def hostfile_hosts(kind: str, spec: dict) -> list[tuple[str, int]] | None:
+    return contract(kind).hostfile_hosts(spec, JOB, NS)

@@ -31,6 +31,7 @@ class World:
         self.job: dict | None = obj
         self.pods: dict[str, dict] = {}
         self.services: dict[str, dict] = {}
+        self.children: dict[str, dict[str, dict]] = {}  # a kind's dependents (an MPIJob's ConfigMap) by resource
         self.now = now
         self.rv = itertools.count(100)
         self.uids = itertools.count(1)
@@ -83,7 +84,11 @@ class WorldClient:
             self.world.services.setdefault(name, {**obj, "metadata": {**obj["metadata"], "uid": f"svc-{name}"}})
             return obj
         if resource != "pods":
-            return obj
+            kept = self.world.children.setdefault(resource, {})
+            if name in kept:
+                raise ApiStatusError(409, "AlreadyExists", f'{resource} "{name}" already exists')
+            kept[name] = {**copy.deepcopy(obj), "metadata": {**obj["metadata"], "uid": f"{resource}-{name}"}}
+            return kept[name]
         if name in self.world.pods:
             raise ApiStatusError(409, "AlreadyExists", f'pods "{name}" already exists')
         pod = copy.deepcopy(obj)
@@ -123,13 +128,30 @@ class WorldClient:
         self.world.remove_pod(name)
 
     async def patch(self, resource: str, namespace: str, name: str, changes: dict, *, answer: bool = True) -> dict:
-        return {}
+        """A merge patch (RFC 7386) of a dependent; of anything else, nothing."""
+        kept = self.world.children.get(resource) or {}
+        if name not in kept:
+            return {}
+        kept[name] = merged(kept[name], changes)
+        return kept[name]
 
     async def get(self, resource: str, namespace: str, name: str) -> dict:
         pod = self.world.pods.get(name) if resource == "pods" else None
         if pod is None:
             raise ApiStatusError(404, "NotFound", f'{resource} "{name}" not found')
         return pod
+
+
+def merged(target: dict, patch: dict) -> dict:
+    out = copy.deepcopy(target)
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
 
 
 class Recorder:

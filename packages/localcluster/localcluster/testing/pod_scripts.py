@@ -18,11 +18,11 @@ from ..kubelet.runner import _container as container
 from ..kubelet.runner import _finished as finished
 from ..kubelet.runner import _terminated as terminated
 from ..kubelet.runner import _waiting as waiting
-from ..kubelet.scheduling import CRDS, PODGROUPS, PODS, Schedulers
+from ..kubelet.scheduling import CRDS, PODGROUP_CRD, PODGROUPS, PODS, Schedulers
 from ..storage.store import ADDED, DELETED, Event
 
-__all__ = ["ADDED", "CRDS", "DELETED", "NODE", "PODGROUPS", "PODS", "SCRIPT_ANNOTATION", "UNSCHEDULABLE", "Event",
-           "Schedulers", "condition", "container", "finished", "node_object", "now_rfc3339", "pod_scripts",
-           "terminated", "waiting", "write_private_file"]
+__all__ = ["ADDED", "CRDS", "DELETED", "NODE", "PODGROUPS", "PODGROUP_CRD", "PODS", "SCRIPT_ANNOTATION",
+           "UNSCHEDULABLE", "Event", "Schedulers", "condition", "container", "finished", "node_object", "now_rfc3339",
+           "pod_scripts", "terminated", "waiting", "write_private_file"]
 
 pod_scripts = sys.modules[__name__]  # what localcluster.testing's `pod_scripts` names: this module
