@@ -1,14 +1,14 @@
-"""A controller: informers feed a rate-limited work queue; workers reconcile its keys.
+"""A controller: informers feed a rate-limited work queue; workers hand its keys to a reconciler.
 
-    controller = SomeController(rest_client, ControllerConfig(workers=4), name="some")  # a subclass: its reconcile
+    controller = Controller(rest_client, ControllerConfig(workers=4), name="some", reconciler=some_reconciler)
     controller.start_informers()            # may run while standing by for leadership
     await controller.wait_for_sync(30)
     controller.run_workers()                # only while leading
     await controller.stop()                 # stop taking work, finish in-flight reconciles
 
-Nothing here knows what is reconciled: a subclass (controller/jobs/execution/controller.py) makes its
-informers with `informer()`, registers handlers that only compute a key and enqueue it, and
-implements `reconcile(key) -> Result`.
+Nothing here knows what is reconciled: the controller is given a reconciler (`Reconciling`, as controller-runtime's
+Controller is given its Reconciler), and whoever builds it (the job engine's: controller/jobs/execution/controller.py)
+makes its informers with `informer()` and registers handlers that only compute a key and enqueue it.
 """
 
 from __future__ import annotations
@@ -65,11 +65,25 @@ class ControllerConfig:
         return tuple(dict.fromkeys((*names, *self.namespaces)))
 
 
-class Runnable(Protocol):
-    """What the manager runs and checks: a Controller, or a ControllerGroup of several sharing one factory."""
+class Reconciling(Protocol):
+    """What a Controller's workers call (controller-runtime's Reconciler)."""
 
-    client: KubeClient
-    factory: InformerFactory
+    async def reconcile(self, key: str) -> Result: ...
+
+    def current_version(self, key: str) -> str | None:
+        """The resourceVersion of `key` in the primary cache (None when absent): see Controller._await_newer."""
+        ...
+
+
+class Runnable(Protocol):
+    """What the manager runs and checks: a Controller (or what puts one together, as the job engine's JobController),
+    or a ControllerGroup of several sharing one factory."""
+
+    @property
+    def client(self) -> KubeClient: ...
+
+    @property
+    def factory(self) -> InformerFactory: ...
 
     def start_informers(self) -> None: ...
 
@@ -81,7 +95,22 @@ class Runnable(Protocol):
 
     async def stop(self) -> None: ...
 
+    def healthy(self) -> bool: ...
+
     def problems(self) -> list[str]: ...
+
+
+async def start_all(runnable: Runnable, sync_timeout: float) -> None:
+    """Informers, sync, workers: the whole of a Runnable, for tests and single-replica runs (its `start`)."""
+    runnable.start_informers()
+    await runnable.wait_for_sync(sync_timeout)
+    runnable.run_workers()
+
+
+async def stop_all(runnable: Runnable) -> None:
+    """Stop taking work, let in-flight reconciles finish within a bound, then stop everything (a Runnable's `stop`)."""
+    await runnable.stop_workers()
+    await runnable.factory.stop()
 
 
 class Controller:
@@ -89,9 +118,12 @@ class Controller:
 
     def __init__(self, rest: RestClient, config: ControllerConfig | None = None,
                  registry: CollectorRegistry | None = None, *, name: str,
-                 factory: InformerFactory | None = None) -> None:
+                 factory: InformerFactory | None = None, reconciler: Reconciling | None = None) -> None:
         """`name`: the work queue's and the `controller` label of its metrics; `factory`: an informer factory
-        shared with other controllers (a ControllerGroup), by default one of its own."""
+        shared with other controllers (a ControllerGroup), by default one of its own; `reconciler`: what the workers
+        call, given here or set before `run_workers` (a reconciler made with this controller's client, recorder and
+        echoes, as the job engine's, can only be set once they are made)."""
+        self.reconciler = reconciler
         self.config = config = config or ControllerConfig()
         self.metrics = ControllerMetrics(registry, name)
         self.client = KubeClient(rest, qps=config.qps, burst=config.burst, timeout=config.request_timeout)
@@ -117,13 +149,6 @@ class Controller:
         return InformerGroup({namespace: self.factory.informer(resource, namespace, label_selector, transform)
                               for namespace in namespaces})
 
-    async def reconcile(self, key: str) -> Result:
-        raise NotImplementedError
-
-    def current_version(self, key: str) -> str | None:
-        """The resourceVersion of `key` in the primary cache (None when absent): see _await_newer."""
-        return None
-
     # --- lifecycle ------------------------------------------------------------------------
 
     def start_informers(self) -> None:
@@ -134,20 +159,17 @@ class Controller:
         await self.factory.wait_for_sync(timeout)
 
     def run_workers(self) -> None:
+        if self.reconciler is None:
+            raise RuntimeError("a controller's workers need a reconciler")
         self.recorder.start()
         self.metrics.workers(maximum=self.config.workers)
         self._workers = [asyncio.get_running_loop().create_task(self._worker(i)) for i in range(self.config.workers)]
 
     async def start(self, sync_timeout: float = 60.0) -> None:
-        """Informers, sync, workers: the whole controller, for tests and single-replica runs."""
-        self.start_informers()
-        await self.wait_for_sync(sync_timeout)
-        self.run_workers()
+        await start_all(self, sync_timeout)
 
     async def stop(self) -> None:
-        """Stop taking work, let in-flight reconciles finish within a bound, then stop everything."""
-        await self.stop_workers()
-        await self.factory.stop()
+        await stop_all(self)
 
     async def stop_workers(self, drain: bool = True) -> None:
         """Stop taking work; with `drain`, let in-flight reconciles finish within the shutdown timeout and
@@ -163,6 +185,11 @@ class Controller:
         await asyncio.gather(*self._workers, return_exceptions=True)
         self._workers = []
         await self.recorder.stop(drain_timeout=2.0 if drain else 0.0)
+
+    @property
+    def working(self) -> bool:
+        """Are the workers running (only a leader's do)?"""
+        return bool(self._workers)
 
     def healthy(self) -> bool:
         return self.factory.healthy() and all(not t.done() for t in self._workers)
@@ -200,12 +227,15 @@ class Controller:
         """Reconcile `key` as soon as the cache holds a newer version than the one a write lost with (or the one
         its own last write replaced): at once if it came while the write was in flight, else when a watch handler
         reports it (`echoes.arrived`)."""
-        if self.current_version(key) not in (None, lost_at):
+        assert self.reconciler is not None  # (a worker's result brings it here)
+        if self.reconciler.current_version(key) not in (None, lost_at):
             self.queue.add(key)
         else:
             self.echoes.park(key, lost_at)
 
     async def _worker(self, index: int) -> None:
+        reconciler = self.reconciler
+        assert reconciler is not None  # (run_workers checks)
         while True:
             try:
                 key = await self.queue.get()
@@ -217,7 +247,7 @@ class Controller:
             # Every log line of this reconcile, wherever it is written, carries the job and this id.
             bound = structlog.contextvars.bind_contextvars(job=key, reconcile_id=_reconcile_id())
             try:
-                outcome = await self.reconcile(key)
+                outcome = await reconciler.reconcile(key)
                 if outcome.requeue_after is None and outcome.lost_at is not None:
                     self.queue.forget(key)
                     self._await_newer(key, outcome.lost_at)  # nothing failed: no retry, no backoff

@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
-from controller.runtime.controller import Controller
+from controller.runtime.controller import Runnable, start_all, stop_all
 from informers import Resource
 
 
 class ControllerGroup:
-    def __init__(self, members: Sequence[Controller], missing_api_hint: Callable[[Resource], str] | None = None
+    def __init__(self, members: Sequence[Runnable], missing_api_hint: Callable[[Resource], str] | None = None
                  ) -> None:
         if not members:
             raise ValueError("a controller group needs at least one controller")
@@ -42,16 +42,13 @@ class ControllerGroup:
             member.run_workers()
 
     async def start(self, sync_timeout: float = 60.0) -> None:
-        self.start_informers()
-        await self.wait_for_sync(sync_timeout)
-        self.run_workers()
+        await start_all(self, sync_timeout)
 
     async def stop_workers(self, drain: bool = True) -> None:
         await asyncio.gather(*(member.stop_workers(drain) for member in self.members))
 
     async def stop(self) -> None:
-        await self.stop_workers()
-        await self.factory.stop()
+        await stop_all(self)
 
     def healthy(self) -> bool:
         return all(member.healthy() for member in self.members)

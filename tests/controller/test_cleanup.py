@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from controller.jobs.decisions.cleanup import selects, settle
-from controller.jobs.decisions.status import CREATING, DELETED, Replica, blank_record
+from controller.jobs.decisions.replica_records import CREATING, DELETED, Replica, blank_record
 from controller.jobs.schema.api import CleanUpPolicy
 
 from .plan_support import make_pod

@@ -86,12 +86,10 @@ class TakenClient(FakeClient):
 
 
 def harness_with(job: dict, *taken: tuple[str, str]) -> tuple[Harness, Clock]:
-    harness = Harness(job)
-    client = TakenClient(echo=lambda written: harness.put("jobs", written))
-    client.taken = {key: {"metadata": {"name": key[1], "ownerReferences": [OTHER]}} for key in taken}
-    harness.client = harness.reconciler.client = client
     clock = Clock()
-    harness.reconciler.taken = TakenNames(clock=clock)
+    harness = Harness(job, client_type=TakenClient, taken=TakenNames(clock=clock))
+    assert isinstance(harness.client, TakenClient)
+    harness.client.taken = {key: {"metadata": {"name": key[1], "ownerReferences": [OTHER]}} for key in taken}
     return harness, clock
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from controller.jobs.decisions.cause import explained, how
+from controller.jobs.decisions.replica_records import Replica
 from controller.jobs.decisions.restart import Observation, Seen, Slot
-from controller.jobs.decisions.status import Replica
 from controller.jobs.schema.api import JobPhase, Outcome, Verdict
 from controller.jobs.training.restart import ReplicaRestart, RestartPolicyType
 

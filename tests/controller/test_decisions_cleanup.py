@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from controller.jobs.decisions.cleanup import finished_policy, settle
-from controller.jobs.decisions.status import CREATING, DELETED, Replica
+from controller.jobs.decisions.replica_records import CREATING, DELETED, Replica
 from controller.jobs.schema.api import CleanUpPolicy
 
 from .plan_support import make_job

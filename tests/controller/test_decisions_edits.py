@@ -20,8 +20,8 @@ from controller.jobs.decisions.edits import (
     template_changes,
     with_removed,
 )
+from controller.jobs.decisions.replica_records import Replica
 from controller.jobs.decisions.restart import Observation, Seen, Slot
-from controller.jobs.decisions.status import Replica
 from controller.jobs.schema.api import Outcome
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import RestartPolicy

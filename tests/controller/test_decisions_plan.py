@@ -76,7 +76,7 @@ def test_a_finished_job_records_the_clean_up_policy_it_finished_with():
 
 def test_among_look_alike_pods_the_recorded_one_is_the_replicas_then_one_not_retired():
     ps = generic()
-    from controller.jobs.decisions.status import Replica
+    from controller.jobs.decisions.replica_records import Replica
 
     retired, recorded, other = (ps.make_pod("worker", 0, uid) for uid in ("u-old", "u-rec", "u-new"))
     record = Replica("job-worker-0", "u-rec", "Running", last_restart_uid="u-old")

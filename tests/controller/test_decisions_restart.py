@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from controller.jobs.decisions.replica_records import Replica
 from controller.jobs.decisions.restart import Observation, Seen, Slot, observe_all, step, will_count
-from controller.jobs.decisions.status import Replica
 from controller.jobs.schema.api import Outcome
 from controller.jobs.training.restart import ReplicaRestart, RestartPolicyType
 

@@ -163,7 +163,7 @@ def test_a_job_failed_too_large_is_told_by_its_failed_condition_alone():
 
 def test_a_pause_says_its_pods_are_going_and_counts_a_long_runs_failure_as_a_first_quick_one():
     from controller.jobs.decisions.backoff import RestartBackoff, epoch
-    from controller.jobs.decisions.status import read_record
+    from controller.jobs.decisions.replica_records import read_record
 
     pods = Pods()
     job = make_job(("worker", 2, "OnFailure", 5))

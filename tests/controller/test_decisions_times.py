@@ -6,8 +6,8 @@ timestamp and the same moment in seconds, and the times it writes are asserted."
 from __future__ import annotations
 
 from controller.jobs.decisions.backoff import RestartBackoff, epoch, stamp
+from controller.jobs.decisions.replica_records import Replica, read_record
 from controller.jobs.decisions.restart import Observation, Seen, Slot, debug_step, observe, pause, step
-from controller.jobs.decisions.status import Replica, read_record
 from controller.jobs.schema.api import Outcome
 from controller.jobs.training.restart import ReplicaRestart, RestartPolicyType
 

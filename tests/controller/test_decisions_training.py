@@ -87,7 +87,7 @@ def test_reading_enable_as_enabled_leaves_the_given_object_as_it_was():
 
 def test_stored_records_that_cannot_be_read_are_skipped():
     # A status is read as stored: tasks without records, records that are not objects or have no name.
-    from controller.jobs.decisions.status import TasksStatus
+    from controller.jobs.decisions.status_codec import TasksStatus
 
     codec = TasksStatus("replicas")
     status = {"tasks": [{"type": "worker", "replicas": [None, {}, {"name": ""}, {"name": "a-worker-0"}]},
@@ -100,7 +100,8 @@ def test_stored_records_that_cannot_be_read_are_skipped():
 
 def test_replica_fields_count_the_records_of_any_iterable_once():
     # A generator (read once) is counted in the tasks and in the totals alike.
-    from controller.jobs.decisions.status import Replica, TasksStatus
+    from controller.jobs.decisions.replica_records import Replica
+    from controller.jobs.decisions.status_codec import TasksStatus
 
     records = [Replica("a-worker-0", "u0", "Running", restart_count=1), Replica("a-worker-1", "u1", "Failed")]
     fields = TasksStatus("replicas").replica_fields(item for item in [("worker", records)])

@@ -74,7 +74,7 @@ def test_a_cause_without_a_message_says_only_where():
 
 
 def test_the_waiting_condition_names_the_first_replica_and_counts_the_others():
-    from controller.jobs.decisions.status import Replica
+    from controller.jobs.decisions.replica_records import Replica
     from controller.jobs.decisions.waiting import condition
 
     def waiting(name):

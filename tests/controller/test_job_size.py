@@ -11,8 +11,15 @@ import pytest
 
 from apimachinery.errors import ApiStatusError
 from controller.jobs.decisions import oversize
-from controller.jobs.decisions import status as st
-from controller.jobs.decisions.status import Replica
+from controller.jobs.decisions.job_conditions import (
+    find_condition,
+    finished_conditions,
+    pause_conditions,
+    progress_conditions,
+    unfinished_conditions,
+)
+from controller.jobs.decisions.replica_records import Replica
+from controller.jobs.decisions.status_codec import assemble
 from controller.jobs.schema.api import MAX_REPLICAS, MAX_TOTAL_REPLICAS
 from controller.jobs.schema.crd import MAX_REPLICA_TYPES
 from controller.jobs.schema.validation import SpecError
@@ -39,14 +46,14 @@ def worst_status(kind, types: list[tuple[str, int]]) -> dict:
     """The status the controller's own code makes for a finished job whose every replica is at its largest."""
     records = [(t, [worst_record(f"{NAME}-{t}-{rank}") for rank in range(count)]) for t, count in types]
     long_message = "m" * 1024  # a condition message as long as an Event's
-    conditions = st.unfinished_conditions([], TIME)
-    conditions = st.progress_conditions(conditions, phase="Failed", records=[r for _, rs in records for r in rs],
-                                        now=TIME)
-    conditions = st.finished_conditions(conditions, succeeded=False, reason="DeadlineExceeded", message=long_message,
-                                        now=TIME)
-    conditions = st.pause_conditions(conditions, paused=True, pods_left=False, now=TIME)
-    status = st.assemble({"observedGeneration": 2**31}, kind.status, phase="Failed", conditions=conditions,
-                         records_by_type=records, start_time=TIME, completion_time=TIME, reason="DeadlineExceeded")
+    conditions = unfinished_conditions([], TIME)
+    conditions = progress_conditions(conditions, phase="Failed", records=[r for _, rs in records for r in rs],
+                                     now=TIME)
+    conditions = finished_conditions(conditions, succeeded=False, reason="DeadlineExceeded", message=long_message,
+                                     now=TIME)
+    conditions = pause_conditions(conditions, paused=True, pods_left=False, now=TIME)
+    status = assemble({"observedGeneration": 2**31}, kind.status, phase="Failed", conditions=conditions,
+                      records_by_type=records, start_time=TIME, completion_time=TIME, reason="DeadlineExceeded")
     if kind.api.kind == "TensorFlowTrainingJob":
         status["tensorboard"] = {"dependent": NAME, "ready": False, "action": "Create", "reason": "r" * 256,
                                  "note": long_message, "type": "Warning"}
@@ -182,7 +189,7 @@ def test_the_compact_status_keeps_the_counts_and_says_why(kind_name):
     assert "tasks" not in compact and kind.status.stored_types(compact) == []
     assert compact["aggregate"] == big["aggregate"] and compact["backoffCount"] == big["backoffCount"]
     assert (compact["phase"], compact["reason"]) == ("Failed", "StatusTooLarge")
-    assert st.find_condition(compact["conditions"], "Failed") == {
+    assert find_condition(compact["conditions"], "Failed") == {
         "type": "Failed", "status": "True", "reason": "StatusTooLarge", "message": "why", "lastTransitionTime": TIME}
     assert oversize.failed_too_large(compact) and not oversize.failed_too_large(big)
     assert len(orjson.dumps(compact)) < 4096
@@ -196,6 +203,6 @@ def test_the_fallbacks_get_smaller_and_each_says_failed_only_with_the_phase():
     assert sizes == sorted(sizes, reverse=True) and sizes[-1] < 64
     for text, status in attempts:
         assert (status["phase"], status["reason"]) == ("Failed", "StatusTooLarge") and oversize.failed_too_large(status)
-        failed = st.find_condition(status.get("conditions") or (), "Failed")
+        failed = find_condition(status.get("conditions") or (), "Failed")
         assert failed is None or failed["message"] == text
     assert "Failed" not in oversize.nothing_fits("x").replace("phase Failed", "")

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from apimachinery.errors import ApiStatusError
-from controller.jobs.execution.reconciler import Reconciler, WritesFailed
+from controller.jobs.decisions.conflicts import TakenNames
+from controller.jobs.execution.reconciler import WritesFailed, job_reconciler
 from controller.kinds.genericjob.kind import GENERICJOB
 from informers import Lister, Store, object_key
 from tests.builders import JobBuilder
@@ -79,17 +80,19 @@ def job_object(workers: int = 2, *, service: bool = False, status: dict | None =
 
 
 class Harness:
-    def __init__(self, job: dict, *pods: dict, clock: float = 0.0) -> None:
+    def __init__(self, job: dict, *pods: dict, clock: float = 0.0, client_type: type[FakeClient] | None = None,
+                 taken: TakenNames | None = None) -> None:
         self.stores = {name: Store() for name in ("jobs", "pods", "services", "podgroups")}
         self.put("jobs", job)
         for pod in pods:
             self.put("pods", pod)
         # The job cache has each status written at once (its echo), unless a test holds it back.
-        self.client = FakeClient(echo=lambda job: self.put("jobs", job))
+        self.client = (client_type or FakeClient)(echo=lambda job: self.put("jobs", job))
         self.recorder = FakeRecorder()
         listers = {name: Lister(store) for name, store in self.stores.items()}
-        self.reconciler = Reconciler(GENERICJOB, self.client, listers["jobs"], listers["pods"], listers["services"],
-                                     listers["podgroups"], self.recorder, now=lambda: NOW, clock=lambda: clock)
+        self.reconciler = job_reconciler(GENERICJOB, self.client, listers["jobs"], listers["pods"], listers["services"],
+                                         listers["podgroups"], self.recorder, now=lambda: NOW, clock=lambda: clock,
+                                         taken=taken)
 
     def put(self, cache: str, obj: dict) -> None:
         obj["metadata"].setdefault("ownerReferences", [{"apiVersion": "batch.tensorstack.dev/v1beta1",
@@ -308,11 +311,11 @@ async def test_pods_starting_are_reported_together_and_anything_else_at_once():
     """A plan that only reports recorded pods going on from Pending to Running waits up to START_COALESCE for the
     job's other pods (one status write for all of them); a pod first seen (its uid recorded) or finished is
     written at once, and the held-back write is made once the window has passed."""
-    from controller.jobs.execution.coalesce import START_COALESCE
+    from controller.jobs.decisions.coalesce import START_COALESCE
 
     harness = Harness(job_object(workers=2))
     clock = [100.0]
-    harness.reconciler.monotonic = lambda: clock[0]
+    harness.reconciler.status_writer.monotonic = lambda: clock[0]
     await harness.reconcile()  # creates both pods
     job = harness.stores["jobs"].get("ns/job")
 
@@ -342,7 +345,7 @@ async def test_pods_starting_are_reported_together_and_anything_else_at_once():
 
     # Alone: held back once, then written when the window has passed.
     harness = Harness(job_object(workers=2))
-    harness.reconciler.monotonic = lambda: clock[0]
+    harness.reconciler.status_writer.monotonic = lambda: clock[0]
     await harness.reconcile()
     job = harness.stores["jobs"].get("ns/job")
     cached_status(harness.client.statuses[-1])

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
+from controller.jobs.decisions.replica_records import CREATING, DELETED, Replica, blank_record
 from controller.jobs.decisions.restart import Seen, Slot, final_outcome, observe, pause, step
-from controller.jobs.decisions.status import CREATING, DELETED, Replica, blank_record
 from controller.kinds.genericjob.models import RestartPolicy
 from controller.kinds.genericjob.rules import Outcome
 

@@ -8,7 +8,13 @@ import pytest
 from pydantic import ValidationError
 
 from controller.jobs.children.services import desired_service, stored_ports
-from controller.jobs.decisions import status as st
+from controller.jobs.decisions.job_conditions import (
+    REPLICA_FAILURE,
+    find_condition,
+    progress_conditions,
+    write_failure_condition,
+)
+from controller.jobs.decisions.replica_records import blank_record
 from controller.kinds.genericjob.kind import GENERICJOB
 from controller.kinds.genericjob.models import GenericJob
 from controller.runtime.expectations import EXPECTATION_TTL, Expectations
@@ -20,21 +26,21 @@ def at(minute: int) -> str:
 
 
 def test_a_refusal_shows_as_replica_failure_and_keeps_its_transition_time():
-    planned = st.progress_conditions([], phase="Pending", records=[st.blank_record("j-w-0")], now=at(1))
-    shown = st.write_failure_condition(planned, [], "FailedCreate", "Error creating pod j-w-0: quota", at(1))
-    failure = st.find_condition(shown, st.REPLICA_FAILURE)
+    planned = progress_conditions([], phase="Pending", records=[blank_record("j-w-0")], now=at(1))
+    shown = write_failure_condition(planned, [], "FailedCreate", "Error creating pod j-w-0: quota", at(1))
+    failure = find_condition(shown, REPLICA_FAILURE)
     assert (failure["status"], failure["reason"], failure["message"]) == (
         "True", "FailedCreate", "Error creating pod j-w-0: quota")
     assert [c["type"] for c in shown] == [c["type"] for c in planned]  # in place, nothing else touched
     # The next reconcile plans from the stored status (True) and its own replicas (no failure: False);
     # the refusal still stands, so the condition stays True since minute 1.
-    replanned = st.progress_conditions(shown, phase="Pending", records=[st.blank_record("j-w-0")], now=at(5))
-    again = st.write_failure_condition(replanned, shown, "FailedCreate", "Error creating pod j-w-0: quota", at(5))
-    assert st.find_condition(again, st.REPLICA_FAILURE)["lastTransitionTime"] == at(1)
+    replanned = progress_conditions(shown, phase="Pending", records=[blank_record("j-w-0")], now=at(5))
+    again = write_failure_condition(replanned, shown, "FailedCreate", "Error creating pod j-w-0: quota", at(5))
+    assert find_condition(again, REPLICA_FAILURE)["lastTransitionTime"] == at(1)
     # Once the writes go through, the plan's own verdict comes back, with a new transition time.
-    cleared = st.progress_conditions(again, phase="Pending", records=[st.blank_record("j-w-0")], now=at(9))
-    assert st.find_condition(cleared, st.REPLICA_FAILURE) == {
-        "type": st.REPLICA_FAILURE, "status": "False", "reason": "NoFailure", "message": "No replica has failed.",
+    cleared = progress_conditions(again, phase="Pending", records=[blank_record("j-w-0")], now=at(9))
+    assert find_condition(cleared, REPLICA_FAILURE) == {
+        "type": REPLICA_FAILURE, "status": "False", "reason": "NoFailure", "message": "No replica has failed.",
         "lastTransitionTime": at(9)}
 
 

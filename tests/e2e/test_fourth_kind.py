@@ -20,7 +20,7 @@ from pydantic import Field
 from controller.jobs.children.pods import Override, apply_override, desired_pod
 from controller.jobs.decisions.actions import CreatePod
 from controller.jobs.decisions.plan import plan
-from controller.jobs.decisions.status import TasksStatus
+from controller.jobs.decisions.status_codec import TasksStatus
 from controller.jobs.kind import KindApi, KindBase, Outcomes
 from controller.jobs.schema import crd as generic
 from controller.jobs.schema.api import (

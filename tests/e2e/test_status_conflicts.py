@@ -53,10 +53,10 @@ async def test_a_newer_version_already_cached_is_reconciled_at_once(cluster, con
     await until(controllers.idle, what="idle")
     cached = controller.jobs.lister.get("default/job")["metadata"]["resourceVersion"]
     before = controllers.reconciles["default/job"]
-    controller._await_newer("default/job", "1")  # the cache holds a version newer than the one that lost
+    controller.runtime._await_newer("default/job", "1")  # the cache holds a version newer than the one that lost
     await until(lambda: controllers.reconciles["default/job"] == before + 1, what="reconciled at once")
     assert controller.echoes.parked == {}
-    controller._await_newer("default/job", cached)  # not yet: waits for the next version
+    controller.runtime._await_newer("default/job", cached)  # not yet: waits for the next version
     assert controller.echoes.parked == {"default/job": cached}
     await jobs.patch("job", {"metadata": {"annotations": {"a": "b"}}})  # not a generation or label change
     await until(lambda: controllers.reconciles["default/job"] == before + 2, what="reconciled on the new version")

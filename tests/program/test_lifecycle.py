@@ -119,7 +119,7 @@ async def test_a_standby_is_ready_and_idle_and_stops_without_touching_the_lease(
         await Jobs(api_client).submit(genericjob("waiting", script=QUICK))
         await until(lambda: len(manager.controller.jobs.store) == 1, what="the job in the standby's cache")
         assert manager.registry.get_sample_value("leader_election_master_status", {"name": LEASE_NAME}) == 0
-        assert manager.controller._workers == [] and len(manager.controller.queue) == 1  # queued, not worked on
+        assert not manager.controller.runtime.working and len(manager.controller.queue) == 1  # queued, not worked on
         assert await running.stop() == 0
     finally:
         await running.close()

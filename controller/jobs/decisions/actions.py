@@ -8,11 +8,14 @@ succeeded; the others (phase changes, `Restarting`, `InvalidSpec`) after every w
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from controller.jobs.schema.api import JobPhase
+
+if TYPE_CHECKING:  # (conflicts.py's, which a plan carries and never reads)
+    from controller.jobs.decisions.conflicts import Conflict
 
 NORMAL = "Normal"
 WARNING = "Warning"
@@ -84,6 +87,17 @@ class DeleteChild(NamedTuple):
 ChildAction = CreateChild | PatchChild | DeleteChild
 
 
+def child_kinds(dependent_kinds: Mapping[str, str]) -> dict[str, str]:
+    """The kind of each child resource a job makes, by plural, as messages name them: a kind's dependents' by
+    `dependent_kinds` (JobKind.dependent_resources)."""
+    return {**CHILD_KINDS, **dependent_kinds}
+
+
+def child_what(kinds: Mapping[str, str], action: ChildAction) -> str:
+    """The child an action is about, as messages and taken names (conflicts.py) say it: "Service a-worker-0"."""
+    return f"{kinds.get(action.resource, action.resource)} {action.name}"
+
+
 def created_event(name: str) -> Event:
     return Event(NORMAL, "SuccessfulCreate", f"Created pod: {name}")
 
@@ -115,6 +129,13 @@ class Plan:
     force_delete: list[ForceDeletePod] = field(default_factory=list)
     dependents: list[ChildAction] = field(default_factory=list)  # the kind's own dependents (a TensorBoard)
     requeue_after: float | None = None  # seconds until something no watch event announces needs a look
+    # Write the status even unchanged: the plan sends pod creates, and the write with the cached resourceVersion
+    # proves the cached job current (decide.py).
+    confirm: bool = False
+    # The names taken by other owners (conflicts.py) that the job still waits for: the rest are forgotten.
+    taken: tuple[Conflict, ...] = ()
+    # The status write only reports pods starting: it may wait a moment for their siblings (coalesce.py).
+    may_wait: bool = False
 
     def but(self, **changes) -> Plan:
         """A copy with `changes`: dataclasses.replace, without its per-field checks (it ran three times a plan, ~4 us

@@ -30,8 +30,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from controller.jobs.decisions import start_errors
+from controller.jobs.decisions.pod_state import is_terminating
 from controller.jobs.decisions.restart import Observation, Seen, will_count
-from controller.jobs.decisions.status import is_terminating
 from controller.jobs.schema.api import JobPhase, Outcome, Verdict
 
 REPLICA_FAILED = "ReplicaFailed"

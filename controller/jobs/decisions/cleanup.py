@@ -13,16 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from controller.jobs.decisions.status import (
-    CREATING,
-    DELETED,
-    FINISHED,
-    Replica,
-    is_terminating,
-    observed,
-    pod_phase,
-    pod_uid,
-)
+from controller.jobs.decisions.pod_state import is_terminating, pod_phase, pod_uid
+from controller.jobs.decisions.replica_records import CREATING, DELETED, FINISHED, Replica, observed
 from controller.jobs.kind import ParsedJob
 from controller.jobs.schema.api import TERMINAL_PHASES, CleanUpPolicy
 

@@ -2,9 +2,9 @@
 not control (another job's, of any kind, or a stranger's).
 
 Such an object is never adopted, touched or skipped in silence. The reconciler learns of it from the create's
-409 and a look at the object that holds the name; it remembers the name here, per job, and:
+409 and a look at the object that holds the name; it remembers the name here, per job (`TakenNames`), and:
 - the job's status says so: a `ChildConflict` condition names the object and its owner (cleared once every
-  name it wants is free again);
+  name it wants is free again; decide.py gives the plan the names the job still waits for, and the condition);
 - one Warning Event per attempt, identical each time, so the recorder counts it on one Event object;
 - the name is tried again with exponential back-off (BASE_DELAY doubling, up to MAX_DELAY), and not sooner,
   however often the job is reconciled meanwhile: no write storm, no Event each second;
@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from controller.jobs.decisions import status as st
+from controller.jobs.decisions.job_conditions import is_true, set_condition
 
 CHILD_CONFLICT = "ChildConflict"  # the condition type
 BASE_DELAY = 1.0  # seconds before the first retry of a taken name
@@ -114,9 +114,9 @@ def conflict_condition(conditions: list[dict], conflicts: list[Conflict], now: s
         shown = "; ".join(c.condition_message() for c in sorted(conflicts, key=lambda c: c.what)[:NAMES_SHOWN])
         hidden = len(conflicts) - NAMES_SHOWN
         more = f"; and {hidden} more" if hidden > 0 else ""
-        return st.set_condition(conditions, CHILD_CONFLICT, True, "NameTaken",
-                                f"{shown}{more}. The job waits until the names are free.", now)
-    if st.is_true(conditions, CHILD_CONFLICT):
-        return st.set_condition(conditions, CHILD_CONFLICT, False, "NamesFree",
-                                "No name the job needs is taken.", now)
+        return set_condition(conditions, CHILD_CONFLICT, True, "NameTaken",
+                             f"{shown}{more}. The job waits until the names are free.", now)
+    if is_true(conditions, CHILD_CONFLICT):
+        return set_condition(conditions, CHILD_CONFLICT, False, "NamesFree",
+                             "No name the job needs is taken.", now)
     return conditions

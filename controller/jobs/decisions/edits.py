@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from controller.jobs.children.pods import pod_mode, template_hash
-from controller.jobs.decisions import status as st
 from controller.jobs.decisions.actions import DEBUG, NORMAL, Event
+from controller.jobs.decisions.pod_state import is_terminating, pod_phase, pod_uid
+from controller.jobs.decisions.replica_records import DELETED, FINISHED, Replica, read_record
 from controller.jobs.decisions.restart import Observation, Seen
-from controller.jobs.decisions.status import Replica
 from controller.jobs.kind import JobKind, ParsedJob
 from controller.jobs.schema.api import MAX_TOTAL_REPLICAS, Outcome
 
@@ -72,7 +72,7 @@ def removed(kind: JobKind, job_name: str, old: dict, slots: Sequence[Named], pod
         return Removed({}, carried)  # (nothing scaled away: the common case)
     types = _stored_types(kind, job_name, old)
     by_name = {pod["metadata"]["name"]: pod for pod in pods}
-    found = [(types[name], _retired(st.read_record(raw, name), by_name.get(name))) for name, raw in gone.items()]
+    found = [(types[name], _retired(read_record(raw, name), by_name.get(name))) for name, raw in gone.items()]
     # Kept first: a pod still there, then records that restarted, then the lowest ranks (scaled back first).
     found.sort(key=lambda item: (item[1].name not in present, item[1].restart_count == 0, _rank(item[1].name),
                                  item[1].name))
@@ -93,8 +93,8 @@ def _retired(record: Replica, pod: dict | None) -> Replica:
     recorded (made before the cache showed it, the scale-down deletes it), so that a rank scaled back waits for that
     pod to go instead of adopting it (found by the model test: its end was judged as the new rank's)."""
     if pod is not None and not record.uid and not record.last_restart_uid:
-        record = dataclasses.replace(record, uid=st.pod_uid(pod))
-    return record.retired().in_phase(st.DELETED)
+        record = dataclasses.replace(record, uid=pod_uid(pod))
+    return record.retired().in_phase(DELETED)
 
 
 def stored_carried(kind: JobKind, old: Mapping) -> dict[str, int]:
@@ -141,7 +141,7 @@ def described_records(kind: JobKind, old: Mapping, pods: list[dict],
         return {}
     by_name = {p["metadata"]["name"]: p for p in pods}
     by_type = [(replica_type, [describe(record, by_name.get(record.name))
-                               for record in (st.read_record(raw, raw.get("name") or "") for raw in raws)])
+                               for record in (read_record(raw, raw.get("name") or "") for raw in raws)])
                for replica_type, raws in stored]
     return kept_counts(old, kind.status.replica_fields(by_type))
 
@@ -211,9 +211,9 @@ def other_mode(kind: JobKind, o: Observation, debugging: bool) -> bool:
     turned on or off? A debug pod always is, once debug mode is off; a pod of the workload is while it has not
     finished (a finished one is judged, and restarted as any other)."""
     pod = o.slot.pod
-    if o.seen != Seen.CURRENT or pod is None or st.is_terminating(pod):
+    if o.seen != Seen.CURRENT or pod is None or is_terminating(pod):
         return False
     mode = pod_mode(kind.api, pod)
     if mode == DEBUG:
         return not debugging
-    return mode is not None and debugging and st.pod_phase(pod) not in st.FINISHED
+    return mode is not None and debugging and pod_phase(pod) not in FINISHED

@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from controller.jobs.decisions import cause, cleanup
-from controller.jobs.decisions import status as st
 from controller.jobs.decisions.actions import CLEANUP, NORMAL, DeletePod, Event, Plan, deleted_event, phase_event
 from controller.jobs.decisions.deadline import DEADLINE_EXCEEDED
+from controller.jobs.decisions.job_conditions import finished_conditions, progress_conditions
+from controller.jobs.decisions.replica_records import read_record
 from controller.jobs.decisions.restart import Observation, Slot
 from controller.jobs.decisions.slots import by_type, pick, slots_of
+from controller.jobs.decisions.status_codec import assemble
 from controller.jobs.kind import JobKind, ParsedJob
 from controller.jobs.schema.api import CleanUpPolicy, JobPhase, Verdict
 from controller.jobs.schema.naming import replica_of
@@ -39,14 +41,14 @@ def plan_finish(kind: JobKind, job: ParsedJob, old: dict, observations: list[Obs
     delete, events = _cleanup_actions(slots, settled, delete, events)
     old_conditions = old.get("conditions") or []
     # Initialized and ReplicaFailure describe the replicas as the job ended, before the clean-up.
-    conditions = st.progress_conditions(old_conditions, phase=verdict.phase, records=[o.record for o in observations],
-                                        now=now)
+    conditions = progress_conditions(old_conditions, phase=verdict.phase, records=[o.record for o in observations],
+                                     now=now)
     reason = verdict.reason or str(verdict.phase)
-    conditions = st.finished_conditions(conditions, succeeded=verdict.phase == JobPhase.SUCCEEDED,
-                                        reason=reason, message=verdict.message, now=now)
-    new = st.assemble(old, kind.status, phase=verdict.phase, conditions=conditions,
-                      records_by_type=by_type(job, slots, [s.record for s in settled]),
-                      start_time=old.get("startTime") or now, completion_time=now, reason=reason)
+    conditions = finished_conditions(conditions, succeeded=verdict.phase == JobPhase.SUCCEEDED,
+                                     reason=reason, message=verdict.message, now=now)
+    new = assemble(old, kind.status, phase=verdict.phase, conditions=conditions,
+                   records_by_type=by_type(job, slots, [s.record for s in settled]),
+                   start_time=old.get("startTime") or now, completion_time=now, reason=reason)
     new[cleanup.FINISHED_POLICY] = str(policy)  # later edits of the spec are ignored: its clean-up stays this one
     return Plan(new, delete=delete, events=events, terminal=True)
 
@@ -74,7 +76,7 @@ def settle_finished(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict], 
     for replica_type, raws in kind.status.stored_types(old):
         records = []
         for raw in raws:
-            record = st.read_record(raw, raw.get("name") or "")
+            record = read_record(raw, raw.get("name") or "")
             pod = pick(by_replica.get(record.name, []), record)
             settled = cleanup.settle(policy, record, pod, record.name in creating)
             if settled.delete:
@@ -85,9 +87,9 @@ def settle_finished(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict], 
         by_type.append((replica_type, records))
     if old.get("observedGeneration") is not None and job.generation != old.get("observedGeneration"):
         events.append(_finished_edit_event(cleanup.stored_policy(old), policy))
-    new = st.assemble(old, kind.status, phase=old["phase"], conditions=old.get("conditions") or [],
-                      records_by_type=by_type, start_time=old.get("startTime"),
-                      completion_time=old.get("completionTime"))
+    new = assemble(old, kind.status, phase=old["phase"], conditions=old.get("conditions") or [],
+                   records_by_type=by_type, start_time=old.get("startTime"),
+                   completion_time=old.get("completionTime"))
     new[cleanup.FINISHED_POLICY] = str(policy)  # so the next edit of the policy is told from other edits
     return Plan(new, delete=delete, events=events, terminal=True)
 

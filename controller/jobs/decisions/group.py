@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from controller.jobs.decisions.actions import NORMAL, Event
+from controller.jobs.decisions.pod_state import is_terminating, pod_uid
+from controller.jobs.decisions.replica_records import DELETED, FINISHED
 from controller.jobs.decisions.restart import Observation, Seen, Step
-from controller.jobs.decisions.status import DELETED, FINISHED, is_terminating, pod_uid
 from controller.jobs.kind import JobKind, ParsedJob
 
 START_ORDER = "WaitingForReady"  # the waiting reason of a replica the start order holds back

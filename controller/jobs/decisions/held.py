@@ -18,11 +18,13 @@ The CRD refuses most invalid edits, and the admission webhook the rest; one that
 from __future__ import annotations
 
 from controller.jobs.decisions import edits
-from controller.jobs.decisions import status as st
 from controller.jobs.decisions.actions import NORMAL, WARNING, Event, Plan
 from controller.jobs.decisions.backoff import epoch
 from controller.jobs.decisions.deadline import DEADLINE_EXCEEDED
 from controller.jobs.decisions.invalid import plan_invalid
+from controller.jobs.decisions.job_conditions import find_condition, is_true, set_condition
+from controller.jobs.decisions.pod_state import pod_uid
+from controller.jobs.decisions.replica_records import Replica, observed
 from controller.jobs.decisions.stuck import STUCK_TERMINATING_AFTER, stuck_pods
 from controller.jobs.kind import JobKind
 from controller.jobs.schema.api import TERMINAL_PHASES, JobPhase
@@ -58,10 +60,10 @@ def plan_held(kind: JobKind, status: dict, pods: list[dict], problems: str, gene
                             podgroups=podgroups, clock=clock, stuck_after=stuck_after)
     message = held_message(generation, problems)
     conditions = old.get("conditions") or []
-    said = st.find_condition(conditions, SPEC_INVALID) or {}
+    said = find_condition(conditions, SPEC_INVALID) or {}
     # One Warning Event per held generation: the condition already saying this message means it was sent.
     events = [] if said.get("status") == "True" and said.get("message") == message else [Event(WARNING, HELD, message)]
-    conditions = st.set_condition(conditions, SPEC_INVALID, True, HELD, message, now)
+    conditions = set_condition(conditions, SPEC_INVALID, True, HELD, message, now)
     force, stuck_check = stuck_pods(pods, clock, stuck_after)
     new = {**old, **_current_records(kind, old, pods), "conditions": conditions}
     known = [delay for delay in (left, stuck_check) if delay is not None]
@@ -71,11 +73,11 @@ def plan_held(kind: JobKind, status: dict, pods: list[dict], problems: str, gene
 def release(the_plan: Plan, old: dict | None, generation: int | None, now: str) -> Plan:
     """The plan of a valid spec, with a hold of an earlier generation lifted (unchanged when none was held)."""
     old = old or {}
-    if old.get("phase") in TERMINAL_PHASES or not st.is_true(old.get("conditions") or [], SPEC_INVALID):
+    if old.get("phase") in TERMINAL_PHASES or not is_true(old.get("conditions") or [], SPEC_INVALID):
         return the_plan
     message = f"Generation {generation} is valid: the job goes on with it."
-    conditions = st.set_condition(the_plan.status.get("conditions") or [], SPEC_INVALID, False, RELEASED,
-                                  message, now)
+    conditions = set_condition(the_plan.status.get("conditions") or [], SPEC_INVALID, False, RELEASED,
+                               message, now)
     return the_plan.but(status={**the_plan.status, "conditions": conditions},
                         events=[Event(NORMAL, RELEASED, message), *the_plan.events])
 
@@ -100,9 +102,9 @@ def _current_records(kind: JobKind, old: dict, pods: list[dict]) -> dict:
     """The stored records, each describing its pod as it is now. A record whose pod is gone stays as it was:
     the loss is judged (a restart counted or not) once the job is released, as every outcome is. Counters never
     go down: they may count more than these records (the restarts of ranks scaled away)."""
-    def describe(record: st.Replica, pod: dict | None) -> st.Replica:
-        if pod is None or (record.last_restart_uid and st.pod_uid(pod) == record.last_restart_uid):
+    def describe(record: Replica, pod: dict | None) -> Replica:
+        if pod is None or (record.last_restart_uid and pod_uid(pod) == record.last_restart_uid):
             return record  # retired
-        return st.observed(record, pod)
+        return observed(record, pod)
 
     return edits.described_records(kind, old, pods, describe)

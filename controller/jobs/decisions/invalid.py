@@ -7,9 +7,10 @@ from __future__ import annotations
 import functools
 
 from controller.jobs.decisions import edits, upkeep
-from controller.jobs.decisions import status as st
 from controller.jobs.decisions.actions import CLEANUP, PODGROUPS, SERVICES, WARNING, DeletePod, Event, Plan
-from controller.jobs.decisions.status import Replica
+from controller.jobs.decisions.job_conditions import FAILED, RUNNING, find_condition, finished_conditions, set_condition
+from controller.jobs.decisions.pod_state import is_terminating, pod_phase, pod_uid
+from controller.jobs.decisions.replica_records import DELETED, FINISHED, Replica, observed
 from controller.jobs.decisions.stuck import STUCK_TERMINATING_AFTER, stuck_pods
 from controller.jobs.kind import JobKind
 from controller.jobs.schema.api import TERMINAL_PHASES, JobPhase
@@ -25,7 +26,7 @@ def plan_invalid(kind: JobKind, status: dict, pods: list[dict], message: str, no
     reason keeps its status and its pods."""
     old = status or {}
     conditions = old.get("conditions") or []
-    failed = st.find_condition(conditions, st.FAILED)
+    failed = find_condition(conditions, FAILED)
     already_finished = old.get("phase") in TERMINAL_PHASES
     force, requeue_after = stuck_pods(pods, clock, stuck_after)
     # Every plan here removes the children and force-deletes the stuck pods.
@@ -34,13 +35,13 @@ def plan_invalid(kind: JobKind, status: dict, pods: list[dict], message: str, no
                                  requeue_after=requeue_after)
     if already_finished and not (failed and failed.get("reason") == reason):
         return removing(old, terminal=True)
-    delete = [DeletePod(p["metadata"]["name"], st.pod_uid(p), CLEANUP) for p in pods
-              if st.pod_phase(p) not in st.FINISHED and not st.is_terminating(p)]
+    delete = [DeletePod(p["metadata"]["name"], pod_uid(p), CLEANUP) for p in pods
+              if pod_phase(p) not in FINISHED and not is_terminating(p)]
     records = _invalid_records(kind, old, pods, {d.uid for d in delete})
     if already_finished:
         return removing({**old, **records}, delete=delete, terminal=True)
-    conditions = st.set_condition(conditions, st.RUNNING, False, "Failed", "The job has finished.", now)
-    conditions = st.finished_conditions(conditions, succeeded=False, reason=reason, message=message, now=now)
+    conditions = set_condition(conditions, RUNNING, False, "Failed", "The job has finished.", now)
+    conditions = finished_conditions(conditions, succeeded=False, reason=reason, message=message, now=now)
     new = {**old, **records, "phase": str(JobPhase.FAILED), "conditions": conditions, "completionTime": now,
            "reason": reason}
     return removing(new, delete=delete, events=[Event(WARNING, reason, message)], terminal=True)
@@ -52,8 +53,8 @@ def _invalid_records(kind: JobKind, old: dict, pods: list[dict], deleting: set[s
     deleted, or is gone, are Deleted. Counters never decrease (those of ranks scaled away included: the stored
     backoffCount counts them, those an earlier version stored apart too), and `ready` counts the spec's replicas."""
     def describe(record: Replica, pod: dict | None) -> Replica:
-        if pod is None or st.pod_uid(pod) in deleting or st.is_terminating(pod):
-            return record.in_phase(st.DELETED)
-        return st.observed(record, pod)
+        if pod is None or pod_uid(pod) in deleting or is_terminating(pod):
+            return record.in_phase(DELETED)
+        return observed(record, pod)
 
     return edits.described_records(kind, old, pods, describe)

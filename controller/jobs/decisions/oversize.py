@@ -15,7 +15,7 @@ whose spec leaves no room for `{"phase": "Failed"}` itself is left as it is, wit
 from __future__ import annotations
 
 from controller.jobs.decisions import edits
-from controller.jobs.decisions import status as st
+from controller.jobs.decisions.job_conditions import FAILED, RUNNING, find_condition, finished_conditions, set_condition
 from controller.jobs.kind import StatusCodec
 from controller.jobs.schema.api import JobPhase
 
@@ -27,7 +27,7 @@ def failed_too_large(status: dict) -> bool:
     """The job has already failed because its status was too large (the smallest fallback has no condition)."""
     if status.get("phase") == str(JobPhase.FAILED) and status.get("reason") == STATUS_TOO_LARGE:
         return True
-    failed = st.find_condition(status.get("conditions") or (), st.FAILED)
+    failed = find_condition(status.get("conditions") or (), FAILED)
     return bool(failed and failed.get("status") == "True" and failed.get("reason") == STATUS_TOO_LARGE)
 
 
@@ -41,9 +41,9 @@ def compact_status(codec: StatusCodec, planned: dict, text: str, now: str) -> di
     # The records of ranks scaled away go too (their restarts stay counted in backoffCount).
     record_fields = (set(codec.replica_fields([])) - COUNT_FIELDS) | {edits.REMOVED}
     kept = {key: value for key, value in planned.items() if key not in record_fields}
-    conditions = st.set_condition(kept.get("conditions") or [], st.RUNNING, False, "Failed",
-                                  "The job has finished.", now)
-    conditions = st.finished_conditions(conditions, succeeded=False, reason=STATUS_TOO_LARGE, message=text, now=now)
+    conditions = set_condition(kept.get("conditions") or [], RUNNING, False, "Failed",
+                               "The job has finished.", now)
+    conditions = finished_conditions(conditions, succeeded=False, reason=STATUS_TOO_LARGE, message=text, now=now)
     return {**kept, "phase": str(JobPhase.FAILED), "conditions": conditions, "completionTime": now,
             "reason": STATUS_TOO_LARGE}
 
@@ -59,7 +59,7 @@ def fallbacks(codec: StatusCodec, planned: dict, server_message: str, now: str,
     text = message(replica_count(codec, planned), server_message)
     short = f"Even a status without replica records is too large for the API server ({server_message}): the job " \
             f"is Failed."
-    condition = {"type": st.FAILED, "status": "True", "reason": STATUS_TOO_LARGE, "message": short,
+    condition = {"type": FAILED, "status": "True", "reason": STATUS_TOO_LARGE, "message": short,
                  "lastTransitionTime": now}
     bare = f"{short} Its spec leaves no room for a condition: only the phase and reason are stored."
     failed = {"phase": str(JobPhase.FAILED), "reason": STATUS_TOO_LARGE}

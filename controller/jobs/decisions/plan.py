@@ -1,8 +1,10 @@
 """What one reconcile of a job must do: `plan(kind, job, status, pods, now, ...) -> Plan`.
 
-Pure: no I/O, no clock (`now` and `clock` are passed in). This is the only place decisions are
-made: the status, pod deletes and creates, Service and PodGroup upkeep, force deletes of pods stuck
-terminating, every Event, and when to look again (`requeue_after`). The reconciler executes a plan:
+Pure: no I/O, no clock (`now` and `clock` are passed in). With the plans of a job that cannot run (invalid.py,
+held.py), and what decide.py adds to them (the hold released, the names taken, the status write's confirmation and
+coalescing), this is the only place decisions are made: the status, pod deletes and creates, Service and PodGroup
+upkeep, force deletes of pods stuck terminating, every Event, and when to look again (`requeue_after`); the
+reconciler asks decide.py, the one door, and decides nothing itself. The reconciler executes a plan:
 it writes `plan.status` first (when it differs from the status it read, and always when the plan
 creates pods, to prove the cached job current; a 409 aborts the reconcile), then the deletes, the
 PodGroup, the creates, the Services, the Events and the force deletes. The status is written first,
@@ -27,7 +29,6 @@ from collections.abc import Mapping
 
 from apimachinery.resource import Resource
 from controller.jobs.decisions import cleanup, edits, group, restart, upkeep
-from controller.jobs.decisions import status as st
 from controller.jobs.decisions.actions import (
     CLEANUP,
     DEBUG,
@@ -47,7 +48,10 @@ from controller.jobs.decisions.backoff import NO_BACKOFF, RestartBackoff, epoch
 from controller.jobs.decisions.deadline import deadline
 from controller.jobs.decisions.finish import clean_up_policy, plan_finish, settle_finished
 from controller.jobs.decisions.invalid import plan_invalid
+from controller.jobs.decisions.job_conditions import write_failure_condition
 from controller.jobs.decisions.pause import plan_pause
+from controller.jobs.decisions.pod_state import pod_uid
+from controller.jobs.decisions.replica_records import blank_record
 from controller.jobs.decisions.restart import Seen
 from controller.jobs.decisions.run import plan_run
 from controller.jobs.decisions.scale_down import judged_away, scaled_down, settle_leaving, with_removed
@@ -74,8 +78,8 @@ def plan(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict], now: str
     core = _plan_replicas(kind, job, status, pods, now, restart_backoff, clock, creating)
     if write_failure is not None and not core.terminal:
         # Shown as a ReplicaSet shows its FailedCreate; a finished job's conditions never change.
-        conditions = st.write_failure_condition(core.status.get("conditions") or [], status.get("conditions") or [],
-                                                write_failure.reason, write_failure.message, now)
+        conditions = write_failure_condition(core.status.get("conditions") or [], status.get("conditions") or [],
+                                             write_failure.reason, write_failure.message, now)
         core = core.but(status={**core.status, "conditions": conditions})
     # A paused job makes nothing new (a job created paused has no Services or PodGroup until resumed);
     # what it already has is kept for the resume.
@@ -117,7 +121,7 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
         legacy = None
         if edits.REMOVED in old:
             # Only the records an earlier version stored apart are removed: the stored tasks' stand for slots.
-            stored = [st.blank_record(name) for name in kind.status.stored_records(old)]
+            stored = [blank_record(name) for name in kind.status.stored_records(old)]
             legacy = edits.removed(kind, job.name, old, stored, [])
         return with_removed(kind, settle_finished(kind, job, old, pods, creating), legacy or edits.NONE_REMOVED,
                             kept_from=old)
@@ -155,7 +159,7 @@ def _plan_replicas(kind: JobKind, job: ParsedJob, status: dict, pods: list[dict]
         # job: its record stays Deleted, and its pod's delete is repeated.)
         policy = clean_up_policy(job, verdict)
         kept = {o.slot.name: o.slot.pod for o in leaving if o.slot.pod is not None and o.seen != Seen.RETIRED}
-        delete, events = scaled_down(strays, {st.pod_uid(pod) for pod in kept.values()})
+        delete, events = scaled_down(strays, {pod_uid(pod) for pod in kept.values()})
         removed, cleaned, said = settle_leaving(policy, removed, kept)
         finished = plan_finish(kind, job, old, observations, verdict, now, delete, events, leaving)
         return with_removed(kind, finished.but(delete=finished.delete + cleaned, events=finished.events + said),

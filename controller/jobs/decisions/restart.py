@@ -23,7 +23,8 @@ from enum import StrEnum
 
 from controller.jobs.decisions import start_errors
 from controller.jobs.decisions.backoff import NO_BACKOFF, RestartBackoff
-from controller.jobs.decisions.status import DELETED, FINISHED, Replica, is_terminating, observed, pod_uid
+from controller.jobs.decisions.pod_state import is_terminating, pod_uid
+from controller.jobs.decisions.replica_records import DELETED, FINISHED, Replica, observed
 from controller.jobs.kind import RestartRule
 from controller.jobs.schema.api import Outcome
 

@@ -5,7 +5,6 @@ announced, and the phase, conditions and startTime (its clock restarts at resume
 from __future__ import annotations
 
 from controller.jobs.decisions import edits, group, restart, waiting
-from controller.jobs.decisions import status as st
 from controller.jobs.decisions.actions import (
     DEBUG,
     IMMEDIATE,
@@ -21,8 +20,17 @@ from controller.jobs.decisions.actions import (
     soonest,
 )
 from controller.jobs.decisions.backoff import NO_BACKOFF, RestartBackoff, stamp
+from controller.jobs.decisions.job_conditions import (
+    NAMES_SHOWN,
+    ever_paused,
+    pause_conditions,
+    progress_conditions,
+    unfinished_conditions,
+)
+from controller.jobs.decisions.phase_machine import all_up, next_phase
 from controller.jobs.decisions.restart import Observation
 from controller.jobs.decisions.slots import by_type, slots_of
+from controller.jobs.decisions.status_codec import assemble
 from controller.jobs.kind import JobKind, ParsedJob
 from controller.jobs.schema.api import JobPhase
 
@@ -36,7 +44,7 @@ def plan_run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observ
     old_conditions = old.get("conditions") or []
     # Debug pods stay debug pods; a job that was ever paused (it has a Paused condition, True or
     # False) creates its pods, restarts included, with the resume overrides.
-    mode = DEBUG if job.spec.run_mode.debugging else RESUME if st.ever_paused(old_conditions) else IMMEDIATE
+    mode = DEBUG if job.spec.run_mode.debugging else RESUME if ever_paused(old_conditions) else IMMEDIATE
     switched, steps, records, create, restart_deletes, restarting, waits = [], [], [], [], [], [], []
     for o in observations:
         # Debug mode turned on or off: the pods of the other mode go without counting a restart, as for a pause,
@@ -71,22 +79,22 @@ def plan_run(kind: JobKind, job: ParsedJob, old: dict, observations: list[Observ
     events += changed
     if any(switched):
         names = [o.slot.name for o, other in zip(observations, switched, strict=True) if other]
-        shown = ", ".join(names[:st.NAMES_SHOWN]) + (f" and {len(names) - st.NAMES_SHOWN} more"
-                                                      if len(names) > st.NAMES_SHOWN else "")
+        shown = ", ".join(names[:NAMES_SHOWN]) + (f" and {len(names) - NAMES_SHOWN} more"
+                                                      if len(names) > NAMES_SHOWN else "")
         events.append(Event(NORMAL, "RunModeChanged", f"Debug mode turned {'on' if debugging else 'off'}: "
                             f"replacing the pods of {shown}"))
 
-    phase = st.next_phase(old.get("phase") or "", paused=False, all_up=st.all_up(records))
-    conditions = st.progress_conditions(old_conditions, phase=phase, records=records, now=now)
-    conditions = st.unfinished_conditions(conditions, now)
-    conditions = st.pause_conditions(conditions, paused=False, pods_left=False, now=now)
+    phase = next_phase(old.get("phase") or "", paused=False, all_up=all_up(records))
+    conditions = progress_conditions(old_conditions, phase=phase, records=records, now=now)
+    conditions = unfinished_conditions(conditions, now)
+    conditions = pause_conditions(conditions, paused=False, pods_left=False, now=now)
     # A running job has started: its first pods are asked for now (a job created paused had not started), or it
     # is found running with no startTime (its status lost), and its deadline's clock runs from now. The clock
     # restarts at resume, as Kubeflow's and batch/v1 Job's: paused time never counts.
     start = now if old.get("phase") == JobPhase.PAUSED else old.get("startTime") or now
-    new = st.assemble(old, kind.status, phase=phase, conditions=conditions,
-                      records_by_type=by_type(job, slots_of(observations), records),
-                      start_time=start, completion_time=None)
+    new = assemble(old, kind.status, phase=phase, conditions=conditions,
+                   records_by_type=by_type(job, slots_of(observations), records),
+                   start_time=start, completion_time=None)
     new[edits.TEMPLATES] = templates
     if group_cause is not None:  # the last group restart and its cause, kept until the next one
         new[GROUP_RESTART] = group_cause

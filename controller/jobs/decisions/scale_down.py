@@ -7,19 +7,19 @@ from __future__ import annotations
 from collections.abc import Collection, Container, Mapping
 
 from controller.jobs.decisions import cleanup, edits, restart
-from controller.jobs.decisions import status as st
 from controller.jobs.decisions.actions import CLEANUP, SCALE_DOWN, DeletePod, Event, Plan, deleted_event
 from controller.jobs.decisions.backoff import RestartBackoff
+from controller.jobs.decisions.pod_state import is_terminating, pod_uid
+from controller.jobs.decisions.replica_records import DELETED, Replica, observed
 from controller.jobs.decisions.restart import Observation
-from controller.jobs.decisions.status import Replica
 from controller.jobs.kind import JobKind
 from controller.jobs.schema.api import CleanUpPolicy
 
 
 def scaled_down(strays: list[dict], kept: Container[str] = frozenset()) -> tuple[list[DeletePod], list[Event]]:
     """The deletes of pods of ranks or types no longer in the spec (but those of uids `kept`), and their Events."""
-    delete = [DeletePod(p["metadata"]["name"], st.pod_uid(p), SCALE_DOWN) for p in strays
-              if not st.is_terminating(p) and st.pod_uid(p) not in kept]
+    delete = [DeletePod(p["metadata"]["name"], pod_uid(p), SCALE_DOWN) for p in strays
+              if not is_terminating(p) and pod_uid(p) not in kept]
     return delete, [deleted_event(d.name) for d in delete]
 
 
@@ -34,10 +34,10 @@ def settle_leaving(policy: CleanUpPolicy, removed: edits.Removed,
         settled_records = by_type.setdefault(replica_type, [])
         for record in records:
             pod = pods.get(record.name)
-            if pod is None or st.is_terminating(pod):  # gone or going: the record stays as it was
+            if pod is None or is_terminating(pod):  # gone or going: the record stays as it was
                 settled_records.append(record)
                 continue
-            settled = cleanup.settle(policy, st.observed(record, pod), pod)
+            settled = cleanup.settle(policy, observed(record, pod), pod)
             settled_records.append(settled.record)
             if settled.delete:
                 delete.append(DeletePod(record.name, settled.delete, CLEANUP))
@@ -64,7 +64,7 @@ def judged_away(removed: edits.Removed, leaving: list[Observation], now_epoch: f
         if counting and restart.will_count(o) and not (group_counted and o.slot.type in together):
             group_counted = group_counted or o.slot.type in together
             record = record.counted(streak=backoff.streak(record.restart_streak, o.slot.pod, now_epoch))
-        judged[o.slot.name] = (o.slot.type, o.slot.record.restart_count, record.retired().in_phase(st.DELETED))
+        judged[o.slot.name] = (o.slot.type, o.slot.record.restart_count, record.retired().in_phase(DELETED))
     by_type = {replica_type: [judged.pop(r.name)[2] if r.name in judged else r for r in records]
                for replica_type, records in removed.by_type.items()}
     carried = dict(removed.carried)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import dataclasses
 
 from controller.jobs.decisions import edits
-from controller.jobs.decisions import status as st
+from controller.jobs.decisions.pod_state import pod_uid
+from controller.jobs.decisions.replica_records import DELETED, Replica, read_record
 from controller.jobs.decisions.restart import Observation, Slot
-from controller.jobs.decisions.status import Replica
 from controller.jobs.kind import JobKind, ParsedJob
 from controller.jobs.schema.api import JobPhase
 from controller.jobs.schema.naming import replica_name, replica_of
@@ -36,7 +36,7 @@ def gather_slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
     for spec in job.spec.replica_specs:
         for rank in range(counts[spec.type]):
             name = replica_name(job.name, spec.type, rank)
-            record = st.read_record(stored.get(name), name)
+            record = read_record(stored.get(name), name)
             if record.removed:  # a rank scaled away and back: of the spec again, its record resumed (and its count)
                 record = dataclasses.replace(record, removed=False)
             candidates = by_replica.pop((spec.type, rank), None)
@@ -59,11 +59,11 @@ def gather_slots(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict],
         # nothing (restart.observe knows it).
         if replica_type not in rules or name not in stored:
             continue
-        record = st.read_record(stored[name], name)
+        record = read_record(stored[name], name)
         if name in removed:  # stored apart by an earlier version: scaled away, as the mark says now
             record = dataclasses.replace(record, removed=True)
         pod = pick(found, record)
-        if record.phase != st.DELETED or (paused_edit and not record.removed):
+        if record.phase != DELETED or (paused_edit and not record.removed):
             gone.append(Slot(replica_type, rank, name, rules[replica_type], record, pod, False,
                              edits.is_debug(kind, pod, record, debugging)))
     return slots, strays, gone
@@ -73,10 +73,10 @@ def pick(candidates: list[dict], record: Replica) -> dict | None:
     """The pod of a replica. The name is deterministic, so there is at most one unless someone
     made look-alikes by hand: prefer the recorded pod, then any pod not already retired."""
     for pod in candidates:
-        if st.pod_uid(pod) == record.uid and record.uid:
+        if pod_uid(pod) == record.uid and record.uid:
             return pod
     for pod in candidates:
-        if st.pod_uid(pod) != record.last_restart_uid:
+        if pod_uid(pod) != record.last_restart_uid:
             return pod
     return candidates[0] if candidates else None
 

@@ -17,7 +17,7 @@ from apimachinery.resource import Resource
 from controller.jobs.children import podgroup, services
 from controller.jobs.decisions import cleanup
 from controller.jobs.decisions.actions import PODGROUPS, SERVICES, ChildAction, CreateChild, DeleteChild, PatchChild
-from controller.jobs.decisions.status import DELETED
+from controller.jobs.decisions.replica_records import DELETED
 from controller.jobs.kind import NO_STATUS, JobKind, ParsedJob
 from controller.jobs.schema.api import CleanUpPolicy
 from controller.jobs.schema.naming import replica_name

@@ -1,5 +1,5 @@
-"""The controller of one job kind: the runtime's worker loop, fed by the job's informers and its
-children's, reconciling each job with the engine's Reconciler.
+"""The controller of one job kind: the runtime's worker loop (controller/runtime/controller.py), fed by the job's
+informers and its children's, given the engine's Reconciler (reconciler.py) to reconcile each job.
 
     controller = JobController(kind, rest_client, JobConfig(workers=4))
     await controller.start()     # or start_informers / wait_for_sync / run_workers, as the manager does
@@ -7,7 +7,8 @@ children's, reconciling each job with the engine's Reconciler.
 The job informer enqueues the job; the pod, Service and PodGroup informers, which select only this
 kind's children (`KindApi.children_selector`), enqueue their owner (when it is a job of this kind).
 Handlers only compute a key and enqueue it; pod events also lower the reconciler's expectations and
-time the status latency. All the work is in `Reconciler.reconcile`.
+time the status latency. All the work is in `Reconciler.reconcile`. This class puts them together, as
+controller-runtime's builder does, and has the runtime's lifecycle (`Runnable`): it is no Controller itself.
 """
 
 from __future__ import annotations
@@ -26,25 +27,30 @@ from controller.jobs.decisions.backoff import RestartBackoff
 from controller.jobs.execution import trim
 from controller.jobs.execution.config import JobConfig
 from controller.jobs.execution.metrics import JobMetrics, StatusLatency
-from controller.jobs.execution.reconciler import Reconciler
+from controller.jobs.execution.reconciler import job_reconciler
 from controller.jobs.kind import JobKind
 from controller.jobs.schema.naming import controller_uid, owner_key
-from controller.runtime.controller import Controller, ControllerConfig
-from controller.runtime.result import Result
+from controller.runtime.client import KubeClient
+from controller.runtime.controller import Controller, ControllerConfig, start_all, stop_all
+from controller.runtime.echoes import Echoes
+from controller.runtime.events import EventRecorder
+from controller.runtime.metrics import ControllerMetrics
 from informers import InformerFactory
 from kubeclient.rest import TRANSIENT_ERRORS, RestClient
+from workqueue import RateLimitingQueue
 
 __all__ = ["JobConfig", "JobController"]
 
 log = structlog.get_logger("controller.jobs")
 
 
-class JobController(Controller):
+class JobController:
     def __init__(self, kind: JobKind, rest: RestClient, config: ControllerConfig | None = None,
                  registry: CollectorRegistry | None = None, *, factory: InformerFactory | None = None) -> None:
         """`config`: a JobConfig, or the runtime's settings alone (the engine's then default)."""
         config = JobConfig.of(config)
-        super().__init__(rest, config, registry, name=kind.api.kind.lower(), factory=factory)
+        # The worker loop, its queue, write client and recorder; given the reconciler below, once made with them.
+        self.runtime = Controller(rest, config, registry, name=kind.api.kind.lower(), factory=factory)
         self.kind = kind
         self.config: JobConfig = config
         self.job_metrics = JobMetrics(registry, kind)
@@ -52,17 +58,20 @@ class JobController(Controller):
         self.client.register(kind.api.resource)
         self.client.register(podgroup.RESOURCE)
         # Each cache keeps only what the engine reads of its objects (trim.py).
-        self.jobs = self.informer(kind.api.resource, transform=trim.trim_job)
+        self.jobs = self.runtime.informer(kind.api.resource, transform=trim.trim_job)
         # Children only: an unrelated pod or Service of the cluster never enters the cache.
         children = kind.api.children_selector
         own_annotations = f"{kind.api.label_prefix}/"
-        self.pods = self.informer(PODS, children, functools.partial(trim.trim_pod, keep_prefix=own_annotations))
-        self.services = self.informer(SERVICES, children, trim.trim_service)
-        self.podgroups = self.informer(podgroup.RESOURCE, children, trim.trim_podgroup) if config.podgroups else None
-        self.reconciler = Reconciler(kind, self.client, self.jobs.lister, self.pods.lister, self.services.lister,
-                                     self.podgroups.lister if self.podgroups else None, self.recorder,
-                                     stuck_after=config.stuck_terminating_after, latency=self.status_latency,
-                                     restart_backoff=RestartBackoff(config.restart_backoff), echoes=self.echoes)
+        self.pods = self.runtime.informer(PODS, children, functools.partial(trim.trim_pod,
+                                                                            keep_prefix=own_annotations))
+        self.services = self.runtime.informer(SERVICES, children, trim.trim_service)
+        self.podgroups = self.runtime.informer(podgroup.RESOURCE, children, trim.trim_podgroup) \
+            if config.podgroups else None
+        self.reconciler = job_reconciler(kind, self.client, self.jobs.lister, self.pods.lister, self.services.lister,
+                                         self.podgroups.lister if self.podgroups else None, self.recorder,
+                                         stuck_after=config.stuck_terminating_after, latency=self.status_latency,
+                                         restart_backoff=RestartBackoff(config.restart_backoff), echoes=self.echoes)
+        self.runtime.reconciler = self.reconciler
         self._phases: dict[str, str] = {}  # job uid -> phase
         self._phase_counts: dict[str, int] = {}  # phase -> jobs, kept as phases change (no recount per event)
         for dependent in kind.dependent_resources:
@@ -70,8 +79,49 @@ class JobController(Controller):
         self._discovery: asyncio.Task | None = None  # looks again for dependent APIs the cluster lacks
         self._register_handlers()
 
-    async def reconcile(self, key: str) -> Result:
-        return await self.reconciler.reconcile(key)
+    # --- the runtime's parts and lifecycle (Runnable) ----------------------------------------
+
+    @property
+    def client(self) -> KubeClient:
+        return self.runtime.client
+
+    @property
+    def factory(self) -> InformerFactory:
+        return self.runtime.factory
+
+    @property
+    def queue(self) -> RateLimitingQueue[str]:
+        return self.runtime.queue
+
+    @property
+    def echoes(self) -> Echoes:
+        return self.runtime.echoes
+
+    @property
+    def recorder(self) -> EventRecorder:
+        return self.runtime.recorder
+
+    @property
+    def metrics(self) -> ControllerMetrics:
+        return self.runtime.metrics
+
+    def start_informers(self) -> None:
+        self.runtime.start_informers()
+
+    def run_workers(self) -> None:
+        self.runtime.run_workers()
+
+    async def start(self, sync_timeout: float = 60.0) -> None:
+        await start_all(self, sync_timeout)
+
+    async def stop(self) -> None:
+        await stop_all(self)
+
+    def healthy(self) -> bool:
+        return self.runtime.healthy()
+
+    def problems(self) -> list[str]:
+        return self.runtime.problems()
 
     # --- dependents whose API the cluster may lack (a TensorBoard) --------------------------
 
@@ -79,7 +129,7 @@ class JobController(Controller):
         """The caches, then the kind's dependent APIs: each the cluster serves gets an informer now, before
         any job is reconciled; those it lacks are looked for again every `dependent_recheck` seconds (an API
         installed later is noticed, and every job reconciled with it)."""
-        await super().wait_for_sync(timeout)
+        await self.runtime.wait_for_sync(timeout)
         if not await self._discover_dependents(timeout) and self._discovery is None:
             self._discovery = asyncio.get_running_loop().create_task(self._rediscover(timeout))
 
@@ -88,7 +138,7 @@ class JobController(Controller):
         for resource in (dependent.resource for dependent in self.kind.dependent_resources):
             if resource in self.reconciler.dependent_listers or not await self._served(resource):
                 continue
-            informer = self.informer(resource, self.kind.api.children_selector)
+            informer = self.runtime.informer(resource, self.kind.api.children_selector)
             informer.add_handler(on_add=self._child_changed, on_update=self._child_updated,
                                  on_delete=self._child_changed)
             self.factory.start()  # starts only the new informer
@@ -130,11 +180,7 @@ class JobController(Controller):
             self._discovery.cancel()
             await asyncio.gather(self._discovery, return_exceptions=True)
             self._discovery = None
-        await super().stop_workers(drain)
-
-    def current_version(self, key: str) -> str | None:
-        cached = self.jobs.lister.get(key)
-        return cached["metadata"].get("resourceVersion") if cached is not None else None
+        await self.runtime.stop_workers(drain)
 
     # --- event handlers: compute a key, enqueue it ----------------------------------------
 
@@ -211,7 +257,7 @@ class JobController(Controller):
 
     def _time_pod_phase(self, pod: dict, key: str | None) -> None:
         """`key`: the pod's owner_key (None: not a job of this kind)."""
-        if self._workers and self.status_latency.enabled and key is not None:
+        if self.runtime.working and self.status_latency.enabled and key is not None:
             job_uid = controller_uid(pod)
             if job_uid:
                 self.status_latency.pod_phase(job_uid, pod["metadata"]["uid"], _pod_phase(pod), time.monotonic())

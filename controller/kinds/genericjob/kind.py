@@ -9,7 +9,7 @@ and no dependents (KindBase's defaults).
 from __future__ import annotations
 
 from controller.jobs.children.pods import Override, apply_override
-from controller.jobs.decisions.status import TasksStatus
+from controller.jobs.decisions.status_codec import TasksStatus
 from controller.jobs.kind import KindBase, Outcomes
 from controller.jobs.schema.api import Verdict
 from controller.kinds.genericjob import crd, rules, validation

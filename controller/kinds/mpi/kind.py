@@ -17,7 +17,7 @@ from typing import Any
 
 from apimachinery.resource import Resource
 from controller.jobs.children.pods import Override, apply_override
-from controller.jobs.decisions.status import TasksStatus
+from controller.jobs.decisions.status_codec import TasksStatus
 from controller.jobs.kind import NO_STATUS, Dependent, Outcomes
 from controller.jobs.schema.api import JobPhase, Verdict
 from controller.jobs.schema.naming import replica_name

@@ -16,7 +16,7 @@ from typing import Any
 
 from apimachinery.resource import Resource
 from controller.jobs.children.pods import Override, apply_override
-from controller.jobs.decisions.status import TasksStatus
+from controller.jobs.decisions.status_codec import TasksStatus
 from controller.jobs.schema.validation import SpecError
 from controller.jobs.training.kind import TrainingKind
 from controller.kinds.pytorch import crd, environment, validation

@@ -11,7 +11,7 @@ deadline, the TensorBoard.
 from __future__ import annotations
 
 from controller.jobs.children.pods import Override, apply_override
-from controller.jobs.decisions.status import TasksStatus
+from controller.jobs.decisions.status_codec import TasksStatus
 from controller.jobs.schema.validation import SpecError
 from controller.jobs.training.kind import TrainingKind
 from controller.kinds.tensorflow import crd, tfconfig, validation

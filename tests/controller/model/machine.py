@@ -33,7 +33,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from structlog.testing import capture_logs
 
 from controller.jobs.decisions.backoff import RestartBackoff
-from controller.jobs.execution.reconciler import Reconciler
+from controller.jobs.execution.reconciler import job_reconciler
 from controller.jobs.schema.naming import replica_name
 from informers import Lister, Store, object_key
 from tests.controller.model import defects
@@ -79,10 +79,10 @@ class EngineModel(Checks, RuleBasedStateMachine):
 
     def new_controller(self) -> None:
         self.client = WorldClient(self.world)
-        self.reconciler = Reconciler(self.kind, self.client, Lister(Store()), Lister(Store()), Lister(Store()),
-                                     None, self.recorder, now=lambda: stamp(self.world.now),
-                                     clock=lambda: float(self.world.now), restart_backoff=RestartBackoff(5.0))
-        self.reconciler.monotonic = lambda: float(self.world.now)
+        self.reconciler = job_reconciler(self.kind, self.client, Lister(Store()), Lister(Store()), Lister(Store()),
+                                         None, self.recorder, now=lambda: stamp(self.world.now),
+                                         clock=lambda: float(self.world.now), restart_backoff=RestartBackoff(5.0))
+        self.reconciler.status_writer.monotonic = lambda: float(self.world.now)
 
     @property
     def alive(self) -> bool:

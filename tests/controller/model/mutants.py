@@ -64,8 +64,9 @@ MUTANTS = [
     Mutant("cleanup-while-running", "controller.jobs.decisions.run",
            "    delete = delete + restart_deletes\n",
            "    from controller.jobs.decisions.actions import CLEANUP\n"
+           "    from controller.jobs.decisions.pod_state import pod_uid\n"
            "    from controller.jobs.schema.api import CleanUpPolicy\n"
-           "    delete = delete + restart_deletes + [DeletePod(o.slot.name, st.pod_uid(o.slot.pod), CLEANUP)\n"
+           "    delete = delete + restart_deletes + [DeletePod(o.slot.name, pod_uid(o.slot.pod), CLEANUP)\n"
            "        for o in observations if o.slot.pod is not None and o.outcome is not None\n"
            "        and job.spec.clean_up_policy != CleanUpPolicy.NONE]\n",
            "cleanUpPolicy applied to a running job (its replicas finished for good are deleted)"),
