@@ -28,22 +28,9 @@ def desired_service(kind: JobKind, job: ParsedJob, replica_type: str, rank: int)
     ports = kind.service_ports(job, replica_type)
     if ports is None:
         return None
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {
-            "name": replica_name(job.name, replica_type, rank),
-            "namespace": job.namespace,
-            "labels": replica_labels(kind.api, job.name, job.uid, replica_type, rank),
-            "ownerReferences": [owner_reference(kind.api, job.name, job.uid)],
-        },
-        "spec": {
-            "clusterIP": "None",
-            "selector": service_selector(kind, job, replica_type, rank),
-            "ports": ports,
-            "publishNotReadyAddresses": True,
-        },
-    }
+    return _headless(kind, job, replica_name(job.name, replica_type, rank),
+                     replica_labels(kind.api, job.name, job.uid, replica_type, rank),
+                     service_selector(kind, job, replica_type, rank), ports)
 
 
 def subdomain_service(kind: JobKind, job: ParsedJob) -> dict | None:
@@ -53,15 +40,20 @@ def subdomain_service(kind: JobKind, job: ParsedJob) -> dict | None:
     ports = kind.subdomain_ports(job)
     if ports is None:
         return None
+    return _headless(kind, job, job.name, job_labels(kind.api, job.name, job.uid), {kind.api.uid_label: job.uid},
+                     ports)
+
+
+def _headless(kind: JobKind, job: ParsedJob, name: str, labels: dict, selector: dict, ports: list[dict]) -> dict:
+    """A headless Service the job owns, publishing its pods' addresses before they are ready (the module's why)."""
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {
-            "name": job.name,
+            "name": name,
             "namespace": job.namespace,
-            "labels": job_labels(kind.api, job.name, job.uid),
+            "labels": labels,
             "ownerReferences": [owner_reference(kind.api, job.name, job.uid)],
         },
-        "spec": {"clusterIP": "None", "selector": {kind.api.uid_label: job.uid}, "ports": ports,
-                 "publishNotReadyAddresses": True},
+        "spec": {"clusterIP": "None", "selector": selector, "ports": ports, "publishNotReadyAddresses": True},
     }
