@@ -347,3 +347,30 @@ def test_a_failure_of_a_rank_scaled_away_with_the_pause_decides_nothing_at_a_lat
     edited = paused_scaled.model_copy(update={"generation": 4})
     result = engine.plan(GENERICJOB, edited, paused, pods.list(), at(2))
     assert result.status["phase"] == "Paused" and result.status["backoffCount"] == 0, result.status
+
+
+def test_a_failure_of_a_rank_an_earlier_version_stored_apart_decides_nothing_at_a_later_edit_of_the_paused_job():
+    # As above, but the rank scaled away with the pause is stored as an earlier version kept such ranks: apart
+    # (status.removedReplicas), without the `removed` mark, which its being stored apart stands for. Its pod shows
+    # up failed while a later edit is not seen yet: the scale-down took effect before, so it decides nothing under
+    # Never. (Issue 45: mutants of slots.gather_slots that dropped the mark, `x_gather_slots__mutmut_126`, `_128`,
+    # `_129`, lived without this test: the job failed.)
+    pods = Pods()
+    job = make_job(("master", 1, "Never"), ("worker", 2, "Never"))
+    status = step(job, {}, pods, at(0)).status
+    paused_scaled = make_job(("master", 0, "Never"), ("worker", 2, "Never"), pause=True)
+    paused = engine.plan(GENERICJOB, paused_scaled, status, [], at(1)).status
+    [master] = [t for t in paused["tasks"] if t["type"] == "master"]
+    [stored] = master["replicas"]
+    assert stored.pop("removed") is True and stored == {"name": "job-master-0", "uid": "", "phase": "Deleted",
+                                                         "containers": [], "restartCount": 0}
+    legacy = {**paused, "tasks": [t for t in paused["tasks"] if t["type"] != "master"], "removedReplicas": [stored],
+              "observedGeneration": 3}
+    pods.set("master", 0, "Failed")
+    edited = paused_scaled.model_copy(update={"generation": 4})
+    result = engine.plan(GENERICJOB, edited, legacy, pods.list(), at(2))
+    assert result.status["phase"] == "Paused" and result.status["backoffCount"] == 0, result.status
+    assert "removedReplicas" not in result.status
+    assert removed(result.status)["job-master-0"] == {"name": "job-master-0", "uid": pods.uid("master", 0),
+                                                      "phase": "Deleted", "containers": [], "restartCount": 0,
+                                                      "lastRestartUid": pods.uid("master", 0), "removed": True}
