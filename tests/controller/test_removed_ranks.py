@@ -50,8 +50,8 @@ def test_a_rank_scaled_away_and_back_is_a_rank_of_the_spec_again_its_record_no_l
     retired = pods.uid("worker", 1)
     status = step(make_job(("worker", 1, "OnFailure", 2)), status, pods, at(2)).status
     assert task(status, "worker")["replicas"][1] == {
-        "name": "job-worker-1", "uid": retired, "phase": "Deleted", "containers": [{"name": "main", "state": "deleted"}],
-        "restartCount": 0, "lastRestartUid": retired, "removed": True}
+        "name": "job-worker-1", "uid": retired, "phase": "Deleted", "restartCount": 0, "lastRestartUid": retired,
+        "containers": [{"name": "main", "state": "deleted"}], "removed": True}
     back = step(two, status, pods, at(3))
     assert back.create == [("worker", 1, "immediate")]
     assert task(back.status, "worker")["replicas"][1] == {
