@@ -230,7 +230,9 @@ def test_a_workload_pod_deleted_as_debug_is_turned_on_is_counted_as_lost():
 
 def test_a_finished_jobs_record_of_a_rank_the_scale_down_deleted_stays_deleted_while_its_pod_lingers():
     # The scale-down's delete was sent before the job finished; a lagging cache still shows the pod (not yet
-    # terminating, then finished): under cleanUpPolicy None its record, in the worker task, stays Deleted.
+    # terminating, then finished): under cleanUpPolicy None its record, in the worker task, stays Deleted, and its
+    # delete is repeated while the pod is seen not terminating (had the controller stopped before sending it, the
+    # pod would stay for ever: None keeps the finished job's pods, and this is none of them).
     pods = Pods()
     status = start(make_job(("worker", 3, "Never")), pods)
     job = make_job(("worker", 2, "Never"))
@@ -245,7 +247,8 @@ def test_a_finished_jobs_record_of_a_rank_the_scale_down_deleted_stays_deleted_w
     assert removed(done.status)["job-worker-2"]["phase"] == "Deleted"
     pods.set("worker", 2, "Failed", exit_code=143)
     later = engine.plan(GENERICJOB, job, done.status, pods.list(), at(7))
-    assert removed(later.status)["job-worker-2"]["phase"] == "Deleted" and later.delete == []
+    assert removed(later.status)["job-worker-2"]["phase"] == "Deleted"
+    assert [(d.name, d.uid) for d in later.delete] == [("job-worker-2", stale["metadata"]["uid"])]
     assert later.status["aggregate"] == done.status["aggregate"]
 
 
