@@ -81,3 +81,12 @@ def test_check_named_fails_the_run_when_a_survivor_is_not_named(tmp_path, monkey
                                                      "controller.m.x_f__mutmut_4": 0}}))
     assert mutmut_report.main(["controller/m.py", "--check-named"]) == 1
     assert "not named in RELIABILITY.md's survivors table: controller.m.x_f__mutmut_4" in capsys.readouterr().out
+
+
+def test_reliability_md_names_its_final_survivors_each_of_a_module_make_mutants_mutates():
+    from pathlib import Path
+
+    named = mutmut_report.named_survivors(Path("RELIABILITY.md").read_text())
+    assert len(named) > 100
+    prefixes = tuple(m.removesuffix(".py").replace("/", ".") + "." for m in mutmut_report.modules())
+    assert not [name for name in named if not name.startswith(prefixes)]
