@@ -5,7 +5,6 @@ this fails while one is stale. A fourth kind (tests/e2e/test_fourth_kind.py's) r
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -16,14 +15,9 @@ import yaml
 from controller.kinds import registry
 from tests.e2e.test_fourth_kind import SHELLJOB
 
+from .manifests_support import kind_lists_script as _script
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("sync_kind_lists", ROOT / "scripts" / "sync_kind_lists.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.slow  # scripts/sync_kind_lists.py
