@@ -36,7 +36,7 @@ def test_a_kind_added_to_the_registry_reaches_every_list():
     # Every rule that lists the kinds lists the new one too, with the same subresources.
     rbac = written["manifests/rbac.yaml"]
     for sub in ("", "/finalizers", "/status"):
-        assert f'"mpijobs{sub}", "shelljobs{sub}"]' in rbac
+        assert f'"tensorflowtrainingjobs{sub}", "shelljobs{sub}"]' in rbac
     assert '"shelljobs", "shelljobs/status"]' in written["manifests/user-rbac.yaml"]
     assert written["overlays/namespaced/watched-namespaces-rbac.yaml"].count('"shelljobs') == 6  # two namespaces
     assert "  - crds/shelljob.yaml\n" in written["manifests/kustomization.yaml"]
@@ -45,8 +45,8 @@ def test_a_kind_added_to_the_registry_reaches_every_list():
     assert [hook["name"] for hook in configuration["webhooks"]][-1] == "shelljobs.batch.tensorstack.dev"
     assert configuration["webhooks"][-1]["clientConfig"]["service"]["path"].endswith("-v1beta1-shelljob")
     assert configuration["webhooks"][-1]["rules"][0]["resources"] == ["shelljobs"]
-    assert '"mpijobs" "shelljobs" }}' in written["charts/genericjob-controller/templates/webhook.yaml"]
-    assert "MPIJob and ShellJob" in written["charts/genericjob-controller/templates/NOTES.txt"]
+    assert '"tensorflowtrainingjobs" "shelljobs" }}' in written["charts/genericjob-controller/templates/webhook.yaml"]
+    assert "TensorFlowTrainingJob and ShellJob" in written["charts/genericjob-controller/templates/NOTES.txt"]
 
 
 def test_the_rewritten_manifests_are_still_yaml_with_the_same_objects():
