@@ -10,8 +10,10 @@ from controller.jobs.training.testing import TrainingContract
 from controller.kinds import registry
 from controller.kinds.genericjob.models import PLURAL
 from controller.kinds.genericjob.testing import verdicts
+from localcluster.testing import until
+from tests.program.subprocesses import READY_TIMEOUT, LocalClusterProcess
 
-from .harness import LABEL_JOB, Audit, Settings, run_chaos
+from .harness import LABEL_JOB, Audit, Chaos, Settings, run_chaos
 from .jobs import make_jobs, simulate
 
 
@@ -26,6 +28,34 @@ async def test_chaos_run_keeps_every_invariant(tmp_path):
     assert not report.violations, report.describe()
     assert sum(report.phases.values()) == settings.jobs
     assert report.faults["kill-leader"] >= 1 and report.failovers >= 1
+
+
+@pytest.mark.slow  # runs the programs
+@pytest.mark.timeout(120)
+async def test_a_controller_that_exits_on_a_lost_lease_is_replaced_and_not_reported_unhealthy(tmp_path):
+    """A leader that loses its lease exits by design (on a loaded machine its renewals miss the chaos run's 1.5 s
+    deadline); the run replaces it, as the kubelet would, instead of probing a dead process at the end. The lease is
+    taken from it here, which ends its term at its next renewal as surely as a missed deadline."""
+    chaos = Chaos(Settings(jobs=1), tmp_path)
+    async with LocalClusterProcess(tmp_path) as cluster, cluster.session() as session:
+        chaos.cluster, chaos.session = cluster, session
+        try:
+            first = await chaos.start_controller()
+            await until(first.leading, READY_TIMEOUT, "the first controller leading")
+            lease = await cluster.lease()
+            assert lease is not None
+            lease["spec"]["holderIdentity"] = "another-replica"
+            await cluster.replace_lease(lease)
+            assert await first.exit_reason() == "leadership lost"
+            await chaos.supervisors[id(first)]  # the exit seen, a replacement started
+            assert first not in chaos.controllers and len(chaos.controllers) == 1
+            await chaos.stop_supervising()
+            await chaos.check_controllers()
+            assert not chaos.report.violations
+            assert chaos.report.lost_leaderships == 1
+        finally:
+            for c in chaos.every:
+                await c.close()
 
 
 def pod_record(rv: int, kind: str, name: str, uid: str, phase: str | None = "Pending", deleting: bool = False,

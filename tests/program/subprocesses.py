@@ -182,6 +182,17 @@ class ControllerProcess:
 
         return await until(found, timeout, what)
 
+    async def exit_reason(self) -> str:
+        """Wait for the process to exit; the reason its "stopped" line gives (manager.py), or what it died of."""
+        assert self.process is not None
+        code = await self.process.wait()
+        if self._reader is not None:
+            await asyncio.gather(self._reader, return_exceptions=True)
+        stopped = next((r for r in reversed(self.logs) if r.get("event") == "stopped"), None)
+        if stopped is not None:
+            return str(stopped.get("reason", ""))
+        return f"signal {-code}" if code < 0 else f"no 'stopped' line; last lines: {self.raw[-5:]}"
+
     async def get(self, path: str) -> tuple[int, str]:
         assert self._session is not None
         async with self._session.get(self.url + path) as answer:
