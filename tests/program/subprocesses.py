@@ -63,7 +63,7 @@ class LocalClusterProcess:
             sys.executable, "-m", "localcluster", "serve", "--port", "0", "--kubeconfig-out", str(self.kubeconfig),
             "--crds", str(self.crds), "--runner", "scripted", "--bookmark-interval", "1",
             stdout=asyncio.subprocess.PIPE, cwd=ROOT)
-        async with asyncio.timeout(20):
+        async with asyncio.timeout(READY_TIMEOUT):  # generous for a loaded machine: an exit ends the wait at once
             while True:
                 line = (await self.process.stdout.readline()).decode()
                 if not line:
@@ -149,12 +149,14 @@ class ControllerProcess:
                                                             env=self.env, cwd=ROOT)
         self._reader = asyncio.get_running_loop().create_task(self._read_logs())
         self._session = aiohttp.ClientSession()
-        serving = await self.wait_log(lambda r: r.get("event") == "serving metrics", what="metrics address")
+        # READY_TIMEOUT: at a load of 10-13 on two cores the program's imports alone took more than 15 s (the chaos
+        # run's first controller never got to "serving metrics" in time); a process that exits fails the wait at once.
+        serving = await self.wait_log(lambda r: r.get("event") == "serving metrics", READY_TIMEOUT, "metrics address")
         self.url = f"http://{serving['address']}"
-        started = await self.wait_log(lambda r: r.get("event") == "starting")
+        started = await self.wait_log(lambda r: r.get("event") == "starting", READY_TIMEOUT)
         self.identity = started.get("identity") or ""
         if ready:
-            await until(lambda: self.get_status("/readyz", 200), what="/readyz 200")
+            await until(lambda: self.get_status("/readyz", 200), READY_TIMEOUT, "/readyz 200")
 
     async def close(self) -> None:
         await terminate(self.process)
