@@ -158,15 +158,19 @@ class Chaos(ChaosChecks):
         reason = await c.exit_reason()
         self.controllers.remove(c)
         if id(c) not in self.killed:
-            if reason == "leadership lost":
-                self.report.lost_leaderships += 1
-            else:
-                self.violate("", f"controller {c.identity} exited with {c.process.returncode}: {reason}")
+            self.judge_exit(c, reason)
         if not self.closing:
             # Shielded: the run's end cancels the waits for an exit, never a replacement half started.
             replacement = asyncio.get_running_loop().create_task(self.start_controller())
             self.replacing.add(replacement)
             await asyncio.shield(replacement)
+
+    def judge_exit(self, c: ControllerProcess, reason: str) -> None:
+        """An exit the fault loop did not cause: on a lost lease it is by design; anything else is a violation."""
+        if reason == "leadership lost":
+            self.report.lost_leaderships += 1
+        else:
+            self.violate("", f"controller {c.identity} exited with {c.process.returncode}: {reason}")
 
     async def stop_supervising(self) -> None:
         """Replace no more exits; let a replacement being started finish starting."""
@@ -183,11 +187,7 @@ class Chaos(ChaosChecks):
         working); one that exited after the run stopped replacing them must have exited on a lost lease."""
         for c in list(self.controllers):
             if c.process.returncode is not None:
-                reason = await c.exit_reason()
-                if reason == "leadership lost":
-                    self.report.lost_leaderships += 1
-                else:
-                    self.violate("", f"controller {c.identity} exited with {c.process.returncode}: {reason}")
+                self.judge_exit(c, await c.exit_reason())
                 continue
             try:
                 status, text = await c.get("/healthz")
