@@ -7,7 +7,7 @@
    `crd` module) into manifests/crds/;
 2. the Grafana dashboard (scripts/make_dashboard.py) into manifests/components/monitoring/;
 3. every list of the kinds outside the code: kustomize's CRDs, the RBAC rules, the user roles, the webhooks, the
-   namespaced overlay, the chart's notes (scripts/sync_kind_lists.py);
+   namespaced overlay, the chart's notes, the docs' marked spans (scripts/sync_kind_lists.py);
 4. the Helm chart's copies of what manifests/ holds, the files of steps 1 to 3 among them
    (scripts/sync_chart_files.py).
 

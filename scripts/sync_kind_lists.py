@@ -1,7 +1,8 @@
 """Write every list of the job kinds outside the code from the registry (controller/kinds/registry.py), the only
 list of kinds: the CRDs kustomize applies, the controller's RBAC rules (cluster-wide and per namespace), the user
-roles, the creator-privilege policy, the admission webhooks (kustomize's and the chart's), and the kinds the
-chart's notes and descriptions name. The chart's copies of the CRDs follow from it too (sync_chart_files.py).
+roles, the creator-privilege policy, the admission webhooks (kustomize's and the chart's), the kinds the
+chart's notes and descriptions name, and the docs' sentences and commands that name every kind. The chart's
+copies of the CRDs follow from it too (sync_chart_files.py).
 
 Each list is found by its shape and rewritten in place, comments and all else left as written:
 
@@ -9,7 +10,9 @@ Each list is found by its shape and rewritten in place, comments and all else le
   entries have, in their order;
 - kustomization.yaml's `- crds/<file>` lines: the registry's CRD files (registry.crd_files);
 - the webhooks of manifests/webhook.yaml: one per kind, made from the first kind's;
-- the chart's `range $plural := list "..."`, `kubectl get <plurals>` and "<Kind>, <Kind> and <Kind>".
+- the chart's `range $plural := list "..."`, `kubectl get <plurals>` and "<Kind>, <Kind> and <Kind>";
+- in the docs, every span `<!-- kinds: TEMPLATE -->...<!-- /kinds -->`: TEMPLATE written for each kind ({kind},
+  {plural}, {group}, {label}: its pods' name label), joined "A, B and C"; and `kubectl delete crd <CRDs>`.
 
     python scripts/sync_kind_lists.py          # rewrite the lists
     python scripts/sync_kind_lists.py --check  # exit 1 naming the stale files (tests/program/test_kind_lists.py)
@@ -33,6 +36,7 @@ RESOURCES = re.compile(r'^(?P<head>\s*(?:- )?resources: )\[(?P<items>[^\]\n]*)\]
 CRD_LINES = re.compile(r"^(?P<indent>[ \t]*)- crds/\S+\.yaml\n(?:(?P=indent)- crds/\S+\.yaml\n)*", re.M)
 CHART_RANGE = re.compile(r'(range \$plural := list)(?: "[^"]*")+')
 KUBECTL_GET = re.compile(r"(kubectl get )([a-z0-9.,]+)( -A)")
+DOC_SPAN = re.compile(r"<!-- kinds: (?P<template>.+?) -->.*?<!-- /kinds -->", re.S)
 WEBHOOK = re.compile(r"^  - name: (?P<plural>[a-z0-9]+)\.(?P<group>[a-z0-9.]+)\n(?:(?:    |\s*\n).*\n?)*", re.M)
 
 
@@ -76,14 +80,34 @@ def webhooks(text: str, kinds: Sequence[JobKind]) -> str:
     return text[:entries[0].start()] + "".join(made) + text[entries[-1].end():]
 
 
+def prose_list(items: Sequence[str]) -> str:
+    return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else items[0]
+
+
 def chart_lists(text: str, kinds: Sequence[JobKind]) -> str:
     """The chart's `range $plural := list ...`, `kubectl get <plurals> -A`, and the kinds named in prose."""
     text = CHART_RANGE.sub(lambda m: m[1] + "".join(f' "{plural}"' for plural in plurals(kinds)), text)
     text = KUBECTL_GET.sub(lambda m: m[1] + ",".join(plurals(kinds)) + m[3]
                            if m[2].split(",")[0] == kinds[0].api.plural else m[0], text)
     names = [kind.api.kind for kind in kinds]
-    prose = ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
-    return re.sub(rf"{re.escape(names[0])}(?:, [A-Z]\w*)* and [A-Z]\w*", prose, text)
+    return re.sub(rf"{re.escape(names[0])}(?:, [A-Z]\w*)* and [A-Z]\w*", prose_list(names), text)
+
+
+def doc_lists(text: str, kinds: Sequence[JobKind]) -> str:
+    """A doc's marked spans, each its template written for every kind, and its `kubectl delete crd` of the kinds'
+    CRDs (the PodGroup's after them kept)."""
+
+    def span(match: re.Match) -> str:
+        if "--" in match["template"]:  # (CommonMark's older rule, GitHub's: no "--" inside a comment)
+            raise ValueError(f"a kinds span's template may not hold '--': {match['template']}")
+        made = [match["template"].format(kind=kind.api.kind, plural=kind.api.plural, group=kind.api.group,
+                                         label=kind.api.name_label) for kind in kinds]
+        return f"<!-- kinds: {match['template']} -->{prose_list(made)}<!-- /kinds -->"
+
+    group = re.escape(kinds[0].api.group)
+    crds = "".join(f"{kind.api.plural}.{kind.api.group} " for kind in kinds)
+    text = re.sub(rf"(kubectl delete crd )(?:[a-z0-9]+\.{group} )+", lambda m: m[1] + crds, text)
+    return DOC_SPAN.sub(span, text)
 
 
 # file -> how its lists are rewritten
@@ -98,6 +122,11 @@ FILES: dict[str, Callable[[str, Sequence[JobKind]], str]] = {
     "charts/genericjob-controller/templates/NOTES.txt": chart_lists,
     "charts/genericjob-controller/Chart.yaml": chart_lists,
     "pyproject.toml": chart_lists,
+    "README.md": doc_lists,
+    "docs/local.md": doc_lists,
+    "docs/operations.md": doc_lists,
+    "docs/security.md": doc_lists,
+    "docs/user-guide.md": doc_lists,
 }
 
 

@@ -1,7 +1,8 @@
 """A kind's model contract: its rules written out from the spec (shared/spec/README.md) over the job's JSON, for the
 engine's model test (tests/controller/model) to expect what the controller must do. Each kind brings its own from its
 folder (`controller/kinds/<kind>/testing.py`, its `MODEL`, found by registry.model_contract), so a kind is one folder,
-its test contract included.
+its test contract included. The same contract writes the kind's part of the chaos run (tests/chaos): the jobs it
+submits under faults, the script of each pod attempt, and what each replica and the job come to (`chaos_job`).
 
 A contract reads nothing of the controller: no model, no kind, no decision (a test checks its imports), so that the
 model test checks the engine against the spec rather than against itself. Never imported by `run`; Hypothesis (for
@@ -13,8 +14,9 @@ start order, no group restart and no hostfile."""
 from __future__ import annotations
 
 import copy
+import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 Key = tuple[str, int]  # (replica type, rank)
@@ -22,6 +24,9 @@ POLICY = "policy"  # a failure for good because the policy grants no restart (Re
 BUDGET = "budget"  # ... because the restarts it granted are used up (BackoffLimitExceeded)
 EITHER = "either"  # a budget of 0: a budget that grants nothing; the spec allows either reason
 COMMAND = ["python", "train.py"]  # the workload's command in the jobs drawn (a debug pod's is `sleep inf`)
+SUCCEEDED, FAILED, RUNNING = "Succeeded", "Failed", "Running"
+NORMAL, PAUSE, DEBUG = "normal", "pause", "debug"  # a chaos job runs, is paused and resumed, or runs in debug mode
+MODES = (NORMAL, PAUSE, DEBUG)
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,61 @@ class Judgement:
 
 
 Objects = Callable[[list[dict]], bool]  # a test of the objects of one resource in the job's namespace
+
+
+@dataclass
+class ChaosReplica:
+    """A replica of a chaos job: the script its pod attempts follow and what that comes to."""
+
+    type: str
+    rank: int
+    name: str  # its pod's: `<job>-<type>-<rank>`
+    policy: str
+    limit: int  # the restarts it may take
+    attempts: list[bool]  # scripted success of attempt 0, 1, ... (the last repeats)
+    outcome: str = ""  # what it comes to for good (RUNNING: it runs until deleted)
+    restarts: int = 0  # the restarts it takes to get there
+
+    def succeeds(self, attempt: int) -> bool:
+        return self.attempts[min(attempt, len(self.attempts) - 1)]
+
+
+@dataclass
+class ChaosJob:
+    """A job the chaos run submits (tests/chaos/jobs.py), its pods' scripts (localcluster's scripted runner, by pod
+    name, counting attempts per name: `start_after`, `run_for` (none: until deleted), `exit_code`; a list: one per
+    attempt, the last repeating) and what the oracle expects: `expected`, the job's phase for good (RUNNING for a
+    debug job), and each replica's outcome and restarts."""
+
+    body: dict
+    replicas: list[ChaosReplica]
+    scripts: dict[str, dict | list]  # pod name -> script
+    expected: str
+    cleanup: str
+    mode: str = NORMAL
+    policies: dict[str, tuple[str, int]] = field(default_factory=dict)  # type -> (policy, limit)
+
+
+def simulate(policy: str, limit: int, succeeds: Callable[[int], bool]) -> tuple[str, int]:
+    """(outcome for good, restarts) of a replica whose attempt i succeeds iff succeeds(i), `limit` restarts allowed:
+    Never keeps the first end, OnFailure restarts a failure, Always any end, until the limit."""
+    restarts = 0
+    while True:
+        ok = succeeds(restarts)
+        if policy == "Never":
+            return (SUCCEEDED if ok else FAILED), 0
+        if policy == "OnFailure" and ok:
+            return SUCCEEDED, restarts
+        if restarts < limit:
+            restarts += 1
+            continue
+        return (SUCCEEDED if ok else FAILED), restarts
+
+
+def chaos_script(rng: random.Random, ok: bool) -> dict:
+    """One pod attempt: starts within 0.15 s, runs 0.15 to 1.2 s, exits 0 (ok) or 1."""
+    return {"start_after": round(rng.uniform(0.01, 0.15), 3), "run_for": round(rng.uniform(0.15, 1.2), 3),
+            "exit_code": 0 if ok else 1}
 
 
 @dataclass(frozen=True)
@@ -51,6 +111,8 @@ class ModelContract:
 
     kind: str = ""
     container: str = "main"  # the name of the workload's container in the jobs drawn (its exit code is judged)
+    records: str = "replicas"  # the key of a task's replica records in the status (`status.tasks[].<records>`)
+    chaos_modes: tuple[str, ...] = (NORMAL,)  # what the chaos run does with the kind's jobs (MODES)
 
     # --- the job's shape -------------------------------------------------------------------------
 
@@ -102,6 +164,11 @@ class ModelContract:
         job = self.job(spec)
         job["metadata"] = {"name": name, "namespace": "default"}
         return job
+
+    def chaos_job(self, rng: random.Random, name: str, mode: str) -> ChaosJob:
+        """A job of the kind named `name` for the chaos run in `mode` (one of `chaos_modes`), drawn with `rng`, whose
+        outcome its scripts decide whatever order its pods end in: exactly one verdict is reachable."""
+        raise NotImplementedError
 
     # --- the rules -------------------------------------------------------------------------------
 

@@ -1,10 +1,11 @@
 """Every job kind this build knows, and the controller that serves some of them: what `run` serves
 (all, or those `--kinds` names) and `local` runs.
 
-KINDS is the only list of the kinds: what lists them outside the code (the CRDs kustomize and the chart install,
-the RBAC rules, the user roles, the webhooks) is written from it by scripts/sync_kind_lists.py and
-scripts/sync_chart_files.py, and a test fails while any is stale. Adding a kind is its package under
-controller/kinds/ and one entry here; a test may serve a kind of its own through `select(..., known=...)`."""
+KINDS is the only list of the kinds, and it is made from the folders: each folder of controller/kinds/ with a
+`kind.py` is a kind, the `JobKind` that module makes. What lists them outside the code (the CRDs kustomize and the
+chart install, the RBAC rules, the user roles, the webhooks) is written from it by `make generate`, and a test fails
+while any is stale. Adding a kind is its folder; a test may serve a kind of its own through `select(..., known=...)`,
+or register it in KINDS for its length."""
 
 from __future__ import annotations
 
@@ -12,17 +13,14 @@ import functools
 import importlib
 import importlib.util
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
 from controller.jobs.execution.controller import JobController
-from controller.jobs.kind import JobKind
+from controller.jobs.kind import JobKind, KindBase
 from controller.jobs.schema import crd as generic
-from controller.kinds.genericjob.kind import GENERICJOB
-from controller.kinds.mpi.kind import MPIJOB
-from controller.kinds.pytorch.kind import PYTORCH
-from controller.kinds.tensorflow.kind import TENSORFLOW
 from controller.runtime.controller import ControllerConfig
 from controller.runtime.group import ControllerGroup
 from informers import InformerFactory, Resource
@@ -31,7 +29,25 @@ from kubeclient.rest import RestClient
 if TYPE_CHECKING:
     from controller.jobs.testing import ModelContract
 
-KINDS: dict[str, JobKind[Any]] = {kind.api.kind: kind for kind in (GENERICJOB, TENSORFLOW, PYTORCH, MPIJOB)}
+FIRST = "genericjob"  # the engine's own kind comes first: the lists outside the code are anchored on its entries
+
+
+def discover(root: Path = Path(__file__).parent) -> dict[str, JobKind[Any]]:
+    """Kind name -> the kind of each folder under `root` that has a `kind.py`: the one `KindBase` instance of a
+    class that module defines. FIRST's folder first, then the others by name."""
+    found: dict[str, JobKind[Any]] = {}
+    for folder in sorted((path.name for path in root.iterdir() if (path / "kind.py").is_file()),
+                         key=lambda name: (name != FIRST, name)):
+        module = importlib.import_module(f"{__package__}.{folder}.kind")
+        made = [value for value in vars(module).values()
+                if isinstance(value, KindBase) and type(value).__module__ == module.__name__]
+        if len(made) != 1:
+            raise ImportError(f"{module.__name__} makes {len(made)} kinds (KindBase instances of its classes), not 1")
+        found[made[0].api.kind] = made[0]
+    return found
+
+
+KINDS: dict[str, JobKind[Any]] = discover()
 
 
 def crd_files(kinds: Sequence[JobKind] = ()) -> dict[str, str]:

@@ -3,13 +3,19 @@ and checked as it arrives (a pod made twice at once, or after its job finished; 
 
 from __future__ import annotations
 
-from .jobs import LABELS, JobPlan
+from controller.kinds import registry
+
+from .jobs import JobPlan
 
 
 def job_of(labels: dict | None) -> str:
     """The job a pod or Service belongs to, whatever its kind (each kind labels its children its own way)."""
     labels = labels or {}
-    return next((labels[key] for key in LABELS.values() if key in labels), "")
+    return next((labels[kind.api.name_label] for kind in registry.KINDS.values() if kind.api.name_label in labels), "")
+
+
+def job_plurals() -> set[str]:
+    return {kind.api.plural for kind in registry.KINDS.values()}
 
 
 TERMINAL = ("Succeeded", "Failed")
@@ -44,7 +50,7 @@ class Audit:
         for r in records:
             if r["resource"] == "pods":
                 self._pod(r)
-            elif r["resource"] in LABELS:  # a job of either kind
+            elif r["resource"] in job_plurals():  # a job of any kind
                 self._job(r)
 
     def _job(self, r: dict) -> None:

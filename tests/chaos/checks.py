@@ -1,5 +1,6 @@
 """The chaos run's checks once the faults stop: every job settles in the phase its scripts dictate, counts the
-restarts they allow, agrees with its pods, and leaves nothing behind once deleted."""
+restarts they allow, agrees with its pods, and leaves nothing behind once deleted (pods, Services, PodGroups, and the
+ConfigMaps and Secrets a job owns: an MPIJob's)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from controller.kinds.genericjob.models import GROUP, VERSION
 
-from .audit import TERMINAL, job_of, uid_finished
-from .jobs import DEBUG, GENERICJOB, LABELS, PAUSE, SHORT, JobPlan
+from .audit import TERMINAL, job_of, job_plurals, uid_finished
+from .jobs import DEBUG, PAUSE, JobPlan
 
 
 class ChaosChecks:
@@ -30,7 +31,7 @@ class ChaosChecks:
                 job = last[name] = await self.get_job(name)
                 phase = (job.get("status") or {}).get("phase")
                 plan = self.plans[name]
-                if plan.kind == DEBUG:
+                if plan.mode == DEBUG:
                     mine = [p for p in pods if job_of(p.metadata.labels) == name]
                     done = phase == "Running" and len(mine) == len(plan.replicas) and all(
                         p.status.phase == "Running" for p in mine)
@@ -47,7 +48,7 @@ class ChaosChecks:
 
     def check_phase(self, plan: JobPlan, job: dict) -> None:
         phase = (job.get("status") or {}).get("phase")
-        self.report.phases[f"{plan.kind if plan.plural == GENERICJOB else SHORT[plan.plural]}/{phase}"] += 1
+        self.report.phases[f"{plan.phase_key}/{phase}"] += 1
         if phase != plan.expected:
             self.violate(plan.name, f"phase {phase}, expected {plan.expected} (replicas: "
                          + ", ".join(f"{r.name} {r.policy}/{r.limit} {r.attempts} -> {r.outcome}"
@@ -64,15 +65,15 @@ class ChaosChecks:
             self.report.restarts += count
             uids = self.audit.by_name.get(replica.name, [])
             self.report.pods += len(uids)
-            if count > replica.limit or (plan.kind != PAUSE and count > replica.restarts):
+            if count > replica.limit or (plan.mode != PAUSE and count > replica.restarts):
                 self.violate(plan.name, f"{replica.name} restarted {count} times: limit {replica.limit}, "
                                         f"scripts allow {replica.restarts}")
             for attempt, uid in enumerate(uids):  # a pod that finished by itself did what its script says
                 finished = self.audit.natural.get(uid)
                 wanted = "Succeeded" if replica.succeeds(attempt) else "Failed"
-                if plan.kind != PAUSE and finished is not None and finished != wanted:
+                if plan.mode != PAUSE and finished is not None and finished != wanted:
                     self.violate(plan.name, f"{replica.name} attempt {attempt} ({uid}) {finished}, script: {wanted}")
-            if plan.kind in (PAUSE, DEBUG):
+            if plan.mode in (PAUSE, DEBUG):
                 if count:
                     self.violate(plan.name, f"{replica.name} restarted {count} times under policy Never/debug")
                 continue
@@ -118,9 +119,12 @@ class ChaosChecks:
                         (await self.call(self.cluster.jobs.core.list_namespaced_service, "default")).items
                         if s.metadata.name != "kubernetes"]
             groups = [g["metadata"]["name"] for g in await self.call(self.cluster.jobs.podgroups)]
-            jobs = [j for plural in LABELS for j in (await self.call(
+            jobs = [j for plural in sorted(job_plurals()) for j in (await self.call(
                 self.cluster.jobs.custom.list_namespaced_custom_object, GROUP, VERSION, "default", plural))["items"]]
-            return pods + services + groups + [j["metadata"]["name"] for j in jobs]
+            core = self.cluster.jobs.core
+            owned = [o.metadata.name for listing in (core.list_namespaced_config_map, core.list_namespaced_secret)
+                     for o in (await self.call(listing, "default")).items if o.metadata.owner_references]
+            return pods + services + groups + owned + [j["metadata"]["name"] for j in jobs]
 
         left: list[str] = []
         for _ in range(120):
@@ -140,7 +144,7 @@ def agreement(plan: JobPlan, job: dict, live: dict, services: int) -> str | None
         return f"aggregate {aggregate} but replica phases {dict(counts)}"
     for task in status.get("tasks") or ():
         if task.get("restartCount", 0) != sum(r.get("restartCount", 0) for r in
-                                              task.get("replicas") or task.get("replicaStatus") or ()):
+                                              task.get(plan.contract.records) or ()):
             return f"task {task['type']} restartCount disagrees with its replicas"
     for record in records:
         pod = live.get(record["name"])

@@ -23,15 +23,15 @@ from pathlib import Path
 import aiohttp
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from controller.kinds.genericjob.models import PLURAL
+from controller.kinds.genericjob.kind import GENERICJOB
 from tests.e2e.conftest import Jobs
 from tests.program.subprocesses import ControllerProcess, LocalClusterProcess, terminate
 
 from .audit import TERMINAL, Audit, job_of, uid_finished
 from .checks import ChaosChecks, agreement
-from .jobs import GENERICJOB, LABELS, PAUSE, TF_SHARE, JobPlan, make_jobs
+from .jobs import PAUSE, SHARE, JobPlan, make_jobs
 
-LABEL_JOB = LABELS[PLURAL]
+LABEL_JOB = GENERICJOB.api.name_label
 WRITES = ("create", "update", "patch", "delete", "deletecollection")
 LEASE = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.25}
 
@@ -44,7 +44,7 @@ class Settings:
     settle_timeout: float = 90.0  # after the faults stop, every job must have its phase within this
     fault_interval: tuple[float, float] = (0.4, 1.5)
     kill_spacing: float = 4.0  # at least this long between two leader kills
-    tf_share: float = TF_SHARE  # of the normal jobs, the share that are TensorFlowTrainingJobs
+    share: float = SHARE  # of the normal jobs, the share of the kinds other than GenericJob (jobs.py)
 
 
 @dataclass
@@ -73,7 +73,7 @@ class Chaos(ChaosChecks):
     def __init__(self, settings: Settings, workdir: Path) -> None:
         self.settings = settings
         self.workdir = workdir
-        self.plans = {p.name: p for p in make_jobs(settings.seed, settings.jobs, settings.tf_share)}
+        self.plans = {p.name: p for p in make_jobs(settings.seed, settings.jobs, settings.share)}
         self.report = Report(settings)
         self.audit = Audit(self.plans, self.violate)
         self.cluster: LocalClusterProcess
@@ -83,7 +83,7 @@ class Chaos(ChaosChecks):
         self.bad_jobs: set[str] = set()
         self.session: aiohttp.ClientSession
         self.starting: set[asyncio.Task] = set()
-        self._kind_jobs: dict[str, Jobs] = {}  # the API of each training kind, by plural
+        self._kind_jobs: dict[str, Jobs] = {}  # the API of each kind, by plural
 
     def violate(self, job: str, message: str) -> None:
         text = f"{job}: {message}" if job else message
@@ -122,12 +122,10 @@ class Chaos(ChaosChecks):
 
     def jobs(self, name: str) -> Jobs:
         """The API of the job's kind."""
-        plural = self.plans[name].plural
-        if plural == GENERICJOB:
-            return self.cluster.jobs
-        if plural not in self._kind_jobs:
-            self._kind_jobs[plural] = Jobs(self.cluster.api, plural=plural, label_job_name=LABELS[plural])
-        return self._kind_jobs[plural]
+        plan = self.plans[name]
+        if plan.plural not in self._kind_jobs:
+            self._kind_jobs[plan.plural] = Jobs(self.cluster.api, plural=plan.plural, label_job_name=plan.label)
+        return self._kind_jobs[plan.plural]
 
     async def get_job(self, name: str) -> dict:
         return await self.call(self.jobs(name).get, name)
@@ -182,16 +180,16 @@ class Chaos(ChaosChecks):
             await asyncio.sleep(max(0.0, start + window * index / len(plans) - time.monotonic()))
             await self.admin("POST", "scripts", plan.scripts)
             await self.call(self.jobs(plan.name).submit, plan.body)
-            if plan.kind == PAUSE:
+            if plan.mode == PAUSE:
                 task = asyncio.get_running_loop().create_task(self.pause_resume(plan))
                 self.starting.add(task)
 
     async def pause_resume(self, plan: JobPlan) -> None:
         await asyncio.sleep(plan.pause_at)
-        await self.call(self.cluster.jobs.patch, plan.name, {"spec": {"runMode": {"pause": {"enabled": True}}}})
+        await self.call(self.jobs(plan.name).patch, plan.name, {"spec": {"runMode": {"pause": {"enabled": True}}}})
         self.report.faults["pause+resume"] += 1
         await asyncio.sleep(plan.resume_after)
-        await self.call(self.cluster.jobs.patch, plan.name, {"spec": {"runMode": {"pause": {"enabled": False}}}})
+        await self.call(self.jobs(plan.name).patch, plan.name, {"spec": {"runMode": {"pause": {"enabled": False}}}})
 
     async def faults(self, rng: random.Random, until: float) -> None:
         last_kill = time.monotonic()

@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from .harness import Settings, run_chaos
+from .jobs import SHARE
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,12 +23,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--settle", type=float, default=120.0, help="seconds allowed to settle after the faults")
     parser.add_argument("--workdir", type=Path, default=None, help="kubeconfig and controllers.log go here")
-    parser.add_argument("--tf-share", type=float, default=0.3,
-                        help="of the normal jobs, the share that are TensorFlowTrainingJobs (0: GenericJobs only)")
+    parser.add_argument("--share", type=float, default=SHARE,
+                        help="of the normal jobs, the share of the kinds other than GenericJob, in turn "
+                             "(0: GenericJobs only)")
     args = parser.parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="chaos-"))
     settings = Settings(jobs=args.jobs, chaos_seconds=args.minutes * 60, seed=args.seed, settle_timeout=args.settle,
-                        tf_share=args.tf_share)
+                        share=args.share)
     report = asyncio.run(run_chaos(settings, workdir))
     print(report.describe())
     return 1 if report.violations else 0

@@ -92,3 +92,15 @@ def test_the_stored_policy_is_read_only_when_it_is_one():
 
     assert stored_policy({"cleanUpPolicy": "All"}) == CleanUpPolicy.ALL
     assert stored_policy({}) is None and stored_policy({"cleanUpPolicy": "Sometimes"}) is None
+
+
+@pytest.mark.parametrize("policy", list(CleanUpPolicy))
+def test_a_pod_the_controller_retired_and_deleted_is_deleted_again_whatever_the_policy(policy):
+    # A rank scaled away (or a pause, a group restart) retired its pod and the status said so; the controller
+    # stopped before the delete. Once the job has finished, None keeps the job's pods, but this one is none of
+    # them: its delete is repeated, as the finishing reconcile made it, and its record stays Deleted.
+    retired = Replica("r", "a", DELETED, last_restart_uid="a", removed=True)
+    settled = settle(policy, retired, pod("a", "Running"))
+    assert (settled.record, settled.delete, settled.cleaned) == (retired, "a", False)
+    going = settle(policy, retired, pod("a", "Failed", terminating=True))
+    assert (going.record, going.delete, going.cleaned) == (retired, None, False)

@@ -63,6 +63,17 @@ def test_a_forgotten_job_has_no_conflict_and_no_retry():
     assert taken.conflicts("uid") == [] and taken.next_retry("uid") is None and not taken.waits("uid", "pod a-0")
 
 
+
+def test_forgetting_a_job_that_never_met_a_taken_name_is_harmless_and_leaves_the_others_waiting():
+    # Issue 45 (`xǁTakenNamesǁforget__mutmut_3`: `pop` without its default): the reconciler forgets every job
+    # deleted (Reconciler.forget), most of which never met a taken name; a KeyError there stopped the forgetting
+    # midway (the job's expectations kept for the life of the controller).
+    taken = TakenNames(clock=Clock())
+    taken.found("other", Conflict("pod b-0", "x"))
+    taken.forget("never-taken")
+    taken.forget("never-taken")
+    assert [c.what for c in taken.conflicts("other")] == ["pod b-0"] and taken.waits("other", "pod b-0")
+
 @pytest.mark.parametrize(("count", "more"), [(1, ""), (3, ""), (4, "; and 1 more"), (6, "; and 3 more")])
 def test_the_condition_spells_out_three_names_and_counts_the_rest(count, more):
     conflicts = [Conflict(f"pod a-{i}", "GenericJob b") for i in range(count)]

@@ -254,3 +254,60 @@ def test_two_ranks_of_a_group_failing_as_they_are_scaled_away_count_one_restart(
     scaled = engine.plan(GROUPED, jobs(2), status, pods.list(), at(4))
     assert scaled.status["backoffCount"] == 1
     assert [record(scaled.status, "worker", r)["restartCount"] for r in (2, 3)] == [1, 0]
+
+
+def test_two_workers_failing_as_the_job_is_paused_count_one_restart_of_the_group():
+    # (pause.py: the group's restarts seen with the pause count once, the group read from the job as when it runs)
+    _, pods, status = started(GROUPED)
+    uids = {name: pods.uid(t, r) for name, t, r in
+            (("job-worker-0", "worker", 0), ("job-worker-1", "worker", 1), ("job-launcher-0", "launcher", 0))}
+    pods.set("worker", 0, "Failed")
+    pods.set("worker", 1, "Failed")
+    paused = engine.plan(GROUPED, make_job(("worker", 2, "OnFailure", 3), ("launcher", 1, "OnFailure", 3),
+                                           pause=True), status, pods.list(), at(4))
+    assert paused.status["phase"] == "Paused" and paused.status["backoffCount"] == 1
+    assert [record(paused.status, "worker", r)["restartCount"] for r in (0, 1)] == [1, 0]
+    assert [e for e in paused.events if e[1] == "Restarting"] == [
+        ("Normal", "Restarting", "Restarting replica job-worker-0 (restart 1 of 3): pod exited with code 1; "
+                                 "its next pod when the job resumes"),
+        ("Normal", "Restarting", "Restarting replica job-worker-1 with the group restart of job-worker-0 "
+                                 "(not counted)")]
+    assert sorted(paused.delete) == sorted(DeletePod(name, uid, "pause") for name, uid in uids.items())
+    condition = next(c for c in paused.status["conditions"] if c["type"] == "Paused")
+    assert (condition["status"], condition["reason"], condition["lastTransitionTime"]) == ("True", "Paused", at(4))
+    assert condition["message"] == "The job is paused: its pods are being deleted."
+
+
+class GroupOnly(GenericJobKind):
+    def restart_together(self, job: GenericJob) -> Mapping[str, tuple[str, ...]]:
+        return {"worker": ("launcher",), "launcher": ()}  # (no start order: the launcher is made with the workers)
+
+
+def test_the_group_restart_leaves_a_debug_pod_of_its_group_alone():
+    # Debug mode is turned on while someone is deleting worker-1 (slowly: terminating, so it is not replaced as a
+    # pod of the other mode); the others are replaced by debug pods. When worker-1 then fails, its restart is
+    # counted, but the launcher's debug pod, a session the user may be in, decides and counts nothing: the group
+    # restart does not retire it.
+    group_only, pods = GroupOnly(), Pods()
+    the_job = job()
+    status = run(group_only, the_job, {}, pods, 1).status
+    for t, r in (("worker", 0), ("worker", 1), ("launcher", 0)):
+        ready(pods, t, r)
+    status = run(group_only, the_job, status, pods, 2).status
+    pods.set("worker", 1, "Running", terminating=True)
+    debug = make_job(("worker", 2, "OnFailure", 3), ("launcher", 1, "OnFailure", 3), debug=True)
+    turned = run(group_only, debug, status, pods, 3)
+    assert {d.name for d in turned.delete} == {"job-worker-0", "job-launcher-0"}
+    made = run(group_only, debug, turned.status, pods, 4)
+    assert sorted(made.create) == [CreatePod("launcher", 0, "debug"), CreatePod("worker", 0, "debug")]
+    ready(pods, "launcher", 0)
+    debug_launcher = pods.uid("launcher", 0)
+    pods.set("worker", 1, "Failed", terminating=True)
+    restart = run(group_only, debug, made.status, pods, 5)
+    assert record(restart.status, "worker", 1)["restartCount"] == 1 and restart.status["backoffCount"] == 1
+    assert restart.delete == []  # (worker-1's pod is going already)
+    assert not [e for e in restart.events if e[1] == "GroupRestart"]
+    launcher = record(restart.status, "launcher", 0)
+    assert (launcher["uid"], launcher["phase"], launcher.get("debug"), launcher["restartCount"]) == (
+        debug_launcher, "Running", True, 0)
+    assert pods.uid("launcher", 0) == debug_launcher

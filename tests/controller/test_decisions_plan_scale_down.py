@@ -130,6 +130,24 @@ def test_a_debug_pod_failing_as_its_rank_is_scaled_away_counts_no_restart_and_fa
     assert step(make_job(("worker", 1, "OnFailure", 0)), status, workload, at(5)).terminal
 
 
+def test_a_debug_pod_first_seen_failing_as_its_rank_is_scaled_away_counts_no_restart_and_fails_nothing():
+    # Issue 45 (slots.py, `x_gather_slots__mutmut_158`): the pod of a rank scaled away says whether it is a debug
+    # pod, not the record: here the record is still Creating (its pod made, never seen), so it says nothing yet.
+    # Under a limit of 0 a workload pod's failure would fail the job; this debug pod's decides and counts nothing.
+    pods = Pods()
+    debugging = make_job(("worker", 2, "OnFailure", 0), debug=True)
+    status = step(debugging, {}, pods, at(0)).status
+    assert record(status, "worker", 1) == {"name": "job-worker-1", "uid": "", "phase": "Creating", "containers": [],
+                                           "restartCount": 0}
+    uid = pods.set("worker", 1, "Failed")["metadata"]["uid"]
+    result = step(make_job(("worker", 1, "OnFailure", 0), debug=True), status, pods, at(5))
+    assert not result.terminal and result.status["phase"] != "Failed" and result.status["backoffCount"] == 0
+    assert restarts(result) == [] and result.delete == [("job-worker-1", uid, "scale-down")]
+    assert record(result.status, "worker", 1) == {
+        "name": "job-worker-1", "uid": uid, "phase": "Deleted", "restartCount": 0, "lastRestartUid": uid,
+        "containers": [{"name": "main", "state": "terminated", "exitCode": 1}], "removed": True}
+
+
 def test_ranks_after_a_pod_of_a_type_no_longer_in_the_spec_are_still_judged():
     # Issue 45 (slots.py): the pods of ranks scaled away are gathered in sorted order; one the engine cannot judge
     # (its type removed from the spec) must not stop the others from being judged: worker-1's failure, as it is

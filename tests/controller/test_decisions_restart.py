@@ -224,3 +224,19 @@ def test_a_debug_pod_deleted_by_a_person_is_not_deleted_again_and_a_lost_one_say
     assert lost.restart_event.endswith("(debug mode: no restart counted): pod was deleted; its next pod in 0.5s "
                                        "(back-off)")
     assert lost.record.restart_count == 0 and not lost.create
+
+
+def test_a_replica_outside_the_group_is_judged_after_the_groups_one_restart():
+    # A kind whose restart group holds some of its types (the engine's contract for any kind; MPIJob's holds all):
+    # two workers of the group failing count one restart of a budget of one, and the ps failing in the same
+    # reconcile, outside the group, finds that restart spent: it has failed for good.
+    def failed(replica_type: str, rank: int) -> Slot:
+        name = f"job-{replica_type}-{rank}"
+        return Slot(replica_type, rank, name, ON_FAILURE, Replica(name, f"u-{name}", "Failed"), None)
+
+    observed = observe_all([failed("worker", 0), failed("worker", 1), failed("ps", 0)], 0, together={"worker"})
+    assert [o.job_restarts for o in observed] == [0, 0, 1]
+    assert [o.outcome for o in observed] == [None, None, Outcome.FAILED]
+    # Without the group each draws on the budget in turn.
+    assert [o.outcome for o in observe_all([failed("worker", 0), failed("worker", 1), failed("ps", 0)], 0)] == [
+        None, Outcome.FAILED, Outcome.FAILED]

@@ -211,3 +211,19 @@ def test_a_phase_change_and_a_force_delete_are_said_whole():
     assert ForceDeletePod("job-worker-0", "u1", 42.4).event() == (
         "Warning", "ForceDeleted",
         "Force-deleted pod job-worker-0: still terminating 42s after its grace period ended (its node may be lost)")
+
+
+def test_a_running_pod_lost_under_exit_code_is_a_retryable_failure_counted_at_now():
+    # No container exited, so no exit code says the failure is not retryable: counted and replaced after its
+    # back-off while the job's budget lasts, failed for good once it is spent.
+    exit_code = ReplicaRestart(RestartPolicyType.EXIT_CODE, 1, "main")
+    obs = observe(gone("Running", policy=exit_code))
+    assert (obs.seen, obs.outcome, obs.record.phase) == (Seen.GONE, None, "Running")
+    decided = step(obs, stamp(NOW), NOW, BACKOFF)
+    assert (decided.record.restart_count, decided.record.last_restart_time, decided.record.last_restart_uid) == (
+        1, stamp(NOW), "u1")
+    assert (decided.create, decided.wake) == (False, 10.0)
+    assert decided.restart_event == ("Restarting replica job-worker-0 (restart 1 of 1 of the job): pod was deleted; "
+                                     "its next pod in 10s (back-off)")
+    spent = observe(gone("Running", policy=exit_code), job_restarts=1)
+    assert (spent.outcome, spent.record.phase) == (Outcome.FAILED, "Failed")

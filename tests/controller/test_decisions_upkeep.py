@@ -205,3 +205,57 @@ def test_a_dependent_whose_api_is_missing_does_not_stop_the_next_one():
                            dependent_status=lambda job, observed, done: dict(done))
     actions, reported = upkeep.dependent_actions(kind, None, {missing: None, present: []}, terminal=False)
     assert actions == [CreateChild("presents", "tf", bodies[present])] and reported == {present: "Create"}
+
+
+def _mpijob(**spec):
+    from .test_mpijob_kind import mpijob
+    from .test_mpijob_kind import parsed as parsed_mpijob
+
+    return parsed_mpijob(mpijob(**spec))
+
+
+def stored_job_service(job) -> dict:
+    """The MPIJob's own headless Service as the API server stores it: with a uid, and no port list (a Service
+    without ports stores none)."""
+    from controller.kinds.mpi.kind import MPIJOB
+
+    [made] = upkeep.service_actions(MPIJOB, job, {}, [], terminal=False, making=True)
+    assert made == CreateChild(SERVICES, "pi", services.subdomain_service(MPIJOB, job))
+    assert made.body["spec"] == {"clusterIP": "None", "selector": {"mpijob.batch.tensorstack.dev/uid": "uid-1"},
+                                 "ports": [], "publishNotReadyAddresses": True}
+    body = copy.deepcopy(made.body)
+    del body["spec"]["ports"]
+    return {**body, "metadata": {**body["metadata"], "uid": "u-pi"}}
+
+
+def test_a_running_mpijobs_own_service_as_made_is_left_alone():
+    # Issue 45 (`x_service_actions__mutmut_51`): compared with no port list, it was patched `ports: null` on every
+    # reconcile.
+    from controller.kinds.mpi.kind import MPIJOB
+
+    job = _mpijob()
+    assert upkeep.service_actions(MPIJOB, job, {}, [stored_job_service(job)], terminal=False, making=True) == []
+    assert upkeep.service_actions(MPIJOB, job, {}, [stored_job_service(job)], terminal=False, making=False) == []
+
+
+def test_a_finished_mpijob_keeps_its_own_service_while_a_pod_of_it_stays_and_deletes_it_when_none_does():
+    # Issue 45 (`x_service_actions__mutmut_13`, `_15`, `_16`): the job's Service names its pods; it stays while the
+    # clean-up leaves one, and goes with the last.
+    from controller.kinds.mpi.kind import MPIJOB
+
+    def finished_mpijob(*records: tuple[str, str, str]) -> dict:
+        replicas = [{"name": name, "uid": uid, "phase": phase} for name, uid, phase in records]
+        return {"phase": "Succeeded", "tasks": [{"type": "launcher", "replicas": replicas[:1]},
+                                                {"type": "worker", "replicas": replicas[1:]}]}
+
+    ended = finished_mpijob(("pi-launcher-0", "l", "Succeeded"), ("pi-worker-0", "w0", "Deleted"),
+                            ("pi-worker-1", "w1", "Deleted"))
+    gone = [DeleteChild(SERVICES, "pi", "u-pi")]
+    for policy, actions in (("None", []), ("Unfinished", []), ("All", gone)):
+        job = _mpijob(runPolicy={"cleanUpPolicy": policy})
+        assert upkeep.service_actions(MPIJOB, job, ended, [stored_job_service(job)], terminal=True,
+                                      making=False) == actions, policy
+    # Every pod gone (each record Deleted, none kept by the policy): no pod left to name, the Service goes.
+    job = _mpijob(runPolicy={"cleanUpPolicy": "Unfinished"})
+    every = finished_mpijob(("pi-launcher-0", "l", "Deleted"), ("pi-worker-0", "w0", "Deleted"))
+    assert upkeep.service_actions(MPIJOB, job, every, [stored_job_service(job)], terminal=True, making=False) == gone

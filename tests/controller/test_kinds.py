@@ -3,6 +3,8 @@ shares its informers."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from kubernetes_asyncio.client import Configuration
 from prometheus_client import CollectorRegistry
@@ -28,8 +30,17 @@ class OtherKind(GenericJobKind):
     api = KindApi("batch.example.dev", "v1", "OtherJob", "otherjobs", label_prefix="otherjob.batch.example.dev")
 
 
+def test_the_registry_is_the_folders_each_with_a_kind_py_the_engines_own_first():
+    # A kind is its folder: no list names it (ARCHITECTURE.md, "Adding a kind").
+    folders = sorted(path.name for path in Path(kinds.__file__).parent.iterdir() if (path / "kind.py").is_file())
+    assert [kinds._package(kind).rpartition(".")[2] for kind in kinds.KINDS.values()] == \
+        ["genericjob", *(name for name in folders if name != "genericjob")]
+    assert kinds.discover() == kinds.KINDS == {"GenericJob": GENERICJOB, "MPIJob": MPIJOB,
+                                               "PyTorchTrainingJob": PYTORCH, "TensorFlowTrainingJob": TENSORFLOW}
+
+
 def test_every_registered_kind_is_served_unless_named():
-    assert kinds.select() == [GENERICJOB, TENSORFLOW, PYTORCH, MPIJOB]
+    assert kinds.select() == [GENERICJOB, MPIJOB, PYTORCH, TENSORFLOW]
     assert kinds.select(["genericjobs"]) == kinds.select(["GenericJob"]) == [GENERICJOB]
     assert kinds.select(["TensorFlowTrainingJob", "genericjobs"]) == [TENSORFLOW, GENERICJOB]
     with pytest.raises(ValueError, match="unknown job kind tfjobs"):
@@ -73,4 +84,4 @@ async def test_one_kind_is_served_by_its_own_controller_and_all_by_a_group():
     async with RestClient(settings_from_configuration(NOWHERE)) as api:
         assert type(kinds.make_controller(api, config, CollectorRegistry(), [GENERICJOB])) is JobController
         served = kinds.make_controller(api, config, CollectorRegistry())
-        assert [member.kind for member in served.members] == [GENERICJOB, TENSORFLOW, PYTORCH, MPIJOB]
+        assert [member.kind for member in served.members] == [GENERICJOB, MPIJOB, PYTORCH, TENSORFLOW]

@@ -40,6 +40,30 @@ def test_a_rank_scaled_away_keeps_a_deleted_record_after_the_specs_ranks_and_rea
     assert "removedReplicas" not in status
 
 
+def test_a_rank_scaled_away_and_back_is_a_rank_of_the_spec_again_its_record_no_longer_marked_removed():
+    # Issue 45 (slots.py, `x_gather_slots__mutmut_45`, `_46`): the record comes back with its count and its retired
+    # pod, but not its mark: a rank of the spec marked `removed` tells the status's readers it is scaled away, and,
+    # were the job paused and an edit then to remove it unseen, its pod's outcome would go unjudged (gather_slots).
+    two = make_job(("worker", 2, "OnFailure", 2))
+    pods = Pods()
+    status = running(two, pods)
+    retired = pods.uid("worker", 1)
+    status = step(make_job(("worker", 1, "OnFailure", 2)), status, pods, at(2)).status
+    assert task(status, "worker")["replicas"][1] == {
+        "name": "job-worker-1", "uid": retired, "phase": "Deleted", "restartCount": 0, "lastRestartUid": retired,
+        "containers": [{"name": "main", "state": "deleted"}], "removed": True}
+    back = step(two, status, pods, at(3))
+    assert back.create == [("worker", 1, "immediate")]
+    assert task(back.status, "worker")["replicas"][1] == {
+        "name": "job-worker-1", "uid": "", "phase": "Creating", "containers": [], "restartCount": 0,
+        "lastRestartUid": retired}
+    status = step(two, back.status, pods, at(4)).status
+    assert task(status, "worker")["replicas"][1] == {
+        "name": "job-worker-1", "uid": pods.uid("worker", 1), "phase": "Pending", "containers": [], "restartCount": 0,
+        "lastRestartUid": retired}
+    assert status["aggregate"]["deleted"] == 0 and status["aggregate"]["pending"] == 1 and status["ready"] == "1/2"
+
+
 def test_restart_counts_never_decrease_and_add_up():
     # Defect 10: tasks[].restartCount went down after a scale-down.
     job = make_job(("worker", 2, "OnFailure", 3), ("ps", 1, "OnFailure", 3))

@@ -3,13 +3,16 @@ once; the job succeeds when every replica has, and fails when any fails (no rest
 proof that a kind is one folder: its model, CRD, `JobKind` and model contract (its rules for the engine's model test)
 here, built on KindBase's defaults, registered in a test registry, parsed, validated, planned, its CRD generated and
 applied to localcluster, a job of it run to success by the engine, and, registered in the real registry for the
-length of a test, run through the engine's model test (tests/controller/model), with no line of the engine, of the
-other kinds or of the model test changed for it.
+length of a test, run through the engine's model test (tests/controller/model) and the RBAC exactness test
+(tests/program/test_rbac_exactness.py, which registers it and renders its CRD and RBAC from the registry) and drawn by
+the chaos run's workload (tests/chaos/jobs.py), with no line of the engine, of the other kinds or of those tests
+changed for it.
 """
 
 from __future__ import annotations
 
 import json
+import random
 from typing import Annotated, Any
 
 import pytest
@@ -43,7 +46,15 @@ from controller.jobs.schema.validation import (
     run_mode_errors,
     template_errors,
 )
-from controller.jobs.testing import Judgement, ModelContract
+from controller.jobs.testing import (
+    FAILED,
+    SUCCEEDED,
+    ChaosJob,
+    ChaosReplica,
+    Judgement,
+    ModelContract,
+    chaos_script,
+)
 from controller.kinds import registry
 from localcluster.testing import SCRIPT_ANNOTATION
 
@@ -165,6 +176,19 @@ class ShellJobContract(ModelContract):
         return self.job({"cleanUpPolicy": cleanup, "replicaSpecs": [
             {"type": t, "replicas": n, "template": self.template()} for t, n in types]})
 
+    def chaos_job(self, rng: random.Random, name: str, mode: str) -> ChaosJob:
+        """1 to 3 replicas of one type, each running once, succeeding or not: any failure is the job's (final, as
+        every end is), so exactly one verdict is reachable."""
+        replicas = [ChaosReplica("a", rank, f"{name}-a-{rank}", "Never", 0, [rng.random() < 0.8])
+                    for rank in range(rng.randint(1, 3))]
+        for replica in replicas:
+            replica.outcome = SUCCEEDED if replica.attempts[0] else FAILED
+        cleanup = rng.choice(["None", "Unfinished", "All"])
+        body = self.job_named(name, {"cleanUpPolicy": cleanup, "replicaSpecs": [
+            {"type": "a", "replicas": len(replicas), "template": self.template()}]})
+        return ChaosJob(body, replicas, {r.name: chaos_script(rng, r.attempts[0]) for r in replicas},
+                        FAILED if any(r.outcome == FAILED for r in replicas) else SUCCEEDED, cleanup)
+
 
 SHELLJOB = ShellJobKind()
 SHELLJOB.model_contract = ShellJobContract()  # type: ignore[attr-defined]  # (registry.model_contract finds it)
@@ -197,6 +221,17 @@ def test_registered_in_the_real_registry_the_engines_model_test_runs_it(monkeypa
         max_examples=300, stateful_step_count=50, derandomize=True, database=None, deadline=None,
         phases=[Phase.explicit, Phase.generate], suppress_health_check=[HealthCheck.too_slow,
                                                                         HealthCheck.filter_too_much]))
+
+
+def test_registered_in_the_real_registry_the_chaos_run_draws_it(monkeypatch):
+    from tests.chaos.jobs import make_jobs
+
+    monkeypatch.setitem(registry.KINDS, KIND, SHELLJOB)
+    mine = [drawn for drawn in make_jobs(3, 60, share=1.0) if drawn.kind is SHELLJOB]  # the other kinds in turn
+    assert mine and {drawn.expected for drawn in mine} == {"Succeeded", "Failed"}
+    for drawn in mine:
+        assert isinstance(SHELLJOB.parse(drawn.body), ShellJob)
+        assert set(drawn.scripts) == {f"default/{r.name}" for r in drawn.replicas}
 
 
 # --- parsed, validated, planned -------------------------------------------------------------------------

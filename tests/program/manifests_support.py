@@ -6,10 +6,13 @@ import asyncio
 import contextlib
 import copy
 import functools
+import importlib.util
 import pickle
 import re
+import shutil
 import subprocess
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import yaml
@@ -17,6 +20,7 @@ from kubernetes_asyncio import client, config
 
 from controller.jobs.children.podgroup import GROUP as PG_GROUP
 from controller.jobs.children.podgroup import PLURAL as PG_PLURAL
+from controller.kinds import registry
 from controller.kinds.genericjob.models import GROUP, PLURAL, VERSION
 from localcluster import ApiError
 from localcluster.testing import ENV, TIMEOUT, kubectl_binary
@@ -115,6 +119,31 @@ def kustomize() -> list[dict]:
 @starts_processes
 def rendered() -> list[dict]:
     return kustomize()
+
+
+def kind_lists_script() -> ModuleType:
+    """scripts/sync_kind_lists.py, which writes every list of the kinds from the registry."""
+    spec = importlib.util.spec_from_file_location("sync_kind_lists", ROOT / "scripts" / "sync_kind_lists.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def registry_install(directory: Path) -> Path:
+    """A copy of manifests/ in `directory` as `make generate` writes it for the registry as it is now (a kind a test
+    registers among them): every kind's CRD in crds/, every list of the kinds (kustomize's, the RBAC rules, the
+    webhooks) from the registry. Its path; render() it."""
+    copied = directory / "manifests"
+    shutil.copytree(MANIFESTS, copied)
+    for name in (copied / "crds").glob("*.yaml"):
+        name.unlink()
+    for name, text in registry.crd_files().items():
+        (copied / "crds" / name).write_text(text)
+    for name, text in kind_lists_script().generated().items():
+        if name.startswith("manifests/"):
+            (directory / name).write_text(text)
+    return copied
 
 
 def find(objects: list[dict], kind: str, name: str | None = None) -> dict:

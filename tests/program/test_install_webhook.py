@@ -168,8 +168,8 @@ def test_helm_renamed_release_names_its_webhook_objects_and_tells_the_controller
     assert find(objects, "Service", "jobs-webhook")
     # The webhooks' own names are the kinds', whatever the release: unique within the configuration.
     assert [w["name"] for w in configuration["webhooks"]] == [
-        "genericjobs.batch.tensorstack.dev", "tensorflowtrainingjobs.batch.tensorstack.dev",
-        "pytorchtrainingjobs.batch.tensorstack.dev", "mpijobs.batch.tensorstack.dev"]
+        "genericjobs.batch.tensorstack.dev", "mpijobs.batch.tensorstack.dev",
+        "pytorchtrainingjobs.batch.tensorstack.dev", "tensorflowtrainingjobs.batch.tensorstack.dev"]
     role, cluster_role = find(objects, "Role", "jobs-webhook"), find(objects, "ClusterRole", "jobs-webhook")
     assert [r.get("resourceNames") for r in role["rules"]] == [None, ["jobs-webhook-cert"]]
     assert cluster_role["rules"][0]["resourceNames"] == ["jobs"]

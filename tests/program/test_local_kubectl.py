@@ -93,8 +93,10 @@ async def test_the_controllers_writes_carry_the_programs_name(debugged):
     assert managers["genericjob/debugged"] == {("genericjob-controller", ""), ("genericjob-controller", "status")}
 
 
-# The one command docs/local.md gives for all logs of one job, as written there (JOB is the job's name).
-LOGS_COMMAND = re.compile(r"`kubectl logs -l (?P<label>[\w./-]+)=JOB (?P<flags>[^`]+)`")
+# The one command docs/local.md gives for all logs of one job, as written there (JOB is the job's name, LABEL its
+# kind's name label), and each kind's label, which `make generate` lists there (scripts/sync_kind_lists.py).
+LOGS_COMMAND = re.compile(r"`kubectl logs -l LABEL=JOB (?P<flags>[^`]+)`")
+NAME_LABEL = re.compile(r"`(?P<label>[\w./-]+/name)` \((?P<kind>\w+)\)")
 TWO_CONTAINERS = """apiVersion: batch.tensorstack.dev/v1beta1
 kind: GenericJob
 metadata: {name: chatty}
@@ -110,18 +112,20 @@ spec:
 """
 
 
-def documented_logs_commands() -> dict[str, str]:
-    """label -> the flags after `-l LABEL=JOB`, for each form of the command docs/local.md gives."""
-    return {m["label"]: m["flags"] for m in LOGS_COMMAND.finditer((ROOT / "docs" / "local.md").read_text())}
+def documented_logs_command() -> tuple[str, dict[str, str]]:
+    """The flags after `-l LABEL=JOB` of the command docs/local.md gives, and kind -> LABEL as it lists them."""
+    text = (ROOT / "docs" / "local.md").read_text()
+    [flags] = LOGS_COMMAND.findall(text)
+    return flags, {m["kind"]: m["label"] for m in NAME_LABEL.finditer(text)}
 
 
 def test_the_documented_logs_command_names_each_kinds_label():
-    assert set(documented_logs_commands()) == {kind.api.name_label for kind in KINDS.values()}
+    assert documented_logs_command()[1] == {name: kind.api.name_label for name, kind in KINDS.items()}
 
 
 @pytest.mark.slow  # local's pods
 async def test_the_documented_logs_command_shows_every_line_of_every_container_of_the_job(tmp_path):
-    flags = documented_logs_commands()[KINDS["GenericJob"].api.name_label]
+    flags, _ = documented_logs_command()
     manifest = write(tmp_path, "chatty.yaml", TWO_CONTAINERS)
     async with LocalRun(tmp_path, "--port", "0", "--logs", "--apply", str(manifest)) as running:
         for replica in ("worker-0", "worker-1"):  # every line written before kubectl reads them

@@ -234,7 +234,7 @@ async def test_a_missing_kinds_crd_names_both_ways_out(tmp_path):
         error = only_error(exited)["event"]
         assert f"the CRD tensorflowtrainingjobs.batch.tensorstack.dev is not installed on {cluster.url}" in error
         assert "install it with kubectl apply -f manifests/crds/" in error
-        assert "or serve only the other kinds: --kinds GenericJob,PyTorchTrainingJob,MPIJob;" in error, error
+        assert "or serve only the other kinds: --kinds GenericJob,MPIJob,PyTorchTrainingJob;" in error, error
         async with ControllerProcess(cluster, "--kinds", "GenericJob,PyTorchTrainingJob,MPIJob") as controller:
             await controller.wait_log(lambda r: r.get("event") == "start-up checks passed")
 

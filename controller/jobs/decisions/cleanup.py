@@ -70,9 +70,10 @@ def settle(policy: CleanUpPolicy, record: Replica, pod: dict | None, create_pend
         return Settled(record if record.uid else record.in_phase(DELETED), delete, False)
     if record.phase == DELETED and uid == record.uid == record.last_restart_uid:
         # Retired and deleted by the controller (a rank scaled away, a pause, a debug switch) and still seen
-        # (terminating, or the cache lags): no longer the replica's, so its record stays Deleted whatever the
-        # pod reports and whatever the policy (terminal is final); only a delete the policy asks for is repeated.
-        return Settled(record, delete, False)
+        # (terminating, or the cache lags, or the controller stopped between the status write and the delete):
+        # no longer the replica's, so its record stays Deleted whatever the pod reports, and its delete is
+        # repeated whatever the policy (None keeps the job's pods, and this one is no pod of the finished job).
+        return Settled(record, None if is_terminating(pod) else uid, False)
     if record.phase == DELETED and record.uid == uid and (policy != CleanUpPolicy.NONE or is_terminating(pod)):
         if delete is None and not is_terminating(pod):
             # Its delete never went through (refused, or the controller stopped first) and the pod has since

@@ -88,8 +88,7 @@ def settle_finished(kind: JobKind, job: ParsedJob, old: dict, pods: list[dict], 
     if old.get("observedGeneration") is not None and job.generation != old.get("observedGeneration"):
         events.append(_finished_edit_event(cleanup.stored_policy(old), policy))
     new = assemble(old, kind.status, phase=old["phase"], conditions=old.get("conditions") or [],
-                   records_by_type=by_type, start_time=old.get("startTime"),
-                   completion_time=old.get("completionTime"))
+                   records_by_type=by_type, start_time=None, completion_time=None)  # (both kept, from `old`)
     new[cleanup.FINISHED_POLICY] = str(policy)  # so the next edit of the policy is told from other edits
     return Plan(new, delete=delete, events=events, terminal=True)
 

@@ -35,12 +35,11 @@ def count_once(kind: JobKind, job: ParsedJob, observations: Sequence[Observation
     out = list(steps)
     counted = [i for i, (o, s) in enumerate(zip(observations, steps, strict=True))
                if o.slot.type in members and s.record.restart_count > o.record.restart_count]
-    first = observations[counted[0]].slot if counted else None
     for i in counted[1:]:  # one group restart: the others are replaced with it, counting nothing
         o, s = observations[i], steps[i]
         out[i] = replace(s, record=replace(s.record, restart_count=o.record.restart_count),
                          restart_event=f"Restarting replica {o.slot.name} with the group restart of "
-                                       f"{first.name if first else ''} (not counted)")
+                                       f"{observations[counted[0]].slot.name} (not counted)")
     return out, counted
 
 

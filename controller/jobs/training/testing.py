@@ -2,17 +2,32 @@
 (`runPolicy.backoffLimit`), restart policies by type (Never, OnFailure, Always, ExitCode: the training container's
 130, 137, 138 and 143, or none, are retried), success with the master, failure of any replica for good, the deadline
 and clean-up in `runPolicy`. Each training kind's own (controller/kinds/<kind>/testing.py) says its master, its
-defaults and what admission refuses. Reads nothing of the controller."""
+defaults and what admission refuses, and the replica types of its chaos jobs (`chaos_types`). Reads nothing of the
+controller."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
-from controller.jobs.testing import BUDGET, EITHER, Judgement, Key, ModelContract
+from controller.jobs.testing import (
+    BUDGET,
+    EITHER,
+    FAILED,
+    SUCCEEDED,
+    ChaosJob,
+    ChaosReplica,
+    Judgement,
+    Key,
+    ModelContract,
+    chaos_script,
+    simulate,
+)
 
 RETRYABLE = (130, 137, 138, 143)  # SIGINT, SIGKILL, SIGTERM, and 138 "restart me"
 POLICIES = ["Never", "OnFailure", "Always", "ExitCode"]
 DEADLINE = 60  # activeDeadlineSeconds of the jobs drawn with one
+UNLIMITED = 99  # a chaos job's backoffLimit, far above the restarts its scripts take
 
 
 class TrainingContract(ModelContract):
@@ -68,3 +83,41 @@ class TrainingContract(ModelContract):
         specs = [{"type": t, "replicas": n, "restartPolicy": policy, "template": self.template()}
                  for t, n, policy in types]
         return self.job({"replicaSpecs": specs, **extra})
+
+    def chaos_types(self, rng: random.Random) -> dict[str, int]:
+        """The replicas of each type of a chaos job (its master's type among them maybe)."""
+        raise NotImplementedError
+
+    def chaos_job(self, rng: random.Random, name: str, mode: str) -> ChaosJob:
+        """Replicas of `chaos_types`, each type Never or OnFailure, no backoff limit in reach (none, or UNLIMITED):
+        the master's end is the job's, and only the master may fail for good (Never and a failing script); every other
+        replica ends in success (restarted under OnFailure until it does), since a failure of any other for good would
+        race the master's success."""
+        types = self.chaos_types(rng)
+        master = self.master({"replicaSpecs": [{"type": t, "replicas": n} for t, n in types.items()]})
+        cleanup = rng.choice(["None", "Unfinished", "All"])
+        policies = {t: ("OnFailure", UNLIMITED) if rng.random() < 0.6 else ("Never", 0) for t in types}
+        replicas = []
+        scripts: dict[str, dict | list] = {}
+        for t, count in types.items():
+            policy, limit = policies[t]
+            for rank in range(count):
+                if policy == "OnFailure":
+                    attempts = [*[False] * rng.randint(0, 2), True]  # fails a few times, then succeeds
+                else:
+                    attempts = [rng.random() < 0.6 if (t, rank) == master else True]
+                replica = ChaosReplica(t, rank, f"{name}-{t}-{rank}", policy, limit, attempts)
+                replica.outcome, replica.restarts = simulate(policy, limit, replica.succeeds)
+                replicas.append(replica)
+                scripts[replica.name] = [chaos_script(rng, ok) for ok in attempts]
+        succeeded = next(r for r in replicas if (r.type, r.rank) == master).outcome == SUCCEEDED
+        run_policy: dict = {"cleanUpPolicy": cleanup}
+        if self.default_backoff_limit is not None:  # a default limit in reach of the restarts drawn: lifted
+            run_policy["backoffLimit"] = UNLIMITED
+        spec: dict = {"replicaSpecs": [{"type": t, "replicas": n, "restartPolicy": policies[t][0],
+                                        "template": self.template()} for t, n in types.items()],
+                      "runPolicy": run_policy}
+        if rng.random() < 0.3:
+            spec["scheduler"] = {"t9kScheduler": {"queue": "default", "priority": rng.randint(0, 100)}}
+        return ChaosJob(self.job_named(name, spec), replicas, scripts, SUCCEEDED if succeeded else FAILED, cleanup,
+                        policies=policies)

@@ -1,18 +1,38 @@
 """GenericJob's model contract (controller/jobs/testing.py): a restart limit per replica (`restartPolicy.policy` and
 `.limit`), the user's success and failure rules (default: every replica succeeds / any fails for good),
 `cleanUpPolicy` at the spec's top (None by default) and no deadline; admission refuses a rule naming a rank the job
-does not have. Reads nothing of the controller but the contracts."""
+does not have. Its chaos jobs (`chaos_job`) play every mode: run, paused and resumed, in debug mode. Reads nothing of
+the controller but the contracts."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
-from controller.jobs.testing import BUDGET, ApiExercise, Judgement, Key, ModelContract
+from controller.jobs.testing import (
+    BUDGET,
+    DEBUG,
+    FAILED,
+    MODES,
+    NORMAL,
+    PAUSE,
+    RUNNING,
+    SUCCEEDED,
+    ApiExercise,
+    ChaosJob,
+    ChaosReplica,
+    Judgement,
+    Key,
+    ModelContract,
+    chaos_script,
+    simulate,
+)
 
 
 class GenericJobContract(ModelContract):
     kind = "GenericJob"
     container = "main"
+    chaos_modes = MODES
 
     def api_exercise(self, template: dict) -> ApiExercise | None:
         return None  # the engine's own APIs: the RBAC test's GenericJobs call every one
@@ -75,6 +95,93 @@ class GenericJobContract(ModelContract):
             extra["failureRules"] = chosen
         specs = [{"type": t, "replicas": n, "restartPolicy": p, "template": self.template()} for t, n, p in types]
         return self.job({"replicaSpecs": specs, **extra})
+
+    def chaos_job(self, rng: random.Random, name: str, mode: str) -> ChaosJob:
+        """1-4 replicas of one or two types (a master maybe), each type's policy and limit drawn (Never under pause),
+        Services, the T9k scheduler and success and failure rules maybe; each attempt's script drawn, redrawn until
+        exactly one verdict is reachable (else every replica succeeds). Paused jobs: every attempt alike (the pause
+        retires pods uncounted); debug jobs: pods that run until deleted."""
+        types = {"worker": rng.randint(1, 3)}
+        if rng.random() < 0.4:
+            types = {"master": 1, **types}
+        cleanup = rng.choice(["None", "Unfinished", "All"])
+        spec: dict = {"cleanUpPolicy": cleanup}
+        if rng.random() < 0.3:
+            spec["service"] = {"ports": [{"name": "http", "port": 8080}]}
+        if rng.random() < 0.3:
+            spec["scheduler"] = {"t9kScheduler": {"queue": "default", "priority": rng.randint(0, 100)}}
+        policies = {t: ("Never", 0) if mode == PAUSE else
+                    (rng.choice(["Never", "OnFailure", "OnFailure", "Always"]), rng.randint(0, 3)) for t in types}
+        for _ in range(50):
+            replicas, scripts = self._chaos_replicas(rng, name, mode, types, policies)
+            success_rules: list[dict] = []
+            failure_rules: list[dict] = []
+            if mode == NORMAL and rng.random() < 0.45:
+                pick = rng.choice(replicas)
+                success_rules = [{pick.type: [pick.rank]}]
+                if rng.random() < 0.5:
+                    other = rng.choice(replicas)
+                    failure_rules = [{other.type: [str(other.rank)]}]
+            succeeded, failed = verdicts(replicas, success_rules, failure_rules)
+            if mode == DEBUG or succeeded != failed:
+                break
+        else:  # no draw gave exactly one verdict: make every replica succeed
+            success_rules = failure_rules = []
+            for r in replicas:
+                r.attempts, r.outcome, r.restarts = [True], SUCCEEDED, (r.limit if r.policy == "Always" else 0)
+                scripts[r.name] = [chaos_script(rng, True)]
+            succeeded = True
+        replica_specs = [{"type": t, "replicas": count, "restartPolicy": {"policy": policies[t][0],
+                                                                          "limit": policies[t][1]},
+                          "template": {"spec": {"containers": [{"name": self.container, "image": "busybox:1.36",
+                                                                "command": ["sh", "-c", "echo $(type) $(rank)"]}]}}}
+                         for t, count in types.items()]
+        if success_rules:
+            spec["successRules"] = success_rules
+        if failure_rules:
+            spec["failureRules"] = failure_rules
+        if mode == DEBUG:
+            spec["runMode"] = {"debug": {"enabled": True}}
+        expected = RUNNING if mode == DEBUG else SUCCEEDED if succeeded else FAILED
+        return ChaosJob(self.job_named(name, {"replicaSpecs": replica_specs, **spec}), replicas, scripts, expected,
+                        cleanup, mode, policies)
+
+    @staticmethod
+    def _chaos_replicas(rng: random.Random, name: str, mode: str, types: dict[str, int],
+                        policies: dict[str, tuple[str, int]]) -> tuple[list[ChaosReplica], dict[str, dict | list]]:
+        replicas, scripts = [], {}
+        for t, count in types.items():
+            policy, limit = policies[t]
+            for rank in range(count):
+                pod = f"{name}-{t}-{rank}"
+                script: dict | list
+                if mode == DEBUG:
+                    attempts, script = [True], {}  # runs until deleted
+                elif mode == PAUSE:
+                    ok = rng.random() < 0.85
+                    attempts, script = [ok], chaos_script(rng, ok)  # every attempt alike: pause and resume are moot
+                else:
+                    attempts = [rng.random() < 0.6 for _ in range(limit + 1)]
+                    script = [chaos_script(rng, ok) for ok in attempts]
+                replica = ChaosReplica(t, rank, pod, policy, limit, attempts)
+                replica.outcome, replica.restarts = simulate(policy, limit, replica.succeeds)
+                replicas.append(replica)
+                scripts[pod] = script
+        return replicas, scripts
+
+
+def verdicts(replicas: list[ChaosReplica], success_rules: list[dict], failure_rules: list[dict]) -> tuple[bool, bool]:
+    """(some success rule is met, some failure rule is met) once every replica has its outcome (by default: every
+    replica succeeded / any failed): a chaos job with both could end either way, as its pods happen to end."""
+    outcome = {(r.type, r.rank): r.outcome for r in replicas}
+
+    def met(rule: dict, wanted: str) -> bool:
+        return all(outcome.get((t, int(k))) == wanted for t, ranks in rule.items() for k in ranks)
+
+    failed = any(met(r, FAILED) for r in failure_rules) if failure_rules else FAILED in outcome.values()
+    succeeded = (any(met(r, SUCCEEDED) for r in success_rules) if success_rules
+                 else all(o == SUCCEEDED for o in outcome.values()))
+    return succeeded, failed
 
 
 def _met(rule: dict, outcomes: dict[Key, str], wanted: str) -> bool:

@@ -3,15 +3,27 @@
 (default), backoffLimit 3 by default, a lost pod under Never final (any failure is), the launcher's success the job's;
 the start order (the launcher made once every worker is Running and Ready, unless AtStartup), the group restart (a
 worker restarted takes the launcher with it; the group's restarts in one reconcile count one) and the hostfile its
-ConfigMap keeps current. Reads nothing of the controller but the contracts."""
+ConfigMap keeps current. Its chaos jobs: workers that run until deleted, as their sshd does, and a launcher whose end
+is the job's. Reads nothing of the controller but the contracts."""
 
 from __future__ import annotations
 
 import copy
+import random
 from typing import Any
 
-from controller.jobs.testing import ApiExercise, Key
-from controller.jobs.training.testing import TrainingContract
+from controller.jobs.testing import (
+    FAILED,
+    RUNNING,
+    SUCCEEDED,
+    ApiExercise,
+    ChaosJob,
+    ChaosReplica,
+    Key,
+    chaos_script,
+    simulate,
+)
+from controller.jobs.training.testing import UNLIMITED, TrainingContract
 
 LAUNCHER, WORKER = "launcher", "worker"
 
@@ -86,6 +98,29 @@ class MPIJobContract(TrainingContract):
         spec["slotsPerWorker"] = draw(st.sampled_from([1, 2]))
         spec["runLauncherAsWorker"] = draw(st.booleans())
         return self.job(spec)
+
+    def chaos_job(self, rng: random.Random, name: str, mode: str) -> ChaosJob:
+        """1 to 3 workers that never end (none restarts: no group restart under chaos, which the model test and
+        tests/e2e/test_mpijob.py cover), made before the launcher or with it; the launcher OnFailure (fails up to
+        twice, then succeeds) or Never (succeeds or fails), its end the job's."""
+        workers = rng.randint(1, 3)
+        cleanup = rng.choice(["None", "Unfinished", "All"])
+        policy = "OnFailure" if rng.random() < 0.6 else "Never"
+        attempts = [*[False] * rng.randint(0, 2), True] if policy == "OnFailure" else [rng.random() < 0.6]
+        limit = UNLIMITED if policy == "OnFailure" else 0
+        launcher = ChaosReplica(LAUNCHER, 0, f"{name}-{LAUNCHER}-0", policy, limit, attempts)
+        launcher.outcome, launcher.restarts = simulate(policy, limit, launcher.succeeds)
+        replicas = [launcher] + [ChaosReplica(WORKER, rank, f"{name}-{WORKER}-{rank}", "OnFailure", UNLIMITED, [True],
+                                              RUNNING) for rank in range(workers)]
+        scripts: dict[str, dict | list] = {r.name: {} for r in replicas[1:]}  # until deleted
+        scripts[launcher.name] = [chaos_script(rng, ok) for ok in attempts]
+        spec = {"runPolicy": {"cleanUpPolicy": cleanup, "backoffLimit": UNLIMITED},
+                "launcherCreationPolicy": rng.choice(["WaitForWorkersReady", "AtStartup"]),
+                "launcher": {"restartPolicy": policy, "template": self.template()},
+                "worker": {"replicas": workers, "template": self.template()}}
+        return ChaosJob(self.job_named(name, spec), replicas, scripts,
+                        SUCCEEDED if launcher.outcome == SUCCEEDED else FAILED, cleanup,
+                        policies={LAUNCHER: (policy, limit), WORKER: ("OnFailure", UNLIMITED)})
 
 
 MODEL = MPIJobContract()

@@ -4,6 +4,7 @@ one master, or the first type's rank 0. Reads nothing of the controller but the 
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from controller.jobs.testing import Key
@@ -35,6 +36,9 @@ class PyTorchContract(TrainingContract):
         types = ([("master", 1, draw(policy))] if master else []) + \
             [("worker", draw(st.integers(0 if master else 1, 3)), draw(policy))]
         return self.typed_job(types, {"runPolicy": run_policy})
+
+    def chaos_types(self, rng: random.Random) -> dict[str, int]:
+        return {"master": 1, "worker": rng.randint(1, 3)} if rng.random() < 0.5 else {"worker": rng.randint(1, 3)}
 
 
 MODEL = PyTorchContract()

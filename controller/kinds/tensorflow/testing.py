@@ -5,6 +5,7 @@ controller but the contracts."""
 from __future__ import annotations
 
 import copy
+import random
 from typing import Any
 
 from controller.jobs.testing import ApiExercise, Key
@@ -16,6 +17,7 @@ BOARDS = ("tensorstack.dev", "tensorboards")
 class TensorFlowContract(TrainingContract):
     kind = "TensorFlowTrainingJob"
     container = "tensorflow"
+    records = "replicaStatus"
 
     def master(self, spec: dict) -> Key | None:
         have = self.counts(spec)
@@ -44,6 +46,9 @@ class TensorFlowContract(TrainingContract):
             [("worker", draw(st.integers(0 if chief else 1, 3)), draw(policy)),
              ("ps", draw(st.integers(0, 1)), draw(policy))]
         return self.typed_job(types, {"runPolicy": run_policy})
+
+    def chaos_types(self, rng: random.Random) -> dict[str, int]:
+        return {"chief": 1, "worker": rng.randint(1, 3)} if rng.random() < 0.4 else {"worker": rng.randint(1, 3)}
 
 
 MODEL = TensorFlowContract()
