@@ -271,10 +271,17 @@ class EngineModel(Checks, RuleBasedStateMachine):
         if name := self._pod(which):
             self.world.set_pod(name, phase="Failed", reason="Evicted", containerStatuses=[])
 
-    @rule(which=st.integers(0, 11))
-    def pod_deleted_by_someone(self, which):
-        if name := self._pod(which, live=False):
-            self.world.remove_pod(name)
+    @rule(which=st.integers(0, 11), running=st.booleans())
+    def pod_deleted_by_someone(self, which, running):
+        """Someone deletes a pod (or its node is gone); with `running`, one not finished, and the controller looks: a
+        pod lost while running, a failure without an exit code, recreated uncounted or judged as any failure (an
+        MPIJob's under Never final), by the kind's contract. (Any pod is, late in a story, mostly a finished one.)"""
+        if not running:
+            if name := self._pod(which, live=False):
+                self.world.remove_pod(name)
+        elif pods := self._running_pods():
+            self.world.remove_pod(pods[which % len(pods)])
+            self.reconcile()
 
     @rule(which=st.integers(0, 11))
     def pod_gets_stuck(self, which):
