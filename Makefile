@@ -159,14 +159,15 @@ bench: install
 # figure). Not part of `test`: hours on two busy CPUs. One module at a time, two test processes at most, niced;
 # mutmut keeps its results in mutants/ and reruns only what changed. MUTANTS= picks modules (paths), e.g.
 # `make mutants MUTANTS=controller/jobs/decisions/held.py`; then the per-module table and the survivors' names
-# (`.venv/bin/mutmut show NAME` shows one).
+# (`.venv/bin/mutmut show NAME` shows one), and a check that RELIABILITY.md's table of the final run's survivors names
+# exactly the survivors (--check-named).
 MUTANTS ?= $(shell $(BIN)/python -c "from tests.mutation.mutmut_report import modules; print(*modules())" 2>/dev/null)
 mutants: install
 	@for module in $(MUTANTS); do \
 		name=$$(echo "$${module%.py}" | tr / .); echo "mutants: $$module"; \
 		nice -n 19 $(BIN)/mutmut run --max-children 2 "$$name.*" > /dev/null || exit 1; \
 	done
-	$(BIN)/python -m tests.mutation.mutmut_report --survivors $(MUTANTS)
+	$(BIN)/python -m tests.mutation.mutmut_report --survivors --check-named $(MUTANTS)
 
 # Regenerate requirements.lock (the image's pinned, hashed dependencies), requirements-dev.lock (the same
 # pins plus the extras', for `make install`) and requirements-local.lock (the dev lock's pins of what `local`

@@ -96,3 +96,27 @@ def test_a_failure_after_restarts_granted_in_the_same_reconcile_counts_them_all(
     assert explained(verdict, observations).message == (
         "Replica job-worker-2 has failed: replica worker-2 failed without an exit code after 2 of 2 restarts of the "
         "job (runPolicy.backoffLimit)")
+
+
+def test_a_failure_between_two_members_of_a_restart_group_counts_the_groups_one_restart():
+    # A kind whose restart group holds workers and a launcher but not the ps, its ps listed between them (the
+    # engine's contract for any kind; MPIJob's group holds all its types): under a job budget of 1, worker-0's
+    # failure restarts the group, the ps finds that restart spent and fails the job, and the launcher failing too
+    # restarts with the group, judged against the budget before it drew. The job failed "after 1 of 1": the last
+    # observation's restart is the group's one, already counted.
+    from controller.jobs.decisions.restart import observe_all
+
+    budget = ReplicaRestart(RestartPolicyType.ON_FAILURE, 1, "main")
+
+    def failed(replica_type: str) -> Slot:
+        name = f"job-{replica_type}-0"
+        return Slot(replica_type, 0, name, budget, Replica(name, f"u-{name}", "Failed"),
+                    {"metadata": {"uid": f"u-{name}"}, "status": {"phase": "Failed"}})
+
+    observations = observe_all([failed("worker"), failed("ps"), failed("launcher")], 0,
+                               together={"worker", "launcher"})
+    assert [o.outcome for o in observations] == [None, Outcome.FAILED, None]
+    verdict = Verdict(JobPhase.FAILED, ("ps", 0), "Replica job-ps-0 has failed.", replicas=(("ps", 0),))
+    assert explained(verdict, observations).message == (
+        "Replica job-ps-0 has failed: replica ps-0 failed without an exit code after 1 of 1 restarts of the job "
+        "(runPolicy.backoffLimit)")

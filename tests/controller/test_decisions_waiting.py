@@ -108,3 +108,21 @@ def test_a_cause_without_a_message_is_said_without_a_trailing_colon():
 
     assert event_message("job-worker-0", {"reason": "Unschedulable", "message": ""}) == \
         "Replica job-worker-0 is waiting: Unschedulable"
+
+
+def test_the_event_ends_with_the_message_as_recorded_whatever_its_last_character():
+    """The message is the kubelet's or scheduler's, cut at MESSAGE_MAX characters: it can end in any character. Only
+    the separator left by an empty message is trimmed, not the message's own end."""
+    from controller.jobs.decisions.waiting import MESSAGE_MAX, event_message
+
+    image = "registry.example.com/team/TRAINER-X"
+    pod = pending({"name": "main", "state": {"waiting": {"reason": "ErrImagePull",
+                                                         "message": f"failed to pull image {image}"}}})
+    assert event_message("a-worker-0", cause(pod)) == \
+        f'Replica a-worker-0 is waiting: ErrImagePull: container "main": failed to pull image {image}'
+    long = pending({"name": "main", "state": {"waiting": {"reason": "ErrImagePull", "message": "X" * 400}}})
+    recorded = cause(long)
+    assert len(recorded["message"]) == MESSAGE_MAX
+    assert event_message("a-worker-0", recorded).endswith("X" * 10)
+    assert event_message("a-worker-0", {"reason": "Unschedulable", "message": ""}) == \
+        "Replica a-worker-0 is waiting: Unschedulable"

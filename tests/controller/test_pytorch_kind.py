@@ -249,3 +249,19 @@ def test_the_status_records_each_types_template_hash_as_its_pods_are_annotated_w
         annotations = desired_pod(PYTORCH, job, replica_type, 0)["metadata"]["annotations"]
         [pod_hash] = [v for k, v in annotations.items() if k.endswith("/template-hash")]
         assert status["templateHashes"][replica_type] == pod_hash
+
+
+def test_a_pod_without_a_pytorch_or_python_container_trains_in_its_first_one():
+    """PyTorch's training container is the one named pytorch or python, else the pod's first (`any_container`):
+    torchrun runs there, its port is read there, and ExitCode judges its exit code."""
+    trainer = {"spec": {"containers": [
+        {"name": "trainer", "image": "t:1", "args": ["train.py"], "ports": [{"name": "pytorchjob-port",
+                                                                           "containerPort": 29500}]},
+        {"name": "sidecar", "image": "s:1"}]}}
+    job = parsed(("master", 1, trainer), ("worker", 1, trainer), torchrunConfig=TORCHRUN)
+    first, sidecar = desired_pod(PYTORCH, job, "worker", 0)["spec"]["containers"]
+    assert first["command"] == ["torchrun"]
+    assert first["args"] == ["--nnodes=2", "--nproc_per_node=1", "--rdzv_backend=c10d",
+                             "--rdzv_endpoint=pj-master-0:29500", "--rdzv_id=u-1", "train.py"]
+    assert "command" not in sidecar and "args" not in sidecar
+    assert PYTORCH.restart_rule(job, "worker").container == "trainer"

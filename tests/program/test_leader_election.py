@@ -75,7 +75,10 @@ async def test_only_the_leader_reconciles_and_a_killed_leader_is_replaced_within
         await until(standby.leading, timeout=15, what="the standby leading")
         handover = loop.time() - killed
         lease, retry = LEASE["lease_duration"], LEASE["retry_period"]
-        assert lease - 1.5 * retry <= handover <= lease + 2 * 2.2 * retry + 1.0, handover
+        # Safety is exact: never before the lease has expired (less a retry period of clock skew between polls).
+        # Liveness is bounded loosely: a loaded machine (the CI's two cores under the whole suite) delays both
+        # processes and our metrics polls by seconds; a standby that waited four leases (8 s) would still fail.
+        assert lease - 1.5 * retry <= handover <= 2 * lease + 4 * retry + 3.0, handover
         assert await leader.exit_code() == -signal.SIGKILL
         spec = (await cluster.lease())["spec"]
         assert spec["holderIdentity"] == standby.identity and spec["leaseTransitions"] == transitions + 1
