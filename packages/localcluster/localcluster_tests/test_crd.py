@@ -250,3 +250,31 @@ async def test_a_rule_calling_what_the_minimum_version_lacks_is_refused(api_clie
     with pytest.raises(ApiException) as exc:
         await client.ApiextensionsV1Api(api_client).create_custom_resource_definition(crd)
     assert "undeclared reference to 'isIP' (in container '')" in json.loads(exc.value.body)["message"]
+
+
+async def test_a_custom_resources_watch_cache_starts_when_its_crd_is_served(crd, custom, cluster, api_client):
+    """The apiextensions server makes a CRD's storage (and its cacher, which lists at the latest revision) when the
+    CRD is served, and anew when its spec changes: a watch from an older version gets 410, as on a real 1.35 server
+    (tests/real's corpus: a watch of GenericJobs from resourceVersion 1). A status write keeps the cache."""
+    from .test_watch import RawWatch
+
+    path = f"/apis/{GROUP}/{VERSION}/namespaces/default/{PLURAL}"
+    served = int(crd.metadata.resource_version)
+
+    async def first_event(rv: int) -> dict:
+        async with RawWatch(cluster, path, resourceVersion=rv, timeoutSeconds=1) as w:
+            return await w.next()
+
+    refused = await first_event(served - 1)
+    assert refused["type"] == "ERROR" and refused["object"]["code"] == 410
+    assert refused["object"]["message"] == f"too old resource version: {served - 1} ({served})"
+    made = await custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, widget("w", size=1))
+    assert (await first_event(served))["object"]["metadata"]["uid"] == made["metadata"]["uid"]
+    ext = client.ApiextensionsV1Api(api_client)
+    await ext.patch_custom_resource_definition_status(CRD["metadata"]["name"], {"status": {"storedVersions": ["v1"]}})
+    assert (await first_event(served))["object"]["metadata"]["uid"] == made["metadata"]["uid"]
+    changed = await ext.patch_custom_resource_definition(
+        CRD["metadata"]["name"], {"spec": {"names": {"categories": ["all"]}}})
+    restarted = int(changed.metadata.resource_version)
+    refused = await first_event(served)
+    assert refused["object"]["message"] == f"too old resource version: {served} ({restarted})"

@@ -77,7 +77,7 @@ class Checks:
             count = int((kept.get(name) or {}).get("restartCount") or 0)
             by_type[key[0]] = by_type.get(key[0], 0) + rep.decided
             if count != rep.decided or not rep.made <= count <= rep.made + 1:
-                self.defect(self._why_miscount(spec, key, expect),
+                self.defect(self._why_miscount(spec, key, expect, count),
                             f"{name}: restartCount {count}, but the rules granted {rep.decided} restarts and "
                             f"{rep.made} replacements were made")
                 return
@@ -133,15 +133,21 @@ class Checks:
                                   f"{status.get(key)!r}")
                 return
 
-    def _why_miscount(self, spec: dict, key: tuple[str, int], expect: Expect) -> str | None:
-        life = self.ledger.reps[key].life
-        if life and life.retired == "scale" and any(p["metadata"]["uid"] == life.uid for p in self.pods_seen.values()):
-            return "readded-rank-adopts-old-pod"  # re-added while its scaled-away pod is still terminating
-        if self.ledger.reps[key].life and self.ledger.reps[key].life.debug:
-            return "debug-counts"  # its pod is a debug pod: only the engine's counting it explains a difference
-        if r.run_mode(spec, "pause"):
+    def _why_miscount(self, spec: dict, key: tuple[str, int], expect: Expect, count: int) -> str | None:
+        """The known defect a replica's wrong restartCount resembles: one that counts too many (a pod adopted, a debug
+        pod's end) or too few (a failure forgotten with a pause or a scale-down), never the other way."""
+        rep = self.ledger.reps[key]
+        life = rep.life
+        if count > rep.decided:
+            if life and life.retired == "scale" and key in r.replicas(self.kind_name, spec) and \
+                    any(p["metadata"]["uid"] == life.uid for p in self.pods_seen.values()):
+                return "readded-rank-adopts-old-pod"  # re-added while its scaled-away pod is still terminating
+            if life and life.debug:
+                return "debug-counts"  # its pod is a debug pod: only the engine's counting it explains a difference
+            return None
+        if count < rep.decided and r.run_mode(spec, "pause"):
             return "pause-forgets-failure"
-        if key in expect.removed:
+        if count < rep.decided and key in expect.removed:
             return "scale-down-forgets-failure"
         return None
 

@@ -3,9 +3,10 @@
 The rules are what the world can do to a job while it runs: the user edits it (scale a type, to 0 and back,
 template, pause and resume, debug on and off, cleanUpPolicy, delete; an edit admission would refuse is refused),
 its pods come to outcomes (succeed, fail with an exit code, evicted without one, deleted by someone else, stuck
-terminating), time passes (deadlines, restart back-off), the controller restarts (a new Reconciler: only what
-was written survives), and the caches lag. `reconcile` runs the real `Reconciler` (and so `plan()`) against a
-fake write client that applies its writes to the world (world.py).
+terminating; two at once, and two as the user pauses the job or scales their type down), time passes (deadlines,
+restart back-off), the controller restarts (a new Reconciler: only what was written survives), and the caches lag.
+`reconcile` runs the real `Reconciler` (and so `plan()`) against a fake write client that applies its writes to the
+world (world.py).
 
 The model checks both ways (oracle.py keeps its own account, never read from the controller's status):
 - a job that ends when the rules do not allow it (phase and reason) fails, as does one that has not ended when
@@ -105,8 +106,7 @@ class EngineModel(Checks, RuleBasedStateMachine):
     def scale(self, type_index, replicas):
         """A scale edit, to 0 and back included; one admission would refuse (no replicas left, a rule naming
         a removed rank, the master moved) is refused and changes nothing."""
-        spec = copy.deepcopy(self.world.job["spec"])
-        if r.scale(self.kind_name, spec, type_index, replicas) and r.valid(self.kind_name, spec):
+        if self._admitted(type_index, replicas):
             self.world.edit(lambda s: r.scale(self.kind_name, s, type_index, replicas))
         else:
             note("(refused at admission)")
@@ -151,6 +151,11 @@ class EngineModel(Checks, RuleBasedStateMachine):
         names = sorted(n for n, p in self.world.pods.items()
                        if not live or p["status"].get("phase") not in FINISHED)
         return names[which % len(names)] if names else None
+
+    def _running_pods(self) -> list[str]:
+        """The pods that have not finished and are not being deleted, by name."""
+        return sorted(n for n, p in self.world.pods.items()
+                      if p["status"].get("phase") not in FINISHED and not p["metadata"].get("deletionTimestamp"))
 
     @rule(which=st.integers(0, 11))
     def pod_runs(self, which):
@@ -199,8 +204,9 @@ class EngineModel(Checks, RuleBasedStateMachine):
     def two_pods_fail(self, which, code):
         """Two pods end at once (their node drained or lost: evicted, without a code), or fail together (a collective
         broken in both): what a job-wide budget draws on in spec order, and a group restart counts once."""
-        first = self._pod(which)
-        second = self._pod(which + 1)
+        self._fail(self._pod(which), self._pod(which + 1), code)
+
+    def _fail(self, first: str | None, second: str | None, code: int | None) -> None:
         for name in dict.fromkeys(n for n in (first, second) if n is not None):
             if code is None:
                 self.world.set_pod(name, phase="Failed", reason="Evicted", containerStatuses=[])
@@ -208,15 +214,74 @@ class EngineModel(Checks, RuleBasedStateMachine):
                 self.world.set_pod(name, phase="Failed", containerStatuses=[
                     {"name": r.container(self.kind_name), "state": {"terminated": {"exitCode": code}}}])
 
+    # Two pods fail as the user pauses the job or scales a type down, and the controller's next look sees both: the
+    # failures are judged first, by the rules before the edit, and a group's restarts seen together count once, a
+    # rank scaled away among them included. Apart (two_pods_fail, pause, scale), with a reconcile between, they rarely
+    # meet. These rules are drawn only where they can meet a group restart (_group_running); elsewhere they would only
+    # end stories sooner (a failure final there), taking steps from the stories of other rules.
+
+    def _group_running(self) -> bool:
+        """A job not finished, with two pods or more running, of a kind whose replicas restart together, each type of
+        its group replacing a failed pod now (its restart policy and what is left of the budget, by the contract)."""
+        if not self.alive or self.final is not None or len(self._running_pods()) < 2:
+            return False
+        spec = self.world.job["spec"]
+        members = r.group(self.kind_name, spec)
+        return bool(members) and all(r.judge(self.kind_name, spec, t, "Failed", 1, 0, self.ledger.job_restarts())
+                                     .replaced for t in members)
+
+    @precondition(lambda self: self._group_running())
+    @rule(which=st.integers(0, 11), code=st.sampled_from([None, 1, 137]))
+    def two_pods_fail_with_a_pause(self, which, code):
+        self._two_running_fail(which, code)
+        self.pause(True)
+        self.reconcile()
+
+    @precondition(lambda self: self._group_running())
+    @rule(which=st.integers(0, 11), code=st.sampled_from([None, 1, 137]), fewer=st.integers(0, 2))
+    def two_pods_fail_with_a_scale_down(self, which, code, fewer):
+        """The scale-down removes the rank of the first pod failing (and those above it), and `fewer` more as
+        admission lets it: the other pod failing is scaled away too, or stays, a replica of the spec."""
+        failing = self._two_running_fail(which, code)
+        labels = self.world.pods[failing]["metadata"]["labels"]
+        replica_type, rank = labels[self.kind.api.type_label], int(labels[self.kind.api.rank_label])
+        types = r.replica_specs(self.kind_name, self.world.job["spec"])
+        index = [t["type"] for t in types].index(replica_type)
+        count = types[index].get("replicas", 1)
+        target = next((n for n in range(max(0, rank - fewer), min(rank + 1, count)) if self._admitted(index, n)), None)
+        if target is None:
+            note(f"(admission lets no scale-down remove {failing})")
+        else:
+            self.world.edit(lambda spec: r.scale(self.kind_name, spec, index, target))
+        self.reconcile()
+
+    def _admitted(self, type_index: int, replicas: int) -> bool:
+        """Would admission take the job's spec with the type scaled so?"""
+        spec = copy.deepcopy(self.world.job["spec"])
+        return r.scale(self.kind_name, spec, type_index, replicas) and r.valid(self.kind_name, spec)
+
+    def _two_running_fail(self, which: int, code: int | None) -> str:
+        """Two of the pods running (or pending) fail, counted from the last (the highest ranks): the first's name."""
+        pods = self._running_pods()
+        self._fail(pods[(-1 - which) % len(pods)], pods[(-2 - which) % len(pods)], code)
+        return pods[(-1 - which) % len(pods)]
+
     @rule(which=st.integers(0, 11))
     def pod_evicted(self, which):
         if name := self._pod(which):
             self.world.set_pod(name, phase="Failed", reason="Evicted", containerStatuses=[])
 
-    @rule(which=st.integers(0, 11))
-    def pod_deleted_by_someone(self, which):
-        if name := self._pod(which, live=False):
-            self.world.remove_pod(name)
+    @rule(which=st.integers(0, 11), running=st.booleans())
+    def pod_deleted_by_someone(self, which, running):
+        """Someone deletes a pod (or its node is gone); with `running`, one not finished, and the controller looks: a
+        pod lost while running, a failure without an exit code, recreated uncounted or judged as any failure (an
+        MPIJob's under Never final), by the kind's contract. (Any pod is, late in a story, mostly a finished one.)"""
+        if not running:
+            if name := self._pod(which, live=False):
+                self.world.remove_pod(name)
+        elif pods := self._running_pods():
+            self.world.remove_pod(pods[which % len(pods)])
+            self.reconcile()
 
     @rule(which=st.integers(0, 11))
     def pod_gets_stuck(self, which):

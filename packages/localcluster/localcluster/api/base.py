@@ -3,6 +3,7 @@ admission (decoding, defaults, validation, the field manager, the built-in admis
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 from typing import Any
 
@@ -62,6 +63,11 @@ class ApiBase(WebhookSteps):
         # The request's options as admission webhooks see them (CreateOptions, ...); the HTTP layer sets them.
         self.options: dict | None = None
         self.webhooks = webhooks.WebhookAdmission(store, registry, self.present)
+        # The revision each custom resource's watch cache starts at: the apiextensions server makes a CRD's
+        # storage, and so its cacher (which lists at the then-latest revision), when the CRD is served and anew
+        # whenever its spec changes. A watch from an older version is answered 410, as on a real server.
+        self.watch_cache_start: dict[tuple[str, str], int] = {}
+        self._served_specs: dict[str, dict] = {}
 
     # --- helpers ---------------------------------------------------------------------------
 
@@ -319,6 +325,11 @@ class ApiBase(WebhookSteps):
         return obj
 
     def _serve_crd(self, crd: dict) -> None:
-        self.registry.remove_crd(crd["metadata"]["name"])
+        name = crd["metadata"]["name"]
+        self.registry.remove_crd(name)
         for rt in types_from_crd(crd):
             self.registry.add(rt)
+        if self._served_specs.get(name) != crd["spec"]:  # a status write keeps the storage, a spec change not
+            self._served_specs[name] = copy.deepcopy(crd["spec"])
+            self.watch_cache_start[(crd["spec"]["group"], crd["spec"]["names"]["plural"])] = \
+                int(crd["metadata"]["resourceVersion"])

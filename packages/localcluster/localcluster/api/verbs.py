@@ -330,6 +330,7 @@ class Api(ApiBase):
 
     def _unserve_crd(self, crd: dict) -> None:
         gone = self.registry.remove_crd(crd["metadata"]["name"])
+        self._served_specs.pop(crd["metadata"]["name"], None)  # served again, it gets a new watch cache
         if not gone:
             return
         rt = gone[0]

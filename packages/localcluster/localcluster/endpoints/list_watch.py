@@ -206,8 +206,10 @@ class ListWatch:
                     watcher.buffer.append(("ADDED", obj))
             watcher.start_rv = start_rv = self.store.rv
         else:
-            # The watch cache holds the events since the server started, the store those since compaction.
-            oldest = max(self.cluster.watch_cache_rv, self.store.compacted_rv)
+            # The watch cache holds the events since the server started (a custom resource's: since its CRD was
+            # served, or its spec last changed), the store those since compaction.
+            oldest = max(self.cluster.watch_cache_rv, self.store.compacted_rv,
+                         self.cluster.api.watch_cache_start.get(rt.storage_key, 0))
             past = self.store.events_since(start_rv, rt.storage_key) if start_rv >= oldest else None
             refused = None
             if past is None:
