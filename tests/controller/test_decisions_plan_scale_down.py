@@ -16,6 +16,19 @@ def _started(job, pods):
     return step(job, status, pods, at(2)).status
 
 
+def _worker_2_restarted_once(monkeypatch):
+    """Three OnFailure workers with room for three records in all; worker-2 has failed and restarted once."""
+    from controller.jobs.decisions import edits
+
+    monkeypatch.setattr(edits, "MAX_RECORDS", 3)
+    pods = Pods()
+    job = make_job(("worker", 3, "OnFailure", 3))
+    status = _started(job, pods)
+    pods.set("worker", 2, "Failed")
+    status = step(job, status, pods, at(3)).status  # its first restart
+    return pods, step(job, status, pods, at(4)).status
+
+
 def test_a_pod_of_a_rank_scaled_away_already_terminating_is_not_deleted_again():
     pods = Pods()
     status = _started(make_job(("worker", 3)), pods)
@@ -99,15 +112,7 @@ def test_a_rank_scaled_away_as_the_job_fails_under_none_is_kept_without_a_delete
 
 
 def test_a_rank_that_restarted_before_failing_as_it_is_scaled_away_adds_only_its_new_restart(monkeypatch):
-    from controller.jobs.decisions import edits
-
-    monkeypatch.setattr(edits, "MAX_RECORDS", 3)
-    pods = Pods()
-    job = make_job(("worker", 3, "OnFailure", 3))
-    status = _started(job, pods)
-    pods.set("worker", 2, "Failed")
-    status = step(job, status, pods, at(3)).status  # its first restart
-    status = step(job, status, pods, at(4)).status
+    pods, status = _worker_2_restarted_once(monkeypatch)
     assert status["backoffCount"] == 1
     pods.set("worker", 2, "Failed")
     result = step(make_job(("worker", 0, "OnFailure", 3), ("ps", 3, "OnFailure", 3)), status, pods, at(5))
@@ -236,15 +241,7 @@ def test_a_job_ending_as_it_is_scaled_down_keeps_the_restarts_of_records_dropped
     # Issue 45 (scale_down.settle_leaving): worker-2 restarted once; scaled away with worker-1, whose failure under
     # Never ends the job in that reconcile, and their records dropped for size (room for three, the spec's ps take
     # it): worker-2's restart stays in its type's count.
-    from controller.jobs.decisions import edits
-
-    monkeypatch.setattr(edits, "MAX_RECORDS", 3)
-    pods = Pods()
-    job = make_job(("worker", 3, "OnFailure", 3))
-    status = _started(job, pods)
-    pods.set("worker", 2, "Failed")
-    status = step(job, status, pods, at(3)).status
-    status = step(job, status, pods, at(4)).status
+    pods, status = _worker_2_restarted_once(monkeypatch)
     pods.set("worker", 1, "Failed")
     result = step(make_job(("worker", 0, "Never"), ("ps", 3, "Never")), status, pods, at(5))
     assert result.terminal and result.status["phase"] == "Failed"
