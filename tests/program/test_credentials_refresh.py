@@ -95,32 +95,54 @@ async def _lease_renewed_since(cluster: LocalClusterProcess, since: float) -> bo
     return datetime.fromisoformat(lease["spec"]["renewTime"].replace("Z", "+00:00")).timestamp() > since
 
 
+LIFETIME, PERIOD = 12.0, 3.0  # each certificate outlives the next one's issue by 9 s: the controller's
+# check of the files (every 5 s) finds the new one before the old expires, even on a loaded machine
+
+
 async def test_a_client_certificate_rotated_and_the_old_one_expired(tmp_path):
+    """A rotator issues a certificate every PERIOD s, each expiring LIFETIME s after its issue, whatever the jobs
+    do (a job slow to run must not outlast the credentials, as a chain timed by the rounds would let it). Each
+    round waits until every certificate the controller could have held at the previous round's end has expired,
+    then for a renewal of the Lease: the controller has moved on to a newer certificate."""
     async with LocalClusterProcess(tmp_path) as cluster:
         user = tmp_path / "user"
         user.mkdir()
+        expiries: list[float] = []
 
-        async def issue(lifetime: float) -> float:
+        async def issue() -> None:
             issued = await admin(cluster, "client-certificates", {"user": "cert-user", "groups": MASTERS,
-                                                                   "lifetime": lifetime})
+                                                                   "lifetime": LIFETIME})
             (user / "tls.crt.new").write_text(issued["certificate"])
             (user / "tls.key.new").write_text(issued["key"])
             # Key first, then the certificate: a reader between the two sees a pair that does not match and
             # keeps the previous one until the next check.
             (user / "tls.key.new").rename(user / "tls.key")
             (user / "tls.crt.new").rename(user / "tls.crt")
-            return time.time() + lifetime
+            expiries.append(time.time() + LIFETIME)  # at or after the certificate's notAfter
 
-        expires = await issue(10.0)  # the controller's start takes a few seconds of it
+        async def rotate() -> None:
+            while True:
+                await asyncio.sleep(PERIOD)
+                await issue()
+
+        await issue()
         kubeconfig = write(user, base_kubeconfig(ClusterOfProcess(cluster), {"client-certificate": "tls.crt",
                                                                             "client-key": "tls.key"}))
-        async with ControllerProcess(cluster, "--kubeconfig", str(kubeconfig)) as controller:
+        async with ControllerProcess(cluster, "--kubeconfig", str(kubeconfig)) as controller, \
+                asyncio.TaskGroup() as rotating:
+            rotator = rotating.create_task(rotate())
+            held = len(expiries)  # the certificates the controller may hold now: those issued so far
+
             async def renewed() -> None:
-                nonlocal expires
-                old = expires
-                expires = await issue(old - time.time() + 5.0)  # the new one outlives the old by 5 s
-                await asyncio.sleep(max(0.0, old + 1.1 - time.time()))  # until the old one has expired
+                nonlocal held
+                expired = expiries[held - 1] + 1.0  # the newest of them
+                held = len(expiries)
+                await until(lambda: time.time() > expired, timeout=LIFETIME + 5, what="the old certificate expired")
                 since = time.time()
                 await until(lambda: _lease_renewed_since(cluster, since), timeout=10, what="a renewal")
 
-            await keeps_reconciling(cluster, controller, renewed, rounds=3)
+            try:
+                await keeps_reconciling(cluster, controller, renewed, rounds=3)
+            finally:
+                rotator.cancel()
+            assert len(expiries) >= 4, expiries
