@@ -90,11 +90,6 @@ class LocalCluster:
         # The last audit_size writes to pods, Services and custom objects (GET /_localcluster/audit).
         self.audit = AuditLog(audit_size)
         self.store.subscribe(self.audit.on_event)
-        # The oldest version a watch may start from: an apiserver's watch cache starts empty at the latest
-        # revision each time the server restarts, whatever etcd's history still holds. The first start's
-        # cache holds everything (a real server's cachers start before its own first writes: a fresh
-        # 1.35 kube-apiserver replays a watch from resourceVersion 1, measured by tests/real's corpus).
-        self.watch_cache_rv = 0
         # Subscribed last: the aggregation controller writes from its listener, after the others saw the event.
         self.access = Access(self.api, self.admin_token, tuple(disable_admission_plugins))
         # The default ServiceAccount and kube-root-ca.crt of every namespace; it writes from its listener too.
@@ -112,6 +107,11 @@ class LocalCluster:
     @property
     def url(self) -> str:
         return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
+
+    @property
+    def watch_cache_rv(self) -> int:
+        """The revision the watch caches started at, when the server last (re)started."""
+        return self.api.watch_cache.server_start
 
     @property
     def serving(self) -> bool:
@@ -182,7 +182,7 @@ class LocalCluster:
         await self._unlisten()
         if downtime:
             await asyncio.sleep(downtime)
-        self.watch_cache_rv = self.store.rv
+        self.api.watch_cache.restart_server(self.store.rv)
         await self._listen()
 
     def expire_history(self) -> int:

@@ -17,6 +17,7 @@ from ..fields import managedfields
 from ..storage import event_apis, subresources
 from ..storage.resources import Registry, ResourceType, types_from_crd
 from ..storage.store import ObjKey, Store
+from ..storage.watch_cache import WatchCache
 from ..validation import (
     QuantityError,
     builtin_schemas,
@@ -63,10 +64,9 @@ class ApiBase(WebhookSteps):
         # The request's options as admission webhooks see them (CreateOptions, ...); the HTTP layer sets them.
         self.options: dict | None = None
         self.webhooks = webhooks.WebhookAdmission(store, registry, self.present)
-        # The revision each custom resource's watch cache starts at: the apiextensions server makes a CRD's
-        # storage, and so its cacher (which lists at the then-latest revision), when the CRD is served and anew
-        # whenever its spec changes. A watch from an older version is answered 410, as on a real server.
-        self.watch_cache_start: dict[tuple[str, str], int] = {}
+        # Which versions a watch may start from, resource by resource (the cachers' windows and starts).
+        self.watch_cache = WatchCache()
+        store.subscribe(self.watch_cache.on_event)
         self._served_specs: dict[str, dict] = {}
 
     # --- helpers ---------------------------------------------------------------------------
@@ -331,5 +331,5 @@ class ApiBase(WebhookSteps):
             self.registry.add(rt)
         if self._served_specs.get(name) != crd["spec"]:  # a status write keeps the storage, a spec change not
             self._served_specs[name] = copy.deepcopy(crd["spec"])
-            self.watch_cache_start[(crd["spec"]["group"], crd["spec"]["names"]["plural"])] = \
-                int(crd["metadata"]["resourceVersion"])
+            self.watch_cache.restart_resource((crd["spec"]["group"], crd["spec"]["names"]["plural"]),
+                                              int(crd["metadata"]["resourceVersion"]))

@@ -206,10 +206,9 @@ class ListWatch:
                     watcher.buffer.append(("ADDED", obj))
             watcher.start_rv = start_rv = self.store.rv
         else:
-            # The watch cache holds the events since the server started (a custom resource's: since its CRD was
-            # served, or its spec last changed), the store those since compaction.
-            oldest = max(self.cluster.watch_cache_rv, self.store.compacted_rv,
-                         self.cluster.api.watch_cache_start.get(rt.storage_key, 0))
+            # The watch cache's window (storage/watch_cache.py) and the store's history (etcd's, since compaction)
+            # must both still hold the version.
+            oldest = max(self.cluster.api.watch_cache.oldest_start(rt.storage_key), self.store.compacted_rv)
             past = self.store.events_since(start_rv, rt.storage_key) if start_rv >= oldest else None
             refused = None
             if past is None:

@@ -1,0 +1,86 @@
+"""The watch cache's window per resource (storage/watch_cache.py), as the apiserver's cacher keeps it: a busy
+resource keeps at least 75 s of events, any resource its last 100, and a watch from before the window is answered
+410. Time is a fake clock the test moves: no test waits 75 s."""
+
+from __future__ import annotations
+
+import time
+
+from localcluster import LocalCluster
+from localcluster.storage.watch_cache import FRESH, LOWER, UPPER, Window
+
+from .test_watch import RawWatch
+
+CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+SECRETS = "/api/v1/namespaces/default/secrets"
+
+
+def filled(window: Window, count: int, at: float, first_rv: int = 1) -> int:
+    for rv in range(first_rv, first_rv + count):
+        window.add(rv, at)
+    return first_rv + count
+
+
+def test_a_full_window_of_fresh_events_doubles_instead_of_dropping_one():
+    window = Window()
+    following = filled(window, LOWER, at=0.0)
+    assert (window.capacity, window.oldest_start()) == (LOWER, 0)
+    window.add(following, FRESH - 1)
+    assert window.capacity == 2 * LOWER and not window.removed and window.oldest_start() == 0
+
+
+def test_a_full_window_whose_oldest_event_is_stale_drops_it():
+    window = Window()
+    following = filled(window, LOWER, at=0.0)
+    window.add(following, FRESH + 1)
+    assert window.capacity == LOWER and window.removed
+    assert window.oldest_start() == 1  # the second event kept: a watch from version 1 has seen the first
+    window.add(following + 1, FRESH + 1)
+    assert window.oldest_start() == 2
+
+
+def test_a_window_shrinks_once_its_newest_quarter_is_stale_and_never_below_its_bounds():
+    window = Window()
+    following = filled(window, 4 * LOWER, at=0.0)  # grew: 100, 200, 400
+    assert window.capacity == 4 * LOWER
+    window.add(following, FRESH + 1)  # the newest quarter (events at 0) is stale: halves, then drops one
+    assert window.capacity == 2 * LOWER and len(window.records) == 2 * LOWER
+    assert window.oldest_start() == following - 2 * LOWER
+    quiet = Window()
+    following = filled(quiet, LOWER, at=0.0)
+    quiet.add(following, 10 * FRESH)  # stale throughout: it would halve, but not below the lower bound
+    assert quiet.capacity == len(quiet.records) == LOWER and quiet.oldest_start() == 1
+    busy = Window()
+    busy.capacity = UPPER
+    filled(busy, UPPER + 1, at=0.0)
+    assert busy.capacity == UPPER and busy.removed  # nor above the upper one: the oldest goes
+
+
+async def test_a_busy_resource_keeps_75_s_of_events_and_a_watch_from_before_the_window_gets_410():
+    async with LocalCluster() as cluster:
+        now = [time.monotonic()]  # the events the server wrote at its start were recorded on the real clock
+        cluster.api.watch_cache.clock = lambda: now[0]
+        secrets, configmaps = cluster.registry.get("", "v1", "secrets"), cluster.registry.get("", "v1", "configmaps")
+        quiet = cluster.api.get(configmaps, "default", "kube-root-ca.crt")  # written at the server's start
+
+        def secret(name: str) -> dict:
+            return cluster.api.create(secrets, "default", {"metadata": {"name": name}})
+
+        made = [secret(f"s-{i}") for i in range(150)]  # no Secret before: the window holds just these
+        first = int(made[0]["metadata"]["resourceVersion"])
+        async with RawWatch(cluster, SECRETS, resourceVersion=str(first - 1)) as w:  # all fresh: the window grew
+            assert (await w.next())["object"]["metadata"]["name"] == "s-0"
+        now[0] += FRESH + 1
+        for i in range(60):  # 50 fill the window of 200; each of the next 10 drops the oldest, now stale
+            secret(f"late-{i}")
+        kept = int(made[10]["metadata"]["resourceVersion"])
+        async with RawWatch(cluster, SECRETS, resourceVersion=str(kept - 2)) as w:
+            ev = await w.next()
+        assert ev["type"] == "ERROR" and ev["object"]["code"] == 410 and ev["object"]["reason"] == "Expired"
+        assert ev["object"]["message"] == f"too old resource version: {kept - 2} ({kept - 1})"
+        async with RawWatch(cluster, SECRETS, resourceVersion=str(kept - 1)) as w:
+            assert (await w.next())["object"]["metadata"]["name"] == "s-10"
+        # Another resource's window is its own: the quiet ConfigMap's version, older than every Secret, still serves.
+        async with RawWatch(cluster, CONFIGMAPS, resourceVersion=quiet["metadata"]["resourceVersion"]) as w:
+            cluster.api.create(configmaps, "default", {"metadata": {"name": "next"}})
+            assert (await w.next())["object"]["metadata"]["name"] == "next"
