@@ -165,7 +165,8 @@ class Server:
 
 async def serve() -> None:
     # Plain HTTP (benchmarks only): the figures are the informers' own, not TLS's. The token is still needed.
-    cluster = LocalCluster(bookmark_interval=60.0, history_size=200_000, watch_buffer=1_000_000, tls=False)
+    cluster = LocalCluster(bookmark_interval=60.0, history_size=200_000, watch_buffer=1_000_000, tls=False,
+                           close_slow_watchers=False)
     await cluster.start()
     cluster.api.ensure_namespace(NAMESPACE)
     server = Server(cluster)

@@ -56,7 +56,8 @@ class LocalCluster:
     def __init__(self, host: str = "127.0.0.1", port: int = 0, runner: str = "none",
                  history_size: int = 10_000, bookmark_interval: float = 60.0, watch_buffer: int = 100_000,
                  default_script: dict | list | None = None, disable_admission_plugins: tuple[str, ...] = (),
-                 tls: bool = True, audit_size: int = AUDIT_SIZE, endpoint_controllers: bool | None = None) -> None:
+                 tls: bool = True, audit_size: int = AUDIT_SIZE, endpoint_controllers: bool | None = None,
+                 close_slow_watchers: bool = True) -> None:
         self.host = host
         # HTTPS with a self-signed certificate (kubeconfig() carries it). `tls=False` (plain HTTP) is for
         # benchmarks only: the token is required all the same, and kubectl sends none over plain HTTP.
@@ -68,6 +69,9 @@ class LocalCluster:
         self.port = port
         self.bookmark_interval = bookmark_interval
         self.watch_buffer = watch_buffer
+        # A watcher whose client does not keep up is closed as the cacher closes it (storage/watch.py); False for
+        # a benchmark that measures how fast a client reads, however far behind it falls.
+        self.close_slow_watchers = close_slow_watchers
         self.store = Store(history_size)
         self.registry = Registry()
         self.api = Api(self.store, self.registry)

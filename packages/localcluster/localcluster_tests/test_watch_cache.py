@@ -4,6 +4,7 @@ resource keeps at least 75 s of events, any resource its last 100, and a watch f
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from localcluster import LocalCluster
@@ -84,3 +85,34 @@ async def test_a_busy_resource_keeps_75_s_of_events_and_a_watch_from_before_the_
         async with RawWatch(cluster, CONFIGMAPS, resourceVersion=quiet["metadata"]["resourceVersion"]) as w:
             cluster.api.create(configmaps, "default", {"metadata": {"name": "next"}})
             assert (await w.next())["object"]["metadata"]["name"] == "next"
+
+
+async def test_a_watcher_whose_client_stops_reading_is_closed_once_its_channel_stays_full():
+    """The cacher's channel (10 events on a fresh server) full for its time budget (0.1 s) while the stream's writer
+    waits on a client that does not read: the watch ends; what was written before is still read, then the end."""
+    async with LocalCluster() as cluster:
+        configmaps = cluster.registry.get("", "v1", "configmaps")
+        payload = "x" * 100_000
+        async with RawWatch(cluster, CONFIGMAPS, resourceVersion=str(cluster.store.rv)) as w:
+            made = 0
+            watcher = next(iter(cluster.hub.watchers[("", "configmaps")]))
+            async with asyncio.timeout(30):
+                while not watcher.closed:  # the socket's buffers fill, then the channel, then the budget runs out
+                    cluster.api.create(configmaps, "default", {"metadata": {"name": f"cm-{made}"},
+                                                               "data": {"big": payload}})
+                    made += 1
+                    await asyncio.sleep(0.002)
+            seen = [e["object"]["metadata"]["name"] for e in await w.closed(timeout=10)]
+        assert 0 < len(seen) < made and seen == [f"cm-{i}" for i in range(len(seen))]
+
+
+async def test_a_burst_written_at_once_to_a_client_that_reads_closes_no_watcher():
+    """One request writing far more than the channel holds (here: 500 objects between two awaits, as a cascade of
+    the garbage collector) is no slow client: every event arrives on the same stream."""
+    async with LocalCluster() as cluster:
+        configmaps = cluster.registry.get("", "v1", "configmaps")
+        async with RawWatch(cluster, CONFIGMAPS, resourceVersion=str(cluster.store.rv)) as w:
+            for i in range(500):
+                cluster.api.create(configmaps, "default", {"metadata": {"name": f"cm-{i}"}})
+            seen = [(await w.next())["object"]["metadata"]["name"] for _ in range(500)]
+            assert seen == [f"cm-{i}" for i in range(500)] and cluster.hub.count() == 1

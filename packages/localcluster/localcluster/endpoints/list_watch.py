@@ -17,7 +17,7 @@ from .. import errors
 from ..errors import ApiError
 from ..storage import event_apis
 from ..storage.resources import ResourceType
-from ..storage.watch import Watcher, WatchHub
+from ..storage.watch import Watcher, WatchHub, channel_size
 from ..validation import parse_field_selector
 from . import request_options, table
 from .continue_tokens import ContinueTokens, ListScope
@@ -197,8 +197,10 @@ class ListWatch:
         if start_rv < 0:
             # the cacher's ParseResourceVersion error, which the watch handler answers as an internal error
             raise ApiError(500, "", _unparsable_rv(rv_param))
-        watcher = Watcher(rt.storage_key, target.namespace, labels, fields, start_rv,
-                          self.cluster.watch_buffer)
+        channel = channel_size(self.cluster.api.watch_cache.capacity(rt.storage_key)) \
+            if self.cluster.close_slow_watchers else None
+        watcher = Watcher(rt.storage_key, target.namespace, labels, fields, start_rv, self.cluster.watch_buffer,
+                          channel)
         # Replay and registration happen with no await between them: nothing can be missed.
         if initial:
             for obj in sorted(self.store.objects(rt.storage_key, target.namespace), key=_sort_key):
@@ -278,7 +280,11 @@ class ListWatch:
                 obj = self.api.present(rt, obj)
             chunks.append(orjson.dumps({"type": kind, "object": view.render(obj)}))
         chunks.append(b"")
-        await response.write(b"\n".join(chunks))
+        watcher.write_started()
+        try:
+            await response.write(b"\n".join(chunks))
+        finally:
+            watcher.write_done()
 
     def _bookmark(self, rt: ResourceType, view: table.EventRenderer, annotations: dict | None = None) -> bytes:
         meta: dict = {"resourceVersion": str(self.store.rv)}

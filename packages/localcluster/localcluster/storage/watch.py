@@ -1,24 +1,43 @@
 """Watchers: the per-request view of the event stream, with the cacher's filtering rules.
 
 A watcher is fed synchronously by the store listener, so no event can slip between the
-history replay and the live stream. A watcher whose client falls too far behind is closed,
-as the apiserver's cacher closes slow watchers; the client re-watches from its last version.
+history replay and the live stream. A watcher whose client falls behind is closed, as the
+apiserver's cacher closes it; the client re-watches from its last version. The cacher gives each
+watcher a channel of `channel_size` events (its suggestedWatchChannelSize: the window's capacity
+over 75 s, 10 to 100); when an event finds it full, the dispatcher waits for room at most its
+time budget (100 ms at most, 50 ms more each second) and then closes the watcher
+("Forcing watcher close due to unresponsiveness"). Here the channel is the events queued while
+the stream's writer is blocked on a client that does not read (its socket full): past
+`channel_size` of them for BUDGET seconds, the watcher is closed. Events queued while the writer
+is merely not scheduled yet (one request writing many objects at once: a garbage-collected
+cascade) are no backlog: a Go server's writers run beside its dispatcher.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 from collections import defaultdict, deque
 
 from apimachinery.selectors import LabelSelector
 
 from ..validation import FieldSelector
 from .store import ADDED, DELETED, MODIFIED, Event, StorageKey
+from .watch_cache import FRESH
+
+BUDGET = 0.1  # the cacher's dispatch time budget at its fullest (time_budget.go maxBudget)
+CHANNEL_MIN, CHANNEL_MAX = 10, 100  # minWatchChanSize, maxWatchChanSizeWithoutIndex
+
+
+def channel_size(capacity: int) -> int:
+    """The cacher's channel for a new watcher: about a second of its window's events (capacity / 75 s)."""
+    return min(max(math.ceil(capacity / FRESH), CHANNEL_MIN), CHANNEL_MAX)
 
 
 class Watcher:
     def __init__(self, key: StorageKey, namespace: str | None, labels: LabelSelector | None,
-                 fields: FieldSelector | None, start_rv: int, max_buffer: int) -> None:
+                 fields: FieldSelector | None, start_rv: int, max_buffer: int,
+                 channel: int | None = CHANNEL_MAX) -> None:
         self.key = key
         self.namespace = namespace
         self.labels = labels
@@ -28,6 +47,9 @@ class Watcher:
         self.buffer: deque[tuple[str, dict]] = deque()
         self.wake = asyncio.Event()
         self.closed = False
+        self.channel = channel  # None: never closed for a full channel (a benchmark's throughput)
+        self.writing = False  # the stream's writer is in a write: the client has not taken the last yet
+        self._overflow: asyncio.TimerHandle | None = None  # the budget's timer, once the channel overflowed
 
     def matches(self, obj: dict) -> bool:
         meta = obj["metadata"]
@@ -46,7 +68,25 @@ class Watcher:
         self.buffer.append(item)
         if len(self.buffer) > self.max_buffer:
             self.close()
+        elif self.writing and self.channel is not None and len(self.buffer) > self.channel and \
+                self._overflow is None:
+            self._overflow = asyncio.get_running_loop().call_later(BUDGET, self._unresponsive)
         self.wake.set()
+
+    def _unresponsive(self) -> None:
+        self._overflow = None
+        if self.writing and self.channel is not None and len(self.buffer) > self.channel:
+            self.close()
+
+    def write_started(self) -> None:
+        self.writing = True
+
+    def write_done(self) -> None:
+        """The client took what was written: the backlog is the writer's next write, no more a full channel."""
+        self.writing = False
+        if self._overflow is not None:
+            self._overflow.cancel()
+            self._overflow = None
 
     def translate(self, ev: Event) -> tuple[str, dict] | None:
         """An object that starts or stops matching the selectors is seen as added or deleted."""
@@ -63,6 +103,9 @@ class Watcher:
 
     def close(self) -> None:
         self.closed = True
+        if self._overflow is not None:
+            self._overflow.cancel()
+            self._overflow = None
         self.wake.set()
 
 

@@ -80,6 +80,10 @@ class WatchCache:
         return max(self.server_start, self.resource_starts.get(key, 0),
                    window.oldest_start() if window is not None else 0)
 
+    def capacity(self, key: StorageKey) -> int:
+        window = self.windows.get(key)
+        return window.capacity if window is not None else LOWER
+
     def restart_server(self, rv: int) -> None:
         self.server_start = rv
         self.windows.clear()
