@@ -48,13 +48,11 @@ ALLOWED = {
 }
 
 # Known long poles, by module, the longest first as far as measured (on the quiet machine, with `-n 4`: the chaos run
-# 40 s, a bench scenario up to 23 s, a part of the documentation's commands 10 s, a shard of the engine's model 8 s,
-# the type checker 27 s, the rotated client certificate 28 s (waiting on its expiries), ShellJob's model run 12 s;
+# 40 s, a bench scenario up to 23 s, a part of the documentation's commands 10 s, a shard of the engine's model 8 s;
 # the real frameworks' runs, minutes when installed). Modules, not test ids: those change as tests are split or
 # renamed. Their slow tests run first, one per worker, so that no long test starts last with the others idle.
 LONG = ("e2e/test_real_torch.py", "e2e/test_real_tensorflow.py", "chaos/test_chaos.py", "bench/test_bench_smoke.py",
-        "program/test_readme.py", "controller/model/test_engine_model*.py", "program/test_typecheck.py",
-        "program/test_credentials_refresh.py", "e2e/test_fourth_kind.py")
+        "program/test_readme.py", "controller/model/test_engine_model*.py")
 
 
 def relative(item: pytest.Item) -> str:
