@@ -89,6 +89,8 @@ class ListWatch:
             at = self.store.objects_at(rt.storage_key, revision, target.namespace)
             if start and revision <= self.store.compacted_rv:  # expire_history's promise: open tokens get 410
                 at = None
+            if revision < self.store.etcd_compacted():  # etcd compacted it since (every 5 minutes)
+                at = None
             if at is None:
                 if start:
                     raise self.continue_tokens.expired(scope, start)
@@ -148,7 +150,7 @@ class ListWatch:
         if asked > self.store.rv:
             raise errors.too_large_resource_version(asked, self.store.rv)
         if match == "Exact" or (limit and not match):
-            if asked < self.store.compacted_rv:
+            if asked < max(self.store.compacted_rv, self.store.etcd_compacted()):
                 raise errors.gone("The resourceVersion for the provided list is too old.")
             return asked, limit
         return None, limit

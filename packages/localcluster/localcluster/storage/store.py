@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import orjson
 
+from .compaction import Compactor
+
 StorageKey = tuple[str, str]  # (group, plural)
 ObjKey = tuple[str, str]  # (namespace or "", name)
 
@@ -65,8 +67,10 @@ class Store:
         self.buckets: dict[StorageKey, dict[ObjKey, dict]] = defaultdict(dict)
         self.history: deque[_Past] = deque()
         self.history_size = history_size
-        # Every event with rv <= compacted_rv has left the history (like etcd compaction).
+        # Every event with rv <= compacted_rv has left the history (the count bound, or expire_history).
         self.compacted_rv = 0
+        # etcd's periodic compaction, by time: a read at an older exact revision is refused (compaction.py).
+        self.compactor = Compactor()
         # owner uid -> dependents, for the garbage collector.
         self.dependents: dict[str, set[tuple[StorageKey, ObjKey]]] = defaultdict(set)
         self._listeners: list[Callable[[Event], None]] = []
@@ -146,7 +150,12 @@ class Store:
                 out.append(past)
         return [past.event() for past in reversed(out)]
 
+    def etcd_compacted(self) -> int:
+        """The oldest revision a read at an exact revision may still ask for."""
+        return self.compactor.tick(self.rv)
+
     def _record(self, ev: Event) -> Event:
+        self.compactor.tick(ev.rv - 1)  # a tick due before this write saw the revision before it
         if len(self.history) >= self.history_size:
             self.compacted_rv = self.history.popleft().rv
         self.history.append(_Past.of(ev))
