@@ -68,14 +68,17 @@ class Watcher:
         self.buffer.append(item)
         if len(self.buffer) > self.max_buffer:
             self.close()
-        elif self.writing and self.channel is not None and len(self.buffer) > self.channel and \
-                self._overflow is None:
+        elif self._overflowing() and self._overflow is None:
             self._overflow = asyncio.get_running_loop().call_later(BUDGET, self._unresponsive)
         self.wake.set()
 
+    def _overflowing(self) -> bool:
+        """The writer waits on the client and more events than the channel holds queue behind it."""
+        return self.writing and self.channel is not None and len(self.buffer) > self.channel
+
     def _unresponsive(self) -> None:
         self._overflow = None
-        if self.writing and self.channel is not None and len(self.buffer) > self.channel:
+        if self._overflowing():
             self.close()
 
     def write_started(self) -> None:
