@@ -15,9 +15,19 @@ rank, size = comm.Get_rank(), comm.Get_size()
 host = socket.gethostname()
 total = comm.allreduce(rank + 1, op=MPI.SUM)
 expected = size * (size + 1) // 2
-print(f"rank {rank} of {size} on {host} ({socket.gethostbyname(host)}): allreduce sum {total}", flush=True)
+
+
+def say(line: str, stream=sys.stdout) -> None:
+    """One write of the whole line: mpirun forwards every rank's output to the launcher's as it comes, and with
+    PYTHONUNBUFFERED (the controller sets it) print() writes the text and its newline apart, so two ranks' lines
+    could run together."""
+    stream.write(line + "\n")
+    stream.flush()
+
+
+say(f"rank {rank} of {size} on {host} ({socket.gethostbyname(host)}): allreduce sum {total}")
 if total != expected:
-    print(f"rank {rank}: the sum should be {expected}", file=sys.stderr, flush=True)
+    say(f"rank {rank}: the sum should be {expected}", sys.stderr)
     sys.exit(1)
 if rank == 0:
-    print(f"allreduce across {size} ranks: sum {total}, as expected", flush=True)
+    say(f"allreduce across {size} ranks: sum {total}, as expected")
