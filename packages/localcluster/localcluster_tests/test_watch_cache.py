@@ -5,13 +5,17 @@ resource keeps at least 75 s of events, any resource its last 100, and a watch f
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 from localcluster import LocalCluster
+from localcluster.storage.watch import channel_size
 from localcluster.storage.watch_cache import FRESH, LOWER, UPPER, Window
+from localcluster.validation import parse_field_selector as fields
 
 from .test_watch import RawWatch
 
+PODS = "/api/v1/namespaces/default/pods"
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 SECRETS = "/api/v1/namespaces/default/secrets"
 
@@ -116,3 +120,33 @@ async def test_a_burst_written_at_once_to_a_client_that_reads_closes_no_watcher(
                 cluster.api.create(configmaps, "default", {"metadata": {"name": f"cm-{i}"}})
             seen = [(await w.next())["object"]["metadata"]["name"] for _ in range(500)]
             assert seen == [f"cm-{i}" for i in range(500)] and cluster.hub.count() == 1
+
+
+def test_a_watchers_channel_is_bounded_by_its_resources_index_and_its_trigger():
+    """suggestedWatchChannelSize: a second of the window's events, at least 10; at most 100 for a resource without an
+    indexed trigger, 1000 for one with (pods by spec.nodeName, Secrets and ConfigMaps by metadata.name), 10 for a
+    watch that selects one value of the trigger's field (the kubelet's)."""
+    pods, secrets, jobs = ("", "pods"), ("", "secrets"), ("batch.tensorstack.dev", "genericjobs")
+    assert channel_size(LOWER, pods, None) == channel_size(LOWER, jobs, None) == 10  # a fresh window: the floor
+    assert channel_size(UPPER, jobs, None) == 100
+    assert channel_size(UPPER, pods, None) == channel_size(UPPER, pods, fields("spec.nodeName!=node-1")) == 1000
+    assert channel_size(UPPER, pods, fields("status.phase=Running")) == 1000  # selects, but not by the trigger
+    assert channel_size(UPPER, pods, fields("spec.nodeName=node-1")) == 10
+    assert channel_size(UPPER, secrets, fields("metadata.name=token")) == 10
+    assert channel_size(30_000, secrets, None) == 400  # between the bounds: 30,000 events over 75 s
+
+
+async def test_each_watch_over_http_gets_the_channel_of_its_resource_and_selector():
+    async with LocalCluster() as cluster:
+        for key in (("", "pods"), ("", "configmaps")):
+            window = cluster.api.watch_cache.windows.setdefault(key, Window())
+            window.capacity = UPPER  # as a busy resource's window grows
+        watches = [(PODS, {"fieldSelector": "spec.nodeName=node-1"}), (PODS, {"labelSelector": "app=x"}),
+                   (CONFIGMAPS, {"fieldSelector": "metadata.name=x"}),
+                   (SECRETS, {})]  # the Secrets' window is as a fresh server left it
+        async with contextlib.AsyncExitStack() as open_:
+            for path, selector in watches:
+                await open_.enter_async_context(RawWatch(cluster, path, **selector))
+            channels = {(key[1], w.fields is not None): w.channel
+                        for key, kept in cluster.hub.watchers.items() for w in kept}
+        assert channels == {("pods", True): 10, ("pods", False): 1000, ("configmaps", True): 10, ("secrets", False): 10}

@@ -199,7 +199,7 @@ class ListWatch:
         if start_rv < 0:
             # the cacher's ParseResourceVersion error, which the watch handler answers as an internal error
             raise ApiError(500, "", _unparsable_rv(rv_param))
-        channel = channel_size(self.cluster.api.watch_cache.capacity(rt.storage_key)) \
+        channel = channel_size(self.cluster.api.watch_cache.capacity(rt.storage_key), rt.storage_key, fields) \
             if self.cluster.close_slow_watchers else None
         watcher = Watcher(rt.storage_key, target.namespace, labels, fields, start_rv, self.cluster.watch_buffer,
                           channel)

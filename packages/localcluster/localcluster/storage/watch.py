@@ -4,7 +4,8 @@ A watcher is fed synchronously by the store listener, so no event can slip betwe
 history replay and the live stream. A watcher whose client falls behind is closed, as the
 apiserver's cacher closes it; the client re-watches from its last version. The cacher gives each
 watcher a channel of `channel_size` events (its suggestedWatchChannelSize: the window's capacity
-over 75 s, 10 to 100); when an event finds it full, the dispatcher waits for room at most its
+over 75 s, at least 10 and at most 100, or for a resource with an indexed trigger 1000, and 10 for a watch
+that selects one value of the trigger's field); when an event finds it full, the dispatcher waits for room at most its
 time budget (100 ms at most, 50 ms more each second) and then closes the watcher
 ("Forcing watcher close due to unresponsiveness"). Here the channel is the events queued while
 the stream's writer is blocked on a client that does not read (its socket full): past
@@ -27,11 +28,24 @@ from .watch_cache import FRESH
 
 BUDGET = 0.1  # the cacher's dispatch time budget at its fullest (time_budget.go maxBudget)
 CHANNEL_MIN, CHANNEL_MAX = 10, 100  # minWatchChanSize, maxWatchChanSizeWithoutIndex
+CHANNEL_MAX_INDEXED, CHANNEL_MAX_TRIGGERED = 1000, 10  # ...WithIndexWithoutTrigger, ...WithIndexAndTrigger
+# The resources whose registry gives the cacher an indexed trigger (their StoreOptions' TriggerFunc): the kubelet
+# watches its node's pods and each Secret and ConfigMap its pods mount by that field.
+TRIGGERS: dict[StorageKey, str] = {("", "pods"): "spec.nodeName", ("", "secrets"): "metadata.name",
+                                   ("", "configmaps"): "metadata.name"}
 
 
-def channel_size(capacity: int) -> int:
-    """The cacher's channel for a new watcher: about a second of its window's events (capacity / 75 s)."""
-    return min(max(math.ceil(capacity / FRESH), CHANNEL_MIN), CHANNEL_MAX)
+def channel_size(capacity: int, key: StorageKey, fields: FieldSelector | None) -> int:
+    """The cacher's channel for a new watcher: about a second of its window's events (capacity / 75 s), bounded
+    by the resource's index and whether the watch selects one value of its trigger's field."""
+    trigger = TRIGGERS.get(key)
+    if trigger is None:
+        bound = CHANNEL_MAX
+    elif fields is not None and fields.exact_value(trigger) is not None:
+        bound = CHANNEL_MAX_TRIGGERED
+    else:
+        bound = CHANNEL_MAX_INDEXED
+    return min(max(math.ceil(capacity / FRESH), CHANNEL_MIN), bound)
 
 
 class Watcher:
