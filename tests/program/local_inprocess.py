@@ -13,7 +13,9 @@ one (subprocesses.LocalProcess): a signal from outside, the exit status the shel
 
 A run has `cwd` as the working directory (where `.cache/` and the pods' working directory are) and `env` added to
 the environment (the pods' TMPDIR, PATH) while it runs; both, and the logging configuration it sets, are put back
-after. Nothing bounds it but the events it waits for and the test's own timeout (pytest-timeout).
+after. Nothing bounds it but the events it waits for and the test's own timeout (pytest-timeout): the end's waits
+for why a replica failed (its pod's last state and its log, 2 s at most for a user) wait up to PATIENT seconds here,
+since a test asserts what they bring, and a loaded machine can take longer than 2 s to bring it.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import structlog
 
 from controller.__main__ import main
 from controller.cmd import cli
-from controller.devtools import local
+from controller.devtools import local, progress, reasons
 from controller.devtools.terminal import Terminal
 from controller.runtime import logs
 from localcluster.testing import until
@@ -70,9 +72,15 @@ class Output(io.StringIO):
         return self.getvalue().splitlines()
 
 
+PATIENT = 30.0  # seconds the end of a run waits for failed replicas' reasons and logs (a user's run: 2 s)
+
+
 @contextlib.contextmanager
 def as_a_process(cwd: Path, env: dict[str, str] | None = None) -> Iterator[None]:
-    """The working directory and environment of the run, and the logging configuration it sets, put back after."""
+    """The working directory and environment of the run, and the logging configuration it sets, put back after;
+    meanwhile the end's waits for failure reasons are PATIENT."""
+    waits = progress.REASON_WAIT, reasons.LOG_TIMEOUT
+    progress.REASON_WAIT = reasons.LOG_TIMEOUT = PATIENT
     old_cwd = os.getcwd()
     old_env = {name: os.environ.get(name) for name in env or {}}
     root = logging.getLogger()
@@ -86,6 +94,7 @@ def as_a_process(cwd: Path, env: dict[str, str] | None = None) -> Iterator[None]
     try:
         yield
     finally:
+        progress.REASON_WAIT, reasons.LOG_TIMEOUT = waits
         os.chdir(old_cwd)
         for name, value in old_env.items():
             if value is None:
