@@ -34,7 +34,7 @@ from .objects import (
     REPLICA_SETS,
     SERVER_MANAGER,
     now_rfc3339,
-    status_schemas,
+    status_schema,
 )
 
 
@@ -129,18 +129,13 @@ class ApiBase(WebhookSteps):
         properties = (schema or {}).get("properties") or {}
         if schema is None or "status" not in properties:
             return []
-        status_only = status_schemas.get(id(schema))
-        if status_only is None or status_only[0] is not schema:
-            reduced = {k: v for k, v in schema.items() if k not in ("required", "x-kubernetes-validations")}
-            status_only = (schema, {**reduced, "properties": {"status": properties["status"]}})
-            status_schemas[id(schema)] = status_only
         view = {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": obj["metadata"]}
         if "status" in obj:
             view["status"] = obj["status"]
         old_view = {"apiVersion": old["apiVersion"], "kind": old["kind"], "metadata": old["metadata"]}
         if "status" in old:
             old_view["status"] = old["status"]
-        causes = self._admit(replace(rt, schema=status_only[1]), view, old_view, refuse)
+        causes = self._admit(replace(rt, schema=status_schema(schema)), view, old_view, refuse)
         if "status" in view:
             obj["status"] = view["status"]
         return causes

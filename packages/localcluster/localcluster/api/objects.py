@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from .. import errors
 from ..errors import ApiError
 from ..storage import deletion
+from ..validation.schema.memo import BySchema
 
 NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
@@ -33,8 +34,13 @@ def now_rfc3339(delta: float = 0.0) -> str:
     return _this_second[1]
 
 
-# id(CRD schema) -> (that schema, the same schema reduced to its status subtree)
-status_schemas: dict[int, tuple[dict, dict]] = {}
+def _status_only(schema: dict) -> dict:
+    """A CRD's schema reduced to its status subtree (a /status write checks only that)."""
+    reduced = {k: v for k, v in schema.items() if k not in ("required", "x-kubernetes-validations")}
+    return {**reduced, "properties": {"status": schema["properties"]["status"]}}
+
+
+status_schema: BySchema[dict] = BySchema(_status_only)
 
 
 def without_keys(obj: dict, *keys: str) -> dict:

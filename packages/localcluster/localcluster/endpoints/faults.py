@@ -1,4 +1,4 @@
-"""Fault injection and request accounting, as one aiohttp middleware.
+"""Fault injection and request accounting, one layer around every request (`Faults.intercept`, called by http.py).
 
 Faults apply only to resource requests (not discovery, OpenAPI or the admin endpoints), so a
 test can make the API flaky without making kubectl's discovery fail first.
@@ -119,8 +119,8 @@ class Faults:
             return errors.gone("too old resource version: injected fault")
         return errors.internal_error("injected fault")
 
-    @web.middleware
-    async def middleware(self, request: web.Request, handler):
+    async def intercept(self, request: web.Request, handler):
+        """The fault injected for this request, if one matches; else the handler's answer."""
         if request.path.startswith(ADMIN_PREFIX):
             return await handler(request)
         segs = [s for s in request.path.split("/") if s]

@@ -53,13 +53,21 @@ class HttpApi(ListWatch):
         self.tokens = TokenIssuer(self.api, cluster.access.authenticator)
 
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[self._errors, self.cluster.faults.middleware],
-                              client_max_size=MAX_REQUEST_BYTES)
-        app.router.add_route("*", "/{tail:.*}", self.dispatch)
+        # No aiohttp middlewares: aiohttp keeps each (handler, application) pair's middleware chain in a
+        # process-wide cache of 1,024, which kept every stopped cluster of a process (a test suite runs
+        # hundreds), its store and objects, alive to the end. The two layers are composed in `serve` instead.
+        app = web.Application(client_max_size=MAX_REQUEST_BYTES)
+        app.router.add_route("*", "/{tail:.*}", self.serve)
         app.on_response_prepare.append(deprecation_warning)
         return app
 
-    @web.middleware
+    async def serve(self, request: web.Request) -> web.StreamResponse:
+        """Every request: errors answered as Statuses, around the injected faults (tests' only), around dispatch."""
+        return await self._errors(request, self._faulted)
+
+    async def _faulted(self, request: web.Request) -> web.StreamResponse:
+        return await self.cluster.faults.intercept(request, self.dispatch)
+
     async def _errors(self, request: web.Request, handler):
         try:
             return await handler(request)

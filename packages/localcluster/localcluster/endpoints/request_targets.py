@@ -1,5 +1,6 @@
 """What a request is about: its Target (the kind served, namespace, name, subresource), the pods'
-selectable fields and connect subresources, and what the middlewares attach to it (its user, a deprecation)."""
+selectable fields and connect subresources, and what the layers before dispatch attach to it (its user,
+a deprecation)."""
 
 from __future__ import annotations
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..storage.resources import ResourceType
 from ..validation import builtin_schemas
+from ..validation.schema.memo import BySchema
 from .patch_tags import METADATA_FIELD, kind_field
 
 ATOMIC, SET, MAP = "atomic", "set", "map"
@@ -156,23 +157,15 @@ _UNTAGGED_FIELD = (_UNTAGGED, True)
 _DEDUCED = SchemaShape(None)
 _DEDUCED_FIELD = (_DEDUCED, False)
 _METADATA = BuiltinShape(METADATA_FIELD)
-_roots: dict[int, tuple[object, Any]] = {}  # id(schema) -> (the CRD schema it was built from, shape)
+_crd_root: BySchema[_ResourceRoot] = BySchema(_ResourceRoot)
+_SCHEMALESS_ROOT = _ResourceRoot(None)
 
 
 def root(rt: ResourceType):
-    """The shape of a whole object of `rt`, built once per kind or CRD schema (a changed CRD brings a
-    new schema dict; the cache holds the dict, so its id is not reused while cached)."""
+    """The shape of a whole object of `rt`, built once per kind or CRD schema."""
     if rt.crd_name is None:
         return _builtin_root(rt.group, rt.version, rt.kind)
-    source = rt.schema
-    hit = _roots.get(id(source))
-    if hit is not None and hit[0] is source:
-        return hit[1]
-    if len(_roots) >= 512:
-        _roots.clear()
-    shape = _ResourceRoot(source)
-    _roots[id(source)] = (source, shape)
-    return shape
+    return _SCHEMALESS_ROOT if rt.schema is None else _crd_root(rt.schema)
 
 
 @functools.cache

@@ -7,6 +7,7 @@ import re
 
 from .field_errors import ABSENT
 from .formats import FORMAT_CHECKS
+from .memo import BySchema
 from .rules import Rule
 
 # --- compiled schemas ---------------------------------------------------------------------------
@@ -96,20 +97,6 @@ class Node:
             c.has_transition_rules for c in children)
 
 
-_compiled_schemas: dict[int, tuple[dict, Node]] = {}
-_COMPILED_LIMIT = 512
-
-
-def compiled_node(schema: dict) -> Node:
-    """The compiled form of a schema dict, built on first use. CRD schemas are not mutated in place:
-    a changed CRD brings a new dict. The cache holds the dict, so its id cannot be reused."""
-    hit = _compiled_schemas.get(id(schema))
-    if hit is not None and hit[0] is schema:
-        return hit[1]
-    if len(_compiled_schemas) >= _COMPILED_LIMIT:
-        _compiled_schemas.clear()
-    node = Node(schema)
-    _compiled_schemas[id(schema)] = (schema, node)
-    return node
+compiled_node: BySchema[Node] = BySchema(Node)  # a schema dict's compiled form, built on first use
 
 
