@@ -32,9 +32,14 @@ $(UV): | $(BIN)/python
 # The repository's three distributions, each installed alone (no dependencies: the locks hold them all, hashed),
 # editable, the lock's setuptools building them: packages/apimachinery (what both others use), packages/localcluster
 # (the in-memory API server: the tests' and `local`'s) and the controller (the root). Paths no index serves, so no
-# lock names them.
-EDITABLE = $(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation \
-	-e packages/apimachinery -e packages/localcluster -e .
+# lock names them. Installed again only when a pyproject.toml is newer than the last install (their entry points and
+# packages; the code is read from the tree) or a console script is missing: a reinstall replaces the console
+# scripts, and a program started meanwhile (a test's, beside the README test's `make local`) found none.
+EDITABLE_DONE := $(VENV)/.editable-installed
+EDITABLE = if [ -e $(EDITABLE_DONE) ] && [ -x $(BIN)/genericjob-controller ] && [ -x $(BIN)/localcluster ] \
+	&& [ -z "$$(find pyproject.toml packages/*/pyproject.toml -newer $(EDITABLE_DONE))" ]; then :; \
+	else $(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation \
+	-e packages/apimachinery -e packages/localcluster -e . && touch $(EDITABLE_DONE); fi
 
 # Everything from requirements-dev.lock (the extras local, test, bench and dev, pip itself and the build backend,
 # each at a pinned version with PyPI's hashes), then the three distributions. A lock already installed is checked in

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from .. import errors
 from ..errors import ApiError
 from ..storage import deletion
-from ..validation.schema.memo import BySchema
+from ..validation import BySchema
 
 NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")

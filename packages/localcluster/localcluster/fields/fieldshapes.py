@@ -18,8 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..storage.resources import ResourceType
-from ..validation import builtin_schemas
-from ..validation.schema.memo import BySchema
+from ..validation import BySchema, builtin_schemas
 from .patch_tags import METADATA_FIELD, kind_field
 
 ATOMIC, SET, MAP = "atomic", "set", "map"

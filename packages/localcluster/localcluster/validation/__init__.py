@@ -32,13 +32,14 @@ from .envelope import cannot_be_handled, meta_type_error, unmarshal_error
 from .quantity import QuantityError, go_float
 from .quantity import parse as parse_quantity
 from .schema import CEL_ERROR_REWRITES, admit
+from .schema.memo import BySchema
 from .selectors import FieldRequirement, FieldSelector, label_selector_from_dict, parse_field_selector
 
 __all__ = ["CEL_ERROR_REWRITES", "DNS1035_LABEL", "DNS1035_MSG", "DNS1123_SUBDOMAIN", "LABEL_VALUE", "LABEL_VALUE_MSG",
-           "Cause", "FieldRequirement", "FieldSelector", "QuantityError", "admit", "builtin_schemas", "builtins",
-           "cannot_be_handled", "decode_crd", "default_pod_template", "default_service", "forbidden", "go_float",
-           "invalid_value", "label_selector_from_dict", "meta_type_error", "not_supported", "parse_field_selector",
-           "parse_quantity", "required", "rule_errors", "unmarshal_error"]
+           "BySchema", "Cause", "FieldRequirement", "FieldSelector", "QuantityError", "admit", "builtin_schemas",
+           "builtins", "cannot_be_handled", "decode_crd", "default_pod_template", "default_service", "forbidden",
+           "go_float", "invalid_value", "label_selector_from_dict", "meta_type_error", "not_supported",
+           "parse_field_selector", "parse_quantity", "required", "rule_errors", "unmarshal_error"]
 
 
 def rule_errors(crd: dict) -> list[Cause]:
