@@ -86,9 +86,45 @@ def test_the_developers_loop_installs_what_it_needs_first(tmp_path, target, tool
     tool (on an installed venv uv checks the pins in a fraction of a second)."""
     commands = make_dry_run(target, tmp_path)
     dev = next(i for i, cmd in enumerate(commands) if "-r requirements-dev.lock" in cmd)
-    project = next(i for i, cmd in enumerate(commands) if cmd.endswith(" -e ."))
+    project = next(i for i, cmd in enumerate(commands) if re.search(r" -e \.( |$)", cmd))
     runs = next(i for i, cmd in enumerate(commands) if tool in cmd)
     assert dev < project < runs, commands
+
+
+@pytest.mark.slow  # make
+def test_the_editable_install_is_redone_only_when_a_pyproject_changed_or_a_console_script_is_missing(tmp_path):
+    """Reinstalling replaces the console scripts: a program started meanwhile (a test's, while the README's test runs
+    `make local`) found none. So an installed venv keeps its editable install until a pyproject.toml is newer than it
+    (here: a copy of one, in a copy of the tree's top) or a console script is gone. uv is a stand-in that records
+    its runs and writes the scripts."""
+    tree, venv = tmp_path / "tree", tmp_path / "venv"
+    (tree / "packages" / "localcluster").mkdir(parents=True)
+    for name in ("pyproject.toml", "packages/localcluster/pyproject.toml"):
+        (tree / name).write_text((ROOT / name).read_text())
+    (venv / "bin").mkdir(parents=True)
+    runs = tmp_path / "uv-runs"
+    uv = venv / "bin" / "uv"
+    uv.write_text(f'#!/bin/sh\necho "$*" >> {runs}\ntouch {venv}/bin/genericjob-controller {venv}/bin/localcluster\n'
+                  f"chmod +x {venv}/bin/genericjob-controller {venv}/bin/localcluster\n")
+    uv.chmod(0o755)
+
+    def editable() -> int:
+        """`$(EDITABLE)` as the install targets run it; how many times uv has run so far."""
+        subprocess.run(["make", "--no-print-directory", "-f", str(ROOT / "Makefile"), f"VENV={venv}",
+                        "--eval", "editable-probe: ; $(EDITABLE)", "editable-probe"], cwd=tree, check=True,
+                       capture_output=True, timeout=60)
+        return len(runs.read_text().splitlines()) if runs.exists() else 0
+
+    assert editable() == 1  # a fresh venv
+    assert "-e packages/apimachinery -e packages/localcluster -e ." in runs.read_text()
+    assert editable() == 1  # installed, nothing changed: not again
+    (venv / "bin" / "localcluster").unlink()
+    assert editable() == 2  # a console script gone
+    assert editable() == 2
+    stamp = venv / ".editable-installed"
+    os.utime(stamp, (stamp.stat().st_mtime - 10, stamp.stat().st_mtime - 10))  # a pyproject.toml newer than it
+    assert editable() == 3
+    assert editable() == 3
 
 
 @pytest.mark.slow  # make
